@@ -1,0 +1,236 @@
+//! Database rows, separate from domain entities, with exhaustive conversions both ways.
+
+use chrono::{DateTime, NaiveDate, Utc};
+use diesel::prelude::*;
+use uuid::Uuid;
+
+use crate::schema::{receivers, subaccounts};
+use domain::country::CountryCode;
+use domain::ids::{MerchantId, ReceiverId, SubaccountId};
+use domain::receiver::values::Gender;
+use domain::receiver::{Address, KycStatus, Receiver, ReceiverStatus};
+use domain::subaccount::{Subaccount, SubaccountAddress};
+
+/// A `receivers` row, read and written whole.
+#[derive(Debug, Queryable, Selectable, Insertable)]
+#[diesel(table_name = receivers, check_for_backend(diesel::pg::Pg))]
+#[diesel(treat_none_as_default_value = false)]
+pub(crate) struct ReceiverRow {
+    pub id: Uuid,
+    pub subaccount_id: Uuid,
+    pub first_name: String,
+    pub middle_name: String,
+    pub last_name: String,
+    pub email: String,
+    pub gender: Option<String>,
+    pub dob: NaiveDate,
+    pub dialcode: String,
+    pub phone: String,
+    pub address: String,
+    pub address2: String,
+    pub city: String,
+    pub state: String,
+    pub country: String,
+    pub postcode: String,
+    pub reference: Option<String>,
+    pub applicant_id: String,
+    pub status: i16,
+    pub kyc_status: i16,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<&Receiver> for ReceiverRow {
+    fn from(r: &Receiver) -> Self {
+        Self {
+            id: r.id.as_uuid(),
+            subaccount_id: r.subaccount_id.as_uuid(),
+            first_name: r.first_name.clone(),
+            middle_name: r.middle_name.clone(),
+            last_name: r.last_name.clone(),
+            email: r.email.clone(),
+            gender: r.gender.map(|g| g.as_str().to_owned()),
+            dob: r.dob,
+            dialcode: r.dialcode.clone(),
+            phone: r.phone.clone(),
+            address: r.address.address.clone(),
+            address2: r.address.address2.clone(),
+            city: r.address.city.clone(),
+            state: r.address.state.clone(),
+            country: r.address.country.as_str().to_owned(),
+            postcode: r.address.postcode.clone(),
+            reference: r.reference.clone(),
+            applicant_id: r.applicant_id.clone(),
+            status: i16::from(r.status.code()),
+            kyc_status: i16::from(r.kyc_status.code()),
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        }
+    }
+}
+
+impl TryFrom<ReceiverRow> for Receiver {
+    type Error = anyhow::Error;
+
+    fn try_from(row: ReceiverRow) -> anyhow::Result<Self> {
+        let code = |value: i16| u8::try_from(value).ok();
+        let status = code(row.status)
+            .and_then(ReceiverStatus::from_code)
+            .ok_or_else(|| {
+                anyhow::anyhow!("receiver {} has unknown status {}", row.id, row.status)
+            })?;
+        let kyc_status = code(row.kyc_status)
+            .and_then(KycStatus::from_code)
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "receiver {} has unknown kyc_status {}",
+                    row.id,
+                    row.kyc_status
+                )
+            })?;
+        let gender = match row.gender.as_deref() {
+            None => None,
+            Some(raw) => Some(
+                Gender::parse(raw)
+                    .map_err(|_| anyhow::anyhow!("receiver {} has bad gender", row.id))?,
+            ),
+        };
+        let country = CountryCode::parse(&row.country)
+            .map_err(|_| anyhow::anyhow!("receiver {} has bad country", row.id))?;
+        Ok(Receiver {
+            id: ReceiverId::from_uuid(row.id),
+            subaccount_id: SubaccountId::from_uuid(row.subaccount_id),
+            first_name: row.first_name,
+            middle_name: row.middle_name,
+            last_name: row.last_name,
+            email: row.email,
+            gender,
+            dob: row.dob,
+            dialcode: row.dialcode,
+            phone: row.phone,
+            address: Address {
+                address: row.address,
+                address2: row.address2,
+                city: row.city,
+                state: row.state,
+                country,
+                postcode: row.postcode,
+            },
+            reference: row.reference,
+            applicant_id: row.applicant_id,
+            status,
+            kyc_status,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        })
+    }
+}
+
+/// A `subaccounts` row without its encrypted webhook secret.
+#[derive(Debug, Queryable, Selectable, Insertable)]
+#[diesel(table_name = subaccounts, check_for_backend(diesel::pg::Pg))]
+#[diesel(treat_none_as_default_value = false)]
+pub(crate) struct SubaccountRow {
+    pub id: Uuid,
+    pub merchant_id: Uuid,
+    pub name: String,
+    pub title: String,
+    pub first_name: String,
+    pub last_name: String,
+    pub email: String,
+    pub dob: Option<NaiveDate>,
+    pub provider_status: String,
+    pub business_name: String,
+    pub business_or_individual: String,
+    pub support_email: String,
+    pub mobile_dialcode: String,
+    pub mobile: String,
+    pub home_phone_dialcode: String,
+    pub home_telephone: String,
+    pub address: String,
+    pub suburb: String,
+    pub state: String,
+    pub country: String,
+    pub postcode: String,
+    pub has_passed_kyc: String,
+    pub kyc_status: String,
+    pub postback_url: Option<String>,
+    pub sms_provider: String,
+    pub email_provider: String,
+    pub require_signature_v2: bool,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<&Subaccount> for SubaccountRow {
+    fn from(s: &Subaccount) -> Self {
+        Self {
+            id: s.id.as_uuid(),
+            merchant_id: s.merchant_id.as_uuid(),
+            name: s.name.clone(),
+            title: s.title.clone(),
+            first_name: s.first_name.clone(),
+            last_name: s.last_name.clone(),
+            email: s.email.clone(),
+            dob: s.dob,
+            provider_status: s.provider_status.clone(),
+            business_name: s.business_name.clone(),
+            business_or_individual: s.business_or_individual.clone(),
+            support_email: s.support_email.clone(),
+            mobile_dialcode: s.mobile_dialcode.clone(),
+            mobile: s.mobile.clone(),
+            home_phone_dialcode: s.home_phone_dialcode.clone(),
+            home_telephone: s.home_telephone.clone(),
+            address: s.address.address.clone(),
+            suburb: s.address.suburb.clone(),
+            state: s.address.state.clone(),
+            country: s.address.country.clone(),
+            postcode: s.address.postcode.clone(),
+            has_passed_kyc: s.has_passed_kyc.clone(),
+            kyc_status: s.kyc_status.clone(),
+            postback_url: s.postback_url.clone(),
+            sms_provider: s.sms_provider.clone(),
+            email_provider: s.email_provider.clone(),
+            require_signature_v2: s.require_signature_v2,
+            created_at: s.created_at,
+            updated_at: s.created_at,
+        }
+    }
+}
+
+impl From<SubaccountRow> for Subaccount {
+    fn from(row: SubaccountRow) -> Self {
+        Self {
+            id: SubaccountId::from_uuid(row.id),
+            merchant_id: MerchantId::from_uuid(row.merchant_id),
+            name: row.name,
+            title: row.title,
+            first_name: row.first_name,
+            last_name: row.last_name,
+            email: row.email,
+            dob: row.dob,
+            provider_status: row.provider_status,
+            business_name: row.business_name,
+            business_or_individual: row.business_or_individual,
+            support_email: row.support_email,
+            mobile_dialcode: row.mobile_dialcode,
+            mobile: row.mobile,
+            home_phone_dialcode: row.home_phone_dialcode,
+            home_telephone: row.home_telephone,
+            address: SubaccountAddress {
+                address: row.address,
+                suburb: row.suburb,
+                state: row.state,
+                country: row.country,
+                postcode: row.postcode,
+            },
+            has_passed_kyc: row.has_passed_kyc,
+            kyc_status: row.kyc_status,
+            postback_url: row.postback_url,
+            sms_provider: row.sms_provider,
+            email_provider: row.email_provider,
+            require_signature_v2: row.require_signature_v2,
+            created_at: row.created_at,
+        }
+    }
+}

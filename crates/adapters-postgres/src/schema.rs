@@ -1,0 +1,166 @@
+// @generated automatically by Diesel CLI.
+
+diesel::table! {
+    api_keys (id) {
+        id -> Uuid,
+        subaccount_id -> Uuid,
+        api_key -> Text,
+        secret_ciphertext -> Bytea,
+        created_at -> Timestamptz,
+        revoked_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    balances (subaccount_id, asset) {
+        subaccount_id -> Uuid,
+        asset -> Text,
+        available -> Int8,
+        pending -> Int8,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    fee_templates (subaccount_id, asset) {
+        subaccount_id -> Uuid,
+        asset -> Text,
+        id -> Uuid,
+        group_id -> Uuid,
+        fixed -> Int8,
+        percentage -> Int4,
+        min_amount -> Int8,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    idempotency_keys (subaccount_id, idempotency_key) {
+        subaccount_id -> Uuid,
+        idempotency_key -> Text,
+        request_hash -> Bytea,
+        state -> Text,
+        response_status -> Nullable<Int2>,
+        response_body -> Nullable<Bytea>,
+        created_at -> Timestamptz,
+        expires_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    ledger_entries (id) {
+        id -> Uuid,
+        subaccount_id -> Uuid,
+        asset -> Text,
+        kind -> Text,
+        available_delta -> Int8,
+        pending_delta -> Int8,
+        payout_id -> Nullable<Uuid>,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    outbox_events (id) {
+        id -> Uuid,
+        subaccount_id -> Uuid,
+        object_id -> Uuid,
+        sequence -> Int4,
+        event_type -> Text,
+        payload -> Jsonb,
+        created_at -> Timestamptz,
+        status -> Text,
+        attempts -> Int4,
+        next_attempt_at -> Timestamptz,
+        delivered_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    receivers (id) {
+        id -> Uuid,
+        subaccount_id -> Uuid,
+        first_name -> Text,
+        middle_name -> Text,
+        last_name -> Text,
+        email -> Text,
+        gender -> Nullable<Text>,
+        dob -> Date,
+        dialcode -> Text,
+        phone -> Text,
+        address -> Text,
+        address2 -> Text,
+        city -> Text,
+        state -> Text,
+        country -> Text,
+        postcode -> Text,
+        reference -> Nullable<Text>,
+        applicant_id -> Text,
+        status -> Int2,
+        kyc_status -> Int2,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    request_nonces (api_key_id, nonce) {
+        api_key_id -> Uuid,
+        nonce -> Int8,
+        subaccount_id -> Uuid,
+        seen_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    subaccounts (id) {
+        id -> Uuid,
+        merchant_id -> Uuid,
+        name -> Text,
+        title -> Text,
+        first_name -> Text,
+        last_name -> Text,
+        email -> Text,
+        dob -> Nullable<Date>,
+        provider_status -> Text,
+        business_name -> Text,
+        business_or_individual -> Text,
+        support_email -> Text,
+        mobile_dialcode -> Text,
+        mobile -> Text,
+        home_phone_dialcode -> Text,
+        home_telephone -> Text,
+        address -> Text,
+        suburb -> Text,
+        state -> Text,
+        country -> Text,
+        postcode -> Text,
+        has_passed_kyc -> Text,
+        kyc_status -> Text,
+        postback_url -> Nullable<Text>,
+        webhook_secret -> Nullable<Bytea>,
+        sms_provider -> Text,
+        email_provider -> Text,
+        require_signature_v2 -> Bool,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::joinable!(api_keys -> subaccounts (subaccount_id));
+diesel::joinable!(balances -> subaccounts (subaccount_id));
+diesel::joinable!(fee_templates -> subaccounts (subaccount_id));
+diesel::joinable!(ledger_entries -> subaccounts (subaccount_id));
+diesel::joinable!(receivers -> subaccounts (subaccount_id));
+
+diesel::allow_tables_to_appear_in_same_query!(
+    api_keys,
+    balances,
+    fee_templates,
+    idempotency_keys,
+    ledger_entries,
+    outbox_events,
+    receivers,
+    request_nonces,
+    subaccounts,
+);

@@ -1,0 +1,92 @@
+//! `CredentialStore` on PostgreSQL: API keys with encrypted secrets, and POST nonces.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+use domain::PortError;
+use domain::auth::{Credential, NonceOutcome};
+use domain::ids::{ApiKeyId, SubaccountId};
+use domain::ports::CredentialStore;
+use uuid::Uuid;
+
+use super::PgStore;
+use crate::errors::from_diesel;
+use crate::schema::{api_keys, request_nonces, subaccounts};
+
+/// How long recorded nonces are kept. Longer than any sensible freshness window: a nonce older
+/// than the window is refused as stale before it is ever looked up.
+pub const NONCE_RETENTION: Duration = Duration::from_secs(3600);
+
+#[async_trait]
+impl CredentialStore for PgStore {
+    async fn find_credential(&self, api_key: &str) -> Result<Option<Credential>, PortError> {
+        let mut conn = self.conn().await?;
+        let found: Option<(Uuid, Uuid, Vec<u8>, bool)> = api_keys::table
+            .inner_join(subaccounts::table)
+            .filter(api_keys::api_key.eq(api_key))
+            .filter(api_keys::revoked_at.is_null())
+            .select((
+                api_keys::id,
+                api_keys::subaccount_id,
+                api_keys::secret_ciphertext,
+                subaccounts::require_signature_v2,
+            ))
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(from_diesel)?;
+        let Some((id, subaccount_id, sealed, require_signature_v2)) = found else {
+            return Ok(None);
+        };
+        let secret = self
+            .vault
+            .open_secret(&sealed, id.as_bytes())
+            .map_err(|e| PortError::Unknown(anyhow::anyhow!("API key {id}: {e}")))?;
+        Ok(Some(Credential {
+            id: ApiKeyId::from_uuid(id),
+            subaccount_id: SubaccountId::from_uuid(subaccount_id),
+            secret,
+            require_signature_v2,
+        }))
+    }
+
+    async fn record_nonce(
+        &self,
+        api_key: ApiKeyId,
+        subaccount: SubaccountId,
+        nonce: i64,
+        seen_at: DateTime<Utc>,
+    ) -> Result<NonceOutcome, PortError> {
+        let mut conn = self.conn().await?;
+        let inserted = diesel::insert_into(request_nonces::table)
+            .values((
+                request_nonces::api_key_id.eq(api_key.as_uuid()),
+                request_nonces::nonce.eq(nonce),
+                request_nonces::subaccount_id.eq(subaccount.as_uuid()),
+                request_nonces::seen_at.eq(seen_at),
+            ))
+            .on_conflict_do_nothing()
+            .execute(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        Ok(if inserted == 1 {
+            NonceOutcome::Fresh
+        } else {
+            NonceOutcome::Replayed
+        })
+    }
+}
+
+impl PgStore {
+    /// Deletes nonces recorded before `before`; returns how many. Run periodically.
+    pub async fn purge_nonces(&self, before: DateTime<Utc>) -> Result<usize, PortError> {
+        let mut conn = self.conn().await?;
+        diesel::delete(request_nonces::table.filter(request_nonces::seen_at.lt(before)))
+            .execute(&mut conn)
+            .await
+            .map_err(from_diesel)
+    }
+}

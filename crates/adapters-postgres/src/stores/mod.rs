@@ -1,0 +1,71 @@
+//! `PgStore`: one value implementing every store port over one pool.
+
+pub mod credentials;
+mod operator;
+mod outbox;
+mod receivers;
+mod subaccounts;
+
+use std::sync::Arc;
+
+use diesel_async::AsyncPgConnection;
+use diesel_async::pooled_connection::deadpool::Object;
+use domain::PortError;
+
+use crate::errors::from_pool;
+use crate::pool::DbPool;
+use crate::vault::Vault;
+
+/// The PostgreSQL implementation of the store ports.
+#[derive(Clone)]
+pub struct PgStore {
+    pool: DbPool,
+    vault: Arc<Vault>,
+}
+
+impl PgStore {
+    /// A store over `pool`, encrypting secrets with `vault`.
+    pub fn new(pool: DbPool, vault: Arc<Vault>) -> Self {
+        Self { pool, vault }
+    }
+
+    /// The pool (for readiness checks and metrics).
+    pub fn pool(&self) -> &DbPool {
+        &self.pool
+    }
+
+    async fn conn(&self) -> Result<Object<AsyncPgConnection>, PortError> {
+        self.pool.get().await.map_err(from_pool)
+    }
+}
+
+#[derive(diesel::QueryableByName)]
+struct AppliedVersion {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    version: String,
+}
+
+impl PgStore {
+    /// Ready when the database answers and every embedded migration is applied.
+    pub async fn check_ready(&self) -> Result<(), PortError> {
+        use diesel_async::RunQueryDsl;
+        let mut conn = self.conn().await?;
+        let applied: Vec<AppliedVersion> =
+            diesel::sql_query("SELECT version FROM __diesel_schema_migrations")
+                .load(&mut conn)
+                .await
+                .map_err(crate::errors::from_diesel)?;
+        let embedded = crate::migrate::embedded_versions().map_err(PortError::Unknown)?;
+        let missing: Vec<_> = embedded
+            .iter()
+            .filter(|v| !applied.iter().any(|a| &a.version == *v))
+            .collect();
+        if missing.is_empty() {
+            Ok(())
+        } else {
+            Err(PortError::Unavailable(anyhow::anyhow!(
+                "migrations not applied: {missing:?}"
+            )))
+        }
+    }
+}

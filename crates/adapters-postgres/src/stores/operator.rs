@@ -1,0 +1,213 @@
+//! `OperatorStore` on PostgreSQL: the admin CLI's writes.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel::upsert::excluded;
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use domain::PortError;
+use domain::ids::{ApiKeyId, SubaccountId};
+use domain::masking::Secret;
+
+use domain::ports::{LedgerEntry, NewSubaccount, OperatorError, OperatorStore};
+use domain::subaccount::{Balance, FeeTemplate};
+
+use super::PgStore;
+use crate::errors::{from_diesel, is_foreign_key_violation};
+use crate::rows::SubaccountRow;
+use crate::schema::{api_keys, balances, fee_templates, ledger_entries, subaccounts};
+
+fn vault_error(e: crate::vault::VaultError) -> OperatorError {
+    OperatorError::Port(PortError::Unknown(anyhow::anyhow!("sealing a secret: {e}")))
+}
+
+fn fk_or_port(e: diesel::result::Error) -> OperatorError {
+    if is_foreign_key_violation(&e) {
+        OperatorError::SubaccountNotFound
+    } else {
+        OperatorError::Port(from_diesel(e))
+    }
+}
+
+fn exactly_one(updated: usize) -> Result<(), OperatorError> {
+    if updated == 1 {
+        Ok(())
+    } else {
+        Err(OperatorError::SubaccountNotFound)
+    }
+}
+
+#[async_trait]
+impl OperatorStore for PgStore {
+    async fn create_subaccount(&self, new: &NewSubaccount) -> Result<(), PortError> {
+        let row = SubaccountRow::from(&new.subaccount);
+        let mut conn = self.conn().await?;
+        diesel::insert_into(subaccounts::table)
+            .values(&row)
+            .execute(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        Ok(())
+    }
+
+    async fn insert_credential(
+        &self,
+        id: ApiKeyId,
+        subaccount: SubaccountId,
+        api_key: &str,
+        secret: &Secret<String>,
+        created_at: DateTime<Utc>,
+    ) -> Result<(), OperatorError> {
+        let sealed = self
+            .vault
+            .seal(secret.expose().as_bytes(), id.as_uuid().as_bytes())
+            .map_err(vault_error)?;
+        let mut conn = self.conn().await?;
+        diesel::insert_into(api_keys::table)
+            .values((
+                api_keys::id.eq(id.as_uuid()),
+                api_keys::subaccount_id.eq(subaccount.as_uuid()),
+                api_keys::api_key.eq(api_key),
+                api_keys::secret_ciphertext.eq(sealed),
+                api_keys::created_at.eq(created_at),
+            ))
+            .execute(&mut conn)
+            .await
+            .map_err(fk_or_port)?;
+        Ok(())
+    }
+
+    async fn revoke_credential(
+        &self,
+        api_key: &str,
+        at: DateTime<Utc>,
+    ) -> Result<(), OperatorError> {
+        let mut conn = self.conn().await?;
+        let updated = diesel::update(api_keys::table)
+            .filter(api_keys::api_key.eq(api_key))
+            .filter(api_keys::revoked_at.is_null())
+            .set(api_keys::revoked_at.eq(at))
+            .execute(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        if updated == 1 {
+            Ok(())
+        } else {
+            Err(OperatorError::KeyNotFound)
+        }
+    }
+
+    async fn set_webhook(
+        &self,
+        subaccount: SubaccountId,
+        url: &str,
+        secret: &Secret<String>,
+    ) -> Result<(), OperatorError> {
+        let context = [b"webhook:".as_slice(), subaccount.as_uuid().as_bytes()].concat();
+        let sealed = self
+            .vault
+            .seal(secret.expose().as_bytes(), &context)
+            .map_err(vault_error)?;
+        let mut conn = self.conn().await?;
+        let updated = diesel::update(subaccounts::table.find(subaccount.as_uuid()))
+            .set((
+                subaccounts::postback_url.eq(url),
+                subaccounts::webhook_secret.eq(sealed),
+                subaccounts::updated_at.eq(Utc::now()),
+            ))
+            .execute(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        exactly_one(updated)
+    }
+
+    async fn apply_ledger_entry(&self, entry: &LedgerEntry) -> Result<Balance, OperatorError> {
+        let entry = *entry;
+        let mut conn = self.conn().await?;
+        let (available, pending) = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                diesel::insert_into(ledger_entries::table)
+                    .values((
+                        ledger_entries::id.eq(entry.id),
+                        ledger_entries::subaccount_id.eq(entry.subaccount_id.as_uuid()),
+                        ledger_entries::asset.eq(entry.asset.code()),
+                        ledger_entries::kind.eq(entry.kind.as_str()),
+                        ledger_entries::available_delta.eq(entry.available_delta),
+                        ledger_entries::pending_delta.eq(entry.pending_delta),
+                        ledger_entries::created_at.eq(entry.created_at),
+                    ))
+                    .execute(conn)
+                    .await?;
+                diesel::insert_into(balances::table)
+                    .values((
+                        balances::subaccount_id.eq(entry.subaccount_id.as_uuid()),
+                        balances::asset.eq(entry.asset.code()),
+                        balances::available.eq(entry.available_delta),
+                        balances::pending.eq(entry.pending_delta),
+                        balances::updated_at.eq(entry.created_at),
+                    ))
+                    .on_conflict((balances::subaccount_id, balances::asset))
+                    .do_update()
+                    .set((
+                        balances::available.eq(balances::available + excluded(balances::available)),
+                        balances::pending.eq(balances::pending + excluded(balances::pending)),
+                        balances::updated_at.eq(excluded(balances::updated_at)),
+                    ))
+                    .returning((balances::available, balances::pending))
+                    .get_result::<(i64, i64)>(conn)
+                    .await
+            })
+            .await
+            .map_err(fk_or_port)?;
+        Ok(Balance {
+            asset: entry.asset,
+            available,
+            pending,
+        })
+    }
+
+    async fn upsert_fee_template(
+        &self,
+        subaccount: SubaccountId,
+        template: &FeeTemplate,
+    ) -> Result<(), OperatorError> {
+        let mut conn = self.conn().await?;
+        let percentage = i32::try_from(template.percentage.ten_thousandths())
+            .map_err(|e| OperatorError::Port(PortError::Unknown(e.into())))?;
+        diesel::insert_into(fee_templates::table)
+            .values((
+                fee_templates::subaccount_id.eq(subaccount.as_uuid()),
+                fee_templates::asset.eq(template.asset.code()),
+                fee_templates::id.eq(template.id),
+                fee_templates::group_id.eq(template.group_id),
+                fee_templates::fixed.eq(template.fixed),
+                fee_templates::percentage.eq(percentage),
+                fee_templates::min_amount.eq(template.min_amount),
+                fee_templates::updated_at.eq(Utc::now()),
+            ))
+            .on_conflict((fee_templates::subaccount_id, fee_templates::asset))
+            .do_update()
+            .set((
+                fee_templates::id.eq(excluded(fee_templates::id)),
+                fee_templates::group_id.eq(excluded(fee_templates::group_id)),
+                fee_templates::fixed.eq(excluded(fee_templates::fixed)),
+                fee_templates::percentage.eq(excluded(fee_templates::percentage)),
+                fee_templates::min_amount.eq(excluded(fee_templates::min_amount)),
+                fee_templates::updated_at.eq(excluded(fee_templates::updated_at)),
+            ))
+            .execute(&mut conn)
+            .await
+            .map_err(fk_or_port)?;
+        Ok(())
+    }
+
+    async fn require_signature_v2(&self, subaccount: SubaccountId) -> Result<(), OperatorError> {
+        let mut conn = self.conn().await?;
+        let updated = diesel::update(subaccounts::table.find(subaccount.as_uuid()))
+            .set(subaccounts::require_signature_v2.eq(true))
+            .execute(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        exactly_one(updated)
+    }
+}

@@ -1,0 +1,30 @@
+//! Writing outbox events inside the caller's transaction.
+
+use diesel::sql_types::{Jsonb, Text, Timestamptz, Uuid as SqlUuid};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use domain::events::OutboxEvent;
+
+/// Inserts `events` on `conn` (which must be inside the use case's transaction). Each gets the
+/// next `sequence` of its object, also added to its payload.
+pub(crate) async fn insert_events(
+    conn: &mut AsyncPgConnection,
+    events: &[OutboxEvent],
+) -> Result<(), diesel::result::Error> {
+    for event in events {
+        diesel::sql_query(
+            "INSERT INTO outbox_events \
+               (id, subaccount_id, object_id, sequence, event_type, payload, created_at, next_attempt_at) \
+             SELECT $1, $2, $3, s.n, $4, $5 || jsonb_build_object('sequence', s.n), $6, $6 \
+             FROM (SELECT coalesce(max(sequence), 0) + 1 AS n FROM outbox_events WHERE object_id = $3) AS s",
+        )
+        .bind::<SqlUuid, _>(event.id.as_uuid())
+        .bind::<SqlUuid, _>(event.subaccount_id.as_uuid())
+        .bind::<SqlUuid, _>(event.object_id)
+        .bind::<Text, _>(event.kind.name())
+        .bind::<Jsonb, _>(&event.payload)
+        .bind::<Timestamptz, _>(event.occurred_at)
+        .execute(conn)
+        .await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,142 @@
+//! `ReceiverStore` on PostgreSQL.
+
+use async_trait::async_trait;
+use diesel::dsl::sql;
+use diesel::prelude::*;
+use diesel::sql_types::{Bool, Text, Timestamptz, Uuid as SqlUuid};
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use domain::PortError;
+use domain::events::OutboxEvent;
+use domain::ids::{ReceiverId, SubaccountId};
+use domain::paging::PageRequest;
+use domain::ports::{InsertReceiverError, ReceiverStore};
+use domain::receiver::Receiver;
+use domain::receiver::query::ReceiverFilter;
+
+use super::PgStore;
+use super::outbox::insert_events;
+use crate::errors::{from_diesel, unique_violation};
+use crate::rows::ReceiverRow;
+use crate::schema::receivers;
+
+diesel::define_sql_function!(fn lower(x: Text) -> Text);
+
+fn to_domain(row: ReceiverRow) -> Result<Receiver, PortError> {
+    Receiver::try_from(row).map_err(PortError::Unknown)
+}
+
+#[async_trait]
+impl ReceiverStore for PgStore {
+    async fn insert_receiver(
+        &self,
+        receiver: &Receiver,
+        events: &[OutboxEvent],
+    ) -> Result<(), InsertReceiverError> {
+        let row = ReceiverRow::from(receiver);
+        let mut conn = self.conn().await?;
+        let result = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                diesel::insert_into(receivers::table)
+                    .values(&row)
+                    .execute(conn)
+                    .await?;
+                insert_events(conn, events).await
+            })
+            .await;
+        match result {
+            Ok(()) => Ok(()),
+            Err(e) => Err(match unique_violation(&e) {
+                Some("receivers_email_unique") => InsertReceiverError::DuplicateEmail,
+                Some("receivers_reference_unique") => InsertReceiverError::DuplicateReference,
+                _ => InsertReceiverError::Port(from_diesel(e)),
+            }),
+        }
+    }
+
+    async fn find_receiver(
+        &self,
+        subaccount: SubaccountId,
+        id: ReceiverId,
+    ) -> Result<Option<Receiver>, PortError> {
+        let mut conn = self.conn().await?;
+        let row = receivers::table
+            .filter(receivers::id.eq(id.as_uuid()))
+            .filter(receivers::subaccount_id.eq(subaccount.as_uuid()))
+            .select(ReceiverRow::as_select())
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(from_diesel)?;
+        row.map(to_domain).transpose()
+    }
+
+    async fn list_receivers(
+        &self,
+        subaccount: SubaccountId,
+        filter: &ReceiverFilter,
+        page: &PageRequest,
+    ) -> Result<Vec<Receiver>, PortError> {
+        let mut query = receivers::table
+            .filter(receivers::subaccount_id.eq(subaccount.as_uuid()))
+            .select(ReceiverRow::as_select())
+            .into_boxed();
+        if let Some(status) = filter.status {
+            query = query.filter(receivers::status.eq(i16::from(status.code())));
+        }
+        if let Some(kyc) = filter.kyc_status {
+            query = query.filter(receivers::kyc_status.eq(i16::from(kyc.code())));
+        }
+        if let Some(gender) = filter.gender {
+            query = query.filter(receivers::gender.eq(gender.as_str()));
+        }
+        if let Some(dob) = filter.dob {
+            query = query.filter(receivers::dob.eq(dob));
+        }
+        if let Some(country) = &filter.country {
+            query = query.filter(receivers::country.eq(country.as_str().to_owned()));
+        }
+        if let Some(email) = &filter.email {
+            query = query.filter(lower(receivers::email).eq(email.clone()));
+        }
+        macro_rules! exact {
+            ($($field:ident),+) => {$(
+                if let Some(value) = &filter.$field {
+                    query = query.filter(receivers::$field.eq(value.clone()));
+                }
+            )+};
+        }
+        exact!(
+            first_name,
+            last_name,
+            middle_name,
+            dialcode,
+            phone,
+            address,
+            address2,
+            city,
+            state,
+            postcode
+        );
+        if let Some(reference) = &filter.reference {
+            query = query.filter(receivers::reference.eq(reference.clone()));
+        }
+        if let Some(after) = page.after {
+            // A row comparison, so the (subaccount_id, created_at DESC, id DESC) index serves it.
+            query = query.filter(
+                sql::<Bool>("(receivers.created_at, receivers.id) < (")
+                    .bind::<Timestamptz, _>(after.created_at)
+                    .sql(", ")
+                    .bind::<SqlUuid, _>(after.id)
+                    .sql(")"),
+            );
+        }
+        let mut conn = self.conn().await?;
+        let rows = query
+            .order((receivers::created_at.desc(), receivers::id.desc()))
+            .limit(i64::from(page.limit) + 1)
+            .load(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        rows.into_iter().map(to_domain).collect()
+    }
+}

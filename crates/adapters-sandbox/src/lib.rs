@@ -1,0 +1,7 @@
+//! Sandbox simulators of the outside world, for `PAYOUT_SANDBOX=true`.
+//!
+//! They behave like the real services as far as the core can tell: asynchronous and fallible.
+
+pub mod kyc;
+
+pub use kyc::SandboxKyc;

@@ -1,0 +1,203 @@
+//! The command line: `payoutd serve | migrate | admin <command>`. Admin commands print JSON on
+//! stdout and exit non-zero with a message on stderr on failure.
+
+use std::sync::Arc;
+
+use adapters_postgres::{Vault, create_database_if_missing, create_pool, run_migrations};
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use domain::admin::{AdminError, AdminService};
+use domain::ids::SubaccountId;
+use domain::ports::{Clock, IdGenerator};
+use serde_json::{Value, json};
+
+use crate::config::{Config, database_from_env, master_key_from_env};
+use crate::startup::Application;
+use crate::system::{RandomIds, SystemClock};
+
+/// payoutd: payouts to receivers' bank accounts, with signed webhooks.
+#[derive(Debug, Parser)]
+#[command(name = "payoutd", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Top-level commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the HTTP service (configuration from the environment).
+    Serve,
+    /// Apply pending database migrations.
+    Migrate {
+        /// Create the database named in DATABASE_URL first if it does not exist.
+        #[arg(long)]
+        create_database: bool,
+    },
+    /// Operator commands.
+    #[command(subcommand)]
+    Admin(AdminCommand),
+}
+
+/// Operator commands (contract §13).
+#[derive(Debug, Subcommand)]
+pub enum AdminCommand {
+    /// Create a subaccount; prints {subaccount_id, merchant_id}.
+    CreateSubaccount {
+        /// Display name.
+        #[arg(long)]
+        name: String,
+        /// Contact e-mail.
+        #[arg(long)]
+        email: Option<String>,
+        /// Webhook URL.
+        #[arg(long)]
+        postback_url: Option<String>,
+    },
+    /// Issue an API key; prints {api_key, api_secret} (the secret is shown only now).
+    IssueKey {
+        /// Subaccount id.
+        #[arg(long)]
+        subaccount: String,
+    },
+    /// Revoke an API key at once.
+    RevokeKey {
+        /// The API key.
+        #[arg(long)]
+        api_key: String,
+    },
+    /// Set the webhook URL and a new signing secret; prints {postback_url, webhook_secret}.
+    SetWebhook {
+        /// Subaccount id.
+        #[arg(long)]
+        subaccount: String,
+        /// Webhook URL.
+        #[arg(long)]
+        url: String,
+    },
+    /// Credit the available balance; prints {asset, available, pending}.
+    Fund {
+        /// Subaccount id.
+        #[arg(long)]
+        subaccount: String,
+        /// AUD, USD, CAD, EUR or NZD.
+        #[arg(long)]
+        asset: String,
+        /// Minor units (cents).
+        #[arg(long)]
+        amount: String,
+    },
+    /// Set the fee template of an asset.
+    SetFee {
+        /// Subaccount id.
+        #[arg(long)]
+        subaccount: String,
+        /// AUD, USD, CAD, EUR or NZD.
+        #[arg(long)]
+        asset: String,
+        /// Fixed part, minor units.
+        #[arg(long)]
+        fixed: String,
+        /// Percentage of the amount, up to 4 decimals.
+        #[arg(long)]
+        percentage: String,
+        /// Smallest fee, minor units.
+        #[arg(long)]
+        min_amount: String,
+    },
+    /// Require signature version 2 for every request of the subaccount.
+    RequireSignatureV2 {
+        /// Subaccount id.
+        #[arg(long)]
+        subaccount: String,
+    },
+}
+
+/// Runs the parsed command.
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Serve => {
+            let config = Config::from_env()?;
+            let app = Application::build(&config)?;
+            tracing::info!(
+                port = app.port(),
+                sandbox = config.sandbox,
+                "payoutd listening"
+            );
+            app.run_until_stopped().await?;
+            Ok(())
+        }
+        Command::Migrate { create_database } => {
+            let db = database_from_env()?;
+            if create_database && create_database_if_missing(&db.url).await? {
+                tracing::info!("created the database");
+            }
+            let applied = run_migrations(&db.url).await?;
+            println!("{}", json!({ "applied": applied }));
+            Ok(())
+        }
+        Command::Admin(command) => {
+            let output = admin(command).await?;
+            println!("{output}");
+            Ok(())
+        }
+    }
+}
+
+fn subaccount_id(raw: &str) -> anyhow::Result<SubaccountId> {
+    SubaccountId::parse(raw).with_context(|| format!("invalid --subaccount {raw:?}: not a UUID"))
+}
+
+async fn admin(command: AdminCommand) -> anyhow::Result<Value> {
+    let db = database_from_env()?;
+    let vault = Vault::new(&master_key_from_env()?)?;
+    let mut db = db;
+    db.max_size = 2;
+    let store = adapters_postgres::PgStore::new(create_pool(&db)?, Arc::new(vault));
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let ids: Arc<dyn IdGenerator> = Arc::new(RandomIds::default());
+    let service = AdminService::new(Arc::new(store), clock, ids);
+    let result: Result<Value, AdminError> = match command {
+        AdminCommand::CreateSubaccount { name, email, postback_url } => service
+            .create_subaccount(&name, email.as_deref(), postback_url.as_deref())
+            .await
+            .map(|s| json!({"subaccount_id": s.id.to_string(), "merchant_id": s.merchant_id.to_string()})),
+        AdminCommand::IssueKey { subaccount } => service
+            .issue_key(subaccount_id(&subaccount)?)
+            .await
+            .map(|k| json!({"api_key": k.api_key, "api_secret": k.api_secret.expose()})),
+        AdminCommand::RevokeKey { api_key } => {
+            service.revoke_key(&api_key).await.map(|()| json!({"api_key": api_key, "revoked": true}))
+        }
+        AdminCommand::SetWebhook { subaccount, url } => service
+            .set_webhook(subaccount_id(&subaccount)?, &url)
+            .await
+            .map(|(url, secret)| json!({"postback_url": url, "webhook_secret": secret.expose()})),
+        AdminCommand::Fund { subaccount, asset, amount } => service
+            .fund(subaccount_id(&subaccount)?, &asset, &amount)
+            .await
+            .map(|b| json!({"asset": b.asset.code(), "available": b.available, "pending": b.pending})),
+        AdminCommand::SetFee { subaccount, asset, fixed, percentage, min_amount } => service
+            .set_fee(subaccount_id(&subaccount)?, &asset, &fixed, &percentage, &min_amount)
+            .await
+            .map(|t| {
+                json!({
+                    "asset": t.asset.code(),
+                    "feetemplate_id": t.id.to_string(),
+                    "feegroup_id": t.group_id.to_string(),
+                    "fixed": t.fixed,
+                    "percentage": t.percentage.as_f64(),
+                    "min_amount": t.min_amount,
+                })
+            }),
+        AdminCommand::RequireSignatureV2 { subaccount } => {
+            let id = subaccount_id(&subaccount)?;
+            service
+                .require_signature_v2(id)
+                .await
+                .map(|()| json!({"subaccount_id": id.to_string(), "require_signature_v2": true}))
+        }
+    };
+    Ok(result?)
+}

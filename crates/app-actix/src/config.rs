@@ -1,0 +1,173 @@
+//! Configuration from the environment (a `.env` file is read first when present). Every
+//! variable is listed here, where it is read; a missing or invalid one stops start-up with a
+//! message naming it.
+//!
+//! | variable | default | meaning |
+//! |---|---|---|
+//! | `DATABASE_URL` | required | PostgreSQL URL of the service database |
+//! | `PAYOUT_MASTER_KEY` | required for `serve` and `admin` | 64 hex characters (32 bytes): encrypts secrets at rest, seals cursors |
+//! | `PAYOUT_BIND` | `127.0.0.1:8080` | listen address |
+//! | `PAYOUT_SANDBOX` | `false` | sandbox mode: simulated KYC provider |
+//! | `PAYOUT_WORKERS` | number of cores | HTTP worker threads |
+//! | `PAYOUT_SIGNATURE_WINDOW_SECS` | `300` | accepted distance of a signature nonce from server time (1..=1800) |
+//! | `PAYOUT_DB_POOL_SIZE` | `16` | most database connections |
+//! | `PAYOUT_DB_WAIT_TIMEOUT_MS` | `2000` | wait for a free connection before answering 503 |
+//! | `PAYOUT_DB_STATEMENT_TIMEOUT_MS` | `5000` | per-statement timeout |
+
+use std::net::SocketAddr;
+use std::str::FromStr;
+use std::time::Duration;
+
+use adapters_postgres::DbConfig;
+use domain::masking::Secret;
+
+/// A configuration problem, naming the variable.
+#[derive(Debug, thiserror::Error)]
+#[error("configuration: {variable} {problem}")]
+pub struct ConfigError {
+    /// The environment variable.
+    pub variable: &'static str,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+fn var(name: &'static str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+fn required(name: &'static str) -> Result<String, ConfigError> {
+    var(name).ok_or_else(|| ConfigError {
+        variable: name,
+        problem: "is not set".to_owned(),
+    })
+}
+
+fn parsed<T: FromStr>(
+    name: &'static str,
+    default: T,
+    valid: impl Fn(&T) -> bool,
+    expected: &str,
+) -> Result<T, ConfigError> {
+    match var(name) {
+        None => Ok(default),
+        Some(raw) => raw
+            .trim()
+            .parse::<T>()
+            .ok()
+            .filter(|v| valid(v))
+            .ok_or_else(|| ConfigError {
+                variable: name,
+                problem: format!("must be {expected}, got {raw:?}"),
+            }),
+    }
+}
+
+/// Database settings: `DATABASE_URL` and the `PAYOUT_DB_*` variables.
+pub fn database_from_env() -> Result<DbConfig, ConfigError> {
+    let url = required("DATABASE_URL")?;
+    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+        return Err(ConfigError {
+            variable: "DATABASE_URL",
+            problem: "must start with postgres://".to_owned(),
+        });
+    }
+    let mut db = DbConfig::new(url);
+    db.max_size = parsed(
+        "PAYOUT_DB_POOL_SIZE",
+        db.max_size,
+        |n| (1..=1000).contains(n),
+        "a number from 1 to 1000",
+    )?;
+    db.wait_timeout = Duration::from_millis(parsed(
+        "PAYOUT_DB_WAIT_TIMEOUT_MS",
+        2000,
+        |n| (1..=60_000).contains(n),
+        "milliseconds from 1 to 60000",
+    )?);
+    db.statement_timeout = Duration::from_millis(parsed(
+        "PAYOUT_DB_STATEMENT_TIMEOUT_MS",
+        5000,
+        |n| (1..=600_000).contains(n),
+        "milliseconds from 1 to 600000",
+    )?);
+    Ok(db)
+}
+
+/// Parses 64 hex characters into the 32-byte master key.
+pub fn parse_master_key(raw: &str) -> Option<Secret<[u8; 32]>> {
+    let mut key = [0u8; 32];
+    hex::decode_to_slice(raw.trim(), &mut key).ok()?;
+    Some(Secret::new(key))
+}
+
+/// `PAYOUT_MASTER_KEY`.
+pub fn master_key_from_env() -> Result<Secret<[u8; 32]>, ConfigError> {
+    let raw = required("PAYOUT_MASTER_KEY")?;
+    parse_master_key(&raw).ok_or_else(|| ConfigError {
+        variable: "PAYOUT_MASTER_KEY",
+        problem: "must be 64 hex characters (32 bytes), e.g. from `openssl rand -hex 32`"
+            .to_owned(),
+    })
+}
+
+/// Everything `payoutd serve` needs.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Database settings.
+    pub database: DbConfig,
+    /// The master key.
+    pub master_key: Secret<[u8; 32]>,
+    /// Listen address.
+    pub bind: SocketAddr,
+    /// Sandbox mode.
+    pub sandbox: bool,
+    /// HTTP worker threads.
+    pub workers: usize,
+    /// Freshness window of signature nonces.
+    pub signature_window: Duration,
+}
+
+impl Config {
+    /// Reads every variable of the table above.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        let cores = std::thread::available_parallelism()
+            .map(usize::from)
+            .unwrap_or(2);
+        Ok(Self {
+            database: database_from_env()?,
+            master_key: master_key_from_env()?,
+            bind: parsed(
+                "PAYOUT_BIND",
+                SocketAddr::from(([127, 0, 0, 1], 8080)),
+                |_| true,
+                "host:port, e.g. 127.0.0.1:8080",
+            )?,
+            sandbox: parsed("PAYOUT_SANDBOX", false, |_| true, "true or false")?,
+            workers: parsed(
+                "PAYOUT_WORKERS",
+                cores,
+                |n| (1..=256).contains(n),
+                "a number from 1 to 256",
+            )?,
+            signature_window: Duration::from_secs(parsed(
+                "PAYOUT_SIGNATURE_WINDOW_SECS",
+                300,
+                |n| (1..=1800).contains(n),
+                "seconds from 1 to 1800",
+            )?),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn master_keys_are_64_hex_characters() {
+        assert!(parse_master_key(&"ab".repeat(32)).is_some());
+        assert!(parse_master_key(&"ab".repeat(31)).is_none());
+        assert!(parse_master_key(&"zz".repeat(32)).is_none());
+        assert!(parse_master_key("").is_none());
+    }
+}

@@ -1,0 +1,73 @@
+//! The `Authenticated` extractor: reads the body (at most 64 KiB), verifies the request
+//! signature against it, and records the caller for the request log.
+
+use actix_web::dev::Payload;
+use actix_web::web::{Bytes, Data};
+use actix_web::{FromRequest, HttpMessage, HttpRequest};
+use domain::ErrorCode;
+use domain::auth::{AuthError, Caller, SignedRequest};
+use futures_util::future::LocalBoxFuture;
+
+use super::error::ApiError;
+use crate::state::AppState;
+
+/// An authenticated request: who is calling, and the raw body they signed.
+#[derive(Debug)]
+pub struct Authenticated {
+    /// The caller.
+    pub caller: Caller,
+    /// The raw body.
+    pub body: Bytes,
+}
+
+const OPERATION: &str = "Authentication";
+
+fn header<'a>(req: &'a HttpRequest, name: &str) -> Option<&'a str> {
+    req.headers().get(name).and_then(|v| v.to_str().ok())
+}
+
+impl FromRequest for Authenticated {
+    type Error = ApiError;
+    type Future = LocalBoxFuture<'static, Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        let body = Bytes::from_request(&req, payload);
+        Box::pin(async move {
+            let body = body.await.map_err(|e| {
+                if e.as_response_error().status_code()
+                    == actix_web::http::StatusCode::PAYLOAD_TOO_LARGE
+                {
+                    ApiError::code("Request", ErrorCode::Req008)
+                } else {
+                    ApiError::code("Request", ErrorCode::Req001)
+                }
+            })?;
+            let Some(state) = req.app_data::<Data<AppState>>() else {
+                return Err(ApiError::code(OPERATION, ErrorCode::Sys500));
+            };
+            let path_and_query = req
+                .uri()
+                .path_and_query()
+                .map_or_else(|| req.path(), |p| p.as_str());
+            let signed = SignedRequest {
+                api_key: header(&req, "x-api-key"),
+                signature: header(&req, "signature"),
+                signature_version: header(&req, "x-signature-version"),
+                method: req.method().as_str(),
+                path_and_query,
+                body: &body,
+            };
+            let caller = state
+                .auth
+                .authenticate(&signed)
+                .await
+                .map_err(|e| match e {
+                    AuthError::Rejected(code) => ApiError::code(OPERATION, code),
+                    AuthError::Port(e) => ApiError::port(OPERATION, &e),
+                })?;
+            req.extensions_mut().insert(caller);
+            Ok(Self { caller, body })
+        })
+    }
+}

@@ -1,0 +1,69 @@
+//! Request bodies: a JSON object whose fields are strings, read leniently enough to report every
+//! problem at once (`REQ001` not an object, `REQ004` wrong type, `REQ005` unknown field).
+
+use domain::ErrorCode;
+use domain::validation::ValidationErrors;
+use serde_json::{Map, Value};
+
+use super::error::ApiError;
+
+/// The body as a JSON object, or `REQ001`.
+pub fn json_object(operation: &'static str, body: &[u8]) -> Result<Map<String, Value>, ApiError> {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(map)) => Ok(map),
+        _ => Err(ApiError::code(operation, ErrorCode::Req001)),
+    }
+}
+
+/// Takes the string fields named in `known` out of `object`. `null` counts as absent. Other
+/// types are `REQ004` and names not in `known` are `REQ005`, all recorded in `errors`.
+pub fn string_fields<const N: usize>(
+    object: Map<String, Value>,
+    known: [&'static str; N],
+    errors: &mut ValidationErrors,
+) -> [Option<String>; N] {
+    let mut values: [Option<String>; N] = std::array::from_fn(|_| None);
+    for (key, value) in object {
+        let Some(index) = known.iter().position(|k| *k == key) else {
+            errors.push(ErrorCode::Req005, key);
+            continue;
+        };
+        match value {
+            Value::String(s) => values[index] = Some(s),
+            Value::Null => {}
+            _ => errors.push(ErrorCode::Req004, known[index]),
+        }
+    }
+    values
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn sorts_fields_into_values_and_problems() {
+        let Value::Object(map) = json!({"a": "x", "b": 5, "c": null, "zz": "?"}) else {
+            panic!("object literal")
+        };
+        let mut errors = ValidationErrors::default();
+        let [a, b, c] = string_fields(map, ["a", "b", "c"], &mut errors);
+        assert_eq!((a.as_deref(), b, c), (Some("x"), None, None));
+        let codes: Vec<_> = errors
+            .0
+            .iter()
+            .map(|e| (e.code, e.field.to_string()))
+            .collect();
+        assert!(codes.contains(&(ErrorCode::Req004, "b".to_owned())));
+        assert!(codes.contains(&(ErrorCode::Req005, "zz".to_owned())));
+    }
+
+    #[test]
+    fn only_objects_are_bodies() {
+        for bad in [&b""[..], b"[]", b"\"x\"", b"{", b"null", b"\xff"] {
+            assert!(json_object("Test", bad).is_err());
+        }
+        assert!(json_object("Test", b"{}").is_ok());
+    }
+}

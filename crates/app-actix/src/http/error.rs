@@ -1,0 +1,130 @@
+//! The one place errors become HTTP: the failure envelope
+//! `{"message": "<operation> failed", "error": [{"code", "message", "field"?}]}`, with the status
+//! from the code catalogue. Causes of 5xx are logged with the request id, never sent.
+
+use std::borrow::Cow;
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, ResponseError};
+use domain::validation::{FieldError, ValidationErrors};
+use domain::{ErrorCode, PortError};
+use serde::Serialize;
+
+/// One entry of the `error` array.
+#[derive(Debug, Clone, Serialize)]
+pub struct ErrorItem {
+    /// Catalogue code.
+    pub code: &'static str,
+    /// Catalogue message.
+    pub message: &'static str,
+    /// The request field concerned, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<Cow<'static, str>>,
+}
+
+impl From<&FieldError> for ErrorItem {
+    fn from(e: &FieldError) -> Self {
+        Self {
+            code: e.code.as_str(),
+            message: e.code.message(),
+            field: Some(e.field.clone()),
+        }
+    }
+}
+
+/// A failed request, rendered in the failure envelope.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    operation: &'static str,
+    errors: Vec<ErrorItem>,
+}
+
+#[derive(Serialize)]
+struct Envelope<'a> {
+    message: String,
+    error: &'a [ErrorItem],
+}
+
+impl ApiError {
+    /// One code, no field.
+    pub fn code(operation: &'static str, code: ErrorCode) -> Self {
+        Self::items(
+            operation,
+            vec![ErrorItem {
+                code: code.as_str(),
+                message: code.message(),
+                field: None,
+            }],
+        )
+    }
+
+    /// One code about one field.
+    pub fn field(
+        operation: &'static str,
+        code: ErrorCode,
+        field: impl Into<Cow<'static, str>>,
+    ) -> Self {
+        Self::fields(
+            operation,
+            &ValidationErrors(vec![FieldError::new(code, field)]),
+        )
+    }
+
+    /// Every failing field of a request.
+    pub fn fields(operation: &'static str, errors: &ValidationErrors) -> Self {
+        Self::items(operation, errors.0.iter().map(ErrorItem::from).collect())
+    }
+
+    fn items(operation: &'static str, errors: Vec<ErrorItem>) -> Self {
+        let status = errors
+            .first()
+            .and_then(|item| ErrorCode::ALL.iter().find(|c| c.as_str() == item.code))
+            .and_then(|code| StatusCode::from_u16(code.http_status()).ok())
+            .unwrap_or(StatusCode::BAD_REQUEST);
+        Self {
+            status,
+            operation,
+            errors,
+        }
+    }
+
+    /// An infrastructure failure: 503 `SYS503` when the dependency is unavailable, else 500
+    /// `SYS500`. The cause is logged here and never sent.
+    pub fn port(operation: &'static str, e: &PortError) -> Self {
+        match e {
+            PortError::Unavailable(cause) => {
+                tracing::warn!(operation, error = %format!("{cause:#}"), "dependency unavailable");
+                Self::code(operation, ErrorCode::Sys503)
+            }
+            PortError::Unknown(cause) => {
+                tracing::error!(operation, error = %format!("{cause:#}"), "internal error");
+                Self::code(operation, ErrorCode::Sys500)
+            }
+        }
+    }
+
+    /// The codes carried, for tests and logs.
+    pub fn codes(&self) -> Vec<&'static str> {
+        self.errors.iter().map(|e| e.code).collect()
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} failed: {}", self.operation, self.codes().join(", "))
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        self.status
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        HttpResponse::build(self.status).json(Envelope {
+            message: format!("{} failed", self.operation),
+            error: &self.errors,
+        })
+    }
+}

@@ -1,0 +1,151 @@
+//! `GET /api/subaccount/<id>` and `GET /api/subaccount/balance/<id>`.
+
+use actix_web::web::{Data, Path};
+use actix_web::{HttpRequest, HttpResponse};
+use domain::subaccount::Subaccount;
+use domain::subaccount::service::SubaccountQueryError;
+use domain::time::unix_millis;
+use serde::Serialize;
+
+use super::auth::Authenticated;
+use super::envelope;
+use super::error::ApiError;
+use super::query::query_pairs;
+use crate::state::AppState;
+
+#[derive(Serialize)]
+struct SubaccountAddressDto<'a> {
+    address: &'a str,
+    suburb: &'a str,
+    state: &'a str,
+    country: &'a str,
+    postcode: &'a str,
+}
+
+/// A subaccount as the API shows it (seed §2.4; the provider-prefixed status is `kassi_status`).
+#[derive(Serialize)]
+struct SubaccountDto<'a> {
+    id: String,
+    merchant_id: String,
+    suba_name: &'a str,
+    title: &'a str,
+    first_name: &'a str,
+    last_name: &'a str,
+    email: &'a str,
+    dob: String,
+    kassi_status: &'a str,
+    business_name: &'a str,
+    business_or_individual: &'a str,
+    support_email: &'a str,
+    mobile_dialcode: &'a str,
+    mobile: &'a str,
+    home_phone_international_dialcode: &'a str,
+    home_telephone: &'a str,
+    address_data: SubaccountAddressDto<'a>,
+    has_passed_kyc: &'a str,
+    kyc_status: &'a str,
+    postback_url: &'a str,
+    sms_provider: &'a str,
+    email_provider: &'a str,
+    created_at: String,
+}
+
+impl<'a> From<&'a Subaccount> for SubaccountDto<'a> {
+    fn from(s: &'a Subaccount) -> Self {
+        Self {
+            id: s.id.to_string(),
+            merchant_id: s.merchant_id.to_string(),
+            suba_name: &s.name,
+            title: &s.title,
+            first_name: &s.first_name,
+            last_name: &s.last_name,
+            email: &s.email,
+            dob: s
+                .dob
+                .map(|d| d.format("%Y-%m-%d").to_string())
+                .unwrap_or_default(),
+            kassi_status: &s.provider_status,
+            business_name: &s.business_name,
+            business_or_individual: &s.business_or_individual,
+            support_email: &s.support_email,
+            mobile_dialcode: &s.mobile_dialcode,
+            mobile: &s.mobile,
+            home_phone_international_dialcode: &s.home_phone_dialcode,
+            home_telephone: &s.home_telephone,
+            address_data: SubaccountAddressDto {
+                address: &s.address.address,
+                suburb: &s.address.suburb,
+                state: &s.address.state,
+                country: &s.address.country,
+                postcode: &s.address.postcode,
+            },
+            has_passed_kyc: &s.has_passed_kyc,
+            kyc_status: &s.kyc_status,
+            postback_url: s.postback_url.as_deref().unwrap_or(""),
+            sms_provider: &s.sms_provider,
+            email_provider: &s.email_provider,
+            created_at: unix_millis(s.created_at).to_string(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct BalanceDto {
+    available: i64,
+    pending: i64,
+    asset: &'static str,
+}
+
+const GET: &str = "Get subaccount";
+const BALANCE: &str = "Get balance";
+
+fn render(operation: &'static str, e: SubaccountQueryError) -> ApiError {
+    match e {
+        SubaccountQueryError::Invalid(e) => ApiError::fields(operation, &e),
+        SubaccountQueryError::Port(e) => ApiError::port(operation, &e),
+    }
+}
+
+/// `GET /api/subaccount/<id>`.
+pub async fn get(
+    state: Data<AppState>,
+    request: Authenticated,
+    id: Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let subaccount = state
+        .subaccounts
+        .get(&request.caller, &id)
+        .await
+        .map_err(|e| render(GET, e))?;
+    Ok(envelope::ok(
+        "Subaccount found",
+        SubaccountDto::from(&subaccount),
+    ))
+}
+
+/// `GET /api/subaccount/balance/<id>?asset=aud`.
+pub async fn balance(
+    state: Data<AppState>,
+    request: Authenticated,
+    id: Path<String>,
+    http: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let pairs = query_pairs(BALANCE, &http)?;
+    let asset = pairs
+        .iter()
+        .find(|(k, _)| k == "asset")
+        .map(|(_, v)| v.as_str());
+    let balance = state
+        .subaccounts
+        .balance(&request.caller, &id, asset)
+        .await
+        .map_err(|e| render(BALANCE, e))?;
+    Ok(envelope::ok(
+        "Balance found",
+        BalanceDto {
+            available: balance.available,
+            pending: balance.pending,
+            asset: balance.asset.code(),
+        },
+    ))
+}

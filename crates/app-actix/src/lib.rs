@@ -1,0 +1,10 @@
+//! The `payoutd` application: the HTTP surface over the domain's use cases, configuration, the
+//! operator CLI and the wiring of adapters into ports. The binary is `src/main.rs`.
+
+pub mod cli;
+pub mod config;
+pub mod http;
+pub mod startup;
+pub mod state;
+pub mod system;
+pub mod telemetry;

@@ -1,0 +1,120 @@
+//! Wiring: adapters into ports, ports into services, services into the HTTP server.
+
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::dev::Server;
+use actix_web::middleware::from_fn;
+use actix_web::{App, HttpServer, web};
+use adapters_postgres::{NONCE_RETENTION, PgStore, Vault, create_pool};
+use adapters_sandbox::SandboxKyc;
+use anyhow::Context;
+use domain::auth::AuthService;
+use domain::paging::cursor::CursorKey;
+use domain::ports::{Clock, IdGenerator, KycProvider};
+use domain::receiver::service::ReceiverService;
+use domain::subaccount::service::SubaccountService;
+
+use crate::config::Config;
+use crate::http;
+use crate::state::AppState;
+use crate::system::{RandomIds, SystemClock};
+
+/// The store and vault built from configuration.
+pub fn build_store(config: &Config) -> anyhow::Result<PgStore> {
+    let pool = create_pool(&config.database).context("building the database pool")?;
+    let vault = Vault::new(&config.master_key).context("deriving keys from PAYOUT_MASTER_KEY")?;
+    Ok(PgStore::new(pool, Arc::new(vault)))
+}
+
+/// The handler state over a store and KYC provider.
+pub fn build_state(
+    config: &Config,
+    store: &PgStore,
+    kyc: Arc<dyn KycProvider>,
+) -> anyhow::Result<AppState> {
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let ids: Arc<dyn IdGenerator> = Arc::new(RandomIds::default());
+    let cursor_key = adapters_postgres::vault::derive_key(&config.master_key, b"cursor")
+        .context("deriving the cursor key")?;
+    let store = Arc::new(store.clone());
+    let window = chrono::Duration::from_std(config.signature_window).context("signature window")?;
+    Ok(AppState {
+        auth: AuthService::new(store.clone(), clock.clone(), window),
+        receivers: ReceiverService::new(
+            store.clone(),
+            kyc,
+            clock.clone(),
+            ids,
+            CursorKey::new(cursor_key),
+        ),
+        subaccounts: SubaccountService::new(store.clone()),
+        readiness: Box::new((*store).clone()),
+    })
+}
+
+/// A bound, not yet running, HTTP server and its background jobs.
+pub struct Application {
+    server: Server,
+    port: u16,
+    store: PgStore,
+}
+
+impl Application {
+    /// Binds `config.bind` (port 0 picks a free port) and wires everything. The KYC provider
+    /// is the sandbox simulator: the real provider adapter does not exist yet, so `serve`
+    /// refuses to start outside sandbox mode.
+    pub fn build(config: &Config) -> anyhow::Result<Self> {
+        anyhow::ensure!(
+            config.sandbox,
+            "PAYOUT_SANDBOX must be true: only the sandbox KYC provider is implemented so far"
+        );
+        let store = build_store(config)?;
+        let kyc: Arc<dyn KycProvider> = Arc::new(SandboxKyc::new());
+        let state = web::Data::new(build_state(config, &store, kyc)?);
+        let listener =
+            TcpListener::bind(config.bind).with_context(|| format!("binding {}", config.bind))?;
+        let port = listener.local_addr()?.port();
+        let server = HttpServer::new(move || {
+            App::new()
+                .app_data(state.clone())
+                .wrap(from_fn(http::context::request_context))
+                .configure(http::routes)
+                .default_service(http::fallback())
+        })
+        .workers(config.workers)
+        .shutdown_timeout(30)
+        .listen(listener)?
+        .run();
+        Ok(Self {
+            server,
+            port,
+            store,
+        })
+    }
+
+    /// The bound port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Serves until SIGINT/SIGTERM (actix stops accepting and lets in-flight requests finish),
+    /// with the nonce clean-up job alongside.
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        let store = self.store.clone();
+        let housekeeping = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(60));
+            loop {
+                tick.tick().await;
+                let cutoff = chrono::Utc::now() - NONCE_RETENTION;
+                if let Err(e) = store.purge_nonces(cutoff).await {
+                    tracing::warn!(error = %e, "purging expired nonces failed");
+                }
+            }
+        });
+        let result = self.server.await;
+        housekeeping.abort();
+        result
+    }
+}

@@ -1,0 +1,33 @@
+//! What every handler shares: the use-case services and the readiness probe.
+
+use async_trait::async_trait;
+use domain::PortError;
+use domain::auth::AuthService;
+use domain::receiver::service::ReceiverService;
+use domain::subaccount::service::SubaccountService;
+
+/// Whether the service can take traffic (database reachable, schema current).
+#[async_trait]
+pub trait Readiness: Send + Sync {
+    /// `Ok` when ready.
+    async fn check(&self) -> Result<(), PortError>;
+}
+
+#[async_trait]
+impl Readiness for adapters_postgres::PgStore {
+    async fn check(&self) -> Result<(), PortError> {
+        self.check_ready().await
+    }
+}
+
+/// Shared handler state.
+pub struct AppState {
+    /// Authentication.
+    pub auth: AuthService,
+    /// Receiver use cases.
+    pub receivers: ReceiverService,
+    /// Subaccount use cases.
+    pub subaccounts: SubaccountService,
+    /// Readiness probe.
+    pub readiness: Box<dyn Readiness>,
+}

@@ -1,0 +1,42 @@
+//! Request authentication (contract §2): API keys, HMAC request signatures v1 and v2, the
+//! freshness window and single-use POST nonces.
+
+pub mod service;
+pub mod signature;
+
+use crate::ids::{ApiKeyId, SubaccountId};
+use crate::masking::Secret;
+
+pub use service::{AuthError, AuthService, SignedRequest};
+pub use signature::{SignatureHeader, SignatureVersion};
+
+/// An active API credential as the store returns it: the secret already decrypted.
+#[derive(Debug, Clone)]
+pub struct Credential {
+    /// The credential's id.
+    pub id: ApiKeyId,
+    /// The subaccount the key belongs to (exactly one).
+    pub subaccount_id: SubaccountId,
+    /// The API secret, the HMAC key.
+    pub secret: Secret<String>,
+    /// Whether the subaccount requires signature version 2.
+    pub require_signature_v2: bool,
+}
+
+/// Who is calling: established by authentication, carried by every use case for tenancy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caller {
+    /// The caller's subaccount; every resource it touches must belong to it.
+    pub subaccount_id: SubaccountId,
+    /// The credential used.
+    pub api_key_id: ApiKeyId,
+}
+
+/// Whether a POST nonce was seen before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NonceOutcome {
+    /// First use: accepted and recorded.
+    Fresh,
+    /// Already used with this key.
+    Replayed,
+}

@@ -1,0 +1,318 @@
+//! Authenticating one request.
+
+use std::sync::Arc;
+
+use chrono::Duration;
+
+use super::signature::{self, SignatureHeader, SignatureVersion, SignedParts};
+use super::{Caller, NonceOutcome};
+use crate::codes::ErrorCode;
+use crate::error::PortError;
+use crate::ports::{Clock, CredentialStore};
+
+/// The authentication-relevant parts of an HTTP request.
+#[derive(Debug, Clone, Copy)]
+pub struct SignedRequest<'a> {
+    /// `x-api-key`, if sent.
+    pub api_key: Option<&'a str>,
+    /// `signature`, if sent.
+    pub signature: Option<&'a str>,
+    /// `x-signature-version`, if sent.
+    pub signature_version: Option<&'a str>,
+    /// HTTP method.
+    pub method: &'a str,
+    /// Path with query string, exactly as received.
+    pub path_and_query: &'a str,
+    /// Raw body.
+    pub body: &'a [u8],
+}
+
+/// Why a request is not authenticated.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    /// Rejected with this `AUTH1xx` code.
+    #[error("authentication failed: {}", .0.as_str())]
+    Rejected(ErrorCode),
+    /// The credential store failed.
+    #[error(transparent)]
+    Port(#[from] PortError),
+}
+
+/// Verifies API keys and signatures.
+pub struct AuthService {
+    credentials: Arc<dyn CredentialStore>,
+    clock: Arc<dyn Clock>,
+    window: Duration,
+}
+
+impl AuthService {
+    /// `window` is the largest accepted distance between the client's nonce and server time.
+    pub fn new(
+        credentials: Arc<dyn CredentialStore>,
+        clock: Arc<dyn Clock>,
+        window: Duration,
+    ) -> Self {
+        Self {
+            credentials,
+            clock,
+            window,
+        }
+    }
+
+    /// Establishes who is calling, or why not.
+    ///
+    /// Order: headers present (`AUTH101`), well-formed (`AUTH103`), fresh (`AUTH105`), key known
+    /// and active (`AUTH102`), version allowed (`AUTH107`), MAC matches in constant time
+    /// (`AUTH104`), and for POST the nonce unused (`AUTH106`).
+    pub async fn authenticate(&self, request: &SignedRequest<'_>) -> Result<Caller, AuthError> {
+        let reject = |code| Err(AuthError::Rejected(code));
+        let (Some(api_key), Some(raw_signature)) = (
+            request.api_key.filter(|k| !k.is_empty()),
+            request.signature.filter(|s| !s.is_empty()),
+        ) else {
+            return reject(ErrorCode::Auth101);
+        };
+        let Some(header) = SignatureHeader::parse(raw_signature) else {
+            return reject(ErrorCode::Auth103);
+        };
+        let Some(version) = SignatureVersion::from_header(request.signature_version) else {
+            return reject(ErrorCode::Auth103);
+        };
+        let now = self.clock.now();
+        let distance = (now.timestamp_millis() - header.nonce).abs();
+        if distance > self.window.num_milliseconds() {
+            return reject(ErrorCode::Auth105);
+        }
+        let Some(credential) = self.credentials.find_credential(api_key).await? else {
+            return reject(ErrorCode::Auth102);
+        };
+        if credential.require_signature_v2 && version != SignatureVersion::V2 {
+            return reject(ErrorCode::Auth107);
+        }
+        let parts = SignedParts {
+            version,
+            nonce: header.nonce,
+            api_key,
+            method: request.method,
+            path_and_query: request.path_and_query,
+            body: request.body,
+        };
+        if !signature::verify(credential.secret.expose(), &parts, &header.mac) {
+            return reject(ErrorCode::Auth104);
+        }
+        if request.method.eq_ignore_ascii_case("POST")
+            && self
+                .credentials
+                .record_nonce(credential.id, credential.subaccount_id, header.nonce, now)
+                .await?
+                == NonceOutcome::Replayed
+        {
+            return reject(ErrorCode::Auth106);
+        }
+        Ok(Caller {
+            subaccount_id: credential.subaccount_id,
+            api_key_id: credential.id,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::Credential;
+    use crate::ids::{ApiKeyId, SubaccountId};
+    use crate::masking::Secret;
+    use crate::ports::{MockClock, MockCredentialStore};
+    use chrono::{DateTime, Utc};
+    use mockall::predicate::eq;
+    use uuid::Uuid;
+
+    const NOW_MS: i64 = 1_700_000_000_000;
+
+    fn clock() -> Arc<dyn Clock> {
+        let mut clock = MockClock::new();
+        clock
+            .expect_now()
+            .returning(|| DateTime::<Utc>::from_timestamp_millis(NOW_MS).unwrap_or_default());
+        Arc::new(clock)
+    }
+
+    fn credential(require_v2: bool) -> Credential {
+        Credential {
+            id: ApiKeyId::from_uuid(Uuid::from_u128(1)),
+            subaccount_id: SubaccountId::from_uuid(Uuid::from_u128(2)),
+            secret: Secret::new("sk_test".to_owned()),
+            require_signature_v2: require_v2,
+        }
+    }
+
+    fn store(require_v2: bool, nonce: Option<NonceOutcome>) -> Arc<dyn CredentialStore> {
+        let mut store = MockCredentialStore::new();
+        store
+            .expect_find_credential()
+            .with(eq("pk_test"))
+            .returning(move |_| Ok(Some(credential(require_v2))));
+        store.expect_find_credential().returning(|_| Ok(None));
+        match nonce {
+            Some(outcome) => {
+                store
+                    .expect_record_nonce()
+                    .times(1)
+                    .returning(move |_, _, _, _| Ok(outcome));
+            }
+            None => {
+                store.expect_record_nonce().never();
+            }
+        }
+        Arc::new(store)
+    }
+
+    fn signed(version: SignatureVersion, nonce: i64, method: &str, body: &[u8]) -> String {
+        signature::sign(
+            "sk_test",
+            &SignedParts {
+                version,
+                nonce,
+                api_key: "pk_test",
+                method,
+                path_and_query: "/api/x?a=1",
+                body,
+            },
+        )
+    }
+
+    fn request<'a>(
+        sig: &'a str,
+        method: &'a str,
+        body: &'a [u8],
+        version: Option<&'a str>,
+    ) -> SignedRequest<'a> {
+        SignedRequest {
+            api_key: Some("pk_test"),
+            signature: Some(sig),
+            signature_version: version,
+            method,
+            path_and_query: "/api/x?a=1",
+            body,
+        }
+    }
+
+    fn code(result: Result<Caller, AuthError>) -> Option<ErrorCode> {
+        match result {
+            Err(AuthError::Rejected(code)) => Some(code),
+            _ => None,
+        }
+    }
+
+    fn service(store: Arc<dyn CredentialStore>) -> AuthService {
+        AuthService::new(store, clock(), Duration::seconds(300))
+    }
+
+    #[tokio::test]
+    async fn a_valid_v1_get_authenticates_without_recording_the_nonce() {
+        let sig = signed(SignatureVersion::V1, NOW_MS - 1_000, "GET", b"");
+        let caller = service(store(false, None))
+            .authenticate(&request(&sig, "GET", b"", None))
+            .await;
+        assert_eq!(
+            caller.ok().map(|c| c.subaccount_id),
+            Some(credential(false).subaccount_id)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_post_records_its_nonce_and_a_replay_is_refused() {
+        let sig = signed(SignatureVersion::V1, NOW_MS, "POST", b"{}");
+        let fresh = service(store(false, Some(NonceOutcome::Fresh)));
+        assert!(
+            fresh
+                .authenticate(&request(&sig, "POST", b"{}", None))
+                .await
+                .is_ok()
+        );
+        let replay = service(store(false, Some(NonceOutcome::Replayed)));
+        assert_eq!(
+            code(
+                replay
+                    .authenticate(&request(&sig, "POST", b"{}", None))
+                    .await
+            ),
+            Some(ErrorCode::Auth106)
+        );
+    }
+
+    #[tokio::test]
+    async fn missing_malformed_unknown_forged_and_stale_are_refused() {
+        let svc = service(store(false, None));
+        let good = signed(SignatureVersion::V1, NOW_MS, "GET", b"");
+        let mut no_key = request(&good, "GET", b"", None);
+        no_key.api_key = None;
+        assert_eq!(
+            code(svc.authenticate(&no_key).await),
+            Some(ErrorCode::Auth101)
+        );
+        let empty = request("", "GET", b"", None);
+        assert_eq!(
+            code(svc.authenticate(&empty).await),
+            Some(ErrorCode::Auth101)
+        );
+        let malformed = request("12345.abc", "GET", b"", None);
+        assert_eq!(
+            code(svc.authenticate(&malformed).await),
+            Some(ErrorCode::Auth103)
+        );
+        let bad_version = request(&good, "GET", b"", Some("7"));
+        assert_eq!(
+            code(svc.authenticate(&bad_version).await),
+            Some(ErrorCode::Auth103)
+        );
+        let mut unknown = request(&good, "GET", b"", None);
+        unknown.api_key = Some("pk_unknown");
+        assert_eq!(
+            code(svc.authenticate(&unknown).await),
+            Some(ErrorCode::Auth102)
+        );
+        let forged = format!("{NOW_MS}.{}", "0".repeat(64));
+        assert_eq!(
+            code(svc.authenticate(&request(&forged, "GET", b"", None)).await),
+            Some(ErrorCode::Auth104)
+        );
+        let stale = signed(SignatureVersion::V1, NOW_MS - 301_000, "GET", b"");
+        assert_eq!(
+            code(svc.authenticate(&request(&stale, "GET", b"", None)).await),
+            Some(ErrorCode::Auth105)
+        );
+        let future = signed(SignatureVersion::V1, NOW_MS + 301_000, "GET", b"");
+        assert_eq!(
+            code(svc.authenticate(&request(&future, "GET", b"", None)).await),
+            Some(ErrorCode::Auth105)
+        );
+        let edge = signed(SignatureVersion::V1, NOW_MS - 300_000, "GET", b"");
+        assert!(
+            svc.authenticate(&request(&edge, "GET", b"", None))
+                .await
+                .is_ok()
+        );
+    }
+
+    #[tokio::test]
+    async fn v2_covers_method_path_and_body() {
+        let svc = service(store(true, Some(NonceOutcome::Fresh)));
+        let v1 = signed(SignatureVersion::V1, NOW_MS, "POST", b"{}");
+        assert_eq!(
+            code(svc.authenticate(&request(&v1, "POST", b"{}", None)).await),
+            Some(ErrorCode::Auth107)
+        );
+        let v2 = signed(SignatureVersion::V2, NOW_MS, "POST", b"{}");
+        let tampered = request(&v2, "POST", b"{\"x\":1}", Some("2"));
+        assert_eq!(
+            code(svc.authenticate(&tampered).await),
+            Some(ErrorCode::Auth104)
+        );
+        assert!(
+            svc.authenticate(&request(&v2, "POST", b"{}", Some("2")))
+                .await
+                .is_ok()
+        );
+    }
+}

@@ -1,0 +1,142 @@
+//! The error-code catalogue (contract §11): every code the service can answer with, its HTTP
+//! status and its message, in one table. `docs/API.md` is checked against this table by a test.
+
+macro_rules! catalogue {
+    ($($variant:ident => ($code:literal, $status:literal, $message:literal),)+) => {
+        /// A stable, client-visible error code.
+        ///
+        /// Prefixes: `REQ` request shape, `AUTH` authentication, `IDEM` idempotency, `REVR`
+        /// receiver, `SUBA` subaccount, `SYS` internal. Within a prefix, 1xx = not found,
+        /// 2xx = validation on create, 3xx = other rules.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum ErrorCode {
+            $(
+                #[doc = $message]
+                $variant,
+            )+
+        }
+
+        impl ErrorCode {
+            /// Every code, in catalogue order.
+            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$variant,)+];
+
+            /// The code as clients see it, e.g. `REVR101`.
+            pub const fn as_str(self) -> &'static str {
+                match self { $(ErrorCode::$variant => $code,)+ }
+            }
+
+            /// The HTTP status this code is answered with.
+            pub const fn http_status(self) -> u16 {
+                match self { $(ErrorCode::$variant => $status,)+ }
+            }
+
+            /// The human-readable message that goes with the code.
+            pub const fn message(self) -> &'static str {
+                match self { $(ErrorCode::$variant => $message,)+ }
+            }
+        }
+    };
+}
+
+catalogue! {
+    Req001 => ("REQ001", 400, "Request body must be a JSON object"),
+    Req002 => ("REQ002", 400, "Query parameter is not valid"),
+    Req003 => ("REQ003", 400, "lastkey is not valid"),
+    Req004 => ("REQ004", 400, "Field has the wrong type"),
+    Req005 => ("REQ005", 400, "Unknown field"),
+    Req006 => ("REQ006", 404, "Route not found"),
+    Req007 => ("REQ007", 405, "Method not allowed"),
+    Req008 => ("REQ008", 413, "Request body is larger than 64 KiB"),
+    Auth101 => ("AUTH101", 401, "Missing x-api-key or signature header"),
+    Auth102 => ("AUTH102", 401, "Unknown or revoked API key"),
+    Auth103 => ("AUTH103", 401, "Malformed signature"),
+    Auth104 => ("AUTH104", 401, "Signature does not match"),
+    Auth105 => ("AUTH105", 401, "Signature nonce is outside the freshness window"),
+    Auth106 => ("AUTH106", 401, "Signature nonce already used"),
+    Auth107 => ("AUTH107", 401, "This subaccount requires signature version 2"),
+    Revr101 => ("REVR101", 400, "Receiver ID not found"),
+    Revr201 => ("REVR201", 400, "Email already exist"),
+    Revr202 => ("REVR202", 400, "Subaccount ID is required"),
+    Revr203 => ("REVR203", 400, "Email is required"),
+    Revr204 => ("REVR204", 400, "First name is required"),
+    Revr205 => ("REVR205", 400, "Last name is required"),
+    Revr206 => ("REVR206", 400, "Dialcode is required"),
+    Revr207 => ("REVR207", 400, "Phone is required"),
+    Revr208 => ("REVR208", 400, "Address is required"),
+    Revr210 => ("REVR210", 400, "City is required"),
+    Revr211 => ("REVR211", 400, "State is required"),
+    Revr212 => ("REVR212", 400, "Postcode is required"),
+    Revr213 => ("REVR213", 400, "Country is required"),
+    Revr214 => ("REVR214", 400, "Email is not valid"),
+    Revr215 => ("REVR215", 400, "First name may contain only letters, spaces, apostrophes and hyphens"),
+    Revr216 => ("REVR216", 400, "Last name may contain only letters, spaces, apostrophes and hyphens"),
+    Revr217 => ("REVR217", 400, "Gender must be F or M"),
+    Revr218 => ("REVR218", 400, "Dialcode is not valid: 1 to 4 digits"),
+    Revr219 => ("REVR219", 400, "Phone is not valid: 4 to 15 digits"),
+    Revr220 => ("REVR220", 400, "Address must not contain a dot"),
+    Revr221 => ("REVR221", 400, "Address2 must not contain a dot"),
+    Revr222 => ("REVR222", 400, "City is not valid"),
+    Revr223 => ("REVR223", 400, "Date of birth is required and must be a valid past date YYYY-MM-DD"),
+    Revr224 => ("REVR224", 400, "Country is not a valid ISO 3166 alpha-3 code"),
+    Revr225 => ("REVR225", 400, "Reference already used in this subaccount"),
+    Revr226 => ("REVR226", 400, "Field is longer than 255 characters"),
+    Revr227 => ("REVR227", 400, "Middle name may contain only letters, spaces, apostrophes and hyphens"),
+    Suba101 => ("SUBA101", 400, "SubAccount not found"),
+    Suba303 => ("SUBA303", 400, "Asset is required"),
+    Suba304 => ("SUBA304", 400, "Asset is not valid"),
+    Sys500 => ("SYS500", 500, "Internal error"),
+    Sys503 => ("SYS503", 503, "Service temporarily unavailable"),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ErrorCode;
+    use std::collections::HashSet;
+
+    #[test]
+    fn codes_are_unique_and_follow_the_prefix_convention() {
+        let mut seen = HashSet::new();
+        for code in ErrorCode::ALL {
+            assert!(
+                seen.insert(code.as_str()),
+                "duplicate code {}",
+                code.as_str()
+            );
+            let digits = code
+                .as_str()
+                .trim_start_matches(|c: char| c.is_ascii_uppercase());
+            assert_eq!(
+                digits.len(),
+                3,
+                "{} has no three-digit number",
+                code.as_str()
+            );
+            assert!(!code.message().is_empty());
+        }
+    }
+
+    #[test]
+    fn statuses_follow_the_contract() {
+        assert_eq!(ErrorCode::Revr101.http_status(), 400);
+        assert_eq!(ErrorCode::Auth104.http_status(), 401);
+        assert_eq!(ErrorCode::Req006.http_status(), 404);
+        assert_eq!(ErrorCode::Req007.http_status(), 405);
+        assert_eq!(ErrorCode::Req008.http_status(), 413);
+        assert_eq!(ErrorCode::Sys500.http_status(), 500);
+        assert_eq!(ErrorCode::Sys503.http_status(), 503);
+        assert!(
+            ErrorCode::ALL
+                .iter()
+                .filter(|c| c.as_str().starts_with("AUTH"))
+                .all(|c| c.http_status() == 401)
+        );
+    }
+
+    #[test]
+    fn seed_codes_keep_their_messages() {
+        assert_eq!(ErrorCode::Revr101.message(), "Receiver ID not found");
+        assert_eq!(ErrorCode::Revr201.message(), "Email already exist");
+        assert_eq!(ErrorCode::Suba101.message(), "SubAccount not found");
+        assert_eq!(ErrorCode::Suba304.message(), "Asset is not valid");
+    }
+}

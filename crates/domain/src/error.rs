@@ -1,0 +1,16 @@
+//! The failure every port can report besides its own typed outcomes.
+
+/// An infrastructure failure behind a port.
+///
+/// Use cases pass it through unchanged; the HTTP layer renders `Unavailable` as 503 `SYS503`
+/// and `Unknown` as 500 `SYS500`, logging the cause chain but never sending it.
+#[derive(Debug, thiserror::Error)]
+pub enum PortError {
+    /// The backing service (database, provider) cannot be reached right now; retrying later may
+    /// succeed.
+    #[error("dependency unavailable: {0:#}")]
+    Unavailable(anyhow::Error),
+    /// Anything else: a bug or an unexpected state.
+    #[error(transparent)]
+    Unknown(#[from] anyhow::Error),
+}

@@ -1,0 +1,72 @@
+//! Domain events, written to the transactional outbox by the same store call that makes the
+//! change they describe (contract §8). Payloads follow PaySwiftly's webhook bodies.
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use crate::ids::{EventId, SubaccountId};
+use crate::receiver::Receiver;
+use crate::time::unix_millis;
+
+/// The kinds of event the service emits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    /// A receiver was created and stored.
+    ReceiverCreated,
+    /// A receiver's KYC status changed.
+    ReceiverKycUpdate,
+}
+
+impl EventKind {
+    /// The `event` value of the payload.
+    pub const fn name(self) -> &'static str {
+        match self {
+            EventKind::ReceiverCreated => "receiverCreated",
+            EventKind::ReceiverKycUpdate => "receiverKycUpdate",
+        }
+    }
+}
+
+/// One event as the outbox stores it. The store assigns the per-object `sequence` when it
+/// writes the event, and adds it to the payload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutboxEvent {
+    /// Event id; also the `webhook-id` of every delivery attempt.
+    pub id: EventId,
+    /// The subaccount whose postback URL receives it.
+    pub subaccount_id: SubaccountId,
+    /// The object the event is about (receiver, account, payout, batch).
+    pub object_id: Uuid,
+    /// What happened.
+    pub kind: EventKind,
+    /// The webhook body, without `sequence`.
+    pub payload: Value,
+    /// When it happened.
+    pub occurred_at: DateTime<Utc>,
+}
+
+impl OutboxEvent {
+    /// `receiverCreated` or `receiverKycUpdate` for `receiver` as it is now.
+    pub fn receiver(kind: EventKind, id: EventId, receiver: &Receiver, at: DateTime<Utc>) -> Self {
+        let subaccount = receiver.subaccount_id.to_string();
+        let payload = json!({
+            "event": kind.name(),
+            "event_id": id.to_string(),
+            "receiver_id": receiver.id.to_string(),
+            "subaccount_id": subaccount,
+            "subccount_id": subaccount,
+            "status": receiver.status.as_str(),
+            "kyc_status": receiver.kyc_status.as_str(),
+            "timestamp": unix_millis(at),
+        });
+        Self {
+            id,
+            subaccount_id: receiver.subaccount_id,
+            object_id: receiver.id.as_uuid(),
+            kind,
+            payload,
+            occurred_at: at,
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! payoutd's pure core.
+//!
+//! Entities, parsed value types, status machines, masking, the error-code catalogue, domain
+//! events, the port traits through which the core reaches the outside world, and the use-case
+//! services that drive them. This crate depends on no framework, database, HTTP or runtime crate
+//! (a tidy test in `app-actix` enforces it): adapters implement its ports, `app-actix` wires them.
+
+pub mod admin;
+pub mod auth;
+pub mod codes;
+pub mod country;
+pub mod error;
+pub mod events;
+pub mod ids;
+pub mod masking;
+pub mod money;
+pub mod paging;
+pub mod ports;
+pub mod receiver;
+pub mod subaccount;
+pub mod time;
+pub mod validation;
+
+pub use codes::ErrorCode;
+pub use error::PortError;

@@ -1,0 +1,260 @@
+//! The ports: every way the core reaches the outside world. Each trait's doc comment is its
+//! contract; adapters' tests check exactly those lines.
+//!
+//! Stores are shaped by use case, not by table: a call that changes state is one database
+//! transaction in the adapter, including the outbox events passed with it.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use crate::auth::{Credential, NonceOutcome};
+use crate::error::PortError;
+use crate::events::OutboxEvent;
+use crate::ids::{ApiKeyId, ReceiverId, SubaccountId};
+use crate::masking::Secret;
+use crate::money::Asset;
+use crate::paging::PageRequest;
+use crate::receiver::Receiver;
+use crate::receiver::query::ReceiverFilter;
+use crate::subaccount::{Balance, FeeTemplate, Subaccount};
+
+/// The current time.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait Clock: Send + Sync {
+    /// Now, in UTC.
+    fn now(&self) -> DateTime<Utc>;
+}
+
+/// Identifiers and unpredictable tokens.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait IdGenerator: Send + Sync {
+    /// A new random (v4) UUID.
+    fn new_id(&self) -> Uuid;
+    /// 32 bytes from a cryptographically secure source, for keys, secrets and tokens.
+    fn random_bytes(&self) -> [u8; 32];
+}
+
+/// What the KYC provider needs to open an identity check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KycCheckRequest {
+    /// The receiver being checked.
+    pub receiver_id: ReceiverId,
+    /// Its subaccount.
+    pub subaccount_id: SubaccountId,
+    /// Full name as registered.
+    pub full_name: String,
+    /// E-mail the provider contacts.
+    pub email: String,
+}
+
+/// The identity-verification provider.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait KycProvider: Send + Sync {
+    /// Opens an identity check and returns the provider's applicant id. The outcome arrives
+    /// later, asynchronously.
+    ///
+    /// # Errors
+    /// `PortError::Unavailable` when the provider cannot be reached; nothing was opened.
+    async fn start_check(&self, request: &KycCheckRequest) -> Result<String, PortError>;
+}
+
+/// Why a receiver could not be stored.
+#[derive(Debug, thiserror::Error)]
+pub enum InsertReceiverError {
+    /// Another receiver of the subaccount has this e-mail (case-insensitively).
+    #[error("a receiver of this subaccount already has this e-mail")]
+    DuplicateEmail,
+    /// Another receiver of the subaccount has this reference.
+    #[error("a receiver of this subaccount already has this reference")]
+    DuplicateReference,
+    /// Infrastructure failure.
+    #[error(transparent)]
+    Port(#[from] PortError),
+}
+
+/// Receivers.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait ReceiverStore: Send + Sync {
+    /// Stores a new receiver and its events in one transaction.
+    ///
+    /// # Errors
+    /// `DuplicateEmail` / `DuplicateReference` when the subaccount already has a receiver with
+    /// that e-mail (case-insensitive) or reference, also under concurrent inserts; then nothing,
+    /// events included, was written.
+    async fn insert_receiver(
+        &self,
+        receiver: &Receiver,
+        events: &[OutboxEvent],
+    ) -> Result<(), InsertReceiverError>;
+
+    /// The receiver with this id if it belongs to `subaccount`, else `Ok(None)`.
+    async fn find_receiver(
+        &self,
+        subaccount: SubaccountId,
+        id: ReceiverId,
+    ) -> Result<Option<Receiver>, PortError>;
+
+    /// Up to `page.limit + 1` receivers of `subaccount` matching `filter`, newest first
+    /// (`created_at` desc, `id` desc), strictly after `page.after`. The extra row tells the
+    /// caller another page exists.
+    async fn list_receivers(
+        &self,
+        subaccount: SubaccountId,
+        filter: &ReceiverFilter,
+        page: &PageRequest,
+    ) -> Result<Vec<Receiver>, PortError>;
+}
+
+/// Subaccounts and their balances.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait SubaccountStore: Send + Sync {
+    /// The subaccount with this id, or `Ok(None)`.
+    async fn find_subaccount(&self, id: SubaccountId) -> Result<Option<Subaccount>, PortError>;
+
+    /// The balance of `subaccount` in `asset`; zero when it never had activity in that asset.
+    async fn balance(&self, subaccount: SubaccountId, asset: Asset) -> Result<Balance, PortError>;
+}
+
+/// API credentials and request nonces.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait CredentialStore: Send + Sync {
+    /// The active (not revoked) credential with this API key, its secret decrypted, or
+    /// `Ok(None)`.
+    async fn find_credential(&self, api_key: &str) -> Result<Option<Credential>, PortError>;
+
+    /// Records that `nonce` was used with this credential. `Replayed` when it was recorded
+    /// before, by this or any other server instance sharing the database.
+    async fn record_nonce(
+        &self,
+        api_key: ApiKeyId,
+        subaccount: SubaccountId,
+        nonce: i64,
+        seen_at: DateTime<Utc>,
+    ) -> Result<NonceOutcome, PortError>;
+}
+
+/// A subaccount as an operator creates it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewSubaccount {
+    /// The full record; fields the operator did not set are empty.
+    pub subaccount: Subaccount,
+}
+
+/// A ledger movement of money (append-only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LedgerEntry {
+    /// Entry id.
+    pub id: Uuid,
+    /// The subaccount whose balance moves.
+    pub subaccount_id: SubaccountId,
+    /// The asset.
+    pub asset: Asset,
+    /// What moved the money.
+    pub kind: LedgerEntryKind,
+    /// Change of `available`, minor units.
+    pub available_delta: i64,
+    /// Change of `pending`, minor units.
+    pub pending_delta: i64,
+    /// When.
+    pub created_at: DateTime<Utc>,
+}
+
+/// Why a ledger entry exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LedgerEntryKind {
+    /// An operator credited the balance.
+    Funding,
+}
+
+impl LedgerEntryKind {
+    /// Stored name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            LedgerEntryKind::Funding => "funding",
+        }
+    }
+}
+
+/// Why an operator command could not be applied.
+#[derive(Debug, thiserror::Error)]
+pub enum OperatorError {
+    /// The subaccount does not exist.
+    #[error("subaccount not found")]
+    SubaccountNotFound,
+    /// The API key does not exist or is already revoked.
+    #[error("API key not found or already revoked")]
+    KeyNotFound,
+    /// Infrastructure failure.
+    #[error(transparent)]
+    Port(#[from] PortError),
+}
+
+/// The operator commands' storage (admin CLI, contract §13).
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait OperatorStore: Send + Sync {
+    /// Stores a new subaccount.
+    async fn create_subaccount(&self, new: &NewSubaccount) -> Result<(), PortError>;
+
+    /// Stores a new API credential, the secret encrypted at rest.
+    ///
+    /// # Errors
+    /// `SubaccountNotFound` when the subaccount does not exist.
+    async fn insert_credential(
+        &self,
+        id: ApiKeyId,
+        subaccount: SubaccountId,
+        api_key: &str,
+        secret: &Secret<String>,
+        created_at: DateTime<Utc>,
+    ) -> Result<(), OperatorError>;
+
+    /// Revokes an active API key at once.
+    ///
+    /// # Errors
+    /// `KeyNotFound` when no active key has this value.
+    async fn revoke_credential(
+        &self,
+        api_key: &str,
+        at: DateTime<Utc>,
+    ) -> Result<(), OperatorError>;
+
+    /// Sets the postback URL and the webhook signing secret (encrypted at rest).
+    ///
+    /// # Errors
+    /// `SubaccountNotFound` when the subaccount does not exist.
+    async fn set_webhook(
+        &self,
+        subaccount: SubaccountId,
+        url: &str,
+        secret: &Secret<String>,
+    ) -> Result<(), OperatorError>;
+
+    /// Appends `entry` to the ledger and applies it to the balance in one transaction; returns
+    /// the new balance.
+    ///
+    /// # Errors
+    /// `SubaccountNotFound` when the subaccount does not exist; nothing was written.
+    async fn apply_ledger_entry(&self, entry: &LedgerEntry) -> Result<Balance, OperatorError>;
+
+    /// Creates or replaces the subaccount's fee template for the template's asset.
+    ///
+    /// # Errors
+    /// `SubaccountNotFound` when the subaccount does not exist.
+    async fn upsert_fee_template(
+        &self,
+        subaccount: SubaccountId,
+        template: &FeeTemplate,
+    ) -> Result<(), OperatorError>;
+
+    /// Makes every request of the subaccount require signature version 2.
+    ///
+    /// # Errors
+    /// `SubaccountNotFound` when the subaccount does not exist.
+    async fn require_signature_v2(&self, subaccount: SubaccountId) -> Result<(), OperatorError>;
+}

@@ -1,0 +1,252 @@
+//! The receiver use cases: create, get, list.
+
+use std::sync::Arc;
+
+use crate::auth::Caller;
+use crate::codes::ErrorCode;
+use crate::error::PortError;
+use crate::events::{EventKind, OutboxEvent};
+use crate::ids::{EventId, ReceiverId, SubaccountId};
+use crate::paging::cursor::CursorKey;
+use crate::paging::{Page, PageRequest, Position};
+use crate::ports::{
+    Clock, IdGenerator, InsertReceiverError, KycCheckRequest, KycProvider, ReceiverStore,
+};
+use crate::receiver::input::{RawReceiver, ReceiverInput};
+use crate::receiver::query::ListReceiversQuery;
+use crate::receiver::{Address, KycStatus, Receiver, ReceiverStatus};
+use crate::validation::ValidationErrors;
+
+/// Why a receiver was not created.
+#[derive(Debug, thiserror::Error)]
+pub enum CreateReceiverError {
+    /// One or more fields failed validation (every failure listed), or the subaccount is not
+    /// the caller's (`SUBA101`).
+    #[error(transparent)]
+    Invalid(ValidationErrors),
+    /// The subaccount already has a receiver with this e-mail (`REVR201`).
+    #[error("e-mail already used")]
+    EmailTaken,
+    /// The subaccount already has a receiver with this reference (`REVR225`).
+    #[error("reference already used")]
+    ReferenceTaken,
+    /// Infrastructure failure.
+    #[error(transparent)]
+    Port(#[from] PortError),
+}
+
+/// Why a receiver could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum GetReceiverError {
+    /// No receiver with this id in the caller's subaccount (`REVR101`).
+    #[error("receiver not found")]
+    NotFound,
+    /// Infrastructure failure.
+    #[error(transparent)]
+    Port(#[from] PortError),
+}
+
+/// Why receivers could not be listed.
+#[derive(Debug, thiserror::Error)]
+pub enum ListReceiversError {
+    /// The query is invalid (every problem listed).
+    #[error(transparent)]
+    Invalid(ValidationErrors),
+    /// Infrastructure failure.
+    #[error(transparent)]
+    Port(#[from] PortError),
+}
+
+/// One page of receivers and the `lastkey` of the next page.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReceiverPage {
+    /// The receivers, newest first.
+    pub receivers: Vec<Receiver>,
+    /// The opaque cursor of the next page; `None` on the last page.
+    pub lastkey: Option<String>,
+}
+
+const CURSOR_SCOPE: &str = "receivers";
+
+/// Creates and reads receivers.
+pub struct ReceiverService {
+    store: Arc<dyn ReceiverStore>,
+    kyc: Arc<dyn KycProvider>,
+    clock: Arc<dyn Clock>,
+    ids: Arc<dyn IdGenerator>,
+    cursors: CursorKey,
+}
+
+/// True when `raw` names the caller's own subaccount.
+pub(crate) fn is_callers(caller: &Caller, raw: &str) -> bool {
+    SubaccountId::parse(raw) == Some(caller.subaccount_id)
+}
+
+impl ReceiverService {
+    /// Wires the service to its ports.
+    pub fn new(
+        store: Arc<dyn ReceiverStore>,
+        kyc: Arc<dyn KycProvider>,
+        clock: Arc<dyn Clock>,
+        ids: Arc<dyn IdGenerator>,
+        cursors: CursorKey,
+    ) -> Self {
+        Self {
+            store,
+            kyc,
+            clock,
+            ids,
+            cursors,
+        }
+    }
+
+    /// Validates the request, opens a KYC check, and stores the receiver (`pending`/`pending`)
+    /// with its `receiverCreated` event in one transaction.
+    pub async fn create(
+        &self,
+        caller: &Caller,
+        raw: &RawReceiver,
+    ) -> Result<Receiver, CreateReceiverError> {
+        let now = self.clock.now();
+        let parsed = ReceiverInput::parse(raw, now.date_naive());
+        let foreign = raw
+            .subaccount_id
+            .as_deref()
+            .map(str::trim)
+            .is_some_and(|id| {
+                !id.is_empty() && id.chars().count() <= 255 && !is_callers(caller, id)
+            });
+        let input = match (parsed, foreign) {
+            (Ok(input), false) => input,
+            (Ok(_), true) => {
+                let mut errors = ValidationErrors::default();
+                errors.push(ErrorCode::Suba101, "subaccount_id");
+                return Err(CreateReceiverError::Invalid(errors));
+            }
+            (Err(mut errors), foreign) => {
+                if foreign {
+                    errors.0.insert(
+                        0,
+                        crate::validation::FieldError::new(ErrorCode::Suba101, "subaccount_id"),
+                    );
+                }
+                return Err(CreateReceiverError::Invalid(errors));
+            }
+        };
+        let id = ReceiverId::from_uuid(self.ids.new_id());
+        let full_name = [input.first_name.as_str(), input.last_name.as_str()].join(" ");
+        let applicant_id = self
+            .kyc
+            .start_check(&KycCheckRequest {
+                receiver_id: id,
+                subaccount_id: caller.subaccount_id,
+                full_name,
+                email: input.email.as_str().to_owned(),
+            })
+            .await?;
+        let receiver = Receiver {
+            id,
+            subaccount_id: caller.subaccount_id,
+            first_name: input.first_name.as_str().to_owned(),
+            middle_name: input
+                .middle_name
+                .as_ref()
+                .map(|n| n.as_str().to_owned())
+                .unwrap_or_default(),
+            last_name: input.last_name.as_str().to_owned(),
+            email: input.email.as_str().to_owned(),
+            gender: input.gender,
+            dob: input.dob.date(),
+            dialcode: input.dialcode.as_str().to_owned(),
+            phone: input.phone.as_str().to_owned(),
+            address: Address {
+                address: input.address.as_str().to_owned(),
+                address2: input
+                    .address2
+                    .as_ref()
+                    .map(|a| a.as_str().to_owned())
+                    .unwrap_or_default(),
+                city: input.city.as_str().to_owned(),
+                state: input.state.as_str().to_owned(),
+                country: input.country.clone(),
+                postcode: input.postcode.as_str().to_owned(),
+            },
+            reference: input.reference.as_ref().map(|r| r.as_str().to_owned()),
+            applicant_id,
+            status: ReceiverStatus::Pending,
+            kyc_status: KycStatus::Pending,
+            created_at: now,
+            updated_at: now,
+        };
+        let event = OutboxEvent::receiver(
+            EventKind::ReceiverCreated,
+            EventId::from_uuid(self.ids.new_id()),
+            &receiver,
+            now,
+        );
+        self.store
+            .insert_receiver(&receiver, &[event])
+            .await
+            .map_err(|e| match e {
+                InsertReceiverError::DuplicateEmail => CreateReceiverError::EmailTaken,
+                InsertReceiverError::DuplicateReference => CreateReceiverError::ReferenceTaken,
+                InsertReceiverError::Port(e) => CreateReceiverError::Port(e),
+            })?;
+        Ok(receiver)
+    }
+
+    /// The caller's receiver with this id. A malformed id, another subaccount's receiver and a
+    /// missing one all answer `NotFound`.
+    pub async fn get(&self, caller: &Caller, raw_id: &str) -> Result<Receiver, GetReceiverError> {
+        let id = ReceiverId::parse(raw_id).ok_or(GetReceiverError::NotFound)?;
+        self.store
+            .find_receiver(caller.subaccount_id, id)
+            .await?
+            .ok_or(GetReceiverError::NotFound)
+    }
+
+    /// One page of the caller's receivers matching the query's filters.
+    pub async fn list(
+        &self,
+        caller: &Caller,
+        query: &ListReceiversQuery,
+    ) -> Result<ReceiverPage, ListReceiversError> {
+        let mut errors = ValidationErrors::default();
+        match query.subaccount_id.as_deref().map(str::trim) {
+            None | Some("") => errors.push(ErrorCode::Revr202, "subaccount_id"),
+            Some(id) if !is_callers(caller, id) => errors.push(ErrorCode::Suba101, "subaccount_id"),
+            Some(_) => {}
+        }
+        let after = match query.lastkey.as_deref() {
+            None => None,
+            Some(lastkey) => {
+                let opened = self
+                    .cursors
+                    .open(CURSOR_SCOPE, caller.subaccount_id, lastkey);
+                if opened.is_none() {
+                    errors.push(ErrorCode::Req003, "lastkey");
+                }
+                opened
+            }
+        };
+        errors.into_result().map_err(ListReceiversError::Invalid)?;
+        let page = PageRequest {
+            limit: query.limit,
+            after,
+        };
+        let rows = self
+            .store
+            .list_receivers(caller.subaccount_id, &query.filter, &page)
+            .await?;
+        let page = Page::from_overfetch(rows, query.limit, |r: &Receiver| Position {
+            created_at: r.created_at,
+            id: r.id.as_uuid(),
+        });
+        Ok(ReceiverPage {
+            lastkey: page
+                .next
+                .map(|p| self.cursors.seal(CURSOR_SCOPE, caller.subaccount_id, &p)),
+            receivers: page.items,
+        })
+    }
+}

@@ -1,0 +1,979 @@
+//! Value types of a receiver's personal details.
+//!
+//! Each type can only be built through its `parse`, so holding one means the text is valid.
+//! Every `parse` trims surrounding whitespace first and measures lengths in characters, never
+//! bytes. The errors say what is wrong with the value only; mapping them to API error codes is
+//! the caller's business.
+
+use std::fmt;
+
+use chrono::{Datelike, NaiveDate};
+
+/// The longest text, in characters, that any receiver field may hold.
+pub const MAX_LENGTH: usize = 255;
+
+/// True when `text` has more than [`MAX_LENGTH`] characters (stops counting just past the limit).
+fn exceeds_max_length(text: &str) -> bool {
+    text.chars().nth(MAX_LENGTH).is_some()
+}
+
+/// The checks every bounded text shares, before its own rules.
+enum Bounds {
+    Empty,
+    TooLong,
+}
+
+/// Trims `raw` and checks it is neither empty nor longer than [`MAX_LENGTH`] characters.
+fn trim_bounded(raw: &str) -> Result<&str, Bounds> {
+    let trimmed = raw.trim();
+    if trimmed.is_empty() {
+        Err(Bounds::Empty)
+    } else if exceeds_max_length(trimmed) {
+        Err(Bounds::TooLong)
+    } else {
+        Ok(trimmed)
+    }
+}
+
+/// A letter of a name: any Unicode alphabetic character or a combining diacritical mark
+/// (U+0300–U+036F), so decomposed accents such as `e` + U+0301 are accepted.
+fn is_name_letter(c: char) -> bool {
+    c.is_alphabetic() || ('\u{0300}'..='\u{036F}').contains(&c)
+}
+
+/// Punctuation that names may contain: space, apostrophes (`'` and `’`) and hyphen.
+fn is_name_punctuation(c: char) -> bool {
+    matches!(c, ' ' | '\'' | '\u{2019}' | '-')
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/// Why an email address was rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum EmailAddressError {
+    /// The input was empty or only whitespace.
+    #[error("email address is empty")]
+    Empty,
+    /// The input is longer than 255 characters.
+    #[error("email address is longer than 255 characters")]
+    TooLong,
+    /// The input is not a valid address, or its domain has no dot.
+    #[error("email address is not valid")]
+    Invalid,
+}
+
+/// A syntactically valid email address whose domain contains a dot, as given (trimmed).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct EmailAddress(String);
+
+impl EmailAddress {
+    /// Parses an address such as `jane@example.com`.
+    ///
+    /// A bare address is required: display-name forms (`Jane <jane@example.com>`) and domain
+    /// literals (`jane@[192.0.2.1]`) are rejected.
+    pub fn parse(raw: &str) -> Result<Self, EmailAddressError> {
+        let text = trim_bounded(raw).map_err(|bounds| match bounds {
+            Bounds::Empty => EmailAddressError::Empty,
+            Bounds::TooLong => EmailAddressError::TooLong,
+        })?;
+        let options = email_address::Options::default()
+            .without_display_text()
+            .without_domain_literal();
+        email_address::EmailAddress::parse_with_options(text, options)
+            .map_err(|_| EmailAddressError::Invalid)?;
+        // The syntax allows dotless domains (`jane@localhost`); a payout receiver needs a
+        // routable address.
+        let has_dotted_domain = text
+            .rsplit_once('@')
+            .is_some_and(|(_, domain)| domain.contains('.'));
+        if !has_dotted_domain {
+            return Err(EmailAddressError::Invalid);
+        }
+        Ok(Self(text.to_owned()))
+    }
+
+    /// The address as given (trimmed).
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The lower-cased address, used to decide whether two addresses are the same.
+    pub fn normalized(&self) -> String {
+        self.0.to_lowercase()
+    }
+}
+
+impl fmt::Display for EmailAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/// Why a person's name was rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PersonNameError {
+    /// The input was empty or only whitespace.
+    #[error("name is empty")]
+    Empty,
+    /// The input is longer than 255 characters.
+    #[error("name is longer than 255 characters")]
+    TooLong,
+    /// The input holds something other than letters, spaces, apostrophes and hyphens, or no
+    /// letter at all.
+    #[error("name may contain only letters, spaces, apostrophes and hyphens")]
+    InvalidCharacters,
+}
+
+/// A first, middle or last name: Unicode letters (with combining accents), spaces, apostrophes
+/// and hyphens, with at least one letter.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PersonName(String);
+
+impl PersonName {
+    /// Parses a name such as `Zoë`, `O'Brien` or `Jean-Luc`.
+    pub fn parse(raw: &str) -> Result<Self, PersonNameError> {
+        let text = trim_bounded(raw).map_err(|bounds| match bounds {
+            Bounds::Empty => PersonNameError::Empty,
+            Bounds::TooLong => PersonNameError::TooLong,
+        })?;
+        let allowed = text
+            .chars()
+            .all(|c| is_name_letter(c) || is_name_punctuation(c));
+        if !allowed || !text.chars().any(char::is_alphabetic) {
+            return Err(PersonNameError::InvalidCharacters);
+        }
+        Ok(Self(text.to_owned()))
+    }
+
+    /// The name as given (trimmed).
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for PersonName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/// Why a telephone dial code was rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum DialCodeError {
+    /// The input was empty or only whitespace.
+    #[error("dial code is empty")]
+    Empty,
+    /// The input is not 1 to 4 digits with an optional leading `+`.
+    #[error("dial code must be 1 to 4 digits")]
+    Invalid,
+}
+
+/// An international dial code of 1 to 4 ASCII digits, stored without a `+` (e.g. `61`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct DialCode(String);
+
+impl DialCode {
+    /// Parses a dial code such as `61` or `+61`; the `+` is dropped.
+    pub fn parse(raw: &str) -> Result<Self, DialCodeError> {
+        let text = raw.trim();
+        if text.is_empty() {
+            return Err(DialCodeError::Empty);
+        }
+        let digits = text.strip_prefix('+').unwrap_or(text);
+        if !is_ascii_digits(digits, 1, 4) {
+            return Err(DialCodeError::Invalid);
+        }
+        Ok(Self(digits.to_owned()))
+    }
+
+    /// The digits, without a `+`.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for DialCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// True when `text` is `min..=max` ASCII digits and nothing else.
+fn is_ascii_digits(text: &str, min: usize, max: usize) -> bool {
+    let mut count = 0;
+    for c in text.chars() {
+        if !c.is_ascii_digit() || count == max {
+            return false;
+        }
+        count += 1;
+    }
+    count >= min
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/// Why a phone number was rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PhoneNumberError {
+    /// The input was empty or only whitespace.
+    #[error("phone number is empty")]
+    Empty,
+    /// The input is not 4 to 15 ASCII digits.
+    #[error("phone number must be 4 to 15 digits")]
+    Invalid,
+}
+
+/// A phone number (without dial code) of 4 to 15 ASCII digits; leading zeros are kept.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PhoneNumber(String);
+
+impl PhoneNumber {
+    /// Parses a phone number such as `0412345678`.
+    pub fn parse(raw: &str) -> Result<Self, PhoneNumberError> {
+        let text = raw.trim();
+        if text.is_empty() {
+            return Err(PhoneNumberError::Empty);
+        }
+        if !is_ascii_digits(text, 4, 15) {
+            return Err(PhoneNumberError::Invalid);
+        }
+        Ok(Self(text.to_owned()))
+    }
+
+    /// The digits.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for PhoneNumber {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/// Why a street address line was rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum StreetLineError {
+    /// The input was empty or only whitespace.
+    #[error("address line is empty")]
+    Empty,
+    /// The input is longer than 255 characters.
+    #[error("address line is longer than 255 characters")]
+    TooLong,
+    /// The input contains a `.`.
+    #[error("address line must not contain a dot")]
+    ContainsDot,
+}
+
+/// One line of a street address: any text up to 255 characters without a `.`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct StreetLine(String);
+
+impl StreetLine {
+    /// Parses an address line such as `12 Smith St`.
+    pub fn parse(raw: &str) -> Result<Self, StreetLineError> {
+        let text = trim_bounded(raw).map_err(|bounds| match bounds {
+            Bounds::Empty => StreetLineError::Empty,
+            Bounds::TooLong => StreetLineError::TooLong,
+        })?;
+        if text.contains('.') {
+            return Err(StreetLineError::ContainsDot);
+        }
+        Ok(Self(text.to_owned()))
+    }
+
+    /// The line as given (trimmed).
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for StreetLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/// Why a city name was rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CityNameError {
+    /// The input was empty or only whitespace.
+    #[error("city is empty")]
+    Empty,
+    /// The input is longer than 255 characters.
+    #[error("city is longer than 255 characters")]
+    TooLong,
+    /// The input holds something other than letters, spaces, apostrophes, hyphens and dots, or
+    /// no letter at all.
+    #[error("city may contain only letters, spaces, apostrophes, hyphens and dots")]
+    Invalid,
+}
+
+/// A city name: letters as for [`PersonName`], spaces, apostrophes, hyphens and dots (e.g.
+/// `St. Kilda`), with at least one letter.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CityName(String);
+
+impl CityName {
+    /// Parses a city name such as `Melbourne` or `St. Kilda`.
+    pub fn parse(raw: &str) -> Result<Self, CityNameError> {
+        let text = trim_bounded(raw).map_err(|bounds| match bounds {
+            Bounds::Empty => CityNameError::Empty,
+            Bounds::TooLong => CityNameError::TooLong,
+        })?;
+        let allowed = text
+            .chars()
+            .all(|c| is_name_letter(c) || is_name_punctuation(c) || c == '.');
+        if !allowed || !text.chars().any(char::is_alphabetic) {
+            return Err(CityNameError::Invalid);
+        }
+        Ok(Self(text.to_owned()))
+    }
+
+    /// The city as given (trimmed).
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for CityName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/// Why a bounded text was rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum BoundedTextError {
+    /// The input was empty or only whitespace.
+    #[error("text is empty")]
+    Empty,
+    /// The input is longer than 255 characters.
+    #[error("text is longer than 255 characters")]
+    TooLong,
+}
+
+/// Any non-empty text up to 255 characters (a state, postcode or client reference).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct BoundedText(String);
+
+impl BoundedText {
+    /// Parses any non-blank text of at most 255 characters.
+    pub fn parse(raw: &str) -> Result<Self, BoundedTextError> {
+        let text = trim_bounded(raw).map_err(|bounds| match bounds {
+            Bounds::Empty => BoundedTextError::Empty,
+            Bounds::TooLong => BoundedTextError::TooLong,
+        })?;
+        Ok(Self(text.to_owned()))
+    }
+
+    /// The text as given (trimmed).
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for BoundedText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/// Why a gender was rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum GenderError {
+    /// The input is not `M` or `F` (in either case).
+    #[error("gender must be F or M")]
+    Invalid,
+}
+
+/// A receiver's gender as the API records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Gender {
+    /// `M`.
+    Male,
+    /// `F`.
+    Female,
+}
+
+impl Gender {
+    /// Parses `M` or `F`, case-insensitively, ignoring surrounding whitespace.
+    pub fn parse(raw: &str) -> Result<Self, GenderError> {
+        match raw.trim() {
+            "M" | "m" => Ok(Self::Male),
+            "F" | "f" => Ok(Self::Female),
+            _ => Err(GenderError::Invalid),
+        }
+    }
+
+    /// `M` or `F`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Male => "M",
+            Self::Female => "F",
+        }
+    }
+}
+
+impl fmt::Display for Gender {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/// Why a date of birth was rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum DateOfBirthError {
+    /// The input was empty or only whitespace.
+    #[error("date of birth is empty")]
+    Empty,
+    /// The input is not a real `YYYY-MM-DD` date on or after 1900-01-01.
+    #[error("date of birth must be a valid date YYYY-MM-DD")]
+    Invalid,
+    /// The date is today or later.
+    #[error("date of birth must be in the past")]
+    NotInPast,
+}
+
+/// A date of birth: a real calendar date from 1900-01-01 up to (not including) the day it was
+/// parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DateOfBirth(NaiveDate);
+
+impl DateOfBirth {
+    /// Parses exactly `YYYY-MM-DD` (zero-padded), which must fall strictly before `today`.
+    pub fn parse(raw: &str, today: NaiveDate) -> Result<Self, DateOfBirthError> {
+        let text = raw.trim();
+        if text.is_empty() {
+            return Err(DateOfBirthError::Empty);
+        }
+        // Eleven is enough to tell "too long" without walking a huge input.
+        let chars: Vec<char> = text.chars().take(11).collect();
+        let [y1, y2, y3, y4, '-', m1, m2, '-', d1, d2] = chars[..] else {
+            return Err(DateOfBirthError::Invalid);
+        };
+        let (Some(year), Some(month), Some(day)) = (
+            decimal(&[y1, y2, y3, y4]),
+            decimal(&[m1, m2]),
+            decimal(&[d1, d2]),
+        ) else {
+            return Err(DateOfBirthError::Invalid);
+        };
+        let year = i32::try_from(year).map_err(|_| DateOfBirthError::Invalid)?;
+        let date = NaiveDate::from_ymd_opt(year, month, day).ok_or(DateOfBirthError::Invalid)?;
+        if date < Self::earliest() {
+            return Err(DateOfBirthError::Invalid);
+        }
+        if date >= today {
+            return Err(DateOfBirthError::NotInPast);
+        }
+        Ok(Self(date))
+    }
+
+    /// The date.
+    pub fn date(&self) -> NaiveDate {
+        self.0
+    }
+
+    /// 1900-01-01, the earliest date of birth accepted.
+    fn earliest() -> NaiveDate {
+        NaiveDate::from_ymd_opt(1900, 1, 1).unwrap_or(NaiveDate::MIN)
+    }
+}
+
+/// The value of a run of ASCII digits, or `None` if any character is not one.
+fn decimal(digits: &[char]) -> Option<u32> {
+    digits.iter().try_fold(0u32, |value, c| {
+        // `to_digit` accepts only ASCII digits, so other scripts' digits are refused here.
+        c.to_digit(10).map(|digit| value * 10 + digit)
+    })
+}
+
+impl fmt::Display for DateOfBirth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Parsing guarantees a four-digit year, so this is always `YYYY-MM-DD`.
+        write!(
+            f,
+            "{:04}-{:02}-{:02}",
+            self.0.year(),
+            self.0.month(),
+            self.0.day()
+        )
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// Strings that must never make a parser panic.
+    fn odd_inputs() -> Vec<String> {
+        vec![
+            "🙂".to_owned(),
+            "👩‍👩‍👧‍👦".to_owned(),
+            "🇦🇺".repeat(200),
+            "é".repeat(300),
+            "\u{0301}".to_owned(),
+            "\u{0000}\u{FFFF}\u{10FFFF}".to_owned(),
+            "\u{202E}abc".to_owned(),
+            "\u{200B}".to_owned(),
+            "a@".repeat(5_000),
+            "1".repeat(100_000),
+            "𝔸𝕦𝕤𝕥𝕣𝕒𝕝𝕚𝕒".to_owned(),
+            "٠١٢٣".to_owned(),
+            "२०२०-०१-०१".to_owned(),
+            "２０２０-０１-０１".to_owned(),
+            "\"@\".com".to_owned(),
+            " <@> ".to_owned(),
+            "\u{3000}".to_owned(),
+        ]
+    }
+
+    fn day(year: i32, month: u32, day: u32) -> NaiveDate {
+        NaiveDate::from_ymd_opt(year, month, day).unwrap()
+    }
+
+    #[test]
+    fn no_parser_panics_on_odd_unicode() {
+        let today = day(2025, 6, 15);
+        for input in odd_inputs() {
+            let _ = EmailAddress::parse(&input);
+            let _ = PersonName::parse(&input);
+            let _ = DialCode::parse(&input);
+            let _ = PhoneNumber::parse(&input);
+            let _ = StreetLine::parse(&input);
+            let _ = CityName::parse(&input);
+            let _ = BoundedText::parse(&input);
+            let _ = Gender::parse(&input);
+            let _ = DateOfBirth::parse(&input, today);
+        }
+    }
+
+    // --- EmailAddress ---
+
+    #[test]
+    fn email_accepts_ordinary_addresses() {
+        for text in [
+            "jane@example.com",
+            "Jane.Doe+payouts@Mail.Example.co.uk",
+            "a@b.co",
+            "o'brien@example.ie",
+            "josé@exämple.com",
+        ] {
+            assert_eq!(EmailAddress::parse(text).unwrap().as_str(), text);
+        }
+    }
+
+    #[test]
+    fn email_trims_keeps_case_and_normalizes_to_lower_case() {
+        let email = EmailAddress::parse("  Jane.Doe@Example.COM\n").unwrap();
+        assert_eq!(email.as_str(), "Jane.Doe@Example.COM");
+        assert_eq!(email.to_string(), "Jane.Doe@Example.COM");
+        assert_eq!(email.normalized(), "jane.doe@example.com");
+    }
+
+    #[test]
+    fn email_rejects_empty() {
+        assert_eq!(EmailAddress::parse(""), Err(EmailAddressError::Empty));
+        assert_eq!(EmailAddress::parse("  \t"), Err(EmailAddressError::Empty));
+    }
+
+    #[test]
+    fn email_length_limit_is_255_characters() {
+        // Labels of at most 63 characters keep the address syntactically valid.
+        let label = "d".repeat(60);
+        let domain = format!("{label}.{label}.{label}.com"); // 60*3 + 2 + 4 = 186
+        let local = "l".repeat(64);
+        let at_limit = format!("{local}@{domain}{}", ".c".repeat(2)); // 64 + 1 + 186 + 4
+        assert_eq!(at_limit.chars().count(), 255);
+        assert!(EmailAddress::parse(&at_limit).is_ok());
+        let over = format!("{at_limit}c");
+        assert_eq!(EmailAddress::parse(&over), Err(EmailAddressError::TooLong));
+        let huge = "x".repeat(10_000);
+        assert_eq!(EmailAddress::parse(&huge), Err(EmailAddressError::TooLong));
+    }
+
+    #[test]
+    fn email_rejects_invalid_syntax_and_dotless_domains() {
+        for text in [
+            "jane",
+            "jane@",
+            "@example.com",
+            "jane@localhost",
+            "jane@example.",
+            "jane@.com",
+            "jane@@example.com",
+            "ja ne@example.com",
+            "jane@exa mple.com",
+            "Jane <jane@example.com>",
+            "<jane@example.com>",
+            "jane@[192.0.2.1]",
+            "jane..doe@example.com",
+            "jane@example..com",
+            "🙂@🙂",
+        ] {
+            assert_eq!(
+                EmailAddress::parse(text),
+                Err(EmailAddressError::Invalid),
+                "{text}"
+            );
+        }
+    }
+
+    // --- PersonName ---
+
+    #[test]
+    fn name_accepts_letters_of_any_script_and_name_punctuation() {
+        for text in [
+            "Jane",
+            "O'Brien",
+            "D’Angelo",
+            "Jean-Luc",
+            "Mary Ann",
+            "Zoë",
+            "Jose\u{0301}",
+            "Łukasz",
+            "Ørsted",
+            "Nguyễn",
+            "Алексей",
+            "山田",
+            "محمد",
+            "X",
+        ] {
+            assert_eq!(PersonName::parse(text).unwrap().as_str(), text, "{text}");
+        }
+    }
+
+    #[test]
+    fn name_trims() {
+        assert_eq!(PersonName::parse("  Jane \n").unwrap().to_string(), "Jane");
+    }
+
+    #[test]
+    fn name_rejects_empty() {
+        assert_eq!(PersonName::parse(""), Err(PersonNameError::Empty));
+        assert_eq!(PersonName::parse("   "), Err(PersonNameError::Empty));
+    }
+
+    #[test]
+    fn name_length_limit_is_255_characters() {
+        // Two-byte letters prove the limit counts characters, not bytes.
+        assert!(PersonName::parse(&"é".repeat(255)).is_ok());
+        assert_eq!(
+            PersonName::parse(&"é".repeat(256)),
+            Err(PersonNameError::TooLong)
+        );
+        assert!(PersonName::parse(&format!("  {}  ", "a".repeat(255))).is_ok());
+    }
+
+    #[test]
+    fn name_rejects_other_characters_or_no_letter() {
+        for text in [
+            "Jane2",
+            "Jane.",
+            "Jane_Doe",
+            "Jane\tDoe",
+            "Jane\u{00A0}Doe",
+            "Jane🙂",
+            "Ja\u{200B}ne",
+            "-",
+            "'",
+            "- ' -",
+            "\u{0301}",
+            "Jane@Doe",
+            "Robert); DROP TABLE",
+        ] {
+            assert_eq!(
+                PersonName::parse(text),
+                Err(PersonNameError::InvalidCharacters),
+                "{text}"
+            );
+        }
+    }
+
+    // --- DialCode ---
+
+    #[test]
+    fn dial_code_accepts_one_to_four_digits_with_optional_plus() {
+        assert_eq!(DialCode::parse("1").unwrap().as_str(), "1");
+        assert_eq!(DialCode::parse("61").unwrap().as_str(), "61");
+        assert_eq!(DialCode::parse("+61").unwrap().as_str(), "61");
+        assert_eq!(DialCode::parse(" +1868 ").unwrap().to_string(), "1868");
+        assert_eq!(DialCode::parse("0000").unwrap().as_str(), "0000");
+    }
+
+    #[test]
+    fn dial_code_rejects_empty() {
+        assert_eq!(DialCode::parse(""), Err(DialCodeError::Empty));
+        assert_eq!(DialCode::parse(" "), Err(DialCodeError::Empty));
+    }
+
+    #[test]
+    fn dial_code_rejects_anything_else() {
+        for text in [
+            "+", "12345", "+12345", "++61", "6+1", "61+", "+ 61", "6 1", "-61", "a1", "６１", "٦١",
+            "1.5",
+        ] {
+            assert_eq!(DialCode::parse(text), Err(DialCodeError::Invalid), "{text}");
+        }
+    }
+
+    // --- PhoneNumber ---
+
+    #[test]
+    fn phone_accepts_four_to_fifteen_digits() {
+        assert_eq!(PhoneNumber::parse("1234").unwrap().as_str(), "1234");
+        assert_eq!(
+            PhoneNumber::parse("0412345678").unwrap().as_str(),
+            "0412345678"
+        );
+        assert_eq!(
+            PhoneNumber::parse(" 123456789012345 ").unwrap().to_string(),
+            "123456789012345"
+        );
+    }
+
+    #[test]
+    fn phone_rejects_empty() {
+        assert_eq!(PhoneNumber::parse(""), Err(PhoneNumberError::Empty));
+        assert_eq!(PhoneNumber::parse("\n"), Err(PhoneNumberError::Empty));
+    }
+
+    #[test]
+    fn phone_rejects_anything_else() {
+        for text in [
+            "123",
+            "1234567890123456",
+            "+61412345678",
+            "0412 345 678",
+            "0412-345-678",
+            "(04)12345678",
+            "04123456x",
+            "０４１２３４５",
+        ] {
+            assert_eq!(
+                PhoneNumber::parse(text),
+                Err(PhoneNumberError::Invalid),
+                "{text}"
+            );
+        }
+    }
+
+    // --- StreetLine ---
+
+    #[test]
+    fn street_line_accepts_any_text_without_a_dot() {
+        for text in [
+            "12 Smith St",
+            "Unit 4/27 O'Connell Rd",
+            "Straße 5",
+            "#3, 北京路",
+        ] {
+            assert_eq!(StreetLine::parse(text).unwrap().as_str(), text);
+        }
+        assert_eq!(
+            StreetLine::parse(" 1 Main Rd ").unwrap().to_string(),
+            "1 Main Rd"
+        );
+    }
+
+    #[test]
+    fn street_line_rejects_empty_too_long_and_dots() {
+        assert_eq!(StreetLine::parse(""), Err(StreetLineError::Empty));
+        assert_eq!(StreetLine::parse("  "), Err(StreetLineError::Empty));
+        assert!(StreetLine::parse(&"ß".repeat(255)).is_ok());
+        assert_eq!(
+            StreetLine::parse(&"ß".repeat(256)),
+            Err(StreetLineError::TooLong)
+        );
+        assert_eq!(
+            StreetLine::parse("12 Smith St."),
+            Err(StreetLineError::ContainsDot)
+        );
+        assert_eq!(StreetLine::parse("."), Err(StreetLineError::ContainsDot));
+    }
+
+    // --- CityName ---
+
+    #[test]
+    fn city_accepts_letters_and_city_punctuation() {
+        for text in [
+            "Melbourne",
+            "St. Kilda",
+            "Stratford-upon-Avon",
+            "L'Aquila",
+            "São Paulo",
+            "Zürich",
+            "東京",
+        ] {
+            assert_eq!(CityName::parse(text).unwrap().as_str(), text, "{text}");
+        }
+        assert_eq!(CityName::parse(" Perth ").unwrap().to_string(), "Perth");
+    }
+
+    #[test]
+    fn city_rejects_empty_and_too_long() {
+        assert_eq!(CityName::parse(""), Err(CityNameError::Empty));
+        assert_eq!(CityName::parse(" "), Err(CityNameError::Empty));
+        assert!(CityName::parse(&"a".repeat(255)).is_ok());
+        assert_eq!(
+            CityName::parse(&"a".repeat(256)),
+            Err(CityNameError::TooLong)
+        );
+    }
+
+    #[test]
+    fn city_rejects_other_characters_or_no_letter() {
+        for text in [
+            "Melbourne 3000",
+            "Sydney!",
+            "Perth/WA",
+            "...",
+            "-",
+            "🏙️",
+            "A\tB",
+        ] {
+            assert_eq!(CityName::parse(text), Err(CityNameError::Invalid), "{text}");
+        }
+    }
+
+    // --- BoundedText ---
+
+    #[test]
+    fn bounded_text_accepts_any_text_up_to_255_characters() {
+        assert_eq!(BoundedText::parse("VIC").unwrap().as_str(), "VIC");
+        assert_eq!(BoundedText::parse(" 3000 ").unwrap().to_string(), "3000");
+        assert_eq!(BoundedText::parse("a.b/c 🙂").unwrap().as_str(), "a.b/c 🙂");
+        assert!(BoundedText::parse(&"🙂".repeat(255)).is_ok());
+    }
+
+    #[test]
+    fn bounded_text_rejects_empty_and_too_long() {
+        assert_eq!(BoundedText::parse(""), Err(BoundedTextError::Empty));
+        assert_eq!(BoundedText::parse("\t \n"), Err(BoundedTextError::Empty));
+        assert_eq!(
+            BoundedText::parse(&"🙂".repeat(256)),
+            Err(BoundedTextError::TooLong)
+        );
+    }
+
+    // --- Gender ---
+
+    #[test]
+    fn gender_parses_m_and_f_in_either_case() {
+        assert_eq!(Gender::parse("M"), Ok(Gender::Male));
+        assert_eq!(Gender::parse("m"), Ok(Gender::Male));
+        assert_eq!(Gender::parse("F"), Ok(Gender::Female));
+        assert_eq!(Gender::parse(" f "), Ok(Gender::Female));
+        assert_eq!(Gender::Male.as_str(), "M");
+        assert_eq!(Gender::Female.to_string(), "F");
+    }
+
+    #[test]
+    fn gender_rejects_anything_else() {
+        for text in ["", " ", "X", "Male", "female", "MF", "Ｍ", "ｆ"] {
+            assert_eq!(Gender::parse(text), Err(GenderError::Invalid), "{text}");
+        }
+    }
+
+    // --- DateOfBirth ---
+
+    #[test]
+    fn dob_accepts_real_past_dates() {
+        let today = day(2025, 6, 15);
+        let dob = DateOfBirth::parse("1990-02-28", today).unwrap();
+        assert_eq!(dob.date(), day(1990, 2, 28));
+        assert_eq!(dob.to_string(), "1990-02-28");
+        assert_eq!(
+            DateOfBirth::parse(" 2000-02-29 ", today).unwrap().date(),
+            day(2000, 2, 29)
+        );
+    }
+
+    #[test]
+    fn dob_boundaries() {
+        let today = day(2025, 6, 15);
+        assert_eq!(
+            DateOfBirth::parse("1900-01-01", today).unwrap().to_string(),
+            "1900-01-01"
+        );
+        assert_eq!(
+            DateOfBirth::parse("1899-12-31", today),
+            Err(DateOfBirthError::Invalid)
+        );
+        assert_eq!(
+            DateOfBirth::parse("2025-06-14", today).unwrap().date(),
+            day(2025, 6, 14)
+        );
+        assert_eq!(
+            DateOfBirth::parse("2025-06-15", today),
+            Err(DateOfBirthError::NotInPast)
+        );
+        assert_eq!(
+            DateOfBirth::parse("2025-06-16", today),
+            Err(DateOfBirthError::NotInPast)
+        );
+        assert_eq!(
+            DateOfBirth::parse("9999-12-31", today),
+            Err(DateOfBirthError::NotInPast)
+        );
+    }
+
+    #[test]
+    fn dob_rejects_empty() {
+        let today = day(2025, 6, 15);
+        assert_eq!(DateOfBirth::parse("", today), Err(DateOfBirthError::Empty));
+        assert_eq!(
+            DateOfBirth::parse("  ", today),
+            Err(DateOfBirthError::Empty)
+        );
+    }
+
+    #[test]
+    fn dob_rejects_other_formats_and_unreal_dates() {
+        let today = day(2025, 6, 15);
+        for text in [
+            "1990-2-28",
+            "1990-02-8",
+            "90-02-28",
+            "1990/02/28",
+            "28-02-1990",
+            "19900228",
+            "1990-02-28T00:00:00",
+            "1990-02-2８",
+            "+990-02-28",
+            "-990-02-28",
+            "1990-13-01",
+            "1990-00-10",
+            "1990-01-00",
+            "1990-02-29",
+            "1990-04-31",
+            "0000-01-01",
+            "1990-02-28x",
+            "٠١٩٩-٠٢-٢٨",
+            "abcd-ef-gh",
+        ] {
+            assert_eq!(
+                DateOfBirth::parse(text, today),
+                Err(DateOfBirthError::Invalid),
+                "{text}"
+            );
+        }
+    }
+}

@@ -1,0 +1,11 @@
+DROP TABLE idempotency_keys;
+DROP TABLE outbox_events;
+DROP TABLE fee_templates;
+DROP TRIGGER ledger_entries_append_only ON ledger_entries;
+DROP FUNCTION refuse_ledger_change();
+DROP TABLE ledger_entries;
+DROP TABLE balances;
+DROP TABLE receivers;
+DROP TABLE request_nonces;
+DROP TABLE api_keys;
+DROP TABLE subaccounts;

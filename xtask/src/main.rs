@@ -1,0 +1,90 @@
+//! Project automation for payoutd, run as `cargo xtask <command>`.
+//!
+//! Plain Rust with hand-parsed arguments, in the spirit of rust-analyzer's
+//! xtask. `cargo xtask help` lists the commands.
+
+mod cmd;
+mod flags;
+mod paths;
+mod postgres;
+mod serve;
+mod sign;
+mod test;
+
+use std::{env, process::ExitCode};
+
+use crate::{flags::Flags, postgres::Postgres};
+
+const HELP: &str = "\
+Usage: cargo xtask <command> [args]
+
+Commands:
+  db               Provision PostgreSQL, print DATABASE_URL=<url>, leave it running
+  db-stop          Stop the private PostgreSQL cluster if it is running
+  test [ARGS...]   Run `cargo test --workspace ARGS...` against PostgreSQL
+  serve            Migrate, create a funded demo subaccount and API key, run payoutd
+  sign --api-key K --api-secret S [--v2 --method M --path P --body B] [--nonce N]
+                   Print a `signature` header value (v2 also needs the header
+                   `x-signature-version: 2` on the request)
+  help             Show this message
+
+PostgreSQL comes from DATABASE_URL if set, else a server on localhost:5432,
+else a private cluster in <target dir>/pg on 127.0.0.1:$PAYOUT_PG_PORT
+(default 55432), built from the installed server binaries.
+PAYOUT_KEEP_PG=1 keeps a cluster started by `test` running afterwards.
+";
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("xtask: error: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Dispatches to the command named by the first argument.
+fn run() -> Result<ExitCode, String> {
+    let mut args = env::args_os()
+        .skip(1)
+        .map(|arg| {
+            arg.into_string()
+                .map_err(|arg| format!("argument is not valid UTF-8: {}", arg.to_string_lossy()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let command = if args.is_empty() {
+        None
+    } else {
+        Some(args.remove(0))
+    };
+    match command.as_deref() {
+        None | Some("help" | "--help" | "-h") => {
+            print!("{HELP}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Some("db") => db(args),
+        Some("db-stop") => {
+            Flags::new(args).finish()?;
+            postgres::stop_private()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some("test") => test::run(args),
+        Some("serve") => serve::run(args),
+        Some("sign") => sign::run(args),
+        Some(postgres::REAPER_COMMAND) => {
+            postgres::reap(&args)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(other) => Err(format!("unknown command `{other}`; see `cargo xtask help`")),
+    }
+}
+
+/// `cargo xtask db`: provisions PostgreSQL and leaves it running.
+fn db(args: Vec<String>) -> Result<ExitCode, String> {
+    Flags::new(args).finish()?;
+    let pg = Postgres::provision()?;
+    eprintln!("xtask: using {}", pg.describe());
+    println!("DATABASE_URL={}", pg.url);
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,914 @@
+//! PostgreSQL provisioning shared by every command that needs a database.
+//!
+//! A server is found in this order:
+//!
+//! 1. `DATABASE_URL`, used as given;
+//! 2. a server already listening on `localhost:5432`;
+//! 3. a private cluster built from the installed server binaries, kept in
+//!    `<target dir>/pg` (`data/`, `log`, `sock/`) and reused across runs.
+//!
+//! As root, cluster commands run as the `postgres` system user, because
+//! `initdb` and `postgres` refuse to run as root. A cluster is stopped only by
+//! the process that started it (see [`Postgres::stop_on_exit`]) or by
+//! `cargo xtask db-stop`.
+
+use std::{
+    env,
+    fs::{self, OpenOptions},
+    io::{self, BufRead, Write},
+    net::{TcpStream, ToSocketAddrs},
+    os::unix::{
+        fs::{PermissionsExt, chown},
+        process::CommandExt,
+    },
+    path::{Path, PathBuf},
+    process::{self, Child, Command, Stdio},
+    thread,
+    time::{Duration, Instant},
+};
+
+use sha2::{Digest, Sha256};
+
+use crate::{
+    cmd::{self, find_on_path, is_executable, sh_quote},
+    paths,
+};
+
+/// Port of the private cluster unless `PAYOUT_PG_PORT` says otherwise.
+const DEFAULT_PORT: u16 = 55432;
+
+/// How long to wait for another xtask that is setting up the cluster.
+const LOCK_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Hidden command that runs the [`Reaper`].
+pub const REAPER_COMMAND: &str = "__pg-reaper";
+
+/// A PostgreSQL server ready for connections.
+pub struct Postgres {
+    /// URL of the maintenance database `postgres`, or `DATABASE_URL` verbatim.
+    pub url: String,
+    source: Source,
+    stop_at_shutdown: bool,
+    reaper: Option<Reaper>,
+}
+
+/// Where the server came from.
+enum Source {
+    /// `DATABASE_URL` from the environment.
+    Env,
+    /// A server that was already listening on `localhost:5432`.
+    Localhost,
+    /// The private cluster.
+    Private {
+        cluster: Cluster,
+        postmaster: Postmaster,
+        /// Whether this process started it.
+        started: bool,
+    },
+}
+
+impl Postgres {
+    /// Finds or starts a server, as described in the module docs.
+    pub fn provision() -> Result<Self, String> {
+        if let Some(url) = env::var("DATABASE_URL").ok().filter(|url| !url.is_empty()) {
+            return Ok(Self::new(url, Source::Env));
+        }
+        if listening("localhost", 5432) {
+            let url = "postgres://postgres@localhost:5432/postgres".to_owned();
+            return Ok(Self::new(url, Source::Localhost));
+        }
+        let cluster = Cluster::locate()?;
+        let (postmaster, started) = cluster.ensure_running()?;
+        let url = format!("postgres://postgres@127.0.0.1:{}/postgres", postmaster.port);
+        Ok(Self::new(
+            url,
+            Source::Private {
+                cluster,
+                postmaster,
+                started,
+            },
+        ))
+    }
+
+    /// A server that nothing will stop yet.
+    fn new(url: String, source: Source) -> Self {
+        Self {
+            url,
+            source,
+            stop_at_shutdown: false,
+            reaper: None,
+        }
+    }
+
+    /// Whether the URL came from the user's `DATABASE_URL`.
+    pub fn is_from_env(&self) -> bool {
+        matches!(self.source, Source::Env)
+    }
+
+    /// Whether this process started the server.
+    pub fn started_here(&self) -> bool {
+        matches!(self.source, Source::Private { started: true, .. })
+    }
+
+    /// One line saying which server this is, without any password.
+    pub fn describe(&self) -> String {
+        let url = redact(&self.url);
+        match &self.source {
+            Source::Env => format!("PostgreSQL at {url} (from DATABASE_URL)"),
+            Source::Localhost => {
+                format!("PostgreSQL at {url} (already listening on localhost:5432)")
+            }
+            Source::Private {
+                cluster, started, ..
+            } => format!(
+                "PostgreSQL at {url} (private cluster in {}, {})",
+                cluster.data().display(),
+                if *started {
+                    "started by this run"
+                } else {
+                    "already running"
+                }
+            ),
+        }
+    }
+
+    /// Arranges for a cluster this process started to be stopped by
+    /// [`Postgres::shutdown`], or by a [`Reaper`] if xtask dies first (say, on
+    /// Ctrl-C) and so never gets there.
+    pub fn stop_on_exit(&mut self) {
+        let Source::Private {
+            cluster,
+            postmaster,
+            started: true,
+        } = &self.source
+        else {
+            return;
+        };
+        self.stop_at_shutdown = true;
+        if self.reaper.is_none() {
+            match Reaper::spawn(&cluster.base, postmaster.pid) {
+                Ok(reaper) => self.reaper = Some(reaper),
+                Err(err) => eprintln!(
+                    "xtask: warning: {err}; if xtask is interrupted, stop PostgreSQL with `cargo xtask db-stop`"
+                ),
+            }
+        }
+    }
+
+    /// Keeps the server up until process `pid` has exited too, should xtask
+    /// die before it.
+    pub fn watch(&mut self, pid: u32) {
+        if let Some(reaper) = &mut self.reaper {
+            reaper.watch(pid);
+        }
+    }
+
+    /// Stops the cluster if [`Postgres::stop_on_exit`] asked for it.
+    pub fn shutdown(self) {
+        if let Some(reaper) = self.reaper {
+            reaper.disarm();
+        }
+        if let (true, Source::Private { cluster, .. }) = (self.stop_at_shutdown, &self.source) {
+            let stopped = Lock::acquire(&cluster.lock_path()).and_then(|_lock| cluster.stop());
+            match stopped {
+                Ok(()) => eprintln!("xtask: stopped PostgreSQL in {}", cluster.data().display()),
+                Err(err) => eprintln!("xtask: warning: could not stop PostgreSQL: {err}"),
+            }
+        }
+    }
+}
+
+/// `cargo xtask db-stop`: stops the private cluster wherever it lives.
+pub fn stop_private() -> Result<(), String> {
+    let mut found = false;
+    for base in [paths::target_dir().join("pg"), fallback_base()] {
+        if !base.join("data").join("PG_VERSION").is_file() {
+            continue;
+        }
+        found = true;
+        let cluster = Cluster::new(base, Bins::find()?, Runner::detect()?);
+        let _lock = Lock::acquire(&cluster.lock_path())?;
+        if cluster.running()?.is_some() {
+            cluster.stop()?;
+            println!("xtask: stopped PostgreSQL in {}", cluster.data().display());
+        } else {
+            println!(
+                "xtask: PostgreSQL in {} is not running",
+                cluster.data().display()
+            );
+        }
+    }
+    if !found {
+        println!("xtask: no private PostgreSQL cluster found");
+    }
+    Ok(())
+}
+
+/// The binaries that make up a PostgreSQL server installation.
+struct Bins {
+    initdb: String,
+    pg_ctl: String,
+    postgres: String,
+}
+
+impl Bins {
+    /// Looks on `PATH`, then in the newest `/usr/lib/postgresql/*/bin`.
+    fn find() -> Result<Self, String> {
+        if let (Some(initdb), Some(pg_ctl), Some(postgres)) = (
+            find_on_path("initdb"),
+            find_on_path("pg_ctl"),
+            find_on_path("postgres"),
+        ) {
+            return Self::from_paths(&initdb, &pg_ctl, &postgres);
+        }
+        let newest = fs::read_dir("/usr/lib/postgresql")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|dir| {
+                ["initdb", "pg_ctl", "postgres"]
+                    .iter()
+                    .all(|bin| is_executable(&dir.join("bin").join(bin)))
+            })
+            .max_by_key(|dir| version_key(&dir.file_name().unwrap_or_default().to_string_lossy()));
+        match newest {
+            Some(dir) => {
+                let bin = dir.join("bin");
+                Self::from_paths(
+                    &bin.join("initdb"),
+                    &bin.join("pg_ctl"),
+                    &bin.join("postgres"),
+                )
+            }
+            None => Err(
+                "PostgreSQL server binaries (initdb, pg_ctl, postgres) are not on PATH \
+                 or in /usr/lib/postgresql/*/bin.\n\
+                 Install them (Debian/Ubuntu: `apt-get install postgresql`), \
+                 or set DATABASE_URL to an existing server."
+                    .to_owned(),
+            ),
+        }
+    }
+
+    /// Checks the paths can go on a command line.
+    fn from_paths(initdb: &Path, pg_ctl: &Path, postgres: &Path) -> Result<Self, String> {
+        Ok(Self {
+            initdb: utf8(initdb)?.to_owned(),
+            pg_ctl: utf8(pg_ctl)?.to_owned(),
+            postgres: utf8(postgres)?.to_owned(),
+        })
+    }
+}
+
+/// Sort key for version directory names like `15` or `9.6`.
+fn version_key(name: &str) -> Vec<u32> {
+    name.split('.')
+        .map(|part| part.parse().unwrap_or(0))
+        .collect()
+}
+
+/// How cluster commands are run.
+enum Runner {
+    /// As the current user.
+    Direct,
+    /// As the `postgres` system user (we are root), via `runuser` if it
+    /// exists, else `su`; `uid` and `gid` are that user's.
+    AsPostgres {
+        runuser: Option<PathBuf>,
+        uid: u32,
+        gid: u32,
+    },
+}
+
+impl Runner {
+    /// Direct for ordinary users; as `postgres` for root.
+    fn detect() -> Result<Self, String> {
+        let uid = cmd::stdout(Command::new("id").arg("-u"))?;
+        if uid.trim() != "0" {
+            return Ok(Self::Direct);
+        }
+        let id = |flag| -> Result<u32, String> {
+            cmd::stdout(Command::new("id").args([flag, "postgres"]))
+                .map_err(|err| {
+                    format!(
+                        "running as root needs a `postgres` system user to run PostgreSQL as \
+                         (installing the postgresql package creates one), or set DATABASE_URL: {err}"
+                    )
+                })?
+                .trim()
+                .parse()
+                .map_err(|_| "`id` printed something unexpected".to_owned())
+        };
+        let runuser = find_on_path("runuser").or_else(|| {
+            ["/usr/sbin/runuser", "/sbin/runuser"]
+                .iter()
+                .map(PathBuf::from)
+                .find(|path| is_executable(path))
+        });
+        Ok(Self::AsPostgres {
+            runuser,
+            uid: id("-u")?,
+            gid: id("-g")?,
+        })
+    }
+
+    /// `program args...`, run as the right user.
+    fn command(&self, program: &str, args: &[&str]) -> Command {
+        let mut command = match self {
+            Self::Direct => {
+                let mut command = Command::new(program);
+                command.args(args);
+                command
+            }
+            Self::AsPostgres {
+                runuser: Some(runuser),
+                ..
+            } => {
+                let mut command = Command::new(runuser);
+                command.args(["-u", "postgres", "--", program]).args(args);
+                command
+            }
+            Self::AsPostgres { runuser: None, .. } => {
+                let line = std::iter::once(program)
+                    .chain(args.iter().copied())
+                    .map(sh_quote)
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let mut command = Command::new("su");
+                command.args(["postgres", "-s", "/bin/sh", "-c", &line]);
+                command
+            }
+        };
+        // PostgreSQL tools fail early if they cannot resolve the current
+        // directory, and the postgres user may not be able to enter ours.
+        command.current_dir("/");
+        command
+    }
+
+    /// Hands `path` to the postgres user when we run as root.
+    fn own(&self, path: &Path) -> Result<(), String> {
+        if let Self::AsPostgres { uid, gid, .. } = self {
+            chown(path, Some(*uid), Some(*gid))
+                .map_err(|err| format!("cannot chown {} to postgres: {err}", path.display()))?;
+        }
+        Ok(())
+    }
+
+    /// Whether the user running the cluster can write to `dir`.
+    fn can_write(&self, dir: &Path) -> Result<bool, String> {
+        match self {
+            Self::Direct => Ok(true),
+            Self::AsPostgres { .. } => {
+                let mut test = self.command("test", &["-w", utf8(dir)?]);
+                Ok(cmd::output(&mut test)?.status.success())
+            }
+        }
+    }
+}
+
+/// The private cluster: where it lives, which binaries run it, and as whom.
+struct Cluster {
+    base: PathBuf,
+    bins: Bins,
+    runner: Runner,
+}
+
+/// What `postmaster.pid` says about a running server.
+#[derive(Clone, Copy)]
+struct Postmaster {
+    pid: u32,
+    port: u16,
+}
+
+impl Cluster {
+    /// The cluster in `base`, which need not exist yet.
+    fn new(base: PathBuf, bins: Bins, runner: Runner) -> Self {
+        Self { base, bins, runner }
+    }
+
+    /// Finds the binaries and picks (creating it if needed) a cluster
+    /// directory that the user running the cluster can write to.
+    fn locate() -> Result<Self, String> {
+        let bins = Bins::find()?;
+        let runner = Runner::detect()?;
+        let preferred = paths::target_dir().join("pg");
+        create_dir(&preferred)?;
+        runner.own(&preferred)?;
+        if runner.can_write(&preferred)? {
+            return Ok(Self::new(preferred, bins, runner));
+        }
+        let fallback = fallback_base();
+        if fs::symlink_metadata(&fallback).is_ok_and(|meta| !meta.is_dir()) {
+            return Err(format!(
+                "{} exists and is not a directory",
+                fallback.display()
+            ));
+        }
+        create_dir(&fallback)?;
+        runner.own(&fallback)?;
+        fs::set_permissions(&fallback, fs::Permissions::from_mode(0o700))
+            .map_err(|err| format!("cannot chmod {}: {err}", fallback.display()))?;
+        if !runner.can_write(&fallback)? {
+            return Err(format!(
+                "the postgres user can write neither {} nor {}",
+                preferred.display(),
+                fallback.display()
+            ));
+        }
+        eprintln!(
+            "xtask: the postgres user cannot write {}; using {} instead",
+            preferred.display(),
+            fallback.display()
+        );
+        Ok(Self::new(fallback, bins, runner))
+    }
+
+    /// The data directory (`initdb -D`).
+    fn data(&self) -> PathBuf {
+        self.base.join("data")
+    }
+
+    /// The server log (`pg_ctl -l`).
+    fn log(&self) -> PathBuf {
+        self.base.join("log")
+    }
+
+    /// The Unix socket directory.
+    fn sock(&self) -> PathBuf {
+        self.base.join("sock")
+    }
+
+    /// The [`Lock`] file guarding setup and shutdown.
+    fn lock_path(&self) -> PathBuf {
+        self.base.join("xtask.lock")
+    }
+
+    /// `pg_ctl args...`, run as the right user.
+    fn pg_ctl(&self, args: &[&str]) -> Command {
+        self.runner.command(&self.bins.pg_ctl, args)
+    }
+
+    /// Reuses a running cluster or starts one, creating it first if needed.
+    /// Returns the server and whether this call started it.
+    fn ensure_running(&self) -> Result<(Postmaster, bool), String> {
+        let _lock = Lock::acquire(&self.lock_path())?;
+        let port = requested_port()?;
+        if let Some(postmaster) = self.running()? {
+            if postmaster.port != port {
+                eprintln!(
+                    "xtask: note: the cluster is already running on port {}; \
+                     run `cargo xtask db-stop` to restart it on port {port}",
+                    postmaster.port
+                );
+            }
+            wait_listening(postmaster.port)?;
+            return Ok((postmaster, false));
+        }
+        if !self.data().join("PG_VERSION").is_file() {
+            self.init()?;
+        }
+        let postmaster = self.start(port)?;
+        wait_listening(postmaster.port)?;
+        Ok((postmaster, true))
+    }
+
+    /// The running server, if any. Clears a stale `postmaster.pid` so that a
+    /// server that died without cleaning up can start again.
+    fn running(&self) -> Result<Option<Postmaster>, String> {
+        let data = self.data();
+        if !data.join("PG_VERSION").is_file() {
+            return Ok(None);
+        }
+        let mut status = self.pg_ctl(&["status", "-D", utf8(&data)?]);
+        let out = cmd::output(&mut status)?;
+        let pid_file = data.join("postmaster.pid");
+        match out.status.code() {
+            Some(0) => {
+                let postmaster = read_postmaster(&data).ok_or_else(|| {
+                    format!(
+                        "pg_ctl says PostgreSQL is running but {} is unreadable",
+                        pid_file.display()
+                    )
+                })?;
+                // pg_ctl only checks that the PID is alive; after a crash or
+                // reboot it may belong to an unrelated process.
+                if is_postgres_process(postmaster.pid) {
+                    return Ok(Some(postmaster));
+                }
+                eprintln!(
+                    "xtask: removing stale {} (PID {} is not PostgreSQL)",
+                    pid_file.display(),
+                    postmaster.pid
+                );
+            }
+            // 3 means "not running"; a leftover pid file belongs to a dead server.
+            Some(3) => {}
+            _ => return Err(cmd::failure(&status, &out)),
+        }
+        match fs::remove_file(&pid_file) {
+            Ok(()) => Ok(None),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(err) => Err(format!("cannot remove {}: {err}", pid_file.display())),
+        }
+    }
+
+    /// Creates the cluster with `initdb`.
+    fn init(&self) -> Result<(), String> {
+        let data = self.data();
+        // Without PG_VERSION this is the remains of an interrupted initdb.
+        if data.exists() {
+            fs::remove_dir_all(&data)
+                .map_err(|err| format!("cannot remove incomplete {}: {err}", data.display()))?;
+        }
+        eprintln!("xtask: creating a PostgreSQL cluster in {}", data.display());
+        let mut initdb = self.runner.command(
+            &self.bins.initdb,
+            &[
+                "-D",
+                utf8(&data)?,
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                // Independent of whatever locales the machine has installed.
+                "--locale=C",
+                "--no-sync",
+            ],
+        );
+        let out = cmd::output(&mut initdb)?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(cmd::failure(&initdb, &out))
+        }
+    }
+
+    /// Writes our settings and starts the server on `port`.
+    fn start(&self, port: u16) -> Result<Postmaster, String> {
+        self.write_settings(port)?;
+        let (data, log) = (self.data(), self.log());
+        eprintln!(
+            "xtask: starting PostgreSQL on 127.0.0.1:{port} (log: {})",
+            log.display()
+        );
+        let mut start = self.pg_ctl(&[
+            "start",
+            "-w",
+            "-t",
+            "60",
+            "-D",
+            utf8(&data)?,
+            "-l",
+            utf8(&log)?,
+            "-p",
+            &self.bins.postgres,
+        ]);
+        let out = cmd::output(&mut start)?;
+        if !out.status.success() {
+            return Err(format!(
+                "{}\n--- end of {} ---\n{}\n---\nIf port {port} is taken, set PAYOUT_PG_PORT to a free port; \
+                 to start from scratch, delete {}.",
+                cmd::failure(&start, &out),
+                log.display(),
+                tail(&log, 15),
+                self.base.display()
+            ));
+        }
+        read_postmaster(&data).ok_or_else(|| {
+            format!(
+                "PostgreSQL started but {}/postmaster.pid is unreadable",
+                data.display()
+            )
+        })
+    }
+
+    /// Regenerates `xtask.conf` (included from `postgresql.conf`) so that the
+    /// port and socket directory follow the environment and the checkout.
+    fn write_settings(&self, port: u16) -> Result<(), String> {
+        let data = self.data();
+        let main_conf = data.join("postgresql.conf");
+        let include = "include 'xtask.conf'";
+        let current = fs::read_to_string(&main_conf)
+            .map_err(|err| format!("cannot read {}: {err}", main_conf.display()))?;
+        if !current.lines().any(|line| line.trim() == include) {
+            OpenOptions::new()
+                .append(true)
+                .open(&main_conf)
+                .and_then(|mut file| writeln!(file, "\n# Added by cargo xtask.\n{include}"))
+                .map_err(|err| format!("cannot write {}: {err}", main_conf.display()))?;
+        }
+
+        let sock = self.sock();
+        create_dir(&sock)?;
+        self.runner.own(&sock)?;
+        let sock = utf8(&sock)?;
+        // A Unix socket path must fit in 108 bytes. Clients connect over TCP,
+        // so a deep checkout goes without the socket rather than fail.
+        let sock = if sock.len() + "/.s.PGSQL.65535".len() < 108 {
+            sock
+        } else {
+            ""
+        };
+        let settings = format!(
+            "# Written by cargo xtask before every start; edit xtask/src/postgres.rs instead.\n\
+             listen_addresses = '127.0.0.1'\n\
+             port = {port}\n\
+             unix_socket_directories = '{}'\n\
+             max_connections = 300\n",
+            sock.replace('\'', "''")
+        );
+        let conf = data.join("xtask.conf");
+        fs::write(&conf, settings)
+            .map_err(|err| format!("cannot write {}: {err}", conf.display()))?;
+        self.runner.own(&conf)
+    }
+
+    /// Stops the server (`pg_ctl stop -m fast`).
+    fn stop(&self) -> Result<(), String> {
+        let mut stop = self.pg_ctl(&[
+            "stop",
+            "-D",
+            utf8(&self.data())?,
+            "-m",
+            "fast",
+            "-w",
+            "-t",
+            "60",
+        ]);
+        let out = cmd::output(&mut stop)?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(cmd::failure(&stop, &out))
+        }
+    }
+}
+
+/// Where the cluster lives when the postgres user cannot reach the target
+/// dir (e.g. a checkout in a 0700 home directory): unique per workspace.
+fn fallback_base() -> PathBuf {
+    let root = paths::workspace_root();
+    let hash = Sha256::digest(root.as_os_str().as_encoded_bytes());
+    PathBuf::from(format!("/tmp/payoutd-pg-{}", hex::encode(&hash[..4])))
+}
+
+/// The port for a newly started cluster.
+fn requested_port() -> Result<u16, String> {
+    match env::var("PAYOUT_PG_PORT") {
+        Ok(port) if !port.is_empty() => port
+            .parse()
+            .map_err(|_| format!("PAYOUT_PG_PORT must be a port number, got `{port}`")),
+        _ => Ok(DEFAULT_PORT),
+    }
+}
+
+/// Reads the PID (line 1) and port (line 4) from `postmaster.pid`.
+fn read_postmaster(data: &Path) -> Option<Postmaster> {
+    let text = fs::read_to_string(data.join("postmaster.pid")).ok()?;
+    let lines: Vec<&str> = text.lines().collect();
+    Some(Postmaster {
+        pid: lines.first()?.trim().parse().ok()?,
+        port: lines.get(3)?.trim().parse().ok()?,
+    })
+}
+
+/// Whether `pid` is a live process.
+fn pid_alive(pid: u32) -> bool {
+    let proc = Path::new("/proc");
+    if !proc.is_dir() {
+        return Command::new("kill")
+            .args(["-0", &pid.to_string()])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success());
+    }
+    // A zombie has exited; its parent (possibly gone) just has not reaped it.
+    fs::read_to_string(proc.join(pid.to_string()).join("stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+    })
+}
+
+/// Whether `pid` is a live PostgreSQL server process.
+fn is_postgres_process(pid: u32) -> bool {
+    if !Path::new("/proc").is_dir() {
+        return pid_alive(pid);
+    }
+    pid_alive(pid)
+        && fs::read_to_string(format!("/proc/{pid}/comm"))
+            .is_ok_and(|comm| matches!(comm.trim(), "postgres" | "postmaster"))
+}
+
+/// Whether something accepts TCP connections on `host:port`.
+fn listening(host: &str, port: u16) -> bool {
+    (host, port).to_socket_addrs().is_ok_and(|mut addrs| {
+        addrs.any(|addr| TcpStream::connect_timeout(&addr, Duration::from_millis(300)).is_ok())
+    })
+}
+
+/// Waits (briefly) until the cluster accepts TCP connections.
+fn wait_listening(port: u16) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !listening("127.0.0.1", port) {
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "PostgreSQL does not accept connections on 127.0.0.1:{port}"
+            ));
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+    Ok(())
+}
+
+/// Hides the password in a URL like `postgres://user:password@host/db`.
+fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) if userinfo.contains(':') => {
+            let user = userinfo.split(':').next().unwrap_or_default();
+            format!("{scheme}://{user}:***@{host}{tail}")
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// The last `lines` lines of a file, for error messages.
+fn tail(path: &Path, lines: usize) -> String {
+    let text = fs::read_to_string(path).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// `mkdir -p`, with the path in the error.
+fn create_dir(dir: &Path) -> Result<(), String> {
+    fs::create_dir_all(dir).map_err(|err| format!("cannot create {}: {err}", dir.display()))
+}
+
+/// `path` as text for command lines; PostgreSQL paths must be UTF-8 here.
+fn utf8(path: &Path) -> Result<&str, String> {
+    path.to_str()
+        .ok_or_else(|| format!("path is not valid UTF-8: {}", path.display()))
+}
+
+/// Serialises cluster setup between concurrent xtask processes.
+struct Lock {
+    path: PathBuf,
+}
+
+impl Lock {
+    /// Creates the lock file, waiting for another holder for up to a minute.
+    /// A lock left behind by a process that died is taken over.
+    fn acquire(path: &Path) -> Result<Self, String> {
+        let deadline = Instant::now() + LOCK_TIMEOUT;
+        let mut told = false;
+        loop {
+            match OpenOptions::new().write(true).create_new(true).open(path) {
+                Ok(mut file) => {
+                    // The PID lets a later run recognise an abandoned lock.
+                    let _ = write!(file, "{}", process::id());
+                    return Ok(Self {
+                        path: path.to_owned(),
+                    });
+                }
+                Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
+                    let holder = fs::read_to_string(path)
+                        .ok()
+                        .and_then(|pid| pid.trim().parse::<u32>().ok());
+                    if holder.is_some_and(|pid| !pid_alive(pid)) {
+                        let _ = fs::remove_file(path);
+                        continue;
+                    }
+                    if Instant::now() >= deadline {
+                        return Err(format!(
+                            "timed out waiting for {}; if no other xtask is running, delete it",
+                            path.display()
+                        ));
+                    }
+                    if !told {
+                        eprintln!("xtask: waiting for another xtask to finish with PostgreSQL...");
+                        told = true;
+                    }
+                    thread::sleep(Duration::from_millis(200));
+                }
+                Err(err) => return Err(format!("cannot create {}: {err}", path.display())),
+            }
+        }
+    }
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+/// A helper process that stops the cluster if xtask exits without doing so.
+///
+/// Xtask cannot catch Ctrl-C without extra dependencies, so the reaper runs
+/// in its own process group (out of reach of the terminal's SIGINT), learns
+/// of xtask's death from end-of-file on its stdin, waits for the processes
+/// it was told to watch (e.g. the server still shutting down), then stops
+/// the cluster if the postmaster it was given is still the one running.
+struct Reaper {
+    child: Child,
+}
+
+impl Reaper {
+    /// Starts `xtask __pg-reaper` for the cluster in `base`.
+    fn spawn(base: &Path, postmaster: u32) -> Result<Self, String> {
+        let exe =
+            env::current_exe().map_err(|err| format!("cannot find the xtask binary: {err}"))?;
+        let mut command = Command::new(exe);
+        command
+            .arg(REAPER_COMMAND)
+            .arg(base)
+            .arg(postmaster.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0);
+        let child = command
+            .spawn()
+            .map_err(|err| format!("cannot start the PostgreSQL reaper: {err}"))?;
+        Ok(Self { child })
+    }
+
+    /// Tells the reaper to wait for `pid` too.
+    fn watch(&mut self, pid: u32) {
+        if let Some(stdin) = &mut self.child.stdin {
+            let _ = writeln!(stdin, "watch {pid}");
+        }
+    }
+
+    /// Dismisses the reaper: xtask is about to stop the cluster itself.
+    fn disarm(mut self) {
+        if let Some(mut stdin) = self.child.stdin.take() {
+            let _ = writeln!(stdin, "disarm");
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// The reaper's side: `__pg-reaper <cluster dir> <postmaster pid>`.
+pub fn reap(args: &[String]) -> Result<(), String> {
+    let [base, postmaster] = args else {
+        return Err(format!(
+            "usage: {REAPER_COMMAND} <cluster dir> <postmaster pid>"
+        ));
+    };
+    let postmaster: u32 = postmaster
+        .parse()
+        .map_err(|_| format!("bad postmaster PID `{postmaster}`"))?;
+    let mut watched = Vec::new();
+    for line in io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        if line == "disarm" {
+            return Ok(());
+        }
+        if let Some(pid) = line
+            .strip_prefix("watch ")
+            .and_then(|pid| pid.parse::<u32>().ok())
+        {
+            watched.push(pid);
+        }
+    }
+    while watched.iter().any(|&pid| pid_alive(pid)) {
+        thread::sleep(Duration::from_millis(200));
+    }
+    let cluster = Cluster::new(PathBuf::from(base), Bins::find()?, Runner::detect()?);
+    let _lock = Lock::acquire(&cluster.lock_path())?;
+    if read_postmaster(&cluster.data()).is_some_and(|running| running.pid == postmaster) {
+        cluster.stop()?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{redact, version_key};
+
+    #[test]
+    fn versions_sort_numerically() {
+        let mut versions = vec!["9.6", "15", "10", "16"];
+        versions.sort_by_key(|v| version_key(v));
+        assert_eq!(versions, ["9.6", "10", "15", "16"]);
+    }
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(
+            redact("postgres://app:s3cret@db:5432/payoutd?sslmode=require"),
+            "postgres://app:***@db:5432/payoutd?sslmode=require"
+        );
+        assert_eq!(
+            redact("postgres://postgres@127.0.0.1:55432/postgres"),
+            "postgres://postgres@127.0.0.1:55432/postgres"
+        );
+    }
+}
