@@ -10,6 +10,8 @@ mod postgres;
 mod serve;
 mod sign;
 mod test;
+#[cfg(test)]
+mod tidy;
 
 use std::{env, process::ExitCode};
 

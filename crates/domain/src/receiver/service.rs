@@ -250,3 +250,7 @@ impl ReceiverService {
         })
     }
 }
+
+#[cfg(test)]
+#[path = "service_tests.rs"]
+mod tests;

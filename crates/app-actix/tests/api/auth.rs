@@ -1,0 +1,192 @@
+//! Authentication (contract §2): every AUTH code, replay, v2, revocation.
+
+use crate::helpers::{Reply, Tenant, TestApp, now_ms, receiver_body, sign, spawn_app, subaccount};
+
+async fn get_with(
+    app: &TestApp,
+    key: Option<&str>,
+    signature: Option<&str>,
+    version: Option<&str>,
+) -> Reply {
+    let mut request = app.client.get(format!(
+        "{}/api/subaccount/{}",
+        app.base, app.a.subaccount_id
+    ));
+    if let Some(key) = key {
+        request = request.header("x-api-key", key);
+    }
+    if let Some(signature) = signature {
+        request = request.header("signature", signature);
+    }
+    if let Some(version) = version {
+        request = request.header("x-signature-version", version);
+    }
+    app.send(request).await
+}
+
+fn only(reply: &Reply, status: u16, code: &str) {
+    assert_eq!(
+        (reply.status, reply.codes()),
+        (status, vec![code.to_owned()]),
+        "{}",
+        reply.body
+    );
+    assert_eq!(reply.body["message"], "Authentication failed");
+}
+
+#[tokio::test]
+async fn every_rejection_has_its_code() {
+    let app = spawn_app().await;
+    let key = app.a.api_key.as_str();
+    let good = sign(&app.a, now_ms(), None);
+    only(&get_with(&app, None, None, None).await, 401, "AUTH101");
+    only(&get_with(&app, Some(key), None, None).await, 401, "AUTH101");
+    only(
+        &get_with(&app, None, Some(&good), None).await,
+        401,
+        "AUTH101",
+    );
+    only(
+        &get_with(&app, Some("pk_nobody"), Some(&good), None).await,
+        401,
+        "AUTH102",
+    );
+    only(
+        &get_with(&app, Some(key), Some("garbage"), None).await,
+        401,
+        "AUTH103",
+    );
+    only(
+        &get_with(&app, Some(key), Some(&good), Some("9")).await,
+        401,
+        "AUTH103",
+    );
+    let forged = Tenant {
+        api_secret: "sk_wrong".to_owned(),
+        ..app.a.clone()
+    };
+    only(
+        &get_with(&app, Some(key), Some(&sign(&forged, now_ms(), None)), None).await,
+        401,
+        "AUTH104",
+    );
+    let stale = sign(&app.a, now_ms() - 301_000, None);
+    only(
+        &get_with(&app, Some(key), Some(&stale), None).await,
+        401,
+        "AUTH105",
+    );
+    let ahead = sign(&app.a, now_ms() + 301_000, None);
+    only(
+        &get_with(&app, Some(key), Some(&ahead), None).await,
+        401,
+        "AUTH105",
+    );
+    // Another tenant's valid signature does not open this tenant's key.
+    only(
+        &get_with(&app, Some(key), Some(&sign(&app.b, now_ms(), None)), None).await,
+        401,
+        "AUTH104",
+    );
+    assert_eq!(
+        get_with(&app, Some(key), Some(&good), None).await.status,
+        200
+    );
+}
+
+#[tokio::test]
+async fn a_post_nonce_is_accepted_once_and_gets_are_repeatable() {
+    let app = spawn_app().await;
+    let signature = sign(&app.a, now_ms(), None);
+    let body = serde_json::to_vec(&receiver_body(&app.a, "ada@example.com")).unwrap();
+    let post = || {
+        app.client
+            .post(format!("{}/api/receiver", app.base))
+            .header("x-api-key", &app.a.api_key)
+            .header("signature", &signature)
+            .body(body.clone())
+    };
+    assert_eq!(app.send(post()).await.status, 200);
+    only(&app.send(post()).await, 401, "AUTH106");
+    let get = sign(&app.a, now_ms(), None);
+    assert_eq!(
+        get_with(&app, Some(&app.a.api_key), Some(&get), None)
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        get_with(&app, Some(&app.a.api_key), Some(&get), None)
+            .await
+            .status,
+        200
+    );
+}
+
+#[tokio::test]
+async fn v2_signs_method_path_and_body_and_can_be_required() {
+    let app = spawn_app().await;
+    let path = "/api/receiver";
+    let body = serde_json::to_vec(&receiver_body(&app.a, "v2@example.com")).unwrap();
+    let v2 = |body_signed: &[u8]| sign(&app.a, now_ms(), Some(("POST", path, body_signed)));
+    let post = |signature: String, body: Vec<u8>, version: Option<&str>| {
+        let mut request = app
+            .client
+            .post(format!("{}{path}", app.base))
+            .header("x-api-key", &app.a.api_key)
+            .header("signature", signature)
+            .body(body);
+        if let Some(version) = version {
+            request = request.header("x-signature-version", version);
+        }
+        request
+    };
+    let tampered = app.send(post(v2(&body), b"{}".to_vec(), Some("2"))).await;
+    only(&tampered, 401, "AUTH104");
+    let ok = app.send(post(v2(&body), body.clone(), Some("2"))).await;
+    assert_eq!(ok.status, 200, "{}", ok.body);
+
+    app.admin
+        .require_signature_v2(subaccount(&app.a))
+        .await
+        .unwrap();
+    let v1 = app
+        .get(&app.a, &format!("/api/subaccount/{}", app.a.subaccount_id))
+        .await;
+    only(&v1, 401, "AUTH107");
+    let get_path = format!("/api/subaccount/{}", app.a.subaccount_id);
+    let signature = sign(&app.a, now_ms(), Some(("GET", &get_path, b"")));
+    let v2_get = app
+        .send(
+            app.client
+                .get(format!("{}{get_path}", app.base))
+                .header("x-api-key", &app.a.api_key)
+                .header("signature", signature)
+                .header("x-signature-version", "2"),
+        )
+        .await;
+    assert_eq!(v2_get.status, 200, "{}", v2_get.body);
+    // Tenant B is unaffected.
+    assert_eq!(
+        app.get(&app.b, &format!("/api/subaccount/{}", app.b.subaccount_id))
+            .await
+            .status,
+        200
+    );
+}
+
+#[tokio::test]
+async fn a_revoked_key_stops_at_once_and_a_second_key_keeps_working() {
+    let app = spawn_app().await;
+    let second = app.admin.issue_key(subaccount(&app.a)).await.unwrap();
+    let rotated = Tenant {
+        api_key: second.api_key,
+        api_secret: second.api_secret.expose().clone(),
+        ..app.a.clone()
+    };
+    let path = format!("/api/subaccount/{}", app.a.subaccount_id);
+    assert_eq!(app.get(&rotated, &path).await.status, 200);
+    app.admin.revoke_key(&app.a.api_key).await.unwrap();
+    only(&app.get(&app.a, &path).await, 401, "AUTH102");
+    assert_eq!(app.get(&rotated, &path).await.status, 200);
+}

@@ -1,0 +1,116 @@
+//! The envelope and the statuses of contract §1 on routes and non-routes.
+
+use crate::helpers::spawn_app;
+
+#[tokio::test]
+async fn unknown_routes_and_wrong_methods_answer_in_the_envelope() {
+    let app = spawn_app().await;
+    let missing = app
+        .send(app.client.get(format!("{}/api/nothing-here", app.base)))
+        .await;
+    assert_eq!(
+        (missing.status, missing.codes()),
+        (404, vec!["REQ006".to_owned()])
+    );
+    assert_eq!(missing.body["message"], "Request failed");
+    let wrong = app
+        .send(app.client.delete(format!("{}/api/receiver", app.base)))
+        .await;
+    assert_eq!(
+        (wrong.status, wrong.codes()),
+        (405, vec!["REQ007".to_owned()])
+    );
+}
+
+#[tokio::test]
+async fn request_ids_are_echoed_or_generated() {
+    let app = spawn_app().await;
+    let echoed = app
+        .send(
+            app.client
+                .get(format!("{}/healthz", app.base))
+                .header("x-request-id", "trace-123"),
+        )
+        .await;
+    assert_eq!(echoed.headers["x-request-id"], "trace-123");
+    let generated = app
+        .send(app.client.get(format!("{}/healthz", app.base)))
+        .await;
+    let id = generated.headers["x-request-id"].to_str().unwrap();
+    assert!(uuid::Uuid::parse_str(id).is_ok(), "{id}");
+    let silly = app
+        .send(
+            app.client
+                .get(format!("{}/healthz", app.base))
+                .header("x-request-id", "a".repeat(500)),
+        )
+        .await;
+    assert_ne!(
+        silly.headers["x-request-id"].to_str().unwrap(),
+        "a".repeat(500)
+    );
+}
+
+#[tokio::test]
+async fn health_and_readiness() {
+    let app = spawn_app().await;
+    let health = app
+        .send(app.client.get(format!("{}/healthz", app.base)))
+        .await;
+    assert_eq!(
+        (health.status, &health.body["payload"]["status"]),
+        (200, &"up".into())
+    );
+    let ready = app
+        .send(app.client.get(format!("{}/readyz", app.base)))
+        .await;
+    assert_eq!(
+        (ready.status, &ready.body["payload"]["status"]),
+        (200, &"ready".into())
+    );
+}
+
+#[tokio::test]
+async fn bodies_must_be_json_objects_and_at_most_64_kib() {
+    let app = spawn_app().await;
+    for body in [
+        &b"not json"[..],
+        b"[1,2]",
+        b"\"text\"",
+        b"",
+        b"{\"a\":",
+        b"\xff\xfe",
+    ] {
+        let reply = app.post_raw(&app.a, "/api/receiver", body.to_vec()).await;
+        assert_eq!(
+            (reply.status, reply.codes()),
+            (400, vec!["REQ001".to_owned()]),
+            "{body:?}"
+        );
+        assert_eq!(reply.body["message"], "Create receiver failed");
+    }
+    let huge = format!("{{\"first_name\":\"{}\"}}", "a".repeat(70 * 1024)).into_bytes();
+    let reply = app.post_raw(&app.a, "/api/receiver", huge).await;
+    assert_eq!(
+        (reply.status, reply.codes()),
+        (413, vec!["REQ008".to_owned()])
+    );
+}
+
+#[tokio::test]
+async fn nothing_partial_is_written_by_a_rejected_request() {
+    let app = spawn_app().await;
+    let mut body = crate::helpers::receiver_body(&app.a, "ada@example.com");
+    body["country"] = "XYZ".into();
+    let reply = app.post(&app.a, "/api/receiver", &body).await;
+    assert_eq!(reply.codes(), ["REVR224"]);
+    let listed = app
+        .get(
+            &app.a,
+            &format!("/api/receiver?subaccount_id={}", app.a.subaccount_id),
+        )
+        .await;
+    assert_eq!(listed.body["payload"].as_array().map(Vec::len), Some(0));
+    // The e-mail is still free: nothing of the failed attempt was stored.
+    app.create_receiver(&app.a, "ada@example.com").await;
+}

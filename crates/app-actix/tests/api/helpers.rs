@@ -1,0 +1,224 @@
+//! Starting the app and talking to it like a client would: signing requests independently of
+//! the server's code (straight from the hmac crate).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use adapters_postgres::DbConfig;
+use adapters_postgres::test_db::TestDb;
+use app_actix::config::Config;
+use app_actix::startup::{Application, build_store};
+use app_actix::system::{RandomIds, SystemClock};
+use domain::admin::AdminService;
+use domain::ids::SubaccountId;
+use domain::masking::Secret;
+use hmac::{KeyInit, Mac};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// A subaccount with one API key.
+#[derive(Clone, Debug)]
+pub struct Tenant {
+    pub subaccount_id: String,
+    pub api_key: String,
+    pub api_secret: String,
+}
+
+pub struct TestApp {
+    pub base: String,
+    pub client: reqwest::Client,
+    pub admin: AdminService,
+    pub a: Tenant,
+    pub b: Tenant,
+    _db: TestDb,
+}
+
+/// What came back.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub body: Value,
+    pub headers: reqwest::header::HeaderMap,
+}
+
+impl Reply {
+    /// The `code`s of the failure envelope's `error` array.
+    pub fn codes(&self) -> Vec<String> {
+        self.body["error"]
+            .as_array()
+            .map(|errors| {
+                errors
+                    .iter()
+                    .filter_map(|e| e["code"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// The current time in milliseconds, strictly increasing across calls: POST nonces are single
+/// use, so a client that sends several POSTs within one millisecond must not reuse one.
+pub fn now_ms() -> i64 {
+    static LAST: AtomicI64 = AtomicI64::new(0);
+    let now = chrono::Utc::now().timestamp_millis();
+    let previous = LAST.fetch_max(now, Ordering::SeqCst);
+    if previous < now {
+        now
+    } else {
+        LAST.fetch_add(1, Ordering::SeqCst) + 1
+    }
+}
+
+/// `<nonce>.<hex>` for v1, or v2 when `v2` carries (method, path with query, body).
+pub fn sign(tenant: &Tenant, nonce: i64, v2: Option<(&str, &str, &[u8])>) -> String {
+    let mut message = format!("{nonce}.{}", tenant.api_key);
+    if let Some((method, path, body)) = v2 {
+        message.push_str(&format!(
+            ".{method}.{path}.{}",
+            hex::encode(Sha256::digest(body))
+        ));
+    }
+    let mut mac = hmac::Hmac::<Sha256>::new_from_slice(tenant.api_secret.as_bytes()).unwrap();
+    mac.update(message.as_bytes());
+    format!("{nonce}.{}", hex::encode(mac.finalize().into_bytes()))
+}
+
+pub async fn spawn_app() -> TestApp {
+    let db = TestDb::new().await.expect("test database");
+    let mut database = DbConfig::new(db.url());
+    database.max_size = 8;
+    let config = Config {
+        database,
+        master_key: Secret::new(rand_key()),
+        bind: "127.0.0.1:0".parse().unwrap(),
+        sandbox: true,
+        workers: 2,
+        signature_window: Duration::from_secs(300),
+    };
+    let app = Application::build(&config).expect("app builds");
+    let base = format!("http://127.0.0.1:{}", app.port());
+    tokio::spawn(app.run_until_stopped());
+    let store = build_store(&config).unwrap();
+    let admin = AdminService::new(
+        Arc::new(store),
+        Arc::new(SystemClock),
+        Arc::new(RandomIds::default()),
+    );
+    let a = tenant(&admin, "Tenant A").await;
+    let b = tenant(&admin, "Tenant B").await;
+    TestApp {
+        base,
+        client: reqwest::Client::new(),
+        admin,
+        a,
+        b,
+        _db: db,
+    }
+}
+
+fn rand_key() -> [u8; 32] {
+    let mut key = [0u8; 32];
+    key[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+    key[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+    key
+}
+
+pub async fn tenant(admin: &AdminService, name: &str) -> Tenant {
+    let subaccount = admin
+        .create_subaccount(name, Some("ops@example.com"), None)
+        .await
+        .unwrap();
+    let key = admin.issue_key(subaccount.id).await.unwrap();
+    Tenant {
+        subaccount_id: subaccount.id.to_string(),
+        api_key: key.api_key,
+        api_secret: key.api_secret.expose().clone(),
+    }
+}
+
+pub fn subaccount(tenant: &Tenant) -> SubaccountId {
+    SubaccountId::parse(&tenant.subaccount_id).unwrap()
+}
+
+impl TestApp {
+    pub async fn send(&self, request: reqwest::RequestBuilder) -> Reply {
+        let response = request.send().await.expect("request sent");
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let bytes = response.bytes().await.unwrap();
+        let body = serde_json::from_slice(&bytes).unwrap_or_else(|_| {
+            panic!(
+                "status {status}: body is not JSON: {:?}",
+                String::from_utf8_lossy(&bytes)
+            )
+        });
+        assert!(
+            status < 500 || status == 503,
+            "server error {status}: {body}"
+        );
+        Reply {
+            status,
+            body,
+            headers,
+        }
+    }
+
+    /// A v1-signed GET.
+    pub async fn get(&self, tenant: &Tenant, path: &str) -> Reply {
+        let request = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .header("x-api-key", &tenant.api_key)
+            .header("signature", sign(tenant, now_ms(), None));
+        self.send(request).await
+    }
+
+    /// A v1-signed POST of raw bytes.
+    pub async fn post_raw(&self, tenant: &Tenant, path: &str, body: Vec<u8>) -> Reply {
+        let request = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .header("x-api-key", &tenant.api_key)
+            .header("signature", sign(tenant, now_ms(), None))
+            .header("content-type", "application/json")
+            .body(body);
+        self.send(request).await
+    }
+
+    /// A v1-signed POST of JSON.
+    pub async fn post(&self, tenant: &Tenant, path: &str, body: &Value) -> Reply {
+        self.post_raw(tenant, path, serde_json::to_vec(body).unwrap())
+            .await
+    }
+
+    /// Creates a receiver for `tenant`; returns its id.
+    pub async fn create_receiver(&self, tenant: &Tenant, email: &str) -> String {
+        let reply = self
+            .post(tenant, "/api/receiver", &receiver_body(tenant, email))
+            .await;
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        reply.body["payload"]["receiver_id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+}
+
+/// A valid create-receiver body.
+pub fn receiver_body(tenant: &Tenant, email: &str) -> Value {
+    serde_json::json!({
+        "subaccount_id": tenant.subaccount_id,
+        "first_name": "Ada",
+        "last_name": "Lovelace",
+        "email": email,
+        "dob": "1990-12-10",
+        "dialcode": "61",
+        "phone": "412345678",
+        "address": "1 Example Street",
+        "city": "Sydney",
+        "state": "NSW",
+        "postcode": "2000",
+        "country": "AUS"
+    })
+}

@@ -1,0 +1,9 @@
+//! Black-box HTTP tests: the real application on port 0 over a fresh database per test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod auth;
+mod envelope;
+mod helpers;
+mod receivers;
+mod subaccounts;
+mod tenancy;

@@ -1,0 +1,154 @@
+//! Handler tests over mocked ports (no database): infrastructure failures become 503 `SYS503`
+//! or 500 `SYS500` in the envelope, and their causes never reach the client.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use actix_web::{App, test, web};
+use app_actix::http;
+use app_actix::state::{AppState, Readiness};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use domain::PortError;
+use domain::auth::signature::{SignatureVersion, SignedParts, sign};
+use domain::auth::{AuthService, Credential};
+use domain::ids::{ApiKeyId, SubaccountId};
+use domain::masking::Secret;
+use domain::paging::cursor::CursorKey;
+use domain::ports::{
+    MockClock, MockCredentialStore, MockIdGenerator, MockKycProvider, MockReceiverStore,
+    MockSubaccountStore,
+};
+use domain::receiver::service::ReceiverService;
+use domain::subaccount::service::SubaccountService;
+use uuid::Uuid;
+
+const NOW_MS: i64 = 1_700_000_000_000;
+const CAUSE: &str = "password=hunter2 connection reset";
+
+struct Down;
+
+#[async_trait]
+impl Readiness for Down {
+    async fn check(&self) -> Result<(), PortError> {
+        Err(PortError::Unavailable(anyhow::anyhow!(CAUSE)))
+    }
+}
+
+fn subaccount() -> SubaccountId {
+    SubaccountId::from_uuid(Uuid::from_u128(5))
+}
+
+fn clock() -> Arc<MockClock> {
+    let mut clock = MockClock::new();
+    clock
+        .expect_now()
+        .returning(|| DateTime::<Utc>::from_timestamp_millis(NOW_MS).unwrap());
+    Arc::new(clock)
+}
+
+fn state(credentials: MockCredentialStore, receivers: MockReceiverStore) -> web::Data<AppState> {
+    web::Data::new(AppState {
+        auth: AuthService::new(
+            Arc::new(credentials),
+            clock(),
+            chrono::Duration::seconds(300),
+        ),
+        receivers: ReceiverService::new(
+            Arc::new(receivers),
+            Arc::new(MockKycProvider::new()),
+            clock(),
+            Arc::new(MockIdGenerator::new()),
+            CursorKey::new([1; 32]),
+        ),
+        subaccounts: SubaccountService::new(Arc::new(MockSubaccountStore::new())),
+        readiness: Box::new(Down),
+    })
+}
+
+fn working_credentials() -> MockCredentialStore {
+    let mut store = MockCredentialStore::new();
+    store.expect_find_credential().returning(|_| {
+        Ok(Some(Credential {
+            id: ApiKeyId::from_uuid(Uuid::from_u128(1)),
+            subaccount_id: subaccount(),
+            secret: Secret::new("sk_test".to_owned()),
+            require_signature_v2: false,
+        }))
+    });
+    store
+}
+
+fn signed_get(path: &str) -> test::TestRequest {
+    let parts = SignedParts {
+        version: SignatureVersion::V1,
+        nonce: NOW_MS,
+        api_key: "pk_test",
+        method: "GET",
+        path_and_query: path,
+        body: b"",
+    };
+    test::TestRequest::get()
+        .uri(path)
+        .insert_header(("x-api-key", "pk_test"))
+        .insert_header(("signature", sign("sk_test", &parts)))
+}
+
+async fn call(state: web::Data<AppState>, request: test::TestRequest) -> (u16, String) {
+    let app = test::init_service(
+        App::new()
+            .app_data(state)
+            .configure(http::routes)
+            .default_service(http::fallback()),
+    )
+    .await;
+    let response = test::call_service(&app, request.to_request()).await;
+    let status = response.status().as_u16();
+    let body = test::read_body(response).await;
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+#[actix_web::test]
+async fn an_unreachable_credential_store_is_503_sys503() {
+    let mut credentials = MockCredentialStore::new();
+    credentials
+        .expect_find_credential()
+        .returning(|_| Err(PortError::Unavailable(anyhow::anyhow!(CAUSE))));
+    let (status, body) = call(
+        state(credentials, MockReceiverStore::new()),
+        signed_get("/api/receiver/x"),
+    )
+    .await;
+    assert_eq!(status, 503);
+    assert!(body.contains("SYS503"), "{body}");
+    assert!(!body.contains("hunter2"), "{body}");
+}
+
+#[actix_web::test]
+async fn an_unexpected_store_failure_is_500_sys500_without_its_cause() {
+    let mut receivers = MockReceiverStore::new();
+    receivers
+        .expect_find_receiver()
+        .returning(|_, _| Err(PortError::Unknown(anyhow::anyhow!(CAUSE))));
+    let path = format!("/api/receiver/{}", Uuid::from_u128(9));
+    let (status, body) = call(state(working_credentials(), receivers), signed_get(&path)).await;
+    assert_eq!(status, 500);
+    let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(json["message"], "Get receiver failed");
+    assert_eq!(json["error"][0]["code"], "SYS500");
+    assert!(!body.contains("hunter2"), "{body}");
+}
+
+#[actix_web::test]
+async fn readiness_reports_503_when_the_database_is_down() {
+    let (status, body) = call(
+        state(MockCredentialStore::new(), MockReceiverStore::new()),
+        test::TestRequest::get().uri("/readyz"),
+    )
+    .await;
+    assert_eq!(status, 503);
+    assert!(
+        body.contains("SYS503") && !body.contains("hunter2"),
+        "{body}"
+    );
+}
