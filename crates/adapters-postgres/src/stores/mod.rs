@@ -54,7 +54,10 @@ impl PgStore {
             diesel::sql_query("SELECT version FROM __diesel_schema_migrations")
                 .load(&mut conn)
                 .await
-                .map_err(crate::errors::from_diesel)?;
+                // No migrations table means no schema yet: not ready, rather than broken.
+                .map_err(|e| {
+                    PortError::Unavailable(anyhow::anyhow!("reading applied migrations: {e}"))
+                })?;
         let embedded = crate::migrate::embedded_versions().map_err(PortError::Unknown)?;
         let missing: Vec<_> = embedded
             .iter()

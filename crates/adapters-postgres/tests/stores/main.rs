@@ -1,0 +1,10 @@
+//! Integration tests of the PostgreSQL store adapters against a real server (`DATABASE_URL`).
+//! Each test gets its own freshly migrated database (`TestDb`), dropped when the test ends.
+//! Every assertion checks a line of a port contract in `domain::ports` (or the adapter's own
+//! documented behaviour for `check_ready`, `purge_nonces` and the pool).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod credentials;
+mod operator;
+mod receivers;
+mod support;

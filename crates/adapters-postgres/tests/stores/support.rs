@@ -1,0 +1,161 @@
+//! Shared fixtures: a store over a fresh database, subaccounts, receivers and raw SQL access.
+
+use std::sync::Arc;
+
+use adapters_postgres::test_db::TestDb;
+use adapters_postgres::{DbConfig, PgStore, Vault, create_pool};
+use chrono::{DateTime, NaiveDate, Utc};
+use diesel::sql_types::{BigInt, Text, Uuid as SqlUuid};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use domain::admin::AdminService;
+use domain::country::CountryCode;
+use domain::events::{EventKind, OutboxEvent};
+use domain::ids::{EventId, ReceiverId, SubaccountId};
+use domain::masking::Secret;
+use domain::ports::{Clock, IdGenerator};
+use domain::receiver::values::Gender;
+use domain::receiver::{Address, KycStatus, Receiver, ReceiverStatus};
+use domain::subaccount::Subaccount;
+use uuid::Uuid;
+
+/// The master key of the stores the tests build (unless a test wants another one).
+pub const MASTER_KEY: [u8; 32] = [7; 32];
+
+/// A fresh migrated database and a store over it. Keep it alive for the whole test: dropping it
+/// drops the database.
+pub struct Fixture {
+    pub db: TestDb,
+    pub store: PgStore,
+}
+
+impl Fixture {
+    pub async fn new() -> Self {
+        let db = TestDb::new().await.expect("test database");
+        let store = store_for(db.url(), MASTER_KEY);
+        Self { db, store }
+    }
+
+    /// A raw connection for inspecting tables.
+    pub async fn raw(&self) -> AsyncPgConnection {
+        AsyncPgConnection::establish(self.db.url())
+            .await
+            .expect("raw connection")
+    }
+
+    /// Creates a subaccount through the operator port, as the admin CLI does.
+    pub async fn subaccount(&self, name: &str) -> Subaccount {
+        admin(&self.store)
+            .create_subaccount(name, Some("ops@example.com"), None)
+            .await
+            .expect("create subaccount")
+    }
+
+    /// Runs a `count(*) AS n` query with one uuid parameter.
+    pub async fn count_where(&self, sql: &str, id: Uuid) -> i64 {
+        let mut conn = self.raw().await;
+        diesel::sql_query(sql)
+            .bind::<SqlUuid, _>(id)
+            .get_result::<Count>(&mut conn)
+            .await
+            .expect("count query")
+            .n
+    }
+}
+
+/// A store over `url` whose vault uses `master_key`.
+pub fn store_for(url: &str, master_key: [u8; 32]) -> PgStore {
+    let pool = create_pool(&DbConfig::new(url)).expect("pool");
+    let vault = Vault::new(&Secret::new(master_key)).expect("vault");
+    PgStore::new(pool, Arc::new(vault))
+}
+
+/// `AdminService` over `store` with a fixed clock and random ids.
+pub fn admin(store: &PgStore) -> AdminService {
+    AdminService::new(
+        Arc::new(store.clone()),
+        Arc::new(FixedClock(at(1_700_000_000_000_000))),
+        Arc::new(RandomIds),
+    )
+}
+
+/// A clock that always says the same time.
+pub struct FixedClock(pub DateTime<Utc>);
+
+impl Clock for FixedClock {
+    fn now(&self) -> DateTime<Utc> {
+        self.0
+    }
+}
+
+/// v4 ids and random bytes from two v4 UUIDs (OS randomness; good enough for tests).
+pub struct RandomIds;
+
+impl IdGenerator for RandomIds {
+    fn new_id(&self) -> Uuid {
+        Uuid::new_v4()
+    }
+
+    fn random_bytes(&self) -> [u8; 32] {
+        let mut bytes = [0u8; 32];
+        bytes[..16].copy_from_slice(Uuid::new_v4().as_bytes());
+        bytes[16..].copy_from_slice(Uuid::new_v4().as_bytes());
+        bytes
+    }
+}
+
+/// An instant with microsecond precision (what `timestamptz` keeps).
+pub fn at(micros: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_micros(micros).expect("valid timestamp")
+}
+
+/// A valid receiver of `subaccount` with a new id.
+pub fn receiver(subaccount: SubaccountId, email: &str, created_at: DateTime<Utc>) -> Receiver {
+    Receiver {
+        id: ReceiverId::from_uuid(Uuid::new_v4()),
+        subaccount_id: subaccount,
+        first_name: "Ada".to_owned(),
+        middle_name: String::new(),
+        last_name: "Lovelace".to_owned(),
+        email: email.to_owned(),
+        gender: Some(Gender::parse("F").expect("gender")),
+        dob: NaiveDate::from_ymd_opt(1990, 1, 31).expect("date"),
+        dialcode: "61".to_owned(),
+        phone: "0412345678".to_owned(),
+        address: Address {
+            address: "12 Smith St".to_owned(),
+            address2: String::new(),
+            city: "Sydney".to_owned(),
+            state: "NSW".to_owned(),
+            country: CountryCode::parse("AUS").expect("country"),
+            postcode: "2000".to_owned(),
+        },
+        reference: None,
+        applicant_id: format!("app_{}", Uuid::new_v4().simple()),
+        status: ReceiverStatus::Pending,
+        kyc_status: KycStatus::Pending,
+        created_at,
+        updated_at: created_at,
+    }
+}
+
+/// The `receiverCreated` event of `receiver`, as the receiver service writes it.
+pub fn created_event(receiver: &Receiver) -> OutboxEvent {
+    OutboxEvent::receiver(
+        EventKind::ReceiverCreated,
+        EventId::from_uuid(Uuid::new_v4()),
+        receiver,
+        receiver.created_at,
+    )
+}
+
+#[derive(diesel::QueryableByName)]
+pub struct Count {
+    #[diesel(sql_type = BigInt)]
+    pub n: i64,
+}
+
+#[derive(diesel::QueryableByName)]
+pub struct PlanLine {
+    #[diesel(sql_type = Text, column_name = "QUERY PLAN")]
+    pub line: String,
+}
