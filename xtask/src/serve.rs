@@ -188,9 +188,11 @@ impl Demo {
                 sh_quote(&format!("{base_url}{path}"))
             )
         };
-        let body = format!(
-            r#"{{"subaccount_id":"{id}","first_name":"Ada","last_name":"Lovelace","email":"ada@example.com","dob":"1990-12-10","dialcode":"61","phone":"412345678","address":"1 Example Street","city":"Sydney","state":"NSW","postcode":"2000","country":"AUS"}}"#
-        );
+        let body = |first: &str, last: &str, email: &str| {
+            format!(
+                r#"{{"subaccount_id":"{id}","first_name":"{first}","last_name":"{last}","email":"{email}","dob":"1990-12-10","dialcode":"61","phone":"412345678","address":"1 Example Street","city":"Sydney","state":"NSW","postcode":"2000","country":"AUS"}}"#
+            )
+        };
         let receiver = sh_quote(&format!("{base_url}/api/receiver"));
         let line = "=".repeat(72);
         format!(
@@ -202,8 +204,8 @@ impl Demo {
              \n# Its AUD balance\n{balance_cmd}\n\
              \n# Create a receiver\n\
              curl -s -X POST {receiver} -H 'content-type: application/json' -H {key_header} -H \"signature: $({sign})\" -d {body_arg}\n\
-             \n# The same with a v2 signature, which also covers method, path and body\n\
-             BODY={body_arg}; curl -s -X POST {receiver} -H 'content-type: application/json' -H {key_header} -H 'x-signature-version: 2' -H \"signature: $({sign} --v2 --method POST --path /api/receiver --body \"$BODY\")\" -d \"$BODY\"\n\
+             \n# Another receiver, with a v2 signature, which also covers method, path and body\n\
+             BODY={v2_body_arg}; curl -s -X POST {receiver} -H 'content-type: application/json' -H {key_header} -H 'x-signature-version: 2' -H \"signature: $({sign} --v2 --method POST --path /api/receiver --body \"$BODY\")\" -d \"$BODY\"\n\
              {line}\n\n",
             env_file = env_file.display(),
             key = self.api_key,
@@ -211,7 +213,8 @@ impl Demo {
             available = self.available,
             subaccount_cmd = get(&format!("/api/subaccount/{id}")),
             balance_cmd = get(&format!("/api/subaccount/balance/{id}?asset=aud")),
-            body_arg = sh_quote(&body),
+            body_arg = sh_quote(&body("Ada", "Lovelace", "ada@example.com")),
+            v2_body_arg = sh_quote(&body("Grace", "Hopper", "grace@example.com")),
         )
     }
 }
