@@ -7,7 +7,7 @@ use uuid::Uuid;
 use crate::schema::{receivers, subaccounts};
 use domain::country::CountryCode;
 use domain::ids::{MerchantId, ReceiverId, SubaccountId};
-use domain::receiver::values::Gender;
+use domain::receiver::values::{Gender, normalize_email};
 use domain::receiver::{Address, KycStatus, Receiver, ReceiverStatus};
 use domain::subaccount::{Subaccount, SubaccountAddress};
 
@@ -38,6 +38,7 @@ pub(crate) struct ReceiverRow {
     pub kyc_status: i16,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    pub email_normalized: String,
 }
 
 impl From<&Receiver> for ReceiverRow {
@@ -65,6 +66,7 @@ impl From<&Receiver> for ReceiverRow {
             kyc_status: i16::from(r.kyc_status.code()),
             created_at: r.created_at,
             updated_at: r.updated_at,
+            email_normalized: normalize_email(&r.email),
         }
     }
 }

@@ -77,6 +77,14 @@ diesel::table! {
 }
 
 diesel::table! {
+    outbox_sequences (object_id) {
+        object_id -> Uuid,
+        subaccount_id -> Uuid,
+        last_sequence -> Int4,
+    }
+}
+
+diesel::table! {
     receivers (id) {
         id -> Uuid,
         subaccount_id -> Uuid,
@@ -100,6 +108,7 @@ diesel::table! {
         kyc_status -> Int2,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        email_normalized -> Text,
     }
 }
 
@@ -160,6 +169,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     idempotency_keys,
     ledger_entries,
     outbox_events,
+    outbox_sequences,
     receivers,
     request_nonces,
     subaccounts,

@@ -33,9 +33,27 @@ struct Found {
     n: i64,
 }
 
+/// The SQL of every migration, so a migration edited in place gets a new template rather than
+/// a stale one (the embedded migrations do not expose their SQL).
+fn migration_sources() -> Vec<(String, String)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations");
+    let mut sources = Vec::new();
+    for dir in std::fs::read_dir(&root).into_iter().flatten().flatten() {
+        for file in ["up.sql", "down.sql"] {
+            let path = dir.path().join(file);
+            if let Ok(sql) = std::fs::read_to_string(&path) {
+                sources.push((path.display().to_string(), sql));
+            }
+        }
+    }
+    sources.sort();
+    sources
+}
+
 async fn ensure_template(maintenance_url: &str) -> anyhow::Result<String> {
     let mut hasher = DefaultHasher::new();
     embedded_versions()?.hash(&mut hasher);
+    migration_sources().hash(&mut hasher);
     let name = format!("payoutd_template_{:016x}", hasher.finish());
     let mut admin = AsyncPgConnection::establish(maintenance_url)
         .await

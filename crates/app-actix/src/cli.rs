@@ -15,9 +15,14 @@ use crate::config::{Config, database_from_env, master_key_from_env};
 use crate::startup::Application;
 use crate::system::{RandomIds, SystemClock};
 
-/// payoutd: payouts to receivers' bank accounts, with signed webhooks.
+/// The payoutd command line.
 #[derive(Debug, Parser)]
-#[command(name = "payoutd", version, about)]
+#[command(
+    name = "payoutd",
+    version,
+    about = "payoutd: a payout service for a merchant's subaccounts (receivers, balances, payouts)",
+    long_about = None
+)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -149,6 +154,30 @@ fn subaccount_id(raw: &str) -> anyhow::Result<SubaccountId> {
     SubaccountId::parse(raw).with_context(|| format!("invalid --subaccount {raw:?}: not a UUID"))
 }
 
+/// Creates the subaccount; with a postback URL, also issues its webhook signing secret (a URL
+/// without a secret could not be signed for).
+async fn create_subaccount(
+    service: &AdminService,
+    name: &str,
+    email: Option<&str>,
+    postback_url: Option<&str>,
+) -> Result<Value, AdminError> {
+    if let Some(url) = postback_url {
+        domain::admin::parse_postback_url(url)?;
+    }
+    let subaccount = service.create_subaccount(name, email, None).await?;
+    let mut output = json!({
+        "subaccount_id": subaccount.id.to_string(),
+        "merchant_id": subaccount.merchant_id.to_string(),
+    });
+    if let Some(url) = postback_url {
+        let (url, secret) = service.set_webhook(subaccount.id, url).await?;
+        output["postback_url"] = url.into();
+        output["webhook_secret"] = secret.expose().clone().into();
+    }
+    Ok(output)
+}
+
 async fn admin(command: AdminCommand) -> anyhow::Result<Value> {
     let db = database_from_env()?;
     let vault = Vault::new(&master_key_from_env()?)?;
@@ -159,10 +188,9 @@ async fn admin(command: AdminCommand) -> anyhow::Result<Value> {
     let ids: Arc<dyn IdGenerator> = Arc::new(RandomIds::default());
     let service = AdminService::new(Arc::new(store), clock, ids);
     let result: Result<Value, AdminError> = match command {
-        AdminCommand::CreateSubaccount { name, email, postback_url } => service
-            .create_subaccount(&name, email.as_deref(), postback_url.as_deref())
-            .await
-            .map(|s| json!({"subaccount_id": s.id.to_string(), "merchant_id": s.merchant_id.to_string()})),
+        AdminCommand::CreateSubaccount { name, email, postback_url } => {
+            create_subaccount(&service, &name, email.as_deref(), postback_url.as_deref()).await
+        }
         AdminCommand::IssueKey { subaccount } => service
             .issue_key(subaccount_id(&subaccount)?)
             .await

@@ -43,7 +43,7 @@ catalogue! {
     Req002 => ("REQ002", 400, "Query parameter is not valid"),
     Req003 => ("REQ003", 400, "lastkey is not valid"),
     Req004 => ("REQ004", 400, "Field has the wrong type"),
-    Req005 => ("REQ005", 400, "Unknown field"),
+    Req005 => ("REQ005", 400, "Unknown field or query parameter"),
     Req006 => ("REQ006", 404, "Route not found"),
     Req007 => ("REQ007", 405, "Method not allowed"),
     Req008 => ("REQ008", 413, "Request body is larger than 64 KiB"),

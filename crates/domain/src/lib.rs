@@ -3,7 +3,7 @@
 //! Entities, parsed value types, status machines, masking, the error-code catalogue, domain
 //! events, the port traits through which the core reaches the outside world, and the use-case
 //! services that drive them. This crate depends on no framework, database, HTTP or runtime crate
-//! (a tidy test in `app-actix` enforces it): adapters implement its ports, `app-actix` wires them.
+//! (a tidy test in `xtask` enforces it): adapters implement its ports, `app-actix` wires them.
 
 pub mod admin;
 pub mod auth;

@@ -12,10 +12,13 @@ pub(crate) async fn insert_events(
 ) -> Result<(), diesel::result::Error> {
     for event in events {
         diesel::sql_query(
-            "INSERT INTO outbox_events \
+            "WITH seq AS ( \
+               INSERT INTO outbox_sequences (object_id, subaccount_id, last_sequence) VALUES ($3, $2, 1) \
+               ON CONFLICT (object_id) DO UPDATE SET last_sequence = outbox_sequences.last_sequence + 1 \
+               RETURNING last_sequence AS n) \
+             INSERT INTO outbox_events \
                (id, subaccount_id, object_id, sequence, event_type, payload, created_at, next_attempt_at) \
-             SELECT $1, $2, $3, s.n, $4, $5 || jsonb_build_object('sequence', s.n), $6, $6 \
-             FROM (SELECT coalesce(max(sequence), 0) + 1 AS n FROM outbox_events WHERE object_id = $3) AS s",
+             SELECT $1, $2, $3, seq.n, $4, $5 || jsonb_build_object('sequence', seq.n), $6, $6 FROM seq",
         )
         .bind::<SqlUuid, _>(event.id.as_uuid())
         .bind::<SqlUuid, _>(event.subaccount_id.as_uuid())

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use diesel::dsl::sql;
 use diesel::prelude::*;
-use diesel::sql_types::{Bool, Text, Timestamptz, Uuid as SqlUuid};
+use diesel::sql_types::{Bool, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use domain::PortError;
 use domain::events::OutboxEvent;
@@ -12,14 +12,13 @@ use domain::paging::PageRequest;
 use domain::ports::{InsertReceiverError, ReceiverStore};
 use domain::receiver::Receiver;
 use domain::receiver::query::ReceiverFilter;
+use domain::receiver::values::normalize_email;
 
 use super::PgStore;
 use super::outbox::insert_events;
 use crate::errors::{from_diesel, unique_violation};
 use crate::rows::ReceiverRow;
 use crate::schema::receivers;
-
-diesel::define_sql_function!(fn lower(x: Text) -> Text);
 
 fn to_domain(row: ReceiverRow) -> Result<Receiver, PortError> {
     Receiver::try_from(row).map_err(PortError::Unknown)
@@ -96,7 +95,7 @@ impl ReceiverStore for PgStore {
             query = query.filter(receivers::country.eq(country.as_str().to_owned()));
         }
         if let Some(email) = &filter.email {
-            query = query.filter(lower(receivers::email).eq(email.clone()));
+            query = query.filter(receivers::email_normalized.eq(normalize_email(email)));
         }
         macro_rules! exact {
             ($($field:ident),+) => {$(

@@ -507,10 +507,11 @@ async fn keyset_page_query_uses_the_receivers_page_index() {
     // ~2000 rows spread over four subaccounts, inserted in bulk.
     for sub in subs {
         diesel::sql_query(
-            "INSERT INTO receivers (id, subaccount_id, first_name, last_name, email, dob, \
+            "INSERT INTO receivers (id, subaccount_id, first_name, last_name, email, email_normalized, dob, \
                dialcode, phone, address, city, state, country, postcode, applicant_id, status, \
                kyc_status, created_at, updated_at) \
              SELECT gen_random_uuid(), $1, 'Ada', 'Lovelace', 'r' || g || '@example.com', \
+               'r' || g || '@example.com', \
                DATE '1990-01-31', '61', '0412345678', '12 Smith St', 'Sydney', 'NSW', 'AUS', \
                '2000', 'app_' || g, 1, 0, \
                TIMESTAMPTZ '2024-01-01' + g * INTERVAL '1 minute', \

@@ -9,6 +9,7 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::middleware::Next;
 use domain::auth::Caller;
+use tracing::Instrument;
 use uuid::Uuid;
 
 /// The request's id, in request extensions.
@@ -32,7 +33,9 @@ pub async fn request_context(
     req.extensions_mut().insert(RequestId(id.clone()));
     let started = Instant::now();
     let method = req.method().to_string();
-    let mut response = next.call(req).await?;
+    // Everything logged while handling the request (e.g. a 5xx cause) carries its id.
+    let span = tracing::info_span!("request", request_id = %id);
+    let mut response = next.call(req).instrument(span).await?;
     if let Ok(value) = HeaderValue::from_str(&id) {
         response
             .headers_mut()

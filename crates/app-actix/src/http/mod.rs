@@ -31,7 +31,19 @@ async fn method_not_allowed() -> actix_web::HttpResponse {
 pub fn routes(cfg: &mut ServiceConfig) {
     let resource =
         |path: &str| web::resource(path.to_owned()).default_service(web::to(method_not_allowed));
+    // Handlers parse bodies and queries themselves; these keep any actix extractor failure
+    // (e.g. a path segment that is not valid UTF-8) in the envelope instead of plain text.
+    let path = web::PathConfig::default()
+        .error_handler(|_, _| ApiError::code("Request", ErrorCode::Req006).into());
+    let query = web::QueryConfig::default()
+        .error_handler(|_, _| ApiError::code("Request", ErrorCode::Req002).into());
+    let json = web::JsonConfig::default()
+        .limit(MAX_BODY_BYTES)
+        .error_handler(|_, _| ApiError::code("Request", ErrorCode::Req001).into());
     cfg.app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
+        .app_data(path)
+        .app_data(query)
+        .app_data(json)
         .service(resource("/healthz").route(web::get().to(health::healthz)))
         .service(resource("/readyz").route(web::get().to(health::readyz)))
         .service(

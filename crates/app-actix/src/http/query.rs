@@ -13,3 +13,25 @@ pub fn query_pairs(
     serde_urlencoded::from_str::<Vec<(String, String)>>(req.query_string())
         .map_err(|_| ApiError::code(operation, ErrorCode::Req002))
 }
+
+/// Checks that `pairs` use only `known` parameter names (`REQ005` otherwise) and none twice
+/// (`REQ002`), reporting every problem.
+pub fn only_known(
+    operation: &'static str,
+    pairs: &[(String, String)],
+    known: &[&str],
+) -> Result<(), ApiError> {
+    let mut errors = domain::validation::ValidationErrors::default();
+    for (index, (key, _)) in pairs.iter().enumerate() {
+        if !known.contains(&key.as_str()) {
+            errors.push(ErrorCode::Req005, key.clone());
+        } else if pairs[..index].iter().any(|(k, _)| k == key) {
+            errors.push(ErrorCode::Req002, key.clone());
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::fields(operation, &errors))
+    }
+}

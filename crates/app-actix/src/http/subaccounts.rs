@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::auth::Authenticated;
 use super::envelope;
 use super::error::ApiError;
-use super::query::query_pairs;
+use super::query::{only_known, query_pairs};
 use crate::state::AppState;
 
 #[derive(Serialize)]
@@ -131,6 +131,7 @@ pub async fn balance(
     http: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let pairs = query_pairs(BALANCE, &http)?;
+    only_known(BALANCE, &pairs, &["asset"])?;
     let asset = pairs
         .iter()
         .find(|(k, _)| k == "asset")

@@ -114,3 +114,17 @@ async fn nothing_partial_is_written_by_a_rejected_request() {
     // The e-mail is still free: nothing of the failed attempt was stored.
     app.create_receiver(&app.a, "ada@example.com").await;
 }
+
+#[tokio::test]
+async fn undecodable_path_segments_stay_in_the_envelope() {
+    let app = spawn_app().await;
+    for path in ["/api/receiver/%FF%FE", "/api/subaccount/%C3%28"] {
+        let reply = app.get(&app.a, path).await;
+        assert!(
+            reply.status == 400 || reply.status == 404,
+            "{path}: {}",
+            reply.status
+        );
+        assert!(!reply.codes().is_empty(), "{path}: {}", reply.body);
+    }
+}

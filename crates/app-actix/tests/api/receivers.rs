@@ -320,3 +320,37 @@ async fn a_cursor_from_another_subaccount_is_rejected() {
         .await;
     assert_eq!(stolen.codes(), ["REQ003"]);
 }
+
+#[tokio::test]
+async fn non_ascii_emails_are_compared_case_insensitively_too() {
+    let app = spawn_app().await;
+    let id = app.create_receiver(&app.a, "JOSÉ@example.com").await;
+    let again = app
+        .post(
+            &app.a,
+            "/api/receiver",
+            &receiver_body(&app.a, "josé@EXAMPLE.com"),
+        )
+        .await;
+    assert_eq!(again.codes(), ["REVR201"]);
+    let found = app
+        .get(
+            &app.a,
+            &format!(
+                "/api/receiver?subaccount_id={}&email=Jos%C3%A9%40example.com",
+                app.a.subaccount_id
+            ),
+        )
+        .await;
+    assert_eq!(ids(&found.body), std::slice::from_ref(&id));
+    let padded = app
+        .get(
+            &app.a,
+            &format!(
+                "/api/receiver?subaccount_id={}&first_name=%20Ada%20",
+                app.a.subaccount_id
+            ),
+        )
+        .await;
+    assert_eq!(ids(&padded.body), [id]);
+}

@@ -65,3 +65,20 @@ async fn balances_by_asset() {
         .await;
     assert_eq!(no_asset.codes(), ["SUBA303"]);
 }
+
+#[tokio::test]
+async fn balance_queries_take_one_asset_and_nothing_else() {
+    let app = spawn_app().await;
+    let base = format!("/api/subaccount/balance/{}", app.a.subaccount_id);
+    let unknown = app
+        .get(&app.a, &format!("{base}?asset=AUD&currency=AUD"))
+        .await;
+    assert_eq!(
+        (unknown.status, unknown.codes()),
+        (400, vec!["REQ005".to_owned()])
+    );
+    let twice = app
+        .get(&app.a, &format!("{base}?asset=AUD&asset=USD"))
+        .await;
+    assert_eq!(twice.codes(), ["REQ002"]);
+}

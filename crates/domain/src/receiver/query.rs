@@ -6,7 +6,7 @@ use crate::codes::ErrorCode;
 use crate::country::CountryCode;
 use crate::paging::parse_limit;
 use crate::receiver::status::{KycStatus, ReceiverStatus};
-use crate::receiver::values::Gender;
+use crate::receiver::values::{Gender, normalize_email};
 use crate::validation::ValidationErrors;
 
 /// The filters of a receiver list. String filters match exactly; `email` case-insensitively.
@@ -26,7 +26,7 @@ pub struct ReceiverFilter {
     pub gender: Option<Gender>,
     /// Exact date of birth.
     pub dob: Option<NaiveDate>,
-    /// E-mail, lower-cased (matched case-insensitively).
+    /// E-mail in [`normalize_email`] form (matched case-insensitively).
     pub email: Option<String>,
     /// Exact dial code.
     pub dialcode: Option<String>,
@@ -85,7 +85,8 @@ impl ListReceiversQuery {
                 errors.push(ErrorCode::Req002, key.clone());
                 continue;
             }
-            let text = || Some(value.clone());
+            // Stored values were trimmed on create, so filters are too.
+            let text = || Some(value.trim().to_owned());
             let f = &mut query.filter;
             let ok = match key.as_str() {
                 "subaccount_id" => {
@@ -104,7 +105,7 @@ impl ListReceiversQuery {
                 "gender" => set(&mut f.gender, Gender::parse(value).ok()),
                 "dob" => set(&mut f.dob, parse_date(value)),
                 "country" => set(&mut f.country, CountryCode::parse(value).ok()),
-                "email" => set(&mut f.email, Some(value.trim().to_lowercase())),
+                "email" => set(&mut f.email, Some(normalize_email(value))),
                 "first_name" => set(&mut f.first_name, text()),
                 "last_name" => set(&mut f.last_name, text()),
                 "middle_name" => set(&mut f.middle_name, text()),

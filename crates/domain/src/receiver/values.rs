@@ -99,8 +99,14 @@ impl EmailAddress {
 
     /// The lower-cased address, used to decide whether two addresses are the same.
     pub fn normalized(&self) -> String {
-        self.0.to_lowercase()
+        normalize_email(&self.0)
     }
+}
+
+/// The form two e-mails are compared in (uniqueness per subaccount, the list filter): trimmed
+/// and lower-cased by Unicode rules, so `JOSÉ@x.com` and `josé@x.com` are the same address.
+pub fn normalize_email(email: &str) -> String {
+    email.trim().to_lowercase()
 }
 
 impl fmt::Display for EmailAddress {
