@@ -509,234 +509,79 @@ mod tests {
         assert_eq!(failures(&blank), failures(&RawReceiver::default()));
     }
 
-    #[test]
-    fn revr202_subaccount_id_required() {
-        let raw = RawReceiver {
-            subaccount_id: None,
-            ..valid()
+    /// A valid request with one field replaced.
+    fn with(field: &str, value: Option<&str>) -> RawReceiver {
+        let mut raw = valid();
+        let slot = match field {
+            "subaccount_id" => &mut raw.subaccount_id,
+            "first_name" => &mut raw.first_name,
+            "middle_name" => &mut raw.middle_name,
+            "last_name" => &mut raw.last_name,
+            "email" => &mut raw.email,
+            "dob" => &mut raw.dob,
+            "dialcode" => &mut raw.dialcode,
+            "phone" => &mut raw.phone,
+            "address" => &mut raw.address,
+            "address2" => &mut raw.address2,
+            "gender" => &mut raw.gender,
+            "city" => &mut raw.city,
+            "state" => &mut raw.state,
+            "postcode" => &mut raw.postcode,
+            "country" => &mut raw.country,
+            "reference" => &mut raw.reference,
+            other => panic!("no field {other}"),
         };
-        assert_only_failure(&raw, ErrorCode::Revr202, "subaccount_id");
+        *slot = value.map(str::to_owned);
+        raw
     }
 
     #[test]
-    fn revr203_email_required() {
-        let raw = RawReceiver {
-            email: some(" "),
-            ..valid()
-        };
-        assert_only_failure(&raw, ErrorCode::Revr203, "email");
-    }
-
-    #[test]
-    fn revr204_first_name_required() {
-        let raw = RawReceiver {
-            first_name: None,
-            ..valid()
-        };
-        assert_only_failure(&raw, ErrorCode::Revr204, "first_name");
-    }
-
-    #[test]
-    fn revr205_last_name_required() {
-        let raw = RawReceiver {
-            last_name: some(""),
-            ..valid()
-        };
-        assert_only_failure(&raw, ErrorCode::Revr205, "last_name");
-    }
-
-    #[test]
-    fn revr206_dialcode_required() {
-        let raw = RawReceiver {
-            dialcode: None,
-            ..valid()
-        };
-        assert_only_failure(&raw, ErrorCode::Revr206, "dialcode");
-    }
-
-    #[test]
-    fn revr207_phone_required() {
-        let raw = RawReceiver {
-            phone: None,
-            ..valid()
-        };
-        assert_only_failure(&raw, ErrorCode::Revr207, "phone");
-    }
-
-    #[test]
-    fn revr208_address_required() {
-        let raw = RawReceiver {
-            address: None,
-            ..valid()
-        };
-        assert_only_failure(&raw, ErrorCode::Revr208, "address");
-    }
-
-    #[test]
-    fn revr210_city_required() {
-        let raw = RawReceiver {
-            city: None,
-            ..valid()
-        };
-        assert_only_failure(&raw, ErrorCode::Revr210, "city");
-    }
-
-    #[test]
-    fn revr211_state_required() {
-        let raw = RawReceiver {
-            state: None,
-            ..valid()
-        };
-        assert_only_failure(&raw, ErrorCode::Revr211, "state");
-    }
-
-    #[test]
-    fn revr212_postcode_required() {
-        let raw = RawReceiver {
-            postcode: None,
-            ..valid()
-        };
-        assert_only_failure(&raw, ErrorCode::Revr212, "postcode");
-    }
-
-    #[test]
-    fn revr213_country_required() {
-        let raw = RawReceiver {
-            country: None,
-            ..valid()
-        };
-        assert_only_failure(&raw, ErrorCode::Revr213, "country");
-    }
-
-    #[test]
-    fn revr214_email_not_valid() {
-        for email in ["jane", "jane@localhost", "Jane <jane@example.com>"] {
-            let raw = RawReceiver {
-                email: some(email),
-                ..valid()
-            };
-            assert_only_failure(&raw, ErrorCode::Revr214, "email");
+    fn each_code_for_its_field() {
+        use ErrorCode::*;
+        let cases: &[(&str, Option<&str>, ErrorCode)] = &[
+            ("subaccount_id", None, Revr202),
+            ("email", None, Revr203),
+            ("first_name", None, Revr204),
+            ("last_name", None, Revr205),
+            ("dialcode", None, Revr206),
+            ("phone", None, Revr207),
+            ("address", None, Revr208),
+            ("city", None, Revr210),
+            ("state", None, Revr211),
+            ("postcode", None, Revr212),
+            ("country", None, Revr213),
+            ("dob", None, Revr223),
+            ("email", Some("jane"), Revr214),
+            ("email", Some("jane@localhost"), Revr214),
+            ("email", Some("Jane <jane@example.com>"), Revr214),
+            ("first_name", Some("Zoe2"), Revr215),
+            ("last_name", Some("O.Brien"), Revr216),
+            ("gender", Some("X"), Revr217),
+            ("gender", Some("male"), Revr217),
+            ("gender", Some("🙂"), Revr217),
+            ("dialcode", Some("12345"), Revr218),
+            ("dialcode", Some("+"), Revr218),
+            ("dialcode", Some("6a"), Revr218),
+            ("phone", Some("123"), Revr219),
+            ("phone", Some("1234567890123456"), Revr219),
+            ("phone", Some("0412 345 678"), Revr219),
+            ("address", Some("12 Smith St."), Revr220),
+            ("address2", Some("P.O. Box 5"), Revr221),
+            ("city", Some("Melbourne 3000"), Revr222),
+            ("dob", Some("1990-02-30"), Revr223),
+            ("dob", Some("28/02/1990"), Revr223),
+            ("dob", Some("1899-12-31"), Revr223),
+            ("dob", Some("2025-06-15"), Revr223),
+            ("dob", Some("2030-01-01"), Revr223),
+            ("country", Some("XXX"), Revr224),
+            ("country", Some("AU"), Revr224),
+            ("country", Some("AUSS"), Revr224),
+            ("country", Some("Australia"), Revr224),
+            ("middle_name", Some("J."), Revr227),
+        ];
+        for (field, value, code) in cases {
+            assert_only_failure(&with(field, *value), *code, field);
         }
-    }
-
-    #[test]
-    fn revr215_first_name_characters() {
-        let raw = RawReceiver {
-            first_name: some("Zoe2"),
-            ..valid()
-        };
-        assert_only_failure(&raw, ErrorCode::Revr215, "first_name");
-    }
-
-    #[test]
-    fn revr216_last_name_characters() {
-        let raw = RawReceiver {
-            last_name: some("O.Brien"),
-            ..valid()
-        };
-        assert_only_failure(&raw, ErrorCode::Revr216, "last_name");
-    }
-
-    #[test]
-    fn revr217_gender() {
-        for gender in ["X", "male", "🙂"] {
-            let raw = RawReceiver {
-                gender: some(gender),
-                ..valid()
-            };
-            assert_only_failure(&raw, ErrorCode::Revr217, "gender");
-        }
-    }
-
-    #[test]
-    fn revr218_dialcode() {
-        for dialcode in ["12345", "+", "6a"] {
-            let raw = RawReceiver {
-                dialcode: some(dialcode),
-                ..valid()
-            };
-            assert_only_failure(&raw, ErrorCode::Revr218, "dialcode");
-        }
-    }
-
-    #[test]
-    fn revr219_phone() {
-        for phone in ["123", "1234567890123456", "0412 345 678"] {
-            let raw = RawReceiver {
-                phone: some(phone),
-                ..valid()
-            };
-            assert_only_failure(&raw, ErrorCode::Revr219, "phone");
-        }
-    }
-
-    #[test]
-    fn revr220_address_dot() {
-        let raw = RawReceiver {
-            address: some("12 Smith St."),
-            ..valid()
-        };
-        assert_only_failure(&raw, ErrorCode::Revr220, "address");
-    }
-
-    #[test]
-    fn revr221_address2_dot() {
-        let raw = RawReceiver {
-            address2: some("P.O. Box 5"),
-            ..valid()
-        };
-        assert_only_failure(&raw, ErrorCode::Revr221, "address2");
-    }
-
-    #[test]
-    fn revr222_city() {
-        let raw = RawReceiver {
-            city: some("Melbourne 3000"),
-            ..valid()
-        };
-        assert_only_failure(&raw, ErrorCode::Revr222, "city");
-    }
-
-    #[test]
-    fn revr223_dob_invalid_or_not_in_past() {
-        for dob in [
-            "1990-02-30",
-            "28/02/1990",
-            "1899-12-31",
-            "2025-06-15",
-            "2030-01-01",
-        ] {
-            let raw = RawReceiver {
-                dob: some(dob),
-                ..valid()
-            };
-            assert_only_failure(&raw, ErrorCode::Revr223, "dob");
-        }
-        let missing = RawReceiver {
-            dob: None,
-            ..valid()
-        };
-        assert_only_failure(&missing, ErrorCode::Revr223, "dob");
-    }
-
-    #[test]
-    fn revr224_country() {
-        for country in ["XXX", "AU", "AUSS", "Australia"] {
-            let raw = RawReceiver {
-                country: some(country),
-                ..valid()
-            };
-            assert_only_failure(&raw, ErrorCode::Revr224, "country");
-        }
-    }
-
-    #[test]
-    fn revr227_middle_name_characters() {
-        let raw = RawReceiver {
-            middle_name: some("J."),
-            ..valid()
-        };
-        assert_only_failure(&raw, ErrorCode::Revr227, "middle_name");
     }
 
     #[test]
