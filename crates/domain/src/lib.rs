@@ -20,6 +20,7 @@ pub mod receiver;
 pub mod subaccount;
 pub mod time;
 pub mod validation;
+pub mod webhook;
 
 pub use codes::ErrorCode;
 pub use error::PortError;
