@@ -1,6 +1,17 @@
 // @generated automatically by Diesel CLI.
 
 diesel::table! {
+    account_confirmations (token_hash) {
+        token_hash -> Bytea,
+        account_id -> Uuid,
+        subaccount_id -> Uuid,
+        expires_at -> Timestamptz,
+        used_at -> Nullable<Timestamptz>,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     api_keys (id) {
         id -> Uuid,
         subaccount_id -> Uuid,
@@ -85,6 +96,29 @@ diesel::table! {
 }
 
 diesel::table! {
+    receiver_accounts (id) {
+        id -> Uuid,
+        subaccount_id -> Uuid,
+        receiver_id -> Uuid,
+        method -> Text,
+        asset -> Text,
+        status -> Text,
+        confirm_status -> Text,
+        data_ciphertext -> Bytea,
+        details_fingerprint -> Bytea,
+        fp_bsb -> Nullable<Bytea>,
+        fp_account_number -> Nullable<Bytea>,
+        fp_routing_number -> Nullable<Bytea>,
+        fp_account_type -> Nullable<Bytea>,
+        fp_iban -> Nullable<Bytea>,
+        fp_bic -> Nullable<Bytea>,
+        fp_recipient -> Nullable<Bytea>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     receivers (id) {
         id -> Uuid,
         subaccount_id -> Uuid,
@@ -156,13 +190,17 @@ diesel::table! {
     }
 }
 
+diesel::joinable!(account_confirmations -> receiver_accounts (account_id));
 diesel::joinable!(api_keys -> subaccounts (subaccount_id));
 diesel::joinable!(balances -> subaccounts (subaccount_id));
 diesel::joinable!(fee_templates -> subaccounts (subaccount_id));
 diesel::joinable!(ledger_entries -> subaccounts (subaccount_id));
+diesel::joinable!(receiver_accounts -> receivers (receiver_id));
+diesel::joinable!(receiver_accounts -> subaccounts (subaccount_id));
 diesel::joinable!(receivers -> subaccounts (subaccount_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
+    account_confirmations,
     api_keys,
     balances,
     fee_templates,
@@ -170,6 +208,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     ledger_entries,
     outbox_events,
     outbox_sequences,
+    receiver_accounts,
     receivers,
     request_nonces,
     subaccounts,

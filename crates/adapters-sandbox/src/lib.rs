@@ -3,5 +3,7 @@
 //! They behave like the real services as far as the core can tell: asynchronous and fallible.
 
 pub mod kyc;
+pub mod notifier;
 
 pub use kyc::SandboxKyc;
+pub use notifier::SandboxNotifier;

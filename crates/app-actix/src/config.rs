@@ -8,6 +8,7 @@
 //! | `PAYOUT_MASTER_KEY` | required for `serve` and `admin` | 64 hex characters (32 bytes): encrypts secrets at rest, seals cursors |
 //! | `PAYOUT_BIND` | `127.0.0.1:8080` | listen address |
 //! | `PAYOUT_SANDBOX` | `false` | sandbox mode: simulated KYC provider |
+//! | `PAYOUT_PUBLIC_URL` | `http://<PAYOUT_BIND>` | public base URL of this service, for confirmation links |
 //! | `PAYOUT_WORKERS` | number of cores | HTTP worker threads |
 //! | `PAYOUT_SIGNATURE_WINDOW_SECS` | `300` | accepted distance of a signature nonce from server time (1..=1800) |
 //! | `PAYOUT_DB_POOL_SIZE` | `16` | most database connections |
@@ -125,6 +126,8 @@ pub struct Config {
     pub workers: usize,
     /// Freshness window of signature nonces.
     pub signature_window: Duration,
+    /// Public base URL (confirmation links start with it).
+    pub public_url: String,
 }
 
 impl Config {
@@ -133,15 +136,29 @@ impl Config {
         let cores = std::thread::available_parallelism()
             .map(usize::from)
             .unwrap_or(2);
+        let bind = parsed(
+            "PAYOUT_BIND",
+            SocketAddr::from(([127, 0, 0, 1], 8080)),
+            |_| true,
+            "host:port, e.g. 127.0.0.1:8080",
+        )?;
+        let public_url = match var("PAYOUT_PUBLIC_URL") {
+            None => format!("http://{bind}"),
+            Some(url) if url.starts_with("http://") || url.starts_with("https://") => {
+                url.trim_end_matches('/').to_owned()
+            }
+            Some(url) => {
+                return Err(ConfigError {
+                    variable: "PAYOUT_PUBLIC_URL",
+                    problem: format!("must start with http:// or https://, got {url:?}"),
+                });
+            }
+        };
         Ok(Self {
             database: database_from_env()?,
             master_key: master_key_from_env()?,
-            bind: parsed(
-                "PAYOUT_BIND",
-                SocketAddr::from(([127, 0, 0, 1], 8080)),
-                |_| true,
-                "host:port, e.g. 127.0.0.1:8080",
-            )?,
+            bind,
+            public_url,
             sandbox: parsed("PAYOUT_SANDBOX", false, |_| true, "true or false")?,
             workers: parsed(
                 "PAYOUT_WORKERS",

@@ -8,8 +8,10 @@ use actix_web::dev::Server;
 use actix_web::middleware::from_fn;
 use actix_web::{App, HttpServer, web};
 use adapters_postgres::{NONCE_RETENTION, PgStore, Vault, create_pool};
-use adapters_sandbox::SandboxKyc;
+use adapters_sandbox::{SandboxKyc, SandboxNotifier};
 use anyhow::Context;
+use domain::account::ports::Notifier;
+use domain::account::service::AccountService;
 use domain::auth::AuthService;
 use domain::paging::cursor::CursorKey;
 use domain::ports::{Clock, IdGenerator, KycProvider};
@@ -28,14 +30,25 @@ pub fn build_store(config: &Config) -> anyhow::Result<PgStore> {
     Ok(PgStore::new(pool, Arc::new(vault)))
 }
 
-/// The handler state over a store and KYC provider.
+/// The simulated outside world of sandbox mode, reachable by tests and the sandbox helpers.
+#[derive(Clone, Default)]
+pub struct Sandbox {
+    /// The KYC provider.
+    pub kyc: Arc<SandboxKyc>,
+    /// The e-mail/SMS provider.
+    pub notifier: Arc<SandboxNotifier>,
+}
+
+/// The handler state over a store and the outside world's adapters.
 pub fn build_state(
     config: &Config,
     store: &PgStore,
-    kyc: Arc<dyn KycProvider>,
+    sandbox: &Sandbox,
 ) -> anyhow::Result<AppState> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let ids: Arc<dyn IdGenerator> = Arc::new(RandomIds::default());
+    let kyc: Arc<dyn KycProvider> = sandbox.kyc.clone();
+    let notifier: Arc<dyn Notifier> = sandbox.notifier.clone();
     let cursor_key = adapters_postgres::vault::derive_key(&config.master_key, b"cursor")
         .context("deriving the cursor key")?;
     let store = Arc::new(store.clone());
@@ -46,10 +59,18 @@ pub fn build_state(
             store.clone(),
             kyc,
             clock.clone(),
-            ids,
+            ids.clone(),
             CursorKey::new(cursor_key),
         ),
         subaccounts: SubaccountService::new(store.clone()),
+        accounts: AccountService::new(
+            store.clone(),
+            store.clone(),
+            notifier,
+            clock,
+            ids,
+            config.public_url.clone(),
+        ),
         readiness: Box::new((*store).clone()),
     })
 }
@@ -59,20 +80,22 @@ pub struct Application {
     server: Server,
     port: u16,
     store: PgStore,
+    sandbox: Sandbox,
 }
 
 impl Application {
     /// Binds `config.bind` (port 0 picks a free port) and wires everything. The KYC provider
-    /// is the sandbox simulator: the real provider adapter does not exist yet, so `serve`
-    /// refuses to start outside sandbox mode.
+    /// and notifier are the sandbox simulators: real provider adapters do not exist yet, so
+    /// `serve` refuses to start outside sandbox mode.
     pub fn build(config: &Config) -> anyhow::Result<Self> {
         anyhow::ensure!(
             config.sandbox,
-            "PAYOUT_SANDBOX must be true: only the sandbox KYC provider is implemented so far"
+            "PAYOUT_SANDBOX must be true: only the sandbox KYC provider and notifier are implemented so far"
         );
         let store = build_store(config)?;
-        let kyc: Arc<dyn KycProvider> = Arc::new(SandboxKyc::new());
-        let state = web::Data::new(build_state(config, &store, kyc)?);
+        let sandbox = Sandbox::default();
+        let state = web::Data::new(build_state(config, &store, &sandbox)?);
+        let sandbox_mode = config.sandbox;
         let listener =
             TcpListener::bind(config.bind).with_context(|| format!("binding {}", config.bind))?;
         let port = listener.local_addr()?.port();
@@ -81,6 +104,11 @@ impl Application {
                 .app_data(state.clone())
                 .wrap(from_fn(http::context::request_context))
                 .configure(http::routes)
+                .configure(|cfg| {
+                    if sandbox_mode {
+                        http::sandbox_routes(cfg);
+                    }
+                })
                 .default_service(http::fallback())
         })
         .workers(config.workers)
@@ -91,12 +119,18 @@ impl Application {
             server,
             port,
             store,
+            sandbox,
         })
     }
 
     /// The bound port.
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The sandbox simulators this application talks to.
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
     }
 
     /// Serves until SIGINT/SIGTERM (actix stops accepting and lets in-flight requests finish),

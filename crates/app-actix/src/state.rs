@@ -2,6 +2,7 @@
 
 use async_trait::async_trait;
 use domain::PortError;
+use domain::account::service::AccountService;
 use domain::auth::AuthService;
 use domain::receiver::service::ReceiverService;
 use domain::subaccount::service::SubaccountService;
@@ -28,6 +29,8 @@ pub struct AppState {
     pub receivers: ReceiverService,
     /// Subaccount use cases.
     pub subaccounts: SubaccountService,
+    /// Receiver-account use cases.
+    pub accounts: AccountService,
     /// Readiness probe.
     pub readiness: Box<dyn Readiness>,
 }

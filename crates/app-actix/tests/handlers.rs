@@ -10,6 +10,8 @@ use app_actix::state::{AppState, Readiness};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use domain::PortError;
+use domain::account::ports::{MockAccountStore, MockNotifier};
+use domain::account::service::AccountService;
 use domain::auth::signature::{SignatureVersion, SignedParts, sign};
 use domain::auth::{AuthService, Credential};
 use domain::ids::{ApiKeyId, SubaccountId};
@@ -62,6 +64,14 @@ fn state(credentials: MockCredentialStore, receivers: MockReceiverStore) -> web:
             CursorKey::new([1; 32]),
         ),
         subaccounts: SubaccountService::new(Arc::new(MockSubaccountStore::new())),
+        accounts: AccountService::new(
+            Arc::new(MockAccountStore::new()),
+            Arc::new(MockReceiverStore::new()),
+            Arc::new(MockNotifier::new()),
+            clock(),
+            Arc::new(MockIdGenerator::new()),
+            "http://payoutd.test".to_owned(),
+        ),
         readiness: Box::new(Down),
     })
 }

@@ -5,6 +5,8 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
+use crate::account::ReceiverAccount;
+use crate::account::data::MASKED_FIELDS;
 use crate::ids::{EventId, SubaccountId};
 use crate::receiver::Receiver;
 use crate::time::unix_millis;
@@ -16,6 +18,10 @@ pub enum EventKind {
     ReceiverCreated,
     /// A receiver's KYC status changed.
     ReceiverKycUpdate,
+    /// A receiver account was created.
+    AccountCreated,
+    /// A receiver account changed (confirmed, failed).
+    AccountUpdate,
 }
 
 impl EventKind {
@@ -24,6 +30,8 @@ impl EventKind {
         match self {
             EventKind::ReceiverCreated => "receiverCreated",
             EventKind::ReceiverKycUpdate => "receiverKycUpdate",
+            EventKind::AccountCreated => "accountCreated",
+            EventKind::AccountUpdate => "accountUpdate",
         }
     }
 }
@@ -64,6 +72,44 @@ impl OutboxEvent {
             id,
             subaccount_id: receiver.subaccount_id,
             object_id: receiver.id.as_uuid(),
+            kind,
+            payload,
+            occurred_at: at,
+        }
+    }
+}
+
+impl OutboxEvent {
+    /// `accountCreated` or `accountUpdate` for `account` as it is now; identifiers masked.
+    pub fn account(
+        kind: EventKind,
+        id: EventId,
+        account: &ReceiverAccount,
+        at: DateTime<Utc>,
+    ) -> Self {
+        let subaccount = account.subaccount_id.to_string();
+        let mut payload = json!({
+            "event": kind.name(),
+            "event_id": id.to_string(),
+            "receiver_id": account.receiver_id.to_string(),
+            "receiver_account_id": account.id.to_string(),
+            "subaccount_id": subaccount,
+            "subccount_id": subaccount,
+            "method_name": account.method.name(),
+            "asset": account.method.asset().code(),
+            "status": account.status.as_str(),
+            "confirm_status": account.confirm_status.as_str(),
+            "timestamp": unix_millis(at),
+        });
+        for (field, shown) in account.data.masked() {
+            if MASKED_FIELDS.contains(&field) {
+                payload[field] = Value::String(shown);
+            }
+        }
+        Self {
+            id,
+            subaccount_id: account.subaccount_id,
+            object_id: account.id.as_uuid(),
             kind,
             payload,
             occurred_at: at,

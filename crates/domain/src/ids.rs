@@ -53,6 +53,10 @@ id_type!(
     ReceiverId
 );
 id_type!(
+    /// A receiver account (a payout destination).
+    ReceiverAccountId
+);
+id_type!(
     /// An API credential (the row behind an API key).
     ApiKeyId
 );

@@ -5,6 +5,7 @@
 //! services that drive them. This crate depends on no framework, database, HTTP or runtime crate
 //! (a tidy test in `xtask` enforces it): adapters implement its ports, `app-actix` wires them.
 
+pub mod account;
 pub mod admin;
 pub mod auth;
 pub mod codes;

@@ -100,6 +100,28 @@ mod tests {
         assert_eq!(MaskedValue::mask("🦀🦀🦀🦀").as_str(), "🦀🦀🦀 ***");
     }
 
+    proptest::proptest! {
+        /// Whatever the value, the masked form shows at most its first three characters: it is
+        /// those characters followed by ` ***`, or only stars.
+        #[test]
+        fn masking_never_shows_more_than_three_leading_characters(raw in "\\PC{0,40}") {
+            let masked = MaskedValue::mask(&raw);
+            let shown = masked.as_str();
+            let count = raw.chars().count();
+            if count <= MaskedValue::VISIBLE {
+                proptest::prop_assert!(shown.chars().all(|c| c == '*'));
+            } else {
+                let prefix: String = raw.chars().take(MaskedValue::VISIBLE).collect();
+                proptest::prop_assert_eq!(shown, format!("{prefix} ***"));
+            }
+            // Nothing of the value beyond the third character is derivable from the output.
+            let rest: String = raw.chars().skip(MaskedValue::VISIBLE).collect();
+            if rest.chars().count() > 4 {
+                proptest::prop_assert!(!shown.contains(&rest));
+            }
+        }
+    }
+
     #[test]
     fn secrets_never_print() {
         let secret = Secret::new(String::from("sk_live_very_secret"));

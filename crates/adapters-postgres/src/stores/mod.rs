@@ -1,5 +1,6 @@
 //! `PgStore`: one value implementing every store port over one pool.
 
+mod accounts;
 pub mod credentials;
 mod operator;
 mod outbox;

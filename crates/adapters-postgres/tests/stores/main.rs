@@ -4,6 +4,7 @@
 //! documented behaviour for `check_ready`, `purge_nonces` and the pool).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod accounts;
 mod credentials;
 mod operator;
 mod receivers;

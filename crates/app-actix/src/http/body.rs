@@ -3,6 +3,8 @@
 
 use domain::ErrorCode;
 use domain::validation::ValidationErrors;
+use std::collections::HashMap;
+
 use serde_json::{Map, Value};
 
 use super::error::ApiError;
@@ -22,16 +24,28 @@ pub fn string_fields<const N: usize>(
     known: [&'static str; N],
     errors: &mut ValidationErrors,
 ) -> [Option<String>; N] {
-    let mut values: [Option<String>; N] = std::array::from_fn(|_| None);
+    let mut found = fields_by_name(object, &known, errors);
+    known.map(|name| found.remove(name))
+}
+
+/// [`string_fields`] for a field list known only at run time: the present string fields by name.
+pub fn fields_by_name(
+    object: Map<String, Value>,
+    known: &[&'static str],
+    errors: &mut ValidationErrors,
+) -> HashMap<&'static str, String> {
+    let mut values = HashMap::new();
     for (key, value) in object {
-        let Some(index) = known.iter().position(|k| *k == key) else {
+        let Some(name) = known.iter().copied().find(|k| *k == key) else {
             errors.push(ErrorCode::Req005, key);
             continue;
         };
         match value {
-            Value::String(s) => values[index] = Some(s),
+            Value::String(s) => {
+                values.insert(name, s);
+            }
             Value::Null => {}
-            _ => errors.push(ErrorCode::Req004, known[index]),
+            _ => errors.push(ErrorCode::Req004, name),
         }
     }
     values

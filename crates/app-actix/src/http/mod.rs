@@ -1,7 +1,9 @@
 //! The HTTP surface: routes, extractors, the envelope and error rendering.
 
+pub mod accounts;
 pub mod auth;
 pub mod body;
+pub mod confirm;
 pub mod context;
 pub mod envelope;
 pub mod error;
@@ -9,10 +11,13 @@ pub mod health;
 pub mod query;
 pub mod receivers;
 pub mod subaccounts;
+pub mod test_helpers;
 
 use actix_web::web::{self, ServiceConfig};
 use domain::ErrorCode;
+use domain::account::PayoutMethod;
 
+use crate::state::AppState;
 use error::ApiError;
 
 /// The largest accepted request body (contract §12).
@@ -55,7 +60,30 @@ pub fn routes(cfg: &mut ServiceConfig) {
         .service(
             resource("/api/subaccount/balance/{id}").route(web::get().to(subaccounts::balance)),
         )
-        .service(resource("/api/subaccount/{id}").route(web::get().to(subaccounts::get)));
+        .service(resource("/api/subaccount/{id}").route(web::get().to(subaccounts::get)))
+        .service(resource("/api/receiver-account/verify").route(web::post().to(accounts::verify)))
+        .service(
+            resource("/api/receiver-account/receiver/{id}").route(web::get().to(accounts::list)),
+        )
+        .service(resource("/confirm/{token}").route(web::get().to(confirm::confirm)));
+    for method in PayoutMethod::ALL {
+        cfg.service(
+            resource(&format!("/api/receiver-account/{}", method.route())).route(web::post().to(
+                move |state: web::Data<AppState>, request: auth::Authenticated| {
+                    accounts::create(state, request, method)
+                },
+            )),
+        );
+    }
+    cfg.service(resource("/api/receiver-account/{id}").route(web::get().to(accounts::get)));
+}
+
+/// The sandbox test helpers (contract §10); registered only in sandbox mode, so elsewhere they
+/// are unknown routes (404).
+pub fn sandbox_routes(cfg: &mut ServiceConfig) {
+    let resource =
+        |path: &str| web::resource(path.to_owned()).default_service(web::to(method_not_allowed));
+    cfg.service(resource("/api/test-helpers/account").route(web::post().to(test_helpers::account)));
 }
 
 /// The default service: 404 `REQ006` in the envelope.

@@ -51,6 +51,20 @@ pub struct ReceiverDto<'a> {
     reference: &'a str,
 }
 
+impl<'a> AddressData<'a> {
+    /// The receiver's address as `address_data`.
+    pub fn of(r: &'a Receiver) -> Self {
+        Self {
+            address: &r.address.address,
+            address2: &r.address.address2,
+            city: &r.address.city,
+            state: &r.address.state,
+            country: r.address.country.as_str(),
+            postcode: &r.address.postcode,
+        }
+    }
+}
+
 impl<'a> ReceiverDto<'a> {
     /// `with_applicant`: only get-by-id shows `applicant_id` (seed).
     pub fn new(r: &'a Receiver, with_applicant: bool) -> Self {
@@ -69,14 +83,7 @@ impl<'a> ReceiverDto<'a> {
             status: r.status.as_str(),
             created_at: unix_millis(r.created_at).to_string(),
             updated_at: unix_millis(r.updated_at).to_string(),
-            address_data: AddressData {
-                address: &r.address.address,
-                address2: &r.address.address2,
-                city: &r.address.city,
-                state: &r.address.state,
-                country: r.address.country.as_str(),
-                postcode: &r.address.postcode,
-            },
+            address_data: AddressData::of(r),
             reference: r.reference.as_deref().unwrap_or(""),
         }
     }

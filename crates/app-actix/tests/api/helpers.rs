@@ -8,7 +8,7 @@ use std::time::Duration;
 use adapters_postgres::DbConfig;
 use adapters_postgres::test_db::TestDb;
 use app_actix::config::Config;
-use app_actix::startup::{Application, build_store};
+use app_actix::startup::{Application, Sandbox, build_store};
 use app_actix::system::{RandomIds, SystemClock};
 use domain::admin::AdminService;
 use domain::ids::SubaccountId;
@@ -27,6 +27,7 @@ pub struct Tenant {
 
 pub struct TestApp {
     pub base: String,
+    pub sandbox: Sandbox,
     pub client: reqwest::Client,
     pub admin: AdminService,
     pub a: Tenant,
@@ -85,6 +86,9 @@ pub fn sign(tenant: &Tenant, nonce: i64, v2: Option<(&str, &str, &[u8])>) -> Str
 }
 
 pub async fn spawn_app() -> TestApp {
+    // reqwest's rustls backend is unified into this build by adapters-webhook: a client needs
+    // a crypto provider installed first.
+    adapters_webhook::install_crypto_provider();
     let db = TestDb::new().await.expect("test database");
     let mut database = DbConfig::new(db.url());
     database.max_size = 8;
@@ -95,9 +99,11 @@ pub async fn spawn_app() -> TestApp {
         sandbox: true,
         workers: 2,
         signature_window: Duration::from_secs(300),
+        public_url: "http://payoutd.test".to_owned(),
     };
     let app = Application::build(&config).expect("app builds");
     let base = format!("http://127.0.0.1:{}", app.port());
+    let sandbox = app.sandbox().clone();
     tokio::spawn(app.run_until_stopped());
     let store = build_store(&config).unwrap();
     let admin = AdminService::new(
@@ -109,6 +115,7 @@ pub async fn spawn_app() -> TestApp {
     let b = tenant(&admin, "Tenant B").await;
     TestApp {
         base,
+        sandbox,
         client: reqwest::Client::new(),
         admin,
         a,

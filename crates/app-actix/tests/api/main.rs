@@ -1,6 +1,7 @@
 //! Black-box HTTP tests: the real application on port 0 over a fresh database per test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod accounts;
 mod auth;
 mod envelope;
 mod helpers;

@@ -1,0 +1,333 @@
+//! `AccountStore` on PostgreSQL: account values encrypted at rest, matchable values as keyed
+//! fingerprints with one index each.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use domain::PortError;
+use domain::account::ports::{AccountStore, ConfirmationToken, InsertAccountError, TokenLookup};
+use domain::account::{AccountData, AccountStatus, ConfirmStatus, PayoutMethod, ReceiverAccount};
+use domain::events::OutboxEvent;
+use domain::ids::{ReceiverAccountId, ReceiverId, SubaccountId};
+use uuid::Uuid;
+
+use super::PgStore;
+use super::outbox::insert_events;
+use crate::errors::{from_diesel, unique_violation};
+use crate::schema::{account_confirmations, receiver_accounts};
+use crate::vault::Vault;
+
+/// A `receiver_accounts` row.
+#[derive(Debug, Queryable, Selectable, Insertable)]
+#[diesel(table_name = receiver_accounts, check_for_backend(diesel::pg::Pg))]
+#[diesel(treat_none_as_default_value = false)]
+struct AccountRow {
+    id: Uuid,
+    subaccount_id: Uuid,
+    receiver_id: Uuid,
+    method: String,
+    asset: String,
+    status: String,
+    confirm_status: String,
+    data_ciphertext: Vec<u8>,
+    details_fingerprint: Vec<u8>,
+    fp_bsb: Option<Vec<u8>>,
+    fp_account_number: Option<Vec<u8>>,
+    fp_routing_number: Option<Vec<u8>>,
+    fp_account_type: Option<Vec<u8>>,
+    fp_iban: Option<Vec<u8>>,
+    fp_bic: Option<Vec<u8>>,
+    fp_recipient: Option<Vec<u8>>,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+fn context(id: Uuid) -> Vec<u8> {
+    [b"account:".as_slice(), id.as_bytes()].concat()
+}
+
+fn unknown(message: String) -> PortError {
+    PortError::Unknown(anyhow::anyhow!(message))
+}
+
+impl AccountRow {
+    fn new(vault: &Vault, account: &ReceiverAccount) -> Result<Self, PortError> {
+        let id = account.id.as_uuid();
+        let pairs = account.data.expose_pairs();
+        let plain = serde_json::to_vec(&pairs).map_err(|e| PortError::Unknown(e.into()))?;
+        let data_ciphertext = vault
+            .seal(&plain, &context(id))
+            .map_err(|e| unknown(format!("sealing account {id}: {e}")))?;
+        let fingerprint = |field: &str| {
+            account
+                .data
+                .expose(field)
+                .map(|value| vault.fingerprint(field, value))
+        };
+        // Only the matchable fields, in a fixed order, define "the same details".
+        let mut details = account.method.name().to_owned();
+        for field in domain::account::MATCHABLE_FIELDS {
+            if let Some(value) = account.data.expose(field) {
+                details.push('\0');
+                details.push_str(field);
+                details.push('=');
+                details.push_str(value);
+            }
+        }
+        Ok(Self {
+            id,
+            subaccount_id: account.subaccount_id.as_uuid(),
+            receiver_id: account.receiver_id.as_uuid(),
+            method: account.method.name().to_owned(),
+            asset: account.method.asset().code().to_owned(),
+            status: account.status.as_str().to_owned(),
+            confirm_status: account.confirm_status.as_str().to_owned(),
+            data_ciphertext,
+            details_fingerprint: vault.fingerprint("details", &details),
+            fp_bsb: fingerprint("bsb"),
+            fp_account_number: fingerprint("account_number"),
+            fp_routing_number: fingerprint("routing_number"),
+            fp_account_type: fingerprint("account_type"),
+            fp_iban: fingerprint("iban"),
+            fp_bic: fingerprint("bic"),
+            fp_recipient: fingerprint("recipient"),
+            created_at: account.created_at,
+            updated_at: account.updated_at,
+        })
+    }
+
+    fn into_domain(self, vault: &Vault) -> Result<ReceiverAccount, PortError> {
+        let plain = vault
+            .open(&self.data_ciphertext, &context(self.id))
+            .map_err(|e| unknown(format!("opening account {}: {e}", self.id)))?;
+        let pairs: Vec<(String, String)> =
+            serde_json::from_slice(&plain).map_err(|e| PortError::Unknown(e.into()))?;
+        Ok(ReceiverAccount {
+            id: ReceiverAccountId::from_uuid(self.id),
+            receiver_id: ReceiverId::from_uuid(self.receiver_id),
+            subaccount_id: SubaccountId::from_uuid(self.subaccount_id),
+            method: PayoutMethod::from_name(&self.method).ok_or_else(|| {
+                unknown(format!(
+                    "account {} has unknown method {}",
+                    self.id, self.method
+                ))
+            })?,
+            data: AccountData::from_pairs(pairs),
+            status: AccountStatus::parse(&self.status)
+                .ok_or_else(|| unknown(format!("account {} has unknown status", self.id)))?,
+            confirm_status: ConfirmStatus::parse(&self.confirm_status).ok_or_else(|| {
+                unknown(format!("account {} has unknown confirm_status", self.id))
+            })?,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        })
+    }
+}
+
+/// Why a confirmation transaction rolled back.
+enum ConfirmAbort {
+    Db(diesel::result::Error),
+    NotApplicable,
+}
+
+impl From<diesel::result::Error> for ConfirmAbort {
+    fn from(e: diesel::result::Error) -> Self {
+        Self::Db(e)
+    }
+}
+
+#[async_trait]
+impl AccountStore for PgStore {
+    async fn insert_account(
+        &self,
+        account: &ReceiverAccount,
+        token: &ConfirmationToken,
+        events: &[OutboxEvent],
+    ) -> Result<(), InsertAccountError> {
+        let row = AccountRow::new(&self.vault, account)?;
+        let token = *token;
+        let mut conn = self.conn().await?;
+        let result = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                diesel::insert_into(receiver_accounts::table)
+                    .values(&row)
+                    .execute(conn)
+                    .await?;
+                diesel::insert_into(account_confirmations::table)
+                    .values((
+                        account_confirmations::token_hash.eq(token.hash.to_vec()),
+                        account_confirmations::account_id.eq(row.id),
+                        account_confirmations::subaccount_id.eq(row.subaccount_id),
+                        account_confirmations::expires_at.eq(token.expires_at),
+                        account_confirmations::created_at.eq(row.created_at),
+                    ))
+                    .execute(conn)
+                    .await?;
+                insert_events(conn, events).await
+            })
+            .await;
+        result.map_err(|e| match unique_violation(&e) {
+            Some("receiver_accounts_details_unique") => InsertAccountError::Duplicate,
+            _ => InsertAccountError::Port(from_diesel(e)),
+        })
+    }
+
+    async fn find_account(
+        &self,
+        subaccount: SubaccountId,
+        id: ReceiverAccountId,
+    ) -> Result<Option<ReceiverAccount>, PortError> {
+        let mut conn = self.conn().await?;
+        let row: Option<AccountRow> = receiver_accounts::table
+            .filter(receiver_accounts::id.eq(id.as_uuid()))
+            .filter(receiver_accounts::subaccount_id.eq(subaccount.as_uuid()))
+            .select(AccountRow::as_select())
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(from_diesel)?;
+        row.map(|r| r.into_domain(&self.vault)).transpose()
+    }
+
+    async fn list_accounts(
+        &self,
+        subaccount: SubaccountId,
+        receiver: ReceiverId,
+    ) -> Result<Vec<ReceiverAccount>, PortError> {
+        let mut conn = self.conn().await?;
+        let rows: Vec<AccountRow> = receiver_accounts::table
+            .filter(receiver_accounts::receiver_id.eq(receiver.as_uuid()))
+            .filter(receiver_accounts::subaccount_id.eq(subaccount.as_uuid()))
+            .order((
+                receiver_accounts::created_at.asc(),
+                receiver_accounts::id.asc(),
+            ))
+            .select(AccountRow::as_select())
+            .load(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        rows.into_iter()
+            .map(|r| r.into_domain(&self.vault))
+            .collect()
+    }
+
+    async fn find_first_match(
+        &self,
+        subaccount: SubaccountId,
+        fields: &[(String, String)],
+    ) -> Result<Option<ReceiverAccount>, PortError> {
+        if fields.is_empty() {
+            return Ok(None);
+        }
+        let mut query = receiver_accounts::table
+            .filter(receiver_accounts::subaccount_id.eq(subaccount.as_uuid()))
+            .select(AccountRow::as_select())
+            .into_boxed();
+        for (field, value) in fields {
+            let fp = self.vault.fingerprint(field, value);
+            query = match field.as_str() {
+                "bsb" => query.filter(receiver_accounts::fp_bsb.eq(fp)),
+                "account_number" => query.filter(receiver_accounts::fp_account_number.eq(fp)),
+                "routing_number" => query.filter(receiver_accounts::fp_routing_number.eq(fp)),
+                "account_type" => query.filter(receiver_accounts::fp_account_type.eq(fp)),
+                "iban" => query.filter(receiver_accounts::fp_iban.eq(fp)),
+                "bic" => query.filter(receiver_accounts::fp_bic.eq(fp)),
+                "recipient" => query.filter(receiver_accounts::fp_recipient.eq(fp)),
+                _ => return Ok(None),
+            };
+        }
+        let mut conn = self.conn().await?;
+        let row: Option<AccountRow> = query
+            .order((
+                receiver_accounts::created_at.asc(),
+                receiver_accounts::id.asc(),
+            ))
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(from_diesel)?;
+        row.map(|r| r.into_domain(&self.vault)).transpose()
+    }
+
+    async fn find_token(&self, hash: &[u8; 32]) -> Result<Option<TokenLookup>, PortError> {
+        let mut conn = self.conn().await?;
+        let found: Option<(AccountRow, DateTime<Utc>, Option<DateTime<Utc>>)> =
+            account_confirmations::table
+                .inner_join(receiver_accounts::table)
+                .filter(account_confirmations::token_hash.eq(hash.to_vec()))
+                .select((
+                    AccountRow::as_select(),
+                    account_confirmations::expires_at,
+                    account_confirmations::used_at,
+                ))
+                .first(&mut conn)
+                .await
+                .optional()
+                .map_err(from_diesel)?;
+        let Some((row, expires_at, used_at)) = found else {
+            return Ok(None);
+        };
+        Ok(Some(TokenLookup {
+            account: row.into_domain(&self.vault)?,
+            expires_at,
+            used: used_at.is_some(),
+        }))
+    }
+
+    async fn confirm_account(
+        &self,
+        account: &ReceiverAccount,
+        token: Option<[u8; 32]>,
+        events: &[OutboxEvent],
+    ) -> Result<bool, PortError> {
+        let id = account.id.as_uuid();
+        let subaccount = account.subaccount_id.as_uuid();
+        let (status, confirm_status, at) = (
+            account.status.as_str(),
+            account.confirm_status.as_str(),
+            account.updated_at,
+        );
+        let mut conn = self.conn().await?;
+        let result = conn
+            .transaction::<_, ConfirmAbort, _>(async |conn| {
+                if let Some(hash) = token {
+                    let used = diesel::update(account_confirmations::table)
+                        .filter(account_confirmations::token_hash.eq(hash.to_vec()))
+                        .filter(account_confirmations::account_id.eq(id))
+                        .filter(account_confirmations::used_at.is_null())
+                        .set(account_confirmations::used_at.eq(at))
+                        .execute(conn)
+                        .await?;
+                    if used != 1 {
+                        return Err(ConfirmAbort::NotApplicable);
+                    }
+                }
+                let updated = diesel::update(receiver_accounts::table)
+                    .filter(receiver_accounts::id.eq(id))
+                    .filter(receiver_accounts::subaccount_id.eq(subaccount))
+                    .filter(
+                        receiver_accounts::confirm_status.eq(ConfirmStatus::Unconfirmed.as_str()),
+                    )
+                    .filter(receiver_accounts::status.eq(AccountStatus::Pending.as_str()))
+                    .set((
+                        receiver_accounts::status.eq(status),
+                        receiver_accounts::confirm_status.eq(confirm_status),
+                        receiver_accounts::updated_at.eq(at),
+                    ))
+                    .execute(conn)
+                    .await?;
+                if updated != 1 {
+                    return Err(ConfirmAbort::NotApplicable);
+                }
+                insert_events(conn, events).await?;
+                Ok(())
+            })
+            .await;
+        match result {
+            Ok(()) => Ok(true),
+            Err(ConfirmAbort::NotApplicable) => Ok(false),
+            Err(ConfirmAbort::Db(e)) => Err(from_diesel(e)),
+        }
+    }
+}

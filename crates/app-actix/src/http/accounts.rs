@@ -1,0 +1,215 @@
+//! Receiver accounts: the six create routes, reads, verify.
+
+use actix_web::web::{Data, Path};
+use actix_web::{HttpResponse, http::StatusCode};
+use domain::ErrorCode;
+use domain::account::input::RawAccount;
+use domain::account::service::{CreateAccountError, GetAccountError, VerifyError, VerifyRequest};
+use domain::account::{PayoutMethod, ReceiverAccount};
+use domain::receiver::Receiver;
+use domain::time::unix_millis;
+use domain::validation::ValidationErrors;
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use super::auth::Authenticated;
+use super::body::{fields_by_name, json_object};
+use super::envelope;
+use super::error::ApiError;
+use super::receivers::AddressData;
+use crate::state::AppState;
+
+const CREATE: &str = "Create receiver account";
+const GET: &str = "Get receiver account";
+const LIST: &str = "List receiver accounts";
+const VERIFY: &str = "Verify receiver account";
+
+/// The only message of a refused verify (seed §4.3: a 400 with `message` and nothing else).
+pub const VERIFY_REFUSED: &str = "Missing or invalid subaccount_id or account_data";
+
+fn masked_object(account: &ReceiverAccount) -> Map<String, Value> {
+    account
+        .data
+        .masked()
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), Value::String(v)))
+        .collect()
+}
+
+/// A receiver account as the API shows it (seed §2.3 plus contract §5.4).
+#[derive(Serialize)]
+struct AccountDto<'a> {
+    id: String,
+    receiver_id: String,
+    email: &'a str,
+    asset: &'static str,
+    method_name: &'static str,
+    reference: &'a str,
+    address_data: AddressData<'a>,
+    account_data: Map<String, Value>,
+    status: &'static str,
+    confirm_status: &'static str,
+    created_at: String,
+    updated_at: String,
+}
+
+impl<'a> AccountDto<'a> {
+    fn new(account: &ReceiverAccount, receiver: &'a Receiver) -> Self {
+        Self {
+            id: account.id.to_string(),
+            receiver_id: account.receiver_id.to_string(),
+            email: &receiver.email,
+            asset: account.method.asset().code(),
+            method_name: account.method.name(),
+            reference: receiver.reference.as_deref().unwrap_or(""),
+            address_data: AddressData::of(receiver),
+            account_data: masked_object(account),
+            status: account.status.as_str(),
+            confirm_status: account.confirm_status.as_str(),
+            created_at: unix_millis(account.created_at).to_string(),
+            updated_at: unix_millis(account.updated_at).to_string(),
+        }
+    }
+}
+
+/// `POST /api/receiver-account/<asset>/<method>`.
+pub async fn create(
+    state: Data<AppState>,
+    request: Authenticated,
+    method: PayoutMethod,
+) -> Result<HttpResponse, ApiError> {
+    let object = json_object(CREATE, &request.body)?;
+    let mut known = vec!["receiver_id"];
+    known.extend_from_slice(method.fields());
+    let mut errors = ValidationErrors::default();
+    let mut fields = fields_by_name(object, &known, &mut errors);
+    let mut take = |name| fields.remove(name);
+    let raw = RawAccount {
+        receiver_id: take("receiver_id"),
+        bsb: take("bsb"),
+        account_number: take("account_number"),
+        routing_number: take("routing_number"),
+        account_type: take("account_type"),
+        iban: take("iban"),
+        bic: take("bic"),
+        recipient: take("recipient"),
+        name: take("name"),
+        description: take("description"),
+    };
+    let created = match state.accounts.create(&request.caller, method, &raw).await {
+        Ok(created) if errors.is_empty() => created,
+        Ok(_) => return Err(ApiError::fields(CREATE, &errors)),
+        Err(CreateAccountError::Invalid(invalid)) => {
+            let shaped: Vec<_> = errors.0.iter().map(|e| e.field.clone()).collect();
+            errors
+                .0
+                .extend(invalid.0.into_iter().filter(|e| !shaped.contains(&e.field)));
+            return Err(ApiError::fields(CREATE, &errors));
+        }
+        Err(CreateAccountError::Duplicate) => {
+            return Err(ApiError::code(CREATE, ErrorCode::Reac230));
+        }
+        Err(CreateAccountError::Port(e)) => return Err(ApiError::port(CREATE, &e)),
+    };
+    if !created.confirmation_sent {
+        tracing::warn!(account_id = %created.account.id, "confirmation request could not be sent");
+    }
+    let account = &created.account;
+    Ok(envelope::ok(
+        "Receiver account created successfully",
+        json!({
+            "receiver_account_id": account.id.to_string(),
+            "receiver_id": account.receiver_id.to_string(),
+            "status": account.status.as_str(),
+            "confirm_status": account.confirm_status.as_str(),
+        }),
+    ))
+}
+
+/// `GET /api/receiver-account/<id>`.
+pub async fn get(
+    state: Data<AppState>,
+    request: Authenticated,
+    id: Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    match state.accounts.get(&request.caller, &id).await {
+        Ok((account, receiver)) => Ok(envelope::ok(
+            "Receiver account found",
+            AccountDto::new(&account, &receiver),
+        )),
+        Err(GetAccountError::NotFound) => Err(ApiError::code(GET, ErrorCode::Reac104)),
+        Err(GetAccountError::Port(e)) => Err(ApiError::port(GET, &e)),
+    }
+}
+
+/// `GET /api/receiver-account/receiver/<receiver_id>`.
+pub async fn list(
+    state: Data<AppState>,
+    request: Authenticated,
+    id: Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    match state.accounts.list_for_receiver(&request.caller, &id).await {
+        Ok((receiver, accounts)) => {
+            let items: Vec<_> = accounts
+                .iter()
+                .map(|a| AccountDto::new(a, &receiver))
+                .collect();
+            Ok(envelope::ok("Receiver accounts found", items))
+        }
+        Err(GetAccountError::NotFound) => Err(ApiError::code(LIST, ErrorCode::Reac101)),
+        Err(GetAccountError::Port(e)) => Err(ApiError::port(LIST, &e)),
+    }
+}
+
+fn verify_refused() -> HttpResponse {
+    HttpResponse::build(StatusCode::BAD_REQUEST).json(json!({ "message": VERIFY_REFUSED }))
+}
+
+/// Reads the verify body: exactly `subaccount_id` (string) and `account_data` (object of strings).
+fn verify_request(body: &[u8]) -> Option<VerifyRequest> {
+    let Ok(Value::Object(mut object)) = serde_json::from_slice::<Value>(body) else {
+        return None;
+    };
+    let subaccount_id = match object.remove("subaccount_id")? {
+        Value::String(s) => s,
+        _ => return None,
+    };
+    let Value::Object(data) = object.remove("account_data")? else {
+        return None;
+    };
+    if !object.is_empty() {
+        return None;
+    }
+    let mut account_data = Vec::with_capacity(data.len());
+    for (field, value) in data {
+        let Value::String(value) = value else {
+            return None;
+        };
+        account_data.push((field, value));
+    }
+    Some(VerifyRequest {
+        subaccount_id: Some(subaccount_id),
+        account_data,
+    })
+}
+
+/// `POST /api/receiver-account/verify`.
+pub async fn verify(
+    state: Data<AppState>,
+    request: Authenticated,
+) -> Result<HttpResponse, ApiError> {
+    let Some(query) = verify_request(&request.body) else {
+        return Ok(verify_refused());
+    };
+    match state.accounts.verify(&request.caller, &query).await {
+        Ok(Some(account)) => Ok(HttpResponse::Ok().json(json!({
+            "exists": true,
+            "receiver_id": account.receiver_id.to_string(),
+            "account_id": account.id.to_string(),
+            "account_data": masked_object(&account),
+        }))),
+        Ok(None) => Ok(HttpResponse::Ok().json(json!({ "exists": false }))),
+        Err(VerifyError::Invalid) => Ok(verify_refused()),
+        Err(VerifyError::Port(e)) => Err(ApiError::port(VERIFY, &e)),
+    }
+}

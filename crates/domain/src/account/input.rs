@@ -1,0 +1,1152 @@
+//! The create-account request (its raw fields and their parse into value types), and the
+//! normalisation that lets verify queries compare equal to stored accounts.
+//!
+//! Only the fields of the request's payout method are looked at (fields of other methods are the
+//! HTTP layer's to reject as unknown). Every field is checked and every failure is reported at
+//! once, in field order (`receiver_id`, then [`PayoutMethod::fields`] order), each as a
+//! catalogue code (`REAC2xx`) against the JSON field name.
+
+use std::convert::Infallible;
+
+use crate::account::au::{AuAccountNumber, AuAccountNumberError, Bsb, BsbError};
+use crate::account::ca::{
+    CaAccountNumber, CaAccountNumberError, CaRoutingNumber, CaRoutingNumberError,
+};
+use crate::account::method::PayoutMethod;
+use crate::account::nz::{NzAccountNumber, NzAccountNumberError};
+use crate::account::sepa::{Bic, BicError, Iban, IbanError, bic_matches_iban};
+use crate::account::us::{
+    AbaRoutingNumber, AbaRoutingNumberError, AccountType, AccountTypeError, UsAccountNumber,
+    UsAccountNumberError,
+};
+use crate::codes::ErrorCode;
+use crate::receiver::values::{EmailAddress, EmailAddressError, MAX_LENGTH};
+use crate::validation::{FieldError, ValidationErrors};
+
+/// Raw create-account fields as sent (strings or absent).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RawAccount {
+    /// `receiver_id`: the receiver the account belongs to.
+    pub receiver_id: Option<String>,
+    /// `bsb` (direct-entry).
+    pub bsb: Option<String>,
+    /// `account_number` (direct-entry, ACH, EFT, direct-credit).
+    pub account_number: Option<String>,
+    /// `routing_number` (ACH, EFT).
+    pub routing_number: Option<String>,
+    /// `account_type`: `checking` or `savings` (ACH, EFT).
+    pub account_type: Option<String>,
+    /// `iban` (SEPA).
+    pub iban: Option<String>,
+    /// `bic` (SEPA).
+    pub bic: Option<String>,
+    /// `recipient`: the payee's e-mail address (digital).
+    pub recipient: Option<String>,
+    /// `name`: the payee's name (digital).
+    pub name: Option<String>,
+    /// `description` (digital, optional).
+    pub description: Option<String>,
+}
+
+/// The parsed details of one account, per method.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AccountDetails {
+    /// Australian direct entry.
+    DirectEntry {
+        /// The branch's BSB.
+        bsb: Bsb,
+        /// The account number.
+        account_number: AuAccountNumber,
+    },
+    /// US ACH.
+    Ach {
+        /// The bank's ABA routing number.
+        routing_number: AbaRoutingNumber,
+        /// The account number.
+        account_number: UsAccountNumber,
+        /// Checking or savings.
+        account_type: AccountType,
+    },
+    /// Canadian EFT.
+    Eft {
+        /// The branch's routing number, electronic form.
+        routing_number: CaRoutingNumber,
+        /// The account number.
+        account_number: CaAccountNumber,
+        /// Chequing or savings.
+        account_type: AccountType,
+    },
+    /// Canadian digital payment to an e-mail recipient.
+    Digital {
+        /// The payee's e-mail address.
+        recipient: EmailAddress,
+        /// The payee's name, trimmed, at most 255 characters.
+        name: String,
+        /// A free-text description, trimmed, at most 255 characters, if one was given.
+        description: Option<String>,
+    },
+    /// SEPA credit transfer.
+    Sepa {
+        /// The account's IBAN, in a SEPA country.
+        iban: Iban,
+        /// The bank's BIC, of the IBAN's country.
+        bic: Bic,
+    },
+    /// New Zealand direct credit.
+    DirectCredit {
+        /// The full account number.
+        account_number: NzAccountNumber,
+    },
+}
+
+impl AccountDetails {
+    /// The payout method these details are for.
+    pub fn method(&self) -> PayoutMethod {
+        match self {
+            AccountDetails::DirectEntry { .. } => PayoutMethod::DirectEntry,
+            AccountDetails::Ach { .. } => PayoutMethod::Ach,
+            AccountDetails::Eft { .. } => PayoutMethod::Eft,
+            AccountDetails::Digital { .. } => PayoutMethod::Digital,
+            AccountDetails::Sepa { .. } => PayoutMethod::Sepa,
+            AccountDetails::DirectCredit { .. } => PayoutMethod::DirectCredit,
+        }
+    }
+
+    /// The matchable fields (names from `MATCHABLE_FIELDS`) with their normalised values, in
+    /// `MATCHABLE_FIELDS` order; `name`/`description` are not matchable.
+    ///
+    /// Each value is what [`normalize_for_match`] makes of any accepted spelling of it; the
+    /// recipient is lower-cased, as e-mail addresses are compared case-insensitively.
+    pub fn matchable(&self) -> Vec<(&'static str, String)> {
+        match self {
+            AccountDetails::DirectEntry {
+                bsb,
+                account_number,
+            } => vec![
+                ("bsb", bsb.as_str().to_owned()),
+                ("account_number", account_number.as_str().to_owned()),
+            ],
+            AccountDetails::Ach {
+                routing_number,
+                account_number,
+                account_type,
+            } => vec![
+                ("account_number", account_number.as_str().to_owned()),
+                ("routing_number", routing_number.as_str().to_owned()),
+                ("account_type", account_type.as_str().to_owned()),
+            ],
+            AccountDetails::Eft {
+                routing_number,
+                account_number,
+                account_type,
+            } => vec![
+                ("account_number", account_number.as_str().to_owned()),
+                ("routing_number", routing_number.as_str().to_owned()),
+                ("account_type", account_type.as_str().to_owned()),
+            ],
+            AccountDetails::Digital { recipient, .. } => {
+                vec![("recipient", recipient.normalized())]
+            }
+            AccountDetails::Sepa { iban, bic } => vec![
+                ("iban", iban.as_str().to_owned()),
+                ("bic", bic.as_str().to_owned()),
+            ],
+            AccountDetails::DirectCredit { account_number } => {
+                vec![("account_number", account_number.as_str().to_owned())]
+            }
+        }
+    }
+}
+
+/// A create-account request whose every field parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccountInput {
+    /// Trimmed and non-empty; the service checks it names one of the caller's receivers.
+    pub receiver_id: String,
+    /// The method's account details.
+    pub details: AccountDetails,
+}
+
+impl AccountInput {
+    /// Parses `receiver_id` and the fields of `method` in `raw`; other fields are ignored.
+    ///
+    /// On failure, returns one [`FieldError`] per failing field, in field order: a missing or
+    /// blank required field gives its "required" code, a field over 255 characters gives
+    /// `REAC226`, and any other failure gives that field's code for what is wrong (format,
+    /// checksum, unknown bank or institution, not SEPA). A BIC whose country does not go with a
+    /// valid IBAN's gives `REAC219` on `bic`.
+    pub fn parse(method: PayoutMethod, raw: &RawAccount) -> Result<AccountInput, ValidationErrors> {
+        use ErrorCode as C;
+
+        let mut errors = ValidationErrors::default();
+        let receiver_id = errors.check(required(
+            raw.receiver_id.as_deref(),
+            "receiver_id",
+            C::Reac201,
+            |text| Ok::<_, Infallible>(text.to_owned()),
+            |never| match never {},
+        ));
+        let details = match method {
+            PayoutMethod::DirectEntry => {
+                let bsb = errors.check(required(
+                    raw.bsb.as_deref(),
+                    "bsb",
+                    C::Reac202,
+                    Bsb::parse,
+                    |error| match error {
+                        BsbError::Empty => C::Reac202,
+                        BsbError::Format => C::Reac203,
+                    },
+                ));
+                let account_number = errors.check(required(
+                    raw.account_number.as_deref(),
+                    "account_number",
+                    C::Reac204,
+                    AuAccountNumber::parse,
+                    |error| match error {
+                        AuAccountNumberError::Empty => C::Reac204,
+                        AuAccountNumberError::Format => C::Reac205,
+                    },
+                ));
+                bsb.zip(account_number)
+                    .map(|(bsb, account_number)| AccountDetails::DirectEntry {
+                        bsb,
+                        account_number,
+                    })
+            }
+            PayoutMethod::Ach => {
+                let routing_number = errors.check(required(
+                    raw.routing_number.as_deref(),
+                    "routing_number",
+                    C::Reac206,
+                    AbaRoutingNumber::parse,
+                    |error| match error {
+                        AbaRoutingNumberError::Empty => C::Reac206,
+                        AbaRoutingNumberError::Format => C::Reac207,
+                        AbaRoutingNumberError::Checksum => C::Reac208,
+                        AbaRoutingNumberError::UnknownInstitution => C::Reac209,
+                    },
+                ));
+                let account_number = errors.check(required(
+                    raw.account_number.as_deref(),
+                    "account_number",
+                    C::Reac204,
+                    UsAccountNumber::parse,
+                    |error| match error {
+                        UsAccountNumberError::Empty => C::Reac204,
+                        UsAccountNumberError::Format => C::Reac205,
+                    },
+                ));
+                let account_type = errors.check(account_type(raw));
+                match (routing_number, account_number, account_type) {
+                    (Some(routing_number), Some(account_number), Some(account_type)) => {
+                        Some(AccountDetails::Ach {
+                            routing_number,
+                            account_number,
+                            account_type,
+                        })
+                    }
+                    _ => None,
+                }
+            }
+            PayoutMethod::Eft => {
+                let routing_number = errors.check(required(
+                    raw.routing_number.as_deref(),
+                    "routing_number",
+                    C::Reac206,
+                    CaRoutingNumber::parse,
+                    |error| match error {
+                        CaRoutingNumberError::Empty => C::Reac206,
+                        CaRoutingNumberError::Format => C::Reac207,
+                        CaRoutingNumberError::UnknownInstitution => C::Reac209,
+                    },
+                ));
+                let account_number = errors.check(required(
+                    raw.account_number.as_deref(),
+                    "account_number",
+                    C::Reac204,
+                    CaAccountNumber::parse,
+                    |error| match error {
+                        CaAccountNumberError::Empty => C::Reac204,
+                        CaAccountNumberError::Format => C::Reac205,
+                    },
+                ));
+                let account_type = errors.check(account_type(raw));
+                match (routing_number, account_number, account_type) {
+                    (Some(routing_number), Some(account_number), Some(account_type)) => {
+                        Some(AccountDetails::Eft {
+                            routing_number,
+                            account_number,
+                            account_type,
+                        })
+                    }
+                    _ => None,
+                }
+            }
+            PayoutMethod::Digital => {
+                let recipient = errors.check(required(
+                    raw.recipient.as_deref(),
+                    "recipient",
+                    C::Reac221,
+                    EmailAddress::parse,
+                    |error| match error {
+                        EmailAddressError::Empty => C::Reac221,
+                        EmailAddressError::TooLong => C::Reac226,
+                        EmailAddressError::Invalid => C::Reac222,
+                    },
+                ));
+                let name = errors.check(required(
+                    raw.name.as_deref(),
+                    "name",
+                    C::Reac223,
+                    |text| Ok::<_, Infallible>(text.to_owned()),
+                    |never| match never {},
+                ));
+                let description = errors.check(
+                    present(raw.description.as_deref(), "description")
+                        .map(|text| text.map(str::to_owned)),
+                );
+                match (recipient, name, description) {
+                    (Some(recipient), Some(name), Some(description)) => {
+                        Some(AccountDetails::Digital {
+                            recipient,
+                            name,
+                            description,
+                        })
+                    }
+                    _ => None,
+                }
+            }
+            PayoutMethod::Sepa => {
+                let iban = errors.check(required(
+                    raw.iban.as_deref(),
+                    "iban",
+                    C::Reac213,
+                    Iban::parse,
+                    |error| match error {
+                        IbanError::Empty => C::Reac213,
+                        IbanError::Format => C::Reac214,
+                        IbanError::CheckDigits => C::Reac215,
+                        IbanError::NotSepa => C::Reac216,
+                    },
+                ));
+                let bic = errors.check(required(
+                    raw.bic.as_deref(),
+                    "bic",
+                    C::Reac217,
+                    Bic::parse,
+                    |error| match error {
+                        BicError::Empty => C::Reac217,
+                        BicError::Format => C::Reac218,
+                    },
+                ));
+                match (iban, bic) {
+                    (Some(iban), Some(bic)) if bic_matches_iban(&bic, &iban) => {
+                        Some(AccountDetails::Sepa { iban, bic })
+                    }
+                    (Some(_), Some(_)) => {
+                        errors.push(C::Reac219, "bic");
+                        None
+                    }
+                    _ => None,
+                }
+            }
+            PayoutMethod::DirectCredit => {
+                let account_number = errors.check(required(
+                    raw.account_number.as_deref(),
+                    "account_number",
+                    C::Reac204,
+                    NzAccountNumber::parse,
+                    |error| match error {
+                        NzAccountNumberError::Empty => C::Reac204,
+                        NzAccountNumberError::Format => C::Reac205,
+                        NzAccountNumberError::UnknownBank => C::Reac209,
+                        NzAccountNumberError::CheckDigits => C::Reac220,
+                    },
+                ));
+                account_number.map(|account_number| AccountDetails::DirectCredit { account_number })
+            }
+        };
+
+        // `check` records an error whenever it yields `None`, and the one `None` it does not
+        // cover (a BIC of the wrong country) pushes its own, so the fallback arm always carries
+        // at least one failure.
+        match (receiver_id, details) {
+            (Some(receiver_id), Some(details)) if errors.is_empty() => Ok(AccountInput {
+                receiver_id,
+                details,
+            }),
+            _ => Err(errors),
+        }
+    }
+}
+
+/// Parses `account_type`, shared by ACH and EFT.
+fn account_type(raw: &RawAccount) -> Result<AccountType, FieldError> {
+    required(
+        raw.account_type.as_deref(),
+        "account_type",
+        ErrorCode::Reac210,
+        AccountType::parse,
+        |error| match error {
+            AccountTypeError::Empty => ErrorCode::Reac210,
+            AccountTypeError::Invalid => ErrorCode::Reac212,
+        },
+    )
+}
+
+/// The trimmed text of a field, `None` when absent or blank, or `REAC226` when over the limit.
+///
+/// The length is checked here, before the field's own parse, because every field (even those
+/// whose own rules would also reject a long value) reports an over-long value as `REAC226`.
+fn present<'a>(value: Option<&'a str>, field: &'static str) -> Result<Option<&'a str>, FieldError> {
+    let Some(text) = value.map(str::trim).filter(|text| !text.is_empty()) else {
+        return Ok(None);
+    };
+    if text.chars().nth(MAX_LENGTH).is_some() {
+        return Err(FieldError::new(ErrorCode::Reac226, field));
+    }
+    Ok(Some(text))
+}
+
+/// Parses a required field: absent or blank gives `missing`, a failed parse gives `code(error)`.
+fn required<T, E>(
+    value: Option<&str>,
+    field: &'static str,
+    missing: ErrorCode,
+    parse: impl FnOnce(&str) -> Result<T, E>,
+    code: impl FnOnce(E) -> ErrorCode,
+) -> Result<T, FieldError> {
+    let text = present(value, field)?.ok_or_else(|| FieldError::new(missing, field))?;
+    parse(text).map_err(|error| FieldError::new(code(error), field))
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/// Normalises one verify `account_data` value the way create does, so stored and queried values
+/// compare equal. `None` when the value cannot be any valid value of that field (e.g. a BSB that
+/// is not 6 digits), which simply matches nothing. `account_number` is normalised for every
+/// method that has one: an NZ-formatted number (with separators) to its 16 digits, anything else
+/// to its digits.
+///
+/// Per field:
+/// - `bsb`: the 6 digits of a valid BSB (`012-002` gives `012002`);
+/// - `account_number`: a value with `-` or space separators must be a valid New Zealand
+///   number and gives its 16 digits; any other value must be 4 to 17 ASCII digits (the union
+///   of the Australian, US, Canadian and New Zealand lengths) and is kept as it is;
+/// - `routing_number`: a valid ABA routing number, or a valid Canadian routing number in its
+///   electronic form (the paper form `TTTTT-III` is converted);
+/// - `account_type`: `checking` or `savings`, lower-cased;
+/// - `iban`: a valid SEPA IBAN, electronic form;
+/// - `bic`: a valid BIC, upper-cased;
+/// - `recipient`: a valid e-mail address, lower-cased;
+/// - any other field name: `None`.
+pub fn normalize_for_match(field: &str, value: &str) -> Option<String> {
+    let text = value.trim();
+    match field {
+        "bsb" => Bsb::parse(text).ok().map(|bsb| bsb.as_str().to_owned()),
+        "account_number" => {
+            if text.contains(['-', ' ']) {
+                NzAccountNumber::parse(text)
+                    .ok()
+                    .map(|number| number.as_str().to_owned())
+            } else {
+                is_ascii_digits(text, 4, 17).then(|| text.to_owned())
+            }
+        }
+        "routing_number" => AbaRoutingNumber::parse(text)
+            .map(|number| number.as_str().to_owned())
+            .or_else(|_| CaRoutingNumber::parse(text).map(|number| number.as_str().to_owned()))
+            .ok(),
+        "account_type" => AccountType::parse(text)
+            .ok()
+            .map(|account_type| account_type.as_str().to_owned()),
+        "iban" => Iban::parse(text).ok().map(|iban| iban.as_str().to_owned()),
+        "bic" => Bic::parse(text).ok().map(|bic| bic.as_str().to_owned()),
+        "recipient" => EmailAddress::parse(text)
+            .ok()
+            .map(|recipient| recipient.normalized()),
+        _ => None,
+    }
+}
+
+/// True when `text` is `min..=max` ASCII digits and nothing else (stops at the first excess).
+fn is_ascii_digits(text: &str, min: usize, max: usize) -> bool {
+    let mut count = 0;
+    for c in text.chars() {
+        if !c.is_ascii_digit() || count == max {
+            return false;
+        }
+        count += 1;
+    }
+    count >= min
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::account::method::MATCHABLE_FIELDS;
+
+    fn some(text: &str) -> Option<String> {
+        Some(text.to_owned())
+    }
+
+    /// A valid request for `method`, with only that method's fields (and spellings that need
+    /// normalising).
+    fn valid(method: PayoutMethod) -> RawAccount {
+        let base = RawAccount {
+            receiver_id: some(" rcv_123 "),
+            ..RawAccount::default()
+        };
+        match method {
+            PayoutMethod::DirectEntry => RawAccount {
+                bsb: some("012-002"),
+                account_number: some("12345678"),
+                ..base
+            },
+            PayoutMethod::Ach => RawAccount {
+                routing_number: some("021000021"),
+                account_number: some("000123456789"),
+                account_type: some("Checking"),
+                ..base
+            },
+            PayoutMethod::Eft => RawAccount {
+                routing_number: some("12345-003"),
+                account_number: some("1234567"),
+                account_type: some("SAVINGS"),
+                ..base
+            },
+            PayoutMethod::Digital => RawAccount {
+                recipient: some("Jane.Doe@Example.com"),
+                name: some(" Jane Doe "),
+                description: some(" Rent "),
+                ..base
+            },
+            PayoutMethod::Sepa => RawAccount {
+                iban: some("de89 3704 0044 0532 0130 00"),
+                bic: some("deutdeff"),
+                ..base
+            },
+            PayoutMethod::DirectCredit => RawAccount {
+                account_number: some("01-902-0068389-00"),
+                ..base
+            },
+        }
+    }
+
+    /// The codes of a failed parse, with their fields.
+    fn failures(method: PayoutMethod, raw: &RawAccount) -> Vec<(ErrorCode, String)> {
+        AccountInput::parse(method, raw)
+            .unwrap_err()
+            .0
+            .into_iter()
+            .map(|error| (error.code, error.field.into_owned()))
+            .collect()
+    }
+
+    fn failure(code: ErrorCode, field: &str) -> (ErrorCode, String) {
+        (code, field.to_owned())
+    }
+
+    #[test]
+    fn parses_a_valid_request_per_method() {
+        let parsed = |method| AccountInput::parse(method, &valid(method)).unwrap();
+
+        let input = parsed(PayoutMethod::DirectEntry);
+        assert_eq!(input.receiver_id, "rcv_123");
+        assert_eq!(
+            input.details,
+            AccountDetails::DirectEntry {
+                bsb: Bsb::parse("012002").unwrap(),
+                account_number: AuAccountNumber::parse("12345678").unwrap(),
+            }
+        );
+
+        assert_eq!(
+            parsed(PayoutMethod::Ach).details,
+            AccountDetails::Ach {
+                routing_number: AbaRoutingNumber::parse("021000021").unwrap(),
+                account_number: UsAccountNumber::parse("000123456789").unwrap(),
+                account_type: AccountType::Checking,
+            }
+        );
+
+        let AccountDetails::Eft {
+            routing_number,
+            account_number,
+            account_type,
+        } = parsed(PayoutMethod::Eft).details
+        else {
+            panic!("not EFT details");
+        };
+        assert_eq!(routing_number.as_str(), "000312345");
+        assert_eq!(account_number.as_str(), "1234567");
+        assert_eq!(account_type, AccountType::Savings);
+
+        assert_eq!(
+            parsed(PayoutMethod::Digital).details,
+            AccountDetails::Digital {
+                recipient: EmailAddress::parse("Jane.Doe@Example.com").unwrap(),
+                name: "Jane Doe".to_owned(),
+                description: Some("Rent".to_owned()),
+            }
+        );
+
+        let AccountDetails::Sepa { iban, bic } = parsed(PayoutMethod::Sepa).details else {
+            panic!("not SEPA details");
+        };
+        assert_eq!(iban.as_str(), "DE89370400440532013000");
+        assert_eq!(bic.as_str(), "DEUTDEFF");
+
+        let AccountDetails::DirectCredit { account_number } =
+            parsed(PayoutMethod::DirectCredit).details
+        else {
+            panic!("not direct-credit details");
+        };
+        assert_eq!(account_number.as_str(), "0109020068389000");
+
+        for method in PayoutMethod::ALL {
+            assert_eq!(parsed(method).details.method(), method);
+        }
+    }
+
+    #[test]
+    fn the_description_is_optional() {
+        for description in [None, some(""), some("  \t")] {
+            let raw = RawAccount {
+                description,
+                ..valid(PayoutMethod::Digital)
+            };
+            let input = AccountInput::parse(PayoutMethod::Digital, &raw).unwrap();
+            let AccountDetails::Digital { description, .. } = input.details else {
+                panic!("not digital details");
+            };
+            assert_eq!(description, None);
+        }
+    }
+
+    #[test]
+    fn an_empty_request_gives_exactly_the_required_codes() {
+        use ErrorCode as C;
+        let cases = [
+            (
+                PayoutMethod::DirectEntry,
+                vec![
+                    failure(C::Reac201, "receiver_id"),
+                    failure(C::Reac202, "bsb"),
+                    failure(C::Reac204, "account_number"),
+                ],
+            ),
+            (
+                PayoutMethod::Ach,
+                vec![
+                    failure(C::Reac201, "receiver_id"),
+                    failure(C::Reac206, "routing_number"),
+                    failure(C::Reac204, "account_number"),
+                    failure(C::Reac210, "account_type"),
+                ],
+            ),
+            (
+                PayoutMethod::Eft,
+                vec![
+                    failure(C::Reac201, "receiver_id"),
+                    failure(C::Reac206, "routing_number"),
+                    failure(C::Reac204, "account_number"),
+                    failure(C::Reac210, "account_type"),
+                ],
+            ),
+            (
+                PayoutMethod::Digital,
+                vec![
+                    failure(C::Reac201, "receiver_id"),
+                    failure(C::Reac221, "recipient"),
+                    failure(C::Reac223, "name"),
+                ],
+            ),
+            (
+                PayoutMethod::Sepa,
+                vec![
+                    failure(C::Reac201, "receiver_id"),
+                    failure(C::Reac213, "iban"),
+                    failure(C::Reac217, "bic"),
+                ],
+            ),
+            (
+                PayoutMethod::DirectCredit,
+                vec![
+                    failure(C::Reac201, "receiver_id"),
+                    failure(C::Reac204, "account_number"),
+                ],
+            ),
+        ];
+        for (method, expected) in cases {
+            assert_eq!(
+                failures(method, &RawAccount::default()),
+                expected,
+                "{method:?}"
+            );
+            // Blank values are missing values.
+            let blank = RawAccount {
+                receiver_id: some(" "),
+                bsb: some("\t"),
+                account_number: some(""),
+                routing_number: some(" "),
+                account_type: some(" "),
+                iban: some(" "),
+                bic: some("\n"),
+                recipient: some(" "),
+                name: some("  "),
+                description: some(" "),
+            };
+            assert_eq!(failures(method, &blank), expected, "{method:?}");
+        }
+    }
+
+    #[test]
+    fn fields_of_other_methods_are_ignored() {
+        for method in PayoutMethod::ALL {
+            let mut raw = valid(method);
+            let others = [
+                ("bsb", &mut raw.bsb),
+                ("account_number", &mut raw.account_number),
+                ("routing_number", &mut raw.routing_number),
+                ("account_type", &mut raw.account_type),
+                ("iban", &mut raw.iban),
+                ("bic", &mut raw.bic),
+                ("recipient", &mut raw.recipient),
+                ("name", &mut raw.name),
+                ("description", &mut raw.description),
+            ];
+            for (field, slot) in others {
+                if !method.fields().contains(&field) {
+                    *slot = Some("x".repeat(300));
+                }
+            }
+            assert!(AccountInput::parse(method, &raw).is_ok(), "{method:?}");
+        }
+    }
+
+    #[test]
+    fn every_code_is_reported_on_its_field() {
+        use ErrorCode as C;
+        use PayoutMethod as M;
+        let cases: Vec<(M, RawAccount, (ErrorCode, String))> = vec![
+            (
+                M::DirectEntry,
+                RawAccount {
+                    bsb: some("01-2002"),
+                    ..valid(M::DirectEntry)
+                },
+                failure(C::Reac203, "bsb"),
+            ),
+            (
+                M::DirectEntry,
+                RawAccount {
+                    account_number: some("1234"),
+                    ..valid(M::DirectEntry)
+                },
+                failure(C::Reac205, "account_number"),
+            ),
+            (
+                M::Ach,
+                RawAccount {
+                    account_number: some("12-34"),
+                    ..valid(M::Ach)
+                },
+                failure(C::Reac205, "account_number"),
+            ),
+            (
+                M::Eft,
+                RawAccount {
+                    account_number: some("123456"),
+                    ..valid(M::Eft)
+                },
+                failure(C::Reac205, "account_number"),
+            ),
+            (
+                M::DirectCredit,
+                RawAccount {
+                    account_number: some("01-0902-068389-00"),
+                    ..valid(M::DirectCredit)
+                },
+                failure(C::Reac205, "account_number"),
+            ),
+            (
+                M::DirectCredit,
+                RawAccount {
+                    account_number: some("01-902-0068388-00"),
+                    ..valid(M::DirectCredit)
+                },
+                failure(C::Reac220, "account_number"),
+            ),
+            (
+                M::DirectCredit,
+                RawAccount {
+                    account_number: some("05-0001-0068389-00"),
+                    ..valid(M::DirectCredit)
+                },
+                failure(C::Reac209, "account_number"),
+            ),
+            (
+                M::Ach,
+                RawAccount {
+                    routing_number: some("02100002"),
+                    ..valid(M::Ach)
+                },
+                failure(C::Reac207, "routing_number"),
+            ),
+            (
+                M::Ach,
+                RawAccount {
+                    routing_number: some("021000022"),
+                    ..valid(M::Ach)
+                },
+                failure(C::Reac208, "routing_number"),
+            ),
+            (
+                M::Ach,
+                RawAccount {
+                    routing_number: some("500000005"),
+                    ..valid(M::Ach)
+                },
+                failure(C::Reac209, "routing_number"),
+            ),
+            (
+                M::Eft,
+                RawAccount {
+                    routing_number: some("12345003"),
+                    ..valid(M::Eft)
+                },
+                failure(C::Reac207, "routing_number"),
+            ),
+            (
+                M::Eft,
+                RawAccount {
+                    routing_number: some("12345-999"),
+                    ..valid(M::Eft)
+                },
+                failure(C::Reac209, "routing_number"),
+            ),
+            (
+                M::Ach,
+                RawAccount {
+                    account_type: some("current"),
+                    ..valid(M::Ach)
+                },
+                failure(C::Reac212, "account_type"),
+            ),
+            (
+                M::Eft,
+                RawAccount {
+                    account_type: some("chequing"),
+                    ..valid(M::Eft)
+                },
+                failure(C::Reac212, "account_type"),
+            ),
+            (
+                M::Sepa,
+                RawAccount {
+                    iban: some("DE8937040044053201300"),
+                    ..valid(M::Sepa)
+                },
+                failure(C::Reac214, "iban"),
+            ),
+            (
+                M::Sepa,
+                RawAccount {
+                    iban: some("DE88370400440532013000"),
+                    ..valid(M::Sepa)
+                },
+                failure(C::Reac215, "iban"),
+            ),
+            (
+                M::Sepa,
+                RawAccount {
+                    iban: some("TR330006100519786457841326"),
+                    ..valid(M::Sepa)
+                },
+                failure(C::Reac216, "iban"),
+            ),
+            (
+                M::Sepa,
+                RawAccount {
+                    bic: some("DEUTDEF"),
+                    ..valid(M::Sepa)
+                },
+                failure(C::Reac218, "bic"),
+            ),
+            (
+                M::Sepa,
+                RawAccount {
+                    bic: some("NWBKGB2L"),
+                    ..valid(M::Sepa)
+                },
+                failure(C::Reac219, "bic"),
+            ),
+            (
+                M::Digital,
+                RawAccount {
+                    recipient: some("jane@localhost"),
+                    ..valid(M::Digital)
+                },
+                failure(C::Reac222, "recipient"),
+            ),
+            (
+                M::Digital,
+                RawAccount {
+                    name: some(&"n".repeat(256)),
+                    ..valid(M::Digital)
+                },
+                failure(C::Reac226, "name"),
+            ),
+        ];
+        for (method, raw, expected) in cases {
+            assert_eq!(
+                failures(method, &raw),
+                vec![expected.clone()],
+                "{expected:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn any_field_over_255_characters_is_reac226() {
+        let long = "é".repeat(256);
+        for method in PayoutMethod::ALL {
+            let mut fields = vec!["receiver_id"];
+            fields.extend(method.fields());
+            for field in fields {
+                let mut raw = valid(method);
+                let slot = match field {
+                    "receiver_id" => &mut raw.receiver_id,
+                    "bsb" => &mut raw.bsb,
+                    "account_number" => &mut raw.account_number,
+                    "routing_number" => &mut raw.routing_number,
+                    "account_type" => &mut raw.account_type,
+                    "iban" => &mut raw.iban,
+                    "bic" => &mut raw.bic,
+                    "recipient" => &mut raw.recipient,
+                    "name" => &mut raw.name,
+                    "description" => &mut raw.description,
+                    other => panic!("unexpected field {other}"),
+                };
+                *slot = Some(long.clone());
+                assert_eq!(
+                    failures(method, &raw),
+                    vec![failure(ErrorCode::Reac226, field)],
+                    "{method:?} {field}"
+                );
+            }
+        }
+        // 255 characters (of two bytes each) are within the limit.
+        let raw = RawAccount {
+            receiver_id: Some("é".repeat(255)),
+            description: Some(format!("  {}  ", "é".repeat(255))),
+            ..valid(PayoutMethod::Digital)
+        };
+        assert!(AccountInput::parse(PayoutMethod::Digital, &raw).is_ok());
+    }
+
+    #[test]
+    fn reports_several_failures_at_once_in_field_order() {
+        use ErrorCode as C;
+        let raw = RawAccount {
+            receiver_id: None,
+            iban: some("GB82WEST12345698765433"),
+            bic: some("DEUTDEFF5"),
+            ..RawAccount::default()
+        };
+        assert_eq!(
+            failures(PayoutMethod::Sepa, &raw),
+            vec![
+                failure(C::Reac201, "receiver_id"),
+                failure(C::Reac215, "iban"),
+                failure(C::Reac218, "bic"),
+            ]
+        );
+        let raw = RawAccount {
+            receiver_id: some("rcv_1"),
+            routing_number: some("99999-999"),
+            account_number: some("12"),
+            account_type: some("both"),
+            ..RawAccount::default()
+        };
+        assert_eq!(
+            failures(PayoutMethod::Eft, &raw),
+            vec![
+                failure(C::Reac209, "routing_number"),
+                failure(C::Reac205, "account_number"),
+                failure(C::Reac212, "account_type"),
+            ]
+        );
+        let raw = RawAccount {
+            recipient: some("not an address"),
+            name: None,
+            description: Some("d".repeat(300)),
+            ..RawAccount::default()
+        };
+        assert_eq!(
+            failures(PayoutMethod::Digital, &raw),
+            vec![
+                failure(C::Reac201, "receiver_id"),
+                failure(C::Reac222, "recipient"),
+                failure(C::Reac223, "name"),
+                failure(C::Reac226, "description"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_bic_is_only_compared_with_a_fully_valid_iban() {
+        // A non-SEPA IBAN with a BIC of its own country: only the IBAN fails.
+        let raw = RawAccount {
+            iban: some("TR330006100519786457841326"),
+            bic: some("TCZBTR2A"),
+            ..valid(PayoutMethod::Sepa)
+        };
+        assert_eq!(
+            failures(PayoutMethod::Sepa, &raw),
+            vec![failure(ErrorCode::Reac216, "iban")]
+        );
+        // A Jersey BIC goes with a GB IBAN.
+        let raw = RawAccount {
+            iban: some("GB82WEST12345698765432"),
+            bic: some("ABCDJESH"),
+            ..valid(PayoutMethod::Sepa)
+        };
+        assert!(AccountInput::parse(PayoutMethod::Sepa, &raw).is_ok());
+    }
+
+    #[test]
+    fn matchable_fields_follow_matchable_fields_order() {
+        for method in PayoutMethod::ALL {
+            let details = AccountInput::parse(method, &valid(method)).unwrap().details;
+            let names: Vec<&str> = details.matchable().iter().map(|(name, _)| *name).collect();
+            let expected: Vec<&str> = MATCHABLE_FIELDS
+                .into_iter()
+                .filter(|field| method.fields().contains(field))
+                .collect();
+            assert_eq!(names, expected, "{method:?}");
+        }
+        let digital = AccountInput::parse(PayoutMethod::Digital, &valid(PayoutMethod::Digital))
+            .unwrap()
+            .details;
+        assert_eq!(
+            digital.matchable(),
+            vec![("recipient", "jane.doe@example.com".to_owned())]
+        );
+        let nz = AccountInput::parse(
+            PayoutMethod::DirectCredit,
+            &valid(PayoutMethod::DirectCredit),
+        )
+        .unwrap()
+        .details;
+        assert_eq!(
+            nz.matchable(),
+            vec![("account_number", "0109020068389000".to_owned())]
+        );
+    }
+
+    #[test]
+    fn stored_and_queried_values_normalise_alike() {
+        for method in PayoutMethod::ALL {
+            let raw = valid(method);
+            let details = AccountInput::parse(method, &raw).unwrap().details;
+            for (field, stored) in details.matchable() {
+                assert_eq!(
+                    normalize_for_match(field, &stored).as_deref(),
+                    Some(stored.as_str()),
+                    "{method:?} {field} (stored)"
+                );
+                let sent = match field {
+                    "bsb" => raw.bsb.clone(),
+                    "account_number" => raw.account_number.clone(),
+                    "routing_number" => raw.routing_number.clone(),
+                    "account_type" => raw.account_type.clone(),
+                    "iban" => raw.iban.clone(),
+                    "bic" => raw.bic.clone(),
+                    "recipient" => raw.recipient.clone(),
+                    other => panic!("unexpected field {other}"),
+                }
+                .unwrap();
+                assert_eq!(
+                    normalize_for_match(field, &sent).as_deref(),
+                    Some(stored.as_str()),
+                    "{method:?} {field} (as sent)"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn normalize_for_match_known_answers() {
+        let cases: &[(&str, &str, Option<&str>)] = &[
+            ("bsb", "012-002", Some("012002")),
+            ("bsb", " 012002 ", Some("012002")),
+            ("bsb", "01200", None),
+            ("account_number", " 12345678 ", Some("12345678")),
+            ("account_number", "1234", Some("1234")),
+            (
+                "account_number",
+                "12345678901234567",
+                Some("12345678901234567"),
+            ),
+            ("account_number", "123", None),
+            ("account_number", "123456789012345678", None),
+            (
+                "account_number",
+                "01-902-0068389-00",
+                Some("0109020068389000"),
+            ),
+            (
+                "account_number",
+                "01 0902 0068389 000",
+                Some("0109020068389000"),
+            ),
+            (
+                "account_number",
+                "0109020068389000",
+                Some("0109020068389000"),
+            ),
+            ("account_number", "1234-5678", None),
+            ("account_number", "01-902-0068388-00", None),
+            ("account_number", "１２３４５", None),
+            ("routing_number", "021000021", Some("021000021")),
+            ("routing_number", "12345-003", Some("000312345")),
+            ("routing_number", "000312345", Some("000312345")),
+            ("routing_number", "021000022", None),
+            ("account_type", " Savings ", Some("savings")),
+            ("account_type", "chequing", None),
+            (
+                "iban",
+                "gb82 west 1234 5698 7654 32",
+                Some("GB82WEST12345698765432"),
+            ),
+            ("iban", "TR330006100519786457841326", None),
+            ("bic", "deutdeff500", Some("DEUTDEFF500")),
+            ("recipient", " Jane@Example.COM ", Some("jane@example.com")),
+            ("name", "Jane", None),
+            ("description", "Rent", None),
+        ];
+        for &(field, value, expected) in cases {
+            assert_eq!(
+                normalize_for_match(field, value).as_deref(),
+                expected,
+                "{field} {value}"
+            );
+        }
+        for field in MATCHABLE_FIELDS {
+            for odd in [
+                "",
+                "   ",
+                "🤷",
+                "\u{0000}",
+                "é\u{0301}",
+                &"9".repeat(100_000),
+            ] {
+                assert_eq!(normalize_for_match(field, odd), None, "{field} {odd:.10}");
+            }
+        }
+    }
+}

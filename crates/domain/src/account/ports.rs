@@ -1,0 +1,125 @@
+//! The ports of the account use cases.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use crate::account::ReceiverAccount;
+use crate::error::PortError;
+use crate::events::OutboxEvent;
+use crate::ids::{ReceiverAccountId, ReceiverId, SubaccountId};
+
+/// A confirmation token as stored: only its SHA-256, never the token itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConfirmationToken {
+    /// SHA-256 of the token text.
+    pub hash: [u8; 32],
+    /// When it stops working.
+    pub expires_at: DateTime<Utc>,
+}
+
+/// What a token opens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenLookup {
+    /// The account it confirms.
+    pub account: ReceiverAccount,
+    /// When the token expires.
+    pub expires_at: DateTime<Utc>,
+    /// Whether it was used already.
+    pub used: bool,
+}
+
+/// Why an account could not be stored.
+#[derive(Debug, thiserror::Error)]
+pub enum InsertAccountError {
+    /// The receiver already has an account with exactly these details.
+    #[error("the receiver already has an account with these details")]
+    Duplicate,
+    /// Infrastructure failure.
+    #[error(transparent)]
+    Port(#[from] PortError),
+}
+
+/// Receiver accounts. Values are encrypted at rest; matchable fields also get keyed
+/// fingerprints, so matching and duplicate detection are index lookups, never decryption.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait AccountStore: Send + Sync {
+    /// Stores a new account, its confirmation token and its events in one transaction.
+    ///
+    /// # Errors
+    /// `Duplicate` when the receiver already has an account of the same method with the same
+    /// matchable values (also under concurrent inserts); then nothing was written.
+    async fn insert_account(
+        &self,
+        account: &ReceiverAccount,
+        token: &ConfirmationToken,
+        events: &[OutboxEvent],
+    ) -> Result<(), InsertAccountError>;
+
+    /// The account with this id if it belongs to `subaccount`, else `Ok(None)`.
+    async fn find_account(
+        &self,
+        subaccount: SubaccountId,
+        id: ReceiverAccountId,
+    ) -> Result<Option<ReceiverAccount>, PortError>;
+
+    /// Every account of the receiver (of `subaccount`), oldest first.
+    async fn list_accounts(
+        &self,
+        subaccount: SubaccountId,
+        receiver: ReceiverId,
+    ) -> Result<Vec<ReceiverAccount>, PortError>;
+
+    /// The oldest account of `subaccount` whose matchable fields equal every given
+    /// (field, normalised value) pair, or `Ok(None)`. `fields` is not empty and names only
+    /// matchable fields.
+    async fn find_first_match(
+        &self,
+        subaccount: SubaccountId,
+        fields: &[(String, String)],
+    ) -> Result<Option<ReceiverAccount>, PortError>;
+
+    /// The token with this hash and its account, or `Ok(None)`.
+    async fn find_token(&self, hash: &[u8; 32]) -> Result<Option<TokenLookup>, PortError>;
+
+    /// Applies a confirmation decided by the domain: sets `account`'s statuses where the stored
+    /// account is still `unconfirmed` (and, with `token`, where that token is unused, marking it
+    /// used), and writes `events`, in one transaction. `Ok(false)` when the conditions no longer
+    /// hold (confirmed meanwhile, token used); then nothing was written.
+    async fn confirm_account(
+        &self,
+        account: &ReceiverAccount,
+        token: Option<[u8; 32]>,
+        events: &[OutboxEvent],
+    ) -> Result<bool, PortError>;
+}
+
+/// A request to the receiver to confirm an account's details.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfirmationRequest {
+    /// The account.
+    pub account_id: ReceiverAccountId,
+    /// Its subaccount.
+    pub subaccount_id: SubaccountId,
+    /// Where to send it (the receiver's e-mail).
+    pub to_email: String,
+    /// The receiver's phone, with dial code, for SMS.
+    pub to_phone: String,
+    /// The receiver's name, for the greeting.
+    pub receiver_name: String,
+    /// The link that confirms; carries the token, so treat it as a secret.
+    pub confirm_url: crate::masking::Secret<String>,
+    /// The details to show, masked.
+    pub masked_details: Vec<(String, String)>,
+}
+
+/// Sends confirmation requests by e-mail or SMS.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait Notifier: Send + Sync {
+    /// Sends one confirmation request.
+    ///
+    /// # Errors
+    /// `PortError::Unavailable` when the provider cannot be reached; nothing was sent.
+    async fn send_confirmation(&self, request: &ConfirmationRequest) -> Result<(), PortError>;
+}

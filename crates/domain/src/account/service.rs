@@ -1,0 +1,396 @@
+//! The receiver-account use cases: create (with a confirmation request), read, list, verify,
+//! confirm.
+
+use std::sync::Arc;
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use chrono::Duration;
+use sha2::{Digest, Sha256};
+
+use crate::account::data::AccountData;
+use crate::account::input::{AccountInput, RawAccount, normalize_for_match};
+use crate::account::ports::{
+    AccountStore, ConfirmationRequest, ConfirmationToken, InsertAccountError, Notifier,
+};
+use crate::account::status::confirm;
+use crate::account::{
+    AccountStatus, ConfirmStatus, MATCHABLE_FIELDS, PayoutMethod, ReceiverAccount,
+};
+use crate::auth::Caller;
+use crate::codes::ErrorCode;
+use crate::error::PortError;
+use crate::events::{EventKind, OutboxEvent};
+use crate::ids::{EventId, ReceiverAccountId, ReceiverId};
+use crate::masking::Secret;
+use crate::ports::{Clock, IdGenerator, ReceiverStore};
+use crate::receiver::Receiver;
+use crate::receiver::service::is_callers;
+use crate::validation::ValidationErrors;
+
+/// How long a confirmation link works (contract §5.6).
+pub const TOKEN_LIFETIME_DAYS: i64 = 7;
+
+/// Why an account was not created.
+#[derive(Debug, thiserror::Error)]
+pub enum CreateAccountError {
+    /// Invalid fields and/or an unknown or foreign receiver (`REAC211`), every problem listed.
+    #[error(transparent)]
+    Invalid(ValidationErrors),
+    /// The receiver already has an account with these details (`REAC230`).
+    #[error("account already exists")]
+    Duplicate,
+    /// Infrastructure failure.
+    #[error(transparent)]
+    Port(#[from] PortError),
+}
+
+/// Why an account (or a receiver's accounts) could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum GetAccountError {
+    /// No such account or receiver in the caller's subaccount.
+    #[error("not found")]
+    NotFound,
+    /// Infrastructure failure.
+    #[error(transparent)]
+    Port(#[from] PortError),
+}
+
+/// Why a verify request was refused (always answered with the one verify message).
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    /// Missing or foreign `subaccount_id`, or empty `account_data` or an unknown field in it.
+    #[error("missing or invalid subaccount_id or account_data")]
+    Invalid,
+    /// Infrastructure failure.
+    #[error(transparent)]
+    Port(#[from] PortError),
+}
+
+/// Why a confirmation did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfirmError {
+    /// Unknown, expired or already used token, or an account that cannot be confirmed.
+    #[error("the confirmation link is invalid or has expired")]
+    Invalid,
+    /// No such account in the caller's subaccount (sandbox helper).
+    #[error("account not found")]
+    NotFound,
+    /// Infrastructure failure.
+    #[error(transparent)]
+    Port(#[from] PortError),
+}
+
+/// A created account and whether its confirmation request went out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreatedAccount {
+    /// The account.
+    pub account: ReceiverAccount,
+    /// False when the notifier failed; the account exists regardless.
+    pub confirmation_sent: bool,
+}
+
+/// A verify query: the caller's `subaccount_id` and the `account_data` pairs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyRequest {
+    /// `subaccount_id` as sent.
+    pub subaccount_id: Option<String>,
+    /// `account_data` as sent (strings only; the HTTP layer refuses other types).
+    pub account_data: Vec<(String, String)>,
+}
+
+/// The receiver-account use cases.
+pub struct AccountService {
+    accounts: Arc<dyn AccountStore>,
+    receivers: Arc<dyn ReceiverStore>,
+    notifier: Arc<dyn Notifier>,
+    clock: Arc<dyn Clock>,
+    ids: Arc<dyn IdGenerator>,
+    confirm_base_url: String,
+}
+
+/// SHA-256 of a confirmation token's text: what the store keeps.
+pub fn token_hash(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+impl AccountService {
+    /// `confirm_base_url` is the public base URL confirmation links start with.
+    pub fn new(
+        accounts: Arc<dyn AccountStore>,
+        receivers: Arc<dyn ReceiverStore>,
+        notifier: Arc<dyn Notifier>,
+        clock: Arc<dyn Clock>,
+        ids: Arc<dyn IdGenerator>,
+        confirm_base_url: String,
+    ) -> Self {
+        Self {
+            accounts,
+            receivers,
+            notifier,
+            clock,
+            ids,
+            confirm_base_url,
+        }
+    }
+
+    async fn callers_receiver(
+        &self,
+        caller: &Caller,
+        raw: &str,
+    ) -> Result<Option<Receiver>, PortError> {
+        match ReceiverId::parse(raw) {
+            Some(id) => self.receivers.find_receiver(caller.subaccount_id, id).await,
+            None => Ok(None),
+        }
+    }
+
+    /// Validates the details, checks the receiver is the caller's, stores the account
+    /// (`pending`/`unconfirmed`) with its token and `accountCreated` event, then asks the
+    /// receiver to confirm.
+    pub async fn create(
+        &self,
+        caller: &Caller,
+        method: PayoutMethod,
+        raw: &RawAccount,
+    ) -> Result<CreatedAccount, CreateAccountError> {
+        let parsed = AccountInput::parse(method, raw);
+        let receiver_id = raw
+            .receiver_id
+            .as_deref()
+            .map(str::trim)
+            .filter(|r| !r.is_empty());
+        let receiver = match receiver_id {
+            Some(id) if id.chars().count() <= 255 => self.callers_receiver(caller, id).await?,
+            _ => None,
+        };
+        let (input, receiver) = match (parsed, receiver) {
+            (Ok(input), Some(receiver)) => (input, receiver),
+            (parsed, receiver) => {
+                let mut errors = parsed.err().unwrap_or_default();
+                if receiver.is_none() && receiver_id.is_some_and(|id| id.chars().count() <= 255) {
+                    errors.push(ErrorCode::Reac211, "receiver_id");
+                }
+                return Err(CreateAccountError::Invalid(errors));
+            }
+        };
+        let now = self.clock.now();
+        let account = ReceiverAccount {
+            id: ReceiverAccountId::from_uuid(self.ids.new_id()),
+            receiver_id: receiver.id,
+            subaccount_id: caller.subaccount_id,
+            method,
+            data: AccountData::from_details(&input.details),
+            status: AccountStatus::Pending,
+            confirm_status: ConfirmStatus::Unconfirmed,
+            created_at: now,
+            updated_at: now,
+        };
+        let token = URL_SAFE_NO_PAD.encode(self.ids.random_bytes());
+        let stored_token = ConfirmationToken {
+            hash: token_hash(&token),
+            expires_at: now + Duration::days(TOKEN_LIFETIME_DAYS),
+        };
+        let event = OutboxEvent::account(
+            EventKind::AccountCreated,
+            EventId::from_uuid(self.ids.new_id()),
+            &account,
+            now,
+        );
+        self.accounts
+            .insert_account(&account, &stored_token, &[event])
+            .await
+            .map_err(|e| match e {
+                InsertAccountError::Duplicate => CreateAccountError::Duplicate,
+                InsertAccountError::Port(e) => CreateAccountError::Port(e),
+            })?;
+        let request = ConfirmationRequest {
+            account_id: account.id,
+            subaccount_id: account.subaccount_id,
+            to_email: receiver.email.clone(),
+            to_phone: format!("+{}{}", receiver.dialcode, receiver.phone),
+            receiver_name: format!("{} {}", receiver.first_name, receiver.last_name),
+            confirm_url: Secret::new(format!(
+                "{}/confirm/{token}",
+                self.confirm_base_url.trim_end_matches('/')
+            )),
+            masked_details: account
+                .data
+                .masked()
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect(),
+        };
+        let confirmation_sent = self.notifier.send_confirmation(&request).await.is_ok();
+        Ok(CreatedAccount {
+            account,
+            confirmation_sent,
+        })
+    }
+
+    /// The caller's account with this id, with its receiver (for the fields the account object
+    /// shows from it).
+    pub async fn get(
+        &self,
+        caller: &Caller,
+        raw_id: &str,
+    ) -> Result<(ReceiverAccount, Receiver), GetAccountError> {
+        let id = ReceiverAccountId::parse(raw_id).ok_or(GetAccountError::NotFound)?;
+        let account = self
+            .accounts
+            .find_account(caller.subaccount_id, id)
+            .await?
+            .ok_or(GetAccountError::NotFound)?;
+        let receiver = self
+            .receivers
+            .find_receiver(caller.subaccount_id, account.receiver_id)
+            .await?
+            .ok_or_else(|| {
+                PortError::Unknown(anyhow::anyhow!("account {} has no receiver", account.id))
+            })?;
+        Ok((account, receiver))
+    }
+
+    /// The accounts of the caller's receiver, oldest first.
+    pub async fn list_for_receiver(
+        &self,
+        caller: &Caller,
+        raw_receiver_id: &str,
+    ) -> Result<(Receiver, Vec<ReceiverAccount>), GetAccountError> {
+        let receiver = self
+            .callers_receiver(caller, raw_receiver_id)
+            .await?
+            .ok_or(GetAccountError::NotFound)?;
+        let accounts = self
+            .accounts
+            .list_accounts(caller.subaccount_id, receiver.id)
+            .await?;
+        Ok((receiver, accounts))
+    }
+
+    /// The oldest account of the caller's subaccount matching every given field, after
+    /// normalising each value as create does. A value no account could have matches nothing.
+    pub async fn verify(
+        &self,
+        caller: &Caller,
+        request: &VerifyRequest,
+    ) -> Result<Option<ReceiverAccount>, VerifyError> {
+        let callers = request
+            .subaccount_id
+            .as_deref()
+            .is_some_and(|id| is_callers(caller, id));
+        let known = request
+            .account_data
+            .iter()
+            .all(|(k, _)| MATCHABLE_FIELDS.contains(&k.as_str()));
+        let repeated = request
+            .account_data
+            .iter()
+            .enumerate()
+            .any(|(i, (k, _))| request.account_data[..i].iter().any(|(p, _)| p == k));
+        if !callers || request.account_data.is_empty() || !known || repeated {
+            return Err(VerifyError::Invalid);
+        }
+        let mut fields = Vec::with_capacity(request.account_data.len());
+        for (field, value) in &request.account_data {
+            if value.chars().count() > 255 {
+                return Err(VerifyError::Invalid);
+            }
+            match normalize_for_match(field, value) {
+                Some(normalized) => fields.push((field.clone(), normalized)),
+                None => return Ok(None),
+            }
+        }
+        Ok(self
+            .accounts
+            .find_first_match(caller.subaccount_id, &fields)
+            .await?)
+    }
+
+    async fn apply_confirmation(
+        &self,
+        account: ReceiverAccount,
+        token: Option<[u8; 32]>,
+    ) -> Result<ReceiverAccount, ConfirmError> {
+        let Some((status, confirm_status)) = confirm(account.status, account.confirm_status) else {
+            return if account.confirm_status == ConfirmStatus::Confirmed {
+                Ok(account)
+            } else {
+                Err(ConfirmError::Invalid)
+            };
+        };
+        let now = self.clock.now();
+        let updated = ReceiverAccount {
+            status,
+            confirm_status,
+            updated_at: now,
+            ..account
+        };
+        let event = OutboxEvent::account(
+            EventKind::AccountUpdate,
+            EventId::from_uuid(self.ids.new_id()),
+            &updated,
+            now,
+        );
+        if self
+            .accounts
+            .confirm_account(&updated, token, &[event])
+            .await?
+        {
+            return Ok(updated);
+        }
+        // Lost a race: someone confirmed it (or used the token) first. Report what is stored.
+        let stored = self
+            .accounts
+            .find_account(updated.subaccount_id, updated.id)
+            .await?;
+        match stored {
+            Some(stored) if stored.confirm_status == ConfirmStatus::Confirmed => Ok(stored),
+            _ => Err(ConfirmError::Invalid),
+        }
+    }
+
+    /// Confirms through the link sent to the receiver. A token works once, for
+    /// [`TOKEN_LIFETIME_DAYS`]; opening it again after it worked shows the account confirmed.
+    pub async fn confirm_with_token(&self, token: &str) -> Result<ReceiverAccount, ConfirmError> {
+        if token.is_empty() || token.len() > 128 {
+            return Err(ConfirmError::Invalid);
+        }
+        let hash = token_hash(token);
+        let found = self
+            .accounts
+            .find_token(&hash)
+            .await?
+            .ok_or(ConfirmError::Invalid)?;
+        if found.used {
+            return if found.account.confirm_status == ConfirmStatus::Confirmed {
+                Ok(found.account)
+            } else {
+                Err(ConfirmError::Invalid)
+            };
+        }
+        if found.expires_at <= self.clock.now() {
+            return Err(ConfirmError::Invalid);
+        }
+        self.apply_confirmation(found.account, Some(hash)).await
+    }
+
+    /// Confirms an account of the caller's subaccount directly (sandbox helper).
+    pub async fn confirm_by_id(
+        &self,
+        caller: &Caller,
+        raw_id: &str,
+    ) -> Result<ReceiverAccount, ConfirmError> {
+        let id = ReceiverAccountId::parse(raw_id).ok_or(ConfirmError::NotFound)?;
+        let account = self
+            .accounts
+            .find_account(caller.subaccount_id, id)
+            .await?
+            .ok_or(ConfirmError::NotFound)?;
+        self.apply_confirmation(account, None).await
+    }
+}
+
+#[cfg(test)]
+#[path = "service_tests.rs"]
+mod tests;

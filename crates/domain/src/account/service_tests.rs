@@ -1,0 +1,443 @@
+//! `AccountService` driven through mocked ports.
+
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::*;
+use crate::account::ports::{MockAccountStore, MockNotifier, TokenLookup};
+use crate::country::CountryCode;
+use crate::ids::{ApiKeyId, SubaccountId};
+use crate::ports::{MockClock, MockIdGenerator, MockReceiverStore};
+use crate::receiver::{Address, KycStatus, ReceiverStatus};
+
+const NOW_MS: i64 = 1_700_000_000_000;
+
+fn now() -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(NOW_MS).unwrap_or_default()
+}
+
+fn caller() -> Caller {
+    Caller {
+        subaccount_id: SubaccountId::from_uuid(Uuid::from_u128(0xA)),
+        api_key_id: ApiKeyId::from_uuid(Uuid::from_u128(0xB)),
+    }
+}
+
+fn receiver() -> Receiver {
+    Receiver {
+        id: ReceiverId::from_uuid(Uuid::from_u128(0xC)),
+        subaccount_id: caller().subaccount_id,
+        first_name: "Ada".to_owned(),
+        middle_name: String::new(),
+        last_name: "Lovelace".to_owned(),
+        email: "ada@example.com".to_owned(),
+        gender: None,
+        dob: now().date_naive(),
+        dialcode: "61".to_owned(),
+        phone: "412345678".to_owned(),
+        address: Address {
+            address: "1 Example Street".to_owned(),
+            address2: String::new(),
+            city: "Sydney".to_owned(),
+            state: "NSW".to_owned(),
+            country: CountryCode::parse("AUS").unwrap_or_else(|e| panic!("{e}")),
+            postcode: "2000".to_owned(),
+        },
+        reference: None,
+        applicant_id: "app".to_owned(),
+        status: ReceiverStatus::Active,
+        kyc_status: KycStatus::Completed,
+        created_at: now(),
+        updated_at: now(),
+    }
+}
+
+fn raw(receiver_id: &str) -> RawAccount {
+    RawAccount {
+        receiver_id: Some(receiver_id.to_owned()),
+        bsb: Some("012-002".to_owned()),
+        account_number: Some("123456789".to_owned()),
+        ..RawAccount::default()
+    }
+}
+
+fn receivers_knowing_ours() -> Arc<MockReceiverStore> {
+    let mut receivers = MockReceiverStore::new();
+    receivers.expect_find_receiver().returning(|sub, id| {
+        Ok((sub == caller().subaccount_id && id == receiver().id).then(receiver))
+    });
+    Arc::new(receivers)
+}
+
+fn clock_at(ms: i64) -> Arc<MockClock> {
+    let mut clock = MockClock::new();
+    clock
+        .expect_now()
+        .returning(move || DateTime::from_timestamp_millis(ms).unwrap_or_default());
+    Arc::new(clock)
+}
+
+fn ids() -> Arc<MockIdGenerator> {
+    let mut ids = MockIdGenerator::new();
+    let mut n = 100u128;
+    ids.expect_new_id().returning(move || {
+        n += 1;
+        Uuid::from_u128(n)
+    });
+    ids.expect_random_bytes().returning(|| [9; 32]);
+    Arc::new(ids)
+}
+
+fn service(accounts: MockAccountStore, notifier: MockNotifier, now_ms: i64) -> AccountService {
+    AccountService::new(
+        Arc::new(accounts),
+        receivers_knowing_ours(),
+        Arc::new(notifier),
+        clock_at(now_ms),
+        ids(),
+        "https://pay.example.com/".to_owned(),
+    )
+}
+
+fn codes(result: Result<CreatedAccount, CreateAccountError>) -> Vec<ErrorCode> {
+    match result {
+        Err(CreateAccountError::Invalid(e)) => e.0.into_iter().map(|e| e.code).collect(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn creates_a_pending_account_stores_only_the_token_hash_and_sends_the_link() {
+    let stored_hash = Arc::new(Mutex::new(None));
+    let seen = stored_hash.clone();
+    let mut accounts = MockAccountStore::new();
+    accounts
+        .expect_insert_account()
+        .withf(|account, token, events| {
+            let text = events[0].payload.to_string();
+            account.status == AccountStatus::Pending
+                && account.confirm_status == ConfirmStatus::Unconfirmed
+                && account.data.expose("bsb") == Some("012002")
+                && token.expires_at == now() + Duration::days(7)
+                && events.len() == 1
+                && events[0].kind == EventKind::AccountCreated
+                && events[0].payload["bsb"] == "012 ***"
+                && !text.contains("123456789")
+        })
+        .times(1)
+        .returning(move |_, token, _| {
+            *seen
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(token.hash);
+            Ok(())
+        });
+    let sent = Arc::new(Mutex::new(None));
+    let sent_to = sent.clone();
+    let mut notifier = MockNotifier::new();
+    notifier
+        .expect_send_confirmation()
+        .times(1)
+        .returning(move |request| {
+            *sent_to
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(request.clone());
+            Ok(())
+        });
+    let created = service(accounts, notifier, NOW_MS)
+        .create(
+            &caller(),
+            PayoutMethod::DirectEntry,
+            &raw(&receiver().id.to_string()),
+        )
+        .await;
+    let Ok(created) = created else {
+        panic!("{created:?}")
+    };
+    assert!(created.confirmation_sent);
+    let request = sent
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    let Some(request) = request else {
+        panic!("nothing sent")
+    };
+    let url = request.confirm_url.expose();
+    let token = url
+        .strip_prefix("https://pay.example.com/confirm/")
+        .unwrap_or_else(|| panic!("{url}"));
+    let stored = *stored_hash
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    assert_eq!(
+        stored,
+        Some(token_hash(token)),
+        "the store gets the token's hash, never the token"
+    );
+    assert_eq!(request.to_email, "ada@example.com");
+}
+
+#[tokio::test]
+async fn a_notifier_outage_leaves_the_account_created() {
+    let mut accounts = MockAccountStore::new();
+    accounts
+        .expect_insert_account()
+        .times(1)
+        .returning(|_, _, _| Ok(()));
+    let mut notifier = MockNotifier::new();
+    notifier
+        .expect_send_confirmation()
+        .returning(|_| Err(PortError::Unavailable(anyhow::anyhow!("smtp down"))));
+    let created = service(accounts, notifier, NOW_MS)
+        .create(
+            &caller(),
+            PayoutMethod::DirectEntry,
+            &raw(&receiver().id.to_string()),
+        )
+        .await;
+    assert_eq!(created.map(|c| c.confirmation_sent).ok(), Some(false));
+}
+
+#[tokio::test]
+async fn unknown_or_foreign_receivers_and_bad_fields_are_reported_together() {
+    let mut accounts = MockAccountStore::new();
+    accounts.expect_insert_account().never();
+    let service = service(accounts, MockNotifier::new(), NOW_MS);
+    let foreign = Uuid::from_u128(0xD).to_string();
+    assert_eq!(
+        codes(
+            service
+                .create(&caller(), PayoutMethod::DirectEntry, &raw(&foreign))
+                .await
+        ),
+        [ErrorCode::Reac211]
+    );
+    let mut bad = raw(&foreign);
+    bad.bsb = Some("12".to_owned());
+    assert_eq!(
+        codes(
+            service
+                .create(&caller(), PayoutMethod::DirectEntry, &bad)
+                .await
+        ),
+        [ErrorCode::Reac203, ErrorCode::Reac211]
+    );
+    let none = RawAccount::default();
+    assert_eq!(
+        codes(
+            service
+                .create(&caller(), PayoutMethod::DirectEntry, &none)
+                .await
+        ),
+        [ErrorCode::Reac201, ErrorCode::Reac202, ErrorCode::Reac204]
+    );
+}
+
+#[tokio::test]
+async fn a_duplicate_is_its_own_error() {
+    let mut accounts = MockAccountStore::new();
+    accounts
+        .expect_insert_account()
+        .returning(|_, _, _| Err(InsertAccountError::Duplicate));
+    let mut notifier = MockNotifier::new();
+    notifier.expect_send_confirmation().never();
+    let result = service(accounts, notifier, NOW_MS)
+        .create(
+            &caller(),
+            PayoutMethod::DirectEntry,
+            &raw(&receiver().id.to_string()),
+        )
+        .await;
+    assert!(matches!(result, Err(CreateAccountError::Duplicate)));
+}
+
+fn verify_request(pairs: &[(&str, &str)]) -> VerifyRequest {
+    VerifyRequest {
+        subaccount_id: Some(caller().subaccount_id.to_string()),
+        account_data: pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+    }
+}
+
+#[tokio::test]
+async fn verify_normalises_before_matching_and_refuses_bad_requests() {
+    let mut accounts = MockAccountStore::new();
+    accounts
+        .expect_find_first_match()
+        .withf(|sub, fields| {
+            *sub == caller().subaccount_id && fields == [("bsb".to_owned(), "012002".to_owned())]
+        })
+        .times(1)
+        .returning(|_, _| Ok(None));
+    let service = service(accounts, MockNotifier::new(), NOW_MS);
+    assert!(matches!(
+        service
+            .verify(&caller(), &verify_request(&[("bsb", "012-002")]))
+            .await,
+        Ok(None)
+    ));
+    // A value no account can have matches nothing without a query.
+    assert!(matches!(
+        service
+            .verify(&caller(), &verify_request(&[("bsb", "12")]))
+            .await,
+        Ok(None)
+    ));
+    let mut foreign = verify_request(&[("bsb", "012002")]);
+    foreign.subaccount_id = Some(Uuid::from_u128(0xF).to_string());
+    for bad in [
+        foreign,
+        verify_request(&[]),
+        verify_request(&[("colour", "blue")]),
+        verify_request(&[("bsb", "012002"), ("bsb", "012003")]),
+        VerifyRequest {
+            subaccount_id: None,
+            ..verify_request(&[("bsb", "012002")])
+        },
+    ] {
+        assert!(
+            matches!(
+                service.verify(&caller(), &bad).await,
+                Err(VerifyError::Invalid)
+            ),
+            "{bad:?}"
+        );
+    }
+}
+
+fn stored_account(confirm_status: ConfirmStatus, status: AccountStatus) -> ReceiverAccount {
+    ReceiverAccount {
+        id: ReceiverAccountId::from_uuid(Uuid::from_u128(0xE)),
+        receiver_id: receiver().id,
+        subaccount_id: caller().subaccount_id,
+        method: PayoutMethod::DirectEntry,
+        data: AccountData::from_pairs(vec![("bsb".to_owned(), "012002".to_owned())]),
+        status,
+        confirm_status,
+        created_at: now(),
+        updated_at: now(),
+    }
+}
+
+#[tokio::test]
+async fn tokens_confirm_once_and_never_after_expiry() {
+    let lookup = |used: bool, confirm_status, status, expires_ms: i64| {
+        move |_: &[u8; 32]| {
+            Ok(Some(TokenLookup {
+                account: stored_account(confirm_status, status),
+                expires_at: DateTime::from_timestamp_millis(expires_ms).unwrap_or_default(),
+                used,
+            }))
+        }
+    };
+    // Valid: confirmed with an accountUpdate event, the token's hash passed along.
+    let mut accounts = MockAccountStore::new();
+    accounts.expect_find_token().returning(lookup(
+        false,
+        ConfirmStatus::Unconfirmed,
+        AccountStatus::Pending,
+        NOW_MS + 1,
+    ));
+    accounts
+        .expect_confirm_account()
+        .withf(|account, token, events| {
+            account.confirm_status == ConfirmStatus::Confirmed
+                && account.status == AccountStatus::Completed
+                && *token == Some(token_hash("t0ken"))
+                && events[0].kind == EventKind::AccountUpdate
+        })
+        .times(1)
+        .returning(|_, _, _| Ok(true));
+    let confirmed = service(accounts, MockNotifier::new(), NOW_MS)
+        .confirm_with_token("t0ken")
+        .await;
+    assert_eq!(
+        confirmed.map(|a| a.confirm_status).ok(),
+        Some(ConfirmStatus::Confirmed)
+    );
+
+    // Expired: refused without writing.
+    let mut accounts = MockAccountStore::new();
+    accounts.expect_find_token().returning(lookup(
+        false,
+        ConfirmStatus::Unconfirmed,
+        AccountStatus::Pending,
+        NOW_MS,
+    ));
+    accounts.expect_confirm_account().never();
+    let expired = service(accounts, MockNotifier::new(), NOW_MS)
+        .confirm_with_token("t0ken")
+        .await;
+    assert!(matches!(expired, Err(ConfirmError::Invalid)));
+
+    // Used on a confirmed account: shows it confirmed, writes nothing.
+    let mut accounts = MockAccountStore::new();
+    accounts.expect_find_token().returning(lookup(
+        true,
+        ConfirmStatus::Confirmed,
+        AccountStatus::Completed,
+        NOW_MS + 1,
+    ));
+    accounts.expect_confirm_account().never();
+    let again = service(accounts, MockNotifier::new(), NOW_MS)
+        .confirm_with_token("t0ken")
+        .await;
+    assert!(again.is_ok());
+
+    // A failed account cannot be confirmed.
+    let mut accounts = MockAccountStore::new();
+    accounts.expect_find_token().returning(lookup(
+        false,
+        ConfirmStatus::Unconfirmed,
+        AccountStatus::Failed,
+        NOW_MS + 1,
+    ));
+    accounts.expect_confirm_account().never();
+    let failed = service(accounts, MockNotifier::new(), NOW_MS)
+        .confirm_with_token("t0ken")
+        .await;
+    assert!(matches!(failed, Err(ConfirmError::Invalid)));
+
+    // Unknown, empty or absurd tokens.
+    let mut accounts = MockAccountStore::new();
+    accounts.expect_find_token().returning(|_| Ok(None));
+    let service = service(accounts, MockNotifier::new(), NOW_MS);
+    for token in ["", "nope", &"x".repeat(500)] {
+        assert!(matches!(
+            service.confirm_with_token(token).await,
+            Err(ConfirmError::Invalid)
+        ));
+    }
+}
+
+#[tokio::test]
+async fn losing_a_confirmation_race_reports_what_is_stored() {
+    let mut accounts = MockAccountStore::new();
+    let mut reads = 0;
+    accounts
+        .expect_find_account()
+        .times(2)
+        .returning(move |_, _| {
+            reads += 1;
+            // First read: still unconfirmed. After the lost race: confirmed by the other request.
+            Ok(Some(if reads == 1 {
+                stored_account(ConfirmStatus::Unconfirmed, AccountStatus::Pending)
+            } else {
+                stored_account(ConfirmStatus::Confirmed, AccountStatus::Completed)
+            }))
+        });
+    accounts
+        .expect_confirm_account()
+        .times(1)
+        .returning(|_, _, _| Ok(false));
+    let service = service(accounts, MockNotifier::new(), NOW_MS);
+    let id = Uuid::from_u128(0xE).to_string();
+    let result = service.confirm_by_id(&caller(), &id).await;
+    assert_eq!(
+        result.map(|a| a.confirm_status).ok(),
+        Some(ConfirmStatus::Confirmed)
+    );
+}

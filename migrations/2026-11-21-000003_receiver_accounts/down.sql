@@ -1,0 +1,2 @@
+DROP TABLE account_confirmations;
+DROP TABLE receiver_accounts;
