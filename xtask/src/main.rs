@@ -3,6 +3,7 @@
 //! Plain Rust with hand-parsed arguments, in the spirit of rust-analyzer's
 //! xtask. `cargo xtask help` lists the commands.
 
+mod bench;
 mod cmd;
 mod flags;
 mod paths;
@@ -25,6 +26,9 @@ Commands:
   db-stop          Stop the private PostgreSQL cluster if it is running
   test [ARGS...]   Run `cargo test --workspace ARGS...` against PostgreSQL
   serve            Migrate, create a funded demo subaccount and API key, run payoutd
+  bench <scenario> [--smoke] [flags]
+                   Build payoutd in release mode and benchmark it against
+                   PostgreSQL (`cargo xtask bench help` lists the scenarios)
   sign --api-key K --api-secret S [--v2 --method M --path P --body B] [--nonce N]
                    Print a `signature` header value (v2 also needs the header
                    `x-signature-version: 2` on the request)
@@ -73,6 +77,7 @@ fn run() -> Result<ExitCode, String> {
         }
         Some("test") => test::run(args),
         Some("serve") => serve::run(args),
+        Some("bench") => bench::run(args),
         Some("sign") => sign::run(args),
         Some(postgres::REAPER_COMMAND) => {
             postgres::reap(&args)?;

@@ -84,6 +84,8 @@ diesel::table! {
         attempts -> Int4,
         next_attempt_at -> Timestamptz,
         delivered_at -> Nullable<Timestamptz>,
+        claimed_until -> Nullable<Timestamptz>,
+        last_error -> Nullable<Text>,
     }
 }
 
@@ -181,12 +183,36 @@ diesel::table! {
         has_passed_kyc -> Text,
         kyc_status -> Text,
         postback_url -> Nullable<Text>,
-        webhook_secret -> Nullable<Bytea>,
         sms_provider -> Text,
         email_provider -> Text,
         require_signature_v2 -> Bool,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    webhook_endpoints (subaccount_id) {
+        subaccount_id -> Uuid,
+        secret -> Bytea,
+        previous_secret -> Nullable<Bytea>,
+        previous_until -> Nullable<Timestamptz>,
+        disabled_at -> Nullable<Timestamptz>,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    webhook_attempts (id) {
+        id -> Int8,
+        event_id -> Uuid,
+        attempt -> Int4,
+        subaccount_id -> Uuid,
+        attempted_at -> Timestamptz,
+        outcome -> Text,
+        status_code -> Nullable<Int2>,
+        latency_ms -> Int4,
+        error -> Nullable<Text>,
     }
 }
 
@@ -198,6 +224,8 @@ diesel::joinable!(ledger_entries -> subaccounts (subaccount_id));
 diesel::joinable!(receiver_accounts -> receivers (receiver_id));
 diesel::joinable!(receiver_accounts -> subaccounts (subaccount_id));
 diesel::joinable!(receivers -> subaccounts (subaccount_id));
+diesel::joinable!(webhook_attempts -> outbox_events (event_id));
+diesel::joinable!(webhook_endpoints -> subaccounts (subaccount_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
     account_confirmations,
@@ -212,4 +240,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     receivers,
     request_nonces,
     subaccounts,
+    webhook_attempts,
+    webhook_endpoints,
 );

@@ -1,5 +1,5 @@
 //! Webhook delivery (contract §8.2): Standard Webhooks signing and the HTTP sender that
-//! implements the core's [`domain::webhook::WebhookSender`] port, with an SSRF guard that
+//! implements the core's [`domain::delivery::WebhookSender`] port, with an SSRF guard that
 //! refuses targets resolving to loopback, private or link-local addresses.
 
 pub mod config;

@@ -5,7 +5,7 @@ use std::error::Error as _;
 use std::time::{Instant, SystemTime};
 
 use async_trait::async_trait;
-use domain::webhook::{DeliveryAttempt, DeliveryOutcome, WebhookDelivery, WebhookSender};
+use domain::delivery::{DeliveryAttempt, DeliveryOutcome, WebhookDelivery, WebhookSender};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
 use reqwest::{Client, Response, StatusCode, redirect};
 

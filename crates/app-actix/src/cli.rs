@@ -5,9 +5,11 @@ use std::sync::Arc;
 
 use adapters_postgres::{Vault, create_database_if_missing, create_pool, run_migrations};
 use anyhow::Context;
+use chrono::{DateTime, Utc};
 use clap::{Parser, Subcommand};
 use domain::admin::{AdminError, AdminService};
-use domain::ids::SubaccountId;
+use domain::ids::{EventId, SubaccountId};
+use domain::ports::EventSummary;
 use domain::ports::{Clock, IdGenerator};
 use serde_json::{Value, json};
 
@@ -117,6 +119,79 @@ pub enum AdminCommand {
         #[arg(long)]
         subaccount: String,
     },
+    /// Issue a new webhook secret; the current one keeps signing (both signatures are sent)
+    /// for the overlap. Prints {webhook_secret, previous_valid_until}.
+    RotateWebhookSecret {
+        /// Subaccount id.
+        #[arg(long)]
+        subaccount: String,
+        /// Hours the current secret stays valid alongside the new one.
+        #[arg(long, default_value_t = 24)]
+        overlap_hours: u64,
+    },
+    /// List a subaccount's webhook events with their delivery attempts (newest first).
+    Events {
+        /// Subaccount id.
+        #[arg(long)]
+        subaccount: String,
+        /// pending, delivered or exhausted.
+        #[arg(long)]
+        status: Option<String>,
+        /// Only events created at or after this RFC 3339 time.
+        #[arg(long)]
+        since: Option<String>,
+        /// Most events listed.
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+    },
+    /// Queue events for delivery again with a fresh retry schedule: one event, or every event of
+    /// a subaccount created in [--since, --until).
+    Resend {
+        /// One event id.
+        #[arg(long, conflicts_with_all = ["subaccount", "since", "until"])]
+        event: Option<String>,
+        /// Subaccount id (with --since and --until).
+        #[arg(long, requires_all = ["since", "until"])]
+        subaccount: Option<String>,
+        /// From, RFC 3339, inclusive.
+        #[arg(long)]
+        since: Option<String>,
+        /// To, RFC 3339, exclusive.
+        #[arg(long)]
+        until: Option<String>,
+    },
+}
+
+fn timestamp(flag: &str, raw: &str) -> anyhow::Result<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(raw)
+        .map(|t| t.with_timezone(&Utc))
+        .with_context(|| {
+            format!(
+                "invalid {flag} {raw:?}: expected an RFC 3339 time such as 2026-11-21T12:00:00Z"
+            )
+        })
+}
+
+fn event_json(event: &EventSummary) -> Value {
+    json!({
+        "event_id": event.id.to_string(),
+        "event": event.event_type,
+        "object_id": event.object_id.to_string(),
+        "sequence": event.sequence,
+        "status": event.status,
+        "created_at": event.created_at.to_rfc3339(),
+        "next_attempt_at": event.next_attempt_at.to_rfc3339(),
+        "delivered_at": event.delivered_at.map(|t| t.to_rfc3339()),
+        "last_error": event.last_error,
+        "attempts": event.attempts.iter().map(|a| json!({
+            "attempt": a.attempt,
+            "attempted_at": a.attempted_at.to_rfc3339(),
+            "outcome": a.outcome,
+            "status_code": a.status_code,
+            "latency_ms": a.latency_ms,
+            "error": a.error,
+        })).collect::<Vec<_>>(),
+    })
 }
 
 /// Runs the parsed command.
@@ -219,6 +294,32 @@ async fn admin(command: AdminCommand) -> anyhow::Result<Value> {
                     "min_amount": t.min_amount,
                 })
             }),
+        AdminCommand::RotateWebhookSecret { subaccount, overlap_hours } => {
+            let overlap = std::time::Duration::from_secs(overlap_hours.saturating_mul(3600));
+            let until = Utc::now() + chrono::Duration::from_std(overlap).unwrap_or(chrono::Duration::MAX);
+            service
+                .rotate_webhook_secret(subaccount_id(&subaccount)?, overlap)
+                .await
+                .map(|secret| json!({"webhook_secret": secret.expose(), "previous_valid_until": until.to_rfc3339()}))
+        }
+        AdminCommand::Events { subaccount, status, since, limit } => {
+            let since = since.map(|raw| timestamp("--since", &raw)).transpose()?;
+            service
+                .events(subaccount_id(&subaccount)?, status.as_deref(), since, limit)
+                .await
+                .map(|events| Value::Array(events.iter().map(event_json).collect()))
+        }
+        AdminCommand::Resend { event, subaccount, since, until } => match (event, subaccount, since, until) {
+            (Some(event), None, None, None) => {
+                let id = EventId::parse(&event).with_context(|| format!("invalid --event {event:?}: not a UUID"))?;
+                service.resend_event(id).await.map(|n| json!({"queued": n}))
+            }
+            (None, Some(subaccount), Some(since), Some(until)) => service
+                .resend_range(subaccount_id(&subaccount)?, timestamp("--since", &since)?, timestamp("--until", &until)?)
+                .await
+                .map(|n| json!({"queued": n})),
+            _ => anyhow::bail!("resend needs --event ID, or --subaccount ID --since T --until T"),
+        },
         AdminCommand::RequireSignatureV2 { subaccount } => {
             let id = subaccount_id(&subaccount)?;
             service

@@ -11,6 +11,10 @@
 //! | `PAYOUT_PUBLIC_URL` | `http://<PAYOUT_BIND>` | public base URL of this service, for confirmation links |
 //! | `PAYOUT_WORKERS` | number of cores | HTTP worker threads |
 //! | `PAYOUT_SIGNATURE_WINDOW_SECS` | `300` | accepted distance of a signature nonce from server time (1..=1800) |
+//! | `PAYOUT_WEBHOOK_TIMEOUT_MS` | `15000` | per-attempt webhook timeout |
+//! | `PAYOUT_WEBHOOK_ALLOW_PRIVATE` | `true` in sandbox, else `false` | allow webhook URLs that resolve to loopback/private/link-local addresses |
+//! | `PAYOUT_DELIVERY_POLL_MS` | `100` | how often an idle delivery worker looks for due events |
+//! | `PAYOUT_DELIVERY_BATCH` | `64` | most events one worker pass claims and sends concurrently |
 //! | `PAYOUT_DB_POOL_SIZE` | `16` | most database connections |
 //! | `PAYOUT_DB_WAIT_TIMEOUT_MS` | `2000` | wait for a free connection before answering 503 |
 //! | `PAYOUT_DB_STATEMENT_TIMEOUT_MS` | `5000` | per-statement timeout |
@@ -128,6 +132,53 @@ pub struct Config {
     pub signature_window: Duration,
     /// Public base URL (confirmation links start with it).
     pub public_url: String,
+    /// Webhook delivery.
+    pub delivery: DeliveryConfig,
+}
+
+/// Webhook delivery settings.
+#[derive(Debug, Clone)]
+pub struct DeliveryConfig {
+    /// Per-attempt timeout.
+    pub timeout: Duration,
+    /// Whether URLs resolving to private addresses may be called.
+    pub allow_private_targets: bool,
+    /// Idle polling interval.
+    pub poll: Duration,
+    /// Events per pass.
+    pub batch: u32,
+}
+
+impl DeliveryConfig {
+    /// Reads the `PAYOUT_WEBHOOK_*` and `PAYOUT_DELIVERY_*` variables.
+    pub fn from_env(sandbox: bool) -> Result<Self, ConfigError> {
+        Ok(Self {
+            timeout: Duration::from_millis(parsed(
+                "PAYOUT_WEBHOOK_TIMEOUT_MS",
+                15_000,
+                |n| (100..=120_000).contains(n),
+                "milliseconds from 100 to 120000",
+            )?),
+            allow_private_targets: parsed(
+                "PAYOUT_WEBHOOK_ALLOW_PRIVATE",
+                sandbox,
+                |_| true,
+                "true or false",
+            )?,
+            poll: Duration::from_millis(parsed(
+                "PAYOUT_DELIVERY_POLL_MS",
+                100,
+                |n| (10..=60_000).contains(n),
+                "milliseconds from 10 to 60000",
+            )?),
+            batch: parsed(
+                "PAYOUT_DELIVERY_BATCH",
+                64,
+                |n| (1..=1000).contains(n),
+                "a number from 1 to 1000",
+            )?,
+        })
+    }
 }
 
 impl Config {
@@ -154,12 +205,14 @@ impl Config {
                 });
             }
         };
+        let sandbox = parsed("PAYOUT_SANDBOX", false, |_| true, "true or false")?;
         Ok(Self {
             database: database_from_env()?,
             master_key: master_key_from_env()?,
             bind,
             public_url,
-            sandbox: parsed("PAYOUT_SANDBOX", false, |_| true, "true or false")?,
+            delivery: DeliveryConfig::from_env(sandbox)?,
+            sandbox,
             workers: parsed(
                 "PAYOUT_WORKERS",
                 cores,

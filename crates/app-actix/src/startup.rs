@@ -9,10 +9,12 @@ use actix_web::middleware::from_fn;
 use actix_web::{App, HttpServer, web};
 use adapters_postgres::{NONCE_RETENTION, PgStore, Vault, create_pool};
 use adapters_sandbox::{SandboxKyc, SandboxNotifier};
+use adapters_webhook::{HttpWebhookSender, WebhookSenderConfig};
 use anyhow::Context;
 use domain::account::ports::Notifier;
 use domain::account::service::AccountService;
 use domain::auth::AuthService;
+use domain::delivery::worker::{DeliveryWorker, WorkerSettings};
 use domain::paging::cursor::CursorKey;
 use domain::ports::{Clock, IdGenerator, KycProvider};
 use domain::receiver::service::ReceiverService;
@@ -81,6 +83,55 @@ pub struct Application {
     port: u16,
     store: PgStore,
     sandbox: Sandbox,
+    worker: Arc<DeliveryWorker>,
+    poll: Duration,
+}
+
+/// The webhook delivery worker over the store and an HTTP sender.
+pub fn build_worker(config: &Config, store: &PgStore) -> anyhow::Result<DeliveryWorker> {
+    let sender = HttpWebhookSender::new(WebhookSenderConfig {
+        timeout: config.delivery.timeout,
+        allow_private_targets: config.delivery.allow_private_targets,
+        ..WebhookSenderConfig::default()
+    })
+    .context("building the webhook sender")?;
+    let settings = WorkerSettings {
+        batch: config.delivery.batch,
+        // A claim outlives the slowest attempt by a margin, so a live worker keeps its events.
+        lease: config.delivery.timeout * 2 + Duration::from_secs(10),
+    };
+    Ok(DeliveryWorker::new(
+        Arc::new(store.clone()),
+        Arc::new(sender),
+        Arc::new(SystemClock),
+        Arc::new(RandomIds::default()),
+        settings,
+    ))
+}
+
+/// Runs delivery passes until `stop` is set: immediately again while events keep coming, else
+/// after `poll`. A pass in progress always finishes (its claims are recorded, not abandoned).
+pub async fn run_delivery(
+    worker: Arc<DeliveryWorker>,
+    poll: Duration,
+    stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut stop = stop;
+    while !*stop.borrow() {
+        let busy = match worker.run_once().await {
+            Ok(summary) => summary.claimed > 0,
+            Err(e) => {
+                tracing::warn!(error = %e, "webhook delivery pass failed");
+                false
+            }
+        };
+        if !busy {
+            tokio::select! {
+                _ = tokio::time::sleep(poll) => {}
+                _ = stop.changed() => {}
+            }
+        }
+    }
 }
 
 impl Application {
@@ -115,11 +166,14 @@ impl Application {
         .shutdown_timeout(30)
         .listen(listener)?
         .run();
+        let worker = Arc::new(build_worker(config, &store)?);
         Ok(Self {
             server,
             port,
             store,
             sandbox,
+            worker,
+            poll: config.delivery.poll,
         })
     }
 
@@ -134,7 +188,7 @@ impl Application {
     }
 
     /// Serves until SIGINT/SIGTERM (actix stops accepting and lets in-flight requests finish),
-    /// with the nonce clean-up job alongside.
+    /// with the webhook delivery worker and the nonce clean-up job alongside.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let store = self.store.clone();
         let housekeeping = tokio::spawn(async move {
@@ -147,8 +201,15 @@ impl Application {
                 }
             }
         });
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let delivery = tokio::spawn(run_delivery(self.worker.clone(), self.poll, stopped));
         let result = self.server.await;
         housekeeping.abort();
+        // The server has drained its requests; let the delivery pass in hand finish.
+        let _ = stop.send(true);
+        if let Err(e) = delivery.await {
+            tracing::warn!(error = %e, "webhook delivery task ended abnormally");
+        }
         result
     }
 }

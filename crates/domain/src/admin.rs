@@ -4,14 +4,16 @@ use std::sync::Arc;
 
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::error::PortError;
-use crate::ids::{ApiKeyId, MerchantId, SubaccountId};
+use crate::ids::{ApiKeyId, EventId, MerchantId, SubaccountId};
 use crate::masking::Secret;
 use crate::money::{Asset, MinorUnits, Percentage};
 use crate::ports::{
-    Clock, IdGenerator, LedgerEntry, LedgerEntryKind, NewSubaccount, OperatorError, OperatorStore,
+    Clock, EventStatus, EventSummary, IdGenerator, LedgerEntry, LedgerEntryKind, NewSubaccount,
+    OperatorError, OperatorStore, ResendSelection,
 };
 use crate::receiver::values::EmailAddress;
 use crate::subaccount::{Balance, FeeTemplate, Subaccount, SubaccountAddress};
@@ -33,6 +35,12 @@ pub enum AdminError {
     /// The API key does not exist or is already revoked.
     #[error("API key not found or already revoked")]
     KeyNotFound,
+    /// The subaccount has no webhook secret to rotate.
+    #[error("the subaccount has no webhook configured; use set-webhook first")]
+    NoWebhook,
+    /// The event does not exist.
+    #[error("event not found")]
+    EventNotFound,
     /// Infrastructure failure.
     #[error(transparent)]
     Port(#[from] PortError),
@@ -43,6 +51,7 @@ impl From<OperatorError> for AdminError {
         match e {
             OperatorError::SubaccountNotFound => AdminError::SubaccountNotFound,
             OperatorError::KeyNotFound => AdminError::KeyNotFound,
+            OperatorError::NoWebhook => AdminError::NoWebhook,
             OperatorError::Port(e) => AdminError::Port(e),
         }
     }
@@ -196,6 +205,78 @@ impl AdminService {
         ));
         self.store.set_webhook(subaccount, &url, &secret).await?;
         Ok((url, secret))
+    }
+
+    /// Issues a new webhook signing secret; the current one stays valid for `overlap` (both
+    /// signatures are sent meanwhile), so receivers can switch without losing a delivery.
+    pub async fn rotate_webhook_secret(
+        &self,
+        subaccount: SubaccountId,
+        overlap: std::time::Duration,
+    ) -> Result<Secret<String>, AdminError> {
+        let overlap =
+            chrono::Duration::from_std(overlap).map_err(|_| invalid("overlap", "is too long"))?;
+        let secret = Secret::new(format!(
+            "whsec_{}",
+            STANDARD.encode(self.ids.random_bytes())
+        ));
+        self.store
+            .rotate_webhook_secret(subaccount, &secret, self.clock.now() + overlap)
+            .await?;
+        Ok(secret)
+    }
+
+    /// The subaccount's events (newest first, at most `limit`) with their attempts.
+    pub async fn events(
+        &self,
+        subaccount: SubaccountId,
+        status: Option<&str>,
+        since: Option<DateTime<Utc>>,
+        limit: u32,
+    ) -> Result<Vec<EventSummary>, AdminError> {
+        let status = status
+            .map(|raw| {
+                EventStatus::parse(raw)
+                    .ok_or_else(|| invalid("status", "must be pending, delivered or exhausted"))
+            })
+            .transpose()?;
+        Ok(self
+            .store
+            .list_events(subaccount, status, since, limit)
+            .await?)
+    }
+
+    /// Queues one event for delivery again, with a fresh retry schedule.
+    pub async fn resend_event(&self, event: EventId) -> Result<u64, AdminError> {
+        match self
+            .store
+            .resend_events(&ResendSelection::One(event), self.clock.now())
+            .await?
+        {
+            0 => Err(AdminError::EventNotFound),
+            n => Ok(n),
+        }
+    }
+
+    /// Queues every event of the subaccount created in `[since, until)` again.
+    pub async fn resend_range(
+        &self,
+        subaccount: SubaccountId,
+        since: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<u64, AdminError> {
+        if since >= until {
+            return Err(invalid("since", "must be before --until"));
+        }
+        let selection = ResendSelection::Range {
+            subaccount,
+            since,
+            until,
+        };
+        Ok(self
+            .store
+            .resend_events(&selection, self.clock.now())
+            .await?)
     }
 
     /// Credits `amount` minor units to the subaccount's available balance, as a ledger entry.

@@ -10,6 +10,7 @@ pub mod admin;
 pub mod auth;
 pub mod codes;
 pub mod country;
+pub mod delivery;
 pub mod error;
 pub mod events;
 pub mod ids;
@@ -21,7 +22,6 @@ pub mod receiver;
 pub mod subaccount;
 pub mod time;
 pub mod validation;
-pub mod webhook;
 
 pub use codes::ErrorCode;
 pub use error::PortError;

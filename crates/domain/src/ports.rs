@@ -11,7 +11,7 @@ use uuid::Uuid;
 use crate::auth::{Credential, NonceOutcome};
 use crate::error::PortError;
 use crate::events::OutboxEvent;
-use crate::ids::{ApiKeyId, ReceiverId, SubaccountId};
+use crate::ids::{ApiKeyId, EventId, ReceiverId, SubaccountId};
 use crate::masking::Secret;
 use crate::money::Asset;
 use crate::paging::PageRequest;
@@ -189,6 +189,9 @@ pub enum OperatorError {
     /// The API key does not exist or is already revoked.
     #[error("API key not found or already revoked")]
     KeyNotFound,
+    /// The subaccount has no webhook secret yet.
+    #[error("the subaccount has no webhook configured; use set-webhook first")]
+    NoWebhook,
     /// Infrastructure failure.
     #[error(transparent)]
     Port(#[from] PortError),
@@ -257,4 +260,127 @@ pub trait OperatorStore: Send + Sync {
     /// # Errors
     /// `SubaccountNotFound` when the subaccount does not exist.
     async fn require_signature_v2(&self, subaccount: SubaccountId) -> Result<(), OperatorError>;
+
+    /// Makes `secret` the webhook signing secret and keeps the current one as the previous
+    /// secret until `previous_until`: deliveries until then carry both signatures.
+    ///
+    /// # Errors
+    /// `SubaccountNotFound` when the subaccount does not exist; `NoWebhook` when it has no
+    /// webhook secret to rotate (use `set_webhook`).
+    async fn rotate_webhook_secret(
+        &self,
+        subaccount: SubaccountId,
+        secret: &Secret<String>,
+        previous_until: DateTime<Utc>,
+    ) -> Result<(), OperatorError>;
+
+    /// The subaccount's events, newest first, optionally only those with `status` or created at
+    /// or after `since`, at most `limit`, each with its delivery attempts (oldest first).
+    async fn list_events(
+        &self,
+        subaccount: SubaccountId,
+        status: Option<EventStatus>,
+        since: Option<DateTime<Utc>>,
+        limit: u32,
+    ) -> Result<Vec<EventSummary>, OperatorError>;
+
+    /// Queues the selected events for delivery again now, with a fresh retry schedule (their
+    /// attempt history is kept); returns how many were queued.
+    async fn resend_events(
+        &self,
+        selection: &ResendSelection,
+        now: DateTime<Utc>,
+    ) -> Result<u64, OperatorError>;
+}
+
+/// Where an outbox event is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventStatus {
+    /// Waiting for its next attempt.
+    Pending,
+    /// Delivered (a 2xx answer).
+    Delivered,
+    /// Given up: no attempts left, no endpoint, or the endpoint answered 410.
+    Exhausted,
+}
+
+impl EventStatus {
+    /// Every status.
+    pub const ALL: [EventStatus; 3] = [
+        EventStatus::Pending,
+        EventStatus::Delivered,
+        EventStatus::Exhausted,
+    ];
+
+    /// The stored name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            EventStatus::Pending => "pending",
+            EventStatus::Delivered => "delivered",
+            EventStatus::Exhausted => "exhausted",
+        }
+    }
+
+    /// The status with this name.
+    pub fn parse(raw: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.as_str() == raw)
+    }
+}
+
+/// One event with its delivery history (for operators).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventSummary {
+    /// Event id.
+    pub id: EventId,
+    /// Event name, e.g. `receiverCreated`.
+    pub event_type: String,
+    /// The object it is about.
+    pub object_id: Uuid,
+    /// Its sequence among the object's events.
+    pub sequence: i32,
+    /// Delivery status (`pending`, `delivered`, `exhausted`).
+    pub status: String,
+    /// When it was written.
+    pub created_at: DateTime<Utc>,
+    /// When it is next due (pending events).
+    pub next_attempt_at: DateTime<Utc>,
+    /// When it was delivered.
+    pub delivered_at: Option<DateTime<Utc>>,
+    /// The last failure, if any.
+    pub last_error: Option<String>,
+    /// Every attempt, oldest first.
+    pub attempts: Vec<AttemptSummary>,
+}
+
+/// One recorded delivery attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptSummary {
+    /// When.
+    pub attempted_at: DateTime<Utc>,
+    /// Its number in the retry schedule.
+    pub attempt: i32,
+    /// `delivered`, `failed`, `gone`, `refused` or `skipped`.
+    pub outcome: String,
+    /// The endpoint's status code, when it answered.
+    pub status_code: Option<i16>,
+    /// Duration in milliseconds.
+    pub latency_ms: i32,
+    /// A short, secret-free error.
+    pub error: Option<String>,
+}
+
+/// Which events to resend.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResendSelection {
+    /// One event, whatever its status.
+    One(EventId),
+    /// Every event of a subaccount created in `[since, until)`.
+    Range {
+        /// The subaccount.
+        subaccount: SubaccountId,
+        /// From (inclusive).
+        since: DateTime<Utc>,
+        /// To (exclusive).
+        until: DateTime<Utc>,
+    },
 }

@@ -2,6 +2,8 @@
 
 mod accounts;
 pub mod credentials;
+mod delivery;
+mod events;
 mod operator;
 mod outbox;
 mod receivers;

@@ -9,13 +9,19 @@ use domain::PortError;
 use domain::ids::{ApiKeyId, SubaccountId};
 use domain::masking::Secret;
 
-use domain::ports::{LedgerEntry, NewSubaccount, OperatorError, OperatorStore};
+use domain::ports::{
+    EventStatus, EventSummary, LedgerEntry, NewSubaccount, OperatorError, OperatorStore,
+    ResendSelection,
+};
 use domain::subaccount::{Balance, FeeTemplate};
 
 use super::PgStore;
+use super::delivery::webhook_context;
 use crate::errors::{from_diesel, is_foreign_key_violation};
 use crate::rows::SubaccountRow;
-use crate::schema::{api_keys, balances, fee_templates, ledger_entries, subaccounts};
+use crate::schema::{
+    api_keys, balances, fee_templates, ledger_entries, subaccounts, webhook_endpoints,
+};
 
 fn vault_error(e: crate::vault::VaultError) -> OperatorError {
     OperatorError::Port(PortError::Unknown(anyhow::anyhow!("sealing a secret: {e}")))
@@ -103,22 +109,52 @@ impl OperatorStore for PgStore {
         url: &str,
         secret: &Secret<String>,
     ) -> Result<(), OperatorError> {
-        let context = [b"webhook:".as_slice(), subaccount.as_uuid().as_bytes()].concat();
+        let id = subaccount.as_uuid();
         let sealed = self
             .vault
-            .seal(secret.expose().as_bytes(), &context)
+            .seal(secret.expose().as_bytes(), &webhook_context(id))
             .map_err(vault_error)?;
+        let now = Utc::now();
         let mut conn = self.conn().await?;
-        let updated = diesel::update(subaccounts::table.find(subaccount.as_uuid()))
-            .set((
-                subaccounts::postback_url.eq(url),
-                subaccounts::webhook_secret.eq(sealed),
-                subaccounts::updated_at.eq(Utc::now()),
-            ))
-            .execute(&mut conn)
+        let result = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                let updated = diesel::update(subaccounts::table.find(id))
+                    .set((
+                        subaccounts::postback_url.eq(url),
+                        subaccounts::updated_at.eq(now),
+                    ))
+                    .execute(conn)
+                    .await?;
+                if updated != 1 {
+                    return Ok(false);
+                }
+                // A new endpoint and secret: forget any rotation and re-enable after a 410.
+                diesel::insert_into(webhook_endpoints::table)
+                    .values((
+                        webhook_endpoints::subaccount_id.eq(id),
+                        webhook_endpoints::secret.eq(&sealed),
+                        webhook_endpoints::updated_at.eq(now),
+                    ))
+                    .on_conflict(webhook_endpoints::subaccount_id)
+                    .do_update()
+                    .set((
+                        webhook_endpoints::secret.eq(&sealed),
+                        webhook_endpoints::previous_secret.eq(None::<Vec<u8>>),
+                        webhook_endpoints::previous_until.eq(None::<DateTime<Utc>>),
+                        webhook_endpoints::disabled_at.eq(None::<DateTime<Utc>>),
+                        webhook_endpoints::updated_at.eq(now),
+                    ))
+                    .execute(conn)
+                    .await?;
+                Ok(true)
+            })
             .await
             .map_err(from_diesel)?;
-        exactly_one(updated)
+        if result {
+            Ok(())
+        } else {
+            Err(OperatorError::SubaccountNotFound)
+        }
     }
 
     async fn apply_ledger_entry(&self, entry: &LedgerEntry) -> Result<Balance, OperatorError> {
@@ -209,5 +245,63 @@ impl OperatorStore for PgStore {
             .await
             .map_err(from_diesel)?;
         exactly_one(updated)
+    }
+
+    async fn rotate_webhook_secret(
+        &self,
+        subaccount: SubaccountId,
+        secret: &Secret<String>,
+        previous_until: DateTime<Utc>,
+    ) -> Result<(), OperatorError> {
+        let id = subaccount.as_uuid();
+        let sealed = self
+            .vault
+            .seal(secret.expose().as_bytes(), &webhook_context(id))
+            .map_err(vault_error)?;
+        let mut conn = self.conn().await?;
+        // The current secret becomes the previous one in the same statement, so a delivery
+        // signs with either the old pair or the new pair, never with a secret already gone.
+        let updated = diesel::update(webhook_endpoints::table.find(id))
+            .set((
+                webhook_endpoints::previous_secret.eq(webhook_endpoints::secret.nullable()),
+                webhook_endpoints::previous_until.eq(Some(previous_until)),
+                webhook_endpoints::secret.eq(sealed),
+                webhook_endpoints::updated_at.eq(Utc::now()),
+            ))
+            .execute(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        if updated == 1 {
+            return Ok(());
+        }
+        let exists: i64 = subaccounts::table
+            .filter(subaccounts::id.eq(id))
+            .count()
+            .get_result(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        Err(if exists == 0 {
+            OperatorError::SubaccountNotFound
+        } else {
+            OperatorError::NoWebhook
+        })
+    }
+
+    async fn list_events(
+        &self,
+        subaccount: SubaccountId,
+        status: Option<EventStatus>,
+        since: Option<DateTime<Utc>>,
+        limit: u32,
+    ) -> Result<Vec<EventSummary>, OperatorError> {
+        self.event_summaries(subaccount, status, since, limit).await
+    }
+
+    async fn resend_events(
+        &self,
+        selection: &ResendSelection,
+        now: DateTime<Utc>,
+    ) -> Result<u64, OperatorError> {
+        self.requeue(selection, now).await
     }
 }

@@ -276,12 +276,13 @@ async fn set_webhook_stores_the_url_and_an_encrypted_secret() {
     );
 
     let mut conn = fx.raw().await;
-    let stored: WebhookSecret =
-        diesel::sql_query("SELECT webhook_secret FROM subaccounts WHERE id = $1")
-            .bind::<SqlUuid, _>(sub.as_uuid())
-            .get_result(&mut conn)
-            .await
-            .unwrap();
+    let stored: WebhookSecret = diesel::sql_query(
+        "SELECT secret AS webhook_secret FROM webhook_endpoints WHERE subaccount_id = $1",
+    )
+    .bind::<SqlUuid, _>(sub.as_uuid())
+    .get_result(&mut conn)
+    .await
+    .unwrap();
     let sealed = stored.webhook_secret.expect("a stored webhook secret");
     assert!(sealed.len() > secret.expose().len());
     let plain = secret.expose().as_bytes();

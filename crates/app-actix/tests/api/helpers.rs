@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use adapters_postgres::DbConfig;
 use adapters_postgres::test_db::TestDb;
-use app_actix::config::Config;
+use app_actix::config::{Config, DeliveryConfig};
 use app_actix::startup::{Application, Sandbox, build_store};
 use app_actix::system::{RandomIds, SystemClock};
 use domain::admin::AdminService;
@@ -100,6 +100,12 @@ pub async fn spawn_app() -> TestApp {
         workers: 2,
         signature_window: Duration::from_secs(300),
         public_url: "http://payoutd.test".to_owned(),
+        delivery: DeliveryConfig {
+            timeout: Duration::from_secs(2),
+            allow_private_targets: true,
+            poll: Duration::from_millis(20),
+            batch: 64,
+        },
     };
     let app = Application::build(&config).expect("app builds");
     let base = format!("http://127.0.0.1:{}", app.port());

@@ -5,6 +5,8 @@ mod accounts;
 mod auth;
 mod envelope;
 mod helpers;
+mod receiver;
 mod receivers;
 mod subaccounts;
 mod tenancy;
+mod webhooks;

@@ -1,0 +1,178 @@
+//! Operators' view of the outbox: events with their attempts, and resending.
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+use domain::ids::{EventId, SubaccountId};
+use domain::ports::{AttemptSummary, EventStatus, EventSummary, OperatorError, ResendSelection};
+use uuid::Uuid;
+
+use super::PgStore;
+use crate::errors::from_diesel;
+use crate::schema::{outbox_events, webhook_attempts};
+
+type EventRow = (
+    Uuid,
+    String,
+    Uuid,
+    i32,
+    String,
+    DateTime<Utc>,
+    DateTime<Utc>,
+    Option<DateTime<Utc>>,
+    Option<String>,
+);
+type AttemptRow = (
+    Uuid,
+    DateTime<Utc>,
+    i32,
+    String,
+    Option<i16>,
+    i32,
+    Option<String>,
+);
+
+impl PgStore {
+    pub(crate) async fn event_summaries(
+        &self,
+        subaccount: SubaccountId,
+        status: Option<EventStatus>,
+        since: Option<DateTime<Utc>>,
+        limit: u32,
+    ) -> Result<Vec<EventSummary>, OperatorError> {
+        let mut query = outbox_events::table
+            .filter(outbox_events::subaccount_id.eq(subaccount.as_uuid()))
+            .into_boxed();
+        if let Some(status) = status {
+            query = query.filter(outbox_events::status.eq(status.as_str()));
+        }
+        if let Some(since) = since {
+            query = query.filter(outbox_events::created_at.ge(since));
+        }
+        let mut conn = self.conn().await?;
+        let events: Vec<EventRow> = query
+            .order((outbox_events::created_at.desc(), outbox_events::id.desc()))
+            .limit(i64::from(limit))
+            .select((
+                outbox_events::id,
+                outbox_events::event_type,
+                outbox_events::object_id,
+                outbox_events::sequence,
+                outbox_events::status,
+                outbox_events::created_at,
+                outbox_events::next_attempt_at,
+                outbox_events::delivered_at,
+                outbox_events::last_error,
+            ))
+            .load(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        let ids: Vec<Uuid> = events.iter().map(|e| e.0).collect();
+        let attempts: Vec<AttemptRow> = webhook_attempts::table
+            .filter(webhook_attempts::event_id.eq_any(&ids))
+            .order((
+                webhook_attempts::attempted_at.asc(),
+                webhook_attempts::id.asc(),
+            ))
+            .select((
+                webhook_attempts::event_id,
+                webhook_attempts::attempted_at,
+                webhook_attempts::attempt,
+                webhook_attempts::outcome,
+                webhook_attempts::status_code,
+                webhook_attempts::latency_ms,
+                webhook_attempts::error,
+            ))
+            .load(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        Ok(events
+            .into_iter()
+            .map(
+                |(
+                    id,
+                    event_type,
+                    object_id,
+                    sequence,
+                    status,
+                    created_at,
+                    next_attempt_at,
+                    delivered_at,
+                    last_error,
+                )| {
+                    EventSummary {
+                        id: EventId::from_uuid(id),
+                        event_type,
+                        object_id,
+                        sequence,
+                        status,
+                        created_at,
+                        next_attempt_at,
+                        delivered_at,
+                        last_error,
+                        attempts: attempts
+                            .iter()
+                            .filter(|a| a.0 == id)
+                            .map(
+                                |(
+                                    _,
+                                    attempted_at,
+                                    attempt,
+                                    outcome,
+                                    status_code,
+                                    latency_ms,
+                                    error,
+                                )| AttemptSummary {
+                                    attempted_at: *attempted_at,
+                                    attempt: *attempt,
+                                    outcome: outcome.clone(),
+                                    status_code: *status_code,
+                                    latency_ms: *latency_ms,
+                                    error: error.clone(),
+                                },
+                            )
+                            .collect(),
+                    }
+                },
+            )
+            .collect())
+    }
+
+    pub(crate) async fn requeue(
+        &self,
+        selection: &ResendSelection,
+        now: DateTime<Utc>,
+    ) -> Result<u64, OperatorError> {
+        let reset = (
+            outbox_events::status.eq("pending"),
+            outbox_events::attempts.eq(0),
+            outbox_events::next_attempt_at.eq(now),
+            outbox_events::claimed_until.eq(None::<DateTime<Utc>>),
+            outbox_events::delivered_at.eq(None::<DateTime<Utc>>),
+        );
+        let mut conn = self.conn().await?;
+        let updated = match selection {
+            ResendSelection::One(id) => {
+                diesel::update(outbox_events::table.find(id.as_uuid()))
+                    .set(reset)
+                    .execute(&mut conn)
+                    .await
+            }
+            ResendSelection::Range {
+                subaccount,
+                since,
+                until,
+            } => {
+                diesel::update(outbox_events::table)
+                    .filter(outbox_events::subaccount_id.eq(subaccount.as_uuid()))
+                    .filter(outbox_events::created_at.ge(since))
+                    .filter(outbox_events::created_at.lt(until))
+                    .set(reset)
+                    .execute(&mut conn)
+                    .await
+            }
+        }
+        .map_err(from_diesel)?;
+        Ok(u64::try_from(updated).unwrap_or(0))
+    }
+}

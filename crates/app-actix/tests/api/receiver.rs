@@ -1,0 +1,104 @@
+//! A real HTTP webhook receiver for tests: records every request and answers with scripted
+//! statuses (the last one repeats).
+
+use std::collections::VecDeque;
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use actix_web::web::{Bytes, Data};
+use actix_web::{App, HttpRequest, HttpResponse, HttpServer};
+
+/// One request the receiver got.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub headers: Vec<(String, String)>,
+    pub body: Bytes,
+}
+
+impl Received {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap()
+    }
+}
+
+#[derive(Default)]
+struct Script {
+    statuses: VecDeque<u16>,
+    received: Vec<Received>,
+}
+
+#[derive(Clone)]
+pub struct Receiver {
+    pub url: String,
+    script: Arc<Mutex<Script>>,
+}
+
+async fn handle(req: HttpRequest, body: Bytes, script: Data<Mutex<Script>>) -> HttpResponse {
+    let mut script = script.lock().unwrap();
+    let headers = req
+        .headers()
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().to_owned(),
+                v.to_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    script.received.push(Received { headers, body });
+    let status = if script.statuses.len() > 1 {
+        script.statuses.pop_front()
+    } else {
+        script.statuses.front().copied()
+    };
+    HttpResponse::build(actix_web::http::StatusCode::from_u16(status.unwrap_or(200)).unwrap())
+        .finish()
+}
+
+impl Receiver {
+    /// Starts a receiver answering `statuses` in turn (the last repeats).
+    pub fn start(statuses: &[u16]) -> Self {
+        let script = Arc::new(Mutex::new(Script {
+            statuses: statuses.iter().copied().collect(),
+            received: Vec::new(),
+        }));
+        let data = Data::from(script.clone());
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!(
+            "http://127.0.0.1:{}/hooks",
+            listener.local_addr().unwrap().port()
+        );
+        let server = HttpServer::new(move || {
+            App::new()
+                .app_data(data.clone())
+                .default_service(actix_web::web::to(handle))
+        })
+        .workers(1)
+        .listen(listener)
+        .unwrap()
+        .run();
+        tokio::spawn(server);
+        Self { url, script }
+    }
+
+    pub fn received(&self) -> Vec<Received> {
+        self.script.lock().unwrap().received.clone()
+    }
+
+    /// Waits until at least `n` requests arrived (or `timeout`), then returns them all.
+    pub async fn wait_for(&self, n: usize, timeout: Duration) -> Vec<Received> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        while self.received().len() < n && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.received()
+    }
+}

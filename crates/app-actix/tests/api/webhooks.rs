@@ -1,0 +1,181 @@
+//! Webhook delivery end to end (contract §8): events written with their change reach the
+//! subaccount's real HTTP endpoint, signed, retried, and never for a change that rolled back.
+
+use std::time::Duration;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use hmac::{KeyInit, Mac};
+use sha2::Sha256;
+
+use crate::helpers::{TestApp, receiver_body, spawn_app, subaccount};
+use crate::receiver::{Received, Receiver};
+
+/// Checks `webhook-signature` against `secret` with code independent of the server's.
+fn signed_by(received: &Received, secret: &str) -> bool {
+    let key = STANDARD
+        .decode(secret.trim_start_matches("whsec_"))
+        .unwrap();
+    let id = received.header("webhook-id").unwrap();
+    let timestamp = received.header("webhook-timestamp").unwrap();
+    let mut mac = hmac::Hmac::<Sha256>::new_from_slice(&key).unwrap();
+    mac.update(format!("{id}.{timestamp}.").as_bytes());
+    mac.update(&received.body);
+    let expected = format!("v1,{}", STANDARD.encode(mac.finalize().into_bytes()));
+    received
+        .header("webhook-signature")
+        .unwrap()
+        .split(' ')
+        .any(|s| s == expected)
+}
+
+async fn hook(app: &TestApp, receiver: &Receiver) -> String {
+    let (_, secret) = app
+        .admin
+        .set_webhook(subaccount(&app.a), &receiver.url)
+        .await
+        .unwrap();
+    secret.expose().clone()
+}
+
+#[tokio::test]
+async fn a_created_receiver_is_announced_once_signed_and_in_the_providers_shape() {
+    let app = spawn_app().await;
+    let endpoint = Receiver::start(&[200]);
+    let secret = hook(&app, &endpoint).await;
+    let receiver_id = app.create_receiver(&app.a, "ada@example.com").await;
+    let got = endpoint.wait_for(1, Duration::from_secs(5)).await;
+    assert_eq!(got.len(), 1);
+    let delivery = &got[0];
+    assert!(signed_by(delivery, &secret), "signature does not verify");
+    assert_eq!(delivery.header("content-type"), Some("application/json"));
+    assert!(
+        delivery
+            .header("user-agent")
+            .unwrap()
+            .starts_with("payoutd/")
+    );
+    let body = delivery.json();
+    assert_eq!(body["event"], "receiverCreated");
+    assert_eq!(body["receiver_id"], receiver_id.as_str());
+    assert_eq!(body["subaccount_id"], app.a.subaccount_id.as_str());
+    assert_eq!(body["subccount_id"], app.a.subaccount_id.as_str());
+    assert_eq!(
+        (body["status"].as_str(), body["kyc_status"].as_str()),
+        (Some("pending"), Some("pending"))
+    );
+    assert_eq!(body["sequence"], 1);
+    assert_eq!(body["event_id"].as_str(), delivery.header("webhook-id"));
+    assert!(
+        body["timestamp"]
+            .as_i64()
+            .is_some_and(|t| t > 1_600_000_000_000),
+        "timestamp in ms"
+    );
+    let seconds: i64 = delivery
+        .header("webhook-timestamp")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((seconds - chrono::Utc::now().timestamp()).abs() < 60);
+    // Exactly once: nothing else arrives.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(endpoint.received().len(), 1);
+}
+
+#[tokio::test]
+async fn a_failed_delivery_is_retried_with_the_same_webhook_id() {
+    let app = spawn_app().await;
+    let endpoint = Receiver::start(&[500, 200]);
+    hook(&app, &endpoint).await;
+    app.create_receiver(&app.a, "ada@example.com").await;
+    // The first retry comes after 5 s (±10 %).
+    let got = endpoint.wait_for(2, Duration::from_secs(9)).await;
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0].header("webhook-id"), got[1].header("webhook-id"));
+    assert_eq!(got[0].body, got[1].body);
+    let events = app
+        .admin
+        .events(subaccount(&app.a), None, None, 10)
+        .await
+        .unwrap();
+    assert_eq!(events[0].status, "delivered");
+    let outcomes: Vec<_> = events[0]
+        .attempts
+        .iter()
+        .map(|a| (a.outcome.as_str(), a.status_code))
+        .collect();
+    assert_eq!(outcomes, [("failed", Some(500)), ("delivered", Some(200))]);
+}
+
+#[tokio::test]
+async fn during_a_rotation_both_secrets_sign() {
+    let app = spawn_app().await;
+    let endpoint = Receiver::start(&[200]);
+    let old = hook(&app, &endpoint).await;
+    let new = app
+        .admin
+        .rotate_webhook_secret(subaccount(&app.a), Duration::from_secs(3600))
+        .await
+        .unwrap();
+    app.create_receiver(&app.a, "ada@example.com").await;
+    let got = endpoint.wait_for(1, Duration::from_secs(5)).await;
+    let header = got[0].header("webhook-signature").unwrap();
+    assert_eq!(header.split(' ').count(), 2, "{header}");
+    assert!(signed_by(&got[0], new.expose()) && signed_by(&got[0], &old));
+}
+
+#[tokio::test]
+async fn gone_disables_the_endpoint_until_it_is_set_again() {
+    let app = spawn_app().await;
+    let endpoint = Receiver::start(&[410, 200]);
+    hook(&app, &endpoint).await;
+    app.create_receiver(&app.a, "first@example.com").await;
+    assert_eq!(endpoint.wait_for(1, Duration::from_secs(5)).await.len(), 1);
+    app.create_receiver(&app.a, "second@example.com").await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(
+        endpoint.received().len(),
+        1,
+        "a disabled endpoint is not called"
+    );
+    let events = app
+        .admin
+        .events(subaccount(&app.a), Some("exhausted"), None, 10)
+        .await
+        .unwrap();
+    assert_eq!(events.len(), 2);
+    // Setting the webhook again re-enables it; resending delivers the skipped event.
+    hook(&app, &endpoint).await;
+    let skipped = events
+        .iter()
+        .find(|e| e.attempts.iter().any(|a| a.outcome == "skipped"))
+        .unwrap();
+    app.admin.resend_event(skipped.id).await.unwrap();
+    let got = endpoint.wait_for(2, Duration::from_secs(5)).await;
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[1].header("webhook-id").unwrap(), skipped.id.to_string());
+}
+
+#[tokio::test]
+async fn a_change_that_did_not_commit_announces_nothing() {
+    let app = spawn_app().await;
+    let endpoint = Receiver::start(&[200]);
+    hook(&app, &endpoint).await;
+    app.create_receiver(&app.a, "ada@example.com").await;
+    let duplicate = app
+        .post(
+            &app.a,
+            "/api/receiver",
+            &receiver_body(&app.a, "ADA@example.com"),
+        )
+        .await;
+    assert_eq!(duplicate.codes(), ["REVR201"]);
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let got = endpoint.received();
+    assert_eq!(got.len(), 1, "only the committed receiver was announced");
+    // Another tenant's events never reach this endpoint.
+    app.create_receiver(&app.b, "other@example.com").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(endpoint.received().len(), 1);
+}

@@ -1,0 +1,184 @@
+//! `cargo xtask bench <scenario> [flags]`: benchmarks of payoutd against a real PostgreSQL.
+//!
+//! Provisions PostgreSQL the way `cargo xtask test` does (stopping a cluster it started unless
+//! `PAYOUT_KEEP_PG=1`), builds `payoutd` and the `payoutd-bench` harness in release mode
+//! (`--smoke`: debug, tiny sizes, for CI), and runs the harness with the server URL, the payoutd
+//! binary and `<target dir>/bench` for results. Scenario flags are passed through.
+//!
+//! Scenarios live in `crates/bench` (`payoutd-bench <scenario> --help`); adding one there and
+//! to [`SCENARIOS`] is all xtask needs.
+
+use std::{env, process::ExitCode};
+
+use crate::{cmd, paths, postgres::Postgres};
+
+/// Scenarios, with the flags `--smoke` adds to each.
+const SCENARIOS: &[(&str, &[&str])] = &[(
+    "verify",
+    &[
+        "--accounts-small",
+        "200",
+        "--accounts-large",
+        "2000",
+        "--requests",
+        "200",
+        "--warmup",
+        "40",
+        "--advisory-ratio",
+    ],
+)];
+
+/// Flags of each scenario that take a value, and switches, that xtask accepts.
+const VALUE_FLAGS: &[&str] = &[
+    "--accounts-small",
+    "--accounts-large",
+    "--requests",
+    "--concurrency",
+    "--warmup",
+    "--max-ratio",
+];
+const SWITCHES: &[&str] = &["--explain", "--keep-databases", "--advisory-ratio"];
+
+/// Runs `cargo xtask bench ARGS...`.
+pub fn run(mut args: Vec<String>) -> Result<ExitCode, String> {
+    if args.is_empty() || matches!(args[0].as_str(), "help" | "--help" | "-h") {
+        print_usage();
+        return Ok(ExitCode::SUCCESS);
+    }
+    let scenario = args.remove(0);
+    let Some((_, smoke_flags)) = SCENARIOS.iter().find(|(name, _)| *name == scenario) else {
+        return Err(format!(
+            "unknown bench scenario `{scenario}`; see `cargo xtask bench help`"
+        ));
+    };
+    let smoke = take_switch(&mut args, "--smoke");
+    check_flags(&args)?;
+
+    let mut pg = Postgres::provision()?;
+    let keep = env::var("PAYOUT_KEEP_PG").is_ok_and(|keep| keep == "1");
+    if !keep {
+        pg.stop_on_exit();
+    }
+    eprintln!("xtask: benchmarking against {}", pg.describe());
+
+    let profile = if smoke { "debug" } else { "release" };
+    let mut build = paths::cargo();
+    build.args(["build", "-p", "app-actix", "-p", "payoutd-bench"]);
+    if !smoke {
+        build.arg("--release");
+    }
+    let built = cmd::run(&mut build);
+    let status = match built {
+        Ok(()) => {
+            let bin_dir = paths::target_dir().join(profile);
+            let out_dir = paths::target_dir().join("bench");
+            let mut bench = std::process::Command::new(bin_dir.join("payoutd-bench"));
+            bench
+                .arg(&scenario)
+                .arg("--database-url")
+                .arg(&pg.url)
+                .arg("--payoutd")
+                .arg(bin_dir.join("payoutd"))
+                .arg("--out-dir")
+                .arg(&out_dir)
+                .current_dir(paths::workspace_root());
+            if smoke {
+                // Smoke sizes first: flags given on the command line come later and win.
+                bench.args(*smoke_flags);
+            }
+            bench.args(&args);
+            match bench.spawn() {
+                Ok(mut child) => {
+                    pg.watch(child.id());
+                    child
+                        .wait()
+                        .map_err(|err| format!("waiting for payoutd-bench: {err}"))
+                }
+                Err(err) => Err(format!("cannot run `{}`: {err}", cmd::display(&bench))),
+            }
+        }
+        Err(err) => Err(err),
+    };
+    if keep && pg.started_here() {
+        eprintln!(
+            "xtask: leaving PostgreSQL running (PAYOUT_KEEP_PG=1); `cargo xtask db-stop` stops it"
+        );
+    }
+    pg.shutdown();
+    Ok(cmd::exit_code(status?))
+}
+
+/// Removes the switch `name` from `args`, reporting whether it was there.
+fn take_switch(args: &mut Vec<String>, name: &str) -> bool {
+    let before = args.len();
+    args.retain(|arg| arg != name);
+    args.len() != before
+}
+
+/// Accepts only known flags (with a value where one is needed), so a typo fails before the
+/// long build instead of after it.
+fn check_flags(args: &[String]) -> Result<(), String> {
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        let name = arg.split_once('=').map_or(arg.as_str(), |(name, _)| name);
+        if VALUE_FLAGS.contains(&name) {
+            if !arg.contains('=') && rest.next().is_none() {
+                return Err(format!("{name} needs a value"));
+            }
+        } else if !SWITCHES.contains(&arg.as_str()) {
+            return Err(format!(
+                "unexpected argument `{arg}`; see `cargo xtask bench help`"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn print_usage() {
+    print!(
+        "\
+Usage: cargo xtask bench <scenario> [--smoke] [flags]
+
+Scenarios:
+  verify   POST /api/receiver-account/verify latency with a small and a large
+           number of accounts in one subaccount; PASS when
+           p50(large) / p50(small) <= --max-ratio
+             --accounts-small N   (default 10000)
+             --accounts-large N   (default 1000000)
+             --requests N         measured requests per size (default 20000)
+             --concurrency N      requests in flight (default 4)
+             --warmup N           unmeasured requests first
+             --max-ratio R        (default 1.5)
+             --explain            print EXPLAIN ANALYZE of each query kind
+             --keep-databases     keep payoutd_bench_<N> for inspection
+
+--smoke runs tiny sizes on debug builds (seconds, for CI); without it both
+binaries are built in release mode. Results go to <target dir>/bench/<scenario>.json,
+server logs beside them. See docs/BENCHMARKS.md.
+"
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{check_flags, take_switch};
+
+    fn args(args: &[&str]) -> Vec<String> {
+        args.iter().map(|arg| (*arg).to_owned()).collect()
+    }
+
+    #[test]
+    fn flags_are_checked_before_building() {
+        assert!(check_flags(&args(&["--requests", "10", "--explain"])).is_ok());
+        assert!(check_flags(&args(&["--requests=10", "--concurrency", "2"])).is_ok());
+        assert!(check_flags(&args(&["--requests"])).is_err());
+        assert!(check_flags(&args(&["--reqests", "10"])).is_err());
+    }
+
+    #[test]
+    fn smoke_is_taken_out() {
+        let mut a = args(&["--smoke", "--requests", "5"]);
+        assert!(take_switch(&mut a, "--smoke"));
+        assert_eq!(a, args(&["--requests", "5"]));
+    }
+}
