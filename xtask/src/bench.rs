@@ -34,6 +34,7 @@ const VALUE_FLAGS: &[&str] = &[
     "--accounts-large",
     "--requests",
     "--concurrency",
+    "--rounds",
     "--warmup",
     "--max-ratio",
 ];
@@ -147,7 +148,8 @@ Scenarios:
              --accounts-large N   (default 1000000)
              --requests N         measured requests per size (default 20000)
              --concurrency N      requests in flight (default 4)
-             --warmup N           unmeasured requests first
+             --rounds N           alternating rounds per size (default 4)
+             --warmup N           unmeasured requests per size first
              --max-ratio R        (default 1.5)
              --explain            print EXPLAIN ANALYZE of each query kind
              --keep-databases     keep payoutd_bench_<N> for inspection

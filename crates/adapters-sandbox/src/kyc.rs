@@ -1,13 +1,18 @@
-//! A simulated KYC provider: opens checks, remembers them, and reports them open until the
-//! sandbox decides their outcome.
+//! A simulated KYC provider. It opens checks and, like a real provider, decides them later: when
+//! the sandbox helper says so (the app applies that directly), or by itself after a configured
+//! delay. Decisions it makes by itself wait in an inbox that the app drains, as it would receive a
+//! real provider's callbacks.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use domain::PortError;
-use domain::ids::ReceiverId;
+use domain::ids::{ReceiverId, SubaccountId};
 use domain::ports::{KycCheckRequest, KycProvider};
+use domain::receiver::KycOutcome;
 use uuid::Uuid;
 
 /// One identity check the sandbox provider has open.
@@ -17,19 +22,43 @@ pub struct SandboxCheck {
     pub applicant_id: String,
     /// The receiver being checked.
     pub receiver_id: ReceiverId,
+    /// Its subaccount.
+    pub subaccount_id: SubaccountId,
+    /// When the provider decides by itself, if it does.
+    pub decide_at: Option<DateTime<Utc>>,
 }
 
-/// The sandbox KYC provider. `fail_next` makes the next call fail as an outage would.
+/// A decision the provider made by itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SandboxDecision {
+    /// The receiver.
+    pub receiver_id: ReceiverId,
+    /// Its subaccount.
+    pub subaccount_id: SubaccountId,
+    /// The outcome.
+    pub outcome: KycOutcome,
+}
+
+/// The sandbox KYC provider.
 #[derive(Debug, Default)]
 pub struct SandboxKyc {
     checks: Mutex<HashMap<String, SandboxCheck>>,
     fail_next: Mutex<bool>,
+    auto_decide: Option<(Duration, KycOutcome)>,
 }
 
 impl SandboxKyc {
-    /// A provider with no open checks.
+    /// A provider that decides only when told (through the sandbox helper).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A provider that also decides every check by itself, `after` it was opened.
+    pub fn deciding_after(after: Duration, outcome: KycOutcome) -> Self {
+        Self {
+            auto_decide: Some((after, outcome)),
+            ..Self::default()
+        }
     }
 
     /// The open check with this applicant id.
@@ -56,6 +85,27 @@ impl SandboxKyc {
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = true;
     }
+
+    /// Removes and returns the decisions due at `now` (each check is decided once).
+    pub fn take_due(&self, now: DateTime<Utc>) -> Vec<SandboxDecision> {
+        let Some((_, outcome)) = self.auto_decide else {
+            return Vec::new();
+        };
+        let mut checks = self.checks.lock().unwrap_or_else(PoisonError::into_inner);
+        let due: Vec<String> = checks
+            .iter()
+            .filter(|(_, c)| c.decide_at.is_some_and(|at| at <= now))
+            .map(|(k, _)| k.clone())
+            .collect();
+        due.iter()
+            .filter_map(|key| checks.remove(key))
+            .map(|c| SandboxDecision {
+                receiver_id: c.receiver_id,
+                subaccount_id: c.subaccount_id,
+                outcome,
+            })
+            .collect()
+    }
 }
 
 #[async_trait]
@@ -73,9 +123,15 @@ impl KycProvider for SandboxKyc {
             )));
         }
         let applicant_id = format!("sbx_app_{}", Uuid::new_v4().simple());
+        let decide_at = self
+            .auto_decide
+            .and_then(|(after, _)| chrono::Duration::from_std(after).ok())
+            .map(|after| Utc::now() + after);
         let check = SandboxCheck {
             applicant_id: applicant_id.clone(),
             receiver_id: request.receiver_id,
+            subaccount_id: request.subaccount_id,
+            decide_at,
         };
         self.checks
             .lock()
@@ -88,11 +144,10 @@ impl KycProvider for SandboxKyc {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use domain::ids::SubaccountId;
 
-    fn request() -> KycCheckRequest {
+    fn request(n: u128) -> KycCheckRequest {
         KycCheckRequest {
-            receiver_id: ReceiverId::from_uuid(Uuid::from_u128(1)),
+            receiver_id: ReceiverId::from_uuid(Uuid::from_u128(n)),
             subaccount_id: SubaccountId::from_uuid(Uuid::from_u128(2)),
             full_name: "Ada Lovelace".to_owned(),
             email: "ada@example.com".to_owned(),
@@ -102,14 +157,19 @@ mod tests {
     #[tokio::test]
     async fn opens_distinct_checks_and_remembers_them() {
         let kyc = SandboxKyc::new();
-        let a = kyc.start_check(&request()).await.unwrap_or_default();
-        let b = kyc.start_check(&request()).await.unwrap_or_default();
+        let a = kyc.start_check(&request(1)).await.unwrap_or_default();
+        let b = kyc.start_check(&request(1)).await.unwrap_or_default();
         assert!(a.starts_with("sbx_app_"));
         assert_ne!(a, b);
         assert_eq!(kyc.open_checks(), 2);
         assert_eq!(
             kyc.check(&a).map(|c| c.receiver_id),
-            Some(request().receiver_id)
+            Some(request(1).receiver_id)
+        );
+        assert!(
+            kyc.take_due(Utc::now() + chrono::Duration::days(365))
+                .is_empty(),
+            "never decides alone"
         );
     }
 
@@ -118,10 +178,28 @@ mod tests {
         let kyc = SandboxKyc::new();
         kyc.fail_next_call();
         assert!(matches!(
-            kyc.start_check(&request()).await,
+            kyc.start_check(&request(1)).await,
             Err(PortError::Unavailable(_))
         ));
-        assert!(kyc.start_check(&request()).await.is_ok());
+        assert!(kyc.start_check(&request(1)).await.is_ok());
         assert_eq!(kyc.open_checks(), 1);
+    }
+
+    #[tokio::test]
+    async fn decides_by_itself_after_the_delay_once() {
+        let kyc = SandboxKyc::deciding_after(Duration::from_secs(60), KycOutcome::Failed);
+        kyc.start_check(&request(7)).await.unwrap_or_default();
+        assert!(kyc.take_due(Utc::now()).is_empty(), "not before the delay");
+        let due = kyc.take_due(Utc::now() + chrono::Duration::seconds(61));
+        assert_eq!(due.len(), 1);
+        assert_eq!(
+            (due[0].receiver_id, due[0].outcome),
+            (request(7).receiver_id, KycOutcome::Failed)
+        );
+        assert!(
+            kyc.take_due(Utc::now() + chrono::Duration::seconds(61))
+                .is_empty(),
+            "decided once"
+        );
     }
 }

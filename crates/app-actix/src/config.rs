@@ -15,6 +15,8 @@
 //! | `PAYOUT_WEBHOOK_ALLOW_PRIVATE` | `true` in sandbox, else `false` | allow webhook URLs that resolve to loopback/private/link-local addresses |
 //! | `PAYOUT_DELIVERY_POLL_MS` | `100` | how often an idle delivery worker looks for due events |
 //! | `PAYOUT_DELIVERY_BATCH` | `64` | most events one worker pass claims and sends concurrently |
+//! | `PAYOUT_SANDBOX_KYC_DELAY_MS` | unset (never) | sandbox: the simulated KYC provider decides each check by itself after this delay |
+//! | `PAYOUT_SANDBOX_KYC_OUTCOME` | `completed` | sandbox: what it decides, `completed` or `failed` |
 //! | `PAYOUT_DB_POOL_SIZE` | `16` | most database connections |
 //! | `PAYOUT_DB_WAIT_TIMEOUT_MS` | `2000` | wait for a free connection before answering 503 |
 //! | `PAYOUT_DB_STATEMENT_TIMEOUT_MS` | `5000` | per-statement timeout |
@@ -25,6 +27,7 @@ use std::time::Duration;
 
 use adapters_postgres::DbConfig;
 use domain::masking::Secret;
+use domain::receiver::KycOutcome;
 
 /// A configuration problem, naming the variable.
 #[derive(Debug, thiserror::Error)]
@@ -134,6 +137,35 @@ pub struct Config {
     pub public_url: String,
     /// Webhook delivery.
     pub delivery: DeliveryConfig,
+    /// Sandbox: the KYC provider's own decisions (after a delay), if any.
+    pub sandbox_kyc: Option<(Duration, KycOutcome)>,
+}
+
+/// `PAYOUT_SANDBOX_KYC_DELAY_MS` and `PAYOUT_SANDBOX_KYC_OUTCOME`.
+pub fn sandbox_kyc_from_env() -> Result<Option<(Duration, KycOutcome)>, ConfigError> {
+    let Some(raw) = var("PAYOUT_SANDBOX_KYC_DELAY_MS") else {
+        return Ok(None);
+    };
+    let delay = raw
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|ms| *ms <= 86_400_000)
+        .ok_or_else(|| ConfigError {
+            variable: "PAYOUT_SANDBOX_KYC_DELAY_MS",
+            problem: format!("must be milliseconds from 0 to 86400000, got {raw:?}"),
+        })?;
+    let outcome = match var("PAYOUT_SANDBOX_KYC_OUTCOME").as_deref().map(str::trim) {
+        None | Some("completed") => KycOutcome::Completed,
+        Some("failed") => KycOutcome::Failed,
+        Some(other) => {
+            return Err(ConfigError {
+                variable: "PAYOUT_SANDBOX_KYC_OUTCOME",
+                problem: format!("must be completed or failed, got {other:?}"),
+            });
+        }
+    };
+    Ok(Some((Duration::from_millis(delay), outcome)))
 }
 
 /// Webhook delivery settings.
@@ -212,6 +244,7 @@ impl Config {
             bind,
             public_url,
             delivery: DeliveryConfig::from_env(sandbox)?,
+            sandbox_kyc: sandbox_kyc_from_env()?,
             sandbox,
             workers: parsed(
                 "PAYOUT_WORKERS",

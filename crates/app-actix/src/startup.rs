@@ -41,6 +41,39 @@ pub struct Sandbox {
     pub notifier: Arc<SandboxNotifier>,
 }
 
+impl Sandbox {
+    /// The simulators as configured.
+    pub fn new(config: &Config) -> Self {
+        let kyc = match config.sandbox_kyc {
+            Some((after, outcome)) => SandboxKyc::deciding_after(after, outcome),
+            None => SandboxKyc::new(),
+        };
+        Self {
+            kyc: Arc::new(kyc),
+            notifier: Arc::new(SandboxNotifier::new()),
+        }
+    }
+}
+
+/// Applies the sandbox KYC provider's own decisions as they come due, as a real provider's
+/// callbacks would be applied; an outcome for a receiver decided meanwhile is skipped.
+async fn apply_sandbox_kyc(state: web::Data<AppState>, kyc: Arc<SandboxKyc>) {
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    loop {
+        tick.tick().await;
+        for decision in kyc.take_due(chrono::Utc::now()) {
+            let id = decision.receiver_id.to_string();
+            if let Err(e) = state
+                .receivers
+                .apply_kyc_outcome(decision.subaccount_id, &id, decision.outcome)
+                .await
+            {
+                tracing::info!(receiver_id = %id, error = %e, "sandbox KYC decision not applied");
+            }
+        }
+    }
+}
+
 /// The handler state over a store and the outside world's adapters.
 pub fn build_state(
     config: &Config,
@@ -85,6 +118,7 @@ pub struct Application {
     sandbox: Sandbox,
     worker: Arc<DeliveryWorker>,
     poll: Duration,
+    state: web::Data<AppState>,
 }
 
 /// The webhook delivery worker over the store and an HTTP sender.
@@ -144,8 +178,9 @@ impl Application {
             "PAYOUT_SANDBOX must be true: only the sandbox KYC provider and notifier are implemented so far"
         );
         let store = build_store(config)?;
-        let sandbox = Sandbox::default();
+        let sandbox = Sandbox::new(config);
         let state = web::Data::new(build_state(config, &store, &sandbox)?);
+        let app_state = state.clone();
         let sandbox_mode = config.sandbox;
         let listener =
             TcpListener::bind(config.bind).with_context(|| format!("binding {}", config.bind))?;
@@ -174,6 +209,7 @@ impl Application {
             sandbox,
             worker,
             poll: config.delivery.poll,
+            state: app_state,
         })
     }
 
@@ -203,8 +239,13 @@ impl Application {
         });
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let delivery = tokio::spawn(run_delivery(self.worker.clone(), self.poll, stopped));
+        let sandbox_kyc = tokio::spawn(apply_sandbox_kyc(
+            self.state.clone(),
+            self.sandbox.kyc.clone(),
+        ));
         let result = self.server.await;
         housekeeping.abort();
+        sandbox_kyc.abort();
         // The server has drained its requests; let the delivery pass in hand finish.
         let _ = stop.send(true);
         if let Err(e) = delivery.await {

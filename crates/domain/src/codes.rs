@@ -82,6 +82,7 @@ catalogue! {
     Revr225 => ("REVR225", 400, "Reference already used in this subaccount"),
     Revr226 => ("REVR226", 400, "Field is longer than 255 characters"),
     Revr227 => ("REVR227", 400, "Middle name may contain only letters, spaces, apostrophes and hyphens"),
+    Revr301 => ("REVR301", 400, "Receiver KYC is already decided"),
     Reac101 => ("REAC101", 400, "Receiver Account ID not found"),
     Reac104 => ("REAC104", 400, "Receiver ID not found"),
     Reac201 => ("REAC201", 400, "Receiver ID is required"),

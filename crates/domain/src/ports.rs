@@ -15,8 +15,8 @@ use crate::ids::{ApiKeyId, EventId, ReceiverId, SubaccountId};
 use crate::masking::Secret;
 use crate::money::Asset;
 use crate::paging::PageRequest;
-use crate::receiver::Receiver;
 use crate::receiver::query::ReceiverFilter;
+use crate::receiver::{KycStatus, Receiver};
 use crate::subaccount::{Balance, FeeTemplate, Subaccount};
 
 /// The current time.
@@ -96,6 +96,17 @@ pub trait ReceiverStore: Send + Sync {
         subaccount: SubaccountId,
         id: ReceiverId,
     ) -> Result<Option<Receiver>, PortError>;
+
+    /// Applies a KYC decision made by the domain: sets `receiver`'s `status`, `kyc_status` and
+    /// `updated_at` where the stored receiver (of its subaccount) still has KYC status
+    /// `expected`, and writes `events`, in one transaction. `Ok(false)` when it no longer has
+    /// (decided meanwhile, or unknown); then nothing was written.
+    async fn apply_kyc(
+        &self,
+        receiver: &Receiver,
+        expected: KycStatus,
+        events: &[OutboxEvent],
+    ) -> Result<bool, PortError>;
 
     /// Up to `page.limit + 1` receivers of `subaccount` matching `filter`, newest first
     /// (`created_at` desc, `id` desc), strictly after `page.after`. The extra row tells the

@@ -30,6 +30,8 @@ struct ClaimedRow {
     attempts: i32,
     #[diesel(sql_type = Jsonb)]
     payload: serde_json::Value,
+    #[diesel(sql_type = Timestamptz)]
+    claimed_until: DateTime<Utc>,
 }
 
 type EndpointRow = (
@@ -156,7 +158,7 @@ impl DeliveryStore for PgStore {
                ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED) \
              UPDATE outbox_events e SET attempts = e.attempts + 1, claimed_until = $3 \
              FROM due WHERE e.id = due.id \
-             RETURNING e.id, e.subaccount_id, e.attempts, e.payload",
+             RETURNING e.id, e.subaccount_id, e.attempts, e.payload, e.claimed_until",
         )
         .bind::<Timestamptz, _>(now)
         .bind::<Integer, _>(i32::try_from(limit).unwrap_or(i32::MAX))
@@ -178,6 +180,7 @@ impl DeliveryStore for PgStore {
                     event_id: EventId::from_uuid(row.id),
                     subaccount_id: SubaccountId::from_uuid(row.subaccount_id),
                     attempt: u32::try_from(row.attempts).unwrap_or(0),
+                    claimed_until: row.claimed_until,
                     body: serde_json::to_vec(&row.payload)
                         .map_err(|e| PortError::Unknown(e.into()))?,
                     url: endpoint.and_then(|e| e.url.clone()),
@@ -196,6 +199,7 @@ impl DeliveryStore for PgStore {
         let id = event.event_id.as_uuid();
         let subaccount = event.subaccount_id.as_uuid();
         let attempt = i32::try_from(event.attempt).unwrap_or(i32::MAX);
+        let claimed_until = event.claimed_until;
         let at = record.attempted_at;
         let (outcome, status_code, error) = outcome_columns(record.outcome.as_ref());
         let latency_ms = i32::try_from(record.latency.as_millis()).unwrap_or(i32::MAX);
@@ -206,6 +210,7 @@ impl DeliveryStore for PgStore {
                 let claimed = outbox_events::table
                     .filter(outbox_events::id.eq(id))
                     .filter(outbox_events::attempts.eq(attempt))
+                    .filter(outbox_events::claimed_until.eq(claimed_until))
                     .filter(outbox_events::status.eq("pending"));
                 let updated = match next {
                     NextStep::Delivered => {

@@ -10,9 +10,9 @@ use domain::events::OutboxEvent;
 use domain::ids::{ReceiverId, SubaccountId};
 use domain::paging::PageRequest;
 use domain::ports::{InsertReceiverError, ReceiverStore};
-use domain::receiver::Receiver;
 use domain::receiver::query::ReceiverFilter;
 use domain::receiver::values::normalize_email;
+use domain::receiver::{KycStatus, Receiver};
 
 use super::PgStore;
 use super::outbox::insert_events;
@@ -67,6 +67,48 @@ impl ReceiverStore for PgStore {
             .optional()
             .map_err(from_diesel)?;
         row.map(to_domain).transpose()
+    }
+
+    async fn apply_kyc(
+        &self,
+        receiver: &Receiver,
+        expected: KycStatus,
+        events: &[OutboxEvent],
+    ) -> Result<bool, PortError> {
+        let id = receiver.id.as_uuid();
+        let subaccount = receiver.subaccount_id.as_uuid();
+        let (status, kyc, at) = (
+            i16::from(receiver.status.code()),
+            i16::from(receiver.kyc_status.code()),
+            receiver.updated_at,
+        );
+        let expected = i16::from(expected.code());
+        let mut conn = self.conn().await?;
+        let result = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                let updated = diesel::update(receivers::table)
+                    .filter(receivers::id.eq(id))
+                    .filter(receivers::subaccount_id.eq(subaccount))
+                    .filter(receivers::kyc_status.eq(expected))
+                    .set((
+                        receivers::status.eq(status),
+                        receivers::kyc_status.eq(kyc),
+                        receivers::updated_at.eq(at),
+                    ))
+                    .execute(conn)
+                    .await?;
+                if updated != 1 {
+                    // Decided meanwhile: nothing to write, and nothing written.
+                    return Err(diesel::result::Error::RollbackTransaction);
+                }
+                insert_events(conn, events).await
+            })
+            .await;
+        match result {
+            Ok(()) => Ok(true),
+            Err(diesel::result::Error::RollbackTransaction) => Ok(false),
+            Err(e) => Err(from_diesel(e)),
+        }
     }
 
     async fn list_receivers(

@@ -6,6 +6,7 @@
 
 mod accounts;
 mod credentials;
+mod delivery;
 mod operator;
 mod receivers;
 mod support;

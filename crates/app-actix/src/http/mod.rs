@@ -83,7 +83,8 @@ pub fn routes(cfg: &mut ServiceConfig) {
 pub fn sandbox_routes(cfg: &mut ServiceConfig) {
     let resource =
         |path: &str| web::resource(path.to_owned()).default_service(web::to(method_not_allowed));
-    cfg.service(resource("/api/test-helpers/account").route(web::post().to(test_helpers::account)));
+    cfg.service(resource("/api/test-helpers/account").route(web::post().to(test_helpers::account)))
+        .service(resource("/api/test-helpers/kyc").route(web::post().to(test_helpers::kyc)));
 }
 
 /// The default service: 404 `REQ006` in the envelope.

@@ -86,6 +86,11 @@ pub fn sign(tenant: &Tenant, nonce: i64, v2: Option<(&str, &str, &[u8])>) -> Str
 }
 
 pub async fn spawn_app() -> TestApp {
+    spawn_app_with(|_| {}).await
+}
+
+/// [`spawn_app`] with the configuration adjusted first.
+pub async fn spawn_app_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
     // reqwest's rustls backend is unified into this build by adapters-webhook: a client needs
     // a crypto provider installed first.
     adapters_webhook::install_crypto_provider();
@@ -106,7 +111,10 @@ pub async fn spawn_app() -> TestApp {
             poll: Duration::from_millis(20),
             batch: 64,
         },
+        sandbox_kyc: None,
     };
+    let mut config = config;
+    adjust(&mut config);
     let app = Application::build(&config).expect("app builds");
     let base = format!("http://127.0.0.1:{}", app.port());
     let sandbox = app.sandbox().clone();

@@ -5,6 +5,7 @@ mod accounts;
 mod auth;
 mod envelope;
 mod helpers;
+mod kyc;
 mod receiver;
 mod receivers;
 mod subaccounts;

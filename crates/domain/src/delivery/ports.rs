@@ -18,8 +18,12 @@ pub struct ClaimedEvent {
     pub event_id: EventId,
     /// Its subaccount.
     pub subaccount_id: SubaccountId,
-    /// This attempt's number, 1-based; the claim holds only while the stored count equals it.
+    /// This attempt's number, 1-based.
     pub attempt: u32,
+    /// The claim's lease deadline as stored: together with `attempt` it identifies this claim,
+    /// so a worker whose claim was taken over (lease expired, or the event resent) can never
+    /// record over the new one.
+    pub claimed_until: DateTime<Utc>,
     /// The webhook body, exactly as it will be signed and sent.
     pub body: Vec<u8>,
     /// The subaccount's postback URL; `None` when it has none.
@@ -60,8 +64,9 @@ pub trait DeliveryStore: Send + Sync {
 
     /// Records the attempt and applies `record.next` (delivered, retry at, exhausted, or
     /// disable the endpoint and exhaust), releasing the claim, in one transaction. Applies only
-    /// if the event is still at `event.attempt` and pending; `Ok(false)` otherwise (the lease
-    /// ran out and another worker took over), and then nothing was written.
+    /// while this exact claim holds (same attempt, same lease deadline, still pending);
+    /// `Ok(false)` otherwise (the lease ran out and another worker took over, or an operator
+    /// resent the event), and then nothing was written.
     async fn record_attempt(
         &self,
         event: &ClaimedEvent,

@@ -147,6 +147,7 @@ mod tests {
             event_id: EventId::from_uuid(Uuid::from_u128(n)),
             subaccount_id: SubaccountId::from_uuid(Uuid::from_u128(1)),
             attempt,
+            claimed_until: DateTime::<Utc>::from_timestamp(1_700_000_060, 0).unwrap_or_default(),
             body: br#"{"event":"receiverCreated"}"#.to_vec(),
             url: url.map(str::to_owned),
             endpoint_disabled: disabled,

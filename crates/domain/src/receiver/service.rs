@@ -14,7 +14,7 @@ use crate::ports::{
 };
 use crate::receiver::input::{RawReceiver, ReceiverInput};
 use crate::receiver::query::ListReceiversQuery;
-use crate::receiver::{Address, KycStatus, Receiver, ReceiverStatus};
+use crate::receiver::{Address, KycOutcome, KycStatus, Receiver, ReceiverStatus};
 use crate::validation::ValidationErrors;
 
 /// Why a receiver was not created.
@@ -52,6 +52,20 @@ pub enum ListReceiversError {
     /// The query is invalid (every problem listed).
     #[error(transparent)]
     Invalid(ValidationErrors),
+    /// Infrastructure failure.
+    #[error(transparent)]
+    Port(#[from] PortError),
+}
+
+/// Why a KYC outcome was not applied.
+#[derive(Debug, thiserror::Error)]
+pub enum KycOutcomeError {
+    /// No such receiver in the subaccount (`REVR101`).
+    #[error("receiver not found")]
+    NotFound,
+    /// Its KYC is already decided (`REVR301`).
+    #[error("KYC is already {0:?}")]
+    AlreadyDecided(KycStatus),
     /// Infrastructure failure.
     #[error(transparent)]
     Port(#[from] PortError),
@@ -193,6 +207,51 @@ impl ReceiverService {
                 InsertReceiverError::Port(e) => CreateReceiverError::Port(e),
             })?;
         Ok(receiver)
+    }
+
+    /// Applies the KYC provider's decision for a receiver of `subaccount` (contract §4):
+    /// `completed` makes it `active`, `failed` makes it `failed`, with a `receiverKycUpdate`
+    /// event, once; a second outcome for the same check is refused.
+    pub async fn apply_kyc_outcome(
+        &self,
+        subaccount: SubaccountId,
+        raw_id: &str,
+        outcome: KycOutcome,
+    ) -> Result<Receiver, KycOutcomeError> {
+        let id = ReceiverId::parse(raw_id).ok_or(KycOutcomeError::NotFound)?;
+        let receiver = self
+            .store
+            .find_receiver(subaccount, id)
+            .await?
+            .ok_or(KycOutcomeError::NotFound)?;
+        let transition = receiver
+            .kyc_status
+            .apply(outcome)
+            .map_err(|e| KycOutcomeError::AlreadyDecided(e.from))?;
+        let now = self.clock.now();
+        let expected = receiver.kyc_status;
+        let updated = Receiver {
+            status: transition.status,
+            kyc_status: transition.kyc_status,
+            updated_at: now,
+            ..receiver
+        };
+        let event = OutboxEvent::receiver(
+            EventKind::ReceiverKycUpdate,
+            EventId::from_uuid(self.ids.new_id()),
+            &updated,
+            now,
+        );
+        if self.store.apply_kyc(&updated, expected, &[event]).await? {
+            return Ok(updated);
+        }
+        // Decided concurrently: report what is stored now.
+        let stored = self
+            .store
+            .find_receiver(subaccount, id)
+            .await?
+            .ok_or(KycOutcomeError::NotFound)?;
+        Err(KycOutcomeError::AlreadyDecided(stored.kyc_status))
     }
 
     /// The caller's receiver with this id. A malformed id, another subaccount's receiver and a

@@ -9,6 +9,7 @@ use uuid::Uuid;
 use super::*;
 use crate::ids::ApiKeyId;
 use crate::ports::{MockClock, MockIdGenerator, MockKycProvider, MockReceiverStore};
+use crate::receiver::KycOutcome;
 
 const NOW_MS: i64 = 1_700_000_000_000;
 
@@ -291,4 +292,88 @@ async fn list_rejects_missing_foreign_subaccounts_and_bad_cursors() {
         codes(service.list(&caller(), &foreign).await),
         [ErrorCode::Suba101, ErrorCode::Req003]
     );
+}
+
+#[tokio::test]
+async fn a_kyc_outcome_moves_a_pending_receiver_once_with_its_event() {
+    let mut store = MockReceiverStore::new();
+    store
+        .expect_find_receiver()
+        .times(1)
+        .returning(|_, _| Ok(Some(receiver_at(1))));
+    store
+        .expect_apply_kyc()
+        .withf(|receiver, expected, events| {
+            receiver.status == ReceiverStatus::Active
+                && receiver.kyc_status == KycStatus::Completed
+                && *expected == KycStatus::Pending
+                && events.len() == 1
+                && events[0].kind == EventKind::ReceiverKycUpdate
+                && events[0].payload["kyc_status"] == "completed"
+        })
+        .times(1)
+        .returning(|_, _, _| Ok(true));
+    let id = Uuid::from_u128(1).to_string();
+    let applied = service(store, kyc_ok())
+        .apply_kyc_outcome(caller().subaccount_id, &id, KycOutcome::Completed)
+        .await;
+    assert_eq!(applied.map(|r| r.status).ok(), Some(ReceiverStatus::Active));
+}
+
+#[tokio::test]
+async fn a_decided_or_concurrently_decided_check_is_refused() {
+    let decided = Receiver {
+        kyc_status: KycStatus::Failed,
+        status: ReceiverStatus::Failed,
+        ..receiver_at(1)
+    };
+    let mut store = MockReceiverStore::new();
+    store
+        .expect_find_receiver()
+        .returning(move |_, _| Ok(Some(decided.clone())));
+    store.expect_apply_kyc().never();
+    let id = Uuid::from_u128(1).to_string();
+    let refused = service(store, kyc_ok())
+        .apply_kyc_outcome(caller().subaccount_id, &id, KycOutcome::Completed)
+        .await;
+    assert!(matches!(
+        refused,
+        Err(KycOutcomeError::AlreadyDecided(KycStatus::Failed))
+    ));
+
+    // Lost the race: the conditional update did not apply; the stored decision is reported.
+    let mut store = MockReceiverStore::new();
+    let mut reads = 0;
+    store
+        .expect_find_receiver()
+        .times(2)
+        .returning(move |_, _| {
+            reads += 1;
+            Ok(Some(if reads == 1 {
+                receiver_at(1)
+            } else {
+                Receiver {
+                    kyc_status: KycStatus::Completed,
+                    status: ReceiverStatus::Active,
+                    ..receiver_at(1)
+                }
+            }))
+        });
+    store
+        .expect_apply_kyc()
+        .times(1)
+        .returning(|_, _, _| Ok(false));
+    let raced = service(store, kyc_ok())
+        .apply_kyc_outcome(caller().subaccount_id, &id, KycOutcome::Failed)
+        .await;
+    assert!(matches!(
+        raced,
+        Err(KycOutcomeError::AlreadyDecided(KycStatus::Completed))
+    ));
+    let mut store = MockReceiverStore::new();
+    store.expect_find_receiver().returning(|_, _| Ok(None));
+    let missing = service(store, kyc_ok())
+        .apply_kyc_outcome(caller().subaccount_id, "nope", KycOutcome::Failed)
+        .await;
+    assert!(matches!(missing, Err(KycOutcomeError::NotFound)));
 }
