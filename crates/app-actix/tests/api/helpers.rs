@@ -27,6 +27,7 @@ pub struct Tenant {
 
 pub struct TestApp {
     pub base: String,
+    pub config: Config,
     pub sandbox: Sandbox,
     pub client: reqwest::Client,
     pub admin: AdminService,
@@ -129,6 +130,7 @@ pub async fn spawn_app_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
     let b = tenant(&admin, "Tenant B").await;
     TestApp {
         base,
+        config,
         sandbox,
         client: reqwest::Client::new(),
         admin,
@@ -163,6 +165,15 @@ pub fn subaccount(tenant: &Tenant) -> SubaccountId {
 }
 
 impl TestApp {
+    /// Starts another server instance on the same database (as a second process would), and
+    /// returns its base URL.
+    pub fn second_instance(&self) -> String {
+        let app = Application::build(&self.config).expect("second instance builds");
+        let base = format!("http://127.0.0.1:{}", app.port());
+        tokio::spawn(app.run_until_stopped());
+        base
+    }
+
     pub async fn send(&self, request: reqwest::RequestBuilder) -> Reply {
         let response = request.send().await.expect("request sent");
         let status = response.status().as_u16();

@@ -179,3 +179,32 @@ async fn a_change_that_did_not_commit_announces_nothing() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(endpoint.received().len(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_deliver_every_event_exactly_once() {
+    let app = spawn_app().await;
+    let _second = app.second_instance();
+    let endpoint = Receiver::start(&[200]);
+    hook(&app, &endpoint).await;
+    let bodies: Vec<_> = (0..40)
+        .map(|n| receiver_body(&app.a, &format!("r{n}@example.com")))
+        .collect();
+    futures_util::future::join_all(bodies.iter().map(|b| app.post(&app.a, "/api/receiver", b)))
+        .await;
+    let got = endpoint.wait_for(40, Duration::from_secs(10)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let got = if got.len() >= 40 {
+        endpoint.received()
+    } else {
+        got
+    };
+    let ids: std::collections::HashSet<_> = got
+        .iter()
+        .map(|r| r.header("webhook-id").unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        (got.len(), ids.len()),
+        (40, 40),
+        "each event once, none twice"
+    );
+}
