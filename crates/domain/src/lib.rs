@@ -17,6 +17,7 @@ pub mod ids;
 pub mod masking;
 pub mod money;
 pub mod paging;
+pub mod payout;
 pub mod ports;
 pub mod receiver;
 pub mod subaccount;
