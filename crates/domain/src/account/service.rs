@@ -291,6 +291,18 @@ impl AccountService {
         if !callers || request.account_data.is_empty() || !known || repeated {
             return Err(VerifyError::Invalid);
         }
+        // Fields of different payout methods (a BSB with an IBAN) can never be one account's;
+        // answering without a query also keeps such a request from walking every account that
+        // shares one of its values.
+        let one_method = PayoutMethod::ALL.iter().any(|m| {
+            request
+                .account_data
+                .iter()
+                .all(|(k, _)| m.fields().contains(&k.as_str()))
+        });
+        if !one_method {
+            return Ok(None);
+        }
         let mut fields = Vec::with_capacity(request.account_data.len());
         for (field, value) in &request.account_data {
             if value.chars().count() > 255 {

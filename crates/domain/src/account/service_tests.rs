@@ -279,6 +279,25 @@ async fn verify_normalises_before_matching_and_refuses_bad_requests() {
             .await,
         Ok(None)
     ));
+    // Fields of two methods can never be one account's: no query.
+    assert!(matches!(
+        service
+            .verify(
+                &caller(),
+                &verify_request(&[("bsb", "012002"), ("iban", "DE89370400440532013000")])
+            )
+            .await,
+        Ok(None)
+    ));
+    assert!(matches!(
+        service
+            .verify(
+                &caller(),
+                &verify_request(&[("account_type", "checking"), ("bic", "DEUTDEFF")])
+            )
+            .await,
+        Ok(None)
+    ));
     // A value no account can have matches nothing without a query.
     assert!(matches!(
         service

@@ -1,0 +1,345 @@
+//! A closed-loop load generator: `concurrency` workers, each sending one signed request at a
+//! time and waiting for the whole response before the next, until `requests` have been sent.
+//! Latency is measured from just before the request is sent until its body has been read, in
+//! microseconds, into HDR histograms (overall and per request kind).
+//!
+//! Closed loop means a slow response delays the next request instead of queueing behind it, so
+//! the percentiles describe the service at the throughput it reached, not at a fixed offered
+//! rate (no coordinated-omission correction is applied).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use hdrhistogram::Histogram;
+use hmac::{Hmac, KeyInit, Mac};
+use sha2::Sha256;
+
+/// Largest latency the histograms track: one minute, in microseconds.
+const MAX_MICROS: u64 = 60_000_000;
+
+/// An API key and its secret, with the last nonce used so nonces strictly increase (POST nonces
+/// are single use).
+pub struct Credentials {
+    /// The API key (`x-api-key`).
+    pub api_key: String,
+    /// The API secret (only to hand on; requests are signed with `mac`).
+    pub api_secret: String,
+    mac: Hmac<Sha256>,
+    last_nonce: AtomicI64,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("api_key", &self.api_key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Clone for Credentials {
+    fn clone(&self) -> Self {
+        Self {
+            api_key: self.api_key.clone(),
+            api_secret: self.api_secret.clone(),
+            mac: self.mac.clone(),
+            last_nonce: AtomicI64::new(self.last_nonce.load(Ordering::SeqCst)),
+        }
+    }
+}
+
+impl Credentials {
+    /// Keys an HMAC with `api_secret` once, for every signature to come.
+    pub fn new(api_key: &str, api_secret: &str) -> Self {
+        // HMAC accepts keys of any length, so this cannot fail.
+        let mac = match Hmac::<Sha256>::new_from_slice(api_secret.as_bytes()) {
+            Ok(mac) => mac,
+            Err(_) => unreachable!("HMAC takes keys of any length"),
+        };
+        Self {
+            api_key: api_key.to_owned(),
+            api_secret: api_secret.to_owned(),
+            mac,
+            last_nonce: AtomicI64::new(0),
+        }
+    }
+
+    /// The current time in milliseconds, or one more than the last nonce if that is later.
+    fn next_nonce(&self) -> i64 {
+        let now = chrono::Utc::now().timestamp_millis();
+        let previous = self.last_nonce.fetch_max(now, Ordering::SeqCst);
+        if previous < now {
+            now
+        } else {
+            self.last_nonce.fetch_add(1, Ordering::SeqCst) + 1
+        }
+    }
+
+    /// A fresh v1 `signature` header value: `<nonce>.<hex HMAC-SHA256(secret, "<nonce>.<key>")>`.
+    pub fn sign_v1(&self) -> String {
+        let nonce = self.next_nonce();
+        let mut mac = self.mac.clone();
+        mac.update(format!("{nonce}.{}", self.api_key).as_bytes());
+        format!("{nonce}.{}", hex::encode(mac.finalize().into_bytes()))
+    }
+}
+
+/// One request to send, with what the workload needs to judge its answer.
+pub struct Request<T> {
+    /// HTTP method.
+    pub method: reqwest::Method,
+    /// Path and query, e.g. `/api/receiver-account/verify`.
+    pub path: String,
+    /// JSON body (empty for none).
+    pub body: Vec<u8>,
+    /// Index into [`Workload::kinds`].
+    pub kind: usize,
+    /// Whatever [`Workload::check`] wants to know.
+    pub tag: T,
+}
+
+/// What a scenario sends.
+pub trait Workload: Send + Sync + 'static {
+    /// Carried from [`Workload::request`] to [`Workload::check`].
+    type Tag: Send;
+
+    /// Names of the request kinds, each reported separately.
+    fn kinds(&self) -> &[&'static str];
+
+    /// The request with sequence number `seq` (a pure function of it, so runs repeat).
+    fn request(&self, seq: u64) -> Request<Self::Tag>;
+
+    /// Whether a 200 answer is the right one.
+    fn check(&self, tag: &Self::Tag, body: &[u8]) -> bool;
+}
+
+/// How to drive the load.
+#[derive(Clone)]
+pub struct LoadConfig {
+    /// `http://host:port`.
+    pub base_url: String,
+    /// Workers, each with one request in flight.
+    pub concurrency: usize,
+    /// Requests in all.
+    pub requests: u64,
+    /// First sequence number (so a warm-up can use other requests than the measured run).
+    pub first_seq: u64,
+    /// Worker `w` signs with `keys[w % keys.len()]`.
+    pub keys: Vec<Credentials>,
+}
+
+/// Latencies and outcomes of one kind of request (or of all).
+#[derive(Clone)]
+pub struct Stats {
+    /// Latencies of completed requests (any status), microseconds.
+    pub histogram: Histogram<u64>,
+    /// Answers other than 200, and requests that failed to complete.
+    pub errors: u64,
+    /// 200 answers that were not the expected ones.
+    pub wrong: u64,
+    /// Requests that got no answer (also counted in `errors`; no latency recorded).
+    pub unanswered: u64,
+}
+
+impl Stats {
+    fn new() -> anyhow::Result<Self> {
+        Ok(Self {
+            histogram: Histogram::new_with_bounds(1, MAX_MICROS, 3)?,
+            errors: 0,
+            wrong: 0,
+            unanswered: 0,
+        })
+    }
+
+    fn add(&mut self, other: &Stats) -> anyhow::Result<()> {
+        self.histogram.add(&other.histogram)?;
+        self.errors += other.errors;
+        self.wrong += other.wrong;
+        self.unanswered += other.unanswered;
+        Ok(())
+    }
+
+    /// Requests sent (completed or not).
+    pub fn requests(&self) -> u64 {
+        self.histogram.len() + self.unanswered
+    }
+
+    /// The latency at `quantile` (0..=1), in milliseconds.
+    pub fn millis_at(&self, quantile: f64) -> f64 {
+        self.histogram.value_at_quantile(quantile) as f64 / 1000.0
+    }
+}
+
+/// The outcome of a run.
+pub struct LoadResult {
+    /// Every request.
+    pub overall: Stats,
+    /// Per kind, in [`Workload::kinds`] order.
+    pub per_kind: Vec<(&'static str, Stats)>,
+    /// Wall time from the first request sent to the last answer read.
+    pub elapsed: Duration,
+    /// How many answers had each status (0: no answer).
+    pub statuses: BTreeMap<u16, u64>,
+    /// The first unexpected answer, for the report.
+    pub first_problem: Option<String>,
+}
+
+impl LoadResult {
+    /// Adds another run of the same workload (its time is added too, as if run back to back).
+    pub fn merge(&mut self, other: LoadResult) -> anyhow::Result<()> {
+        self.overall.add(&other.overall)?;
+        for ((_, mine), (_, theirs)) in self.per_kind.iter_mut().zip(&other.per_kind) {
+            mine.add(theirs)?;
+        }
+        self.elapsed += other.elapsed;
+        for (status, count) in other.statuses {
+            *self.statuses.entry(status).or_default() += count;
+        }
+        if self.first_problem.is_none() {
+            self.first_problem = other.first_problem;
+        }
+        Ok(())
+    }
+
+    /// Requests per second over the run.
+    pub fn throughput(&self) -> f64 {
+        self.overall.requests() as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// One worker's tallies.
+struct Tally {
+    per_kind: Vec<Stats>,
+    statuses: BTreeMap<u16, u64>,
+    first_problem: Option<String>,
+}
+
+/// Sends `config.requests` requests of `workload`, `config.concurrency` at a time.
+pub async fn run<W: Workload>(workload: Arc<W>, config: &LoadConfig) -> anyhow::Result<LoadResult> {
+    anyhow::ensure!(config.concurrency > 0, "concurrency must be at least 1");
+    anyhow::ensure!(!config.keys.is_empty(), "the load needs an API key");
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(config.concurrency)
+        .tcp_nodelay(true)
+        .timeout(Duration::from_secs(30))
+        .build()
+        .context("building the HTTP client")?;
+    let next = Arc::new(AtomicU64::new(0));
+    let kinds = workload.kinds().to_vec();
+    let started = Instant::now();
+    let mut workers = Vec::with_capacity(config.concurrency);
+    for worker in 0..config.concurrency {
+        let workload = Arc::clone(&workload);
+        let next = Arc::clone(&next);
+        let client = client.clone();
+        let key = config.keys[worker % config.keys.len()].clone();
+        let (base, total, first_seq, kind_count) = (
+            config.base_url.clone(),
+            config.requests,
+            config.first_seq,
+            kinds.len(),
+        );
+        workers.push(tokio::spawn(async move {
+            let mut tally = Tally {
+                per_kind: (0..kind_count)
+                    .map(|_| Stats::new())
+                    .collect::<anyhow::Result<_>>()?,
+                statuses: BTreeMap::new(),
+                first_problem: None,
+            };
+            loop {
+                let index = next.fetch_add(1, Ordering::Relaxed);
+                if index >= total {
+                    break;
+                }
+                let request = workload.request(first_seq + index);
+                let builder = client
+                    .request(request.method.clone(), format!("{base}{}", request.path))
+                    .header("x-api-key", &key.api_key)
+                    .header("signature", key.sign_v1());
+                let builder = if request.body.is_empty() {
+                    builder
+                } else {
+                    builder
+                        .header("content-type", "application/json")
+                        .body(request.body.clone())
+                };
+                let sent = Instant::now();
+                let answer = match builder.send().await {
+                    Ok(response) => {
+                        let status = response.status().as_u16();
+                        response.bytes().await.map(|body| (status, body))
+                    }
+                    Err(e) => Err(e),
+                };
+                let micros = u64::try_from(sent.elapsed().as_micros()).unwrap_or(MAX_MICROS);
+                let stats = &mut tally.per_kind[request.kind];
+                match answer {
+                    Ok((status, body)) => {
+                        stats
+                            .histogram
+                            .saturating_record(micros.clamp(1, MAX_MICROS));
+                        *tally.statuses.entry(status).or_default() += 1;
+                        let problem = if status != 200 {
+                            stats.errors += 1;
+                            true
+                        } else if !workload.check(&request.tag, &body) {
+                            stats.wrong += 1;
+                            true
+                        } else {
+                            false
+                        };
+                        if problem && tally.first_problem.is_none() {
+                            tally.first_problem = Some(format!(
+                                "{} {} -> {status} {}",
+                                request.method,
+                                String::from_utf8_lossy(&request.body),
+                                String::from_utf8_lossy(&body)
+                            ));
+                        }
+                    }
+                    Err(e) => {
+                        // Not completed: counted as an error, with no latency recorded.
+                        stats.errors += 1;
+                        stats.unanswered += 1;
+                        *tally.statuses.entry(0).or_default() += 1;
+                        if tally.first_problem.is_none() {
+                            tally.first_problem = Some(format!("{}: {e}", request.path));
+                        }
+                    }
+                }
+            }
+            anyhow::Ok(tally)
+        }));
+    }
+    let mut per_kind: Vec<(&'static str, Stats)> = kinds
+        .iter()
+        .map(|kind| Stats::new().map(|stats| (*kind, stats)))
+        .collect::<anyhow::Result<_>>()?;
+    let mut statuses = BTreeMap::new();
+    let mut first_problem = None;
+    for worker in workers {
+        let tally = worker.await.context("a load worker panicked")??;
+        for ((_, total), stats) in per_kind.iter_mut().zip(&tally.per_kind) {
+            total.add(stats)?;
+        }
+        for (status, count) in tally.statuses {
+            *statuses.entry(status).or_default() += count;
+        }
+        first_problem = first_problem.or(tally.first_problem);
+    }
+    let elapsed = started.elapsed();
+    let mut overall = Stats::new()?;
+    for (_, stats) in &per_kind {
+        overall.add(stats)?;
+    }
+    Ok(LoadResult {
+        overall,
+        per_kind,
+        elapsed,
+        statuses,
+        first_problem,
+    })
+}
