@@ -13,20 +13,34 @@ use std::{env, process::ExitCode};
 use crate::{cmd, paths, postgres::Postgres};
 
 /// Scenarios, with the flags `--smoke` adds to each.
-const SCENARIOS: &[(&str, &[&str])] = &[(
-    "verify",
-    &[
-        "--accounts-small",
-        "200",
-        "--accounts-large",
-        "2000",
-        "--requests",
-        "200",
-        "--warmup",
-        "40",
-        "--advisory-ratio",
-    ],
-)];
+const SCENARIOS: &[(&str, &[&str])] = &[
+    (
+        "verify",
+        &[
+            "--accounts-small",
+            "200",
+            "--accounts-large",
+            "2000",
+            "--requests",
+            "200",
+            "--warmup",
+            "40",
+            "--advisory-ratio",
+        ],
+    ),
+    (
+        "delivery",
+        &[
+            "--events",
+            "500",
+            "--rate",
+            "100",
+            "--duration",
+            "2",
+            "--advisory",
+        ],
+    ),
+];
 
 /// Flags of each scenario that take a value, and switches, that xtask accepts.
 const VALUE_FLAGS: &[&str] = &[
@@ -37,8 +51,18 @@ const VALUE_FLAGS: &[&str] = &[
     "--rounds",
     "--warmup",
     "--max-ratio",
+    "--events",
+    "--rate",
+    "--duration",
+    "--min-throughput",
+    "--max-latency-ms",
 ];
-const SWITCHES: &[&str] = &["--explain", "--keep-databases", "--advisory-ratio"];
+const SWITCHES: &[&str] = &[
+    "--explain",
+    "--keep-databases",
+    "--advisory-ratio",
+    "--advisory",
+];
 
 /// Runs `cargo xtask bench ARGS...`.
 pub fn run(mut args: Vec<String>) -> Result<ExitCode, String> {
@@ -153,6 +177,16 @@ Scenarios:
              --max-ratio R        (default 1.5)
              --explain            print EXPLAIN ANALYZE of each query kind
              --keep-databases     keep payoutd_bench_<N> for inspection
+  delivery webhook delivery to a receiver in the harness: throughput draining
+           a backlog, and commit-to-delivery latency at a steady insert rate;
+           PASS when events/s >= --min-throughput and p50, p99 <= --max-latency-ms
+             --events N           backlog delivered for throughput (default 20000)
+             --rate R             events/s inserted for latency (default 300)
+             --duration S         seconds of steady inserts (default 20)
+             --min-throughput R   (default 1000)
+             --max-latency-ms MS  limit of p50 and p99 (default 500)
+             --advisory           report the verdicts without failing on them
+             --keep-databases     keep payoutd_bench_delivery for inspection
 
 --smoke runs tiny sizes on debug builds (seconds, for CI); without it both
 binaries are built in release mode. Results go to <target dir>/bench/<scenario>.json,

@@ -297,6 +297,7 @@ impl AdminService {
             kind: LedgerEntryKind::Funding,
             available_delta: amount.get(),
             pending_delta: 0,
+            payout_id: None,
             created_at: self.clock.now(),
         };
         Ok(self.store.apply_ledger_entry(&entry).await?)

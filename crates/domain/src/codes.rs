@@ -6,7 +6,7 @@ macro_rules! catalogue {
         /// A stable, client-visible error code.
         ///
         /// Prefixes: `REQ` request shape, `AUTH` authentication, `IDEM` idempotency, `REVR`
-        /// receiver, `REAC` receiver account, `SUBA` subaccount, `SYS` internal. Within a prefix, 1xx = not found,
+        /// receiver, `REAC` receiver account, `PAYO` payout, `SUBA` subaccount, `SYS` internal. Within a prefix, 1xx = not found,
         /// 2xx = validation on create, 3xx = other rules.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum ErrorCode {
@@ -83,6 +83,17 @@ catalogue! {
     Revr226 => ("REVR226", 400, "Field is longer than 255 characters"),
     Revr227 => ("REVR227", 400, "Middle name may contain only letters, spaces, apostrophes and hyphens"),
     Revr301 => ("REVR301", 400, "Receiver KYC is already decided"),
+    Payo101 => ("PAYO101", 400, "Payout ID not found"),
+    Payo201 => ("PAYO201", 400, "Receiver not found"),
+    Payo202 => ("PAYO202", 400, "Receiver account not found for this receiver"),
+    Payo203 => ("PAYO203", 400, "Amount must be a whole number of minor units from 1 to 10^12"),
+    Payo204 => ("PAYO204", 400, "Currency is not supported or does not match the account"),
+    Payo205 => ("PAYO205", 400, "Receiver or receiver account cannot be paid"),
+    Payo206 => ("PAYO206", 400, "Reference already used by another payout"),
+    Payo207 => ("PAYO207", 400, "Insufficient balance"),
+    Payo208 => ("PAYO208", 400, "Field is longer than 255 characters"),
+    Payo301 => ("PAYO301", 400, "Payout cannot be cancelled in its status"),
+    Payo302 => ("PAYO302", 400, "Date is not valid: expected YYYY-MM-DD hh:mm"),
     Reac101 => ("REAC101", 400, "Receiver Account ID not found"),
     Reac104 => ("REAC104", 400, "Receiver ID not found"),
     Reac201 => ("REAC201", 400, "Receiver ID is required"),

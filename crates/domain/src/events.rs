@@ -22,6 +22,8 @@ pub enum EventKind {
     AccountCreated,
     /// A receiver account changed (confirmed, failed).
     AccountUpdate,
+    /// A payout was created.
+    PayoutCreated,
 }
 
 impl EventKind {
@@ -32,6 +34,7 @@ impl EventKind {
             EventKind::ReceiverKycUpdate => "receiverKycUpdate",
             EventKind::AccountCreated => "accountCreated",
             EventKind::AccountUpdate => "accountUpdate",
+            EventKind::PayoutCreated => "payoutCreated",
         }
     }
 }
@@ -110,6 +113,42 @@ impl OutboxEvent {
             id,
             subaccount_id: account.subaccount_id,
             object_id: account.id.as_uuid(),
+            kind,
+            payload,
+            occurred_at: at,
+        }
+    }
+}
+
+impl OutboxEvent {
+    /// A payout event (`payoutCreated`, …) for `payout` as it is now (contract §8.1).
+    pub fn payout(
+        kind: EventKind,
+        id: EventId,
+        payout: &crate::payout::Payout,
+        at: DateTime<Utc>,
+    ) -> Self {
+        let subaccount = payout.subaccount_id.to_string();
+        let payload = json!({
+            "event": kind.name(),
+            "event_id": id.to_string(),
+            "payout_id": payout.id.to_string(),
+            "amount": payout.amount.get(),
+            "currency": payout.asset.code(),
+            "batch_id": payout.batch_id.map(|b| b.to_string()).unwrap_or_default(),
+            "batch_run_time": Value::Null,
+            "receiver_account_id": payout.account_id.to_string(),
+            "receiver_id": payout.receiver_id.to_string(),
+            "reference": payout.reference.clone().unwrap_or_default(),
+            "status": payout.status.as_str(),
+            "subaccount_id": subaccount,
+            "subccount_id": subaccount,
+            "timestamp": unix_millis(at),
+        });
+        Self {
+            id,
+            subaccount_id: payout.subaccount_id,
+            object_id: payout.id.as_uuid(),
             kind,
             payload,
             occurred_at: at,

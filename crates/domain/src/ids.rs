@@ -57,6 +57,10 @@ id_type!(
     ReceiverAccountId
 );
 id_type!(
+    /// A payout.
+    PayoutId
+);
+id_type!(
     /// An API credential (the row behind an API key).
     ApiKeyId
 );

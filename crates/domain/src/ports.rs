@@ -11,7 +11,7 @@ use uuid::Uuid;
 use crate::auth::{Credential, NonceOutcome};
 use crate::error::PortError;
 use crate::events::OutboxEvent;
-use crate::ids::{ApiKeyId, EventId, ReceiverId, SubaccountId};
+use crate::ids::{ApiKeyId, EventId, PayoutId, ReceiverId, SubaccountId};
 use crate::masking::Secret;
 use crate::money::Asset;
 use crate::paging::PageRequest;
@@ -171,6 +171,8 @@ pub struct LedgerEntry {
     pub available_delta: i64,
     /// Change of `pending`, minor units.
     pub pending_delta: i64,
+    /// The payout it belongs to, for payout movements.
+    pub payout_id: Option<PayoutId>,
     /// When.
     pub created_at: DateTime<Utc>,
 }
@@ -180,6 +182,10 @@ pub struct LedgerEntry {
 pub enum LedgerEntryKind {
     /// An operator credited the balance.
     Funding,
+    /// A payout's amount moved from available to pending when it was created.
+    PayoutHold,
+    /// A payout's fee moved from available to pending when it was created.
+    FeeHold,
 }
 
 impl LedgerEntryKind {
@@ -187,6 +193,8 @@ impl LedgerEntryKind {
     pub const fn as_str(self) -> &'static str {
         match self {
             LedgerEntryKind::Funding => "funding",
+            LedgerEntryKind::PayoutHold => "payout_hold",
+            LedgerEntryKind::FeeHold => "fee_hold",
         }
     }
 }

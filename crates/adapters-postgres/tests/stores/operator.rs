@@ -21,6 +21,7 @@ const NOW: i64 = 1_700_000_000_000_000;
 
 fn funding(subaccount: SubaccountId, asset: Asset, amount: i64) -> LedgerEntry {
     LedgerEntry {
+        payout_id: None,
         id: Uuid::new_v4(),
         subaccount_id: subaccount,
         asset,

@@ -1,9 +1,13 @@
 //! Payouts: money sent from a subaccount's balance to a receiver's account.
 
 pub mod fee;
+pub mod model;
+pub mod ports;
+pub mod service;
 pub mod status;
 
 pub use fee::fee;
+pub use model::Payout;
 pub use status::{
     IllegalTransition, PayoutEvent, PayoutStatus, TRANSITIONS, initial_status, transition,
 };

@@ -1,0 +1,54 @@
+//! The payout entity.
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::status::PayoutStatus;
+use crate::ids::{PayoutId, ReceiverAccountId, ReceiverId, SubaccountId};
+use crate::money::{Asset, MinorUnits};
+use crate::subaccount::FeeTemplate;
+
+/// Money sent from a subaccount's balance to one of its receivers' accounts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Payout {
+    /// Identifier.
+    pub id: PayoutId,
+    /// The paying subaccount.
+    pub subaccount_id: SubaccountId,
+    /// The receiver.
+    pub receiver_id: ReceiverId,
+    /// The receiver's account paid into.
+    pub account_id: ReceiverAccountId,
+    /// The currency (the account's).
+    pub asset: Asset,
+    /// What the receiver gets, minor units.
+    pub amount: MinorUnits,
+    /// What the subaccount pays on top, minor units.
+    pub fee: i64,
+    /// The fee template applied, if any (shown as `fee_data`).
+    pub fee_template: Option<FeeTemplate>,
+    /// The caller's reference, unique among the subaccount's payouts.
+    pub reference: Option<String>,
+    /// The caller's note.
+    pub note: String,
+    /// Where it is.
+    pub status: PayoutStatus,
+    /// The batch it joined, once it did.
+    pub batch_id: Option<Uuid>,
+    /// The rail's reference, once submitted.
+    pub provider_reference: String,
+    /// Another payout to the same account with the same amount and currency was created in the
+    /// previous 24 hours (a warning, contract §7.8).
+    pub duplicate: bool,
+    /// When it was created.
+    pub created_at: DateTime<Utc>,
+    /// When it last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl Payout {
+    /// What the subaccount is debited: amount plus fee.
+    pub fn total(&self) -> i64 {
+        self.amount.get().saturating_add(self.fee)
+    }
+}

@@ -1,0 +1,64 @@
+//! The payout use cases' storage.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::model::Payout;
+use crate::error::PortError;
+use crate::events::OutboxEvent;
+use crate::ids::{ReceiverAccountId, SubaccountId};
+use crate::money::{Asset, MinorUnits};
+use crate::ports::LedgerEntry;
+use crate::subaccount::FeeTemplate;
+
+/// Why a payout was not stored.
+#[derive(Debug, thiserror::Error)]
+pub enum InsertPayoutError {
+    /// The available balance does not cover the payout's total (`PAYO207`).
+    #[error("insufficient balance")]
+    InsufficientBalance,
+    /// Another payout of the subaccount has this reference (`PAYO206`).
+    #[error("reference already used")]
+    DuplicateReference,
+    /// Infrastructure failure.
+    #[error(transparent)]
+    Port(#[from] PortError),
+}
+
+/// Payouts and the money they hold.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait PayoutStore: Send + Sync {
+    /// The subaccount's fee template for `asset`, if it has one.
+    async fn fee_template(
+        &self,
+        subaccount: SubaccountId,
+        asset: Asset,
+    ) -> Result<Option<FeeTemplate>, PortError>;
+
+    /// Whether the subaccount has a payout to `account` of `amount` in `asset` created at or
+    /// after `since` (the duplicate warning).
+    async fn similar_payout_since(
+        &self,
+        subaccount: SubaccountId,
+        account: ReceiverAccountId,
+        amount: MinorUnits,
+        asset: Asset,
+        since: DateTime<Utc>,
+    ) -> Result<bool, PortError>;
+
+    /// Stores a new payout in one transaction: moves its total from `available` to `pending`
+    /// with one conditional update (never below zero, also under concurrent requests), appends
+    /// `entries` to the ledger, inserts the payout and writes `events`.
+    ///
+    /// # Errors
+    /// `InsufficientBalance` when `available` does not cover the total (or the subaccount never
+    /// had a balance in the asset); `DuplicateReference` when the reference is taken. Then
+    /// nothing, events included, was written.
+    async fn insert_payout(
+        &self,
+        payout: &Payout,
+        entries: &[LedgerEntry],
+        events: &[OutboxEvent],
+    ) -> Result<(), InsertPayoutError>;
+}

@@ -1,0 +1,235 @@
+//! The payout use cases. Creating a payout checks everything of contract §7.1 it can before
+//! touching money, then holds amount + fee with one conditional update in the store.
+
+use std::sync::Arc;
+
+use chrono::Duration;
+
+use super::fee::fee;
+use super::model::Payout;
+use super::ports::{InsertPayoutError, PayoutStore};
+use super::status::initial_status;
+use crate::account::ports::AccountStore;
+use crate::account::{AccountStatus, ConfirmStatus};
+use crate::auth::Caller;
+use crate::codes::ErrorCode;
+use crate::error::PortError;
+use crate::events::{EventKind, OutboxEvent};
+use crate::ids::{EventId, PayoutId, ReceiverAccountId, ReceiverId};
+use crate::money::{Asset, MinorUnits};
+use crate::ports::{Clock, IdGenerator, LedgerEntry, LedgerEntryKind, ReceiverStore};
+use crate::receiver::{KycStatus, ReceiverStatus};
+use crate::validation::ValidationErrors;
+
+/// Raw create-payout fields (`amount` already as text: the HTTP layer accepts a JSON integer or
+/// a string of digits).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RawPayout {
+    /// `receiver_id`.
+    pub receiver_id: Option<String>,
+    /// `account_id` (a receiver account id).
+    pub account_id: Option<String>,
+    /// `amount`, minor units.
+    pub amount: Option<String>,
+    /// `currency`.
+    pub currency: Option<String>,
+    /// `reference`.
+    pub reference: Option<String>,
+    /// `note`.
+    pub note: Option<String>,
+}
+
+/// Why a payout was not created.
+#[derive(Debug, thiserror::Error)]
+pub enum CreatePayoutError {
+    /// The request failed its checks (`PAYO201`–`PAYO208`), every independent failure listed.
+    #[error(transparent)]
+    Invalid(ValidationErrors),
+    /// Infrastructure failure.
+    #[error(transparent)]
+    Port(#[from] PortError),
+}
+
+/// How far back a payout to the same account, amount and currency counts as a duplicate.
+pub const DUPLICATE_WINDOW_HOURS: i64 = 24;
+
+const MAX_TEXT: usize = 255;
+
+fn rejected(code: ErrorCode, field: &'static str) -> CreatePayoutError {
+    let mut errors = ValidationErrors::default();
+    errors.push(code, field);
+    CreatePayoutError::Invalid(errors)
+}
+
+fn text(raw: &Option<String>) -> Option<&str> {
+    raw.as_deref().map(str::trim).filter(|s| !s.is_empty())
+}
+
+/// Creates and reads payouts.
+pub struct PayoutService {
+    payouts: Arc<dyn PayoutStore>,
+    receivers: Arc<dyn ReceiverStore>,
+    accounts: Arc<dyn AccountStore>,
+    clock: Arc<dyn Clock>,
+    ids: Arc<dyn IdGenerator>,
+}
+
+impl PayoutService {
+    /// Wires the service to its ports.
+    pub fn new(
+        payouts: Arc<dyn PayoutStore>,
+        receivers: Arc<dyn ReceiverStore>,
+        accounts: Arc<dyn AccountStore>,
+        clock: Arc<dyn Clock>,
+        ids: Arc<dyn IdGenerator>,
+    ) -> Self {
+        Self {
+            payouts,
+            receivers,
+            accounts,
+            clock,
+            ids,
+        }
+    }
+
+    /// Creates a payout (contract §7.1): checks the receiver (`PAYO201`), the account
+    /// (`PAYO202`), the amount (`PAYO203`), the currency (`PAYO204`) and whether both can be paid
+    /// (`PAYO205`), reporting independent failures together; then computes the fee, the initial
+    /// status and the duplicate warning, and has the store hold amount + fee, append the ledger
+    /// entries and write `payoutCreated` in one transaction (`PAYO206`, `PAYO207` from there).
+    pub async fn create(
+        &self,
+        caller: &Caller,
+        raw: &RawPayout,
+    ) -> Result<Payout, CreatePayoutError> {
+        let mut errors = ValidationErrors::default();
+        let amount = match text(&raw.amount).map(MinorUnits::parse) {
+            Some(Ok(amount)) => Some(amount),
+            _ => {
+                errors.push(ErrorCode::Payo203, "amount");
+                None
+            }
+        };
+        let currency = text(&raw.currency).and_then(Asset::parse);
+        if currency.is_none() {
+            errors.push(ErrorCode::Payo204, "currency");
+        }
+        for (value, field) in [(&raw.reference, "reference"), (&raw.note, "note")] {
+            if value
+                .as_deref()
+                .is_some_and(|v| v.chars().count() > MAX_TEXT)
+            {
+                errors.push(ErrorCode::Payo208, field);
+            }
+        }
+        let receiver = match text(&raw.receiver_id).and_then(ReceiverId::parse) {
+            Some(id) => {
+                self.receivers
+                    .find_receiver(caller.subaccount_id, id)
+                    .await?
+            }
+            None => None,
+        };
+        let Some(receiver) = receiver else {
+            errors.0.insert(
+                0,
+                crate::validation::FieldError::new(ErrorCode::Payo201, "receiver_id"),
+            );
+            return Err(CreatePayoutError::Invalid(errors));
+        };
+        let account = match text(&raw.account_id).and_then(ReceiverAccountId::parse) {
+            Some(id) => self.accounts.find_account(caller.subaccount_id, id).await?,
+            None => None,
+        }
+        .filter(|a| a.receiver_id == receiver.id);
+        let Some(account) = account else {
+            errors.push(ErrorCode::Payo202, "account_id");
+            return Err(CreatePayoutError::Invalid(errors));
+        };
+        if currency.is_some_and(|c| c != account.method.asset())
+            && !errors.0.iter().any(|e| e.code == ErrorCode::Payo204)
+        {
+            errors.push(ErrorCode::Payo204, "currency");
+        }
+        let unpayable = matches!(
+            receiver.status,
+            ReceiverStatus::Failed | ReceiverStatus::Inactive
+        ) || account.status == AccountStatus::Failed;
+        if unpayable {
+            errors.push(ErrorCode::Payo205, "receiver_id");
+        }
+        let (Some(amount), Some(asset), true) = (amount, currency, errors.is_empty()) else {
+            return Err(CreatePayoutError::Invalid(errors));
+        };
+
+        let now = self.clock.now();
+        let template = self
+            .payouts
+            .fee_template(caller.subaccount_id, asset)
+            .await?;
+        let duplicate = self
+            .payouts
+            .similar_payout_since(
+                caller.subaccount_id,
+                account.id,
+                amount,
+                asset,
+                now - Duration::hours(DUPLICATE_WINDOW_HOURS),
+            )
+            .await?;
+        let payout = Payout {
+            id: PayoutId::from_uuid(self.ids.new_id()),
+            subaccount_id: caller.subaccount_id,
+            receiver_id: receiver.id,
+            account_id: account.id,
+            asset,
+            amount,
+            fee: fee(amount, template.as_ref()),
+            fee_template: template,
+            reference: text(&raw.reference).map(str::to_owned),
+            note: text(&raw.note).unwrap_or_default().to_owned(),
+            status: initial_status(
+                receiver.kyc_status == KycStatus::Completed,
+                account.confirm_status == ConfirmStatus::Confirmed,
+            ),
+            batch_id: None,
+            provider_reference: String::new(),
+            duplicate,
+            created_at: now,
+            updated_at: now,
+        };
+        let hold = |kind, delta: i64| LedgerEntry {
+            id: self.ids.new_id(),
+            subaccount_id: payout.subaccount_id,
+            asset,
+            kind,
+            available_delta: -delta,
+            pending_delta: delta,
+            payout_id: Some(payout.id),
+            created_at: now,
+        };
+        let mut entries = vec![hold(LedgerEntryKind::PayoutHold, amount.get())];
+        if payout.fee > 0 {
+            entries.push(hold(LedgerEntryKind::FeeHold, payout.fee));
+        }
+        let event = OutboxEvent::payout(
+            EventKind::PayoutCreated,
+            EventId::from_uuid(self.ids.new_id()),
+            &payout,
+            now,
+        );
+        self.payouts
+            .insert_payout(&payout, &entries, &[event])
+            .await
+            .map_err(|e| match e {
+                InsertPayoutError::InsufficientBalance => rejected(ErrorCode::Payo207, "amount"),
+                InsertPayoutError::DuplicateReference => rejected(ErrorCode::Payo206, "reference"),
+                InsertPayoutError::Port(e) => CreatePayoutError::Port(e),
+            })?;
+        Ok(payout)
+    }
+}
+
+#[cfg(test)]
+#[path = "service_tests.rs"]
+mod tests;
