@@ -98,6 +98,31 @@ diesel::table! {
 }
 
 diesel::table! {
+    payouts (id) {
+        id -> Uuid,
+        subaccount_id -> Uuid,
+        receiver_id -> Uuid,
+        account_id -> Uuid,
+        asset -> Text,
+        amount -> Int8,
+        fee -> Int8,
+        fee_template_id -> Nullable<Uuid>,
+        fee_group_id -> Nullable<Uuid>,
+        fee_fixed -> Nullable<Int8>,
+        fee_percentage -> Nullable<Int4>,
+        fee_min_amount -> Nullable<Int8>,
+        reference -> Nullable<Text>,
+        note -> Text,
+        status -> Int2,
+        batch_id -> Nullable<Uuid>,
+        provider_reference -> Text,
+        duplicate -> Bool,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     receiver_accounts (id) {
         id -> Uuid,
         subaccount_id -> Uuid,
@@ -221,6 +246,9 @@ diesel::joinable!(api_keys -> subaccounts (subaccount_id));
 diesel::joinable!(balances -> subaccounts (subaccount_id));
 diesel::joinable!(fee_templates -> subaccounts (subaccount_id));
 diesel::joinable!(ledger_entries -> subaccounts (subaccount_id));
+diesel::joinable!(payouts -> receiver_accounts (account_id));
+diesel::joinable!(payouts -> receivers (receiver_id));
+diesel::joinable!(payouts -> subaccounts (subaccount_id));
 diesel::joinable!(receiver_accounts -> receivers (receiver_id));
 diesel::joinable!(receiver_accounts -> subaccounts (subaccount_id));
 diesel::joinable!(receivers -> subaccounts (subaccount_id));
@@ -236,6 +264,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     ledger_entries,
     outbox_events,
     outbox_sequences,
+    payouts,
     receiver_accounts,
     receivers,
     request_nonces,

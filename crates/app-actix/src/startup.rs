@@ -16,6 +16,7 @@ use domain::account::service::AccountService;
 use domain::auth::AuthService;
 use domain::delivery::worker::{DeliveryWorker, WorkerSettings};
 use domain::paging::cursor::CursorKey;
+use domain::payout::service::PayoutService;
 use domain::ports::{Clock, IdGenerator, KycProvider};
 use domain::receiver::service::ReceiverService;
 use domain::subaccount::service::SubaccountService;
@@ -105,6 +106,14 @@ pub fn build_state(
             clock,
             ids,
             config.public_url.clone(),
+        ),
+        payouts: PayoutService::new(
+            store.clone(),
+            store.clone(),
+            store.clone(),
+            store.clone(),
+            Arc::new(SystemClock),
+            Arc::new(RandomIds::default()),
         ),
         readiness: Box::new((*store).clone()),
     })

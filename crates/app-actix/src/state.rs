@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use domain::PortError;
 use domain::account::service::AccountService;
 use domain::auth::AuthService;
+use domain::payout::service::PayoutService;
 use domain::receiver::service::ReceiverService;
 use domain::subaccount::service::SubaccountService;
 
@@ -31,6 +32,8 @@ pub struct AppState {
     pub subaccounts: SubaccountService,
     /// Receiver-account use cases.
     pub accounts: AccountService,
+    /// Payout use cases.
+    pub payouts: PayoutService,
     /// Readiness probe.
     pub readiness: Box<dyn Readiness>,
 }

@@ -17,6 +17,8 @@ use domain::auth::{AuthService, Credential};
 use domain::ids::{ApiKeyId, SubaccountId};
 use domain::masking::Secret;
 use domain::paging::cursor::CursorKey;
+use domain::payout::ports::MockPayoutStore;
+use domain::payout::service::PayoutService;
 use domain::ports::{
     MockClock, MockCredentialStore, MockIdGenerator, MockKycProvider, MockReceiverStore,
     MockSubaccountStore,
@@ -71,6 +73,14 @@ fn state(credentials: MockCredentialStore, receivers: MockReceiverStore) -> web:
             clock(),
             Arc::new(MockIdGenerator::new()),
             "http://payoutd.test".to_owned(),
+        ),
+        payouts: PayoutService::new(
+            Arc::new(MockPayoutStore::new()),
+            Arc::new(MockReceiverStore::new()),
+            Arc::new(MockAccountStore::new()),
+            Arc::new(MockSubaccountStore::new()),
+            clock(),
+            Arc::new(MockIdGenerator::new()),
         ),
         readiness: Box::new(Down),
     })

@@ -197,6 +197,17 @@ impl LedgerEntryKind {
             LedgerEntryKind::FeeHold => "fee_hold",
         }
     }
+
+    /// The kind with this stored name.
+    pub fn parse(raw: &str) -> Option<Self> {
+        [
+            LedgerEntryKind::Funding,
+            LedgerEntryKind::PayoutHold,
+            LedgerEntryKind::FeeHold,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == raw)
+    }
 }
 
 /// Why an operator command could not be applied.

@@ -6,6 +6,7 @@ mod delivery;
 mod events;
 mod operator;
 mod outbox;
+mod payouts;
 mod receivers;
 mod subaccounts;
 

@@ -8,6 +8,7 @@ pub mod context;
 pub mod envelope;
 pub mod error;
 pub mod health;
+pub mod payouts;
 pub mod query;
 pub mod receivers;
 pub mod subaccounts;
@@ -65,7 +66,9 @@ pub fn routes(cfg: &mut ServiceConfig) {
         .service(
             resource("/api/receiver-account/receiver/{id}").route(web::get().to(accounts::list)),
         )
-        .service(resource("/confirm/{token}").route(web::get().to(confirm::confirm)));
+        .service(resource("/confirm/{token}").route(web::get().to(confirm::confirm)))
+        .service(resource("/api/payout/single").route(web::post().to(payouts::create)))
+        .service(resource("/api/payout/{id}").route(web::get().to(payouts::get)));
     for method in PayoutMethod::ALL {
         cfg.service(
             resource(&format!("/api/receiver-account/{}", method.route())).route(web::post().to(

@@ -6,6 +6,7 @@ mod auth;
 mod envelope;
 mod helpers;
 mod kyc;
+mod payouts;
 mod receiver;
 mod receivers;
 mod subaccounts;

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use super::model::Payout;
 use crate::error::PortError;
 use crate::events::OutboxEvent;
-use crate::ids::{ReceiverAccountId, SubaccountId};
+use crate::ids::{PayoutId, ReceiverAccountId, SubaccountId};
 use crate::money::{Asset, MinorUnits};
 use crate::ports::LedgerEntry;
 use crate::subaccount::FeeTemplate;
@@ -46,6 +46,14 @@ pub trait PayoutStore: Send + Sync {
         asset: Asset,
         since: DateTime<Utc>,
     ) -> Result<bool, PortError>;
+
+    /// The payout with this id if it belongs to `subaccount`, with its ledger entries (oldest
+    /// first), or `Ok(None)`.
+    async fn find_payout(
+        &self,
+        subaccount: SubaccountId,
+        id: PayoutId,
+    ) -> Result<Option<(Payout, Vec<LedgerEntry>)>, PortError>;
 
     /// Stores a new payout in one transaction: moves its total from `available` to `pending`
     /// with one conditional update (never below zero, also under concurrent requests), appends

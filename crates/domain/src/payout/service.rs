@@ -17,7 +17,9 @@ use crate::error::PortError;
 use crate::events::{EventKind, OutboxEvent};
 use crate::ids::{EventId, PayoutId, ReceiverAccountId, ReceiverId};
 use crate::money::{Asset, MinorUnits};
-use crate::ports::{Clock, IdGenerator, LedgerEntry, LedgerEntryKind, ReceiverStore};
+use crate::ports::{
+    Clock, IdGenerator, LedgerEntry, LedgerEntryKind, ReceiverStore, SubaccountStore,
+};
 use crate::receiver::{KycStatus, ReceiverStatus};
 use crate::validation::ValidationErrors;
 
@@ -65,11 +67,38 @@ fn text(raw: &Option<String>) -> Option<&str> {
     raw.as_deref().map(str::trim).filter(|s| !s.is_empty())
 }
 
+/// Why a payout could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum GetPayoutError {
+    /// No such payout in the caller's subaccount (`PAYO101`).
+    #[error("payout not found")]
+    NotFound,
+    /// Infrastructure failure.
+    #[error(transparent)]
+    Port(#[from] PortError),
+}
+
+/// A payout with everything its get-by-id object shows.
+#[derive(Debug, Clone)]
+pub struct PayoutDetails {
+    /// The payout.
+    pub payout: Payout,
+    /// Its ledger entries, oldest first (the `transactions`).
+    pub entries: Vec<LedgerEntry>,
+    /// Its receiver.
+    pub receiver: crate::receiver::Receiver,
+    /// The account paid into.
+    pub account: crate::account::ReceiverAccount,
+    /// The subaccount's merchant.
+    pub merchant_id: crate::ids::MerchantId,
+}
+
 /// Creates and reads payouts.
 pub struct PayoutService {
     payouts: Arc<dyn PayoutStore>,
     receivers: Arc<dyn ReceiverStore>,
     accounts: Arc<dyn AccountStore>,
+    subaccounts: Arc<dyn SubaccountStore>,
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdGenerator>,
 }
@@ -80,6 +109,7 @@ impl PayoutService {
         payouts: Arc<dyn PayoutStore>,
         receivers: Arc<dyn ReceiverStore>,
         accounts: Arc<dyn AccountStore>,
+        subaccounts: Arc<dyn SubaccountStore>,
         clock: Arc<dyn Clock>,
         ids: Arc<dyn IdGenerator>,
     ) -> Self {
@@ -87,9 +117,49 @@ impl PayoutService {
             payouts,
             receivers,
             accounts,
+            subaccounts,
             clock,
             ids,
         }
+    }
+
+    /// The caller's payout with this id, with its ledger entries, receiver, account and merchant.
+    /// A malformed id, another subaccount's payout and a missing one are all `NotFound`.
+    pub async fn get(
+        &self,
+        caller: &Caller,
+        raw_id: &str,
+    ) -> Result<PayoutDetails, GetPayoutError> {
+        let id = PayoutId::parse(raw_id).ok_or(GetPayoutError::NotFound)?;
+        let (payout, entries) = self
+            .payouts
+            .find_payout(caller.subaccount_id, id)
+            .await?
+            .ok_or(GetPayoutError::NotFound)?;
+        let missing = |what: &str| PortError::Unknown(anyhow::anyhow!("payout {id} has no {what}"));
+        let receiver = self
+            .receivers
+            .find_receiver(caller.subaccount_id, payout.receiver_id)
+            .await?
+            .ok_or_else(|| missing("receiver"))?;
+        let account = self
+            .accounts
+            .find_account(caller.subaccount_id, payout.account_id)
+            .await?
+            .ok_or_else(|| missing("account"))?;
+        let merchant_id = self
+            .subaccounts
+            .find_subaccount(caller.subaccount_id)
+            .await?
+            .ok_or_else(|| missing("subaccount"))?
+            .merchant_id;
+        Ok(PayoutDetails {
+            payout,
+            entries,
+            receiver,
+            account,
+            merchant_id,
+        })
     }
 
     /// Creates a payout (contract §7.1): checks the receiver (`PAYO201`), the account

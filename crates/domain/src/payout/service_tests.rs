@@ -13,7 +13,7 @@ use crate::ids::{ApiKeyId, SubaccountId};
 use crate::money::Percentage;
 use crate::payout::PayoutStatus;
 use crate::payout::ports::MockPayoutStore;
-use crate::ports::{MockClock, MockIdGenerator, MockReceiverStore};
+use crate::ports::{MockClock, MockIdGenerator, MockReceiverStore, MockSubaccountStore};
 use crate::receiver::{Address, Receiver};
 use crate::subaccount::FeeTemplate;
 
@@ -157,6 +157,7 @@ fn service(
         Arc::new(payouts),
         Arc::new(receivers),
         Arc::new(accounts),
+        Arc::new(MockSubaccountStore::new()),
         Arc::new(clock),
         Arc::new(ids),
     )

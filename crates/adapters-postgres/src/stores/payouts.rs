@@ -1,0 +1,334 @@
+//! `PayoutStore` on PostgreSQL: the hold is one conditional update on `balances`, in the same
+//! transaction as the ledger entries, the payout row and its events.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use domain::PortError;
+use domain::events::OutboxEvent;
+use domain::ids::{PayoutId, ReceiverAccountId, ReceiverId, SubaccountId};
+use domain::money::{Asset, MinorUnits, Percentage};
+use domain::payout::ports::{InsertPayoutError, PayoutStore};
+use domain::payout::{Payout, PayoutStatus};
+use domain::ports::{LedgerEntry, LedgerEntryKind};
+use domain::subaccount::FeeTemplate;
+use uuid::Uuid;
+
+use super::PgStore;
+use super::outbox::insert_events;
+use crate::errors::{from_diesel, unique_violation};
+use crate::schema::{balances, fee_templates, ledger_entries, payouts};
+
+/// A `payouts` row.
+#[derive(Debug, Queryable, Selectable, Insertable)]
+#[diesel(table_name = payouts, check_for_backend(diesel::pg::Pg))]
+#[diesel(treat_none_as_default_value = false)]
+struct PayoutRow {
+    id: Uuid,
+    subaccount_id: Uuid,
+    receiver_id: Uuid,
+    account_id: Uuid,
+    asset: String,
+    amount: i64,
+    fee: i64,
+    fee_template_id: Option<Uuid>,
+    fee_group_id: Option<Uuid>,
+    fee_fixed: Option<i64>,
+    fee_percentage: Option<i32>,
+    fee_min_amount: Option<i64>,
+    reference: Option<String>,
+    note: String,
+    status: i16,
+    batch_id: Option<Uuid>,
+    provider_reference: String,
+    duplicate: bool,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+fn unknown(message: String) -> PortError {
+    PortError::Unknown(anyhow::anyhow!(message))
+}
+
+impl From<&Payout> for PayoutRow {
+    fn from(p: &Payout) -> Self {
+        let t = p.fee_template.as_ref();
+        Self {
+            id: p.id.as_uuid(),
+            subaccount_id: p.subaccount_id.as_uuid(),
+            receiver_id: p.receiver_id.as_uuid(),
+            account_id: p.account_id.as_uuid(),
+            asset: p.asset.code().to_owned(),
+            amount: p.amount.get(),
+            fee: p.fee,
+            fee_template_id: t.map(|t| t.id),
+            fee_group_id: t.map(|t| t.group_id),
+            fee_fixed: t.map(|t| t.fixed),
+            fee_percentage: t.and_then(|t| i32::try_from(t.percentage.ten_thousandths()).ok()),
+            fee_min_amount: t.map(|t| t.min_amount),
+            reference: p.reference.clone(),
+            note: p.note.clone(),
+            status: i16::from(p.status.code()),
+            batch_id: p.batch_id,
+            provider_reference: p.provider_reference.clone(),
+            duplicate: p.duplicate,
+            created_at: p.created_at,
+            updated_at: p.updated_at,
+        }
+    }
+}
+
+impl TryFrom<PayoutRow> for Payout {
+    type Error = PortError;
+
+    fn try_from(r: PayoutRow) -> Result<Self, PortError> {
+        let asset = Asset::parse(&r.asset)
+            .ok_or_else(|| unknown(format!("payout {} has asset {}", r.id, r.asset)))?;
+        let fee_template = match (
+            r.fee_template_id,
+            r.fee_group_id,
+            r.fee_fixed,
+            r.fee_percentage,
+            r.fee_min_amount,
+        ) {
+            (Some(id), Some(group_id), Some(fixed), Some(percentage), Some(min_amount)) => {
+                Some(FeeTemplate {
+                    id,
+                    group_id,
+                    asset,
+                    fixed,
+                    percentage: u32::try_from(percentage)
+                        .ok()
+                        .and_then(|p| Percentage::from_ten_thousandths(p).ok())
+                        .ok_or_else(|| {
+                            unknown(format!("payout {} has fee percentage {percentage}", r.id))
+                        })?,
+                    min_amount,
+                })
+            }
+            _ => None,
+        };
+        Ok(Payout {
+            id: PayoutId::from_uuid(r.id),
+            subaccount_id: SubaccountId::from_uuid(r.subaccount_id),
+            receiver_id: ReceiverId::from_uuid(r.receiver_id),
+            account_id: ReceiverAccountId::from_uuid(r.account_id),
+            asset,
+            amount: MinorUnits::new(r.amount)
+                .map_err(|_| unknown(format!("payout {} has amount {}", r.id, r.amount)))?,
+            fee: r.fee,
+            fee_template,
+            reference: r.reference,
+            note: r.note,
+            status: u8::try_from(r.status)
+                .ok()
+                .and_then(PayoutStatus::from_code)
+                .ok_or_else(|| unknown(format!("payout {} has status {}", r.id, r.status)))?,
+            batch_id: r.batch_id,
+            provider_reference: r.provider_reference,
+            duplicate: r.duplicate,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        })
+    }
+}
+
+type EntryRow = (
+    Uuid,
+    Uuid,
+    String,
+    String,
+    i64,
+    i64,
+    Option<Uuid>,
+    DateTime<Utc>,
+);
+
+fn entry(row: EntryRow) -> Result<LedgerEntry, PortError> {
+    let (id, subaccount, asset, kind, available_delta, pending_delta, payout_id, created_at) = row;
+    Ok(LedgerEntry {
+        id,
+        subaccount_id: SubaccountId::from_uuid(subaccount),
+        asset: Asset::parse(&asset)
+            .ok_or_else(|| unknown(format!("ledger entry {id} has asset {asset}")))?,
+        kind: LedgerEntryKind::parse(&kind)
+            .ok_or_else(|| unknown(format!("ledger entry {id} has kind {kind}")))?,
+        available_delta,
+        pending_delta,
+        payout_id: payout_id.map(PayoutId::from_uuid),
+        created_at,
+    })
+}
+
+/// Why a payout transaction rolled back.
+enum PayoutAbort {
+    Db(diesel::result::Error),
+    InsufficientBalance,
+}
+
+impl From<diesel::result::Error> for PayoutAbort {
+    fn from(e: diesel::result::Error) -> Self {
+        Self::Db(e)
+    }
+}
+
+#[async_trait]
+impl PayoutStore for PgStore {
+    async fn fee_template(
+        &self,
+        subaccount: SubaccountId,
+        asset: Asset,
+    ) -> Result<Option<FeeTemplate>, PortError> {
+        let mut conn = self.conn().await?;
+        let row: Option<(Uuid, Uuid, i64, i32, i64)> = fee_templates::table
+            .find((subaccount.as_uuid(), asset.code()))
+            .select((
+                fee_templates::id,
+                fee_templates::group_id,
+                fee_templates::fixed,
+                fee_templates::percentage,
+                fee_templates::min_amount,
+            ))
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(from_diesel)?;
+        row.map(|(id, group_id, fixed, percentage, min_amount)| {
+            let percentage = u32::try_from(percentage)
+                .ok()
+                .and_then(|p| Percentage::from_ten_thousandths(p).ok())
+                .ok_or_else(|| unknown(format!("fee template {id} has percentage {percentage}")))?;
+            Ok(FeeTemplate {
+                id,
+                group_id,
+                asset,
+                fixed,
+                percentage,
+                min_amount,
+            })
+        })
+        .transpose()
+    }
+
+    async fn similar_payout_since(
+        &self,
+        subaccount: SubaccountId,
+        account: ReceiverAccountId,
+        amount: MinorUnits,
+        asset: Asset,
+        since: DateTime<Utc>,
+    ) -> Result<bool, PortError> {
+        let mut conn = self.conn().await?;
+        diesel::select(diesel::dsl::exists(
+            payouts::table
+                .filter(payouts::subaccount_id.eq(subaccount.as_uuid()))
+                .filter(payouts::account_id.eq(account.as_uuid()))
+                .filter(payouts::amount.eq(amount.get()))
+                .filter(payouts::asset.eq(asset.code()))
+                .filter(payouts::created_at.ge(since)),
+        ))
+        .get_result(&mut conn)
+        .await
+        .map_err(from_diesel)
+    }
+
+    async fn find_payout(
+        &self,
+        subaccount: SubaccountId,
+        id: PayoutId,
+    ) -> Result<Option<(Payout, Vec<LedgerEntry>)>, PortError> {
+        let mut conn = self.conn().await?;
+        let row: Option<PayoutRow> = payouts::table
+            .filter(payouts::id.eq(id.as_uuid()))
+            .filter(payouts::subaccount_id.eq(subaccount.as_uuid()))
+            .select(PayoutRow::as_select())
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(from_diesel)?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let entries: Vec<EntryRow> = ledger_entries::table
+            .filter(ledger_entries::payout_id.eq(id.as_uuid()))
+            .order((ledger_entries::created_at.asc(), ledger_entries::id.asc()))
+            .select((
+                ledger_entries::id,
+                ledger_entries::subaccount_id,
+                ledger_entries::asset,
+                ledger_entries::kind,
+                ledger_entries::available_delta,
+                ledger_entries::pending_delta,
+                ledger_entries::payout_id,
+                ledger_entries::created_at,
+            ))
+            .load(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        let entries = entries
+            .into_iter()
+            .map(entry)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Some((Payout::try_from(row)?, entries)))
+    }
+
+    async fn insert_payout(
+        &self,
+        payout: &Payout,
+        entries: &[LedgerEntry],
+        events: &[OutboxEvent],
+    ) -> Result<(), InsertPayoutError> {
+        let row = PayoutRow::from(payout);
+        let total = payout.total();
+        let mut conn = self.conn().await?;
+        let result = conn
+            .transaction::<_, PayoutAbort, _>(async |conn| {
+                // The hold: one conditional update, so concurrent payouts can never take the
+                // balance below zero (and a subaccount with no balance row has nothing to hold).
+                let held =
+                    diesel::update(balances::table.find((row.subaccount_id, row.asset.as_str())))
+                        .filter(balances::available.ge(total))
+                        .set((
+                            balances::available.eq(balances::available - total),
+                            balances::pending.eq(balances::pending + total),
+                            balances::updated_at.eq(row.created_at),
+                        ))
+                        .execute(conn)
+                        .await?;
+                if held != 1 {
+                    return Err(PayoutAbort::InsufficientBalance);
+                }
+                diesel::insert_into(payouts::table)
+                    .values(&row)
+                    .execute(conn)
+                    .await?;
+                for e in entries {
+                    diesel::insert_into(ledger_entries::table)
+                        .values((
+                            ledger_entries::id.eq(e.id),
+                            ledger_entries::subaccount_id.eq(e.subaccount_id.as_uuid()),
+                            ledger_entries::asset.eq(e.asset.code()),
+                            ledger_entries::kind.eq(e.kind.as_str()),
+                            ledger_entries::available_delta.eq(e.available_delta),
+                            ledger_entries::pending_delta.eq(e.pending_delta),
+                            ledger_entries::payout_id.eq(e.payout_id.map(|p| p.as_uuid())),
+                            ledger_entries::created_at.eq(e.created_at),
+                        ))
+                        .execute(conn)
+                        .await?;
+                }
+                insert_events(conn, events).await?;
+                Ok(())
+            })
+            .await;
+        match result {
+            Ok(()) => Ok(()),
+            Err(PayoutAbort::InsufficientBalance) => Err(InsertPayoutError::InsufficientBalance),
+            Err(PayoutAbort::Db(e)) => Err(match unique_violation(&e) {
+                Some("payouts_reference_unique") => InsertPayoutError::DuplicateReference,
+                _ => InsertPayoutError::Port(from_diesel(e)),
+            }),
+        }
+    }
+}

@@ -1,0 +1,282 @@
+//! Payouts over HTTP (contract §7.1, §7.7): create with every check, the hold, read back.
+
+use serde_json::{Value, json};
+
+use crate::helpers::{Tenant, TestApp, spawn_app, subaccount};
+
+/// A receiver of `tenant` with a direct-entry account; KYC completed and the account confirmed
+/// unless told otherwise. Returns (receiver id, account id).
+async fn payee(
+    app: &TestApp,
+    tenant: &Tenant,
+    email: &str,
+    kyc: bool,
+    confirm: bool,
+) -> (String, String) {
+    let receiver = app.create_receiver(tenant, email).await;
+    if kyc {
+        let done = app
+            .post(
+                tenant,
+                "/api/test-helpers/kyc",
+                &json!({"receiver_id": receiver, "kyc_status": "completed"}),
+            )
+            .await;
+        assert_eq!(done.status, 200, "{}", done.body);
+    }
+    let account = app
+        .post(
+            tenant,
+            "/api/receiver-account/aud/direct-entry",
+            &json!({"receiver_id": receiver, "bsb": "012002", "account_number": "123456789"}),
+        )
+        .await;
+    let account = account.body["payload"]["receiver_account_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    if confirm {
+        let confirmed = app
+            .post(
+                tenant,
+                "/api/test-helpers/account",
+                &json!({"receiver_account_id": account, "confirm_status": "confirmed"}),
+            )
+            .await;
+        assert_eq!(confirmed.status, 200, "{}", confirmed.body);
+    }
+    (receiver, account)
+}
+
+fn body(receiver: &str, account: &str, amount: Value, currency: &str) -> Value {
+    json!({"receiver_id": receiver, "account_id": account, "amount": amount, "currency": currency})
+}
+
+async fn balance(app: &TestApp, tenant: &Tenant) -> (i64, i64) {
+    let reply = app
+        .get(
+            tenant,
+            &format!("/api/subaccount/balance/{}?asset=AUD", tenant.subaccount_id),
+        )
+        .await;
+    (
+        reply.body["payload"]["available"].as_i64().unwrap(),
+        reply.body["payload"]["pending"].as_i64().unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn a_payout_holds_amount_and_fee_and_reads_back_in_the_providers_shape() {
+    let app = spawn_app().await;
+    app.admin
+        .fund(subaccount(&app.a), "AUD", "100000")
+        .await
+        .unwrap();
+    app.admin
+        .set_fee(subaccount(&app.a), "AUD", "30", "1.5", "50")
+        .await
+        .unwrap();
+    let (receiver, account) = payee(&app, &app.a, "ada@example.com", true, true).await;
+    let mut request = body(&receiver, &account, json!(10_000), "aud");
+    request["reference"] = "inv-1".into();
+    request["note"] = "November".into();
+    let created = app.post(&app.a, "/api/payout/single", &request).await;
+    assert_eq!(created.status, 200, "{}", created.body);
+    assert_eq!(created.body["message"], "Payout created successfully");
+    let id = created.body["payload"]["payout_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(balance(&app, &app.a).await, (100_000 - 10_180, 10_180));
+
+    let got = app.get(&app.a, &format!("/api/payout/{id}")).await;
+    assert_eq!(got.status, 200, "{}", got.body);
+    assert_eq!(got.body["message"], "Payout found");
+    let p = &got.body["payload"];
+    assert_eq!(
+        (
+            p["status"].as_str(),
+            p["amount"].as_i64(),
+            p["asset"].as_str()
+        ),
+        (Some("pending"), Some(10_000), Some("AUD"))
+    );
+    assert_eq!(
+        (p["reference"].as_str(), p["note"].as_str()),
+        (Some("inv-1"), Some("November"))
+    );
+    assert_eq!(p["fee_data"]["fee_value"], "180");
+    assert_eq!(
+        (
+            p["fee_data"]["fixed"].as_i64(),
+            p["fee_data"]["percentage"].as_f64()
+        ),
+        (Some(30), Some(1.5))
+    );
+    assert!(p["merchant"].as_str().unwrap().starts_with("MERC#"));
+    assert_eq!(p["receiver"]["firstname"], "Ada");
+    assert_eq!(p["receiver_account"]["account_number"], "123 ***");
+    assert_eq!(p["receiver_account"]["bsb"], "012 ***");
+    assert_eq!(p["payout_data"]["transaction_is_duplicated"], false);
+    let transactions: Vec<_> = p["transactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["transaction_type"].clone(), t["amount"].clone()))
+        .collect();
+    assert_eq!(
+        transactions,
+        [
+            (json!("payout"), json!(-10_000)),
+            (json!("fee"), json!(-180))
+        ]
+    );
+    assert!(!got.body.to_string().contains("123456789"));
+
+    // The same account, amount and currency again: accepted, flagged as a likely duplicate.
+    let again = app
+        .post(
+            &app.a,
+            "/api/payout/single",
+            &body(&receiver, &account, json!("10000"), "AUD"),
+        )
+        .await;
+    let again_id = again.body["payload"]["payout_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let flagged = app.get(&app.a, &format!("/api/payout/{again_id}")).await;
+    assert_eq!(
+        flagged.body["payload"]["payout_data"]["transaction_is_duplicated"],
+        true
+    );
+    let reused = app.post(&app.a, "/api/payout/single", &request).await;
+    assert_eq!(reused.codes(), ["PAYO206"]);
+}
+
+#[tokio::test]
+async fn new_payouts_wait_for_kyc_and_confirmation() {
+    let app = spawn_app().await;
+    app.admin
+        .fund(subaccount(&app.a), "AUD", "10000")
+        .await
+        .unwrap();
+    for (email, kyc, confirm, expected) in [
+        ("a@example.com", false, true, "unassessed"),
+        ("b@example.com", true, false, "awaiting"),
+        ("c@example.com", true, true, "pending"),
+    ] {
+        let (receiver, account) = payee(&app, &app.a, email, kyc, confirm).await;
+        let created = app
+            .post(
+                &app.a,
+                "/api/payout/single",
+                &body(&receiver, &account, json!(100), "AUD"),
+            )
+            .await;
+        let id = created.body["payload"]["payout_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let got = app.get(&app.a, &format!("/api/payout/{id}")).await;
+        assert_eq!(got.body["payload"]["status"], expected, "{email}");
+    }
+}
+
+#[tokio::test]
+async fn every_check_answers_its_code_and_nothing_is_held() {
+    let app = spawn_app().await;
+    app.admin
+        .fund(subaccount(&app.a), "AUD", "1000")
+        .await
+        .unwrap();
+    let (receiver, account) = payee(&app, &app.a, "ada@example.com", true, true).await;
+    let (other_receiver, other_account) = payee(&app, &app.a, "bob@example.com", true, true).await;
+    let (b_receiver, b_account) = payee(&app, &app.b, "ben@example.com", true, true).await;
+    let unknown = "00000000-0000-4000-8000-000000000000";
+    for (request, expected) in [
+        (body(unknown, &account, json!(100), "AUD"), vec!["PAYO201"]),
+        (
+            body(&b_receiver, &b_account, json!(100), "AUD"),
+            vec!["PAYO201"],
+        ),
+        (
+            body(&receiver, &other_account, json!(100), "AUD"),
+            vec!["PAYO202"],
+        ),
+        (body(&receiver, unknown, json!(100), "AUD"), vec!["PAYO202"]),
+        (
+            body(&receiver, &account, json!(1.5), "AUD"),
+            vec!["PAYO203"],
+        ),
+        (
+            body(&receiver, &account, json!("12abc"), "AUD"),
+            vec!["PAYO203"],
+        ),
+        (body(&receiver, &account, json!(0), "AUD"), vec!["PAYO203"]),
+        (
+            body(&receiver, &account, json!(1_000_000_000_001i64), "AUD"),
+            vec!["PAYO203"],
+        ),
+        (
+            body(&receiver, &account, json!(100), "USD"),
+            vec!["PAYO204"],
+        ),
+        (
+            body(&receiver, &account, json!(100), "XYZ"),
+            vec!["PAYO204"],
+        ),
+        (
+            body(&receiver, &account, json!(5000), "AUD"),
+            vec!["PAYO207"],
+        ),
+        (
+            body(unknown, &account, json!(-1), "GBP"),
+            vec!["PAYO201", "PAYO203", "PAYO204"],
+        ),
+    ] {
+        let reply = app.post(&app.a, "/api/payout/single", &request).await;
+        let mut codes = reply.codes();
+        codes.sort();
+        assert_eq!(codes, expected, "{request}");
+        assert_eq!(reply.body["message"], "Create payout failed");
+    }
+    let failed = app
+        .post(
+            &app.a,
+            "/api/test-helpers/kyc",
+            &json!({"receiver_id": other_receiver, "kyc_status": "failed"}),
+        )
+        .await;
+    assert_eq!(failed.codes(), ["REVR301"], "already completed");
+    assert_eq!(balance(&app, &app.a).await, (1000, 0), "nothing was held");
+    let missing = app.get(&app.a, &format!("/api/payout/{unknown}")).await;
+    assert_eq!(missing.codes(), ["PAYO101"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fifty_concurrent_payouts_against_a_balance_for_ten_exactly_ten_succeed() {
+    let app = spawn_app().await;
+    app.admin
+        .set_fee(subaccount(&app.a), "AUD", "10", "0", "0")
+        .await
+        .unwrap();
+    app.admin
+        .fund(subaccount(&app.a), "AUD", "1100")
+        .await
+        .unwrap();
+    let (receiver, account) = payee(&app, &app.a, "ada@example.com", true, true).await;
+    let request = body(&receiver, &account, json!(100), "AUD");
+    let replies = futures_util::future::join_all(
+        (0..50).map(|_| app.post(&app.a, "/api/payout/single", &request)),
+    )
+    .await;
+    let ok = replies.iter().filter(|r| r.status == 200).count();
+    let poor = replies.iter().filter(|r| r.codes() == ["PAYO207"]).count();
+    assert_eq!((ok, poor), (10, 40), "{replies:?}");
+    assert_eq!(
+        balance(&app, &app.a).await,
+        (0, 1100),
+        "never below zero, every cent accounted for"
+    );
+}

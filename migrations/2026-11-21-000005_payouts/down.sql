@@ -1,0 +1,2 @@
+DROP INDEX ledger_entries_payout;
+DROP TABLE payouts;
