@@ -27,4 +27,7 @@ CREATE TABLE payouts (
 CREATE UNIQUE INDEX payouts_reference_unique ON payouts (subaccount_id, reference) WHERE reference IS NOT NULL;
 CREATE INDEX payouts_page ON payouts (subaccount_id, created_at DESC, id DESC);
 CREATE INDEX payouts_similar ON payouts (subaccount_id, account_id, amount, created_at);
-CREATE INDEX ledger_entries_payout ON ledger_entries (payout_id) WHERE payout_id IS NOT NULL;
+-- The ledger's own append order: entries written in one transaction share a timestamp.
+ALTER TABLE ledger_entries ADD COLUMN seq bigserial;
+CREATE UNIQUE INDEX ledger_entries_seq ON ledger_entries (seq);
+CREATE INDEX ledger_entries_payout ON ledger_entries (payout_id, seq) WHERE payout_id IS NOT NULL;

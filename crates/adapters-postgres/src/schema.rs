@@ -68,6 +68,7 @@ diesel::table! {
         pending_delta -> Int8,
         payout_id -> Nullable<Uuid>,
         created_at -> Timestamptz,
+        seq -> Int8,
     }
 }
 

@@ -92,7 +92,7 @@ catalogue! {
     Payo206 => ("PAYO206", 400, "Reference already used by another payout"),
     Payo207 => ("PAYO207", 400, "Insufficient balance"),
     Payo208 => ("PAYO208", 400, "Field is longer than 255 characters"),
-    Payo301 => ("PAYO301", 400, "Payout cannot be cancelled in its status"),
+    Payo301 => ("PAYO301", 400, "Payout cannot be cancelled in status <status>"),
     Payo302 => ("PAYO302", 400, "Date is not valid: expected YYYY-MM-DD hh:mm"),
     Reac101 => ("REAC101", 400, "Receiver Account ID not found"),
     Reac104 => ("REAC104", 400, "Receiver ID not found"),

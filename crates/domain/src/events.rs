@@ -24,6 +24,8 @@ pub enum EventKind {
     AccountUpdate,
     /// A payout was created.
     PayoutCreated,
+    /// A payout changed status.
+    PayoutUpdated,
 }
 
 impl EventKind {
@@ -35,6 +37,7 @@ impl EventKind {
             EventKind::AccountCreated => "accountCreated",
             EventKind::AccountUpdate => "accountUpdate",
             EventKind::PayoutCreated => "payoutCreated",
+            EventKind::PayoutUpdated => "payoutUpdated",
         }
     }
 }

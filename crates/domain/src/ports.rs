@@ -186,6 +186,10 @@ pub enum LedgerEntryKind {
     PayoutHold,
     /// A payout's fee moved from available to pending when it was created.
     FeeHold,
+    /// A payout's held amount returned to available (cancelled or failed).
+    PayoutVoid,
+    /// A payout's held fee returned to available (cancelled or failed).
+    FeeVoid,
 }
 
 impl LedgerEntryKind {
@@ -195,6 +199,8 @@ impl LedgerEntryKind {
             LedgerEntryKind::Funding => "funding",
             LedgerEntryKind::PayoutHold => "payout_hold",
             LedgerEntryKind::FeeHold => "fee_hold",
+            LedgerEntryKind::PayoutVoid => "payout_void",
+            LedgerEntryKind::FeeVoid => "fee_void",
         }
     }
 
@@ -204,6 +210,8 @@ impl LedgerEntryKind {
             LedgerEntryKind::Funding,
             LedgerEntryKind::PayoutHold,
             LedgerEntryKind::FeeHold,
+            LedgerEntryKind::PayoutVoid,
+            LedgerEntryKind::FeeVoid,
         ]
         .into_iter()
         .find(|k| k.as_str() == raw)

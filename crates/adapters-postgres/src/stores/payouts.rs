@@ -161,10 +161,33 @@ fn entry(row: EntryRow) -> Result<LedgerEntry, PortError> {
     })
 }
 
+async fn insert_entries(
+    conn: &mut diesel_async::AsyncPgConnection,
+    entries: &[LedgerEntry],
+) -> Result<(), diesel::result::Error> {
+    for e in entries {
+        diesel::insert_into(ledger_entries::table)
+            .values((
+                ledger_entries::id.eq(e.id),
+                ledger_entries::subaccount_id.eq(e.subaccount_id.as_uuid()),
+                ledger_entries::asset.eq(e.asset.code()),
+                ledger_entries::kind.eq(e.kind.as_str()),
+                ledger_entries::available_delta.eq(e.available_delta),
+                ledger_entries::pending_delta.eq(e.pending_delta),
+                ledger_entries::payout_id.eq(e.payout_id.map(|p| p.as_uuid())),
+                ledger_entries::created_at.eq(e.created_at),
+            ))
+            .execute(conn)
+            .await?;
+    }
+    Ok(())
+}
+
 /// Why a payout transaction rolled back.
 enum PayoutAbort {
     Db(diesel::result::Error),
     InsufficientBalance,
+    Superseded,
 }
 
 impl From<diesel::result::Error> for PayoutAbort {
@@ -252,7 +275,7 @@ impl PayoutStore for PgStore {
         };
         let entries: Vec<EntryRow> = ledger_entries::table
             .filter(ledger_entries::payout_id.eq(id.as_uuid()))
-            .order((ledger_entries::created_at.asc(), ledger_entries::id.asc()))
+            .order(ledger_entries::seq.asc())
             .select((
                 ledger_entries::id,
                 ledger_entries::subaccount_id,
@@ -271,6 +294,67 @@ impl PayoutStore for PgStore {
             .map(entry)
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Some((Payout::try_from(row)?, entries)))
+    }
+
+    async fn apply_transition(
+        &self,
+        payout: &Payout,
+        expected: PayoutStatus,
+        entries: &[LedgerEntry],
+        events: &[OutboxEvent],
+    ) -> Result<bool, PortError> {
+        let id = payout.id.as_uuid();
+        let subaccount = payout.subaccount_id.as_uuid();
+        let (status, expected, at) = (
+            i16::from(payout.status.code()),
+            i16::from(expected.code()),
+            payout.updated_at,
+        );
+        let available: i64 = entries.iter().map(|e| e.available_delta).sum();
+        let pending: i64 = entries.iter().map(|e| e.pending_delta).sum();
+        let asset = payout.asset.code();
+        let mut conn = self.conn().await?;
+        let result = conn
+            .transaction::<_, PayoutAbort, _>(async |conn| {
+                let moved = diesel::update(payouts::table)
+                    .filter(payouts::id.eq(id))
+                    .filter(payouts::subaccount_id.eq(subaccount))
+                    .filter(payouts::status.eq(expected))
+                    .set((payouts::status.eq(status), payouts::updated_at.eq(at)))
+                    .execute(conn)
+                    .await?;
+                if moved != 1 {
+                    return Err(PayoutAbort::Superseded);
+                }
+                if available != 0 || pending != 0 {
+                    // Both sides guarded: a transition can never take either below zero.
+                    let applied = diesel::update(balances::table.find((subaccount, asset)))
+                        .filter(balances::available.ge(-available))
+                        .filter(balances::pending.ge(-pending))
+                        .set((
+                            balances::available.eq(balances::available + available),
+                            balances::pending.eq(balances::pending + pending),
+                            balances::updated_at.eq(at),
+                        ))
+                        .execute(conn)
+                        .await?;
+                    if applied != 1 {
+                        return Err(PayoutAbort::InsufficientBalance);
+                    }
+                }
+                insert_entries(conn, entries).await?;
+                insert_events(conn, events).await?;
+                Ok(())
+            })
+            .await;
+        match result {
+            Ok(()) => Ok(true),
+            Err(PayoutAbort::Superseded) => Ok(false),
+            Err(PayoutAbort::InsufficientBalance) => Err(unknown(format!(
+                "payout {id}: the balance cannot absorb its transition; ledger and balance disagree"
+            ))),
+            Err(PayoutAbort::Db(e)) => Err(from_diesel(e)),
+        }
     }
 
     async fn insert_payout(
@@ -303,21 +387,7 @@ impl PayoutStore for PgStore {
                     .values(&row)
                     .execute(conn)
                     .await?;
-                for e in entries {
-                    diesel::insert_into(ledger_entries::table)
-                        .values((
-                            ledger_entries::id.eq(e.id),
-                            ledger_entries::subaccount_id.eq(e.subaccount_id.as_uuid()),
-                            ledger_entries::asset.eq(e.asset.code()),
-                            ledger_entries::kind.eq(e.kind.as_str()),
-                            ledger_entries::available_delta.eq(e.available_delta),
-                            ledger_entries::pending_delta.eq(e.pending_delta),
-                            ledger_entries::payout_id.eq(e.payout_id.map(|p| p.as_uuid())),
-                            ledger_entries::created_at.eq(e.created_at),
-                        ))
-                        .execute(conn)
-                        .await?;
-                }
+                insert_entries(conn, entries).await?;
                 insert_events(conn, events).await?;
                 Ok(())
             })
@@ -325,6 +395,9 @@ impl PayoutStore for PgStore {
         match result {
             Ok(()) => Ok(()),
             Err(PayoutAbort::InsufficientBalance) => Err(InsertPayoutError::InsufficientBalance),
+            Err(PayoutAbort::Superseded) => Err(InsertPayoutError::Port(unknown(
+                "a new payout cannot be superseded".to_owned(),
+            ))),
             Err(PayoutAbort::Db(e)) => Err(match unique_violation(&e) {
                 Some("payouts_reference_unique") => InsertPayoutError::DuplicateReference,
                 _ => InsertPayoutError::Port(from_diesel(e)),

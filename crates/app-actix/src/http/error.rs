@@ -15,8 +15,8 @@ use serde::Serialize;
 pub struct ErrorItem {
     /// Catalogue code.
     pub code: &'static str,
-    /// Catalogue message.
-    pub message: &'static str,
+    /// The catalogue message, or a more specific one.
+    pub message: Cow<'static, str>,
     /// The request field concerned, when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<Cow<'static, str>>,
@@ -26,7 +26,7 @@ impl From<&FieldError> for ErrorItem {
     fn from(e: &FieldError) -> Self {
         Self {
             code: e.code.as_str(),
-            message: e.code.message(),
+            message: Cow::Borrowed(e.code.message()),
             field: Some(e.field.clone()),
         }
     }
@@ -53,7 +53,19 @@ impl ApiError {
             operation,
             vec![ErrorItem {
                 code: code.as_str(),
-                message: code.message(),
+                message: Cow::Borrowed(code.message()),
+                field: None,
+            }],
+        )
+    }
+
+    /// One code with a message more specific than the catalogue's (e.g. naming a status).
+    pub fn code_with_message(operation: &'static str, code: ErrorCode, message: String) -> Self {
+        Self::items(
+            operation,
+            vec![ErrorItem {
+                code: code.as_str(),
+                message: Cow::Owned(message),
                 field: None,
             }],
         )

@@ -3,7 +3,9 @@
 use actix_web::HttpResponse;
 use actix_web::web::{Data, Path};
 use domain::ErrorCode;
-use domain::payout::service::{CreatePayoutError, GetPayoutError, PayoutDetails, RawPayout};
+use domain::payout::service::{
+    CancelPayoutError, CreatePayoutError, GetPayoutError, PayoutDetails, RawPayout,
+};
 use domain::payout::{Payout, PayoutStatus};
 use domain::ports::LedgerEntryKind;
 use domain::time::unix_millis;
@@ -18,6 +20,7 @@ use crate::state::AppState;
 
 const CREATE: &str = "Create payout";
 const GET: &str = "Get payout";
+const CANCEL: &str = "Cancel payout";
 
 /// `amount` may be a JSON integer (what clients send) or a string of digits (what the seed
 /// documents); anything else is reported as the amount being invalid.
@@ -111,9 +114,11 @@ fn payout_object(d: &PayoutDetails) -> Value {
         .entries
         .iter()
         .filter_map(|e| {
+            // Holds show as negative entries, and the reversals of a cancel or failure as
+            // positive ones (contract §7.7).
             let kind = match e.kind {
-                LedgerEntryKind::PayoutHold => "payout",
-                LedgerEntryKind::FeeHold => "fee",
+                LedgerEntryKind::PayoutHold | LedgerEntryKind::PayoutVoid => "payout",
+                LedgerEntryKind::FeeHold | LedgerEntryKind::FeeVoid => "fee",
                 LedgerEntryKind::Funding => return None,
             };
             Some(json!({
@@ -166,6 +171,27 @@ fn payout_object(d: &PayoutDetails) -> Value {
         "payout_provider": { "id": "sandbox" },
         "transactions": transactions,
     })
+}
+
+/// `POST /api/payout/<id>/cancel`.
+pub async fn cancel(
+    state: Data<AppState>,
+    request: Authenticated,
+    id: Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    match state.payouts.cancel(&request.caller, &id).await {
+        Ok(payout) => Ok(envelope::ok(
+            "Payout cancelled successfully",
+            json!({ "payout_id": payout.id.to_string(), "status": payout.status.as_str() }),
+        )),
+        Err(CancelPayoutError::NotFound) => Err(ApiError::code(CANCEL, ErrorCode::Payo101)),
+        Err(CancelPayoutError::NotCancellable(status)) => Err(ApiError::code_with_message(
+            CANCEL,
+            ErrorCode::Payo301,
+            format!("Payout cannot be cancelled in status {}", status.as_str()),
+        )),
+        Err(CancelPayoutError::Port(e)) => Err(ApiError::port(CANCEL, &e)),
+    }
 }
 
 /// `GET /api/payout/<id>`.

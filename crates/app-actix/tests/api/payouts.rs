@@ -280,3 +280,71 @@ async fn fifty_concurrent_payouts_against_a_balance_for_ten_exactly_ten_succeed(
         "never below zero, every cent accounted for"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cancelling_releases_the_hold_once_and_shows_the_reversal() {
+    let app = spawn_app().await;
+    app.admin
+        .fund(subaccount(&app.a), "AUD", "10000")
+        .await
+        .unwrap();
+    app.admin
+        .set_fee(subaccount(&app.a), "AUD", "25", "0", "0")
+        .await
+        .unwrap();
+    let (receiver, account) = payee(&app, &app.a, "ada@example.com", true, true).await;
+    let created = app
+        .post(
+            &app.a,
+            "/api/payout/single",
+            &body(&receiver, &account, json!(1000), "AUD"),
+        )
+        .await;
+    let id = created.body["payload"]["payout_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(balance(&app, &app.a).await, (8975, 1025));
+
+    let path = format!("/api/payout/{id}/cancel");
+    let replies =
+        futures_util::future::join_all((0..8).map(|_| app.post_raw(&app.a, &path, b"{}".to_vec())))
+            .await;
+    let cancelled: Vec<_> = replies.iter().filter(|r| r.status == 200).collect();
+    assert_eq!(cancelled.len(), 1, "{replies:?}");
+    assert_eq!(
+        cancelled[0].body["message"],
+        "Payout cancelled successfully"
+    );
+    assert_eq!(cancelled[0].body["payload"]["status"], "cancelled");
+    for refused in replies.iter().filter(|r| r.status != 200) {
+        assert_eq!(refused.codes(), ["PAYO301"]);
+        assert_eq!(
+            refused.body["error"][0]["message"],
+            "Payout cannot be cancelled in status cancelled"
+        );
+    }
+    assert_eq!(
+        balance(&app, &app.a).await,
+        (10000, 0),
+        "released exactly once"
+    );
+
+    let got = app.get(&app.a, &format!("/api/payout/{id}")).await;
+    assert_eq!(got.body["payload"]["status"], "cancelled");
+    let amounts: Vec<_> = got.body["payload"]["transactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["amount"].as_i64().unwrap())
+        .collect();
+    assert_eq!(amounts, [-1000, -25, 1000, 25]);
+    assert_eq!(
+        app.post_raw(&app.b, &path, b"{}".to_vec()).await.codes(),
+        ["PAYO101"]
+    );
+    let missing = app
+        .post_raw(&app.a, "/api/payout/not-a-uuid/cancel", b"{}".to_vec())
+        .await;
+    assert_eq!(missing.codes(), ["PAYO101"]);
+}

@@ -94,11 +94,19 @@ async fn a_failed_delivery_is_retried_with_the_same_webhook_id() {
     assert_eq!(got.len(), 2);
     assert_eq!(got[0].header("webhook-id"), got[1].header("webhook-id"));
     assert_eq!(got[0].body, got[1].body);
-    let events = app
-        .admin
-        .events(subaccount(&app.a), None, None, 10)
-        .await
-        .unwrap();
+    // The worker records the outcome after the receiver has answered: wait for the record.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+    let events = loop {
+        let events = app
+            .admin
+            .events(subaccount(&app.a), None, None, 10)
+            .await
+            .unwrap();
+        if events[0].status == "delivered" || tokio::time::Instant::now() > deadline {
+            break events;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
     assert_eq!(events[0].status, "delivered");
     let outcomes: Vec<_> = events[0]
         .attempts
@@ -132,6 +140,18 @@ async fn gone_disables_the_endpoint_until_it_is_set_again() {
     hook(&app, &endpoint).await;
     app.create_receiver(&app.a, "first@example.com").await;
     assert_eq!(endpoint.wait_for(1, Duration::from_secs(5)).await.len(), 1);
+    // Wait until the worker has recorded the 410 (and so disabled the endpoint).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+    while app
+        .admin
+        .events(subaccount(&app.a), Some("exhausted"), None, 10)
+        .await
+        .unwrap()
+        .is_empty()
+        && tokio::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     app.create_receiver(&app.a, "second@example.com").await;
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert_eq!(

@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::model::Payout;
+use super::status::PayoutStatus;
 use crate::error::PortError;
 use crate::events::OutboxEvent;
 use crate::ids::{PayoutId, ReceiverAccountId, SubaccountId};
@@ -54,6 +55,19 @@ pub trait PayoutStore: Send + Sync {
         subaccount: SubaccountId,
         id: PayoutId,
     ) -> Result<Option<(Payout, Vec<LedgerEntry>)>, PortError>;
+
+    /// Applies a status change decided by the domain, in one transaction: sets `payout`'s
+    /// status and `updated_at` where the stored payout still has status `expected`, applies the
+    /// sum of `entries`' deltas to the balance (never below zero), appends `entries` and writes
+    /// `events`. `Ok(false)` when the payout is no longer in `expected` (changed meanwhile);
+    /// then nothing was written.
+    async fn apply_transition(
+        &self,
+        payout: &Payout,
+        expected: PayoutStatus,
+        entries: &[LedgerEntry],
+        events: &[OutboxEvent],
+    ) -> Result<bool, PortError>;
 
     /// Stores a new payout in one transaction: moves its total from `available` to `pending`
     /// with one conditional update (never below zero, also under concurrent requests), appends

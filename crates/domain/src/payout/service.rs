@@ -8,7 +8,7 @@ use chrono::Duration;
 use super::fee::fee;
 use super::model::Payout;
 use super::ports::{InsertPayoutError, PayoutStore};
-use super::status::initial_status;
+use super::status::{PayoutEvent, PayoutStatus, initial_status, transition};
 use crate::account::ports::AccountStore;
 use crate::account::{AccountStatus, ConfirmStatus};
 use crate::auth::Caller;
@@ -93,6 +93,20 @@ pub struct PayoutDetails {
     pub merchant_id: crate::ids::MerchantId,
 }
 
+/// Why a payout was not cancelled.
+#[derive(Debug, thiserror::Error)]
+pub enum CancelPayoutError {
+    /// No such payout in the caller's subaccount (`PAYO101`).
+    #[error("payout not found")]
+    NotFound,
+    /// Not in `awaiting`, `unassessed` or `pending` (`PAYO301`); carries the status it is in.
+    #[error("payout cannot be cancelled in status {}", .0.as_str())]
+    NotCancellable(PayoutStatus),
+    /// Infrastructure failure.
+    #[error(transparent)]
+    Port(#[from] PortError),
+}
+
 /// Creates and reads payouts.
 pub struct PayoutService {
     payouts: Arc<dyn PayoutStore>,
@@ -121,6 +135,61 @@ impl PayoutService {
             clock,
             ids,
         }
+    }
+
+    /// Cancels the caller's payout (contract §7.6): only from `awaiting`, `unassessed` or
+    /// `pending`, releasing its hold (void entries back to available) with a `payoutUpdated`
+    /// event, as one conditional change.
+    pub async fn cancel(&self, caller: &Caller, raw_id: &str) -> Result<Payout, CancelPayoutError> {
+        let id = PayoutId::parse(raw_id).ok_or(CancelPayoutError::NotFound)?;
+        let (payout, _) = self
+            .payouts
+            .find_payout(caller.subaccount_id, id)
+            .await?
+            .ok_or(CancelPayoutError::NotFound)?;
+        let expected = payout.status;
+        let to = transition(expected, PayoutEvent::Cancel)
+            .map_err(|e| CancelPayoutError::NotCancellable(e.from))?;
+        let now = self.clock.now();
+        let cancelled = Payout {
+            status: to,
+            updated_at: now,
+            ..payout
+        };
+        let void = |kind, amount: i64| LedgerEntry {
+            id: self.ids.new_id(),
+            subaccount_id: cancelled.subaccount_id,
+            asset: cancelled.asset,
+            kind,
+            available_delta: amount,
+            pending_delta: -amount,
+            payout_id: Some(cancelled.id),
+            created_at: now,
+        };
+        let mut entries = vec![void(LedgerEntryKind::PayoutVoid, cancelled.amount.get())];
+        if cancelled.fee > 0 {
+            entries.push(void(LedgerEntryKind::FeeVoid, cancelled.fee));
+        }
+        let event = OutboxEvent::payout(
+            EventKind::PayoutUpdated,
+            EventId::from_uuid(self.ids.new_id()),
+            &cancelled,
+            now,
+        );
+        if self
+            .payouts
+            .apply_transition(&cancelled, expected, &entries, &[event])
+            .await?
+        {
+            return Ok(cancelled);
+        }
+        // Changed meanwhile (submitted, cancelled by another request): report where it is now.
+        let now_status = self
+            .payouts
+            .find_payout(caller.subaccount_id, id)
+            .await?
+            .map_or(expected, |(p, _)| p.status);
+        Err(CancelPayoutError::NotCancellable(now_status))
     }
 
     /// The caller's payout with this id, with its ledger entries, receiver, account and merchant.

@@ -9,7 +9,7 @@ use super::*;
 use crate::account::ports::MockAccountStore;
 use crate::account::{AccountData, PayoutMethod, ReceiverAccount};
 use crate::country::CountryCode;
-use crate::ids::{ApiKeyId, SubaccountId};
+use crate::ids::{ApiKeyId, PayoutId, SubaccountId};
 use crate::money::Percentage;
 use crate::payout::PayoutStatus;
 use crate::payout::ports::MockPayoutStore;
@@ -376,4 +376,117 @@ async fn the_stores_refusals_map_to_their_codes() {
         ),
         [ErrorCode::Payo206]
     );
+}
+
+fn stored_payout(status: PayoutStatus, fee: i64) -> Payout {
+    Payout {
+        id: PayoutId::from_uuid(Uuid::from_u128(0xF)),
+        subaccount_id: caller().subaccount_id,
+        receiver_id: ReceiverId::from_uuid(Uuid::from_u128(RECEIVER)),
+        account_id: ReceiverAccountId::from_uuid(Uuid::from_u128(ACCOUNT)),
+        asset: Asset::Aud,
+        amount: MinorUnits::new(1000).unwrap_or_else(|e| panic!("{e}")),
+        fee,
+        fee_template: None,
+        reference: None,
+        note: String::new(),
+        status,
+        batch_id: None,
+        provider_reference: String::new(),
+        duplicate: false,
+        created_at: now(),
+        updated_at: now(),
+    }
+}
+
+fn cancel_service(payouts: MockPayoutStore) -> PayoutService {
+    let mut clock = MockClock::new();
+    clock.expect_now().returning(now);
+    let mut ids = MockIdGenerator::new();
+    ids.expect_new_id().returning(Uuid::new_v4);
+    PayoutService::new(
+        Arc::new(payouts),
+        Arc::new(MockReceiverStore::new()),
+        Arc::new(MockAccountStore::new()),
+        Arc::new(MockSubaccountStore::new()),
+        Arc::new(clock),
+        Arc::new(ids),
+    )
+}
+
+#[tokio::test]
+async fn cancel_voids_the_hold_from_cancellable_statuses_only() {
+    for status in PayoutStatus::ALL {
+        let mut payouts = MockPayoutStore::new();
+        payouts
+            .expect_find_payout()
+            .returning(move |_, _| Ok(Some((stored_payout(status, 30), Vec::new()))));
+        let cancellable = matches!(
+            status,
+            PayoutStatus::Awaiting | PayoutStatus::Unassessed | PayoutStatus::Pending
+        );
+        if cancellable {
+            payouts
+                .expect_apply_transition()
+                .withf(move |payout, expected, entries, events| {
+                    let moves: Vec<_> = entries
+                        .iter()
+                        .map(|e| (e.kind, e.available_delta, e.pending_delta))
+                        .collect();
+                    payout.status == PayoutStatus::Cancelled
+                        && *expected == status
+                        && moves
+                            == [
+                                (LedgerEntryKind::PayoutVoid, 1000, -1000),
+                                (LedgerEntryKind::FeeVoid, 30, -30),
+                            ]
+                        && events[0].kind == EventKind::PayoutUpdated
+                        && events[0].payload["status"] == "cancelled"
+                })
+                .times(1)
+                .returning(|_, _, _, _| Ok(true));
+        } else {
+            payouts.expect_apply_transition().never();
+        }
+        let result = cancel_service(payouts)
+            .cancel(&caller(), &Uuid::from_u128(0xF).to_string())
+            .await;
+        match (cancellable, result) {
+            (true, Ok(p)) => assert_eq!(p.status, PayoutStatus::Cancelled),
+            (false, Err(CancelPayoutError::NotCancellable(s))) => assert_eq!(s, status),
+            (_, other) => panic!("{status:?}: {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_cancel_that_loses_a_race_reports_the_new_status() {
+    let mut payouts = MockPayoutStore::new();
+    let mut reads = 0;
+    payouts
+        .expect_find_payout()
+        .times(2)
+        .returning(move |_, _| {
+            reads += 1;
+            let status = if reads == 1 {
+                PayoutStatus::Pending
+            } else {
+                PayoutStatus::InProgress
+            };
+            Ok(Some((stored_payout(status, 0), Vec::new())))
+        });
+    payouts
+        .expect_apply_transition()
+        .times(1)
+        .returning(|_, _, entries, _| {
+            assert_eq!(entries.len(), 1, "no fee, no fee void");
+            Ok(false)
+        });
+    let result = cancel_service(payouts)
+        .cancel(&caller(), &Uuid::from_u128(0xF).to_string())
+        .await;
+    assert!(matches!(
+        result,
+        Err(CancelPayoutError::NotCancellable(PayoutStatus::InProgress))
+    ));
 }
