@@ -113,6 +113,9 @@ pub enum AdminCommand {
         #[arg(long)]
         min_amount: String,
     },
+    /// Compare every balance with the sum of its ledger entries; prints the report and exits 1
+    /// when any differs.
+    CheckLedger,
     /// Require signature version 2 for every request of the subaccount.
     RequireSignatureV2 {
         /// Subaccount id.
@@ -320,6 +323,29 @@ async fn admin(command: AdminCommand) -> anyhow::Result<Value> {
                 .map(|n| json!({"queued": n})),
             _ => anyhow::bail!("resend needs --event ID, or --subaccount ID --since T --until T"),
         },
+                AdminCommand::CheckLedger => {
+            let check = service.check_ledger().await?;
+            let report = json!({
+                "balances_checked": check.checked,
+                "discrepancies": check.discrepancies.iter().map(|d| json!({
+                    "subaccount_id": d.subaccount_id.to_string(),
+                    "asset": d.asset,
+                    "available": d.available,
+                    "pending": d.pending,
+                    "ledger_available": d.ledger_available,
+                    "ledger_pending": d.ledger_pending,
+                })).collect::<Vec<_>>(),
+            });
+            if check.discrepancies.is_empty() {
+                Ok(report)
+            } else {
+                println!("{report}");
+                anyhow::bail!(
+                    "ledger check failed: {} balance(s) differ from the sum of their ledger entries",
+                    check.discrepancies.len()
+                );
+            }
+        }
         AdminCommand::RequireSignatureV2 { subaccount } => {
             let id = subaccount_id(&subaccount)?;
             service

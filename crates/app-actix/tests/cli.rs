@@ -226,3 +226,57 @@ fn configuration_problems_name_the_variable() {
     let bad_url = failure(&payoutd(&[("DATABASE_URL", "mysql://x")], &["migrate"]));
     assert!(bad_url.contains("DATABASE_URL"), "{bad_url}");
 }
+
+#[tokio::test]
+async fn check_ledger_passes_on_a_consistent_ledger_and_reports_a_tampered_balance() {
+    use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+
+    let db = TestDb::new().await.unwrap();
+    let env = [
+        ("DATABASE_URL", db.url()),
+        ("PAYOUT_MASTER_KEY", MASTER_KEY),
+    ];
+    let run = |args: &[&str]| payoutd(&env, args);
+    let created = json(&run(&["admin", "create-subaccount", "--name", "Shop"]));
+    let id = created["subaccount_id"].as_str().unwrap().to_owned();
+    json(&run(&[
+        "admin",
+        "fund",
+        "--subaccount",
+        &id,
+        "--asset",
+        "AUD",
+        "--amount",
+        "500",
+    ]));
+    json(&run(&[
+        "admin",
+        "fund",
+        "--subaccount",
+        &id,
+        "--asset",
+        "NZD",
+        "--amount",
+        "70",
+    ]));
+    let clean = json(&run(&["admin", "check-ledger"]));
+    assert_eq!(
+        clean,
+        serde_json::json!({"balances_checked": 2, "discrepancies": []})
+    );
+
+    let mut conn = AsyncPgConnection::establish(db.url()).await.unwrap();
+    diesel::sql_query("UPDATE balances SET available = available + 1 WHERE asset = 'AUD'")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let tampered = run(&["admin", "check-ledger"]);
+    assert!(!tampered.status.success());
+    let report: Value = serde_json::from_slice(&tampered.stdout).unwrap();
+    assert_eq!(
+        report["discrepancies"],
+        serde_json::json!([{"subaccount_id": id, "asset": "AUD", "available": 501, "pending": 0,
+                            "ledger_available": 500, "ledger_pending": 0}])
+    );
+    assert!(String::from_utf8_lossy(&tampered.stderr).contains("1 balance(s) differ"));
+}

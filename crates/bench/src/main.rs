@@ -12,10 +12,12 @@
 //! - [`seed`]: realistic receivers and receiver accounts, generated deterministically and
 //!   inserted in batches exactly as the service stores them;
 //! - [`load`]: signed requests driven at a fixed concurrency, with per-kind histograms;
+//! - [`receiver`]: a local webhook receiver recording when each event arrived;
 //! - [`report`]: the printed tables and the JSON file.
 
 mod db;
 mod load;
+mod receiver;
 mod report;
 mod scenarios;
 mod seed;
@@ -67,6 +69,9 @@ enum Scenario {
     /// `POST /api/receiver-account/verify` latency with a small and a large number of accounts
     /// in one subaccount.
     Verify(scenarios::verify::Args),
+    /// Webhook delivery to a local receiver: throughput draining a backlog, and the delay from
+    /// commit to delivery at a steady rate.
+    Delivery(scenarios::delivery::Args),
 }
 
 /// [`Common`], checked.
@@ -125,6 +130,7 @@ fn main() -> ExitCode {
         let env = cli.common.check()?;
         match cli.scenario {
             Scenario::Verify(args) => scenarios::verify::run(&env, &args).await,
+            Scenario::Delivery(args) => scenarios::delivery::run(&env, &args).await,
         }
     });
     match result {

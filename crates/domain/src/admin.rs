@@ -12,8 +12,8 @@ use crate::ids::{ApiKeyId, EventId, MerchantId, SubaccountId};
 use crate::masking::Secret;
 use crate::money::{Asset, MinorUnits, Percentage};
 use crate::ports::{
-    Clock, EventStatus, EventSummary, IdGenerator, LedgerEntry, LedgerEntryKind, NewSubaccount,
-    OperatorError, OperatorStore, ResendSelection,
+    Clock, EventStatus, EventSummary, IdGenerator, LedgerCheck, LedgerEntry, LedgerEntryKind,
+    NewSubaccount, OperatorError, OperatorStore, ResendSelection,
 };
 use crate::receiver::values::EmailAddress;
 use crate::subaccount::{Balance, FeeTemplate, Subaccount, SubaccountAddress};
@@ -244,6 +244,11 @@ impl AdminService {
             .store
             .list_events(subaccount, status, since, limit)
             .await?)
+    }
+
+    /// Compares every balance with the sum of its ledger entries.
+    pub async fn check_ledger(&self) -> Result<LedgerCheck, AdminError> {
+        Ok(self.store.check_ledger().await?)
     }
 
     /// Queues one event for delivery again, with a fresh retry schedule.

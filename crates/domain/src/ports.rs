@@ -322,6 +322,11 @@ pub trait OperatorStore: Send + Sync {
         limit: u32,
     ) -> Result<Vec<EventSummary>, OperatorError>;
 
+    /// Compares every balance with the sum of its ledger entries (contract §7.3); returns how
+    /// many balances were checked and every one that differs (including ledger entries with no
+    /// balance row, and balance rows with no entries).
+    async fn check_ledger(&self) -> Result<LedgerCheck, OperatorError>;
+
     /// Queues the selected events for delivery again now, with a fresh retry schedule (their
     /// attempt history is kept); returns how many were queued.
     async fn resend_events(
@@ -329,6 +334,32 @@ pub trait OperatorStore: Send + Sync {
         selection: &ResendSelection,
         now: DateTime<Utc>,
     ) -> Result<u64, OperatorError>;
+}
+
+/// The outcome of a ledger check.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LedgerCheck {
+    /// Balances (subaccount and asset pairs) checked.
+    pub checked: u64,
+    /// Those whose balance differs from the sum of their ledger entries.
+    pub discrepancies: Vec<LedgerDiscrepancy>,
+}
+
+/// A balance that differs from its ledger.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerDiscrepancy {
+    /// The subaccount.
+    pub subaccount_id: SubaccountId,
+    /// The asset code.
+    pub asset: String,
+    /// `available` as stored.
+    pub available: i64,
+    /// `pending` as stored.
+    pub pending: i64,
+    /// The sum of the entries' `available_delta`.
+    pub ledger_available: i64,
+    /// The sum of the entries' `pending_delta`.
+    pub ledger_pending: i64,
 }
 
 /// Where an outbox event is.

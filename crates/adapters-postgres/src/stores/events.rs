@@ -4,7 +4,10 @@ use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use domain::ids::{EventId, SubaccountId};
-use domain::ports::{AttemptSummary, EventStatus, EventSummary, OperatorError, ResendSelection};
+use domain::ports::{
+    AttemptSummary, EventStatus, EventSummary, LedgerCheck, LedgerDiscrepancy, OperatorError,
+    ResendSelection,
+};
 use uuid::Uuid;
 
 use super::PgStore;
@@ -32,7 +35,57 @@ type AttemptRow = (
     Option<String>,
 );
 
+#[derive(diesel::QueryableByName)]
+struct LedgerRow {
+    #[diesel(sql_type = diesel::sql_types::Uuid)]
+    subaccount_id: Uuid,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    asset: String,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    available: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pending: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    ledger_available: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    ledger_pending: i64,
+}
+
 impl PgStore {
+    pub(crate) async fn ledger_check(&self) -> Result<LedgerCheck, OperatorError> {
+        let mut conn = self.conn().await?;
+        let rows: Vec<LedgerRow> = diesel::sql_query(
+            "SELECT subaccount_id, asset, \
+                    coalesce(b.available, 0) AS available, coalesce(b.pending, 0) AS pending, \
+                    coalesce(l.available, 0)::bigint AS ledger_available, \
+                    coalesce(l.pending, 0)::bigint AS ledger_pending \
+             FROM balances b FULL OUTER JOIN ( \
+               SELECT subaccount_id, asset, sum(available_delta) AS available, sum(pending_delta) AS pending \
+               FROM ledger_entries GROUP BY subaccount_id, asset) l USING (subaccount_id, asset) \
+             ORDER BY subaccount_id, asset",
+        )
+        .load(&mut conn)
+        .await
+        .map_err(from_diesel)?;
+        let checked = u64::try_from(rows.len()).unwrap_or(u64::MAX);
+        let discrepancies = rows
+            .into_iter()
+            .filter(|r| r.available != r.ledger_available || r.pending != r.ledger_pending)
+            .map(|r| LedgerDiscrepancy {
+                subaccount_id: SubaccountId::from_uuid(r.subaccount_id),
+                asset: r.asset,
+                available: r.available,
+                pending: r.pending,
+                ledger_available: r.ledger_available,
+                ledger_pending: r.ledger_pending,
+            })
+            .collect();
+        Ok(LedgerCheck {
+            checked,
+            discrepancies,
+        })
+    }
+
     pub(crate) async fn event_summaries(
         &self,
         subaccount: SubaccountId,

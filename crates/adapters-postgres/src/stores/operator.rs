@@ -10,8 +10,8 @@ use domain::ids::{ApiKeyId, SubaccountId};
 use domain::masking::Secret;
 
 use domain::ports::{
-    EventStatus, EventSummary, LedgerEntry, NewSubaccount, OperatorError, OperatorStore,
-    ResendSelection,
+    EventStatus, EventSummary, LedgerCheck, LedgerEntry, NewSubaccount, OperatorError,
+    OperatorStore, ResendSelection,
 };
 use domain::subaccount::{Balance, FeeTemplate};
 
@@ -295,6 +295,10 @@ impl OperatorStore for PgStore {
         limit: u32,
     ) -> Result<Vec<EventSummary>, OperatorError> {
         self.event_summaries(subaccount, status, since, limit).await
+    }
+
+    async fn check_ledger(&self) -> Result<LedgerCheck, OperatorError> {
+        self.ledger_check().await
     }
 
     async fn resend_events(

@@ -279,6 +279,11 @@ async fn fifty_concurrent_payouts_against_a_balance_for_ten_exactly_ten_succeed(
         (0, 1100),
         "never below zero, every cent accounted for"
     );
+    let ledger = app.admin.check_ledger().await.unwrap();
+    assert!(
+        ledger.discrepancies.is_empty(),
+        "balance equals its ledger: {ledger:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -328,6 +333,14 @@ async fn cancelling_releases_the_hold_once_and_shows_the_reversal() {
         balance(&app, &app.a).await,
         (10000, 0),
         "released exactly once"
+    );
+    assert!(
+        app.admin
+            .check_ledger()
+            .await
+            .unwrap()
+            .discrepancies
+            .is_empty()
     );
 
     let got = app.get(&app.a, &format!("/api/payout/{id}")).await;
