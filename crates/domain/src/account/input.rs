@@ -20,8 +20,11 @@ use crate::account::us::{
     UsAccountNumberError,
 };
 use crate::codes::ErrorCode;
-use crate::receiver::values::{EmailAddress, EmailAddressError, MAX_LENGTH};
-use crate::validation::{FieldError, ValidationErrors};
+use crate::receiver::values::{EmailAddress, EmailAddressError};
+use crate::validation::{FieldError, FieldReader, ValidationErrors};
+
+/// How this request's text fields are read (over-long values are `REAC226`).
+const READ: FieldReader = FieldReader::new(ErrorCode::Reac226);
 
 /// Raw create-account fields as sent (strings or absent).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -179,7 +182,7 @@ impl AccountInput {
         use ErrorCode as C;
 
         let mut errors = ValidationErrors::default();
-        let receiver_id = errors.check(required(
+        let receiver_id = errors.check(READ.required(
             raw.receiver_id.as_deref(),
             "receiver_id",
             C::Reac201,
@@ -188,7 +191,7 @@ impl AccountInput {
         ));
         let details = match method {
             PayoutMethod::DirectEntry => {
-                let bsb = errors.check(required(
+                let bsb = errors.check(READ.required(
                     raw.bsb.as_deref(),
                     "bsb",
                     C::Reac202,
@@ -198,7 +201,7 @@ impl AccountInput {
                         BsbError::Format => C::Reac203,
                     },
                 ));
-                let account_number = errors.check(required(
+                let account_number = errors.check(READ.required(
                     raw.account_number.as_deref(),
                     "account_number",
                     C::Reac204,
@@ -215,7 +218,7 @@ impl AccountInput {
                     })
             }
             PayoutMethod::Ach => {
-                let routing_number = errors.check(required(
+                let routing_number = errors.check(READ.required(
                     raw.routing_number.as_deref(),
                     "routing_number",
                     C::Reac206,
@@ -227,7 +230,7 @@ impl AccountInput {
                         AbaRoutingNumberError::UnknownInstitution => C::Reac209,
                     },
                 ));
-                let account_number = errors.check(required(
+                let account_number = errors.check(READ.required(
                     raw.account_number.as_deref(),
                     "account_number",
                     C::Reac204,
@@ -250,7 +253,7 @@ impl AccountInput {
                 }
             }
             PayoutMethod::Eft => {
-                let routing_number = errors.check(required(
+                let routing_number = errors.check(READ.required(
                     raw.routing_number.as_deref(),
                     "routing_number",
                     C::Reac206,
@@ -261,7 +264,7 @@ impl AccountInput {
                         CaRoutingNumberError::UnknownInstitution => C::Reac209,
                     },
                 ));
-                let account_number = errors.check(required(
+                let account_number = errors.check(READ.required(
                     raw.account_number.as_deref(),
                     "account_number",
                     C::Reac204,
@@ -284,7 +287,7 @@ impl AccountInput {
                 }
             }
             PayoutMethod::Digital => {
-                let recipient = errors.check(required(
+                let recipient = errors.check(READ.required(
                     raw.recipient.as_deref(),
                     "recipient",
                     C::Reac221,
@@ -295,7 +298,7 @@ impl AccountInput {
                         EmailAddressError::Invalid => C::Reac222,
                     },
                 ));
-                let name = errors.check(required(
+                let name = errors.check(READ.required(
                     raw.name.as_deref(),
                     "name",
                     C::Reac223,
@@ -303,7 +306,7 @@ impl AccountInput {
                     |never| match never {},
                 ));
                 let description = errors.check(
-                    present(raw.description.as_deref(), "description")
+                    READ.present(raw.description.as_deref(), "description")
                         .map(|text| text.map(str::to_owned)),
                 );
                 match (recipient, name, description) {
@@ -318,7 +321,7 @@ impl AccountInput {
                 }
             }
             PayoutMethod::Sepa => {
-                let iban = errors.check(required(
+                let iban = errors.check(READ.required(
                     raw.iban.as_deref(),
                     "iban",
                     C::Reac213,
@@ -330,7 +333,7 @@ impl AccountInput {
                         IbanError::NotSepa => C::Reac216,
                     },
                 ));
-                let bic = errors.check(required(
+                let bic = errors.check(READ.required(
                     raw.bic.as_deref(),
                     "bic",
                     C::Reac217,
@@ -352,7 +355,7 @@ impl AccountInput {
                 }
             }
             PayoutMethod::DirectCredit => {
-                let account_number = errors.check(required(
+                let account_number = errors.check(READ.required(
                     raw.account_number.as_deref(),
                     "account_number",
                     C::Reac204,
@@ -383,7 +386,7 @@ impl AccountInput {
 
 /// Parses `account_type`, shared by ACH and EFT.
 fn account_type(raw: &RawAccount) -> Result<AccountType, FieldError> {
-    required(
+    READ.required(
         raw.account_type.as_deref(),
         "account_type",
         ErrorCode::Reac210,
@@ -393,32 +396,6 @@ fn account_type(raw: &RawAccount) -> Result<AccountType, FieldError> {
             AccountTypeError::Invalid => ErrorCode::Reac212,
         },
     )
-}
-
-/// The trimmed text of a field, `None` when absent or blank, or `REAC226` when over the limit.
-///
-/// The length is checked here, before the field's own parse, because every field (even those
-/// whose own rules would also reject a long value) reports an over-long value as `REAC226`.
-fn present<'a>(value: Option<&'a str>, field: &'static str) -> Result<Option<&'a str>, FieldError> {
-    let Some(text) = value.map(str::trim).filter(|text| !text.is_empty()) else {
-        return Ok(None);
-    };
-    if text.chars().nth(MAX_LENGTH).is_some() {
-        return Err(FieldError::new(ErrorCode::Reac226, field));
-    }
-    Ok(Some(text))
-}
-
-/// Parses a required field: absent or blank gives `missing`, a failed parse gives `code(error)`.
-fn required<T, E>(
-    value: Option<&str>,
-    field: &'static str,
-    missing: ErrorCode,
-    parse: impl FnOnce(&str) -> Result<T, E>,
-    code: impl FnOnce(E) -> ErrorCode,
-) -> Result<T, FieldError> {
-    let text = present(value, field)?.ok_or_else(|| FieldError::new(missing, field))?;
-    parse(text).map_err(|error| FieldError::new(code(error), field))
 }
 
 // ---------------------------------------------------------------------------------------------

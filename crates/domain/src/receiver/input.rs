@@ -11,10 +11,13 @@ use crate::codes::ErrorCode;
 use crate::country::{CountryCode, CountryCodeError};
 use crate::receiver::values::{
     BoundedText, BoundedTextError, CityName, CityNameError, DateOfBirth, DateOfBirthError,
-    DialCode, DialCodeError, EmailAddress, EmailAddressError, Gender, GenderError, MAX_LENGTH,
-    PersonName, PersonNameError, PhoneNumber, PhoneNumberError, StreetLine, StreetLineError,
+    DialCode, DialCodeError, EmailAddress, EmailAddressError, Gender, GenderError, PersonName,
+    PersonNameError, PhoneNumber, PhoneNumberError, StreetLine, StreetLineError,
 };
-use crate::validation::{FieldError, ValidationErrors};
+use crate::validation::{FieldReader, ValidationErrors};
+
+/// How this request's text fields are read (over-long values are `REVR226`).
+const READ: FieldReader = FieldReader::new(ErrorCode::Revr226);
 
 /// Raw create-receiver fields as the client sent them (already known to be strings or absent).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -100,35 +103,35 @@ impl ReceiverInput {
         use ErrorCode as C;
 
         let mut errors = ValidationErrors::default();
-        let subaccount_id = errors.check(required(
+        let subaccount_id = errors.check(READ.required(
             raw.subaccount_id.as_deref(),
             "subaccount_id",
             C::Revr202,
             |text| Ok::<_, Infallible>(text.to_owned()),
             |never| match never {},
         ));
-        let first_name = errors.check(required(
+        let first_name = errors.check(READ.required(
             raw.first_name.as_deref(),
             "first_name",
             C::Revr204,
             PersonName::parse,
             |error| name_code(error, C::Revr204, C::Revr215),
         ));
-        let middle_name = errors.check(optional(
+        let middle_name = errors.check(READ.optional(
             raw.middle_name.as_deref(),
             "middle_name",
             PersonName::parse,
             // A blank middle name is absent rather than failing, so `Empty` cannot reach here.
             |error| name_code(error, C::Revr227, C::Revr227),
         ));
-        let last_name = errors.check(required(
+        let last_name = errors.check(READ.required(
             raw.last_name.as_deref(),
             "last_name",
             C::Revr205,
             PersonName::parse,
             |error| name_code(error, C::Revr205, C::Revr216),
         ));
-        let email = errors.check(required(
+        let email = errors.check(READ.required(
             raw.email.as_deref(),
             "email",
             C::Revr203,
@@ -139,7 +142,7 @@ impl ReceiverInput {
                 EmailAddressError::Invalid => C::Revr214,
             },
         ));
-        let dob = errors.check(required(
+        let dob = errors.check(READ.required(
             raw.dob.as_deref(),
             "dob",
             C::Revr223,
@@ -150,7 +153,7 @@ impl ReceiverInput {
                 | DateOfBirthError::NotInPast => C::Revr223,
             },
         ));
-        let dialcode = errors.check(required(
+        let dialcode = errors.check(READ.required(
             raw.dialcode.as_deref(),
             "dialcode",
             C::Revr206,
@@ -160,7 +163,7 @@ impl ReceiverInput {
                 DialCodeError::Invalid => C::Revr218,
             },
         ));
-        let phone = errors.check(required(
+        let phone = errors.check(READ.required(
             raw.phone.as_deref(),
             "phone",
             C::Revr207,
@@ -170,20 +173,20 @@ impl ReceiverInput {
                 PhoneNumberError::Invalid => C::Revr219,
             },
         ));
-        let address = errors.check(required(
+        let address = errors.check(READ.required(
             raw.address.as_deref(),
             "address",
             C::Revr208,
             StreetLine::parse,
             |error| street_code(error, C::Revr208, C::Revr220),
         ));
-        let address2 = errors.check(optional(
+        let address2 = errors.check(READ.optional(
             raw.address2.as_deref(),
             "address2",
             StreetLine::parse,
             |error| street_code(error, C::Revr221, C::Revr221),
         ));
-        let gender = errors.check(optional(
+        let gender = errors.check(READ.optional(
             raw.gender.as_deref(),
             "gender",
             Gender::parse,
@@ -191,7 +194,7 @@ impl ReceiverInput {
                 GenderError::Invalid => C::Revr217,
             },
         ));
-        let city = errors.check(required(
+        let city = errors.check(READ.required(
             raw.city.as_deref(),
             "city",
             C::Revr210,
@@ -202,21 +205,21 @@ impl ReceiverInput {
                 CityNameError::Invalid => C::Revr222,
             },
         ));
-        let state = errors.check(required(
+        let state = errors.check(READ.required(
             raw.state.as_deref(),
             "state",
             C::Revr211,
             BoundedText::parse,
             |error| bounded_code(error, C::Revr211),
         ));
-        let postcode = errors.check(required(
+        let postcode = errors.check(READ.required(
             raw.postcode.as_deref(),
             "postcode",
             C::Revr212,
             BoundedText::parse,
             |error| bounded_code(error, C::Revr212),
         ));
-        let country = errors.check(required(
+        let country = errors.check(READ.required(
             raw.country.as_deref(),
             "country",
             C::Revr213,
@@ -226,7 +229,7 @@ impl ReceiverInput {
                 CountryCodeError::Unknown => C::Revr224,
             },
         ));
-        let reference = errors.check(optional(
+        let reference = errors.check(READ.optional(
             raw.reference.as_deref(),
             "reference",
             BoundedText::parse,
@@ -293,44 +296,6 @@ impl ReceiverInput {
             _ => Err(errors),
         }
     }
-}
-
-/// The trimmed text of a field, `None` when absent or blank, or `REVR226` when over the limit.
-///
-/// The length is checked here, before the field's own parse, because every field (even those
-/// whose own rules would also reject a long value) reports an over-long value as `REVR226`.
-fn present<'a>(value: Option<&'a str>, field: &'static str) -> Result<Option<&'a str>, FieldError> {
-    let Some(text) = value.map(str::trim).filter(|text| !text.is_empty()) else {
-        return Ok(None);
-    };
-    if text.chars().nth(MAX_LENGTH).is_some() {
-        return Err(FieldError::new(ErrorCode::Revr226, field));
-    }
-    Ok(Some(text))
-}
-
-/// Parses a required field: absent or blank gives `missing`, a failed parse gives `code(error)`.
-fn required<T, E>(
-    value: Option<&str>,
-    field: &'static str,
-    missing: ErrorCode,
-    parse: impl FnOnce(&str) -> Result<T, E>,
-    code: impl FnOnce(E) -> ErrorCode,
-) -> Result<T, FieldError> {
-    let text = present(value, field)?.ok_or_else(|| FieldError::new(missing, field))?;
-    parse(text).map_err(|error| FieldError::new(code(error), field))
-}
-
-/// Parses an optional field: absent or blank gives `None`, a failed parse gives `code(error)`.
-fn optional<T, E>(
-    value: Option<&str>,
-    field: &'static str,
-    parse: impl FnOnce(&str) -> Result<T, E>,
-    code: impl FnOnce(E) -> ErrorCode,
-) -> Result<Option<T>, FieldError> {
-    present(value, field)?
-        .map(|text| parse(text).map_err(|error| FieldError::new(code(error), field)))
-        .transpose()
 }
 
 /// The code for a failed name: `empty` when blank, `invalid` for bad characters.

@@ -10,7 +10,7 @@ use std::fmt;
 use chrono::{Datelike, NaiveDate};
 
 /// The longest text, in characters, that any receiver field may hold.
-pub const MAX_LENGTH: usize = 255;
+pub const MAX_LENGTH: usize = crate::validation::FieldReader::MAX_CHARS;
 
 /// True when `text` has more than [`MAX_LENGTH`] characters (stops counting just past the limit).
 fn exceeds_max_length(text: &str) -> bool {
