@@ -152,27 +152,55 @@ pub fn build_worker(config: &Config, store: &PgStore) -> anyhow::Result<Delivery
     ))
 }
 
-/// Runs delivery passes until `stop` is set: immediately again while events keep coming, else
-/// after `poll`. A pass in progress always finishes (its claims are recorded, not abandoned).
+/// Delivers until `stop` is set, keeping up to the worker's capacity of attempts in flight and
+/// claiming more as each one ends, so one slow or hanging endpoint holds only its own attempts,
+/// never the other events (or other subaccounts) behind it. Claims are made at once while they
+/// come back full, else every `poll`. On stop, the attempts in flight finish and are recorded;
+/// nothing is left claimed but unrecorded except by a crash (the lease covers that).
 pub async fn run_delivery(
     worker: Arc<DeliveryWorker>,
     poll: Duration,
     stop: tokio::sync::watch::Receiver<bool>,
 ) {
     let mut stop = stop;
-    while !*stop.borrow() {
-        let busy = match worker.run_once().await {
-            Ok(summary) => summary.claimed > 0,
-            Err(e) => {
-                tracing::warn!(error = %e, "webhook delivery pass failed");
-                false
+    let mut in_flight = tokio::task::JoinSet::new();
+    let mut next_claim = tokio::time::Instant::now();
+    loop {
+        let stopping = *stop.borrow();
+        let free = worker
+            .capacity()
+            .saturating_sub(u32::try_from(in_flight.len()).unwrap_or(u32::MAX));
+        if !stopping && free > 0 && tokio::time::Instant::now() >= next_claim {
+            match worker.claim(free).await {
+                Ok(claimed) => {
+                    let full = u32::try_from(claimed.len()).unwrap_or(u32::MAX) == free;
+                    for event in claimed {
+                        let worker = worker.clone();
+                        in_flight.spawn(async move { worker.attempt(&event).await });
+                    }
+                    // More may be due right away only if this claim came back full.
+                    let now = tokio::time::Instant::now();
+                    next_claim = if full { now } else { now + poll };
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "claiming webhook events failed");
+                    next_claim = tokio::time::Instant::now() + poll;
+                }
             }
-        };
-        if !busy {
-            tokio::select! {
-                _ = tokio::time::sleep(poll) => {}
-                _ = stop.changed() => {}
+        }
+        if stopping && in_flight.is_empty() {
+            return;
+        }
+        tokio::select! {
+            Some(done) = in_flight.join_next(), if !in_flight.is_empty() => {
+                match done {
+                    Ok(Err(e)) => tracing::warn!(error = %e, "recording a webhook attempt failed"),
+                    Err(e) => tracing::warn!(error = %e, "a webhook attempt task ended abnormally"),
+                    Ok(Ok(_)) => {}
+                }
             }
+            () = tokio::time::sleep_until(next_claim), if !stopping => {}
+            _ = stop.changed(), if !stopping => {}
         }
     }
 }

@@ -41,7 +41,17 @@ pub struct Receiver {
     script: Arc<Mutex<Script>>,
 }
 
+/// A scripted status of 0 means: never answer (the sender's timeout ends the attempt).
 async fn handle(req: HttpRequest, body: Bytes, script: Data<Mutex<Script>>) -> HttpResponse {
+    let status = record(&req, body, &script);
+    if status == 0 {
+        tokio::time::sleep(Duration::from_secs(600)).await;
+    }
+    HttpResponse::build(actix_web::http::StatusCode::from_u16(status.max(200)).unwrap()).finish()
+}
+
+/// Records the request and returns the scripted status (the last one repeats).
+fn record(req: &HttpRequest, body: Bytes, script: &Mutex<Script>) -> u16 {
     let mut script = script.lock().unwrap();
     let headers = req
         .headers()
@@ -59,8 +69,7 @@ async fn handle(req: HttpRequest, body: Bytes, script: Data<Mutex<Script>>) -> H
     } else {
         script.statuses.front().copied()
     };
-    HttpResponse::build(actix_web::http::StatusCode::from_u16(status.unwrap_or(200)).unwrap())
-        .finish()
+    status.unwrap_or(200)
 }
 
 impl Receiver {

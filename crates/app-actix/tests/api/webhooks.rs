@@ -228,3 +228,33 @@ async fn two_instances_deliver_every_event_exactly_once() {
         "each event once, none twice"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_endpoint_does_not_hold_up_other_subaccounts() {
+    let app = spawn_app().await;
+    // Tenant B's endpoint never answers; each attempt ends only at the 2 s test timeout.
+    let hanging = Receiver::start(&[0]);
+    app.admin
+        .set_webhook(subaccount(&app.b), &hanging.url)
+        .await
+        .unwrap();
+    for n in 0..3 {
+        app.create_receiver(&app.b, &format!("b{n}@example.com"))
+            .await;
+    }
+    assert_eq!(
+        hanging.wait_for(3, Duration::from_secs(2)).await.len(),
+        3,
+        "B's attempts are in flight"
+    );
+    let healthy = Receiver::start(&[200]);
+    hook(&app, &healthy).await;
+    let started = tokio::time::Instant::now();
+    app.create_receiver(&app.a, "ada@example.com").await;
+    assert_eq!(healthy.wait_for(1, Duration::from_secs(5)).await.len(), 1);
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "A waited {:?} behind B's hanging attempts",
+        started.elapsed()
+    );
+}

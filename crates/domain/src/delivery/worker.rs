@@ -95,9 +95,25 @@ impl DeliveryWorker {
         Ok(summary)
     }
 
+    /// Claims up to `limit` due events (at most the configured batch) for this worker.
+    pub async fn claim(&self, limit: u32) -> Result<Vec<ClaimedEvent>, PortError> {
+        let limit = limit.min(self.settings.batch);
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        self.store
+            .claim_due(self.clock.now(), limit, self.settings.lease)
+            .await
+    }
+
+    /// The most attempts a worker keeps in flight.
+    pub fn capacity(&self) -> u32 {
+        self.settings.batch
+    }
+
     /// One attempt of one claimed event; `None` when its outcome could not be recorded because
     /// the claim had passed to another worker.
-    async fn attempt(&self, event: &ClaimedEvent) -> Result<Option<NextStep>, PortError> {
+    pub async fn attempt(&self, event: &ClaimedEvent) -> Result<Option<NextStep>, PortError> {
         let attempted_at = self.clock.now();
         let record = match (&event.url, event.endpoint_disabled) {
             // Nowhere to send: give the event up now; an operator can resend it later.
