@@ -114,6 +114,7 @@ pub fn build_state(
             store.clone(),
             Arc::new(SystemClock),
             Arc::new(RandomIds::default()),
+            CursorKey::new(cursor_key),
         ),
         readiness: Box::new((*store).clone()),
     })

@@ -81,6 +81,7 @@ fn state(credentials: MockCredentialStore, receivers: MockReceiverStore) -> web:
             Arc::new(MockSubaccountStore::new()),
             clock(),
             Arc::new(MockIdGenerator::new()),
+            CursorKey::new([1; 32]),
         ),
         readiness: Box::new(Down),
     })

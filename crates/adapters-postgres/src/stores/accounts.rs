@@ -22,8 +22,8 @@ use crate::vault::Vault;
 #[derive(Debug, Queryable, Selectable, Insertable)]
 #[diesel(table_name = receiver_accounts, check_for_backend(diesel::pg::Pg))]
 #[diesel(treat_none_as_default_value = false)]
-struct AccountRow {
-    id: Uuid,
+pub(crate) struct AccountRow {
+    pub(crate) id: Uuid,
     subaccount_id: Uuid,
     receiver_id: Uuid,
     method: String,
@@ -97,7 +97,7 @@ impl AccountRow {
         })
     }
 
-    fn into_domain(self, vault: &Vault) -> Result<ReceiverAccount, PortError> {
+    pub(crate) fn into_domain(self, vault: &Vault) -> Result<ReceiverAccount, PortError> {
         let plain = vault
             .open(&self.data_ciphertext, &context(self.id))
             .map_err(|e| unknown(format!("opening account {}: {e}", self.id)))?;

@@ -1,6 +1,6 @@
 //! `PgStore`: one value implementing every store port over one pool.
 
-mod accounts;
+pub(crate) mod accounts;
 pub mod credentials;
 mod delivery;
 mod events;

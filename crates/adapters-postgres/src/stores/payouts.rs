@@ -16,9 +16,18 @@ use domain::subaccount::FeeTemplate;
 use uuid::Uuid;
 
 use super::PgStore;
+use super::accounts::AccountRow;
 use super::outbox::insert_events;
 use crate::errors::{from_diesel, unique_violation};
-use crate::schema::{balances, fee_templates, ledger_entries, payouts};
+use crate::schema::{
+    balances, fee_templates, ledger_entries, payouts, receiver_accounts, receivers,
+};
+use domain::account::ReceiverAccount;
+use domain::paging::PageRequest;
+use domain::payout::ports::PayoutListItem;
+use domain::payout::query::PayoutFilter;
+use domain::receiver::Receiver;
+use std::collections::HashMap;
 
 /// A `payouts` row.
 #[derive(Debug, Queryable, Selectable, Insertable)]
@@ -355,6 +364,88 @@ impl PayoutStore for PgStore {
             ))),
             Err(PayoutAbort::Db(e)) => Err(from_diesel(e)),
         }
+    }
+
+    async fn list_payouts(
+        &self,
+        subaccount: SubaccountId,
+        filter: &PayoutFilter,
+        page: &PageRequest,
+    ) -> Result<Vec<PayoutListItem>, PortError> {
+        let mut query = payouts::table
+            .filter(payouts::subaccount_id.eq(subaccount.as_uuid()))
+            .select(PayoutRow::as_select())
+            .into_boxed();
+        if let Some(status) = filter.status {
+            query = query.filter(payouts::status.eq(i16::from(status.code())));
+        }
+        if let Some(from) = filter.created_from {
+            query = query.filter(payouts::created_at.ge(from));
+        }
+        if let Some(before) = filter.created_before {
+            query = query.filter(payouts::created_at.lt(before));
+        }
+        if let Some(reference) = &filter.reference {
+            query = query.filter(payouts::reference.eq(reference.clone()));
+        }
+        if let Some(after) = page.after {
+            // A row comparison, so the (subaccount_id, created_at DESC, id DESC) index serves it.
+            query = query.filter(
+                diesel::dsl::sql::<diesel::sql_types::Bool>("(payouts.created_at, payouts.id) < (")
+                    .bind::<diesel::sql_types::Timestamptz, _>(after.created_at)
+                    .sql(", ")
+                    .bind::<diesel::sql_types::Uuid, _>(after.id)
+                    .sql(")"),
+            );
+        }
+        let mut conn = self.conn().await?;
+        let rows: Vec<PayoutRow> = query
+            .order((payouts::created_at.desc(), payouts::id.desc()))
+            .limit(i64::from(page.limit) + 1)
+            .load(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        let receiver_ids: Vec<Uuid> = rows.iter().map(|r| r.receiver_id).collect();
+        let account_ids: Vec<Uuid> = rows.iter().map(|r| r.account_id).collect();
+        let receivers: Vec<crate::rows::ReceiverRow> = receivers::table
+            .filter(receivers::subaccount_id.eq(subaccount.as_uuid()))
+            .filter(receivers::id.eq_any(&receiver_ids))
+            .select(crate::rows::ReceiverRow::as_select())
+            .load(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        let accounts: Vec<AccountRow> = receiver_accounts::table
+            .filter(receiver_accounts::subaccount_id.eq(subaccount.as_uuid()))
+            .filter(receiver_accounts::id.eq_any(&account_ids))
+            .select(AccountRow::as_select())
+            .load(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        let receivers: HashMap<Uuid, Receiver> = receivers
+            .into_iter()
+            .map(|r| Ok((r.id, Receiver::try_from(r).map_err(PortError::Unknown)?)))
+            .collect::<Result<_, PortError>>()?;
+        let accounts: HashMap<Uuid, ReceiverAccount> = accounts
+            .into_iter()
+            .map(|a| Ok((a.id, a.into_domain(&self.vault)?)))
+            .collect::<Result<_, PortError>>()?;
+        rows.into_iter()
+            .map(|row| {
+                let receiver = receivers.get(&row.receiver_id).cloned();
+                let account = accounts.get(&row.account_id).cloned();
+                let (Some(receiver), Some(account)) = (receiver, account) else {
+                    return Err(unknown(format!(
+                        "payout {} lost its receiver or account",
+                        row.id
+                    )));
+                };
+                Ok(PayoutListItem {
+                    payout: Payout::try_from(row)?,
+                    receiver,
+                    account,
+                })
+            })
+            .collect()
     }
 
     async fn insert_payout(

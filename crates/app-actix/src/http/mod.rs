@@ -68,6 +68,8 @@ pub fn routes(cfg: &mut ServiceConfig) {
         )
         .service(resource("/confirm/{token}").route(web::get().to(confirm::confirm)))
         .service(resource("/api/payout/single").route(web::post().to(payouts::create)))
+        .service(resource("/api/payout/").route(web::get().to(payouts::list)))
+        .service(resource("/api/payout").route(web::get().to(payouts::list)))
         .service(resource("/api/payout/{id}/cancel").route(web::post().to(payouts::cancel)))
         .service(resource("/api/payout/{id}").route(web::get().to(payouts::get)));
     for method in PayoutMethod::ALL {

@@ -1,13 +1,19 @@
 //! `POST /api/payout/single` and `GET /api/payout/<id>`.
 
-use actix_web::HttpResponse;
+use super::query::query_pairs;
 use actix_web::web::{Data, Path};
+use actix_web::{HttpRequest, HttpResponse};
 use domain::ErrorCode;
+use domain::account::ReceiverAccount;
+use domain::ids::MerchantId;
+use domain::payout::query::ListPayoutsQuery;
 use domain::payout::service::{
-    CancelPayoutError, CreatePayoutError, GetPayoutError, PayoutDetails, RawPayout,
+    CancelPayoutError, CreatePayoutError, GetPayoutError, ListPayoutsError, RawPayout,
 };
 use domain::payout::{Payout, PayoutStatus};
+use domain::ports::LedgerEntry;
 use domain::ports::LedgerEntryKind;
+use domain::receiver::Receiver;
 use domain::time::unix_millis;
 use domain::validation::ValidationErrors;
 use serde_json::{Value, json};
@@ -21,6 +27,7 @@ use crate::state::AppState;
 const CREATE: &str = "Create payout";
 const GET: &str = "Get payout";
 const CANCEL: &str = "Cancel payout";
+const LIST: &str = "List payouts";
 
 /// `amount` may be a JSON integer (what clients send) or a string of digits (what the seed
 /// documents); anything else is reported as the amount being invalid.
@@ -99,23 +106,80 @@ fn fee_data(payout: &Payout) -> Value {
     })
 }
 
-/// The payout object of seed §2.1 as get-by-id shows it.
-fn payout_object(d: &PayoutDetails) -> Value {
-    let p = &d.payout;
+/// The payout object of seed §2.1. With `detail` (ledger entries and merchant) it is the
+/// get-by-id object: `transactions`, `merchant`, `fee_data.fee_value` and a numeric `amount`;
+/// without, the list item: none of those, and `amount` as a string (seed).
+fn payout_json(
+    p: &Payout,
+    receiver: &Receiver,
+    account: &ReceiverAccount,
+    detail: Option<(&[LedgerEntry], MerchantId)>,
+) -> Value {
     let masked = |field: &str| {
-        d.account
+        account
             .data
             .masked()
             .into_iter()
             .find(|(k, _)| *k == field)
             .map(|(_, v)| v)
     };
-    let transactions: Vec<Value> = d
-        .entries
+    let mut object = json!({
+        "id": p.id.to_string(),
+        "created_at": unix_millis(p.created_at).to_string(),
+        "updated_at": unix_millis(p.updated_at).to_string(),
+        "provider_reference": p.provider_reference,
+        "batch_id": p.batch_id.map(|b| b.to_string()).unwrap_or_default(),
+        "asset": p.asset.code(),
+        "reference": p.reference.clone().unwrap_or_default(),
+        "fee_data": fee_data(p),
+        "note": p.note,
+        "payout_data": {
+            "status": provider_status(p.status),
+            "transaction_is_duplicated": p.duplicate,
+            "receiver_is_invalid": false,
+            "accepted": !matches!(p.status, PayoutStatus::Cancelled | PayoutStatus::Failed),
+            "errors": Value::Null,
+            "transaction_id": p.provider_reference,
+            "sender_is_invalid": false,
+        },
+        "status": p.status.as_str(),
+        "amount": p.amount.get().to_string(),
+        "subaccount": { "id": p.subaccount_id.to_string() },
+        "receiver": {
+            "id": receiver.id.to_string(),
+            "firstname": receiver.first_name,
+            "lastname": receiver.last_name,
+            "email": receiver.email,
+        },
+        "receiver_account": {
+            "id": account.id.to_string(),
+            "email": receiver.email,
+            "bsb": masked("bsb").unwrap_or_default(),
+            "bank_code": masked("routing_number").or_else(|| masked("bic")).unwrap_or_default(),
+            "account_number": masked("account_number").or_else(|| masked("iban")).or_else(|| masked("recipient")).unwrap_or_default(),
+        },
+        "payout_provider": { "id": "sandbox" },
+    });
+    match detail {
+        Some((entries, merchant)) => {
+            object["amount"] = json!(p.amount.get());
+            object["merchant"] = json!(format!("MERC#{merchant}"));
+            object["transactions"] = Value::Array(transactions(entries));
+        }
+        None => {
+            if let Some(fee) = object["fee_data"].as_object_mut() {
+                fee.remove("fee_value");
+            }
+        }
+    }
+    object
+}
+
+/// The payout's money movements: holds negative, reversals positive (contract §7.7).
+fn transactions(entries: &[LedgerEntry]) -> Vec<Value> {
+    entries
         .iter()
         .filter_map(|e| {
-            // Holds show as negative entries, and the reversals of a cancel or failure as
-            // positive ones (contract §7.7).
             let kind = match e.kind {
                 LedgerEntryKind::PayoutHold | LedgerEntryKind::PayoutVoid => "payout",
                 LedgerEntryKind::FeeHold | LedgerEntryKind::FeeVoid => "fee",
@@ -131,46 +195,7 @@ fn payout_object(d: &PayoutDetails) -> Value {
                 "transaction_type": kind,
             }))
         })
-        .collect();
-    json!({
-        "id": p.id.to_string(),
-        "created_at": unix_millis(p.created_at).to_string(),
-        "updated_at": unix_millis(p.updated_at).to_string(),
-        "provider_reference": p.provider_reference,
-        "batch_id": p.batch_id.map(|b| b.to_string()).unwrap_or_default(),
-        "asset": p.asset.code(),
-        "reference": p.reference.clone().unwrap_or_default(),
-        "merchant": format!("MERC#{}", d.merchant_id),
-        "fee_data": fee_data(p),
-        "note": p.note,
-        "payout_data": {
-            "status": provider_status(p.status),
-            "transaction_is_duplicated": p.duplicate,
-            "receiver_is_invalid": false,
-            "accepted": !matches!(p.status, PayoutStatus::Cancelled | PayoutStatus::Failed),
-            "errors": Value::Null,
-            "transaction_id": p.provider_reference,
-            "sender_is_invalid": false,
-        },
-        "status": p.status.as_str(),
-        "amount": p.amount.get(),
-        "subaccount": { "id": p.subaccount_id.to_string() },
-        "receiver": {
-            "id": d.receiver.id.to_string(),
-            "firstname": d.receiver.first_name,
-            "lastname": d.receiver.last_name,
-            "email": d.receiver.email,
-        },
-        "receiver_account": {
-            "id": d.account.id.to_string(),
-            "email": d.receiver.email,
-            "bsb": masked("bsb").unwrap_or_default(),
-            "bank_code": masked("routing_number").or_else(|| masked("bic")).unwrap_or_default(),
-            "account_number": masked("account_number").or_else(|| masked("iban")).or_else(|| masked("recipient")).unwrap_or_default(),
-        },
-        "payout_provider": { "id": "sandbox" },
-        "transactions": transactions,
-    })
+        .collect()
 }
 
 /// `POST /api/payout/<id>/cancel`.
@@ -201,8 +226,38 @@ pub async fn get(
     id: Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     match state.payouts.get(&request.caller, &id).await {
-        Ok(details) => Ok(envelope::ok("Payout found", payout_object(&details))),
+        Ok(d) => Ok(envelope::ok(
+            "Payout found",
+            payout_json(
+                &d.payout,
+                &d.receiver,
+                &d.account,
+                Some((&d.entries, d.merchant_id)),
+            ),
+        )),
         Err(GetPayoutError::NotFound) => Err(ApiError::code(GET, ErrorCode::Payo101)),
         Err(GetPayoutError::Port(e)) => Err(ApiError::port(GET, &e)),
+    }
+}
+
+/// `GET /api/payout/`.
+pub async fn list(
+    state: Data<AppState>,
+    request: Authenticated,
+    http: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let pairs = query_pairs(LIST, &http)?;
+    let query = ListPayoutsQuery::parse(&pairs).map_err(|e| ApiError::fields(LIST, &e))?;
+    match state.payouts.list(&request.caller, &query).await {
+        Ok(page) => {
+            let items: Vec<Value> = page
+                .items
+                .iter()
+                .map(|i| payout_json(&i.payout, &i.receiver, &i.account, None))
+                .collect();
+            Ok(envelope::list("Payouts found", items, page.lastkey))
+        }
+        Err(ListPayoutsError::Invalid(e)) => Err(ApiError::fields(LIST, &e)),
+        Err(ListPayoutsError::Port(e)) => Err(ApiError::port(LIST, &e)),
     }
 }

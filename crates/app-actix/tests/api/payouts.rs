@@ -361,3 +361,123 @@ async fn cancelling_releases_the_hold_once_and_shows_the_reversal() {
         .await;
     assert_eq!(missing.codes(), ["PAYO101"]);
 }
+
+#[tokio::test]
+async fn payouts_list_newest_first_with_filters_and_keyset_paging() {
+    let app = spawn_app().await;
+    app.admin
+        .fund(subaccount(&app.a), "AUD", "100000")
+        .await
+        .unwrap();
+    let (receiver, account) = payee(&app, &app.a, "ada@example.com", true, true).await;
+    let mut ids = Vec::new();
+    for (n, amount) in [100, 200, 300].into_iter().enumerate() {
+        let mut request = body(&receiver, &account, json!(amount), "AUD");
+        request["reference"] = format!("ref-{n}").into();
+        let created = app.post(&app.a, "/api/payout/single", &request).await;
+        ids.push(
+            created.body["payload"]["payout_id"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    let cancelled = app
+        .post_raw(
+            &app.a,
+            &format!("/api/payout/{}/cancel", ids[0]),
+            b"{}".to_vec(),
+        )
+        .await;
+    assert_eq!(cancelled.status, 200);
+    let sub = app.a.subaccount_id.clone();
+    let list = |query: String| {
+        let app = &app;
+        async move {
+            app.get(
+                &app.a,
+                &format!(
+                    "/api/payout/?subaccount_id={sub}&{query}",
+                    sub = app.a.subaccount_id
+                ),
+            )
+            .await
+        }
+    };
+    let listed_ids = |reply: &crate::helpers::Reply| -> Vec<String> {
+        reply.body["payload"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+
+    let first = list("limit=2".to_owned()).await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    assert_eq!(first.body["message"], "Payouts found");
+    assert_eq!(listed_ids(&first), [ids[2].clone(), ids[1].clone()]);
+    let item = &first.body["payload"][0];
+    assert_eq!(item["amount"], "300", "a string in the list (seed)");
+    assert!(item.get("transactions").is_none() && item.get("merchant").is_none());
+    assert!(item["fee_data"].get("fee_value").is_none());
+    assert_eq!(item["receiver_account"]["account_number"], "123 ***");
+    let lastkey = first.body["lastkey"].as_str().unwrap().to_owned();
+    let second = list(format!("limit=2&lastkey={lastkey}")).await;
+    assert_eq!(listed_ids(&second), [ids[0].clone()]);
+    assert!(second.body["lastkey"].is_null());
+
+    assert_eq!(
+        listed_ids(&list("status=5".to_owned()).await),
+        [ids[0].clone()]
+    );
+    assert_eq!(listed_ids(&list("status=1".to_owned()).await).len(), 2);
+    assert_eq!(
+        listed_ids(&list("reference=ref-1".to_owned()).await),
+        [ids[1].clone()]
+    );
+    assert_eq!(
+        listed_ids(&list("from=2000-01-01%2000:00".to_owned()).await).len(),
+        3
+    );
+    assert_eq!(
+        listed_ids(&list("to=2000-01-01%2000:00".to_owned()).await).len(),
+        0
+    );
+    let now = chrono::Utc::now().format("%Y-%m-%d%%20%H:%M").to_string();
+    assert_eq!(
+        listed_ids(&list(format!("to={now}")).await).len(),
+        3,
+        "to is inclusive to the minute"
+    );
+
+    assert_eq!(list("from=yesterday".to_owned()).await.codes(), ["PAYO302"]);
+    assert_eq!(list("status=9".to_owned()).await.codes(), ["REQ002"]);
+    assert_eq!(list("colour=red".to_owned()).await.codes(), ["REQ005"]);
+    let foreign = app
+        .get(&app.b, &format!("/api/payout/?subaccount_id={sub}"))
+        .await;
+    assert_eq!(foreign.codes(), ["SUBA101"]);
+    let stolen = app
+        .get(
+            &app.b,
+            &format!(
+                "/api/payout/?subaccount_id={}&lastkey={lastkey}",
+                app.b.subaccount_id
+            ),
+        )
+        .await;
+    assert_eq!(stolen.codes(), ["REQ003"]);
+    assert_eq!(app.get(&app.a, "/api/payout/").await.codes(), ["REQ002"]);
+    let b_list = app
+        .get(
+            &app.b,
+            &format!("/api/payout/?subaccount_id={}", app.b.subaccount_id),
+        )
+        .await;
+    assert_eq!(
+        b_list.body["payload"].as_array().map(Vec::len),
+        Some(0),
+        "B sees none of A's payouts"
+    );
+}

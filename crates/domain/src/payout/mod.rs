@@ -3,6 +3,7 @@
 pub mod fee;
 pub mod model;
 pub mod ports;
+pub mod query;
 pub mod service;
 pub mod status;
 

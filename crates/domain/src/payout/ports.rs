@@ -4,13 +4,28 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::model::Payout;
+use super::query::PayoutFilter;
 use super::status::PayoutStatus;
+use crate::account::ReceiverAccount;
 use crate::error::PortError;
 use crate::events::OutboxEvent;
 use crate::ids::{PayoutId, ReceiverAccountId, SubaccountId};
 use crate::money::{Asset, MinorUnits};
+use crate::paging::PageRequest;
 use crate::ports::LedgerEntry;
+use crate::receiver::Receiver;
 use crate::subaccount::FeeTemplate;
+
+/// A payout as a list shows it: with its receiver and account.
+#[derive(Debug, Clone)]
+pub struct PayoutListItem {
+    /// The payout.
+    pub payout: Payout,
+    /// Its receiver.
+    pub receiver: Receiver,
+    /// The account paid into.
+    pub account: ReceiverAccount,
+}
 
 /// Why a payout was not stored.
 #[derive(Debug, thiserror::Error)]
@@ -68,6 +83,16 @@ pub trait PayoutStore: Send + Sync {
         entries: &[LedgerEntry],
         events: &[OutboxEvent],
     ) -> Result<bool, PortError>;
+
+    /// Up to `page.limit + 1` payouts of `subaccount` matching `filter`, newest first
+    /// (`created_at` desc, `id` desc), strictly after `page.after`, each with its receiver and
+    /// account (the list object shows them).
+    async fn list_payouts(
+        &self,
+        subaccount: SubaccountId,
+        filter: &PayoutFilter,
+        page: &PageRequest,
+    ) -> Result<Vec<PayoutListItem>, PortError>;
 
     /// Stores a new payout in one transaction: moves its total from `available` to `pending`
     /// with one conditional update (never below zero, also under concurrent requests), appends

@@ -7,7 +7,8 @@ use chrono::Duration;
 
 use super::fee::fee;
 use super::model::Payout;
-use super::ports::{InsertPayoutError, PayoutStore};
+use super::ports::{InsertPayoutError, PayoutListItem, PayoutStore};
+use super::query::ListPayoutsQuery;
 use super::status::{PayoutEvent, PayoutStatus, initial_status, transition};
 use crate::account::ports::AccountStore;
 use crate::account::{AccountStatus, ConfirmStatus};
@@ -17,9 +18,12 @@ use crate::error::PortError;
 use crate::events::{EventKind, OutboxEvent};
 use crate::ids::{EventId, PayoutId, ReceiverAccountId, ReceiverId};
 use crate::money::{Asset, MinorUnits};
+use crate::paging::cursor::CursorKey;
+use crate::paging::{Page, PageRequest, Position};
 use crate::ports::{
     Clock, IdGenerator, LedgerEntry, LedgerEntryKind, ReceiverStore, SubaccountStore,
 };
+use crate::receiver::service::is_callers;
 use crate::receiver::{KycStatus, ReceiverStatus};
 use crate::validation::ValidationErrors;
 
@@ -107,6 +111,28 @@ pub enum CancelPayoutError {
     Port(#[from] PortError),
 }
 
+/// Why payouts could not be listed.
+#[derive(Debug, thiserror::Error)]
+pub enum ListPayoutsError {
+    /// The query is invalid (every problem listed).
+    #[error(transparent)]
+    Invalid(ValidationErrors),
+    /// Infrastructure failure.
+    #[error(transparent)]
+    Port(#[from] PortError),
+}
+
+/// One page of payouts and the `lastkey` of the next.
+#[derive(Debug, Clone)]
+pub struct PayoutPage {
+    /// The payouts, newest first, with their receivers and accounts.
+    pub items: Vec<PayoutListItem>,
+    /// The opaque cursor of the next page; `None` on the last page.
+    pub lastkey: Option<String>,
+}
+
+const CURSOR_SCOPE: &str = "payouts";
+
 /// Creates and reads payouts.
 pub struct PayoutService {
     payouts: Arc<dyn PayoutStore>,
@@ -115,6 +141,7 @@ pub struct PayoutService {
     subaccounts: Arc<dyn SubaccountStore>,
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdGenerator>,
+    cursors: CursorKey,
 }
 
 impl PayoutService {
@@ -126,6 +153,7 @@ impl PayoutService {
         subaccounts: Arc<dyn SubaccountStore>,
         clock: Arc<dyn Clock>,
         ids: Arc<dyn IdGenerator>,
+        cursors: CursorKey,
     ) -> Self {
         Self {
             payouts,
@@ -134,7 +162,54 @@ impl PayoutService {
             subaccounts,
             clock,
             ids,
+            cursors,
         }
+    }
+
+    /// One page of the caller's payouts matching the query (newest first) and the next page's
+    /// `lastkey`.
+    pub async fn list(
+        &self,
+        caller: &Caller,
+        query: &ListPayoutsQuery,
+    ) -> Result<PayoutPage, ListPayoutsError> {
+        let mut errors = ValidationErrors::default();
+        match query.subaccount_id.as_deref() {
+            None | Some("") => errors.push(ErrorCode::Req002, "subaccount_id"),
+            Some(id) if !is_callers(caller, id) => errors.push(ErrorCode::Suba101, "subaccount_id"),
+            Some(_) => {}
+        }
+        let after = match query.lastkey.as_deref() {
+            None => None,
+            Some(lastkey) => {
+                let opened = self
+                    .cursors
+                    .open(CURSOR_SCOPE, caller.subaccount_id, lastkey);
+                if opened.is_none() {
+                    errors.push(ErrorCode::Req003, "lastkey");
+                }
+                opened
+            }
+        };
+        errors.into_result().map_err(ListPayoutsError::Invalid)?;
+        let page = PageRequest {
+            limit: query.limit,
+            after,
+        };
+        let rows = self
+            .payouts
+            .list_payouts(caller.subaccount_id, &query.filter, &page)
+            .await?;
+        let page = Page::from_overfetch(rows, query.limit, |item: &PayoutListItem| Position {
+            created_at: item.payout.created_at,
+            id: item.payout.id.as_uuid(),
+        });
+        Ok(PayoutPage {
+            lastkey: page
+                .next
+                .map(|p| self.cursors.seal(CURSOR_SCOPE, caller.subaccount_id, &p)),
+            items: page.items,
+        })
     }
 
     /// Cancels the caller's payout (contract §7.6): only from `awaiting`, `unassessed` or

@@ -11,6 +11,7 @@ use crate::account::{AccountData, PayoutMethod, ReceiverAccount};
 use crate::country::CountryCode;
 use crate::ids::{ApiKeyId, PayoutId, SubaccountId};
 use crate::money::Percentage;
+use crate::paging::cursor::CursorKey;
 use crate::payout::PayoutStatus;
 use crate::payout::ports::MockPayoutStore;
 use crate::ports::{MockClock, MockIdGenerator, MockReceiverStore, MockSubaccountStore};
@@ -160,6 +161,7 @@ fn service(
         Arc::new(MockSubaccountStore::new()),
         Arc::new(clock),
         Arc::new(ids),
+        CursorKey::new([5; 32]),
     )
 }
 
@@ -411,6 +413,7 @@ fn cancel_service(payouts: MockPayoutStore) -> PayoutService {
         Arc::new(MockSubaccountStore::new()),
         Arc::new(clock),
         Arc::new(ids),
+        CursorKey::new([5; 32]),
     )
 }
 
