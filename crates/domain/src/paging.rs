@@ -207,3 +207,31 @@ pub mod cursor {
         }
     }
 }
+
+/// The start of a list request shared by every list: `subaccount_id` must be given (`missing`
+/// otherwise) and be the caller's (`SUBA101`), and a `lastkey` must open under `scope` for the
+/// caller's subaccount (`REQ003`). Every problem is reported; `Ok` carries where to start.
+pub fn list_start(
+    caller: &crate::auth::Caller,
+    subaccount_id: Option<&str>,
+    missing: crate::codes::ErrorCode,
+    lastkey: Option<&str>,
+    cursors: &cursor::CursorKey,
+    scope: &str,
+) -> Result<Option<Position>, crate::validation::ValidationErrors> {
+    use crate::codes::ErrorCode;
+    let mut errors = crate::validation::ValidationErrors::default();
+    match subaccount_id.map(str::trim) {
+        None | Some("") => errors.push(missing, "subaccount_id"),
+        Some(id) if !caller.owns(id) => errors.push(ErrorCode::Suba101, "subaccount_id"),
+        Some(_) => {}
+    }
+    let after = lastkey.and_then(|lastkey| {
+        let opened = cursors.open(scope, caller.subaccount_id, lastkey);
+        if opened.is_none() {
+            errors.push(ErrorCode::Req003, "lastkey");
+        }
+        opened
+    });
+    errors.into_result().map(|()| after)
+}

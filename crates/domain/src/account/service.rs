@@ -25,7 +25,6 @@ use crate::ids::{EventId, ReceiverAccountId, ReceiverId};
 use crate::masking::Secret;
 use crate::ports::{Clock, IdGenerator, ReceiverStore};
 use crate::receiver::Receiver;
-use crate::receiver::service::is_callers;
 use crate::validation::ValidationErrors;
 
 /// How long a confirmation link works (contract §5.6).
@@ -278,7 +277,7 @@ impl AccountService {
         let callers = request
             .subaccount_id
             .as_deref()
-            .is_some_and(|id| is_callers(caller, id));
+            .is_some_and(|id| caller.owns(id));
         let known = request
             .account_data
             .iter()

@@ -32,6 +32,13 @@ pub struct Caller {
     pub api_key_id: ApiKeyId,
 }
 
+impl Caller {
+    /// Whether `raw` names the caller's own subaccount (tenancy, contract §3).
+    pub fn owns(&self, raw: &str) -> bool {
+        SubaccountId::parse(raw) == Some(self.subaccount_id)
+    }
+}
+
 /// Whether a POST nonce was seen before.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NonceOutcome {

@@ -19,11 +19,10 @@ use crate::events::{EventKind, OutboxEvent};
 use crate::ids::{EventId, PayoutId, ReceiverAccountId, ReceiverId};
 use crate::money::{Asset, MinorUnits};
 use crate::paging::cursor::CursorKey;
-use crate::paging::{Page, PageRequest, Position};
+use crate::paging::{Page, PageRequest, Position, list_start};
 use crate::ports::{
     Clock, IdGenerator, LedgerEntry, LedgerEntryKind, ReceiverStore, SubaccountStore,
 };
-use crate::receiver::service::is_callers;
 use crate::receiver::{KycStatus, ReceiverStatus};
 use crate::validation::ValidationErrors;
 
@@ -173,25 +172,15 @@ impl PayoutService {
         caller: &Caller,
         query: &ListPayoutsQuery,
     ) -> Result<PayoutPage, ListPayoutsError> {
-        let mut errors = ValidationErrors::default();
-        match query.subaccount_id.as_deref() {
-            None | Some("") => errors.push(ErrorCode::Req002, "subaccount_id"),
-            Some(id) if !is_callers(caller, id) => errors.push(ErrorCode::Suba101, "subaccount_id"),
-            Some(_) => {}
-        }
-        let after = match query.lastkey.as_deref() {
-            None => None,
-            Some(lastkey) => {
-                let opened = self
-                    .cursors
-                    .open(CURSOR_SCOPE, caller.subaccount_id, lastkey);
-                if opened.is_none() {
-                    errors.push(ErrorCode::Req003, "lastkey");
-                }
-                opened
-            }
-        };
-        errors.into_result().map_err(ListPayoutsError::Invalid)?;
+        let after = list_start(
+            caller,
+            query.subaccount_id.as_deref(),
+            ErrorCode::Req002,
+            query.lastkey.as_deref(),
+            &self.cursors,
+            CURSOR_SCOPE,
+        )
+        .map_err(ListPayoutsError::Invalid)?;
         let page = PageRequest {
             limit: query.limit,
             after,

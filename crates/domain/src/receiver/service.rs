@@ -8,7 +8,7 @@ use crate::error::PortError;
 use crate::events::{EventKind, OutboxEvent};
 use crate::ids::{EventId, ReceiverId, SubaccountId};
 use crate::paging::cursor::CursorKey;
-use crate::paging::{Page, PageRequest, Position};
+use crate::paging::{Page, PageRequest, Position, list_start};
 use crate::ports::{
     Clock, IdGenerator, InsertReceiverError, KycCheckRequest, KycProvider, ReceiverStore,
 };
@@ -91,11 +91,6 @@ pub struct ReceiverService {
     cursors: CursorKey,
 }
 
-/// True when `raw` names the caller's own subaccount.
-pub(crate) fn is_callers(caller: &Caller, raw: &str) -> bool {
-    SubaccountId::parse(raw) == Some(caller.subaccount_id)
-}
-
 impl ReceiverService {
     /// Wires the service to its ports.
     pub fn new(
@@ -127,9 +122,7 @@ impl ReceiverService {
             .subaccount_id
             .as_deref()
             .map(str::trim)
-            .is_some_and(|id| {
-                !id.is_empty() && id.chars().count() <= 255 && !is_callers(caller, id)
-            });
+            .is_some_and(|id| !id.is_empty() && id.chars().count() <= 255 && !caller.owns(id));
         let input = match (parsed, foreign) {
             (Ok(input), false) => input,
             (Ok(_), true) => {
@@ -270,25 +263,15 @@ impl ReceiverService {
         caller: &Caller,
         query: &ListReceiversQuery,
     ) -> Result<ReceiverPage, ListReceiversError> {
-        let mut errors = ValidationErrors::default();
-        match query.subaccount_id.as_deref().map(str::trim) {
-            None | Some("") => errors.push(ErrorCode::Revr202, "subaccount_id"),
-            Some(id) if !is_callers(caller, id) => errors.push(ErrorCode::Suba101, "subaccount_id"),
-            Some(_) => {}
-        }
-        let after = match query.lastkey.as_deref() {
-            None => None,
-            Some(lastkey) => {
-                let opened = self
-                    .cursors
-                    .open(CURSOR_SCOPE, caller.subaccount_id, lastkey);
-                if opened.is_none() {
-                    errors.push(ErrorCode::Req003, "lastkey");
-                }
-                opened
-            }
-        };
-        errors.into_result().map_err(ListReceiversError::Invalid)?;
+        let after = list_start(
+            caller,
+            query.subaccount_id.as_deref(),
+            ErrorCode::Revr202,
+            query.lastkey.as_deref(),
+            &self.cursors,
+            CURSOR_SCOPE,
+        )
+        .map_err(ListReceiversError::Invalid)?;
         let page = PageRequest {
             limit: query.limit,
             after,

@@ -7,7 +7,6 @@ use crate::codes::ErrorCode;
 use crate::error::PortError;
 use crate::money::Asset;
 use crate::ports::SubaccountStore;
-use crate::receiver::service::is_callers;
 use crate::subaccount::{Balance, Subaccount};
 use crate::validation::ValidationErrors;
 
@@ -45,7 +44,7 @@ impl SubaccountService {
         caller: &Caller,
         raw_id: &str,
     ) -> Result<Subaccount, SubaccountQueryError> {
-        if !is_callers(caller, raw_id) {
+        if !caller.owns(raw_id) {
             return Err(rejected(ErrorCode::Suba101, "subaccount_id"));
         }
         self.store
@@ -62,7 +61,7 @@ impl SubaccountService {
         raw_asset: Option<&str>,
     ) -> Result<Balance, SubaccountQueryError> {
         let mut errors = ValidationErrors::default();
-        if !is_callers(caller, raw_id) {
+        if !caller.owns(raw_id) {
             errors.push(ErrorCode::Suba101, "subaccount_id");
         }
         let asset = match raw_asset.map(str::trim) {
