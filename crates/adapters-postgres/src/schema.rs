@@ -33,6 +33,23 @@ diesel::table! {
 }
 
 diesel::table! {
+    batches (id) {
+        id -> Uuid,
+        subaccount_id -> Uuid,
+        asset -> Text,
+        status -> Text,
+        batch_run_time -> Timestamptz,
+        total_tx -> Int4,
+        amount -> Int8,
+        process_amount -> Int8,
+        total_failed -> Int4,
+        claimed_until -> Nullable<Timestamptz>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     fee_templates (subaccount_id, asset) {
         subaccount_id -> Uuid,
         asset -> Text,
@@ -55,6 +72,8 @@ diesel::table! {
         response_body -> Nullable<Bytea>,
         created_at -> Timestamptz,
         expires_at -> Timestamptz,
+        locked_until -> Nullable<Timestamptz>,
+        committed -> Bool,
     }
 }
 
@@ -120,6 +139,9 @@ diesel::table! {
         duplicate -> Bool,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        submitted_at -> Nullable<Timestamptz>,
+        receiver_is_invalid -> Bool,
+        failure_reason -> Nullable<Text>,
     }
 }
 
@@ -245,6 +267,8 @@ diesel::table! {
 diesel::joinable!(account_confirmations -> receiver_accounts (account_id));
 diesel::joinable!(api_keys -> subaccounts (subaccount_id));
 diesel::joinable!(balances -> subaccounts (subaccount_id));
+diesel::joinable!(batches -> subaccounts (subaccount_id));
+diesel::joinable!(payouts -> batches (batch_id));
 diesel::joinable!(fee_templates -> subaccounts (subaccount_id));
 diesel::joinable!(ledger_entries -> subaccounts (subaccount_id));
 diesel::joinable!(payouts -> receiver_accounts (account_id));
@@ -260,6 +284,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     account_confirmations,
     api_keys,
     balances,
+    batches,
     fee_templates,
     idempotency_keys,
     ledger_entries,

@@ -4,6 +4,8 @@
 
 pub mod kyc;
 pub mod notifier;
+pub mod rail;
 
 pub use kyc::SandboxKyc;
 pub use notifier::SandboxNotifier;
+pub use rail::SandboxRail;

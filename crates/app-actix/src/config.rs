@@ -17,6 +17,10 @@
 //! | `PAYOUT_DELIVERY_BATCH` | `64` | most events one worker pass claims and sends concurrently |
 //! | `PAYOUT_SANDBOX_KYC_DELAY_MS` | unset (never) | sandbox: the simulated KYC provider decides each check by itself after this delay |
 //! | `PAYOUT_SANDBOX_KYC_OUTCOME` | `completed` | sandbox: what it decides, `completed` or `failed` |
+//! | `PAYOUT_BATCH_INTERVAL_SECS` | `60` | how long a new batch stays open before it runs (1..=86400) |
+//! | `PAYOUT_BATCH_POLL_MS` | `1000` | how often the batch runner looks for due batches and rail results (10..=60000) |
+//! | `PAYOUT_BATCH_LEASE_SECS` | `60` | how long a runner may take to submit a closed batch before another instance takes it over (5..=3600) |
+//! | `PAYOUT_SANDBOX_RAIL_SETTLE_MS` | `5000` | sandbox: the simulated rail reports each payout's result this long after its submission |
 //! | `PAYOUT_DB_POOL_SIZE` | `16` | most database connections |
 //! | `PAYOUT_DB_WAIT_TIMEOUT_MS` | `2000` | wait for a free connection before answering 503 |
 //! | `PAYOUT_DB_STATEMENT_TIMEOUT_MS` | `5000` | per-statement timeout |
@@ -139,6 +143,53 @@ pub struct Config {
     pub delivery: DeliveryConfig,
     /// Sandbox: the KYC provider's own decisions (after a delay), if any.
     pub sandbox_kyc: Option<(Duration, KycOutcome)>,
+    /// Batches and the rail.
+    pub batches: BatchConfig,
+}
+
+/// Batch runner settings.
+#[derive(Debug, Clone)]
+pub struct BatchConfig {
+    /// How long a new batch stays open.
+    pub interval: Duration,
+    /// Idle polling interval of the runner.
+    pub poll: Duration,
+    /// How long a runner may hold a closed batch before another takes it over.
+    pub lease: Duration,
+    /// Sandbox: how long the simulated rail takes to settle a payout.
+    pub sandbox_settle: Duration,
+}
+
+impl BatchConfig {
+    /// Reads the `PAYOUT_BATCH_*` and `PAYOUT_SANDBOX_RAIL_*` variables.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Ok(Self {
+            interval: Duration::from_secs(parsed(
+                "PAYOUT_BATCH_INTERVAL_SECS",
+                60,
+                |n| (1..=86_400).contains(n),
+                "seconds from 1 to 86400",
+            )?),
+            poll: Duration::from_millis(parsed(
+                "PAYOUT_BATCH_POLL_MS",
+                1_000,
+                |n| (10..=60_000).contains(n),
+                "milliseconds from 10 to 60000",
+            )?),
+            lease: Duration::from_secs(parsed(
+                "PAYOUT_BATCH_LEASE_SECS",
+                60,
+                |n| (5..=3_600).contains(n),
+                "seconds from 5 to 3600",
+            )?),
+            sandbox_settle: Duration::from_millis(parsed(
+                "PAYOUT_SANDBOX_RAIL_SETTLE_MS",
+                5_000,
+                |n| *n <= 86_400_000,
+                "milliseconds from 0 to 86400000",
+            )?),
+        })
+    }
 }
 
 /// `PAYOUT_SANDBOX_KYC_DELAY_MS` and `PAYOUT_SANDBOX_KYC_OUTCOME`.
@@ -245,6 +296,7 @@ impl Config {
             public_url,
             delivery: DeliveryConfig::from_env(sandbox)?,
             sandbox_kyc: sandbox_kyc_from_env()?,
+            batches: BatchConfig::from_env()?,
             sandbox,
             workers: parsed(
                 "PAYOUT_WORKERS",

@@ -8,12 +8,13 @@ use actix_web::dev::Server;
 use actix_web::middleware::from_fn;
 use actix_web::{App, HttpServer, web};
 use adapters_postgres::{NONCE_RETENTION, PgStore, Vault, create_pool};
-use adapters_sandbox::{SandboxKyc, SandboxNotifier};
+use adapters_sandbox::{SandboxKyc, SandboxNotifier, SandboxRail};
 use adapters_webhook::{HttpWebhookSender, WebhookSenderConfig};
 use anyhow::Context;
 use domain::account::ports::Notifier;
 use domain::account::service::AccountService;
 use domain::auth::AuthService;
+use domain::batch::runner::BatchRunner;
 use domain::delivery::worker::{DeliveryWorker, WorkerSettings};
 use domain::paging::cursor::CursorKey;
 use domain::payout::service::PayoutService;
@@ -30,16 +31,19 @@ use crate::system::{RandomIds, SystemClock};
 pub fn build_store(config: &Config) -> anyhow::Result<PgStore> {
     let pool = create_pool(&config.database).context("building the database pool")?;
     let vault = Vault::new(&config.master_key).context("deriving keys from PAYOUT_MASTER_KEY")?;
-    Ok(PgStore::new(pool, Arc::new(vault)))
+    let interval = chrono::Duration::from_std(config.batches.interval).context("batch interval")?;
+    Ok(PgStore::new(pool, Arc::new(vault)).with_batch_interval(interval))
 }
 
 /// The simulated outside world of sandbox mode, reachable by tests and the sandbox helpers.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Sandbox {
     /// The KYC provider.
     pub kyc: Arc<SandboxKyc>,
     /// The e-mail/SMS provider.
     pub notifier: Arc<SandboxNotifier>,
+    /// The payout rail.
+    pub rail: Arc<SandboxRail>,
 }
 
 impl Sandbox {
@@ -52,6 +56,10 @@ impl Sandbox {
         Self {
             kyc: Arc::new(kyc),
             notifier: Arc::new(SandboxNotifier::new()),
+            rail: Arc::new(SandboxRail::new(
+                Arc::new(SystemClock),
+                config.batches.sandbox_settle,
+            )),
         }
     }
 }
@@ -70,6 +78,44 @@ async fn apply_sandbox_kyc(state: web::Data<AppState>, kyc: Arc<SandboxKyc>) {
                 .await
             {
                 tracing::info!(receiver_id = %id, error = %e, "sandbox KYC decision not applied");
+            }
+        }
+    }
+}
+
+/// Runs batch passes until `stop` says so: at once again while a pass found work, else after
+/// `poll`. A pass in hand finishes before it stops.
+pub async fn run_batches(
+    runner: Arc<BatchRunner>,
+    poll: Duration,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let idle = match runner.run_once().await {
+            Ok(pass) => {
+                if !pass.is_idle() {
+                    tracing::info!(
+                        closed = pass.closed,
+                        submitted = pass.submitted,
+                        settled = pass.settled,
+                        finished = pass.finished,
+                        "batch pass"
+                    );
+                }
+                pass.is_idle()
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "batch pass failed");
+                true
+            }
+        };
+        if idle {
+            tokio::select! {
+                () = tokio::time::sleep(poll) => {}
+                _ = stop.changed() => {}
             }
         }
     }
@@ -103,8 +149,8 @@ pub fn build_state(
             store.clone(),
             store.clone(),
             notifier,
-            clock,
-            ids,
+            clock.clone(),
+            ids.clone(),
             config.public_url.clone(),
         ),
         payouts: PayoutService::new(
@@ -112,10 +158,19 @@ pub fn build_state(
             store.clone(),
             store.clone(),
             store.clone(),
-            Arc::new(SystemClock),
-            Arc::new(RandomIds::default()),
+            clock.clone(),
+            ids.clone(),
             CursorKey::new(cursor_key),
         ),
+        batches: Arc::new(BatchRunner::new(
+            store.clone(),
+            store.clone(),
+            store.clone(),
+            sandbox.rail.clone(),
+            clock,
+            ids,
+            chrono::Duration::from_std(config.batches.lease).context("batch lease")?,
+        )),
         readiness: Box::new((*store).clone()),
     })
 }
@@ -128,6 +183,7 @@ pub struct Application {
     sandbox: Sandbox,
     worker: Arc<DeliveryWorker>,
     poll: Duration,
+    batch_poll: Duration,
     state: web::Data<AppState>,
 }
 
@@ -247,6 +303,7 @@ impl Application {
             sandbox,
             worker,
             poll: config.delivery.poll,
+            batch_poll: config.batches.poll,
             state: app_state,
         })
     }
@@ -276,7 +333,16 @@ impl Application {
             }
         });
         let (stop, stopped) = tokio::sync::watch::channel(false);
-        let delivery = tokio::spawn(run_delivery(self.worker.clone(), self.poll, stopped));
+        let delivery = tokio::spawn(run_delivery(
+            self.worker.clone(),
+            self.poll,
+            stopped.clone(),
+        ));
+        let batches = tokio::spawn(run_batches(
+            self.state.batches.clone(),
+            self.batch_poll,
+            stopped,
+        ));
         let sandbox_kyc = tokio::spawn(apply_sandbox_kyc(
             self.state.clone(),
             self.sandbox.kyc.clone(),
@@ -288,6 +354,9 @@ impl Application {
         let _ = stop.send(true);
         if let Err(e) = delivery.await {
             tracing::warn!(error = %e, "webhook delivery task ended abnormally");
+        }
+        if let Err(e) = batches.await {
+            tracing::warn!(error = %e, "batch runner task ended abnormally");
         }
         result
     }

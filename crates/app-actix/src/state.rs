@@ -34,6 +34,8 @@ pub struct AppState {
     pub accounts: AccountService,
     /// Payout use cases.
     pub payouts: PayoutService,
+    /// Batches: the runner the background job and the sandbox helpers drive.
+    pub batches: std::sync::Arc<domain::batch::runner::BatchRunner>,
     /// Readiness probe.
     pub readiness: Box<dyn Readiness>,
 }

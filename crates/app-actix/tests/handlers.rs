@@ -14,6 +14,8 @@ use domain::account::ports::{MockAccountStore, MockNotifier};
 use domain::account::service::AccountService;
 use domain::auth::signature::{SignatureVersion, SignedParts, sign};
 use domain::auth::{AuthService, Credential};
+use domain::batch::ports::{MockBatchStore, MockPayoutRail};
+use domain::batch::runner::BatchRunner;
 use domain::ids::{ApiKeyId, SubaccountId};
 use domain::masking::Secret;
 use domain::paging::cursor::CursorKey;
@@ -83,6 +85,15 @@ fn state(credentials: MockCredentialStore, receivers: MockReceiverStore) -> web:
             Arc::new(MockIdGenerator::new()),
             CursorKey::new([1; 32]),
         ),
+        batches: Arc::new(BatchRunner::new(
+            Arc::new(MockBatchStore::new()),
+            Arc::new(MockPayoutStore::new()),
+            Arc::new(MockAccountStore::new()),
+            Arc::new(MockPayoutRail::new()),
+            clock(),
+            Arc::new(MockIdGenerator::new()),
+            chrono::Duration::seconds(60),
+        )),
         readiness: Box::new(Down),
     })
 }

@@ -26,6 +26,10 @@ pub enum EventKind {
     PayoutCreated,
     /// A payout changed status.
     PayoutUpdated,
+    /// A payout failed (sent with its `payoutUpdated`).
+    PayoutFailure,
+    /// A batch changed status.
+    BatchUpdate,
 }
 
 impl EventKind {
@@ -38,6 +42,8 @@ impl EventKind {
             EventKind::AccountUpdate => "accountUpdate",
             EventKind::PayoutCreated => "payoutCreated",
             EventKind::PayoutUpdated => "payoutUpdated",
+            EventKind::PayoutFailure => "payoutFailure",
+            EventKind::BatchUpdate => "batchUpdate",
         }
     }
 }
@@ -139,6 +145,7 @@ impl OutboxEvent {
             "amount": payout.amount.get(),
             "currency": payout.asset.code(),
             "batch_id": payout.batch_id.map(|b| b.to_string()).unwrap_or_default(),
+            // The store fills in the batch's run time when it knows the batch.
             "batch_run_time": Value::Null,
             "receiver_account_id": payout.account_id.to_string(),
             "receiver_id": payout.receiver_id.to_string(),
@@ -153,6 +160,39 @@ impl OutboxEvent {
             subaccount_id: payout.subaccount_id,
             object_id: payout.id.as_uuid(),
             kind,
+            payload,
+            occurred_at: at,
+        }
+    }
+}
+
+impl OutboxEvent {
+    /// A `batchUpdate` event for `batch` as it is now (contract §7.5: PaySwiftly's batch
+    /// webhook).
+    pub fn batch(id: EventId, batch: &crate::batch::Batch, at: DateTime<Utc>) -> Self {
+        let subaccount = batch.subaccount_id.to_string();
+        let payload = json!({
+            "event": EventKind::BatchUpdate.name(),
+            "event_id": id.to_string(),
+            "batch_id": batch.id.to_string(),
+            "batch_reference": format!("BATCH_{}", batch.id),
+            "status": batch.status.as_str(),
+            "amount": batch.amount,
+            "currency": batch.asset.code(),
+            "batch_run_time": unix_millis(batch.batch_run_time),
+            "process_amount": batch.process_amount,
+            "total_failed": batch.total_failed,
+            "total_tx": batch.total_tx,
+            "created_at": unix_millis(batch.created_at).to_string(),
+            "subaccount_id": subaccount,
+            "subccount_id": subaccount,
+            "timestamp": unix_millis(at),
+        });
+        Self {
+            id,
+            subaccount_id: batch.subaccount_id,
+            object_id: batch.id,
+            kind: EventKind::BatchUpdate,
             payload,
             occurred_at: at,
         }

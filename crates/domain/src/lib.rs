@@ -8,6 +8,7 @@
 pub mod account;
 pub mod admin;
 pub mod auth;
+pub mod batch;
 pub mod codes;
 pub mod country;
 pub mod delivery;

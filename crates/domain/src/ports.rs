@@ -100,12 +100,15 @@ pub trait ReceiverStore: Send + Sync {
     /// Applies a KYC decision made by the domain: sets `receiver`'s `status`, `kyc_status` and
     /// `updated_at` where the stored receiver (of its subaccount) still has KYC status
     /// `expected`, and writes `events`, in one transaction. `Ok(false)` when it no longer has
-    /// (decided meanwhile, or unknown); then nothing was written.
+    /// (decided meanwhile, or unknown); then nothing was written. In the same transaction it
+    /// locks the receiver's payouts waiting for the decision (`reaction.waiting_status()`) and
+    /// applies [`PayoutReaction::plan`] to each, so they move with the decision.
     async fn apply_kyc(
         &self,
         receiver: &Receiver,
         expected: KycStatus,
         events: &[OutboxEvent],
+        reaction: &crate::payout::change::PayoutReaction,
     ) -> Result<bool, PortError>;
 
     /// Up to `page.limit + 1` receivers of `subaccount` matching `filter`, newest first
@@ -190,6 +193,10 @@ pub enum LedgerEntryKind {
     PayoutVoid,
     /// A payout's held fee returned to available (cancelled or failed).
     FeeVoid,
+    /// A paid payout's held amount left the balance (pending decreases).
+    PayoutPost,
+    /// A paid payout's held fee left the balance (pending decreases).
+    FeePost,
 }
 
 impl LedgerEntryKind {
@@ -201,6 +208,8 @@ impl LedgerEntryKind {
             LedgerEntryKind::FeeHold => "fee_hold",
             LedgerEntryKind::PayoutVoid => "payout_void",
             LedgerEntryKind::FeeVoid => "fee_void",
+            LedgerEntryKind::PayoutPost => "payout_post",
+            LedgerEntryKind::FeePost => "fee_post",
         }
     }
 
@@ -212,6 +221,8 @@ impl LedgerEntryKind {
             LedgerEntryKind::FeeHold,
             LedgerEntryKind::PayoutVoid,
             LedgerEntryKind::FeeVoid,
+            LedgerEntryKind::PayoutPost,
+            LedgerEntryKind::FeePost,
         ]
         .into_iter()
         .find(|k| k.as_str() == raw)

@@ -14,9 +14,11 @@ use uuid::Uuid;
 
 use super::PgStore;
 use super::outbox::insert_events;
+use super::payouts::{Waiting, react};
 use crate::errors::{from_diesel, unique_violation};
 use crate::schema::{account_confirmations, receiver_accounts};
 use crate::vault::Vault;
+use domain::payout::change::PayoutReaction;
 
 /// A `receiver_accounts` row.
 #[derive(Debug, Queryable, Selectable, Insertable)]
@@ -129,6 +131,7 @@ impl AccountRow {
 enum ConfirmAbort {
     Db(diesel::result::Error),
     NotApplicable,
+    Payouts(super::payouts::PayoutAbort),
 }
 
 impl From<diesel::result::Error> for ConfirmAbort {
@@ -280,7 +283,9 @@ impl AccountStore for PgStore {
         account: &ReceiverAccount,
         token: Option<[u8; 32]>,
         events: &[OutboxEvent],
+        reaction: &PayoutReaction,
     ) -> Result<bool, PortError> {
+        let interval = self.batch_interval;
         let id = account.id.as_uuid();
         let subaccount = account.subaccount_id.as_uuid();
         let (status, confirm_status, at) = (
@@ -321,13 +326,16 @@ impl AccountStore for PgStore {
                     return Err(ConfirmAbort::NotApplicable);
                 }
                 insert_events(conn, events).await?;
-                Ok(())
+                react(conn, subaccount, Waiting::OfAccount(id), reaction, interval)
+                    .await
+                    .map_err(ConfirmAbort::Payouts)
             })
             .await;
         match result {
             Ok(()) => Ok(true),
             Err(ConfirmAbort::NotApplicable) => Ok(false),
             Err(ConfirmAbort::Db(e)) => Err(from_diesel(e)),
+            Err(ConfirmAbort::Payouts(e)) => Err(e.into_port("moving payouts on confirmation")),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! `PgStore`: one value implementing every store port over one pool.
 
 pub(crate) mod accounts;
+mod batches;
 pub mod credentials;
 mod delivery;
 mod events;
@@ -25,12 +26,28 @@ use crate::vault::Vault;
 pub struct PgStore {
     pool: DbPool,
     vault: Arc<Vault>,
+    batch_interval: chrono::Duration,
 }
+
+/// How long a new batch stays open by default (contract §7.5).
+pub const DEFAULT_BATCH_INTERVAL: chrono::Duration = chrono::Duration::seconds(60);
 
 impl PgStore {
     /// A store over `pool`, encrypting secrets with `vault`.
     pub fn new(pool: DbPool, vault: Arc<Vault>) -> Self {
-        Self { pool, vault }
+        Self {
+            pool,
+            vault,
+            batch_interval: DEFAULT_BATCH_INTERVAL,
+        }
+    }
+
+    /// The same store, opening new batches to run `interval` after they open.
+    pub fn with_batch_interval(self, interval: chrono::Duration) -> Self {
+        Self {
+            batch_interval: interval,
+            ..self
+        }
     }
 
     /// The pool (for readiness checks and metrics).

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use domain::PortError;
 use domain::events::OutboxEvent;
 use domain::ids::{PayoutId, ReceiverAccountId, ReceiverId, SubaccountId};
@@ -20,20 +20,25 @@ use super::accounts::AccountRow;
 use super::outbox::insert_events;
 use crate::errors::{from_diesel, unique_violation};
 use crate::schema::{
-    balances, fee_templates, ledger_entries, payouts, receiver_accounts, receivers,
+    balances, batches, fee_templates, ledger_entries, payouts, receiver_accounts, receivers,
 };
 use domain::account::ReceiverAccount;
+use domain::account::{AccountStatus, ConfirmStatus};
+use domain::batch::BatchStatus;
 use domain::paging::PageRequest;
+use domain::payout::change::{PayoutChange, PayoutReaction};
+use domain::payout::initial_status;
 use domain::payout::ports::PayoutListItem;
 use domain::payout::query::PayoutFilter;
 use domain::receiver::Receiver;
+use domain::receiver::{KycStatus, ReceiverStatus};
 use std::collections::HashMap;
 
 /// A `payouts` row.
 #[derive(Debug, Queryable, Selectable, Insertable)]
 #[diesel(table_name = payouts, check_for_backend(diesel::pg::Pg))]
 #[diesel(treat_none_as_default_value = false)]
-struct PayoutRow {
+pub(crate) struct PayoutRow {
     id: Uuid,
     subaccount_id: Uuid,
     receiver_id: Uuid,
@@ -54,6 +59,9 @@ struct PayoutRow {
     duplicate: bool,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
+    submitted_at: Option<DateTime<Utc>>,
+    receiver_is_invalid: bool,
+    failure_reason: Option<String>,
 }
 
 fn unknown(message: String) -> PortError {
@@ -84,6 +92,9 @@ impl From<&Payout> for PayoutRow {
             duplicate: p.duplicate,
             created_at: p.created_at,
             updated_at: p.updated_at,
+            submitted_at: p.submitted_at,
+            receiver_is_invalid: p.receiver_is_invalid,
+            failure_reason: p.failure_reason.clone(),
         }
     }
 }
@@ -137,6 +148,9 @@ impl TryFrom<PayoutRow> for Payout {
             batch_id: r.batch_id,
             provider_reference: r.provider_reference,
             duplicate: r.duplicate,
+            submitted_at: r.submitted_at,
+            receiver_is_invalid: r.receiver_is_invalid,
+            failure_reason: r.failure_reason,
             created_at: r.created_at,
             updated_at: r.updated_at,
         })
@@ -170,8 +184,8 @@ fn entry(row: EntryRow) -> Result<LedgerEntry, PortError> {
     })
 }
 
-async fn insert_entries(
-    conn: &mut diesel_async::AsyncPgConnection,
+pub(crate) async fn insert_entries(
+    conn: &mut AsyncPgConnection,
     entries: &[LedgerEntry],
 ) -> Result<(), diesel::result::Error> {
     for e in entries {
@@ -193,10 +207,26 @@ async fn insert_entries(
 }
 
 /// Why a payout transaction rolled back.
-enum PayoutAbort {
+#[derive(Debug)]
+pub(crate) enum PayoutAbort {
     Db(diesel::result::Error),
+    /// The balance cannot absorb the change (a hold beyond `available`; for a later transition,
+    /// a ledger that disagrees with its balance).
     InsufficientBalance,
+    /// The payout is no longer in the status the change expects.
     Superseded,
+    /// The receiver or account changed since the payout was planned.
+    Stale,
+}
+
+impl PayoutAbort {
+    /// The port error for an abort where none of the named cases is expected.
+    pub(crate) fn into_port(self, what: &str) -> PortError {
+        match self {
+            PayoutAbort::Db(e) => from_diesel(e),
+            other => unknown(format!("{what}: unexpected {other:?}")),
+        }
+    }
 }
 
 impl From<diesel::result::Error> for PayoutAbort {
@@ -305,64 +335,22 @@ impl PayoutStore for PgStore {
         Ok(Some((Payout::try_from(row)?, entries)))
     }
 
-    async fn apply_transition(
-        &self,
-        payout: &Payout,
-        expected: PayoutStatus,
-        entries: &[LedgerEntry],
-        events: &[OutboxEvent],
-    ) -> Result<bool, PortError> {
-        let id = payout.id.as_uuid();
-        let subaccount = payout.subaccount_id.as_uuid();
-        let (status, expected, at) = (
-            i16::from(payout.status.code()),
-            i16::from(expected.code()),
-            payout.updated_at,
-        );
-        let available: i64 = entries.iter().map(|e| e.available_delta).sum();
-        let pending: i64 = entries.iter().map(|e| e.pending_delta).sum();
-        let asset = payout.asset.code();
+    async fn apply_transition(&self, change: &PayoutChange) -> Result<bool, PortError> {
+        let interval = self.batch_interval;
         let mut conn = self.conn().await?;
         let result = conn
             .transaction::<_, PayoutAbort, _>(async |conn| {
-                let moved = diesel::update(payouts::table)
-                    .filter(payouts::id.eq(id))
-                    .filter(payouts::subaccount_id.eq(subaccount))
-                    .filter(payouts::status.eq(expected))
-                    .set((payouts::status.eq(status), payouts::updated_at.eq(at)))
-                    .execute(conn)
-                    .await?;
-                if moved != 1 {
-                    return Err(PayoutAbort::Superseded);
-                }
-                if available != 0 || pending != 0 {
-                    // Both sides guarded: a transition can never take either below zero.
-                    let applied = diesel::update(balances::table.find((subaccount, asset)))
-                        .filter(balances::available.ge(-available))
-                        .filter(balances::pending.ge(-pending))
-                        .set((
-                            balances::available.eq(balances::available + available),
-                            balances::pending.eq(balances::pending + pending),
-                            balances::updated_at.eq(at),
-                        ))
-                        .execute(conn)
-                        .await?;
-                    if applied != 1 {
-                        return Err(PayoutAbort::InsufficientBalance);
-                    }
-                }
-                insert_entries(conn, entries).await?;
-                insert_events(conn, events).await?;
-                Ok(())
+                apply_change(conn, change, interval).await
             })
             .await;
         match result {
             Ok(()) => Ok(true),
             Err(PayoutAbort::Superseded) => Ok(false),
             Err(PayoutAbort::InsufficientBalance) => Err(unknown(format!(
-                "payout {id}: the balance cannot absorb its transition; ledger and balance disagree"
+                "payout {}: the balance cannot absorb its transition; ledger and balance disagree",
+                change.payout.id
             ))),
-            Err(PayoutAbort::Db(e)) => Err(from_diesel(e)),
+            Err(e) => Err(e.into_port("applying a payout transition")),
         }
     }
 
@@ -453,12 +441,14 @@ impl PayoutStore for PgStore {
         payout: &Payout,
         entries: &[LedgerEntry],
         events: &[OutboxEvent],
-    ) -> Result<(), InsertPayoutError> {
+    ) -> Result<Option<Uuid>, InsertPayoutError> {
         let row = PayoutRow::from(payout);
         let total = payout.total();
+        let interval = self.batch_interval;
         let mut conn = self.conn().await?;
         let result = conn
             .transaction::<_, PayoutAbort, _>(async |conn| {
+                check_parties(conn, payout).await?;
                 // The hold: one conditional update, so concurrent payouts can never take the
                 // balance below zero (and a subaccount with no balance row has nothing to hold).
                 let held =
@@ -474,25 +464,290 @@ impl PayoutStore for PgStore {
                 if held != 1 {
                     return Err(PayoutAbort::InsufficientBalance);
                 }
+                let batch = if payout.status == PayoutStatus::Pending {
+                    Some(
+                        join_open_batch(
+                            conn,
+                            row.subaccount_id,
+                            &row.asset,
+                            row.created_at,
+                            interval,
+                        )
+                        .await?,
+                    )
+                } else {
+                    None
+                };
+                let row = PayoutRow {
+                    batch_id: batch.map(|(id, _)| id),
+                    ..row
+                };
                 diesel::insert_into(payouts::table)
                     .values(&row)
                     .execute(conn)
                     .await?;
                 insert_entries(conn, entries).await?;
-                insert_events(conn, events).await?;
-                Ok(())
+                insert_events(conn, &with_batch(events, payout.id, batch)).await?;
+                Ok(batch.map(|(id, _)| id))
             })
             .await;
         match result {
-            Ok(()) => Ok(()),
+            Ok(batch) => Ok(batch),
             Err(PayoutAbort::InsufficientBalance) => Err(InsertPayoutError::InsufficientBalance),
-            Err(PayoutAbort::Superseded) => Err(InsertPayoutError::Port(unknown(
-                "a new payout cannot be superseded".to_owned(),
-            ))),
+            Err(PayoutAbort::Stale) => Err(InsertPayoutError::Stale),
             Err(PayoutAbort::Db(e)) => Err(match unique_violation(&e) {
                 Some("payouts_reference_unique") => InsertPayoutError::DuplicateReference,
                 _ => InsertPayoutError::Port(from_diesel(e)),
             }),
+            Err(e) => Err(InsertPayoutError::Port(e.into_port("inserting a payout"))),
         }
     }
+}
+
+/// Locks the payout's receiver and account against changes until the transaction ends
+/// (`FOR SHARE`: concurrent payouts do not wait for each other) and checks that they still give
+/// the status the payout was planned with and may still be paid. A KYC decision or a
+/// confirmation updates these rows, so it either committed before (and the check sees it) or
+/// waits for this transaction (and then sees the new payout among those waiting for it).
+async fn check_parties(conn: &mut AsyncPgConnection, payout: &Payout) -> Result<(), PayoutAbort> {
+    let parties: Option<(i16, i16, String, String)> = receivers::table
+        .inner_join(receiver_accounts::table)
+        .filter(receivers::id.eq(payout.receiver_id.as_uuid()))
+        .filter(receivers::subaccount_id.eq(payout.subaccount_id.as_uuid()))
+        .filter(receiver_accounts::id.eq(payout.account_id.as_uuid()))
+        .select((
+            receivers::status,
+            receivers::kyc_status,
+            receiver_accounts::status,
+            receiver_accounts::confirm_status,
+        ))
+        .for_share()
+        .first(conn)
+        .await
+        .optional()?;
+    let Some((receiver_status, kyc, account_status, confirm)) = parties else {
+        return Err(PayoutAbort::Stale);
+    };
+    let payable = ![ReceiverStatus::Failed, ReceiverStatus::Inactive]
+        .iter()
+        .any(|s| i16::from(s.code()) == receiver_status)
+        && account_status != AccountStatus::Failed.as_str();
+    let status = initial_status(
+        kyc == i16::from(KycStatus::Completed.code()),
+        confirm == ConfirmStatus::Confirmed.as_str(),
+    );
+    if payable && status == payout.status {
+        Ok(())
+    } else {
+        Err(PayoutAbort::Stale)
+    }
+}
+
+/// The open batch of (subaccount, asset), locked `FOR SHARE` so it cannot close before this
+/// transaction commits (closing waits for it, then sees the payout); created, to run
+/// `interval` from `now`, when there is none. Returns its id and run time.
+pub(crate) async fn join_open_batch(
+    conn: &mut AsyncPgConnection,
+    subaccount: Uuid,
+    asset: &str,
+    now: DateTime<Utc>,
+    interval: chrono::Duration,
+) -> Result<(Uuid, DateTime<Utc>), diesel::result::Error> {
+    // Two rounds suffice: a concurrent creator's batch is visible once its insert has made ours
+    // wait and do nothing. A third round means that batch closed at once; try again anyway.
+    for _ in 0..3 {
+        let open: Option<(Uuid, DateTime<Utc>)> = batches::table
+            .filter(batches::subaccount_id.eq(subaccount))
+            .filter(batches::asset.eq(asset))
+            .filter(batches::status.eq(BatchStatus::Open.as_str()))
+            .select((batches::id, batches::batch_run_time))
+            .for_share()
+            .first(conn)
+            .await
+            .optional()?;
+        if let Some(open) = open {
+            return Ok(open);
+        }
+        let id = Uuid::new_v4();
+        let run_at = now + interval;
+        let created = diesel::insert_into(batches::table)
+            .values((
+                batches::id.eq(id),
+                batches::subaccount_id.eq(subaccount),
+                batches::asset.eq(asset),
+                batches::status.eq(BatchStatus::Open.as_str()),
+                batches::batch_run_time.eq(run_at),
+                batches::created_at.eq(now),
+                batches::updated_at.eq(now),
+            ))
+            .on_conflict_do_nothing()
+            .execute(conn)
+            .await?;
+        if created == 1 {
+            return Ok((id, run_at));
+        }
+    }
+    Err(diesel::result::Error::QueryBuilderError(
+        "no open batch could be joined or created".into(),
+    ))
+}
+
+/// `events` with the batch's id and run time in the payloads of `payout`'s events.
+pub(crate) fn with_batch(
+    events: &[OutboxEvent],
+    payout: PayoutId,
+    batch: Option<(Uuid, DateTime<Utc>)>,
+) -> Vec<OutboxEvent> {
+    let mut events = events.to_vec();
+    if let Some((id, run_at)) = batch {
+        for event in events
+            .iter_mut()
+            .filter(|e| e.object_id == payout.as_uuid())
+        {
+            event.payload["batch_id"] = id.to_string().into();
+            event.payload["batch_run_time"] = domain::time::unix_millis(run_at).into();
+        }
+    }
+    events
+}
+
+/// Applies one planned change inside the caller's transaction: the conditional status update
+/// (with the fields the change sets), the batch a payout becoming `pending` joins, the balance
+/// movement of its entries, the entries, the account it fails and its events.
+pub(crate) async fn apply_change(
+    conn: &mut AsyncPgConnection,
+    change: &PayoutChange,
+    interval: chrono::Duration,
+) -> Result<(), PayoutAbort> {
+    let p = &change.payout;
+    let (id, subaccount, at) = (p.id.as_uuid(), p.subaccount_id.as_uuid(), p.updated_at);
+    let asset = p.asset.code();
+    let batch = match p.batch_id {
+        None if p.status == PayoutStatus::Pending => {
+            Some(join_open_batch(conn, subaccount, asset, at, interval).await?)
+        }
+        None => None,
+        Some(batch) => batches::table
+            .find(batch)
+            .select(batches::batch_run_time)
+            .first(conn)
+            .await
+            .optional()?
+            .map(|run_at| (batch, run_at)),
+    };
+    let moved = diesel::update(payouts::table)
+        .filter(payouts::id.eq(id))
+        .filter(payouts::subaccount_id.eq(subaccount))
+        .filter(payouts::status.eq(i16::from(change.expected.code())))
+        .set((
+            payouts::status.eq(i16::from(p.status.code())),
+            payouts::updated_at.eq(at),
+            payouts::batch_id.eq(batch.map(|(b, _)| b)),
+            payouts::submitted_at.eq(p.submitted_at),
+            payouts::receiver_is_invalid.eq(p.receiver_is_invalid),
+            payouts::failure_reason.eq(&p.failure_reason),
+        ))
+        .execute(conn)
+        .await?;
+    if moved != 1 {
+        return Err(PayoutAbort::Superseded);
+    }
+    let (available, pending) = change.balance_delta();
+    if available != 0 || pending != 0 {
+        // Both sides guarded: a transition can never take either below zero.
+        let applied = diesel::update(balances::table.find((subaccount, asset)))
+            .filter(balances::available.ge(-available))
+            .filter(balances::pending.ge(-pending))
+            .set((
+                balances::available.eq(balances::available + available),
+                balances::pending.eq(balances::pending + pending),
+                balances::updated_at.eq(at),
+            ))
+            .execute(conn)
+            .await?;
+        if applied != 1 {
+            return Err(PayoutAbort::InsufficientBalance);
+        }
+    }
+    insert_entries(conn, &change.entries).await?;
+    let mut events = with_batch(&change.events, p.id, batch);
+    if let Some(failure) = &change.account_failure {
+        let failed = diesel::update(receiver_accounts::table)
+            .filter(receiver_accounts::id.eq(failure.account_id.as_uuid()))
+            .filter(receiver_accounts::subaccount_id.eq(subaccount))
+            .filter(receiver_accounts::status.ne(AccountStatus::Failed.as_str()))
+            .set((
+                receiver_accounts::status.eq(AccountStatus::Failed.as_str()),
+                receiver_accounts::updated_at.eq(failure.updated_at),
+            ))
+            .execute(conn)
+            .await?;
+        if failed == 1 {
+            events.push(failure.event.clone());
+        }
+    }
+    insert_events(conn, &events).await?;
+    Ok(())
+}
+
+/// Whose waiting payouts a reaction moves.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Waiting {
+    /// The receiver's (a KYC decision).
+    OfReceiver(Uuid),
+    /// The account's (a confirmation).
+    OfAccount(Uuid),
+}
+
+/// Inside the caller's transaction (which has just changed the receiver or account): locks the
+/// payouts waiting for the change and applies `reaction` to each.
+pub(crate) async fn react(
+    conn: &mut AsyncPgConnection,
+    subaccount: Uuid,
+    waiting: Waiting,
+    reaction: &PayoutReaction,
+    interval: chrono::Duration,
+) -> Result<(), PayoutAbort> {
+    let waiting_status = i16::from(reaction.waiting_status().code());
+    // Two statements rather than one with optional tests: a cached generic plan of the latter
+    // could not use either index.
+    let base = payouts::table
+        .filter(payouts::subaccount_id.eq(subaccount))
+        .filter(payouts::status.eq(waiting_status))
+        .select(PayoutRow::as_select())
+        .order(payouts::created_at.asc());
+    let rows: Vec<PayoutRow> = match waiting {
+        Waiting::OfReceiver(id) => {
+            base.filter(payouts::receiver_id.eq(id))
+                .for_update()
+                .load(conn)
+                .await?
+        }
+        Waiting::OfAccount(id) => {
+            base.filter(payouts::account_id.eq(id))
+                .for_update()
+                .load(conn)
+                .await?
+        }
+    };
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let account_ids: Vec<Uuid> = rows.iter().map(|r| r.account_id).collect();
+    let confirmed: Vec<Uuid> = receiver_accounts::table
+        .filter(receiver_accounts::id.eq_any(&account_ids))
+        .filter(receiver_accounts::confirm_status.eq(ConfirmStatus::Confirmed.as_str()))
+        .select(receiver_accounts::id)
+        .load(conn)
+        .await?;
+    for row in rows {
+        let account_confirmed = confirmed.contains(&row.account_id);
+        let payout = Payout::try_from(row)
+            .map_err(|e| PayoutAbort::Db(diesel::result::Error::QueryBuilderError(e.into())))?;
+        let change = reaction
+            .plan(&payout, account_confirmed)
+            .map_err(|e| PayoutAbort::Db(diesel::result::Error::QueryBuilderError(e.into())))?;
+        apply_change(conn, &change, interval).await?;
+    }
+    Ok(())
 }

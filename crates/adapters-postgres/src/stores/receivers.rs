@@ -16,9 +16,11 @@ use domain::receiver::{KycStatus, Receiver};
 
 use super::PgStore;
 use super::outbox::insert_events;
+use super::payouts::{PayoutAbort, Waiting, react};
 use crate::errors::{from_diesel, unique_violation};
 use crate::rows::ReceiverRow;
 use crate::schema::receivers;
+use domain::payout::change::PayoutReaction;
 
 fn to_domain(row: ReceiverRow) -> Result<Receiver, PortError> {
     Receiver::try_from(row).map_err(PortError::Unknown)
@@ -74,7 +76,9 @@ impl ReceiverStore for PgStore {
         receiver: &Receiver,
         expected: KycStatus,
         events: &[OutboxEvent],
+        reaction: &PayoutReaction,
     ) -> Result<bool, PortError> {
+        let interval = self.batch_interval;
         let id = receiver.id.as_uuid();
         let subaccount = receiver.subaccount_id.as_uuid();
         let (status, kyc, at) = (
@@ -85,7 +89,7 @@ impl ReceiverStore for PgStore {
         let expected = i16::from(expected.code());
         let mut conn = self.conn().await?;
         let result = conn
-            .transaction::<_, diesel::result::Error, _>(async |conn| {
+            .transaction::<_, PayoutAbort, _>(async |conn| {
                 let updated = diesel::update(receivers::table)
                     .filter(receivers::id.eq(id))
                     .filter(receivers::subaccount_id.eq(subaccount))
@@ -99,15 +103,23 @@ impl ReceiverStore for PgStore {
                     .await?;
                 if updated != 1 {
                     // Decided meanwhile: nothing to write, and nothing written.
-                    return Err(diesel::result::Error::RollbackTransaction);
+                    return Err(PayoutAbort::Superseded);
                 }
-                insert_events(conn, events).await
+                insert_events(conn, events).await?;
+                react(
+                    conn,
+                    subaccount,
+                    Waiting::OfReceiver(id),
+                    reaction,
+                    interval,
+                )
+                .await
             })
             .await;
         match result {
             Ok(()) => Ok(true),
-            Err(diesel::result::Error::RollbackTransaction) => Ok(false),
-            Err(e) => Err(from_diesel(e)),
+            Err(PayoutAbort::Superseded) => Ok(false),
+            Err(e) => Err(e.into_port("applying a KYC decision")),
         }
     }
 

@@ -667,7 +667,12 @@ async fn confirming_writes_an_account_update_event_with_the_next_sequence() {
     let (updated, update) = confirmed(&a, T0 + SECOND);
     assert!(
         fx.store
-            .confirm_account(&updated, Some(token_of(&a)), std::slice::from_ref(&update))
+            .confirm_account(
+                &updated,
+                Some(token_of(&a)),
+                std::slice::from_ref(&update),
+                &confirmed_reaction(),
+            )
             .await
             .unwrap()
     );
@@ -960,7 +965,12 @@ async fn confirm_account_applies_once_then_writes_nothing() {
     let (updated, update) = confirmed(&a, T0 + SECOND);
     assert!(
         !fx.store
-            .confirm_account(&updated, Some(token_of(&b)), &[update])
+            .confirm_account(
+                &updated,
+                Some(token_of(&b)),
+                &[update],
+                &confirmed_reaction()
+            )
             .await
             .unwrap()
     );
@@ -977,7 +987,7 @@ async fn confirm_account_applies_once_then_writes_nothing() {
     let (updated, update) = confirmed(&a, T0 + 2 * SECOND);
     assert!(
         fx.store
-            .confirm_account(&updated, Some(hash), &[update])
+            .confirm_account(&updated, Some(hash), &[update], &confirmed_reaction())
             .await
             .unwrap()
     );
@@ -995,7 +1005,7 @@ async fn confirm_account_applies_once_then_writes_nothing() {
     let (again, update) = confirmed(&a, T0 + 3 * SECOND);
     assert!(
         !fx.store
-            .confirm_account(&again, Some(hash), &[update])
+            .confirm_account(&again, Some(hash), &[update], &confirmed_reaction())
             .await
             .unwrap()
     );
@@ -1003,7 +1013,7 @@ async fn confirm_account_applies_once_then_writes_nothing() {
     let (again, update) = confirmed(&a, T0 + 4 * SECOND);
     assert!(
         !fx.store
-            .confirm_account(&again, None, &[update])
+            .confirm_account(&again, None, &[update], &confirmed_reaction())
             .await
             .unwrap()
     );
@@ -1015,7 +1025,7 @@ async fn confirm_account_applies_once_then_writes_nothing() {
     let (updated_b, update) = confirmed(&b, T0 + 5 * SECOND);
     assert!(
         fx.store
-            .confirm_account(&updated_b, None, &[update])
+            .confirm_account(&updated_b, None, &[update], &confirmed_reaction())
             .await
             .unwrap()
     );
@@ -1026,7 +1036,7 @@ async fn confirm_account_applies_once_then_writes_nothing() {
     let (again, update) = confirmed(&b, T0 + 6 * SECOND);
     assert!(
         !fx.store
-            .confirm_account(&again, Some(token_of(&b)), &[update])
+            .confirm_account(&again, Some(token_of(&b)), &[update], &confirmed_reaction())
             .await
             .unwrap()
     );
@@ -1068,7 +1078,9 @@ async fn concurrent_confirmations_apply_exactly_once() {
                 let token = with_token.then(|| token_of(&a));
                 tokio::spawn(async move {
                     barrier.wait().await;
-                    store.confirm_account(&updated, token, &[update]).await
+                    store
+                        .confirm_account(&updated, token, &[update], &confirmed_reaction())
+                        .await
                 })
             })
             .collect();
@@ -1088,5 +1100,25 @@ async fn concurrent_confirmations_apply_exactly_once() {
         let stored = fx.store.find_account(sub, a.id).await.unwrap().unwrap();
         assert_eq!(stored.confirm_status, ConfirmStatus::Confirmed);
         assert_eq!(stored.status, AccountStatus::Completed);
+    }
+}
+
+/// The reaction a confirmation carries (these tests have no payouts waiting).
+fn confirmed_reaction() -> domain::payout::change::PayoutReaction {
+    domain::payout::change::PayoutReaction::new(
+        domain::payout::change::ReactionTrigger::AccountConfirmed,
+        chrono::Utc::now(),
+        std::sync::Arc::new(Ids),
+    )
+}
+
+struct Ids;
+
+impl domain::ports::IdGenerator for Ids {
+    fn new_id(&self) -> uuid::Uuid {
+        uuid::Uuid::new_v4()
+    }
+    fn random_bytes(&self) -> [u8; 32] {
+        [0; 32]
     }
 }

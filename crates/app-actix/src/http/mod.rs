@@ -90,7 +90,11 @@ pub fn sandbox_routes(cfg: &mut ServiceConfig) {
     let resource =
         |path: &str| web::resource(path.to_owned()).default_service(web::to(method_not_allowed));
     cfg.service(resource("/api/test-helpers/account").route(web::post().to(test_helpers::account)))
-        .service(resource("/api/test-helpers/kyc").route(web::post().to(test_helpers::kyc)));
+        .service(resource("/api/test-helpers/kyc").route(web::post().to(test_helpers::kyc)))
+        .service(resource("/api/test-helpers/status").route(web::post().to(test_helpers::status)))
+        .service(
+            resource("/api/test-helpers/batch/run").route(web::post().to(test_helpers::batch_run)),
+        );
 }
 
 /// The default service: 404 `REQ006` in the envelope.

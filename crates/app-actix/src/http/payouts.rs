@@ -136,9 +136,9 @@ fn payout_json(
         "payout_data": {
             "status": provider_status(p.status),
             "transaction_is_duplicated": p.duplicate,
-            "receiver_is_invalid": false,
+            "receiver_is_invalid": p.receiver_is_invalid,
             "accepted": !matches!(p.status, PayoutStatus::Cancelled | PayoutStatus::Failed),
-            "errors": Value::Null,
+            "errors": p.failure_reason.as_deref().map_or(Value::Null, |r| json!([r])),
             "transaction_id": p.provider_reference,
             "sender_is_invalid": false,
         },
@@ -183,7 +183,10 @@ fn transactions(entries: &[LedgerEntry]) -> Vec<Value> {
             let kind = match e.kind {
                 LedgerEntryKind::PayoutHold | LedgerEntryKind::PayoutVoid => "payout",
                 LedgerEntryKind::FeeHold | LedgerEntryKind::FeeVoid => "fee",
-                LedgerEntryKind::Funding => return None,
+                // Posting moves the held money out of `pending`; the hold already shows it.
+                LedgerEntryKind::Funding
+                | LedgerEntryKind::PayoutPost
+                | LedgerEntryKind::FeePost => return None,
             };
             Some(json!({
                 "transaction_id": e.id.to_string(),

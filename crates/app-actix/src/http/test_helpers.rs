@@ -5,9 +5,15 @@ use actix_web::HttpResponse;
 use actix_web::web::Data;
 use domain::ErrorCode;
 use domain::account::service::ConfirmError;
+use domain::batch::ports::RailResult;
+use domain::batch::runner::SettleError;
+use domain::ids::PayoutId;
+use domain::money::Asset;
 use domain::receiver::KycOutcome;
 use domain::receiver::service::KycOutcomeError;
-use domain::validation::ValidationErrors;
+use domain::validation::{FieldError, ValidationErrors};
+use serde_json::json;
+use uuid::Uuid;
 
 use super::auth::Authenticated;
 use super::body::{json_object, string_fields};
@@ -99,5 +105,138 @@ pub async fn kyc(state: Data<AppState>, request: Authenticated) -> Result<HttpRe
             Err(ApiError::field(KYC, ErrorCode::Revr301, "receiver_id"))
         }
         Err(KycOutcomeError::Port(e)) => Err(ApiError::port(KYC, &e)),
+    }
+}
+
+/// `POST /api/test-helpers/status` `{id, type: "payout" | "batch", status: "success" | "fail"}`
+/// (compat): the rail's result for an `in_progress` payout, or for every `in_progress` payout of
+/// a batch, with its webhooks.
+pub async fn status(
+    state: Data<AppState>,
+    request: Authenticated,
+) -> Result<HttpResponse, ApiError> {
+    const STATUS: &str = "Test helper";
+    let object = json_object(STATUS, &request.body)?;
+    let mut errors = ValidationErrors::default();
+    let [id, kind, status] = string_fields(object, ["id", "type", "status"], &mut errors);
+    let result = match status.as_deref() {
+        Some("success") => Some(RailResult::Paid),
+        Some("fail") => Some(RailResult::Failed {
+            receiver_is_invalid: false,
+            reason: "sandbox: failed by the status helper".to_owned(),
+        }),
+        _ => {
+            errors.push(ErrorCode::Req009, "status");
+            None
+        }
+    };
+    let batch = match kind.as_deref() {
+        Some("payout") => Some(false),
+        Some("batch") => Some(true),
+        _ => {
+            errors.push(ErrorCode::Req009, "type");
+            None
+        }
+    };
+    let (Some(result), Some(batch), true) = (result, batch, errors.is_empty()) else {
+        return Err(ApiError::fields(STATUS, &errors));
+    };
+    let id = id.unwrap_or_default();
+    let settled = if batch {
+        match Uuid::parse_str(id.trim()) {
+            Ok(batch) => state
+                .batches
+                .settle_batch(&request.caller, batch, &result)
+                .await
+                .map(|_| ()),
+            Err(_) => Err(SettleError::NotFound),
+        }
+    } else {
+        match PayoutId::parse(&id) {
+            Some(payout) => {
+                state
+                    .batches
+                    .settle_payout(&request.caller, payout, &result)
+                    .await
+            }
+            None => Err(SettleError::NotFound),
+        }
+    };
+    let (missing, field) = if batch {
+        (ErrorCode::Payo102, "id")
+    } else {
+        (ErrorCode::Payo101, "id")
+    };
+    match settled {
+        Ok(()) => Ok(envelope::ok(
+            "Test helper: Update payout status is successful",
+            serde_json::Value::Null,
+        )),
+        Err(SettleError::NotFound) => Err(ApiError::field(STATUS, missing, field)),
+        Err(SettleError::NotInProgress(Some(now))) => Err(ApiError::code_with_message(
+            STATUS,
+            ErrorCode::Payo303,
+            format!("Payout is not in progress: it is {}", now.as_str()),
+        )),
+        Err(SettleError::NotInProgress(None)) => {
+            Err(ApiError::field(STATUS, ErrorCode::Payo303, field))
+        }
+        Err(SettleError::Port(e)) => Err(ApiError::port(STATUS, &e)),
+    }
+}
+
+/// `POST /api/test-helpers/batch/run` `{subaccount_id, asset}`: runs the caller's open batch in
+/// `asset` now (closes it and submits its payouts to the rail). Answers with the batch as it is
+/// afterwards.
+pub async fn batch_run(
+    state: Data<AppState>,
+    request: Authenticated,
+) -> Result<HttpResponse, ApiError> {
+    const RUN: &str = "Test helper";
+    let object = json_object(RUN, &request.body)?;
+    let mut errors = ValidationErrors::default();
+    let [subaccount_id, asset] = string_fields(object, ["subaccount_id", "asset"], &mut errors);
+    let asset = match asset.as_deref().map(str::trim) {
+        None | Some("") => {
+            errors.push(ErrorCode::Suba303, "asset");
+            None
+        }
+        Some(raw) => {
+            let parsed = Asset::parse(raw);
+            if parsed.is_none() {
+                errors.push(ErrorCode::Suba304, "asset");
+            }
+            parsed
+        }
+    };
+    let own = subaccount_id
+        .as_deref()
+        .is_some_and(|id| request.caller.owns(id));
+    if !own {
+        errors
+            .0
+            .insert(0, FieldError::new(ErrorCode::Suba101, "subaccount_id"));
+    }
+    let (Some(asset), true) = (asset, errors.is_empty()) else {
+        return Err(ApiError::fields(RUN, &errors));
+    };
+    match state
+        .batches
+        .run_open_batch_now(&request.caller, asset)
+        .await
+    {
+        Ok(Some(batch)) => Ok(envelope::ok(
+            "Test helper: Batch run is successful",
+            json!({
+                "batch_id": batch.id.to_string(),
+                "batch_reference": format!("BATCH_{}", batch.id),
+                "status": batch.status.as_str(),
+                "total_tx": batch.total_tx,
+                "amount": batch.amount,
+                "currency": batch.asset.code(),
+            }),
+        )),
+        Ok(None) => Err(ApiError::field(RUN, ErrorCode::Payo304, "asset")),
+        Err(e) => Err(ApiError::port(RUN, &e)),
     }
 }

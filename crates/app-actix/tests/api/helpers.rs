@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use adapters_postgres::DbConfig;
 use adapters_postgres::test_db::TestDb;
-use app_actix::config::{Config, DeliveryConfig};
+use app_actix::config::{BatchConfig, Config, DeliveryConfig};
 use app_actix::startup::{Application, Sandbox, build_store};
 use app_actix::system::{RandomIds, SystemClock};
 use domain::admin::AdminService;
@@ -113,6 +113,13 @@ pub async fn spawn_app_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
             batch: 64,
         },
         sandbox_kyc: None,
+        batches: BatchConfig {
+            // Batches run when a test says so (the batch/run helper), not by the clock.
+            interval: Duration::from_secs(3_600),
+            poll: Duration::from_millis(50),
+            lease: Duration::from_secs(60),
+            sandbox_settle: Duration::from_secs(3_600),
+        },
     };
     let mut config = config;
     adjust(&mut config);

@@ -85,12 +85,15 @@ pub trait AccountStore: Send + Sync {
     /// Applies a confirmation decided by the domain: sets `account`'s statuses where the stored
     /// account is still `unconfirmed` (and, with `token`, where that token is unused, marking it
     /// used), and writes `events`, in one transaction. `Ok(false)` when the conditions no longer
-    /// hold (confirmed meanwhile, token used); then nothing was written.
+    /// hold (confirmed meanwhile, token used); then nothing was written. In the same
+    /// transaction it locks the account's `awaiting` payouts and applies `reaction` to each, so
+    /// they become `pending` with the confirmation.
     async fn confirm_account(
         &self,
         account: &ReceiverAccount,
         token: Option<[u8; 32]>,
         events: &[OutboxEvent],
+        reaction: &crate::payout::change::PayoutReaction,
     ) -> Result<bool, PortError>;
 }
 

@@ -23,6 +23,7 @@ use crate::error::PortError;
 use crate::events::{EventKind, OutboxEvent};
 use crate::ids::{EventId, ReceiverAccountId, ReceiverId};
 use crate::masking::Secret;
+use crate::payout::change::{PayoutReaction, ReactionTrigger};
 use crate::ports::{Clock, IdGenerator, ReceiverStore};
 use crate::receiver::Receiver;
 use crate::validation::ValidationErrors;
@@ -345,7 +346,12 @@ impl AccountService {
         );
         if self
             .accounts
-            .confirm_account(&updated, token, &[event])
+            .confirm_account(
+                &updated,
+                token,
+                &[event],
+                &PayoutReaction::new(ReactionTrigger::AccountConfirmed, now, self.ids.clone()),
+            )
             .await?
         {
             return Ok(updated);

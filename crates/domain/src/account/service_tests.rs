@@ -362,14 +362,15 @@ async fn tokens_confirm_once_and_never_after_expiry() {
     ));
     accounts
         .expect_confirm_account()
-        .withf(|account, token, events| {
-            account.confirm_status == ConfirmStatus::Confirmed
+        .withf(|account, token, events, reaction| {
+            reaction.waiting_status() == crate::payout::PayoutStatus::Awaiting
+                && account.confirm_status == ConfirmStatus::Confirmed
                 && account.status == AccountStatus::Completed
                 && *token == Some(token_hash("t0ken"))
                 && events[0].kind == EventKind::AccountUpdate
         })
         .times(1)
-        .returning(|_, _, _| Ok(true));
+        .returning(|_, _, _, _| Ok(true));
     let confirmed = service(accounts, MockNotifier::new(), NOW_MS)
         .confirm_with_token("t0ken")
         .await;
@@ -451,7 +452,7 @@ async fn losing_a_confirmation_race_reports_what_is_stored() {
     accounts
         .expect_confirm_account()
         .times(1)
-        .returning(|_, _, _| Ok(false));
+        .returning(|_, _, _, _| Ok(false));
     let service = service(accounts, MockNotifier::new(), NOW_MS);
     let id = Uuid::from_u128(0xE).to_string();
     let result = service.confirm_by_id(&caller(), &id).await;

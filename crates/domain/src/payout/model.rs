@@ -40,6 +40,12 @@ pub struct Payout {
     /// Another payout to the same account with the same amount and currency was created in the
     /// previous 24 hours (a warning, contract §7.8).
     pub duplicate: bool,
+    /// When its batch submitted it to the payout rail.
+    pub submitted_at: Option<DateTime<Utc>>,
+    /// The rail failed it because the receiver's account cannot be paid.
+    pub receiver_is_invalid: bool,
+    /// Why the rail failed it.
+    pub failure_reason: Option<String>,
     /// When it was created.
     pub created_at: DateTime<Utc>,
     /// When it last changed.

@@ -2,10 +2,11 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use uuid::Uuid;
 
+use super::change::PayoutChange;
 use super::model::Payout;
 use super::query::PayoutFilter;
-use super::status::PayoutStatus;
 use crate::account::ReceiverAccount;
 use crate::error::PortError;
 use crate::events::OutboxEvent;
@@ -36,6 +37,10 @@ pub enum InsertPayoutError {
     /// Another payout of the subaccount has this reference (`PAYO206`).
     #[error("reference already used")]
     DuplicateReference,
+    /// The receiver's KYC or the account's confirmation or status changed since the payout was
+    /// planned (its initial status or payability is out of date); plan it again.
+    #[error("receiver or account changed meanwhile")]
+    Stale,
     /// Infrastructure failure.
     #[error(transparent)]
     Port(#[from] PortError),
@@ -71,18 +76,14 @@ pub trait PayoutStore: Send + Sync {
         id: PayoutId,
     ) -> Result<Option<(Payout, Vec<LedgerEntry>)>, PortError>;
 
-    /// Applies a status change decided by the domain, in one transaction: sets `payout`'s
-    /// status and `updated_at` where the stored payout still has status `expected`, applies the
-    /// sum of `entries`' deltas to the balance (never below zero), appends `entries` and writes
-    /// `events`. `Ok(false)` when the payout is no longer in `expected` (changed meanwhile);
-    /// then nothing was written.
-    async fn apply_transition(
-        &self,
-        payout: &Payout,
-        expected: PayoutStatus,
-        entries: &[LedgerEntry],
-        events: &[OutboxEvent],
-    ) -> Result<bool, PortError>;
+    /// Applies a planned change in one transaction: where the stored payout still has status
+    /// `change.expected`, sets its status and the fields the change sets, applies the entries'
+    /// deltas to the balance (never below zero), appends the entries, fails the account of
+    /// `change.account_failure` and writes the events. A payout that becomes `pending` joins
+    /// the open batch of its subaccount and asset (the batch's id and run time are added to its
+    /// events). `Ok(false)` when the payout is no longer in `expected` (changed meanwhile); then
+    /// nothing was written.
+    async fn apply_transition(&self, change: &PayoutChange) -> Result<bool, PortError>;
 
     /// Up to `page.limit + 1` payouts of `subaccount` matching `filter`, newest first
     /// (`created_at` desc, `id` desc), strictly after `page.after`, each with its receiver and
@@ -94,18 +95,21 @@ pub trait PayoutStore: Send + Sync {
         page: &PageRequest,
     ) -> Result<Vec<PayoutListItem>, PortError>;
 
-    /// Stores a new payout in one transaction: moves its total from `available` to `pending`
-    /// with one conditional update (never below zero, also under concurrent requests), appends
-    /// `entries` to the ledger, inserts the payout and writes `events`.
+    /// Stores a new payout in one transaction: locks its receiver and account against changes
+    /// (and fails with `Stale` when their KYC, confirmation or status no longer give the
+    /// payout's initial status, or no longer allow paying them), moves its total from
+    /// `available` to `pending` with one conditional update (never below zero, also under
+    /// concurrent requests), inserts the payout, joins the open batch when it starts `pending`,
+    /// appends `entries` to the ledger and writes `events`. Returns the batch joined.
     ///
     /// # Errors
     /// `InsufficientBalance` when `available` does not cover the total (or the subaccount never
-    /// had a balance in the asset); `DuplicateReference` when the reference is taken. Then
-    /// nothing, events included, was written.
+    /// had a balance in the asset); `DuplicateReference` when the reference is taken; `Stale` as
+    /// above. Then nothing, events included, was written.
     async fn insert_payout(
         &self,
         payout: &Payout,
         entries: &[LedgerEntry],
         events: &[OutboxEvent],
-    ) -> Result<(), InsertPayoutError>;
+    ) -> Result<Option<Uuid>, InsertPayoutError>;
 }

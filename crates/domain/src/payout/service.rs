@@ -5,11 +5,12 @@ use std::sync::Arc;
 
 use chrono::Duration;
 
+use super::change::plan_change;
 use super::fee::fee;
 use super::model::Payout;
 use super::ports::{InsertPayoutError, PayoutListItem, PayoutStore};
 use super::query::ListPayoutsQuery;
-use super::status::{PayoutEvent, PayoutStatus, initial_status, transition};
+use super::status::{PayoutEvent, PayoutStatus, initial_status};
 use crate::account::ports::AccountStore;
 use crate::account::{AccountStatus, ConfirmStatus};
 use crate::auth::Caller;
@@ -59,6 +60,9 @@ pub enum CreatePayoutError {
 pub const DUPLICATE_WINDOW_HOURS: i64 = 24;
 
 const MAX_TEXT: usize = 255;
+
+/// How many times a payout is planned again when its receiver or account changed meanwhile.
+const STALE_RETRIES: usize = 3;
 
 fn rejected(code: ErrorCode, field: &'static str) -> CreatePayoutError {
     let mut errors = ValidationErrors::default();
@@ -212,40 +216,16 @@ impl PayoutService {
             .await?
             .ok_or(CancelPayoutError::NotFound)?;
         let expected = payout.status;
-        let to = transition(expected, PayoutEvent::Cancel)
-            .map_err(|e| CancelPayoutError::NotCancellable(e.from))?;
-        let now = self.clock.now();
-        let cancelled = Payout {
-            status: to,
-            updated_at: now,
-            ..payout
-        };
-        let void = |kind, amount: i64| LedgerEntry {
-            id: self.ids.new_id(),
-            subaccount_id: cancelled.subaccount_id,
-            asset: cancelled.asset,
-            kind,
-            available_delta: amount,
-            pending_delta: -amount,
-            payout_id: Some(cancelled.id),
-            created_at: now,
-        };
-        let mut entries = vec![void(LedgerEntryKind::PayoutVoid, cancelled.amount.get())];
-        if cancelled.fee > 0 {
-            entries.push(void(LedgerEntryKind::FeeVoid, cancelled.fee));
-        }
-        let event = OutboxEvent::payout(
-            EventKind::PayoutUpdated,
-            EventId::from_uuid(self.ids.new_id()),
-            &cancelled,
-            now,
-        );
-        if self
-            .payouts
-            .apply_transition(&cancelled, expected, &entries, &[event])
-            .await?
-        {
-            return Ok(cancelled);
+        let change = plan_change(
+            &payout,
+            PayoutEvent::Cancel,
+            self.clock.now(),
+            self.ids.as_ref(),
+            |_| {},
+        )
+        .map_err(|e| CancelPayoutError::NotCancellable(e.from))?;
+        if self.payouts.apply_transition(&change).await? {
+            return Ok(change.payout);
         }
         // Changed meanwhile (submitted, cancelled by another request): report where it is now.
         let now_status = self
@@ -305,6 +285,25 @@ impl PayoutService {
         caller: &Caller,
         raw: &RawPayout,
     ) -> Result<Payout, CreatePayoutError> {
+        // The store refuses a plan whose receiver or account changed after they were read
+        // (`Stale`); planning again reads them afresh. Three changes in a row are a storm
+        // worth reporting rather than chasing.
+        for _ in 0..STALE_RETRIES {
+            if let Some(payout) = self.try_create(caller, raw).await? {
+                return Ok(payout);
+            }
+        }
+        Err(CreatePayoutError::Port(PortError::Unavailable(
+            anyhow::anyhow!("the receiver or account kept changing while the payout was created"),
+        )))
+    }
+
+    /// One attempt of [`Self::create`]; `Ok(None)` when the plan was stale.
+    async fn try_create(
+        &self,
+        caller: &Caller,
+        raw: &RawPayout,
+    ) -> Result<Option<Payout>, CreatePayoutError> {
         let mut errors = ValidationErrors::default();
         let amount = match text(&raw.amount).map(MinorUnits::parse) {
             Some(Ok(amount)) => Some(amount),
@@ -380,7 +379,7 @@ impl PayoutService {
                 now - Duration::hours(DUPLICATE_WINDOW_HOURS),
             )
             .await?;
-        let payout = Payout {
+        let mut payout = Payout {
             id: PayoutId::from_uuid(self.ids.new_id()),
             subaccount_id: caller.subaccount_id,
             receiver_id: receiver.id,
@@ -398,6 +397,9 @@ impl PayoutService {
             batch_id: None,
             provider_reference: String::new(),
             duplicate,
+            submitted_at: None,
+            receiver_is_invalid: false,
+            failure_reason: None,
             created_at: now,
             updated_at: now,
         };
@@ -421,15 +423,22 @@ impl PayoutService {
             &payout,
             now,
         );
-        self.payouts
+        payout.batch_id = match self
+            .payouts
             .insert_payout(&payout, &entries, &[event])
             .await
-            .map_err(|e| match e {
-                InsertPayoutError::InsufficientBalance => rejected(ErrorCode::Payo207, "amount"),
-                InsertPayoutError::DuplicateReference => rejected(ErrorCode::Payo206, "reference"),
-                InsertPayoutError::Port(e) => CreatePayoutError::Port(e),
-            })?;
-        Ok(payout)
+        {
+            Ok(batch) => batch,
+            Err(InsertPayoutError::Stale) => return Ok(None),
+            Err(InsertPayoutError::InsufficientBalance) => {
+                return Err(rejected(ErrorCode::Payo207, "amount"));
+            }
+            Err(InsertPayoutError::DuplicateReference) => {
+                return Err(rejected(ErrorCode::Payo206, "reference"));
+            }
+            Err(InsertPayoutError::Port(e)) => return Err(CreatePayoutError::Port(e)),
+        };
+        Ok(Some(payout))
     }
 }
 

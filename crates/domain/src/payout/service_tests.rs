@@ -87,10 +87,13 @@ fn raw(amount: &str, currency: &str) -> RawPayout {
     }
 }
 
+/// What the store's insert answers (the batch joined, or why not).
+type InsertResult = fn() -> Result<Option<Uuid>, InsertPayoutError>;
+
 struct World {
     receiver: Option<Receiver>,
     account: Option<ReceiverAccount>,
-    insert: Option<fn() -> Result<(), InsertPayoutError>>,
+    insert: Option<InsertResult>,
     template: Option<FeeTemplate>,
     duplicate: bool,
 }
@@ -103,7 +106,7 @@ fn active() -> World {
             AccountStatus::Completed,
             ConfirmStatus::Confirmed,
         )),
-        insert: Some(|| Ok(())),
+        insert: Some(|| Ok(None)),
         template: None,
         duplicate: false,
     }
@@ -396,6 +399,9 @@ fn stored_payout(status: PayoutStatus, fee: i64) -> Payout {
         batch_id: None,
         provider_reference: String::new(),
         duplicate: false,
+        submitted_at: None,
+        receiver_is_invalid: false,
+        failure_reason: None,
         created_at: now(),
         updated_at: now(),
     }
@@ -431,7 +437,13 @@ async fn cancel_voids_the_hold_from_cancellable_statuses_only() {
         if cancellable {
             payouts
                 .expect_apply_transition()
-                .withf(move |payout, expected, entries, events| {
+                .withf(move |change| {
+                    let (payout, expected, entries, events) = (
+                        &change.payout,
+                        &change.expected,
+                        &change.entries,
+                        &change.events,
+                    );
                     let moves: Vec<_> = entries
                         .iter()
                         .map(|e| (e.kind, e.available_delta, e.pending_delta))
@@ -447,7 +459,7 @@ async fn cancel_voids_the_hold_from_cancellable_statuses_only() {
                         && events[0].payload["status"] == "cancelled"
                 })
                 .times(1)
-                .returning(|_, _, _, _| Ok(true));
+                .returning(|_| Ok(true));
         } else {
             payouts.expect_apply_transition().never();
         }
@@ -481,8 +493,8 @@ async fn a_cancel_that_loses_a_race_reports_the_new_status() {
     payouts
         .expect_apply_transition()
         .times(1)
-        .returning(|_, _, entries, _| {
-            assert_eq!(entries.len(), 1, "no fee, no fee void");
+        .returning(|change| {
+            assert_eq!(change.entries.len(), 1, "no fee, no fee void");
             Ok(false)
         });
     let result = cancel_service(payouts)

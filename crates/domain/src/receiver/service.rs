@@ -9,6 +9,7 @@ use crate::events::{EventKind, OutboxEvent};
 use crate::ids::{EventId, ReceiverId, SubaccountId};
 use crate::paging::cursor::CursorKey;
 use crate::paging::{Page, PageRequest, Position, list_start};
+use crate::payout::change::{PayoutReaction, ReactionTrigger};
 use crate::ports::{
     Clock, IdGenerator, InsertReceiverError, KycCheckRequest, KycProvider, ReceiverStore,
 };
@@ -235,7 +236,19 @@ impl ReceiverService {
             &updated,
             now,
         );
-        if self.store.apply_kyc(&updated, expected, &[event]).await? {
+        let reaction = PayoutReaction::new(
+            match outcome {
+                KycOutcome::Completed => ReactionTrigger::KycCompleted,
+                KycOutcome::Failed => ReactionTrigger::KycFailed,
+            },
+            now,
+            self.ids.clone(),
+        );
+        if self
+            .store
+            .apply_kyc(&updated, expected, &[event], &reaction)
+            .await?
+        {
             return Ok(updated);
         }
         // Decided concurrently: report what is stored now.

@@ -303,8 +303,9 @@ async fn a_kyc_outcome_moves_a_pending_receiver_once_with_its_event() {
         .returning(|_, _| Ok(Some(receiver_at(1))));
     store
         .expect_apply_kyc()
-        .withf(|receiver, expected, events| {
-            receiver.status == ReceiverStatus::Active
+        .withf(|receiver, expected, events, reaction| {
+            reaction.trigger() == crate::payout::change::ReactionTrigger::KycCompleted
+                && receiver.status == ReceiverStatus::Active
                 && receiver.kyc_status == KycStatus::Completed
                 && *expected == KycStatus::Pending
                 && events.len() == 1
@@ -312,7 +313,7 @@ async fn a_kyc_outcome_moves_a_pending_receiver_once_with_its_event() {
                 && events[0].payload["kyc_status"] == "completed"
         })
         .times(1)
-        .returning(|_, _, _| Ok(true));
+        .returning(|_, _, _, _| Ok(true));
     let id = Uuid::from_u128(1).to_string();
     let applied = service(store, kyc_ok())
         .apply_kyc_outcome(caller().subaccount_id, &id, KycOutcome::Completed)
@@ -362,7 +363,7 @@ async fn a_decided_or_concurrently_decided_check_is_refused() {
     store
         .expect_apply_kyc()
         .times(1)
-        .returning(|_, _, _| Ok(false));
+        .returning(|_, _, _, _| Ok(false));
     let raced = service(store, kyc_ok())
         .apply_kyc_outcome(caller().subaccount_id, &id, KycOutcome::Failed)
         .await;

@@ -1,0 +1,381 @@
+//! `BatchStore` on PostgreSQL. Each step of a batch is one transaction that locks what it
+//! changes: closing locks the batch `FOR UPDATE` (waiting for payouts joining it, which hold it
+//! `FOR SHARE`) and then its pending payouts; taking over and recording a submission are
+//! conditional on the runner's lease.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use domain::PortError;
+use domain::batch::ports::{BatchStore, ClosePlanner, ClosedBatch, RailReceipt};
+use domain::batch::{Batch, BatchStatus};
+use domain::events::OutboxEvent;
+use domain::ids::{EventId, SubaccountId};
+use domain::money::Asset;
+use domain::payout::{Payout, PayoutStatus};
+use uuid::Uuid;
+
+use super::PgStore;
+use super::outbox::insert_events;
+use super::payouts::{PayoutAbort, PayoutRow, apply_change};
+use crate::errors::from_diesel;
+use crate::schema::{batches, payouts};
+
+/// A `batches` row.
+#[derive(Debug, Queryable, Selectable)]
+#[diesel(table_name = batches, check_for_backend(diesel::pg::Pg))]
+struct BatchRow {
+    id: Uuid,
+    subaccount_id: Uuid,
+    asset: String,
+    status: String,
+    batch_run_time: DateTime<Utc>,
+    total_tx: i32,
+    amount: i64,
+    process_amount: i64,
+    total_failed: i32,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+fn unknown(message: String) -> PortError {
+    PortError::Unknown(anyhow::anyhow!(message))
+}
+
+impl TryFrom<BatchRow> for Batch {
+    type Error = PortError;
+
+    fn try_from(r: BatchRow) -> Result<Self, PortError> {
+        Ok(Batch {
+            id: r.id,
+            subaccount_id: SubaccountId::from_uuid(r.subaccount_id),
+            asset: Asset::parse(&r.asset)
+                .ok_or_else(|| unknown(format!("batch {} has asset {}", r.id, r.asset)))?,
+            status: BatchStatus::parse(&r.status)
+                .ok_or_else(|| unknown(format!("batch {} has status {}", r.id, r.status)))?,
+            batch_run_time: r.batch_run_time,
+            total_tx: r.total_tx,
+            amount: r.amount,
+            process_amount: r.process_amount,
+            total_failed: r.total_failed,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        })
+    }
+}
+
+/// A stored value the domain refuses, as the error that rolls the transaction back.
+fn corrupt(e: PortError) -> diesel::result::Error {
+    diesel::result::Error::QueryBuilderError(e.into())
+}
+
+fn to_payouts(rows: Vec<PayoutRow>) -> Result<Vec<Payout>, PortError> {
+    rows.into_iter().map(Payout::try_from).collect()
+}
+
+/// The batch's payouts in `status`, locked `FOR UPDATE`.
+async fn locked_payouts(
+    conn: &mut AsyncPgConnection,
+    batch: Uuid,
+    status: PayoutStatus,
+) -> Result<Vec<PayoutRow>, diesel::result::Error> {
+    payouts::table
+        .filter(payouts::batch_id.eq(batch))
+        .filter(payouts::status.eq(i16::from(status.code())))
+        .order(payouts::created_at.asc())
+        .select(PayoutRow::as_select())
+        .for_update()
+        .load(conn)
+        .await
+}
+
+/// What a close transaction found.
+enum Closing {
+    Nothing,
+    Closed(ClosedBatch),
+}
+
+#[async_trait]
+impl BatchStore for PgStore {
+    async fn close_due_batch(
+        &self,
+        planner: &ClosePlanner,
+        lease_until: DateTime<Utc>,
+    ) -> Result<Option<ClosedBatch>, PortError> {
+        let interval = self.batch_interval;
+        let now = planner.now();
+        let mut conn = self.conn().await?;
+        let result = conn
+            .transaction::<_, PayoutAbort, _>(async |conn| {
+                // Waits for payouts still joining it; a concurrent closer then finds the row no
+                // longer open and gets nothing this round.
+                let row: Option<BatchRow> = batches::table
+                    .filter(batches::status.eq(BatchStatus::Open.as_str()))
+                    .filter(batches::batch_run_time.le(now))
+                    .order(batches::batch_run_time.asc())
+                    .select(BatchRow::as_select())
+                    .for_update()
+                    .first(conn)
+                    .await
+                    .optional()?;
+                let Some(row) = row else {
+                    return Ok(Closing::Nothing);
+                };
+                let batch = Batch::try_from(row).map_err(corrupt)?;
+                let pending =
+                    to_payouts(locked_payouts(conn, batch.id, PayoutStatus::Pending).await?)
+                        .map_err(corrupt)?;
+                let plan = planner.plan(&batch, &pending).map_err(|e| {
+                    PayoutAbort::Db(diesel::result::Error::QueryBuilderError(e.into()))
+                })?;
+                for change in &plan.changes {
+                    apply_change(conn, change, interval).await?;
+                }
+                let leased = plan.batch.status == BatchStatus::Queue;
+                diesel::update(batches::table.find(batch.id))
+                    .set((
+                        batches::status.eq(plan.batch.status.as_str()),
+                        batches::total_tx.eq(plan.batch.total_tx),
+                        batches::amount.eq(plan.batch.amount),
+                        batches::claimed_until.eq(leased.then_some(lease_until)),
+                        batches::updated_at.eq(plan.batch.updated_at),
+                    ))
+                    .execute(conn)
+                    .await?;
+                insert_events(conn, &plan.events).await?;
+                Ok(Closing::Closed(ClosedBatch {
+                    batch: plan.batch,
+                    payouts: plan.changes.into_iter().map(|c| c.payout).collect(),
+                    claimed_until: lease_until,
+                }))
+            })
+            .await;
+        match result {
+            Ok(Closing::Nothing) => Ok(None),
+            Ok(Closing::Closed(closed)) => Ok(Some(closed)),
+            Err(e) => Err(e.into_port("closing a batch")),
+        }
+    }
+
+    async fn reclaim_stale_batch(
+        &self,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+    ) -> Result<Option<ClosedBatch>, PortError> {
+        let mut conn = self.conn().await?;
+        let result = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                let row: Option<BatchRow> = batches::table
+                    .filter(batches::status.eq(BatchStatus::Queue.as_str()))
+                    .filter(batches::claimed_until.lt(now))
+                    .order(batches::claimed_until.asc())
+                    .select(BatchRow::as_select())
+                    .for_update()
+                    .skip_locked()
+                    .first(conn)
+                    .await
+                    .optional()?;
+                let Some(row) = row else {
+                    return Ok(None);
+                };
+                diesel::update(batches::table.find(row.id))
+                    .set(batches::claimed_until.eq(lease_until))
+                    .execute(conn)
+                    .await?;
+                let payouts = locked_payouts(conn, row.id, PayoutStatus::InProgress).await?;
+                Ok(Some((row, payouts)))
+            })
+            .await
+            .map_err(from_diesel)?;
+        let Some((row, payouts)) = result else {
+            return Ok(None);
+        };
+        Ok(Some(ClosedBatch {
+            batch: Batch::try_from(row)?,
+            payouts: to_payouts(payouts)?,
+            claimed_until: lease_until,
+        }))
+    }
+
+    async fn record_submission(
+        &self,
+        closed: &ClosedBatch,
+        receipts: &[RailReceipt],
+        submitted: &Batch,
+        events: &[OutboxEvent],
+    ) -> Result<bool, PortError> {
+        let id = closed.batch.id;
+        let mut conn = self.conn().await?;
+        let result = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                let moved = diesel::update(batches::table.find(id))
+                    .filter(batches::status.eq(BatchStatus::Queue.as_str()))
+                    .filter(batches::claimed_until.eq(closed.claimed_until))
+                    .set((
+                        batches::status.eq(submitted.status.as_str()),
+                        batches::claimed_until.eq(None::<DateTime<Utc>>),
+                        batches::updated_at.eq(submitted.updated_at),
+                    ))
+                    .execute(conn)
+                    .await?;
+                if moved != 1 {
+                    return Err(diesel::result::Error::RollbackTransaction);
+                }
+                for receipt in receipts {
+                    diesel::update(payouts::table.find(receipt.payout_id.as_uuid()))
+                        .filter(payouts::batch_id.eq(id))
+                        .set(payouts::provider_reference.eq(&receipt.provider_reference))
+                        .execute(conn)
+                        .await?;
+                }
+                insert_events(conn, events).await
+            })
+            .await;
+        match result {
+            Ok(()) => Ok(true),
+            Err(diesel::result::Error::RollbackTransaction) => Ok(false),
+            Err(e) => Err(from_diesel(e)),
+        }
+    }
+
+    async fn submitted_payouts(&self, limit: u32) -> Result<Vec<Payout>, PortError> {
+        let mut conn = self.conn().await?;
+        let submitted = batches::table
+            .filter(batches::status.eq(BatchStatus::InProgress.as_str()))
+            .select(batches::id);
+        let rows: Vec<PayoutRow> = payouts::table
+            .filter(payouts::batch_id.eq_any(submitted.nullable()))
+            .filter(payouts::status.eq(i16::from(PayoutStatus::InProgress.code())))
+            .order(payouts::submitted_at.asc())
+            .limit(i64::from(limit))
+            .select(PayoutRow::as_select())
+            .load(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        to_payouts(rows)
+    }
+
+    async fn finish_batch(
+        &self,
+        batch: Uuid,
+        now: DateTime<Utc>,
+        event_id: EventId,
+    ) -> Result<Option<Batch>, PortError> {
+        let mut conn = self.conn().await?;
+        let result = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                let row: Option<BatchRow> = batches::table
+                    .find(batch)
+                    .filter(batches::status.eq(BatchStatus::InProgress.as_str()))
+                    .select(BatchRow::as_select())
+                    .for_update()
+                    .first(conn)
+                    .await
+                    .optional()?;
+                let Some(row) = row else {
+                    return Ok(None);
+                };
+                let counts: Vec<(i16, i64, i64)> = payouts::table
+                    .filter(payouts::batch_id.eq(batch))
+                    .group_by(payouts::status)
+                    .select((
+                        payouts::status,
+                        diesel::dsl::count_star(),
+                        diesel::dsl::sql::<diesel::sql_types::BigInt>(
+                            "COALESCE(SUM(payouts.amount), 0)::bigint",
+                        ),
+                    ))
+                    .load(conn)
+                    .await?;
+                let of = |status: PayoutStatus| {
+                    counts
+                        .iter()
+                        .find(|(s, _, _)| *s == i16::from(status.code()))
+                        .map_or((0, 0), |(_, n, sum)| (*n, *sum))
+                };
+                if of(PayoutStatus::InProgress).0 > 0 {
+                    return Ok(None);
+                }
+                let (failed, _) = of(PayoutStatus::Failed);
+                let (_, paid) = of(PayoutStatus::Successful);
+                let total_failed = i32::try_from(failed).unwrap_or(i32::MAX);
+                let status = BatchStatus::finished(row.total_tx, total_failed);
+                diesel::update(batches::table.find(batch))
+                    .set((
+                        batches::status.eq(status.as_str()),
+                        batches::process_amount.eq(paid),
+                        batches::total_failed.eq(total_failed),
+                        batches::updated_at.eq(now),
+                    ))
+                    .execute(conn)
+                    .await?;
+                let finished = Batch {
+                    status,
+                    process_amount: paid,
+                    total_failed,
+                    updated_at: now,
+                    ..Batch::try_from(row).map_err(corrupt)?
+                };
+                insert_events(conn, &[OutboxEvent::batch(event_id, &finished, now)]).await?;
+                Ok(Some(finished))
+            })
+            .await;
+        result.map_err(from_diesel)
+    }
+
+    async fn bring_forward_open_batch(
+        &self,
+        subaccount: SubaccountId,
+        asset: Asset,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Batch>, PortError> {
+        let mut conn = self.conn().await?;
+        let row: Option<BatchRow> = diesel::update(batches::table)
+            .filter(batches::subaccount_id.eq(subaccount.as_uuid()))
+            .filter(batches::asset.eq(asset.code()))
+            .filter(batches::status.eq(BatchStatus::Open.as_str()))
+            .set(batches::batch_run_time.eq(now))
+            .returning(BatchRow::as_returning())
+            .get_result(&mut conn)
+            .await
+            .optional()
+            .map_err(from_diesel)?;
+        row.map(Batch::try_from).transpose()
+    }
+
+    async fn find_batch(
+        &self,
+        subaccount: SubaccountId,
+        id: Uuid,
+    ) -> Result<Option<Batch>, PortError> {
+        let mut conn = self.conn().await?;
+        let row: Option<BatchRow> = batches::table
+            .find(id)
+            .filter(batches::subaccount_id.eq(subaccount.as_uuid()))
+            .select(BatchRow::as_select())
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(from_diesel)?;
+        row.map(Batch::try_from).transpose()
+    }
+
+    async fn in_progress_payouts(
+        &self,
+        subaccount: SubaccountId,
+        batch: Uuid,
+    ) -> Result<Vec<Payout>, PortError> {
+        let mut conn = self.conn().await?;
+        let rows: Vec<PayoutRow> = payouts::table
+            .filter(payouts::subaccount_id.eq(subaccount.as_uuid()))
+            .filter(payouts::batch_id.eq(batch))
+            .filter(payouts::status.eq(i16::from(PayoutStatus::InProgress.code())))
+            .order(payouts::created_at.asc())
+            .select(PayoutRow::as_select())
+            .load(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        to_payouts(rows)
+    }
+}

@@ -1,0 +1,311 @@
+//! The batch runner: the background job of contract §7.5, and the sandbox helpers that drive
+//! the same steps on demand.
+
+use std::sync::Arc;
+
+use chrono::Duration;
+use uuid::Uuid;
+
+use super::ports::{BatchStore, ClosePlanner, ClosedBatch, PayoutRail, RailResult};
+use super::{Batch, BatchStatus};
+use crate::account::AccountStatus;
+use crate::account::ports::AccountStore;
+use crate::auth::Caller;
+use crate::error::PortError;
+use crate::events::{EventKind, OutboxEvent};
+use crate::ids::{EventId, PayoutId};
+use crate::money::Asset;
+use crate::payout::change::{AccountFailure, plan_change};
+use crate::payout::ports::PayoutStore;
+use crate::payout::{Payout, PayoutEvent, PayoutStatus};
+use crate::ports::{Clock, IdGenerator};
+
+/// How many batches one pass closes (and takes over) at most, and how many submitted payouts
+/// it asks the rail about.
+const BATCHES_PER_PASS: usize = 16;
+const RESULTS_PER_PASS: u32 = 500;
+
+/// What one pass did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunnerPass {
+    /// Batches closed (including ones closed as cancelled).
+    pub closed: usize,
+    /// Batches submitted to the rail (including taken-over ones).
+    pub submitted: usize,
+    /// Payouts whose result was recorded.
+    pub settled: usize,
+    /// Batches finished.
+    pub finished: usize,
+}
+
+impl RunnerPass {
+    /// Whether the pass found anything to do.
+    pub fn is_idle(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// Why a sandbox settlement was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum SettleError {
+    /// No such payout or batch in the caller's subaccount.
+    #[error("not found")]
+    NotFound,
+    /// The payout is not `in_progress` (carries its status), or the batch has no payout that is.
+    #[error("not in progress")]
+    NotInProgress(Option<PayoutStatus>),
+    /// Infrastructure failure.
+    #[error(transparent)]
+    Port(#[from] PortError),
+}
+
+/// Runs batches: closes due ones, submits them, records the rail's results, finishes them.
+pub struct BatchRunner {
+    batches: Arc<dyn BatchStore>,
+    payouts: Arc<dyn PayoutStore>,
+    accounts: Arc<dyn AccountStore>,
+    rail: Arc<dyn PayoutRail>,
+    clock: Arc<dyn Clock>,
+    ids: Arc<dyn IdGenerator>,
+    lease: Duration,
+}
+
+impl BatchRunner {
+    /// Wires the runner; `lease` is how long a runner may take between closing a batch and
+    /// recording its submission before another runner takes it over.
+    pub fn new(
+        batches: Arc<dyn BatchStore>,
+        payouts: Arc<dyn PayoutStore>,
+        accounts: Arc<dyn AccountStore>,
+        rail: Arc<dyn PayoutRail>,
+        clock: Arc<dyn Clock>,
+        ids: Arc<dyn IdGenerator>,
+        lease: Duration,
+    ) -> Self {
+        Self {
+            batches,
+            payouts,
+            accounts,
+            rail,
+            clock,
+            ids,
+            lease,
+        }
+    }
+
+    /// One pass of the job: closes and submits due batches, takes over abandoned ones, records
+    /// the rail's results and finishes the batches they complete.
+    pub async fn run_once(&self) -> Result<RunnerPass, PortError> {
+        let mut pass = RunnerPass::default();
+        for _ in 0..BATCHES_PER_PASS {
+            let now = self.clock.now();
+            let planner = ClosePlanner::new(now, self.ids.clone());
+            let Some(closed) = self
+                .batches
+                .close_due_batch(&planner, now + self.lease)
+                .await?
+            else {
+                break;
+            };
+            pass.closed += 1;
+            pass.submitted += usize::from(self.submit(&closed).await?);
+        }
+        for _ in 0..BATCHES_PER_PASS {
+            let now = self.clock.now();
+            let Some(closed) = self
+                .batches
+                .reclaim_stale_batch(now, now + self.lease)
+                .await?
+            else {
+                break;
+            };
+            pass.submitted += usize::from(self.submit(&closed).await?);
+        }
+        let submitted = self.batches.submitted_payouts(RESULTS_PER_PASS).await?;
+        if !submitted.is_empty() {
+            let outcomes = self.rail.results(&submitted).await?;
+            for outcome in outcomes {
+                let Some(payout) = submitted.iter().find(|p| p.id == outcome.payout_id) else {
+                    continue;
+                };
+                let (settled, finished) = self.settle(payout, &outcome.result).await?;
+                pass.settled += usize::from(settled);
+                pass.finished += usize::from(finished);
+            }
+        }
+        Ok(pass)
+    }
+
+    /// Submits a closed batch's payouts and records the receipts. `Ok(false)` when there was
+    /// nothing to submit or another runner took the batch over meanwhile.
+    async fn submit(&self, closed: &ClosedBatch) -> Result<bool, PortError> {
+        if closed.payouts.is_empty() || closed.batch.status != BatchStatus::Queue {
+            return Ok(false);
+        }
+        // A rail error leaves the batch in `queue`; once the lease runs out a runner takes it
+        // over and submits again (the rail is idempotent by payout id).
+        let receipts = self.rail.submit(&closed.batch, &closed.payouts).await?;
+        let now = self.clock.now();
+        let submitted = Batch {
+            status: BatchStatus::InProgress,
+            updated_at: now,
+            ..closed.batch.clone()
+        };
+        let event = OutboxEvent::batch(EventId::from_uuid(self.ids.new_id()), &submitted, now);
+        self.batches
+            .record_submission(closed, &receipts, &submitted, &[event])
+            .await
+    }
+
+    /// Records the rail's `result` for an `in_progress` payout: `successful` (hold posted) or
+    /// `failed` (hold voided, and the account failed when the rail says the receiver is
+    /// invalid), then finishes its batch if that was the last result. Returns whether the result
+    /// was applied (not already recorded) and whether the batch finished.
+    pub async fn settle(
+        &self,
+        payout: &Payout,
+        result: &RailResult,
+    ) -> Result<(bool, bool), PortError> {
+        let now = self.clock.now();
+        let (event, invalid, reason) = match result {
+            RailResult::Paid => (PayoutEvent::RailSucceeded, false, None),
+            RailResult::Failed {
+                receiver_is_invalid,
+                reason,
+            } => (
+                PayoutEvent::RailFailed,
+                *receiver_is_invalid,
+                Some(reason.clone()),
+            ),
+        };
+        let Ok(mut change) = plan_change(payout, event, now, self.ids.as_ref(), |p| {
+            p.receiver_is_invalid = invalid;
+            p.failure_reason = reason;
+        }) else {
+            // Not in progress any more: the result was recorded already.
+            return Ok((false, false));
+        };
+        if invalid {
+            change.account_failure = self.account_failure(payout).await?;
+        }
+        if !self.payouts.apply_transition(&change).await? {
+            return Ok((false, false));
+        }
+        let finished = match payout.batch_id {
+            Some(batch) => self.finish(batch).await?.is_some(),
+            None => false,
+        };
+        Ok((true, finished))
+    }
+
+    /// The account's side of a failure with `receiver_is_invalid`: `failed`, with
+    /// `accountUpdate` (contract §5.6).
+    async fn account_failure(&self, payout: &Payout) -> Result<Option<AccountFailure>, PortError> {
+        let Some(account) = self
+            .accounts
+            .find_account(payout.subaccount_id, payout.account_id)
+            .await?
+        else {
+            return Ok(None);
+        };
+        if account.status == AccountStatus::Failed {
+            return Ok(None);
+        }
+        let now = self.clock.now();
+        let failed = crate::account::ReceiverAccount {
+            status: AccountStatus::Failed,
+            updated_at: now,
+            ..account
+        };
+        let event = OutboxEvent::account(
+            EventKind::AccountUpdate,
+            EventId::from_uuid(self.ids.new_id()),
+            &failed,
+            now,
+        );
+        Ok(Some(AccountFailure {
+            account_id: failed.id,
+            updated_at: now,
+            event,
+        }))
+    }
+
+    async fn finish(&self, batch: Uuid) -> Result<Option<Batch>, PortError> {
+        self.batches
+            .finish_batch(
+                batch,
+                self.clock.now(),
+                EventId::from_uuid(self.ids.new_id()),
+            )
+            .await
+    }
+
+    /// Runs the caller's open batch in `asset` now (sandbox `batch/run`): brings its run time
+    /// forward and runs a pass. Returns the batch as it is afterwards; `Ok(None)` when the
+    /// subaccount has no open batch in `asset`.
+    pub async fn run_open_batch_now(
+        &self,
+        caller: &Caller,
+        asset: Asset,
+    ) -> Result<Option<Batch>, PortError> {
+        let Some(batch) = self
+            .batches
+            .bring_forward_open_batch(caller.subaccount_id, asset, self.clock.now())
+            .await?
+        else {
+            return Ok(None);
+        };
+        self.run_once().await?;
+        self.batches
+            .find_batch(caller.subaccount_id, batch.id)
+            .await
+    }
+
+    /// Settles the caller's `in_progress` payout as the rail would (sandbox `status` helper).
+    pub async fn settle_payout(
+        &self,
+        caller: &Caller,
+        id: PayoutId,
+        result: &RailResult,
+    ) -> Result<(), SettleError> {
+        let (payout, _) = self
+            .payouts
+            .find_payout(caller.subaccount_id, id)
+            .await?
+            .ok_or(SettleError::NotFound)?;
+        if payout.status != PayoutStatus::InProgress {
+            return Err(SettleError::NotInProgress(Some(payout.status)));
+        }
+        let (applied, _) = self.settle(&payout, result).await?;
+        if applied {
+            Ok(())
+        } else {
+            Err(SettleError::NotInProgress(None))
+        }
+    }
+
+    /// Settles every `in_progress` payout of the caller's batch (sandbox `status` helper).
+    pub async fn settle_batch(
+        &self,
+        caller: &Caller,
+        batch: Uuid,
+        result: &RailResult,
+    ) -> Result<usize, SettleError> {
+        self.batches
+            .find_batch(caller.subaccount_id, batch)
+            .await?
+            .ok_or(SettleError::NotFound)?;
+        let payouts = self
+            .batches
+            .in_progress_payouts(caller.subaccount_id, batch)
+            .await?;
+        let mut settled = 0;
+        for payout in &payouts {
+            settled += usize::from(self.settle(payout, result).await?.0);
+        }
+        if settled == 0 {
+            return Err(SettleError::NotInProgress(None));
+        }
+        Ok(settled)
+    }
+}
