@@ -3,6 +3,7 @@
 
 mod accounts;
 mod auth;
+mod batches;
 mod envelope;
 mod helpers;
 mod kyc;

@@ -181,8 +181,8 @@ pub trait BatchStore: Send + Sync {
         lease_until: DateTime<Utc>,
     ) -> Result<Option<ClosedBatch>, PortError>;
 
-    /// Records the rail's receipts for `closed` and moves the batch to `submitted` (its
-    /// `in_progress` state) with `events`, where the batch is still in `queue` under this claim.
+    /// Records the rail's receipts for `closed` and moves the batch to `in_progress` (its
+    /// payouts are there already) with `events`, where the batch is still in `queue` under this claim.
     /// `Ok(false)` when another runner took it over meanwhile; then nothing was written.
     async fn record_submission(
         &self,

@@ -309,3 +309,176 @@ impl BatchRunner {
         Ok(settled)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::account::ports::MockAccountStore;
+    use crate::account::{AccountData, ConfirmStatus, PayoutMethod, ReceiverAccount};
+    use crate::batch::ports::{MockBatchStore, MockPayoutRail};
+    use crate::ids::{ReceiverAccountId, ReceiverId, SubaccountId};
+    use crate::money::MinorUnits;
+    use crate::payout::ports::MockPayoutStore;
+    use crate::ports::{MockClock, MockIdGenerator};
+    use chrono::{DateTime, Utc};
+
+    fn now() -> DateTime<Utc> {
+        DateTime::from_timestamp(1_700_000_000, 0).unwrap_or_default()
+    }
+
+    fn in_progress() -> Payout {
+        Payout {
+            id: PayoutId::from_uuid(Uuid::from_u128(1)),
+            subaccount_id: SubaccountId::from_uuid(Uuid::from_u128(2)),
+            receiver_id: ReceiverId::from_uuid(Uuid::from_u128(3)),
+            account_id: ReceiverAccountId::from_uuid(Uuid::from_u128(4)),
+            asset: Asset::Aud,
+            amount: MinorUnits::new(1_013).unwrap_or_else(|e| panic!("{e}")),
+            fee: 0,
+            fee_template: None,
+            reference: None,
+            note: String::new(),
+            status: PayoutStatus::InProgress,
+            batch_id: Some(Uuid::from_u128(5)),
+            provider_reference: "SBX-1".to_owned(),
+            duplicate: false,
+            submitted_at: Some(now()),
+            receiver_is_invalid: false,
+            failure_reason: None,
+            created_at: now(),
+            updated_at: now(),
+        }
+    }
+
+    fn runner(
+        batches: MockBatchStore,
+        payouts: MockPayoutStore,
+        accounts: MockAccountStore,
+        rail: MockPayoutRail,
+    ) -> BatchRunner {
+        let mut clock = MockClock::new();
+        clock.expect_now().returning(now);
+        let mut ids = MockIdGenerator::new();
+        ids.expect_new_id().returning(Uuid::new_v4);
+        BatchRunner::new(
+            Arc::new(batches),
+            Arc::new(payouts),
+            Arc::new(accounts),
+            Arc::new(rail),
+            Arc::new(clock),
+            Arc::new(ids),
+            Duration::seconds(60),
+        )
+    }
+
+    #[tokio::test]
+    async fn an_invalid_receiver_fails_the_payout_and_its_account_together() {
+        let mut accounts = MockAccountStore::new();
+        accounts.expect_find_account().returning(|_, id| {
+            Ok(Some(ReceiverAccount {
+                id,
+                receiver_id: ReceiverId::from_uuid(Uuid::from_u128(3)),
+                subaccount_id: SubaccountId::from_uuid(Uuid::from_u128(2)),
+                method: PayoutMethod::DirectEntry,
+                data: AccountData::from_pairs(vec![("bsb".to_owned(), "012002".to_owned())]),
+                status: AccountStatus::Completed,
+                confirm_status: ConfirmStatus::Confirmed,
+                created_at: now(),
+                updated_at: now(),
+            }))
+        });
+        let mut payouts = MockPayoutStore::new();
+        payouts
+            .expect_apply_transition()
+            .withf(|change| {
+                change.payout.status == PayoutStatus::Failed
+                    && change.payout.receiver_is_invalid
+                    && change
+                        .account_failure
+                        .as_ref()
+                        .is_some_and(|f| f.event.payload["status"] == "failed")
+            })
+            .times(1)
+            .returning(|_| Ok(true));
+        let mut batches = MockBatchStore::new();
+        batches
+            .expect_finish_batch()
+            .withf(|batch, _, _| *batch == Uuid::from_u128(5))
+            .times(1)
+            .returning(|_, _, _| Ok(None));
+        let runner = runner(batches, payouts, accounts, MockPayoutRail::new());
+        let result = RailResult::Failed {
+            receiver_is_invalid: true,
+            reason: "closed".to_owned(),
+        };
+        let outcome = runner.settle(&in_progress(), &result).await;
+        assert_eq!(outcome.ok(), Some((true, false)));
+    }
+
+    #[tokio::test]
+    async fn a_result_for_a_payout_settled_meanwhile_changes_nothing() {
+        let mut payouts = MockPayoutStore::new();
+        payouts
+            .expect_apply_transition()
+            .times(1)
+            .returning(|_| Ok(false));
+        let mut batches = MockBatchStore::new();
+        batches.expect_finish_batch().never();
+        let runner = runner(
+            batches,
+            payouts,
+            MockAccountStore::new(),
+            MockPayoutRail::new(),
+        );
+        let outcome = runner.settle(&in_progress(), &RailResult::Paid).await;
+        assert_eq!(outcome.ok(), Some((false, false)));
+        // A payout no longer in progress is not even attempted.
+        let done = Payout {
+            status: PayoutStatus::Successful,
+            ..in_progress()
+        };
+        let outcome = runner.settle(&done, &RailResult::Paid).await;
+        assert_eq!(outcome.ok(), Some((false, false)));
+    }
+
+    #[tokio::test]
+    async fn a_rail_that_fails_leaves_the_batch_for_a_later_takeover() {
+        let closed = ClosedBatch {
+            batch: Batch {
+                id: Uuid::from_u128(5),
+                subaccount_id: SubaccountId::from_uuid(Uuid::from_u128(2)),
+                asset: Asset::Aud,
+                status: BatchStatus::Queue,
+                batch_run_time: now(),
+                total_tx: 1,
+                amount: 1_013,
+                process_amount: 0,
+                total_failed: 0,
+                created_at: now(),
+                updated_at: now(),
+            },
+            payouts: vec![in_progress()],
+            claimed_until: now() + Duration::seconds(60),
+        };
+        let mut batches = MockBatchStore::new();
+        let mut once = Some(closed);
+        batches
+            .expect_close_due_batch()
+            .returning(move |_, _| Ok(once.take()));
+        batches.expect_record_submission().never();
+        let mut rail = MockPayoutRail::new();
+        rail.expect_submit()
+            .times(1)
+            .returning(|_, _| Err(PortError::Unavailable(anyhow::anyhow!("rail down"))));
+        let runner = runner(
+            batches,
+            MockPayoutStore::new(),
+            MockAccountStore::new(),
+            rail,
+        );
+        assert!(matches!(
+            runner.run_once().await,
+            Err(PortError::Unavailable(_))
+        ));
+    }
+}
