@@ -16,6 +16,7 @@ use domain::account::service::AccountService;
 use domain::auth::AuthService;
 use domain::batch::runner::BatchRunner;
 use domain::delivery::worker::{DeliveryWorker, WorkerSettings};
+use domain::idempotency::{IdempotencyService, IdempotencyStore};
 use domain::paging::cursor::CursorKey;
 use domain::payout::service::PayoutService;
 use domain::ports::{Clock, IdGenerator, KycProvider};
@@ -171,6 +172,7 @@ pub fn build_state(
             ids,
             chrono::Duration::from_std(config.batches.lease).context("batch lease")?,
         )),
+        idempotency: IdempotencyService::new(store.clone(), Arc::new(SystemClock)),
         readiness: Box::new((*store).clone()),
     })
 }
@@ -282,6 +284,7 @@ impl Application {
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(state.clone())
+                .wrap(from_fn(http::idempotency::idempotency))
                 .wrap(from_fn(http::context::request_context))
                 .configure(http::routes)
                 .configure(|cfg| {
@@ -329,6 +332,9 @@ impl Application {
                 let cutoff = chrono::Utc::now() - NONCE_RETENTION;
                 if let Err(e) = store.purge_nonces(cutoff).await {
                     tracing::warn!(error = %e, "purging expired nonces failed");
+                }
+                if let Err(e) = IdempotencyStore::purge_expired(&store, chrono::Utc::now()).await {
+                    tracing::warn!(error = %e, "purging expired idempotency keys failed");
                 }
             }
         });

@@ -36,6 +36,8 @@ pub struct AppState {
     pub payouts: PayoutService,
     /// Batches: the runner the background job and the sandbox helpers drive.
     pub batches: std::sync::Arc<domain::batch::runner::BatchRunner>,
+    /// Idempotency keys.
+    pub idempotency: domain::idempotency::IdempotencyService,
     /// Readiness probe.
     pub readiness: Box<dyn Readiness>,
 }

@@ -16,6 +16,7 @@ use domain::auth::signature::{SignatureVersion, SignedParts, sign};
 use domain::auth::{AuthService, Credential};
 use domain::batch::ports::{MockBatchStore, MockPayoutRail};
 use domain::batch::runner::BatchRunner;
+use domain::idempotency::{IdempotencyService, MockIdempotencyStore};
 use domain::ids::{ApiKeyId, SubaccountId};
 use domain::masking::Secret;
 use domain::paging::cursor::CursorKey;
@@ -94,6 +95,7 @@ fn state(credentials: MockCredentialStore, receivers: MockReceiverStore) -> web:
             Arc::new(MockIdGenerator::new()),
             chrono::Duration::seconds(60),
         )),
+        idempotency: IdempotencyService::new(Arc::new(MockIdempotencyStore::new()), clock()),
         readiness: Box::new(Down),
     })
 }

@@ -14,6 +14,7 @@ pub mod country;
 pub mod delivery;
 pub mod error;
 pub mod events;
+pub mod idempotency;
 pub mod ids;
 pub mod masking;
 pub mod money;

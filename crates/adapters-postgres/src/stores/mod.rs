@@ -5,6 +5,7 @@ mod batches;
 pub mod credentials;
 mod delivery;
 mod events;
+pub mod idempotency;
 mod operator;
 mod outbox;
 mod payouts;

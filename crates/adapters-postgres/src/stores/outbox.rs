@@ -6,10 +6,14 @@ use domain::events::OutboxEvent;
 
 /// Inserts `events` on `conn` (which must be inside the use case's transaction). Each gets the
 /// next `sequence` of its object, also added to its payload.
+///
+/// Every business transaction writes its events here, so this is also where the running
+/// request's idempotency key is marked committed, in the same transaction as the write.
 pub(crate) async fn insert_events(
     conn: &mut AsyncPgConnection,
     events: &[OutboxEvent],
 ) -> Result<(), diesel::result::Error> {
+    super::idempotency::mark_committed(conn).await?;
     for event in events {
         diesel::sql_query(
             "WITH seq AS ( \

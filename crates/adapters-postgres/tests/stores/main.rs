@@ -7,6 +7,7 @@
 mod accounts;
 mod credentials;
 mod delivery;
+mod idempotency;
 mod operator;
 mod receivers;
 mod support;

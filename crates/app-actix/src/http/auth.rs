@@ -9,7 +9,9 @@ use domain::auth::{AuthError, Caller, SignedRequest};
 use futures_util::future::LocalBoxFuture;
 
 use super::error::ApiError;
+use super::idempotency::{ClaimedKey, Replayed, RequestKey};
 use crate::state::AppState;
+use domain::idempotency::{ClaimOutcome, IdempotencyKey};
 
 /// An authenticated request: who is calling, and the raw body they signed.
 #[derive(Debug)]
@@ -24,6 +26,46 @@ const OPERATION: &str = "Authentication";
 
 fn header<'a>(req: &'a HttpRequest, name: &str) -> Option<&'a str> {
     req.headers().get(name).and_then(|v| v.to_str().ok())
+}
+
+/// Claims the request's idempotency key for the caller; answers `IDEM001`/`IDEM002`, or marks
+/// the request for a replay (the middleware answers with the stored response).
+async fn claim(
+    state: &Data<AppState>,
+    req: &HttpRequest,
+    caller: &Caller,
+    key: IdempotencyKey,
+    path_and_query: &str,
+    body: &[u8],
+) -> Result<(), ApiError> {
+    let outcome = state
+        .idempotency
+        .claim(
+            caller.subaccount_id,
+            &key,
+            req.method().as_str(),
+            path_and_query,
+            body,
+        )
+        .await
+        .map_err(|e| ApiError::port("Request", &e))?;
+    match outcome {
+        ClaimOutcome::Claimed { lease_until } => {
+            req.extensions_mut().insert(ClaimedKey {
+                subaccount: caller.subaccount_id,
+                key,
+                lease_until,
+            });
+            Ok(())
+        }
+        ClaimOutcome::Replay { status, body } => {
+            req.extensions_mut().insert(Replayed { status, body });
+            // Replaced by the stored response in the middleware.
+            Err(ApiError::code("Request", ErrorCode::Idem001))
+        }
+        ClaimOutcome::Mismatch => Err(ApiError::code("Request", ErrorCode::Idem002)),
+        ClaimOutcome::InFlight => Err(ApiError::code("Request", ErrorCode::Idem001)),
+    }
 }
 
 impl FromRequest for Authenticated {
@@ -67,6 +109,10 @@ impl FromRequest for Authenticated {
                     AuthError::Port(e) => ApiError::port(OPERATION, &e),
                 })?;
             req.extensions_mut().insert(caller);
+            let key = req.extensions().get::<RequestKey>().cloned();
+            if let Some(RequestKey(key)) = key {
+                claim(state, &req, &caller, key, path_and_query, &body).await?;
+            }
             Ok(Self { caller, body })
         })
     }

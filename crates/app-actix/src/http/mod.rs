@@ -8,6 +8,7 @@ pub mod context;
 pub mod envelope;
 pub mod error;
 pub mod health;
+pub mod idempotency;
 pub mod payouts;
 pub mod query;
 pub mod receivers;

@@ -6,6 +6,7 @@ mod auth;
 mod batches;
 mod envelope;
 mod helpers;
+mod idempotency;
 mod kyc;
 mod payouts;
 mod receiver;

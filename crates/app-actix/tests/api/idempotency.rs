@@ -1,0 +1,205 @@
+//! `idempotency-key` (contract §7.9): replays byte for byte, refuses a different request or a
+//! retry while the first runs, and never writes twice, also under concurrent retries.
+
+use reqwest::header::HeaderMap;
+use serde_json::{Value, json};
+
+use crate::helpers::{Tenant, TestApp, now_ms, receiver_body, sign, spawn_app, subaccount};
+
+/// What came back, with the raw body.
+struct Raw {
+    status: u16,
+    headers: HeaderMap,
+    bytes: Vec<u8>,
+}
+
+impl Raw {
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.bytes).unwrap()
+    }
+
+    fn replayed(&self) -> bool {
+        self.headers
+            .get("idempotent-replayed")
+            .is_some_and(|v| v == "true")
+    }
+
+    fn codes(&self) -> Vec<String> {
+        self.json()["error"]
+            .as_array()
+            .map(|e| {
+                e.iter()
+                    .map(|i| i["code"].as_str().unwrap_or_default().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// A freshly signed POST with an idempotency key.
+async fn post_with_key(app: &TestApp, tenant: &Tenant, path: &str, key: &str, body: &Value) -> Raw {
+    let response = app
+        .client
+        .post(format!("{}{path}", app.base))
+        .header("x-api-key", &tenant.api_key)
+        .header("signature", sign(tenant, now_ms(), None))
+        .header("content-type", "application/json")
+        .header("idempotency-key", key)
+        .body(serde_json::to_vec(body).unwrap())
+        .send()
+        .await
+        .unwrap();
+    Raw {
+        status: response.status().as_u16(),
+        headers: response.headers().clone(),
+        bytes: response.bytes().await.unwrap().to_vec(),
+    }
+}
+
+async fn payee(app: &TestApp, tenant: &Tenant) -> (String, String) {
+    let receiver = app.create_receiver(tenant, "idem@example.com").await;
+    for (path, body) in [(
+        "/api/test-helpers/kyc",
+        json!({"receiver_id": receiver, "kyc_status": "completed"}),
+    )] {
+        assert_eq!(app.post(tenant, path, &body).await.status, 200);
+    }
+    let account = app
+        .post(
+            tenant,
+            "/api/receiver-account/aud/direct-entry",
+            &json!({"receiver_id": receiver, "bsb": "012002", "account_number": "123456789"}),
+        )
+        .await;
+    let account = account.body["payload"]["receiver_account_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (receiver, account)
+}
+
+async fn payout_count(app: &TestApp, tenant: &Tenant) -> usize {
+    let list = app
+        .get(
+            tenant,
+            &format!("/api/payout/?subaccount_id={}", tenant.subaccount_id),
+        )
+        .await;
+    list.body["payload"]["items"]
+        .as_array()
+        .or_else(|| list.body["payload"].as_array())
+        .map_or(0, Vec::len)
+}
+
+async fn available(app: &TestApp, tenant: &Tenant) -> i64 {
+    app.get(
+        tenant,
+        &format!("/api/subaccount/balance/{}?asset=AUD", tenant.subaccount_id),
+    )
+    .await
+    .body["payload"]["available"]
+        .as_i64()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_retry_replays_the_first_response_byte_for_byte_and_writes_nothing() {
+    let app = spawn_app().await;
+    app.admin
+        .fund(subaccount(&app.a), "AUD", "10000")
+        .await
+        .unwrap();
+    let (r, a) = payee(&app, &app.a).await;
+    let body = json!({"receiver_id": r, "account_id": a, "amount": 1500, "currency": "AUD"});
+    let first = post_with_key(&app, &app.a, "/api/payout/single", "order-1", &body).await;
+    assert_eq!(first.status, 200, "{}", first.json());
+    assert!(!first.replayed());
+    for _ in 0..3 {
+        let again = post_with_key(&app, &app.a, "/api/payout/single", "order-1", &body).await;
+        assert_eq!(again.status, 200);
+        assert!(again.replayed());
+        assert_eq!(again.bytes, first.bytes, "byte for byte");
+    }
+    assert_eq!(payout_count(&app, &app.a).await, 1);
+    assert_eq!(available(&app, &app.a).await, 8_500, "held once");
+
+    // The same key with another request is refused, and changes nothing.
+    let other = json!({"receiver_id": r, "account_id": a, "amount": 1600, "currency": "AUD"});
+    let refused = post_with_key(&app, &app.a, "/api/payout/single", "order-1", &other).await;
+    assert_eq!(refused.status, 409);
+    assert_eq!(refused.codes(), ["IDEM002"]);
+    let elsewhere = post_with_key(&app, &app.a, "/api/receiver", "order-1", &body).await;
+    assert_eq!(
+        elsewhere.codes(),
+        ["IDEM002"],
+        "another route is another request"
+    );
+    assert_eq!(available(&app, &app.a).await, 8_500);
+
+    // Keys belong to their subaccount: B's "order-1" is B's own.
+    let b_receiver = receiver_body(&app.b, "bo@example.com");
+    let b = post_with_key(&app, &app.b, "/api/receiver", "order-1", &b_receiver).await;
+    assert!(!b.replayed());
+    assert_eq!(b.status, 200, "{}", b.json());
+}
+
+#[tokio::test]
+async fn failed_validations_are_replayed_too_and_bad_keys_are_refused() {
+    let app = spawn_app().await;
+    let bad = json!({"receiver_id": "nope", "account_id": "nope", "amount": 0, "currency": "AUD"});
+    let first = post_with_key(&app, &app.a, "/api/payout/single", "k", &bad).await;
+    assert_eq!(first.status, 400);
+    let again = post_with_key(&app, &app.a, "/api/payout/single", "k", &bad).await;
+    assert!(again.replayed());
+    assert_eq!((again.status, again.bytes), (first.status, first.bytes));
+
+    // (Leading spaces never arrive: HTTP strips them from header values.)
+    for key in ["x".repeat(256), String::new(), "tab\tkey".to_owned()] {
+        let refused = post_with_key(&app, &app.a, "/api/payout/single", &key, &bad).await;
+        assert_eq!(refused.status, 400, "{key:?}");
+        assert_eq!(refused.codes(), ["IDEM201"], "{key:?}");
+    }
+    // Unauthenticated requests never reach the key.
+    let response = app
+        .client
+        .post(format!("{}/api/payout/single", app.base))
+        .header("x-api-key", "nope")
+        .header("signature", "nope")
+        .header("idempotency-key", "k2")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 401);
+    let later = post_with_key(&app, &app.a, "/api/payout/single", "k2", &bad).await;
+    assert!(
+        !later.replayed(),
+        "k2 was not claimed by the rejected request"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_retries_create_one_payout() {
+    let app = spawn_app().await;
+    app.admin
+        .fund(subaccount(&app.a), "AUD", "10000")
+        .await
+        .unwrap();
+    let (r, a) = payee(&app, &app.a).await;
+    let body = json!({"receiver_id": r, "account_id": a, "amount": 700, "currency": "AUD"});
+    let attempts =
+        (0..12).map(|_| post_with_key(&app, &app.a, "/api/payout/single", "burst", &body));
+    let replies = futures_util::future::join_all(attempts).await;
+    let ok: Vec<&Raw> = replies.iter().filter(|r| r.status == 200).collect();
+    assert!(!ok.is_empty());
+    assert!(
+        ok.iter().all(|r| r.bytes == ok[0].bytes),
+        "one payout id answered"
+    );
+    for r in replies.iter().filter(|r| r.status != 200) {
+        assert_eq!(r.status, 409);
+        assert_eq!(r.codes(), ["IDEM001"]);
+    }
+    assert_eq!(payout_count(&app, &app.a).await, 1);
+    assert_eq!(available(&app, &app.a).await, 9_300);
+}

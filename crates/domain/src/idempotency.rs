@@ -1,0 +1,320 @@
+//! Idempotency keys (contract §7.9). A POST carrying `idempotency-key` claims the key for its
+//! subaccount before it runs. The first request's response is stored for 24 hours with a
+//! fingerprint of the request; a retry with the same key and request gets that response again,
+//! byte for byte; the same key with another request is refused (`IDEM002`), and so is a retry
+//! while the first is still running (`IDEM001`).
+//!
+//! A claim is held under a lease. The store marks it `committed` in the same transaction as the
+//! request's write, so a claim whose holder died can be taken over only when nothing was
+//! written: a retry then runs the request afresh, never twice.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Duration, Utc};
+use sha2::{Digest, Sha256};
+
+use crate::error::PortError;
+use crate::ids::SubaccountId;
+
+/// How long a completed key answers retries.
+pub const RETENTION: Duration = Duration::hours(24);
+
+/// How long a request may run holding its claim before a retry may take an uncommitted claim
+/// over. Longer than any request can take (the statement timeout bounds each query).
+pub const LEASE: Duration = Duration::seconds(60);
+
+/// The header.
+pub const HEADER: &str = "idempotency-key";
+
+/// The header answering a replay.
+pub const REPLAYED_HEADER: &str = "idempotent-replayed";
+
+/// A valid key: 1 to 255 visible ASCII characters (spaces allowed inside).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdempotencyKey(String);
+
+impl IdempotencyKey {
+    /// Parses a header value.
+    pub fn parse(raw: &str) -> Option<Self> {
+        let valid = (1..=255).contains(&raw.len())
+            && raw.bytes().all(|b| (0x20..0x7f).contains(&b))
+            && raw.trim() == raw;
+        valid.then(|| Self(raw.to_owned()))
+    }
+
+    /// The key.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// What identifies "the same request": method, path with query, and body.
+pub fn fingerprint(method: &str, path_and_query: &str, body: &[u8]) -> [u8; 32] {
+    let mut hash = Sha256::new();
+    for part in [method.as_bytes(), path_and_query.as_bytes(), body] {
+        hash.update(u64::try_from(part.len()).unwrap_or(u64::MAX).to_be_bytes());
+        hash.update(part);
+    }
+    hash.finalize().into()
+}
+
+/// A stored key as the store found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredKey {
+    /// The fingerprint of the request that claimed it.
+    pub fingerprint: Vec<u8>,
+    /// Its response, once complete: status and body.
+    pub response: Option<(u16, Vec<u8>)>,
+    /// Whether the claiming request's write committed.
+    pub committed: bool,
+    /// Until when the claiming request holds it.
+    pub locked_until: Option<DateTime<Utc>>,
+    /// When it stops answering retries.
+    pub expires_at: DateTime<Utc>,
+}
+
+/// What a request gets when it presents a key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimOutcome {
+    /// The request may run; it holds the key until `lease_until`.
+    Claimed {
+        /// The lease; also identifies this claim when completing or releasing it.
+        lease_until: DateTime<Utc>,
+    },
+    /// Answer with the first request's response.
+    Replay {
+        /// Its HTTP status.
+        status: u16,
+        /// Its body, byte for byte.
+        body: Vec<u8>,
+    },
+    /// The key was used with another request (`IDEM002`).
+    Mismatch,
+    /// The first request is still running (`IDEM001`).
+    InFlight,
+}
+
+/// What to do about an existing key, for a request with `fingerprint` at `now`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Take it over as a new claim: it expired, or its holder died before writing.
+    TakeOver,
+    /// Answer with this.
+    Answer(ClaimOutcome),
+}
+
+/// The rule for an existing key.
+pub fn decide(stored: &StoredKey, fingerprint: &[u8; 32], now: DateTime<Utc>) -> Decision {
+    if stored.expires_at <= now {
+        return Decision::TakeOver;
+    }
+    if stored.fingerprint != fingerprint {
+        return Decision::Answer(ClaimOutcome::Mismatch);
+    }
+    match (&stored.response, stored.committed, stored.locked_until) {
+        (Some((status, body)), _, _) => Decision::Answer(ClaimOutcome::Replay {
+            status: *status,
+            body: body.clone(),
+        }),
+        // Its holder died before writing anything: running the request again is safe.
+        (None, false, Some(lease)) if lease <= now => Decision::TakeOver,
+        _ => Decision::Answer(ClaimOutcome::InFlight),
+    }
+}
+
+/// Where keys are kept.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait IdempotencyStore: Send + Sync {
+    /// Claims `key` of `subaccount` for a request with `fingerprint` at `now`: a new key (or
+    /// one [`decide`] lets it take over) becomes this request's, leased until `now + LEASE`
+    /// and kept until `now + RETENTION`; otherwise the decision's answer. The store also makes
+    /// the claim known to the write that follows in this request, so that write marks it
+    /// committed in its own transaction.
+    async fn claim(
+        &self,
+        subaccount: SubaccountId,
+        key: &IdempotencyKey,
+        fingerprint: [u8; 32],
+        now: DateTime<Utc>,
+    ) -> Result<ClaimOutcome, PortError>;
+
+    /// Stores the response of the claim leased until `lease_until`. `Ok(false)` when the claim
+    /// is no longer this request's.
+    async fn complete(
+        &self,
+        subaccount: SubaccountId,
+        key: &IdempotencyKey,
+        lease_until: DateTime<Utc>,
+        status: u16,
+        body: &[u8],
+    ) -> Result<bool, PortError>;
+
+    /// Gives the claim up when its request failed without writing (a 5xx), so a retry runs
+    /// afresh. A claim whose write committed is kept (and stays in flight until its lease ends).
+    async fn release(
+        &self,
+        subaccount: SubaccountId,
+        key: &IdempotencyKey,
+        lease_until: DateTime<Utc>,
+    ) -> Result<(), PortError>;
+
+    /// Deletes keys that stopped answering retries before `now`; returns how many.
+    async fn purge_expired(&self, now: DateTime<Utc>) -> Result<u64, PortError>;
+}
+
+/// Claims and settles keys for the requests that carry them.
+pub struct IdempotencyService {
+    store: std::sync::Arc<dyn IdempotencyStore>,
+    clock: std::sync::Arc<dyn crate::ports::Clock>,
+}
+
+impl IdempotencyService {
+    /// Wires the service to its ports.
+    pub fn new(
+        store: std::sync::Arc<dyn IdempotencyStore>,
+        clock: std::sync::Arc<dyn crate::ports::Clock>,
+    ) -> Self {
+        Self { store, clock }
+    }
+
+    /// Claims `key` for the caller's request (`method`, `path_and_query`, `body`).
+    pub async fn claim(
+        &self,
+        subaccount: SubaccountId,
+        key: &IdempotencyKey,
+        method: &str,
+        path_and_query: &str,
+        body: &[u8],
+    ) -> Result<ClaimOutcome, PortError> {
+        let fingerprint = fingerprint(method, path_and_query, body);
+        self.store
+            .claim(subaccount, key, fingerprint, self.clock.now())
+            .await
+    }
+
+    /// Settles a claimed key once its request answered: a server error (`status` 5xx) gives
+    /// the key up for a retry to run afresh; anything else is stored for replays.
+    pub async fn finish(
+        &self,
+        subaccount: SubaccountId,
+        key: &IdempotencyKey,
+        lease_until: DateTime<Utc>,
+        status: u16,
+        body: &[u8],
+    ) -> Result<(), PortError> {
+        if status >= 500 {
+            self.store.release(subaccount, key, lease_until).await
+        } else {
+            self.store
+                .complete(subaccount, key, lease_until, status, body)
+                .await
+                .map(|_| ())
+        }
+    }
+
+    /// Deletes expired keys.
+    pub async fn purge_expired(&self) -> Result<u64, PortError> {
+        self.store.purge_expired(self.clock.now()).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(secs: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_700_000_000 + secs, 0).unwrap_or_default()
+    }
+
+    fn stored(response: Option<(u16, Vec<u8>)>, committed: bool, lease: i64) -> StoredKey {
+        StoredKey {
+            fingerprint: fingerprint("POST", "/api/x", b"{}").to_vec(),
+            response,
+            committed,
+            locked_until: Some(at(lease)),
+            expires_at: at(86_400),
+        }
+    }
+
+    #[test]
+    fn keys_are_1_to_255_visible_characters() {
+        assert!(IdempotencyKey::parse("a").is_some());
+        assert!(IdempotencyKey::parse(&"k".repeat(255)).is_some());
+        assert!(IdempotencyKey::parse("order 42/retry-1").is_some());
+        for bad in [
+            String::new(),
+            "k".repeat(256),
+            "tab\there".to_owned(),
+            " padded".to_owned(),
+            "naïve".to_owned(),
+        ] {
+            assert!(IdempotencyKey::parse(&bad).is_none(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_fingerprint_separates_its_parts() {
+        let a = fingerprint("POST", "/api/a", b"{}");
+        assert_eq!(a, fingerprint("POST", "/api/a", b"{}"));
+        assert_ne!(a, fingerprint("POST", "/api/a", b"{ }"));
+        assert_ne!(a, fingerprint("POST", "/api/b", b"{}"));
+        // Moving bytes between parts changes it.
+        assert_ne!(
+            fingerprint("POST", "/api/ab", b"c"),
+            fingerprint("POST", "/api/a", b"bc")
+        );
+    }
+
+    #[test]
+    fn the_rule_for_an_existing_key() {
+        let same = fingerprint("POST", "/api/x", b"{}");
+        let other = fingerprint("POST", "/api/x", b"{\"a\":1}");
+        let done = stored(Some((200, b"{\"ok\":1}".to_vec())), true, 60);
+        assert_eq!(
+            decide(&done, &same, at(10)),
+            Decision::Answer(ClaimOutcome::Replay {
+                status: 200,
+                body: b"{\"ok\":1}".to_vec()
+            })
+        );
+        assert_eq!(
+            decide(&done, &other, at(10)),
+            Decision::Answer(ClaimOutcome::Mismatch)
+        );
+        // Running, within its lease.
+        let running = stored(None, false, 60);
+        assert_eq!(
+            decide(&running, &same, at(10)),
+            Decision::Answer(ClaimOutcome::InFlight)
+        );
+        // Its holder died before writing: taken over once the lease ends.
+        assert_eq!(decide(&running, &same, at(60)), Decision::TakeOver);
+        // It wrote, then died before storing the response: never run again.
+        let wrote = stored(None, true, 60);
+        assert_eq!(
+            decide(&wrote, &same, at(600)),
+            Decision::Answer(ClaimOutcome::InFlight)
+        );
+        // Expired keys are new keys, whatever the request.
+        assert_eq!(decide(&done, &other, at(86_400)), Decision::TakeOver);
+    }
+
+    #[tokio::test]
+    async fn a_server_error_releases_the_key_and_anything_else_is_stored() {
+        let key = IdempotencyKey::parse("k-1").unwrap_or_else(|| unreachable!());
+        let sub = SubaccountId::from_uuid(uuid::Uuid::from_u128(1));
+        let mut store = MockIdempotencyStore::new();
+        store.expect_release().times(1).returning(|_, _, _| Ok(()));
+        store
+            .expect_complete()
+            .withf(|_, _, _, status, body| *status == 400 && body == b"{}")
+            .times(1)
+            .returning(|_, _, _, _, _| Ok(true));
+        let mut clock = crate::ports::MockClock::new();
+        clock.expect_now().returning(|| at(0));
+        let service =
+            IdempotencyService::new(std::sync::Arc::new(store), std::sync::Arc::new(clock));
+        assert!(service.finish(sub, &key, at(60), 503, b"x").await.is_ok());
+        assert!(service.finish(sub, &key, at(60), 400, b"{}").await.is_ok());
+    }
+}
