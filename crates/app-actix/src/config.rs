@@ -21,6 +21,8 @@
 //! | `PAYOUT_BATCH_POLL_MS` | `1000` | how often the batch runner looks for due batches and rail results (10..=60000) |
 //! | `PAYOUT_BATCH_LEASE_SECS` | `60` | how long a runner may take to submit a closed batch before another instance takes it over (5..=3600) |
 //! | `PAYOUT_SANDBOX_RAIL_SETTLE_MS` | `5000` | sandbox: the simulated rail reports each payout's result this long after its submission |
+//! | `PAYOUT_RATE_LIMIT_PER_SEC` | `100` | requests per second per API key (1..=1000000) |
+//! | `PAYOUT_RATE_LIMIT_BURST` | `200` | burst per API key (1..=1000000) |
 //! | `PAYOUT_DB_POOL_SIZE` | `16` | most database connections |
 //! | `PAYOUT_DB_WAIT_TIMEOUT_MS` | `2000` | wait for a free connection before answering 503 |
 //! | `PAYOUT_DB_STATEMENT_TIMEOUT_MS` | `5000` | per-statement timeout |
@@ -145,6 +147,28 @@ pub struct Config {
     pub sandbox_kyc: Option<(Duration, KycOutcome)>,
     /// Batches and the rail.
     pub batches: BatchConfig,
+    /// Requests per second per API key, and the burst.
+    pub rate_limit: (std::num::NonZeroU32, std::num::NonZeroU32),
+}
+
+/// `PAYOUT_RATE_LIMIT_PER_SEC` and `PAYOUT_RATE_LIMIT_BURST`.
+pub fn rate_limit_from_env() -> Result<(std::num::NonZeroU32, std::num::NonZeroU32), ConfigError> {
+    let limit = |name, default| -> Result<std::num::NonZeroU32, ConfigError> {
+        let n: u32 = parsed(
+            name,
+            default,
+            |n| (1..=1_000_000).contains(n),
+            "a number from 1 to 1000000",
+        )?;
+        std::num::NonZeroU32::new(n).ok_or_else(|| ConfigError {
+            variable: name,
+            problem: "must not be 0".to_owned(),
+        })
+    };
+    Ok((
+        limit("PAYOUT_RATE_LIMIT_PER_SEC", 100)?,
+        limit("PAYOUT_RATE_LIMIT_BURST", 200)?,
+    ))
 }
 
 /// Batch runner settings.
@@ -297,6 +321,7 @@ impl Config {
             delivery: DeliveryConfig::from_env(sandbox)?,
             sandbox_kyc: sandbox_kyc_from_env()?,
             batches: BatchConfig::from_env()?,
+            rate_limit: rate_limit_from_env()?,
             sandbox,
             workers: parsed(
                 "PAYOUT_WORKERS",

@@ -173,6 +173,7 @@ pub fn build_state(
             chrono::Duration::from_std(config.batches.lease).context("batch lease")?,
         )),
         idempotency: IdempotencyService::new(store.clone(), Arc::new(SystemClock)),
+        rate_limit: http::rate_limit::ApiKeyLimiter::new(config.rate_limit.0, config.rate_limit.1),
         readiness: Box::new((*store).clone()),
     })
 }
@@ -325,6 +326,7 @@ impl Application {
     /// with the webhook delivery worker and the nonce clean-up job alongside.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let store = self.store.clone();
+        let state = self.state.clone();
         let housekeeping = tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_secs(60));
             loop {
@@ -333,6 +335,7 @@ impl Application {
                 if let Err(e) = store.purge_nonces(cutoff).await {
                     tracing::warn!(error = %e, "purging expired nonces failed");
                 }
+                state.rate_limit.forget_idle();
                 if let Err(e) = IdempotencyStore::purge_expired(&store, chrono::Utc::now()).await {
                     tracing::warn!(error = %e, "purging expired idempotency keys failed");
                 }

@@ -36,6 +36,8 @@ pub struct AppState {
     pub payouts: PayoutService,
     /// Batches: the runner the background job and the sandbox helpers drive.
     pub batches: std::sync::Arc<domain::batch::runner::BatchRunner>,
+    /// Requests per API key.
+    pub rate_limit: crate::http::rate_limit::ApiKeyLimiter,
     /// Idempotency keys.
     pub idempotency: domain::idempotency::IdempotencyService,
     /// Readiness probe.

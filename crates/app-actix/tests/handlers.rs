@@ -96,6 +96,10 @@ fn state(credentials: MockCredentialStore, receivers: MockReceiverStore) -> web:
             chrono::Duration::seconds(60),
         )),
         idempotency: IdempotencyService::new(Arc::new(MockIdempotencyStore::new()), clock()),
+        rate_limit: app_actix::http::rate_limit::ApiKeyLimiter::new(
+            std::num::NonZeroU32::new(1_000).unwrap(),
+            std::num::NonZeroU32::new(1_000).unwrap(),
+        ),
         readiness: Box::new(Down),
     })
 }

@@ -109,6 +109,10 @@ impl FromRequest for Authenticated {
                     AuthError::Port(e) => ApiError::port(OPERATION, &e),
                 })?;
             req.extensions_mut().insert(caller);
+            state
+                .rate_limit
+                .check(caller.api_key_id)
+                .map_err(ApiError::rate_limited)?;
             let key = req.extensions().get::<RequestKey>().cloned();
             if let Some(RequestKey(key)) = key {
                 claim(state, &req, &caller, key, path_and_query, &body).await?;

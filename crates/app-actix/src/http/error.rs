@@ -38,6 +38,8 @@ pub struct ApiError {
     status: StatusCode,
     operation: &'static str,
     errors: Vec<ErrorItem>,
+    /// Seconds for `retry-after` (429).
+    retry_after: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -47,6 +49,15 @@ struct Envelope<'a> {
 }
 
 impl ApiError {
+    /// `REQ010` (429) with `retry-after`: whole seconds, at least 1, until a request would be
+    /// accepted.
+    pub fn rate_limited(wait: std::time::Duration) -> Self {
+        let mut error = Self::code("Request", ErrorCode::Req010);
+        let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+        error.retry_after = Some(seconds.max(1));
+        error
+    }
+
     /// One code, no field.
     pub fn code(operation: &'static str, code: ErrorCode) -> Self {
         Self::items(
@@ -98,6 +109,7 @@ impl ApiError {
             status,
             operation,
             errors,
+            retry_after: None,
         }
     }
 
@@ -134,7 +146,11 @@ impl ResponseError for ApiError {
     }
 
     fn error_response(&self) -> HttpResponse {
-        HttpResponse::build(self.status).json(Envelope {
+        let mut response = HttpResponse::build(self.status);
+        if let Some(seconds) = self.retry_after {
+            response.insert_header((actix_web::http::header::RETRY_AFTER, seconds.to_string()));
+        }
+        response.json(Envelope {
             message: format!("{} failed", self.operation),
             error: &self.errors,
         })

@@ -11,6 +11,7 @@ pub mod health;
 pub mod idempotency;
 pub mod payouts;
 pub mod query;
+pub mod rate_limit;
 pub mod receivers;
 pub mod subaccounts;
 pub mod test_helpers;

@@ -120,6 +120,11 @@ pub async fn spawn_app_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
             lease: Duration::from_secs(60),
             sandbox_settle: Duration::from_secs(3_600),
         },
+        // High enough never to interfere; the rate-limit test lowers it.
+        rate_limit: (
+            std::num::NonZeroU32::new(100_000).unwrap(),
+            std::num::NonZeroU32::new(100_000).unwrap(),
+        ),
     };
     let mut config = config;
     adjust(&mut config);

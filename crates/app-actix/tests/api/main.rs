@@ -9,6 +9,7 @@ mod helpers;
 mod idempotency;
 mod kyc;
 mod payouts;
+mod rate_limit;
 mod receiver;
 mod receivers;
 mod subaccounts;
