@@ -25,6 +25,7 @@ use domain::subaccount::service::SubaccountService;
 
 use crate::config::Config;
 use crate::http;
+use crate::metrics::Metrics;
 use crate::state::AppState;
 use crate::system::{RandomIds, SystemClock};
 
@@ -90,6 +91,7 @@ pub async fn run_batches(
     runner: Arc<BatchRunner>,
     poll: Duration,
     mut stop: tokio::sync::watch::Receiver<bool>,
+    metrics: Arc<Metrics>,
 ) {
     loop {
         if *stop.borrow() {
@@ -97,6 +99,7 @@ pub async fn run_batches(
         }
         let idle = match runner.run_once().await {
             Ok(pass) => {
+                metrics.observe_batch_pass(&pass);
                 if !pass.is_idle() {
                     tracing::info!(
                         closed = pass.closed,
@@ -174,6 +177,8 @@ pub fn build_state(
         )),
         idempotency: IdempotencyService::new(store.clone(), Arc::new(SystemClock)),
         rate_limit: http::rate_limit::ApiKeyLimiter::new(config.rate_limit.0, config.rate_limit.1),
+        metrics: Arc::new(Metrics::new()),
+        sampler: store.clone(),
         readiness: Box::new((*store).clone()),
     })
 }
@@ -221,6 +226,7 @@ pub async fn run_delivery(
     worker: Arc<DeliveryWorker>,
     poll: Duration,
     stop: tokio::sync::watch::Receiver<bool>,
+    metrics: Arc<Metrics>,
 ) {
     let mut stop = stop;
     let mut in_flight = tokio::task::JoinSet::new();
@@ -254,9 +260,12 @@ pub async fn run_delivery(
         tokio::select! {
             Some(done) = in_flight.join_next(), if !in_flight.is_empty() => {
                 match done {
-                    Ok(Err(e)) => tracing::warn!(error = %e, "recording a webhook attempt failed"),
+                    Ok(Err(e)) => {
+                        metrics.observe_delivery_error();
+                        tracing::warn!(error = %e, "recording a webhook attempt failed");
+                    }
                     Err(e) => tracing::warn!(error = %e, "a webhook attempt task ended abnormally"),
-                    Ok(Ok(_)) => {}
+                    Ok(Ok(next)) => metrics.observe_delivery(next.as_ref()),
                 }
             }
             () = tokio::time::sleep_until(next_claim), if !stopping => {}
@@ -346,11 +355,13 @@ impl Application {
             self.worker.clone(),
             self.poll,
             stopped.clone(),
+            self.state.metrics.clone(),
         ));
         let batches = tokio::spawn(run_batches(
             self.state.batches.clone(),
             self.batch_poll,
             stopped,
+            self.state.metrics.clone(),
         ));
         let sandbox_kyc = tokio::spawn(apply_sandbox_kyc(
             self.state.clone(),

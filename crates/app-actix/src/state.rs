@@ -40,6 +40,10 @@ pub struct AppState {
     pub rate_limit: crate::http::rate_limit::ApiKeyLimiter,
     /// Idempotency keys.
     pub idempotency: domain::idempotency::IdempotencyService,
+    /// Metrics of the process.
+    pub metrics: std::sync::Arc<crate::metrics::Metrics>,
+    /// Where `/metrics` samples the database from.
+    pub sampler: std::sync::Arc<dyn crate::metrics::Sampler>,
     /// Readiness probe.
     pub readiness: Box<dyn Readiness>,
 }

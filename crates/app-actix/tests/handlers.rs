@@ -35,6 +35,15 @@ const CAUSE: &str = "password=hunter2 connection reset";
 
 struct Down;
 
+struct NoSample;
+
+#[async_trait]
+impl app_actix::metrics::Sampler for NoSample {
+    async fn sample(&self) -> Result<app_actix::metrics::Sample, PortError> {
+        Err(PortError::Unavailable(anyhow::anyhow!(CAUSE)))
+    }
+}
+
 #[async_trait]
 impl Readiness for Down {
     async fn check(&self) -> Result<(), PortError> {
@@ -100,6 +109,8 @@ fn state(credentials: MockCredentialStore, receivers: MockReceiverStore) -> web:
             std::num::NonZeroU32::new(1_000).unwrap(),
             std::num::NonZeroU32::new(1_000).unwrap(),
         ),
+        metrics: Arc::new(app_actix::metrics::Metrics::new()),
+        sampler: Arc::new(NoSample),
         readiness: Box::new(Down),
     })
 }

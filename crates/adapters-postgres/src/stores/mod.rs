@@ -94,3 +94,40 @@ impl PgStore {
         }
     }
 }
+
+/// Counts for monitoring (`/metrics`), read at scrape time.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OperationalCounts {
+    /// Outbox events waiting for delivery.
+    pub outbox_pending: i64,
+    /// Payouts by status code.
+    pub payouts_by_status: Vec<(i16, i64)>,
+}
+
+impl PgStore {
+    /// The outbox backlog (served by the partial index of pending events) and payouts by
+    /// status (a scan of `payouts`: scrape every 15 s or more on large tables).
+    pub async fn operational_counts(&self) -> Result<OperationalCounts, PortError> {
+        use crate::schema::{outbox_events, payouts};
+        use diesel::prelude::*;
+        use diesel_async::RunQueryDsl;
+        let mut conn = self.conn().await?;
+        let outbox_pending: i64 = outbox_events::table
+            .filter(outbox_events::status.eq("pending"))
+            .count()
+            .get_result(&mut conn)
+            .await
+            .map_err(crate::errors::from_diesel)?;
+        let payouts_by_status: Vec<(i16, i64)> = payouts::table
+            .group_by(payouts::status)
+            .select((payouts::status, diesel::dsl::count_star()))
+            .order(payouts::status)
+            .load(&mut conn)
+            .await
+            .map_err(crate::errors::from_diesel)?;
+        Ok(OperationalCounts {
+            outbox_pending,
+            payouts_by_status,
+        })
+    }
+}

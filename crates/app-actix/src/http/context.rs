@@ -49,13 +49,19 @@ pub async fn request_context(
         .extensions()
         .get::<Caller>()
         .map(|c| c.subaccount_id.to_string());
+    let latency = started.elapsed().as_secs_f64();
+    if let Some(state) = request.app_data::<actix_web::web::Data<crate::state::AppState>>() {
+        state
+            .metrics
+            .observe_request(&method, &route, response.status().as_u16(), latency);
+    }
     tracing::info!(
         request_id = %id,
         method = %method,
         route = %route,
         subaccount = subaccount.as_deref().unwrap_or("-"),
         status = response.status().as_u16(),
-        latency_ms = started.elapsed().as_secs_f64() * 1000.0,
+        latency_ms = latency * 1000.0,
         "request"
     );
     Ok(response)

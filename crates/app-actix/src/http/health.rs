@@ -22,3 +22,11 @@ pub async fn readyz(state: Data<AppState>) -> Result<HttpResponse, ApiError> {
         .map_err(|e| ApiError::port("Readiness check", &e))?;
     Ok(envelope::ok("Service is ready", json!({"status": "ready"})))
 }
+
+/// `GET /metrics`: Prometheus text format (no API key: expose it to your scraper only).
+pub async fn metrics(state: Data<AppState>) -> HttpResponse {
+    let text = state.metrics.render(state.sampler.as_ref()).await;
+    HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4; charset=utf-8")
+        .body(text)
+}

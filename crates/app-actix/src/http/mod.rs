@@ -54,6 +54,7 @@ pub fn routes(cfg: &mut ServiceConfig) {
         .app_data(json)
         .service(resource("/healthz").route(web::get().to(health::healthz)))
         .service(resource("/readyz").route(web::get().to(health::readyz)))
+        .service(resource("/metrics").route(web::get().to(health::metrics)))
         .service(
             resource("/api/receiver")
                 .route(web::get().to(receivers::list))

@@ -8,6 +8,7 @@ mod envelope;
 mod helpers;
 mod idempotency;
 mod kyc;
+mod metrics;
 mod payouts;
 mod rate_limit;
 mod receiver;

@@ -1,0 +1,66 @@
+//! `GET /metrics`: Prometheus text with requests by route and status, and sampled gauges.
+
+use serde_json::json;
+
+use crate::helpers::{spawn_app, subaccount};
+
+#[tokio::test]
+async fn metrics_count_requests_by_route_and_show_payouts_and_the_outbox() {
+    let app = spawn_app().await;
+    app.admin
+        .fund(subaccount(&app.a), "AUD", "1000")
+        .await
+        .unwrap();
+    let receiver = app.create_receiver(&app.a, "m@example.com").await;
+    let missing = app
+        .get(&app.a, "/api/receiver/00000000-0000-0000-0000-000000000000")
+        .await;
+    assert_eq!(missing.status, 400);
+    let account = app
+        .post(
+            &app.a,
+            "/api/receiver-account/aud/direct-entry",
+            &json!({"receiver_id": receiver, "bsb": "012002", "account_number": "123456789"}),
+        )
+        .await;
+    let account = account.body["payload"]["receiver_account_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let paid = app
+        .post(
+            &app.a,
+            "/api/payout/single",
+            &json!({"receiver_id": receiver, "account_id": account, "amount": 100, "currency": "AUD"}),
+        )
+        .await;
+    assert_eq!(paid.status, 200, "{}", paid.body);
+
+    let response = app
+        .client
+        .get(format!("{}/metrics", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain")
+    );
+    let text = response.text().await.unwrap();
+    for line in [
+        "payoutd_http_requests_total{method=\"POST\",route=\"/api/receiver\",status=\"200\"} 1",
+        "payoutd_http_requests_total{method=\"GET\",route=\"/api/receiver/{id}\",status=\"400\"} 1",
+        "payoutd_http_request_duration_seconds_count{method=\"POST\",route=\"/api/payout/single\"} 1",
+        "payoutd_payouts{status=\"unassessed\"} 1",
+        "payoutd_payouts{status=\"successful\"} 0",
+        "# TYPE payoutd_db_pool_connections gauge",
+        "# TYPE payoutd_outbox_pending_events gauge",
+    ] {
+        assert!(text.contains(line), "missing {line:?} in\n{text}");
+    }
+    // Ids never become labels: the route pattern does.
+    assert!(!text.contains(&receiver));
+}
