@@ -1,0 +1,227 @@
+//! Graceful shutdown of the real binary (contract §13): on SIGTERM `payoutd serve` stops
+//! accepting, lets the request in flight finish, lets the webhook attempt in flight finish and
+//! be recorded, exits 0, and leaves nothing claimed.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use adapters_postgres::test_db::TestDb;
+use diesel::sql_types::{BigInt, Uuid as SqlUuid};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use hmac::{KeyInit, Mac};
+use serde_json::{Value, json};
+use sha2::Sha256;
+
+const MASTER_KEY: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+fn admin(db: &TestDb, args: &[&str]) -> Value {
+    let output = Command::new(env!("CARGO_BIN_EXE_payoutd"))
+        .args(args)
+        .env("DATABASE_URL", db.url())
+        .env("PAYOUT_MASTER_KEY", MASTER_KEY)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A webhook endpoint that answers 200 only after `delay`, counting the requests it finished.
+fn slow_endpoint(delay: Duration) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = done.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let counter = counter.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 65536];
+                let _ = stream.read(&mut buf);
+                std::thread::sleep(delay);
+                let _ = stream.write_all(
+                    b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                );
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            });
+        }
+    });
+    (url, done)
+}
+
+fn signature(key: &str, secret: &str, nonce: i64) -> String {
+    let mut mac = hmac::Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+    mac.update(format!("{nonce}.{key}").as_bytes());
+    format!("{nonce}.{}", hex::encode(mac.finalize().into_bytes()))
+}
+
+#[derive(diesel::QueryableByName)]
+struct Count {
+    #[diesel(sql_type = BigInt)]
+    n: i64,
+}
+
+async fn count(conn: &mut AsyncPgConnection, sql: &str) -> i64 {
+    diesel::sql_query(sql)
+        .get_result::<Count>(conn)
+        .await
+        .unwrap()
+        .n
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_finishes_the_request_and_the_webhook_in_flight_then_exits_cleanly() {
+    adapters_webhook::install_crypto_provider();
+    let db = TestDb::new().await.unwrap();
+    admin(&db, &["migrate"]);
+    let created = admin(&db, &["admin", "create-subaccount", "--name", "Shop"]);
+    let sub = created["subaccount_id"].as_str().unwrap().to_owned();
+    let key = admin(&db, &["admin", "issue-key", "--subaccount", &sub]);
+    let (api_key, secret) = (
+        key["api_key"].as_str().unwrap().to_owned(),
+        key["api_secret"].as_str().unwrap().to_owned(),
+    );
+    let (hook, delivered) = slow_endpoint(Duration::from_millis(1_500));
+    admin(
+        &db,
+        &["admin", "set-webhook", "--subaccount", &sub, "--url", &hook],
+    );
+
+    let port = free_port();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_payoutd"))
+        .arg("serve")
+        .env("DATABASE_URL", db.url())
+        .env("PAYOUT_MASTER_KEY", MASTER_KEY)
+        .env("PAYOUT_SANDBOX", "true")
+        .env("PAYOUT_BIND", format!("127.0.0.1:{port}"))
+        .env("PAYOUT_DELIVERY_POLL_MS", "20")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while client.get(format!("{base}/healthz")).send().await.is_err() {
+        assert!(Instant::now() < deadline, "server did not start");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let nonce = std::sync::atomic::AtomicI64::new(chrono::Utc::now().timestamp_millis());
+    let create = |email: &str| {
+        let n = nonce.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        client
+            .post(format!("{base}/api/receiver"))
+            .header("x-api-key", &api_key)
+            .header("signature", signature(&api_key, &secret, n))
+            .json(&json!({
+                "subaccount_id": sub, "first_name": "Ada", "last_name": "Lovelace",
+                "email": email, "gender": "F", "dob": "1990-01-31", "dialcode": "61",
+                "phone": "0412345678", "address": "12 Smith St", "city": "Sydney",
+                "state": "NSW", "country": "AUS", "postcode": "2000"
+            }))
+            .send()
+    };
+    // A first receiver: its webhook is delivered to the slow endpoint, in flight at SIGTERM.
+    let first = create("first@example.com").await.unwrap();
+    assert_eq!(first.status().as_u16(), 200);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    // A second request held in flight: the test locks the subaccount row, which the request's
+    // writes must wait for (foreign key checks).
+    let mut blocker = AsyncPgConnection::establish(db.url()).await.unwrap();
+    diesel::sql_query("BEGIN")
+        .execute(&mut blocker)
+        .await
+        .unwrap();
+    diesel::sql_query("SELECT 1 FROM subaccounts WHERE id = $1 FOR UPDATE")
+        .bind::<SqlUuid, _>(uuid::Uuid::parse_str(&sub).unwrap())
+        .execute(&mut blocker)
+        .await
+        .unwrap();
+    let in_flight = tokio::spawn(create("second@example.com"));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!in_flight.is_finished(), "the request waits for the lock");
+
+    let killed = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // No new connections once stopping.
+    assert!(
+        reqwest::Client::new()
+            .get(format!("{base}/healthz"))
+            .timeout(Duration::from_secs(2))
+            .send()
+            .await
+            .is_err(),
+        "a stopping server accepts no new requests"
+    );
+    diesel::sql_query("COMMIT")
+        .execute(&mut blocker)
+        .await
+        .unwrap();
+    let second = in_flight.await.unwrap().unwrap();
+    assert_eq!(
+        second.status().as_u16(),
+        200,
+        "the request in flight completes"
+    );
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = server.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "payoutd did not exit");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(status.success(), "exit status {status:?}");
+
+    // The attempt in flight finished and was recorded; nothing is left claimed.
+    // Every attempt started was answered (the first was in flight at SIGTERM; the second
+    // receiver's event may have been claimed before the worker stopped) and recorded.
+    let finished =
+        std::sync::atomic::AtomicUsize::load(&delivered, std::sync::atomic::Ordering::SeqCst);
+    assert!(finished >= 1, "the attempt in flight was answered");
+    let mut conn = AsyncPgConnection::establish(db.url()).await.unwrap();
+    let attempts = count(&mut conn, "SELECT count(*) AS n FROM webhook_attempts").await;
+    assert_eq!(attempts, i64::try_from(finished).unwrap());
+    assert_eq!(
+        count(
+            &mut conn,
+            "SELECT count(*) AS n FROM outbox_events WHERE status = 'delivered'"
+        )
+        .await,
+        attempts
+    );
+    assert_eq!(
+        count(
+            &mut conn,
+            "SELECT count(*) AS n FROM outbox_events WHERE claimed_until IS NOT NULL AND status = 'pending'"
+        )
+        .await,
+        0,
+        "no event left claimed"
+    );
+    assert_eq!(
+        count(&mut conn, "SELECT count(*) AS n FROM receivers").await,
+        2
+    );
+}
