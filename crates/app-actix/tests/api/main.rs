@@ -15,4 +15,5 @@ mod receiver;
 mod receivers;
 mod subaccounts;
 mod tenancy;
+mod webhook_examples;
 mod webhooks;
