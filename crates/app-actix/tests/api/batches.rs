@@ -21,57 +21,6 @@ use serde_json::{Value, json};
 
 use crate::helpers::{Tenant, TestApp, spawn_app, spawn_app_with, subaccount};
 
-/// A receiver of `tenant` with a direct-entry account, KYC and confirmation as told.
-async fn payee(
-    app: &TestApp,
-    tenant: &Tenant,
-    email: &str,
-    kyc: bool,
-    confirm: bool,
-) -> (String, String) {
-    let receiver = app.create_receiver(tenant, email).await;
-    if kyc {
-        decide_kyc(app, tenant, &receiver, "completed").await;
-    }
-    let account = app
-        .post(
-            tenant,
-            "/api/receiver-account/aud/direct-entry",
-            &json!({"receiver_id": receiver, "bsb": "012002", "account_number": "123456789"}),
-        )
-        .await;
-    let account = account.body["payload"]["receiver_account_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    if confirm {
-        confirm_account(app, tenant, &account).await;
-    }
-    (receiver, account)
-}
-
-async fn decide_kyc(app: &TestApp, tenant: &Tenant, receiver: &str, outcome: &str) {
-    let done = app
-        .post(
-            tenant,
-            "/api/test-helpers/kyc",
-            &json!({"receiver_id": receiver, "kyc_status": outcome}),
-        )
-        .await;
-    assert_eq!(done.status, 200, "{}", done.body);
-}
-
-async fn confirm_account(app: &TestApp, tenant: &Tenant, account: &str) {
-    let confirmed = app
-        .post(
-            tenant,
-            "/api/test-helpers/account",
-            &json!({"receiver_account_id": account, "confirm_status": "confirmed"}),
-        )
-        .await;
-    assert_eq!(confirmed.status, 200, "{}", confirmed.body);
-}
-
 async fn pay(app: &TestApp, tenant: &Tenant, receiver: &str, account: &str, amount: i64) -> String {
     let created = app
         .post(
@@ -91,19 +40,6 @@ async fn payout(app: &TestApp, tenant: &Tenant, id: &str) -> Value {
     let got = app.get(tenant, &format!("/api/payout/{id}")).await;
     assert_eq!(got.status, 200, "{}", got.body);
     got.body["payload"].clone()
-}
-
-async fn balance(app: &TestApp, tenant: &Tenant) -> (i64, i64) {
-    let reply = app
-        .get(
-            tenant,
-            &format!("/api/subaccount/balance/{}?asset=AUD", tenant.subaccount_id),
-        )
-        .await;
-    (
-        reply.body["payload"]["available"].as_i64().unwrap(),
-        reply.body["payload"]["pending"].as_i64().unwrap(),
-    )
 }
 
 async fn run_batch(app: &TestApp, tenant: &Tenant) -> crate::helpers::Reply {
@@ -157,10 +93,10 @@ async fn waiting_payouts_move_with_kyc_and_confirmation_in_the_same_change() {
         .await
         .unwrap();
     // No KYC yet, account confirmed; KYC done, account not confirmed; neither; neither (fails).
-    let (r1, a1) = payee(&app, &app.a, "one@example.com", false, true).await;
-    let (r2, a2) = payee(&app, &app.a, "two@example.com", true, false).await;
-    let (r3, a3) = payee(&app, &app.a, "three@example.com", false, false).await;
-    let (r4, a4) = payee(&app, &app.a, "four@example.com", false, true).await;
+    let (r1, a1) = app.payee(&app.a, "one@example.com", false, true).await;
+    let (r2, a2) = app.payee(&app.a, "two@example.com", true, false).await;
+    let (r3, a3) = app.payee(&app.a, "three@example.com", false, false).await;
+    let (r4, a4) = app.payee(&app.a, "four@example.com", false, true).await;
     let p1 = pay(&app, &app.a, &r1, &a1, 1_000).await;
     let p2 = pay(&app, &app.a, &r2, &a2, 2_000).await;
     let p3 = pay(&app, &app.a, &r3, &a3, 3_000).await;
@@ -173,15 +109,15 @@ async fn waiting_payouts_move_with_kyc_and_confirmation_in_the_same_change() {
     ] {
         assert_eq!(payout(&app, &app.a, id).await["status"], status);
     }
-    assert_eq!(balance(&app, &app.a).await, (90_000, 10_000));
+    assert_eq!(app.aud_balance(&app.a).await, (90_000, 10_000));
 
-    decide_kyc(&app, &app.a, &r1, "completed").await;
+    app.decide_kyc(&app.a, &r1, "completed").await;
     let moved = payout(&app, &app.a, &p1).await;
     assert_eq!(moved["status"], "pending");
     let batch = moved["batch_id"].as_str().unwrap().to_owned();
     assert!(!batch.is_empty(), "a pending payout joins the open batch");
 
-    confirm_account(&app, &app.a, &a2).await;
+    app.confirm_account(&app.a, &a2).await;
     let moved = payout(&app, &app.a, &p2).await;
     assert_eq!(moved["status"], "pending");
     assert_eq!(
@@ -191,13 +127,13 @@ async fn waiting_payouts_move_with_kyc_and_confirmation_in_the_same_change() {
     );
 
     // KYC completes before the account is confirmed: awaiting, then pending.
-    decide_kyc(&app, &app.a, &r3, "completed").await;
+    app.decide_kyc(&app.a, &r3, "completed").await;
     assert_eq!(payout(&app, &app.a, &p3).await["status"], "awaiting");
-    confirm_account(&app, &app.a, &a3).await;
+    app.confirm_account(&app.a, &a3).await;
     assert_eq!(payout(&app, &app.a, &p3).await["status"], "pending");
 
     // KYC fails: the payout fails and its hold returns.
-    decide_kyc(&app, &app.a, &r4, "failed").await;
+    app.decide_kyc(&app.a, &r4, "failed").await;
     let failed = payout(&app, &app.a, &p4).await;
     assert_eq!(failed["status"], "failed");
     let amounts: Vec<i64> = failed["transactions"]
@@ -207,7 +143,7 @@ async fn waiting_payouts_move_with_kyc_and_confirmation_in_the_same_change() {
         .map(|t| t["amount"].as_i64().unwrap())
         .collect();
     assert_eq!(amounts, [-4_000, 4_000]);
-    assert_eq!(balance(&app, &app.a).await, (94_000, 6_000));
+    assert_eq!(app.aud_balance(&app.a).await, (94_000, 6_000));
     assert_eq!(
         events_of(&app, &app.a, &p4).await,
         ["payoutCreated", "payoutUpdated", "payoutFailure"]
@@ -230,7 +166,7 @@ async fn a_batch_run_submits_its_payouts_and_results_settle_the_money() {
         .set_fee(subaccount(&app.a), "AUD", "25", "0", "0")
         .await
         .unwrap();
-    let (r, a) = payee(&app, &app.a, "paid@example.com", true, true).await;
+    let (r, a) = app.payee(&app.a, "paid@example.com", true, true).await;
     let paid = pay(&app, &app.a, &r, &a, 1_000).await;
     let failing = pay(&app, &app.a, &r, &a, 2_000).await;
     let cancelled = pay(&app, &app.a, &r, &a, 3_000).await;
@@ -242,7 +178,7 @@ async fn a_batch_run_submits_its_payouts_and_results_settle_the_money() {
         )
         .await;
     assert_eq!(cancel.status, 200, "{}", cancel.body);
-    assert_eq!(balance(&app, &app.a).await, (100_000 - 3_050, 3_050));
+    assert_eq!(app.aud_balance(&app.a).await, (100_000 - 3_050, 3_050));
 
     // Another tenant cannot run A's batch, and an unknown asset is refused.
     let foreign = app
@@ -296,7 +232,7 @@ async fn a_batch_run_submits_its_payouts_and_results_settle_the_money() {
     );
     assert_eq!(payout(&app, &app.a, &paid).await["status"], "successful");
     // Paid: the held 1 025 left pending for good.
-    assert_eq!(balance(&app, &app.a).await, (100_000 - 3_050, 2_025));
+    assert_eq!(app.aud_balance(&app.a).await, (100_000 - 3_050, 2_025));
     let again = set_status(&app, &app.a, &paid, "payout", "fail").await;
     assert_eq!(again.codes(), ["PAYO303"]);
     let foreign = set_status(&app, &app.b, &failing, "payout", "fail").await;
@@ -309,7 +245,7 @@ async fn a_batch_run_submits_its_payouts_and_results_settle_the_money() {
     let failed = payout(&app, &app.a, &failing).await;
     assert_eq!(failed["status"], "failed");
     assert_eq!(failed["payout_data"]["accepted"], false);
-    assert_eq!(balance(&app, &app.a).await, (100_000 - 1_025, 0));
+    assert_eq!(app.aud_balance(&app.a).await, (100_000 - 1_025, 0));
 
     assert_eq!(
         events_of(&app, &app.a, &batch).await,
@@ -341,7 +277,7 @@ async fn the_rail_settles_by_itself_and_an_invalid_receiver_fails_the_account() 
         .fund(subaccount(&app.a), "AUD", "100000")
         .await
         .unwrap();
-    let (r, a) = payee(&app, &app.a, "rail@example.com", true, true).await;
+    let (r, a) = app.payee(&app.a, "rail@example.com", true, true).await;
     let paid = pay(&app, &app.a, &r, &a, 1_000).await;
     let rejected = pay(&app, &app.a, &r, &a, 1_013).await;
     assert_eq!(run_batch(&app, &app.a).await.status, 200);
@@ -373,7 +309,7 @@ async fn the_rail_settles_by_itself_and_an_invalid_receiver_fails_the_account() 
         )
         .await;
     assert_eq!(refused.codes(), ["PAYO205"]);
-    assert_eq!(balance(&app, &app.a).await, (100_000 - 1_000, 0));
+    assert_eq!(app.aud_balance(&app.a).await, (100_000 - 1_000, 0));
     ledger_is_balanced(&app).await;
 }
 
@@ -417,7 +353,9 @@ async fn two_batch_runners_never_submit_a_payout_twice_nor_apply_a_result_twice(
             .await
             .unwrap();
         for n in 0..3 {
-            let (r, a) = payee(&app, tenant, &format!("p{n}@example.com"), true, true).await;
+            let (r, a) = app
+                .payee(tenant, &format!("p{n}@example.com"), true, true)
+                .await;
             for amount in [100, 200, 300, 400, 500] {
                 payouts.push((tenant, pay(&app, tenant, &r, &a, amount + n).await));
             }
@@ -470,7 +408,7 @@ async fn two_batch_runners_never_submit_a_payout_twice_nor_apply_a_result_twice(
         );
     }
     for tenant in [&app.a, &app.b] {
-        assert_eq!(balance(&app, tenant).await.1, 0, "every hold posted once");
+        assert_eq!(app.aud_balance(tenant).await.1, 0, "every hold posted once");
     }
     ledger_is_balanced(&app).await;
 }
@@ -483,21 +421,16 @@ async fn payouts_created_while_kyc_completes_are_never_left_unassessed() {
         .await
         .unwrap();
     for round in 0..3 {
-        let (r, a) = payee(
-            &app,
-            &app.a,
-            &format!("race{round}@example.com"),
-            false,
-            true,
-        )
-        .await;
+        let (r, a) = app
+            .payee(&app.a, &format!("race{round}@example.com"), false, true)
+            .await;
         let creations = (0..8).map(|n| {
             let (app, r, a) = (&app, r.clone(), a.clone());
             async move { pay(app, &app.a, &r, &a, 100 + n).await }
         });
         let (ids, ()) = tokio::join!(
             futures_util::future::join_all(creations),
-            decide_kyc(&app, &app.a, &r, "completed")
+            app.decide_kyc(&app.a, &r, "completed")
         );
         for id in ids {
             let p = payout(&app, &app.a, &id).await;

@@ -236,6 +236,81 @@ impl TestApp {
             .await
     }
 
+    /// The KYC provider's decision for a receiver (sandbox helper); asserts it was applied.
+    pub async fn decide_kyc(&self, tenant: &Tenant, receiver: &str, outcome: &str) {
+        let done = self
+            .post(
+                tenant,
+                "/api/test-helpers/kyc",
+                &serde_json::json!({"receiver_id": receiver, "kyc_status": outcome}),
+            )
+            .await;
+        assert_eq!(done.status, 200, "{}", done.body);
+    }
+
+    /// Confirms an account (sandbox helper); asserts it was confirmed.
+    pub async fn confirm_account(&self, tenant: &Tenant, account: &str) {
+        let confirmed = self
+            .post(
+                tenant,
+                "/api/test-helpers/account",
+                &serde_json::json!({"receiver_account_id": account, "confirm_status": "confirmed"}),
+            )
+            .await;
+        assert_eq!(confirmed.status, 200, "{}", confirmed.body);
+    }
+
+    /// A direct-entry account for `receiver`; returns its id.
+    pub async fn create_account(&self, tenant: &Tenant, receiver: &str) -> String {
+        let account = self
+            .post(
+                tenant,
+                "/api/receiver-account/aud/direct-entry",
+                &serde_json::json!({"receiver_id": receiver, "bsb": "012002", "account_number": "123456789"}),
+            )
+            .await;
+        assert_eq!(account.status, 200, "{}", account.body);
+        account.body["payload"]["receiver_account_id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// A receiver of `tenant` with a direct-entry account, its KYC completed and the account
+    /// confirmed as told. Returns (receiver id, account id).
+    pub async fn payee(
+        &self,
+        tenant: &Tenant,
+        email: &str,
+        kyc: bool,
+        confirm: bool,
+    ) -> (String, String) {
+        let receiver = self.create_receiver(tenant, email).await;
+        if kyc {
+            self.decide_kyc(tenant, &receiver, "completed").await;
+        }
+        let account = self.create_account(tenant, &receiver).await;
+        if confirm {
+            self.confirm_account(tenant, &account).await;
+        }
+        (receiver, account)
+    }
+
+    /// `tenant`'s AUD balance: (available, pending).
+    pub async fn aud_balance(&self, tenant: &Tenant) -> (i64, i64) {
+        let reply = self
+            .get(
+                tenant,
+                &format!("/api/subaccount/balance/{}?asset=AUD", tenant.subaccount_id),
+            )
+            .await;
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        (
+            reply.body["payload"]["available"].as_i64().unwrap(),
+            reply.body["payload"]["pending"].as_i64().unwrap(),
+        )
+    }
+
     /// Creates a receiver for `tenant`; returns its id.
     pub async fn create_receiver(&self, tenant: &Tenant, email: &str) -> String {
         let reply = self

@@ -56,28 +56,6 @@ async fn post_with_key(app: &TestApp, tenant: &Tenant, path: &str, key: &str, bo
     }
 }
 
-async fn payee(app: &TestApp, tenant: &Tenant) -> (String, String) {
-    let receiver = app.create_receiver(tenant, "idem@example.com").await;
-    for (path, body) in [(
-        "/api/test-helpers/kyc",
-        json!({"receiver_id": receiver, "kyc_status": "completed"}),
-    )] {
-        assert_eq!(app.post(tenant, path, &body).await.status, 200);
-    }
-    let account = app
-        .post(
-            tenant,
-            "/api/receiver-account/aud/direct-entry",
-            &json!({"receiver_id": receiver, "bsb": "012002", "account_number": "123456789"}),
-        )
-        .await;
-    let account = account.body["payload"]["receiver_account_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    (receiver, account)
-}
-
 async fn payout_count(app: &TestApp, tenant: &Tenant) -> usize {
     let list = app
         .get(
@@ -91,17 +69,6 @@ async fn payout_count(app: &TestApp, tenant: &Tenant) -> usize {
         .map_or(0, Vec::len)
 }
 
-async fn available(app: &TestApp, tenant: &Tenant) -> i64 {
-    app.get(
-        tenant,
-        &format!("/api/subaccount/balance/{}?asset=AUD", tenant.subaccount_id),
-    )
-    .await
-    .body["payload"]["available"]
-        .as_i64()
-        .unwrap()
-}
-
 #[tokio::test]
 async fn a_retry_replays_the_first_response_byte_for_byte_and_writes_nothing() {
     let app = spawn_app().await;
@@ -109,7 +76,7 @@ async fn a_retry_replays_the_first_response_byte_for_byte_and_writes_nothing() {
         .fund(subaccount(&app.a), "AUD", "10000")
         .await
         .unwrap();
-    let (r, a) = payee(&app, &app.a).await;
+    let (r, a) = app.payee(&app.a, "idem@example.com", true, false).await;
     let body = json!({"receiver_id": r, "account_id": a, "amount": 1500, "currency": "AUD"});
     let first = post_with_key(&app, &app.a, "/api/payout/single", "order-1", &body).await;
     assert_eq!(first.status, 200, "{}", first.json());
@@ -121,7 +88,7 @@ async fn a_retry_replays_the_first_response_byte_for_byte_and_writes_nothing() {
         assert_eq!(again.bytes, first.bytes, "byte for byte");
     }
     assert_eq!(payout_count(&app, &app.a).await, 1);
-    assert_eq!(available(&app, &app.a).await, 8_500, "held once");
+    assert_eq!(app.aud_balance(&app.a).await.0, 8_500, "held once");
 
     // The same key with another request is refused, and changes nothing.
     let other = json!({"receiver_id": r, "account_id": a, "amount": 1600, "currency": "AUD"});
@@ -134,7 +101,7 @@ async fn a_retry_replays_the_first_response_byte_for_byte_and_writes_nothing() {
         ["IDEM002"],
         "another route is another request"
     );
-    assert_eq!(available(&app, &app.a).await, 8_500);
+    assert_eq!(app.aud_balance(&app.a).await.0, 8_500);
 
     // Keys belong to their subaccount: B's "order-1" is B's own.
     let b_receiver = receiver_body(&app.b, "bo@example.com");
@@ -185,7 +152,7 @@ async fn concurrent_retries_create_one_payout() {
         .fund(subaccount(&app.a), "AUD", "10000")
         .await
         .unwrap();
-    let (r, a) = payee(&app, &app.a).await;
+    let (r, a) = app.payee(&app.a, "idem@example.com", true, false).await;
     let body = json!({"receiver_id": r, "account_id": a, "amount": 700, "currency": "AUD"});
     let attempts =
         (0..12).map(|_| post_with_key(&app, &app.a, "/api/payout/single", "burst", &body));
@@ -201,5 +168,5 @@ async fn concurrent_retries_create_one_payout() {
         assert_eq!(r.codes(), ["IDEM001"]);
     }
     assert_eq!(payout_count(&app, &app.a).await, 1);
-    assert_eq!(available(&app, &app.a).await, 9_300);
+    assert_eq!(app.aud_balance(&app.a).await.0, 9_300);
 }

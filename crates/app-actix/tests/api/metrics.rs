@@ -16,17 +16,7 @@ async fn metrics_count_requests_by_route_and_show_payouts_and_the_outbox() {
         .get(&app.a, "/api/receiver/00000000-0000-0000-0000-000000000000")
         .await;
     assert_eq!(missing.status, 400);
-    let account = app
-        .post(
-            &app.a,
-            "/api/receiver-account/aud/direct-entry",
-            &json!({"receiver_id": receiver, "bsb": "012002", "account_number": "123456789"}),
-        )
-        .await;
-    let account = account.body["payload"]["receiver_account_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let account = app.create_account(&app.a, &receiver).await;
     let paid = app
         .post(
             &app.a,

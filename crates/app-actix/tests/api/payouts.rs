@@ -2,67 +2,10 @@
 
 use serde_json::{Value, json};
 
-use crate::helpers::{Tenant, TestApp, spawn_app, subaccount};
-
-/// A receiver of `tenant` with a direct-entry account; KYC completed and the account confirmed
-/// unless told otherwise. Returns (receiver id, account id).
-async fn payee(
-    app: &TestApp,
-    tenant: &Tenant,
-    email: &str,
-    kyc: bool,
-    confirm: bool,
-) -> (String, String) {
-    let receiver = app.create_receiver(tenant, email).await;
-    if kyc {
-        let done = app
-            .post(
-                tenant,
-                "/api/test-helpers/kyc",
-                &json!({"receiver_id": receiver, "kyc_status": "completed"}),
-            )
-            .await;
-        assert_eq!(done.status, 200, "{}", done.body);
-    }
-    let account = app
-        .post(
-            tenant,
-            "/api/receiver-account/aud/direct-entry",
-            &json!({"receiver_id": receiver, "bsb": "012002", "account_number": "123456789"}),
-        )
-        .await;
-    let account = account.body["payload"]["receiver_account_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    if confirm {
-        let confirmed = app
-            .post(
-                tenant,
-                "/api/test-helpers/account",
-                &json!({"receiver_account_id": account, "confirm_status": "confirmed"}),
-            )
-            .await;
-        assert_eq!(confirmed.status, 200, "{}", confirmed.body);
-    }
-    (receiver, account)
-}
+use crate::helpers::{spawn_app, subaccount};
 
 fn body(receiver: &str, account: &str, amount: Value, currency: &str) -> Value {
     json!({"receiver_id": receiver, "account_id": account, "amount": amount, "currency": currency})
-}
-
-async fn balance(app: &TestApp, tenant: &Tenant) -> (i64, i64) {
-    let reply = app
-        .get(
-            tenant,
-            &format!("/api/subaccount/balance/{}?asset=AUD", tenant.subaccount_id),
-        )
-        .await;
-    (
-        reply.body["payload"]["available"].as_i64().unwrap(),
-        reply.body["payload"]["pending"].as_i64().unwrap(),
-    )
 }
 
 #[tokio::test]
@@ -76,7 +19,7 @@ async fn a_payout_holds_amount_and_fee_and_reads_back_in_the_providers_shape() {
         .set_fee(subaccount(&app.a), "AUD", "30", "1.5", "50")
         .await
         .unwrap();
-    let (receiver, account) = payee(&app, &app.a, "ada@example.com", true, true).await;
+    let (receiver, account) = app.payee(&app.a, "ada@example.com", true, true).await;
     let mut request = body(&receiver, &account, json!(10_000), "aud");
     request["reference"] = "inv-1".into();
     request["note"] = "November".into();
@@ -87,7 +30,7 @@ async fn a_payout_holds_amount_and_fee_and_reads_back_in_the_providers_shape() {
         .as_str()
         .unwrap()
         .to_owned();
-    assert_eq!(balance(&app, &app.a).await, (100_000 - 10_180, 10_180));
+    assert_eq!(app.aud_balance(&app.a).await, (100_000 - 10_180, 10_180));
 
     let got = app.get(&app.a, &format!("/api/payout/{id}")).await;
     assert_eq!(got.status, 200, "{}", got.body);
@@ -166,7 +109,7 @@ async fn new_payouts_wait_for_kyc_and_confirmation() {
         ("b@example.com", true, false, "awaiting"),
         ("c@example.com", true, true, "pending"),
     ] {
-        let (receiver, account) = payee(&app, &app.a, email, kyc, confirm).await;
+        let (receiver, account) = app.payee(&app.a, email, kyc, confirm).await;
         let created = app
             .post(
                 &app.a,
@@ -190,9 +133,9 @@ async fn every_check_answers_its_code_and_nothing_is_held() {
         .fund(subaccount(&app.a), "AUD", "1000")
         .await
         .unwrap();
-    let (receiver, account) = payee(&app, &app.a, "ada@example.com", true, true).await;
-    let (other_receiver, other_account) = payee(&app, &app.a, "bob@example.com", true, true).await;
-    let (b_receiver, b_account) = payee(&app, &app.b, "ben@example.com", true, true).await;
+    let (receiver, account) = app.payee(&app.a, "ada@example.com", true, true).await;
+    let (other_receiver, other_account) = app.payee(&app.a, "bob@example.com", true, true).await;
+    let (b_receiver, b_account) = app.payee(&app.b, "ben@example.com", true, true).await;
     let unknown = "00000000-0000-4000-8000-000000000000";
     for (request, expected) in [
         (body(unknown, &account, json!(100), "AUD"), vec!["PAYO201"]),
@@ -249,7 +192,7 @@ async fn every_check_answers_its_code_and_nothing_is_held() {
         )
         .await;
     assert_eq!(failed.codes(), ["REVR301"], "already completed");
-    assert_eq!(balance(&app, &app.a).await, (1000, 0), "nothing was held");
+    assert_eq!(app.aud_balance(&app.a).await, (1000, 0), "nothing was held");
     let missing = app.get(&app.a, &format!("/api/payout/{unknown}")).await;
     assert_eq!(missing.codes(), ["PAYO101"]);
 }
@@ -265,7 +208,7 @@ async fn fifty_concurrent_payouts_against_a_balance_for_ten_exactly_ten_succeed(
         .fund(subaccount(&app.a), "AUD", "1100")
         .await
         .unwrap();
-    let (receiver, account) = payee(&app, &app.a, "ada@example.com", true, true).await;
+    let (receiver, account) = app.payee(&app.a, "ada@example.com", true, true).await;
     let request = body(&receiver, &account, json!(100), "AUD");
     let replies = futures_util::future::join_all(
         (0..50).map(|_| app.post(&app.a, "/api/payout/single", &request)),
@@ -275,7 +218,7 @@ async fn fifty_concurrent_payouts_against_a_balance_for_ten_exactly_ten_succeed(
     let poor = replies.iter().filter(|r| r.codes() == ["PAYO207"]).count();
     assert_eq!((ok, poor), (10, 40), "{replies:?}");
     assert_eq!(
-        balance(&app, &app.a).await,
+        app.aud_balance(&app.a).await,
         (0, 1100),
         "never below zero, every cent accounted for"
     );
@@ -297,7 +240,7 @@ async fn cancelling_releases_the_hold_once_and_shows_the_reversal() {
         .set_fee(subaccount(&app.a), "AUD", "25", "0", "0")
         .await
         .unwrap();
-    let (receiver, account) = payee(&app, &app.a, "ada@example.com", true, true).await;
+    let (receiver, account) = app.payee(&app.a, "ada@example.com", true, true).await;
     let created = app
         .post(
             &app.a,
@@ -309,7 +252,7 @@ async fn cancelling_releases_the_hold_once_and_shows_the_reversal() {
         .as_str()
         .unwrap()
         .to_owned();
-    assert_eq!(balance(&app, &app.a).await, (8975, 1025));
+    assert_eq!(app.aud_balance(&app.a).await, (8975, 1025));
 
     let path = format!("/api/payout/{id}/cancel");
     let replies =
@@ -330,7 +273,7 @@ async fn cancelling_releases_the_hold_once_and_shows_the_reversal() {
         );
     }
     assert_eq!(
-        balance(&app, &app.a).await,
+        app.aud_balance(&app.a).await,
         (10000, 0),
         "released exactly once"
     );
@@ -369,7 +312,7 @@ async fn payouts_list_newest_first_with_filters_and_keyset_paging() {
         .fund(subaccount(&app.a), "AUD", "100000")
         .await
         .unwrap();
-    let (receiver, account) = payee(&app, &app.a, "ada@example.com", true, true).await;
+    let (receiver, account) = app.payee(&app.a, "ada@example.com", true, true).await;
     let mut ids = Vec::new();
     for (n, amount) in [100, 200, 300].into_iter().enumerate() {
         let mut request = body(&receiver, &account, json!(amount), "AUD");
