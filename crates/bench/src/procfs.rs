@@ -159,9 +159,10 @@ impl CpuMeter {
 
     /// What was spent since [`CpuMeter::start`]. A PostgreSQL process that started meanwhile
     /// counts in full; one that ended meanwhile (a pgbench connection) through the postmaster's
-    /// exited children, less what it had spent before the start.
-    pub async fn stop(self, conn: &mut AsyncPgConnection) -> CpuUse {
-        let wall = self.started.elapsed();
+    /// exited children, less what it had spent before the start. The run is taken to have
+    /// ended at `ended` (the readings may be taken later, once exiting processes are reaped).
+    pub async fn stop(self, conn: &mut AsyncPgConnection, ended: Instant) -> CpuUse {
+        let wall = ended.saturating_duration_since(self.started);
         let own = cpu_ticks("self").unwrap_or_default();
         let server = self.server.map_or(0, |(pid, before)| {
             cpu_ticks(&pid.to_string()).map_or(0, |(now, _)| now.saturating_sub(before))

@@ -830,6 +830,25 @@ async fn due_events(conn: &mut AsyncPgConnection) -> anyhow::Result<i64> {
     Ok(due.due)
 }
 
+/// Waits (up to 5 s) until no pgbench connection is left.
+async fn pgbench_gone(conn: &mut AsyncPgConnection) -> anyhow::Result<()> {
+    use diesel_async::RunQueryDsl;
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(5) {
+        let left: Due = diesel::sql_query(
+            "SELECT count(*) AS due FROM pg_stat_activity WHERE application_name = 'pgbench'",
+        )
+        .get_result(conn)
+        .await
+        .context("counting pgbench connections")?;
+        if left.due == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(())
+}
+
 /// Which system a round measures.
 #[derive(Debug, Clone, Copy)]
 enum System {
@@ -920,7 +939,7 @@ impl Harness<'_> {
                         let config = self.load_config(&base_url, case.clients, round);
                         let meter = CpuMeter::start(&mut self.conn, pid).await;
                         let result = load::run(Arc::clone(&workload), &config).await?;
-                        let cpu = meter.stop(&mut self.conn).await;
+                        let cpu = meter.stop(&mut self.conn, Instant::now()).await;
                         let peak = pid.and_then(|pid| procfs::status_kib(pid, "VmHWM"));
                         measured.peak_rss_kib = measured.peak_rss_kib.max(peak);
                         let (due, took) = self.drain().await?;
@@ -961,7 +980,7 @@ impl Harness<'_> {
                         let meter = CpuMeter::start(&mut self.conn, bare_server.pid()).await;
                         let result =
                             load::run(Arc::new(Bare(Arc::clone(&workload))), &config).await?;
-                        let cpu = meter.stop(&mut self.conn).await;
+                        let cpu = meter.stop(&mut self.conn, Instant::now()).await;
                         eprintln!(
                             "payoutd-bench: [{}] round {}/{}: bare endpoint {:.0} req/s",
                             case.label(),
@@ -1016,7 +1035,12 @@ impl Harness<'_> {
         };
         let meter = CpuMeter::start(&mut self.conn, None).await;
         let result = pgbench.run(&run).await?;
-        let cpu = meter.stop(&mut self.conn).await;
+        let ended = Instant::now();
+        // pgbench's backends exit after it does; their CPU time is counted once the postmaster
+        // has reaped them.
+        pgbench_gone(&mut self.conn).await?;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let cpu = meter.stop(&mut self.conn, ended).await;
         Ok(Some((result, cpu)))
     }
 }
