@@ -496,6 +496,8 @@ struct Setup {
     seed_payouts: Duration,
     walk_pages: Option<Duration>,
     pgbench: Option<PathBuf>,
+    /// The variables the pgbench scripts got (to rerun them by hand on a kept database).
+    pgbench_vars: Vec<(String, String)>,
 }
 
 async fn measure_all(
@@ -666,6 +668,7 @@ async fn prepare<'a>(
         seed_payouts: payouts_took,
         walk_pages,
         pgbench: pgbench.as_ref().map(|p| p.path().to_path_buf()),
+        pgbench_vars: vars.clone(),
     };
     Ok((
         Harness {
@@ -1288,6 +1291,9 @@ fn report_all(
             "warmup_seconds": args.warmup_seconds,
             "pgbench": setup.pgbench.as_ref().map(|p| p.display().to_string()),
             "pgbench_threads": args.pgbench_threads,
+            "pgbench_vars": setup.pgbench_vars.iter()
+                .map(|(name, value)| (name.clone(), json!(value)))
+                .collect::<serde_json::Map<_, _>>(),
         },
         "setup": {
             "seed_receivers_s": setup.seed_receivers.as_secs_f64(),
