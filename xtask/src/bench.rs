@@ -10,7 +10,10 @@
 
 use std::{env, process::ExitCode};
 
-use crate::{cmd, paths, postgres::Postgres};
+use crate::{
+    cmd, paths,
+    postgres::{Postgres, find_client},
+};
 
 /// Scenarios, with the flags `--smoke` adds to each.
 const SCENARIOS: &[(&str, &[&str])] = &[
@@ -40,6 +43,28 @@ const SCENARIOS: &[(&str, &[&str])] = &[
             "--advisory",
         ],
     ),
+    (
+        "api",
+        &[
+            "--receivers",
+            "200",
+            "--payouts",
+            "1000",
+            "--page-size",
+            "10",
+            "--clients",
+            "4",
+            "--payout-clients",
+            "4,8",
+            "--seconds",
+            "1",
+            "--rounds",
+            "1",
+            "--warmup-seconds",
+            "1",
+            "--advisory",
+        ],
+    ),
 ];
 
 /// Flags of each scenario that take a value, and switches, that xtask accepts.
@@ -56,6 +81,15 @@ const VALUE_FLAGS: &[&str] = &[
     "--duration",
     "--min-throughput",
     "--max-latency-ms",
+    "--cases",
+    "--clients",
+    "--payout-clients",
+    "--receivers",
+    "--payouts",
+    "--page-size",
+    "--seconds",
+    "--warmup-seconds",
+    "--pgbench-threads",
 ];
 const SWITCHES: &[&str] = &[
     "--explain",
@@ -107,6 +141,9 @@ pub fn run(mut args: Vec<String>) -> Result<ExitCode, String> {
                 .arg("--out-dir")
                 .arg(&out_dir)
                 .current_dir(paths::workspace_root());
+            if let Some(pgbench) = find_client("pgbench") {
+                bench.arg("--pgbench").arg(pgbench);
+            }
             if smoke {
                 // Smoke sizes first: flags given on the command line come later and win.
                 bench.args(*smoke_flags);
@@ -187,10 +224,27 @@ Scenarios:
              --max-latency-ms MS  limit of p50 and p99 (default 500)
              --advisory           report the verdicts without failing on them
              --keep-databases     keep payoutd_bench_delivery for inspection
+  api      GET/POST receiver, GET/POST payout and list pages 1 vs last, each
+           against pgbench running the same SQL (crates/bench/sql) and a bare
+           actix-web endpoint, with payoutd's peak RSS; PASS when the issue's
+           targets hold (ratios, p99, page cost, RSS)
+             --cases LIST         get-receiver,get-payout,list,post-receiver,post-payout
+             --clients N          requests in flight (default 16)
+             --payout-clients L   concurrencies of post-payout (default 16,64)
+             --receivers N        seeded receivers (default 10000)
+             --payouts N          seeded payouts (default 100000)
+             --page-size N        list limit (default 100: the last page is 1000)
+             --seconds S          measured seconds per system and case (default 10)
+             --rounds N           alternating rounds (default 2)
+             --warmup-seconds S   unmeasured load first (default 2)
+             --pgbench-threads N  pgbench -j (default 2)
+             --advisory           report the verdicts without failing on them
+             --keep-databases     keep payoutd_bench_api for inspection
 
 --smoke runs tiny sizes on debug builds (seconds, for CI); without it both
 binaries are built in release mode. Results go to <target dir>/bench/<scenario>.json,
-server logs beside them. See docs/BENCHMARKS.md.
+server logs beside them. pgbench is looked for on PATH, then in the newest
+/usr/lib/postgresql/*/bin. See docs/BENCHMARKS.md.
 "
     );
 }

@@ -261,6 +261,21 @@ impl Bins {
     }
 }
 
+/// A PostgreSQL client program such as `pgbench`, found the way [`Bins::find`] finds the server
+/// binaries: on `PATH`, else in the newest `/usr/lib/postgresql/*/bin`.
+pub fn find_client(name: &str) -> Option<PathBuf> {
+    find_on_path(name).or_else(|| {
+        fs::read_dir("/usr/lib/postgresql")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|dir| is_executable(&dir.join("bin").join(name)))
+            .max_by_key(|dir| version_key(&dir.file_name().unwrap_or_default().to_string_lossy()))
+            .map(|dir| dir.join("bin").join(name))
+    })
+}
+
 /// Sort key for version directory names like `15` or `9.6`.
 fn version_key(name: &str) -> Vec<u32> {
     name.split('.')

@@ -21,14 +21,16 @@ use sha2::Sha256;
 const MAX_MICROS: u64 = 60_000_000;
 
 /// An API key and its secret, with the last nonce used so nonces strictly increase (POST nonces
-/// are single use).
+/// are single use). Clones share that last nonce, so a key stays safe to use from several
+/// workers and across runs.
+#[derive(Clone)]
 pub struct Credentials {
     /// The API key (`x-api-key`).
     pub api_key: String,
     /// The API secret (only to hand on; requests are signed with `mac`).
     pub api_secret: String,
     mac: Hmac<Sha256>,
-    last_nonce: AtomicI64,
+    last_nonce: Arc<AtomicI64>,
 }
 
 impl std::fmt::Debug for Credentials {
@@ -36,17 +38,6 @@ impl std::fmt::Debug for Credentials {
         f.debug_struct("Credentials")
             .field("api_key", &self.api_key)
             .finish_non_exhaustive()
-    }
-}
-
-impl Clone for Credentials {
-    fn clone(&self) -> Self {
-        Self {
-            api_key: self.api_key.clone(),
-            api_secret: self.api_secret.clone(),
-            mac: self.mac.clone(),
-            last_nonce: AtomicI64::new(self.last_nonce.load(Ordering::SeqCst)),
-        }
     }
 }
 
@@ -62,7 +53,7 @@ impl Credentials {
             api_key: api_key.to_owned(),
             api_secret: api_secret.to_owned(),
             mac,
-            last_nonce: AtomicI64::new(0),
+            last_nonce: Arc::new(AtomicI64::new(0)),
         }
     }
 
@@ -94,6 +85,8 @@ pub struct Request<T> {
     pub path: String,
     /// JSON body (empty for none).
     pub body: Vec<u8>,
+    /// Extra headers (e.g. `idempotency-key`), besides the signature.
+    pub headers: Vec<(&'static str, String)>,
     /// Index into [`Workload::kinds`].
     pub kind: usize,
     /// Whatever [`Workload::check`] wants to know.
@@ -122,8 +115,10 @@ pub struct LoadConfig {
     pub base_url: String,
     /// Workers, each with one request in flight.
     pub concurrency: usize,
-    /// Requests in all.
+    /// Requests in all (at most, with `duration`).
     pub requests: u64,
+    /// When set, workers stop starting requests once this much time has passed.
+    pub duration: Option<Duration>,
     /// First sequence number (so a warm-up can use other requests than the measured run).
     pub first_seq: u64,
     /// Worker `w` signs with `keys[w % keys.len()]`.
@@ -141,6 +136,8 @@ pub struct Stats {
     pub wrong: u64,
     /// Requests that got no answer (also counted in `errors`; no latency recorded).
     pub unanswered: u64,
+    /// Bytes of response bodies read.
+    pub body_bytes: u64,
 }
 
 impl Stats {
@@ -150,6 +147,7 @@ impl Stats {
             errors: 0,
             wrong: 0,
             unanswered: 0,
+            body_bytes: 0,
         })
     }
 
@@ -158,12 +156,18 @@ impl Stats {
         self.errors += other.errors;
         self.wrong += other.wrong;
         self.unanswered += other.unanswered;
+        self.body_bytes += other.body_bytes;
         Ok(())
     }
 
     /// Requests sent (completed or not).
     pub fn requests(&self) -> u64 {
         self.histogram.len() + self.unanswered
+    }
+
+    /// The mean size of a response body, bytes.
+    pub fn mean_body_bytes(&self) -> u64 {
+        self.body_bytes / self.histogram.len().max(1)
     }
 
     /// The latency at `quantile` (0..=1), in milliseconds.
@@ -216,19 +220,65 @@ struct Tally {
     first_problem: Option<String>,
 }
 
-/// Sends `config.requests` requests of `workload`, `config.concurrency` at a time.
-pub async fn run<W: Workload>(workload: Arc<W>, config: &LoadConfig) -> anyhow::Result<LoadResult> {
-    anyhow::ensure!(config.concurrency > 0, "concurrency must be at least 1");
-    anyhow::ensure!(!config.keys.is_empty(), "the load needs an API key");
-    let client = reqwest::Client::builder()
-        .pool_max_idle_per_host(config.concurrency)
+/// `request` as sent to `base` (`http://host:port`), signed with `key` (v1) the way a client
+/// signs it.
+pub fn build<T>(
+    client: &reqwest::Client,
+    base: &str,
+    key: &Credentials,
+    request: &Request<T>,
+) -> reqwest::RequestBuilder {
+    let mut builder = client
+        .request(request.method.clone(), format!("{base}{}", request.path))
+        .header("x-api-key", &key.api_key)
+        .header("signature", key.sign_v1());
+    for (name, value) in &request.headers {
+        builder = builder.header(*name, value);
+    }
+    if request.body.is_empty() {
+        builder
+    } else {
+        builder
+            .header("content-type", "application/json")
+            .body(request.body.clone())
+    }
+}
+
+/// A client for `concurrency` connections kept alive to one server.
+pub fn client(concurrency: usize) -> anyhow::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(concurrency)
         .tcp_nodelay(true)
         .timeout(Duration::from_secs(30))
         .build()
-        .context("building the HTTP client")?;
+        .context("building the HTTP client")
+}
+
+/// Sends `request` once and returns the status and body.
+pub async fn send<T>(
+    client: &reqwest::Client,
+    base: &str,
+    key: &Credentials,
+    request: &Request<T>,
+) -> anyhow::Result<(u16, Vec<u8>)> {
+    let response = build(client, base, key, request)
+        .send()
+        .await
+        .with_context(|| format!("{} {}", request.method, request.path))?;
+    let status = response.status().as_u16();
+    Ok((status, response.bytes().await?.to_vec()))
+}
+
+/// Sends `config.requests` requests of `workload`, `config.concurrency` at a time (or as many
+/// as fit in `config.duration`).
+pub async fn run<W: Workload>(workload: Arc<W>, config: &LoadConfig) -> anyhow::Result<LoadResult> {
+    anyhow::ensure!(config.concurrency > 0, "concurrency must be at least 1");
+    anyhow::ensure!(!config.keys.is_empty(), "the load needs an API key");
+    let client = client(config.concurrency)?;
     let next = Arc::new(AtomicU64::new(0));
     let kinds = workload.kinds().to_vec();
     let started = Instant::now();
+    let deadline = config.duration.map(|duration| started + duration);
     let mut workers = Vec::with_capacity(config.concurrency);
     for worker in 0..config.concurrency {
         let workload = Arc::clone(&workload);
@@ -250,22 +300,15 @@ pub async fn run<W: Workload>(workload: Arc<W>, config: &LoadConfig) -> anyhow::
                 first_problem: None,
             };
             loop {
+                if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                    break;
+                }
                 let index = next.fetch_add(1, Ordering::Relaxed);
                 if index >= total {
                     break;
                 }
                 let request = workload.request(first_seq + index);
-                let builder = client
-                    .request(request.method.clone(), format!("{base}{}", request.path))
-                    .header("x-api-key", &key.api_key)
-                    .header("signature", key.sign_v1());
-                let builder = if request.body.is_empty() {
-                    builder
-                } else {
-                    builder
-                        .header("content-type", "application/json")
-                        .body(request.body.clone())
-                };
+                let builder = build(&client, &base, &key, &request);
                 let sent = Instant::now();
                 let answer = match builder.send().await {
                     Ok(response) => {
@@ -281,6 +324,7 @@ pub async fn run<W: Workload>(workload: Arc<W>, config: &LoadConfig) -> anyhow::
                         stats
                             .histogram
                             .saturating_record(micros.clamp(1, MAX_MICROS));
+                        stats.body_bytes += body.len() as u64;
                         *tally.statuses.entry(status).or_default() += 1;
                         let problem = if status != 200 {
                             stats.errors += 1;

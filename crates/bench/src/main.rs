@@ -13,10 +13,16 @@
 //!   inserted in batches exactly as the service stores them;
 //! - [`load`]: signed requests driven at a fixed concurrency, with per-kind histograms;
 //! - [`receiver`]: a local webhook receiver recording when each event arrived;
-//! - [`report`]: the printed tables and the JSON file.
+//! - [`report`]: the printed tables and the JSON file;
+//! - [`pgbench`]: the database's ceiling, pgbench replaying a route's SQL;
+//! - [`bare`]: the HTTP ceiling, a bare actix-web endpoint in a child process;
+//! - [`procfs`]: peak RSS and CPU time of the processes involved.
 
+mod bare;
 mod db;
 mod load;
+mod pgbench;
+mod procfs;
 mod receiver;
 mod report;
 mod scenarios;
@@ -61,6 +67,9 @@ pub struct Common {
     /// Keep the bench databases afterwards (for EXPLAIN ANALYZE and the like).
     #[arg(long, global = true)]
     keep_databases: bool,
+    /// The pgbench binary (for the database ceilings).
+    #[arg(long, global = true, default_value = "pgbench")]
+    pgbench: PathBuf,
 }
 
 /// The scenarios.
@@ -72,6 +81,12 @@ enum Scenario {
     /// Webhook delivery to a local receiver: throughput draining a backlog, and the delay from
     /// commit to delivery at a steady rate.
     Delivery(scenarios::delivery::Args),
+    /// The main routes (GET/POST receiver, GET/POST payout, list pages) against pgbench running
+    /// the same SQL and a bare actix-web endpoint; peak RSS of payoutd.
+    Api(scenarios::api::Args),
+    /// The bare actix-web endpoint itself (started by `api`).
+    #[command(hide = true)]
+    BareHttp(bare::Args),
 }
 
 /// [`Common`], checked.
@@ -84,6 +99,8 @@ pub struct Env {
     pub out_dir: PathBuf,
     /// Whether to keep the databases.
     pub keep_databases: bool,
+    /// The pgbench binary.
+    pub pgbench: PathBuf,
 }
 
 impl Common {
@@ -105,12 +122,22 @@ impl Common {
             payoutd,
             out_dir: self.out_dir,
             keep_databases: self.keep_databases,
+            pgbench: self.pgbench,
         })
     }
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Scenario::BareHttp(args) = &cli.scenario {
+        return match bare::serve(args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("payoutd-bench bare-http: error: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     // When built together with payoutd, reqwest's rustls backend is switched on by the webhook
     // adapter's features, and then needs a crypto provider before the first client is built.
     // `Err` only means one is installed already.
@@ -131,6 +158,8 @@ fn main() -> ExitCode {
         match cli.scenario {
             Scenario::Verify(args) => scenarios::verify::run(&env, &args).await,
             Scenario::Delivery(args) => scenarios::delivery::run(&env, &args).await,
+            Scenario::Api(args) => scenarios::api::run(&env, &args).await,
+            Scenario::BareHttp(_) => Ok(ExitCode::FAILURE),
         }
     });
     match result {

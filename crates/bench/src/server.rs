@@ -129,22 +129,9 @@ impl Payoutd {
     /// `/readyz` answers 200.
     pub async fn serve(&self, log: &Path) -> anyhow::Result<Server> {
         let port = free_port()?;
-        let log_file =
-            File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
         let mut command = self.command(&["serve"]);
-        command
-            .env("PAYOUT_BIND", format!("127.0.0.1:{port}"))
-            .stdin(Stdio::null())
-            .stdout(log_file.try_clone()?)
-            .stderr(log_file);
-        let child = command.spawn().context("cannot start `payoutd serve`")?;
-        let server = Server {
-            child: Some(child),
-            base_url: format!("http://127.0.0.1:{port}"),
-            log: log.to_path_buf(),
-        };
-        server.wait_ready(Duration::from_secs(30)).await?;
-        Ok(server)
+        command.env("PAYOUT_BIND", format!("127.0.0.1:{port}"));
+        Server::start(command, port, log).await
     }
 }
 
@@ -158,7 +145,7 @@ fn field(object: &Value, name: &str) -> anyhow::Result<String> {
 }
 
 /// A port nothing listens on right now.
-fn free_port() -> anyhow::Result<u16> {
+pub fn free_port() -> anyhow::Result<u16> {
     let listener = TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
     Ok(listener.local_addr()?.port())
 }
@@ -172,8 +159,29 @@ pub struct Server {
 }
 
 impl Server {
+    /// Spawns `command`, an HTTP server that is to listen on `127.0.0.1:port`, its output going
+    /// to `log`, and waits until `/readyz` answers 200.
+    pub async fn start(mut command: Command, port: u16, log: &Path) -> anyhow::Result<Server> {
+        let log_file =
+            File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
+        command
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone()?)
+            .stderr(log_file);
+        let shown = command.get_program().to_string_lossy().into_owned();
+        let child = command
+            .spawn()
+            .with_context(|| format!("cannot start {shown}"))?;
+        let server = Server {
+            child: Some(child),
+            base_url: format!("http://127.0.0.1:{port}"),
+            log: log.to_path_buf(),
+        };
+        server.wait_ready(Duration::from_secs(30)).await?;
+        Ok(server)
+    }
+
     /// The server's process id (for RSS readings and the like).
-    #[allow(dead_code)]
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)
     }

@@ -188,6 +188,7 @@ impl Workload for VerifyWorkload {
             method: reqwest::Method::POST,
             path: "/api/receiver-account/verify".to_owned(),
             body: serde_json::to_vec(&body).unwrap_or_default(),
+            headers: Vec::new(),
             kind,
             tag: expect,
         }
@@ -403,6 +404,7 @@ async fn measure_all(
             base_url: server.base_url.clone(),
             concurrency: args.concurrency,
             requests: warmup,
+            duration: None,
             first_seq: 1 << 40,
             keys: p.keys.clone(),
         };
@@ -420,6 +422,7 @@ async fn measure_all(
                 base_url: server.base_url.clone(),
                 concurrency: args.concurrency,
                 requests: count,
+                duration: None,
                 first_seq: first,
                 keys: p.keys.clone(),
             };

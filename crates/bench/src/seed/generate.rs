@@ -200,6 +200,16 @@ pub struct Generator {
     start: DateTime<Utc>,
     /// Time between consecutive indices.
     step: Duration,
+    /// With [`Generator::with_sql_ids`]: the tag of ids SQL can compute.
+    sql_ids: Option<String>,
+}
+
+/// The id `md5(tag || kind || i)::uuid`, which SQL (a pgbench script, a bulk insert) computes
+/// from the index alone: `md5('<tag>' || 'r' || 42)::uuid`.
+pub fn sql_uuid(tag: &str, kind: &str, i: u64) -> Uuid {
+    use md5::{Digest, Md5};
+    let digest: [u8; 16] = Md5::digest(format!("{tag}{kind}{i}").as_bytes()).into();
+    Uuid::from_bytes(digest)
 }
 
 impl Generator {
@@ -212,7 +222,15 @@ impl Generator {
             salt,
             start: Utc::now() - span - Duration::days(1),
             step: Duration::microseconds(span.num_microseconds().unwrap_or(0) / per),
+            sql_ids: None,
         }
+    }
+
+    /// The same data, but receiver `i` gets the id [`sql_uuid`]`(tag, "r", i)` and its account
+    /// [`sql_uuid`]`(tag, "a", i)`, so that SQL can pick a random seeded row without a lookup.
+    pub fn with_sql_ids(mut self, tag: &str) -> Self {
+        self.sql_ids = Some(tag.to_owned());
+        self
     }
 
     /// A pseudo-random number for index `i` and purpose `stream`.
@@ -232,12 +250,18 @@ impl Generator {
 
     /// Receiver `i`'s id.
     pub fn receiver_id(&self, i: u64) -> Uuid {
-        self.uuid(i, 1)
+        match &self.sql_ids {
+            Some(tag) => sql_uuid(tag, "r", i),
+            None => self.uuid(i, 1),
+        }
     }
 
     /// Account `i`'s id.
     pub fn account_id(&self, i: u64) -> Uuid {
-        self.uuid(i, 2)
+        match &self.sql_ids {
+            Some(tag) => sql_uuid(tag, "a", i),
+            None => self.uuid(i, 2),
+        }
     }
 
     /// When receiver `i` was created.
@@ -509,6 +533,21 @@ mod tests {
         methods.sort_unstable();
         methods.dedup();
         assert_eq!(methods.len(), 6);
+    }
+
+    #[test]
+    fn sql_ids_are_what_postgres_computes() {
+        // PostgreSQL 15: SELECT md5('t1' || 'r' || 42)::uuid
+        assert_eq!(
+            sql_uuid("t1", "r", 42).to_string(),
+            "77f9d8e5-8c47-3c75-a53a-0dde90bacb02"
+        );
+        let generator = Generator::new(10, 7).with_sql_ids("t1");
+        assert_eq!(generator.receiver_id(3), sql_uuid("t1", "r", 3));
+        assert_eq!(
+            generator.account(3).map(|a| a.id).ok(),
+            Some(sql_uuid("t1", "a", 3))
+        );
     }
 
     #[test]

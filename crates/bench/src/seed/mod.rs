@@ -10,6 +10,7 @@
 //! prove they are what the service expects.
 
 pub mod generate;
+pub mod payouts;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

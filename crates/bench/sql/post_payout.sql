@@ -1,0 +1,54 @@
+-- pgbench script: the SQL payoutd runs for one `POST /api/payout/single`, in the same order, one
+-- round trip per statement (run by `cargo xtask bench api`, case post-payout, at each
+-- concurrency).
+--
+-- Mirrors, as of this commit (the create-payout transaction is being changed on main: a
+-- `SELECT ... FOR SHARE` of the receiver and account rows, joining an open batch, idempotency
+-- keys; update this script with it):
+--   1. authentication, `AuthService::authenticate` (crates/domain/src/auth/service.rs):
+--      `CredentialStore::find_credential`, then `record_nonce`
+--      (crates/adapters-postgres/src/stores/credentials.rs);
+--   2. the reads of `PayoutService::create` (crates/domain/src/payout/service.rs), in its order:
+--      `ReceiverStore::find_receiver` (stores/receivers.rs), `AccountStore::find_account`
+--      (stores/accounts.rs), `PayoutStore::fee_template` and `similar_payout_since`
+--      (stores/payouts.rs);
+--   3. `PayoutStore::insert_payout` (stores/payouts.rs): one transaction with the hold (the
+--      conditional update of the balance), the payout row, its `payout_hold` and `fee_hold`
+--      ledger entries and its `payoutCreated` event (`insert_events`, stores/outbox.rs).
+-- The statements are the text diesel sends (seen with log_statement = all), with pgbench
+-- variables or SQL expressions for the parameters:
+--   - the currency, the ids and the fee come from the rows read before (\gset) and the fee rule
+--     (crates/domain/src/payout/fee.rs) in pgbench arithmetic, as payoutd computes them;
+--   - ids and the reference are made unique from a random number; the nonce is random;
+--   - the event payload is built with jsonb_build_object (payoutd binds it as jsonb);
+--   - the event is written due in 10 years rather than now, so that the delivery worker of the
+--     payoutd under test leaves pgbench's events alone. Delivering payoutd's own events (a
+--     transaction per event, recording it skipped) is work payoutd does that this script does
+--     not.
+--
+-- Variables (payoutd-bench passes them with -D): apikey, keyid (the key's id), sub, tag,
+-- receivers. The receiver is a random seeded one (receiver i has account i; ids
+-- md5(tag || 'r' || i)::uuid and md5(tag || 'a' || i)::uuid, `sql_uuid` in
+-- crates/bench/src/seed/generate.rs); every seeded receiver is payable (KYC completed, account
+-- confirmed), so payouts start `pending` (status 1).
+\set i random(0, :receivers - 1)
+\set r random(1, 9000000000000000000)
+\set nonce random(1000000000000, 9000000000000000000)
+\set amount random(100, 99999)
+SELECT "api_keys"."id", "api_keys"."subaccount_id", "api_keys"."secret_ciphertext", "subaccounts"."require_signature_v2" FROM ("api_keys" INNER JOIN "subaccounts" ON ("api_keys"."subaccount_id" = "subaccounts"."id")) WHERE (("api_keys"."api_key" = :apikey) AND ("api_keys"."revoked_at" IS NULL)) LIMIT 1;
+INSERT INTO "request_nonces" ("api_key_id", "nonce", "subaccount_id", "seen_at") VALUES (:keyid, :nonce, :sub, now()) ON CONFLICT DO NOTHING;
+SELECT "receivers"."id", "receivers"."subaccount_id", "receivers"."first_name", "receivers"."middle_name", "receivers"."last_name", "receivers"."email", "receivers"."gender", "receivers"."dob", "receivers"."dialcode", "receivers"."phone", "receivers"."address", "receivers"."address2", "receivers"."city", "receivers"."state", "receivers"."country", "receivers"."postcode", "receivers"."reference", "receivers"."applicant_id", "receivers"."status", "receivers"."kyc_status", "receivers"."created_at", "receivers"."updated_at", "receivers"."email_normalized" FROM "receivers" WHERE (("receivers"."id" = md5(:tag || 'r' || :i)::uuid) AND ("receivers"."subaccount_id" = :sub)) LIMIT 1;
+SELECT "receiver_accounts"."id", "receiver_accounts"."subaccount_id", "receiver_accounts"."receiver_id", "receiver_accounts"."method", "receiver_accounts"."asset", "receiver_accounts"."status", "receiver_accounts"."confirm_status", "receiver_accounts"."data_ciphertext", "receiver_accounts"."details_fingerprint", "receiver_accounts"."fp_bsb", "receiver_accounts"."fp_account_number", "receiver_accounts"."fp_routing_number", "receiver_accounts"."fp_account_type", "receiver_accounts"."fp_iban", "receiver_accounts"."fp_bic", "receiver_accounts"."fp_recipient", "receiver_accounts"."created_at", "receiver_accounts"."updated_at" FROM "receiver_accounts" WHERE (("receiver_accounts"."id" = md5(:tag || 'a' || :i)::uuid) AND ("receiver_accounts"."subaccount_id" = :sub)) LIMIT 1 \gset a_
+SELECT "fee_templates"."id", "fee_templates"."group_id", "fee_templates"."fixed", "fee_templates"."percentage", "fee_templates"."min_amount" FROM "fee_templates" WHERE (("fee_templates"."subaccount_id" = :sub) AND ("fee_templates"."asset" = :a_asset)) LIMIT 1 \gset f_
+SELECT EXISTS (SELECT "payouts"."id", "payouts"."subaccount_id", "payouts"."receiver_id", "payouts"."account_id", "payouts"."asset", "payouts"."amount", "payouts"."fee", "payouts"."fee_template_id", "payouts"."fee_group_id", "payouts"."fee_fixed", "payouts"."fee_percentage", "payouts"."fee_min_amount", "payouts"."reference", "payouts"."note", "payouts"."status", "payouts"."batch_id", "payouts"."provider_reference", "payouts"."duplicate", "payouts"."created_at", "payouts"."updated_at" FROM "payouts" WHERE ((((("payouts"."subaccount_id" = :sub) AND ("payouts"."account_id" = :a_id)) AND ("payouts"."amount" = :amount)) AND ("payouts"."asset" = :a_asset)) AND ("payouts"."created_at" >= now() - interval '24 hours'))) AS duplicate \gset d_
+\set fee greatest(:f_fixed + (:amount * :f_percentage + 500000) / 1000000, :f_min_amount)
+\set total :amount + :fee
+\set payout_available -1 * :amount
+\set fee_available -1 * :fee
+BEGIN;
+UPDATE "balances" SET "available" = ("balances"."available" - :total), "pending" = ("balances"."pending" + :total), "updated_at" = now() WHERE ((("balances"."subaccount_id" = :sub) AND ("balances"."asset" = :a_asset)) AND ("balances"."available" >= :total));
+INSERT INTO "payouts" ("id", "subaccount_id", "receiver_id", "account_id", "asset", "amount", "fee", "fee_template_id", "fee_group_id", "fee_fixed", "fee_percentage", "fee_min_amount", "reference", "note", "status", "batch_id", "provider_reference", "duplicate", "created_at", "updated_at") VALUES (md5('np' || :r)::uuid, :sub, :a_receiver_id, :a_id, :a_asset, :amount, :fee, :f_id, :f_group_id, :f_fixed, :f_percentage, :f_min_amount, 'PGB-' || :r, 'bench', 1, NULL, '', :d_duplicate, now(), now());
+INSERT INTO "ledger_entries" ("id", "subaccount_id", "asset", "kind", "available_delta", "pending_delta", "payout_id", "created_at") VALUES (md5('nh' || :r)::uuid, :sub, :a_asset, 'payout_hold', :payout_available, :amount, md5('np' || :r)::uuid, now());
+INSERT INTO "ledger_entries" ("id", "subaccount_id", "asset", "kind", "available_delta", "pending_delta", "payout_id", "created_at") VALUES (md5('nf' || :r)::uuid, :sub, :a_asset, 'fee_hold', :fee_available, :fee, md5('np' || :r)::uuid, now());
+WITH seq AS ( INSERT INTO outbox_sequences (object_id, subaccount_id, last_sequence) VALUES (md5('np' || :r)::uuid, :sub, 1) ON CONFLICT (object_id) DO UPDATE SET last_sequence = outbox_sequences.last_sequence + 1 RETURNING last_sequence AS n) INSERT INTO outbox_events (id, subaccount_id, object_id, sequence, event_type, payload, created_at, next_attempt_at) SELECT md5('ne' || :r)::uuid, :sub, md5('np' || :r)::uuid, seq.n, 'payoutCreated', jsonb_build_object('event', 'payoutCreated', 'event_id', md5('ne' || :r)::uuid::text, 'payout_id', md5('np' || :r)::uuid::text, 'amount', :amount::bigint, 'currency', :a_asset::text, 'batch_id', '', 'batch_run_time', NULL, 'receiver_account_id', :a_id::text, 'receiver_id', :a_receiver_id::text, 'reference', 'PGB-' || :r, 'status', 'pending', 'subaccount_id', :sub::text, 'subccount_id', :sub::text, 'timestamp', (extract(epoch FROM now()) * 1000)::bigint) || jsonb_build_object('sequence', seq.n), now(), now() + interval '10 years' FROM seq;
+COMMIT;

@@ -1,0 +1,268 @@
+//! pgbench, the database's ceiling: the SQL that payoutd runs for one request, replayed by
+//! pgbench's C client over the same loopback, with nothing else in the way.
+//!
+//! The scripts live in `crates/bench/sql/` (each says which store code it mirrors) and are
+//! compiled into the harness; a run writes them to the out dir and runs
+//! `pgbench -n -M prepared -r -c <clients> -j <threads> -T <seconds> -D name=value... -f script@w`
+//! with the output kept in a log file. `-M prepared` matches the service, whose store prepares
+//! each statement once per connection.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::Context;
+
+/// The pgbench binary.
+#[derive(Debug, Clone)]
+pub struct Pgbench {
+    bin: PathBuf,
+}
+
+/// One script of a run and its figures.
+#[derive(Debug, Clone, Default)]
+pub struct ScriptStats {
+    /// The script's name (its file stem).
+    pub name: String,
+    /// Transactions that ran.
+    pub transactions: u64,
+    /// Transactions per second (without the connection time).
+    pub tps: f64,
+    /// Mean latency of a transaction, ms.
+    pub latency_avg_ms: f64,
+}
+
+/// The outcome of a run (or of several runs added together).
+#[derive(Debug, Clone, Default)]
+pub struct PgbenchResult {
+    /// Transactions that ran.
+    pub transactions: u64,
+    /// Transactions that failed.
+    pub failed: u64,
+    /// Seconds the transactions took (transactions / tps), summed over added runs.
+    pub busy_seconds: f64,
+    /// Mean latency of a transaction, ms.
+    pub latency_avg_ms: f64,
+    /// Per script, in the order given.
+    pub scripts: Vec<ScriptStats>,
+}
+
+impl PgbenchResult {
+    /// Transactions per second over every added run.
+    pub fn tps(&self) -> f64 {
+        self.transactions as f64 / self.busy_seconds.max(1e-9)
+    }
+
+    /// Adds another run of the same scripts (latencies weighted by transactions).
+    pub fn merge(&mut self, other: &PgbenchResult) {
+        let weighted = |a: f64, na: u64, b: f64, nb: u64| {
+            (a * na as f64 + b * nb as f64) / (na + nb).max(1) as f64
+        };
+        self.latency_avg_ms = weighted(
+            self.latency_avg_ms,
+            self.transactions,
+            other.latency_avg_ms,
+            other.transactions,
+        );
+        if self.scripts.is_empty() {
+            self.scripts = other.scripts.clone();
+        } else {
+            for (mine, theirs) in self.scripts.iter_mut().zip(&other.scripts) {
+                let seconds = mine.transactions as f64 / mine.tps.max(1e-9)
+                    + theirs.transactions as f64 / theirs.tps.max(1e-9);
+                mine.latency_avg_ms = weighted(
+                    mine.latency_avg_ms,
+                    mine.transactions,
+                    theirs.latency_avg_ms,
+                    theirs.transactions,
+                );
+                mine.transactions += theirs.transactions;
+                mine.tps = mine.transactions as f64 / seconds.max(1e-9);
+            }
+        }
+        self.transactions += other.transactions;
+        self.failed += other.failed;
+        self.busy_seconds += other.busy_seconds;
+    }
+}
+
+/// The number after `prefix` on the first line that holds it.
+fn number_after(text: &str, prefix: &str) -> Option<f64> {
+    text.lines().find_map(|line| {
+        let rest = &line[line.find(prefix)? + prefix.len()..];
+        rest.split(|c: char| c.is_whitespace() || c == ')' || c == ',')
+            .find(|word| !word.is_empty())?
+            .parse()
+            .ok()
+    })
+}
+
+/// Parses pgbench's report.
+fn parse(output: &str, scripts: usize) -> anyhow::Result<PgbenchResult> {
+    let transactions = number_after(output, "number of transactions actually processed:")
+        .context("pgbench printed no transaction count")?;
+    let tps = number_after(output, "tps =").context("pgbench printed no tps")?;
+    let mut result = PgbenchResult {
+        transactions: transactions as u64,
+        failed: number_after(output, "number of failed transactions:").unwrap_or(0.0) as u64,
+        busy_seconds: transactions / tps.max(1e-9),
+        latency_avg_ms: number_after(output, "latency average =").unwrap_or(0.0),
+        scripts: Vec::new(),
+    };
+    if scripts > 1 {
+        // Sections start with "SQL script N: <path>".
+        let sections: Vec<&str> = output.split("SQL script ").skip(1).collect();
+        for section in sections {
+            let name = section
+                .lines()
+                .next()
+                .and_then(|line| line.split_once(": "))
+                .map(|(_, path)| {
+                    Path::new(path.trim())
+                        .file_stem()
+                        .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
+                })
+                .unwrap_or_default();
+            let count = section.lines().find_map(|line| {
+                let rest = line.trim_start().strip_prefix("- ")?;
+                let (count, tail) = rest.split_once(" transactions (")?;
+                Some((
+                    count.parse::<u64>().ok()?,
+                    number_after(tail, "of total, tps =")?,
+                ))
+            });
+            let (transactions, tps) = count.unwrap_or_default();
+            result.scripts.push(ScriptStats {
+                name,
+                transactions,
+                tps,
+                latency_avg_ms: number_after(section, "- latency average =").unwrap_or(0.0),
+            });
+        }
+    } else {
+        result.scripts.push(ScriptStats {
+            name: String::new(),
+            transactions: result.transactions,
+            tps,
+            latency_avg_ms: result.latency_avg_ms,
+        });
+    }
+    Ok(result)
+}
+
+/// How to run pgbench once.
+pub struct PgbenchRun<'a> {
+    /// Database URL.
+    pub url: &'a str,
+    /// Scripts (paths) and their weights.
+    pub scripts: &'a [(PathBuf, u32)],
+    /// Connections, each running transactions back to back.
+    pub clients: usize,
+    /// pgbench threads.
+    pub threads: usize,
+    /// How long.
+    pub duration: Duration,
+    /// Variables (`-D name=value`).
+    pub vars: &'a [(String, String)],
+    /// Where pgbench's report goes.
+    pub log: &'a Path,
+}
+
+impl Pgbench {
+    /// `bin` when it runs (`pgbench --version`), else `None`.
+    pub fn find(bin: &Path) -> Option<Self> {
+        let works = Command::new(bin)
+            .arg("--version")
+            .output()
+            .is_ok_and(|out| out.status.success());
+        works.then(|| Self {
+            bin: bin.to_path_buf(),
+        })
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        &self.bin
+    }
+
+    /// Runs pgbench and parses its report (also written to `run.log`).
+    pub async fn run(&self, run: &PgbenchRun<'_>) -> anyhow::Result<PgbenchResult> {
+        let mut command = Command::new(&self.bin);
+        command.args(["-n", "-M", "prepared", "-r"]);
+        command
+            .arg("-c")
+            .arg(run.clients.to_string())
+            .arg("-j")
+            .arg(run.threads.clamp(1, run.clients.max(1)).to_string())
+            .arg("-T")
+            .arg(run.duration.as_secs().max(1).to_string());
+        for (name, value) in run.vars {
+            command.arg("-D").arg(format!("{name}={value}"));
+        }
+        for (script, weight) in run.scripts {
+            command
+                .arg("-f")
+                .arg(format!("{}@{weight}", script.display()));
+        }
+        command.arg(run.url);
+        let out = tokio::task::spawn_blocking(move || command.output())
+            .await?
+            .context("cannot run pgbench")?;
+        let report = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::write(run.log, &report)
+            .with_context(|| format!("cannot write {}", run.log.display()))?;
+        anyhow::ensure!(
+            out.status.success(),
+            "pgbench failed ({}); see {}:\n{}",
+            out.status,
+            run.log.display(),
+            report.lines().rev().take(5).collect::<Vec<_>>().join("\n")
+        );
+        parse(&report, run.scripts.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TWO_SCRIPTS: &str = "\
+number of transactions actually processed: 28917
+number of failed transactions: 0 (0.000%)
+latency average = 0.068 ms
+initial connection time = 21.011 ms
+tps = 29405.992245 (without initial connection time)
+SQL script 1: /tmp/list_first.sql
+ - weight: 1 (targets 50.0% of total)
+ - 14534 transactions (50.3% of total, tps = 14779.772843)
+ - number of failed transactions: 0 (0.000%)
+ - latency average = 0.038 ms
+ - latency stddev = 0.347 ms
+SQL script 2: /tmp/list_after.sql
+ - weight: 1 (targets 50.0% of total)
+ - 14377 transactions (49.7% of total, tps = 14620.117941)
+ - number of failed transactions: 0 (0.000%)
+ - latency average = 0.041 ms
+";
+
+    #[test]
+    fn parses_the_report() -> anyhow::Result<()> {
+        let result = parse(TWO_SCRIPTS, 2)?;
+        assert_eq!(result.transactions, 28917);
+        assert!((result.tps() - 29405.99).abs() < 0.1);
+        assert_eq!(result.scripts.len(), 2);
+        assert_eq!(result.scripts[1].name, "list_after");
+        assert_eq!(result.scripts[1].transactions, 14377);
+        assert!((result.scripts[0].latency_avg_ms - 0.038).abs() < 1e-9);
+        let mut total = result.clone();
+        total.merge(&result);
+        assert_eq!(total.transactions, 2 * 28917);
+        assert!((total.tps() - 29405.99).abs() < 0.1);
+        assert!((total.scripts[0].tps - 14779.77).abs() < 0.1);
+        Ok(())
+    }
+}
