@@ -23,7 +23,7 @@
 //! | `PAYOUT_SANDBOX_RAIL_SETTLE_MS` | `5000` | sandbox: the simulated rail reports each payout's result this long after its submission |
 //! | `PAYOUT_RATE_LIMIT_PER_SEC` | `100` | requests per second per API key (1..=1000000) |
 //! | `PAYOUT_RATE_LIMIT_BURST` | `200` | burst per API key (1..=1000000) |
-//! | `PAYOUT_DB_POOL_SIZE` | `16` | most database connections |
+//! | `PAYOUT_DB_POOL_SIZE` | `16` | database connections for requests, split among the HTTP workers (the background jobs get up to 8 more) |
 //! | `PAYOUT_DB_WAIT_TIMEOUT_MS` | `2000` | wait for a free connection before answering 503 |
 //! | `PAYOUT_DB_STATEMENT_TIMEOUT_MS` | `5000` | per-statement timeout |
 

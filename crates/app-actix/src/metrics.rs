@@ -38,16 +38,55 @@ pub trait Sampler: Send + Sync {
     async fn sample(&self) -> Result<Sample, PortError>;
 }
 
+/// Every database pool of the process (one per HTTP worker, one for the jobs).
+#[derive(Clone, Default)]
+pub struct Pools(std::sync::Arc<std::sync::Mutex<Vec<adapters_postgres::DbPool>>>);
+
+impl Pools {
+    /// Adds a pool to report.
+    pub fn register(&self, pool: adapters_postgres::DbPool) {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(pool);
+    }
+
+    /// (open, idle, waiting) over every pool.
+    fn totals(&self) -> (usize, usize, usize) {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .map(|pool| pool.status())
+            .fold((0, 0, 0), |(size, idle, waiting), s| {
+                (size + s.size, idle + s.available, waiting + s.waiting)
+            })
+    }
+}
+
+/// Samples the process's pools and, through one store, the database's counts.
+pub struct StoreSampler {
+    store: adapters_postgres::PgStore,
+    pools: Pools,
+}
+
+impl StoreSampler {
+    /// A sampler reading counts through `store` and reporting `pools`.
+    pub fn new(store: adapters_postgres::PgStore, pools: Pools) -> Self {
+        Self { store, pools }
+    }
+}
+
 #[async_trait]
-impl Sampler for adapters_postgres::PgStore {
+impl Sampler for StoreSampler {
     async fn sample(&self) -> Result<Sample, PortError> {
-        let status = self.pool().status();
-        let counts = self.operational_counts().await?;
+        let (size, idle, waiting) = self.pools.totals();
+        let counts = self.store.operational_counts().await?;
         let wide = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
         Ok(Sample {
-            pool_size: wide(status.size),
-            pool_idle: wide(status.available),
-            pool_waiting: wide(status.waiting),
+            pool_size: wide(size),
+            pool_idle: wide(idle),
+            pool_waiting: wide(waiting),
             outbox_pending: counts.outbox_pending,
             payouts_by_status: counts.payouts_by_status,
         })

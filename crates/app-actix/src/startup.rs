@@ -31,7 +31,14 @@ use crate::system::{RandomIds, SystemClock};
 
 /// The store and vault built from configuration.
 pub fn build_store(config: &Config) -> anyhow::Result<PgStore> {
-    let pool = create_pool(&config.database).context("building the database pool")?;
+    build_store_sized(config, config.database.max_size)
+}
+
+/// [`build_store`] with a pool of at most `connections`.
+pub fn build_store_sized(config: &Config, connections: usize) -> anyhow::Result<PgStore> {
+    let mut database = config.database.clone();
+    database.max_size = connections.max(1);
+    let pool = create_pool(&database).context("building the database pool")?;
     let vault = Vault::new(&config.master_key).context("deriving keys from PAYOUT_MASTER_KEY")?;
     let interval = chrono::Duration::from_std(config.batches.interval).context("batch interval")?;
     Ok(PgStore::new(pool, Arc::new(vault)).with_batch_interval(interval))
@@ -125,12 +132,40 @@ pub async fn run_batches(
     }
 }
 
+/// What every HTTP worker's state shares: metrics, the rate limiter's buckets and the pools to
+/// report.
+#[derive(Clone)]
+pub struct Shared {
+    /// The process's metrics.
+    pub metrics: Arc<Metrics>,
+    /// The buckets of every API key (one set per process, not per worker).
+    pub rate_limit: Arc<http::rate_limit::ApiKeyLimiter>,
+    /// Every pool of the process, for `/metrics`.
+    pub pools: crate::metrics::Pools,
+}
+
+impl Shared {
+    /// Fresh metrics, buckets and pool list.
+    pub fn new(config: &Config) -> Self {
+        Self {
+            metrics: Arc::new(Metrics::new()),
+            rate_limit: Arc::new(http::rate_limit::ApiKeyLimiter::new(
+                config.rate_limit.0,
+                config.rate_limit.1,
+            )),
+            pools: crate::metrics::Pools::default(),
+        }
+    }
+}
+
 /// The handler state over a store and the outside world's adapters.
 pub fn build_state(
     config: &Config,
     store: &PgStore,
     sandbox: &Sandbox,
+    shared: &Shared,
 ) -> anyhow::Result<AppState> {
+    shared.pools.register(store.pool().clone());
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let ids: Arc<dyn IdGenerator> = Arc::new(RandomIds::default());
     let kyc: Arc<dyn KycProvider> = sandbox.kyc.clone();
@@ -176,9 +211,12 @@ pub fn build_state(
             chrono::Duration::from_std(config.batches.lease).context("batch lease")?,
         )),
         idempotency: IdempotencyService::new(store.clone(), Arc::new(SystemClock)),
-        rate_limit: http::rate_limit::ApiKeyLimiter::new(config.rate_limit.0, config.rate_limit.1),
-        metrics: Arc::new(Metrics::new()),
-        sampler: store.clone(),
+        rate_limit: shared.rate_limit.clone(),
+        metrics: shared.metrics.clone(),
+        sampler: Arc::new(crate::metrics::StoreSampler::new(
+            (*store).clone(),
+            shared.pools.clone(),
+        )),
         readiness: Box::new((*store).clone()),
     })
 }
@@ -233,10 +271,11 @@ pub async fn run_delivery(
     let mut next_claim = tokio::time::Instant::now();
     loop {
         let stopping = *stop.borrow();
-        let free = worker
-            .capacity()
-            .saturating_sub(u32::try_from(in_flight.len()).unwrap_or(u32::MAX));
-        if !stopping && free > 0 && tokio::time::Instant::now() >= next_claim {
+        let free = free_slots(&worker, &in_flight);
+        if !stopping
+            && worth_claiming(&worker, &in_flight)
+            && tokio::time::Instant::now() >= next_claim
+        {
             match worker.claim(free).await {
                 Ok(claimed) => {
                     let full = u32::try_from(claimed.len()).unwrap_or(u32::MAX) == free;
@@ -268,10 +307,27 @@ pub async fn run_delivery(
                     Ok(Ok(next)) => metrics.observe_delivery(next.as_ref()),
                 }
             }
-            () = tokio::time::sleep_until(next_claim), if !stopping => {}
+            // Only when a claim could follow: with too few free slots, waking for the timer
+            // would spin until an attempt ends.
+            () = tokio::time::sleep_until(next_claim), if !stopping && worth_claiming(&worker, &in_flight) => {}
             _ = stop.changed(), if !stopping => {}
         }
     }
+}
+
+fn free_slots<T: 'static>(worker: &DeliveryWorker, in_flight: &tokio::task::JoinSet<T>) -> u32 {
+    worker
+        .capacity()
+        .saturating_sub(u32::try_from(in_flight.len()).unwrap_or(u32::MAX))
+}
+
+/// Claims go in batches: once a quarter of the slots are free (or none is busy), not for every
+/// attempt that ends, which would cost a claiming transaction per event.
+fn worth_claiming<T: 'static>(
+    worker: &DeliveryWorker,
+    in_flight: &tokio::task::JoinSet<T>,
+) -> bool {
+    free_slots(worker, in_flight) >= (worker.capacity() / 4).max(1) || in_flight.is_empty()
 }
 
 impl Application {
@@ -283,17 +339,36 @@ impl Application {
             config.sandbox,
             "PAYOUT_SANDBOX must be true: only the sandbox KYC provider and notifier are implemented so far"
         );
-        let store = build_store(config)?;
+        // One pool per HTTP worker: a diesel-async connection's I/O runs on the runtime that
+        // opened it, so a pool shared by the workers hands queries between threads (measured
+        // in the stack notes). The background jobs get a pool of their own.
+        let workers = config.workers.max(1);
+        let per_worker = config.database.max_size.div_ceil(workers).max(2);
+        let store = build_store_sized(config, (config.database.max_size / 2).clamp(2, 8))?;
         let sandbox = Sandbox::new(config);
-        let state = web::Data::new(build_state(config, &store, &sandbox)?);
-        let app_state = state.clone();
+        let shared = Shared::new(config);
+        let jobs_state = web::Data::new(build_state(config, &store, &sandbox, &shared)?);
+        let app_state = jobs_state.clone();
         let sandbox_mode = config.sandbox;
         let listener =
             TcpListener::bind(config.bind).with_context(|| format!("binding {}", config.bind))?;
         let port = listener.local_addr()?.port();
+        let worker_config = config.clone();
+        let worker_sandbox = sandbox.clone();
         let server = HttpServer::new(move || {
+            let state = match build_store_sized(&worker_config, per_worker).and_then(|store| {
+                build_state(&worker_config, &store, &worker_sandbox, &shared)
+            }) {
+                Ok(state) => web::Data::new(state),
+                Err(e) => {
+                    // Cannot happen with a configuration the first build accepted; the jobs'
+                    // state still serves.
+                    tracing::error!(error = %e, "building a worker's state failed; sharing the jobs' pool");
+                    jobs_state.clone()
+                }
+            };
             App::new()
-                .app_data(state.clone())
+                .app_data(state)
                 .wrap(from_fn(http::idempotency::idempotency))
                 .wrap(from_fn(http::context::request_context))
                 .configure(http::routes)
@@ -304,7 +379,7 @@ impl Application {
                 })
                 .default_service(http::fallback())
         })
-        .workers(config.workers)
+        .workers(workers)
         .shutdown_timeout(30)
         .listen(listener)?
         .run();

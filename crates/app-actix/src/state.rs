@@ -37,7 +37,7 @@ pub struct AppState {
     /// Batches: the runner the background job and the sandbox helpers drive.
     pub batches: std::sync::Arc<domain::batch::runner::BatchRunner>,
     /// Requests per API key.
-    pub rate_limit: crate::http::rate_limit::ApiKeyLimiter,
+    pub rate_limit: std::sync::Arc<crate::http::rate_limit::ApiKeyLimiter>,
     /// Idempotency keys.
     pub idempotency: domain::idempotency::IdempotencyService,
     /// Metrics of the process.

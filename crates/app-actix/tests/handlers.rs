@@ -105,10 +105,10 @@ fn state(credentials: MockCredentialStore, receivers: MockReceiverStore) -> web:
             chrono::Duration::seconds(60),
         )),
         idempotency: IdempotencyService::new(Arc::new(MockIdempotencyStore::new()), clock()),
-        rate_limit: app_actix::http::rate_limit::ApiKeyLimiter::new(
+        rate_limit: Arc::new(app_actix::http::rate_limit::ApiKeyLimiter::new(
             std::num::NonZeroU32::new(1_000).unwrap(),
             std::num::NonZeroU32::new(1_000).unwrap(),
-        ),
+        )),
         metrics: Arc::new(app_actix::metrics::Metrics::new()),
         sampler: Arc::new(NoSample),
         readiness: Box::new(Down),

@@ -123,31 +123,33 @@ impl IdempotencyStore for PgStore {
         now: DateTime<Utc>,
     ) -> Result<ClaimOutcome, PortError> {
         let (sub, lease_until) = (subaccount.as_uuid(), now + LEASE);
+        let fresh = (
+            idempotency_keys::request_hash.eq(fingerprint.to_vec()),
+            idempotency_keys::state.eq("in_progress"),
+            idempotency_keys::response_status.eq(None::<i16>),
+            idempotency_keys::response_body.eq(None::<Vec<u8>>),
+            idempotency_keys::created_at.eq(now),
+            idempotency_keys::expires_at.eq(now + RETENTION),
+            idempotency_keys::locked_until.eq(Some(lease_until)),
+            idempotency_keys::committed.eq(false),
+        );
         let mut conn = self.conn().await?;
-        let outcome = conn
-            .transaction::<_, diesel::result::Error, _>(async |conn| {
-                let fresh = (
-                    idempotency_keys::request_hash.eq(fingerprint.to_vec()),
-                    idempotency_keys::state.eq("in_progress"),
-                    idempotency_keys::response_status.eq(None::<i16>),
-                    idempotency_keys::response_body.eq(None::<Vec<u8>>),
-                    idempotency_keys::created_at.eq(now),
-                    idempotency_keys::expires_at.eq(now + RETENTION),
-                    idempotency_keys::locked_until.eq(Some(lease_until)),
-                    idempotency_keys::committed.eq(false),
-                );
-                let inserted = diesel::insert_into(idempotency_keys::table)
-                    .values((
-                        idempotency_keys::subaccount_id.eq(sub),
-                        idempotency_keys::idempotency_key.eq(key.as_str()),
-                        fresh.clone(),
-                    ))
-                    .on_conflict_do_nothing()
-                    .execute(conn)
-                    .await?;
-                if inserted == 1 {
-                    return Ok(ClaimOutcome::Claimed { lease_until });
-                }
+        // A new key (the usual case) is one statement; only a key seen before needs the locked
+        // read and decision below.
+        let inserted = diesel::insert_into(idempotency_keys::table)
+            .values((
+                idempotency_keys::subaccount_id.eq(sub),
+                idempotency_keys::idempotency_key.eq(key.as_str()),
+                fresh.clone(),
+            ))
+            .on_conflict_do_nothing()
+            .execute(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        let outcome = if inserted == 1 {
+            ClaimOutcome::Claimed { lease_until }
+        } else {
+            conn.transaction::<_, diesel::result::Error, _>(async |conn| {
                 let row: KeyRow = idempotency_keys::table
                     .find((sub, key.as_str()))
                     .select((
@@ -166,7 +168,7 @@ impl IdempotencyStore for PgStore {
                     Decision::Answer(outcome) => Ok(outcome),
                     Decision::TakeOver => {
                         diesel::update(idempotency_keys::table.find((sub, key.as_str())))
-                            .set(fresh)
+                            .set(fresh.clone())
                             .execute(conn)
                             .await?;
                         Ok(ClaimOutcome::Claimed { lease_until })
@@ -174,7 +176,8 @@ impl IdempotencyStore for PgStore {
                 }
             })
             .await
-            .map_err(from_diesel)?;
+            .map_err(from_diesel)?
+        };
         if let ClaimOutcome::Claimed { lease_until } = &outcome {
             // Outside a request scope (a direct store call) there is no slot to fill.
             let _ = SLOT.try_with(|slot| {

@@ -449,21 +449,6 @@ impl PayoutStore for PgStore {
         let result = conn
             .transaction::<_, PayoutAbort, _>(async |conn| {
                 check_parties(conn, payout).await?;
-                // The hold: one conditional update, so concurrent payouts can never take the
-                // balance below zero (and a subaccount with no balance row has nothing to hold).
-                let held =
-                    diesel::update(balances::table.find((row.subaccount_id, row.asset.as_str())))
-                        .filter(balances::available.ge(total))
-                        .set((
-                            balances::available.eq(balances::available - total),
-                            balances::pending.eq(balances::pending + total),
-                            balances::updated_at.eq(row.created_at),
-                        ))
-                        .execute(conn)
-                        .await?;
-                if held != 1 {
-                    return Err(PayoutAbort::InsufficientBalance);
-                }
                 let batch = if payout.status == PayoutStatus::Pending {
                     Some(
                         join_open_batch(
@@ -488,6 +473,23 @@ impl PayoutStore for PgStore {
                     .await?;
                 insert_entries(conn, entries).await?;
                 insert_events(conn, &with_batch(events, payout.id, batch)).await?;
+                // The hold, last: one conditional update, so concurrent payouts can never take
+                // the balance below zero (and a subaccount with no balance row has nothing to
+                // hold). The balance row is every payout's of the subaccount, so it is locked
+                // only for the commit: the statements before run concurrently.
+                let held =
+                    diesel::update(balances::table.find((row.subaccount_id, row.asset.as_str())))
+                        .filter(balances::available.ge(total))
+                        .set((
+                            balances::available.eq(balances::available - total),
+                            balances::pending.eq(balances::pending + total),
+                            balances::updated_at.eq(row.created_at),
+                        ))
+                        .execute(conn)
+                        .await?;
+                if held != 1 {
+                    return Err(PayoutAbort::InsufficientBalance);
+                }
                 Ok(batch.map(|(id, _)| id))
             })
             .await;
