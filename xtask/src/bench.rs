@@ -65,6 +65,21 @@ const SCENARIOS: &[(&str, &[&str])] = &[
             "--advisory",
         ],
     ),
+    (
+        "chaos",
+        &[
+            "--clients",
+            "4",
+            "--kill-after-ms",
+            "700",
+            "--outage-ms",
+            "1500",
+            "--payouts",
+            "40",
+            "--replays",
+            "10",
+        ],
+    ),
 ];
 
 /// Flags of each scenario that take a value, and switches, that xtask accepts.
@@ -90,6 +105,9 @@ const VALUE_FLAGS: &[&str] = &[
     "--seconds",
     "--warmup-seconds",
     "--pgbench-threads",
+    "--kill-after-ms",
+    "--outage-ms",
+    "--replays",
 ];
 const SWITCHES: &[&str] = &[
     "--explain",
@@ -144,6 +162,15 @@ pub fn run(mut args: Vec<String>) -> Result<ExitCode, String> {
             if let Some(pgbench) = find_client("pgbench") {
                 bench.arg("--pgbench").arg(pgbench);
             }
+            if scenario == "chaos"
+                && let Some((stop, start)) = pg.control_argv()
+            {
+                bench
+                    .arg("--pg-stop")
+                    .arg(json_array(&stop))
+                    .arg("--pg-start")
+                    .arg(json_array(&start));
+            }
             if smoke {
                 // Smoke sizes first: flags given on the command line come later and win.
                 bench.args(*smoke_flags);
@@ -168,6 +195,27 @@ pub fn run(mut args: Vec<String>) -> Result<ExitCode, String> {
     }
     pg.shutdown();
     Ok(cmd::exit_code(status?))
+}
+
+/// `parts` as a JSON array of strings.
+fn json_array(parts: &[String]) -> String {
+    let quoted: Vec<String> = parts
+        .iter()
+        .map(|part| {
+            let mut out = String::from("\"");
+            for c in part.chars() {
+                match c {
+                    '"' => out.push_str("\\\""),
+                    '\\' => out.push_str("\\\\"),
+                    c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+                    c => out.push(c),
+                }
+            }
+            out.push('"');
+            out
+        })
+        .collect();
+    format!("[{}]", quoted.join(","))
 }
 
 /// Removes the switch `name` from `args`, reporting whether it was there.

@@ -29,6 +29,10 @@ Commands:
   bench <scenario> [--smoke] [flags]
                    Build payoutd in release mode and benchmark it against
                    PostgreSQL (`cargo xtask bench help` lists the scenarios)
+  chaos [--smoke] [flags]
+                   Fault tests against a release build: kill -9 during payout load,
+                   PostgreSQL stopped during load, two instances on one database;
+                   prints a pass/fail table (same as `cargo xtask bench chaos`)
   sign --api-key K --api-secret S [--v2 --method M --path P --body B] [--nonce N]
                    Print a `signature` header value (v2 also needs the header
                    `x-signature-version: 2` on the request)
@@ -78,6 +82,12 @@ fn run() -> Result<ExitCode, String> {
         Some("test") => test::run(args),
         Some("serve") => serve::run(args),
         Some("bench") => bench::run(args),
+        Some("chaos") => {
+            // `chaos` is the bench harness's fault-test scenario.
+            let mut args = args;
+            args.insert(0, "chaos".to_owned());
+            bench::run(args)
+        }
         Some("sign") => sign::run(args),
         Some(postgres::REAPER_COMMAND) => {
             postgres::reap(&args)?;

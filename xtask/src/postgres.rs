@@ -163,6 +163,36 @@ impl Postgres {
         }
     }
 
+    /// The commands (argv) that stop and start this server again, for fault tests; `None`
+    /// unless it is the private cluster (xtask does not stop other people's servers).
+    pub fn control_argv(&self) -> Option<(Vec<String>, Vec<String>)> {
+        let Source::Private { cluster, .. } = &self.source else {
+            return None;
+        };
+        let (data, log) = (cluster.data(), cluster.log());
+        let (data, log) = (utf8(&data).ok()?, utf8(&log).ok()?);
+        let stop = cluster.pg_ctl(&["stop", "-D", data, "-m", "fast", "-w", "-t", "60"]);
+        let start = cluster.pg_ctl(&[
+            "start",
+            "-w",
+            "-t",
+            "60",
+            "-D",
+            data,
+            "-l",
+            log,
+            "-p",
+            &cluster.bins.postgres,
+        ]);
+        let argv = |command: &Command| -> Vec<String> {
+            std::iter::once(command.get_program())
+                .chain(command.get_args())
+                .map(|part| part.to_string_lossy().into_owned())
+                .collect()
+        };
+        Some((argv(&stop), argv(&start)))
+    }
+
     /// Stops the cluster if [`Postgres::stop_on_exit`] asked for it.
     pub fn shutdown(self) {
         if let Some(reaper) = self.reaper {

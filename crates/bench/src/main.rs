@@ -75,6 +75,9 @@ pub struct Common {
 /// The scenarios.
 #[derive(Debug, Subcommand)]
 enum Scenario {
+    /// Fault tests (`cargo xtask chaos`): kill -9 during a payout load, PostgreSQL stopped
+    /// during a load, two instances on one database; prints a pass/fail table.
+    Chaos(scenarios::chaos::Args),
     /// `POST /api/receiver-account/verify` latency with a small and a large number of accounts
     /// in one subaccount.
     Verify(scenarios::verify::Args),
@@ -159,6 +162,7 @@ fn main() -> ExitCode {
             Scenario::Verify(args) => scenarios::verify::run(&env, &args).await,
             Scenario::Delivery(args) => scenarios::delivery::run(&env, &args).await,
             Scenario::Api(args) => scenarios::api::run(&env, &args).await,
+            Scenario::Chaos(args) => scenarios::chaos::run(&env, &args).await,
             Scenario::BareHttp(_) => Ok(ExitCode::FAILURE),
         }
     });

@@ -598,6 +598,14 @@ async fn prepare<'a>(
     .await?;
     db.execute("VACUUM (ANALYZE) receivers, receiver_accounts")
         .await?;
+    // One open batch per currency, due in 30 days, for the payouts of both payoutd and pgbench
+    // to join (the server's batch job never runs it during the measurement).
+    db.execute(&format!(
+        "INSERT INTO batches (id, subaccount_id, asset, status, batch_run_time, created_at, updated_at)
+         SELECT gen_random_uuid(), '{subaccount}', a, 'open', now() + interval '30 days', now(), now()
+         FROM unnest(ARRAY['AUD', 'USD', 'CAD', 'EUR', 'NZD']) AS a"
+    ))
+    .await?;
     eprintln!("payoutd-bench: seeding {} payouts", args.payouts);
     let payouts_took = seed_payouts(db, subaccount, &tag, args.receivers, args.payouts).await?;
     eprintln!(

@@ -2,5 +2,6 @@
 //! the subcommand of the same name in `main.rs`.
 
 pub mod api;
+pub mod chaos;
 pub mod delivery;
 pub mod verify;
