@@ -6,6 +6,7 @@
 mod bench;
 mod cmd;
 mod flags;
+mod fuzz;
 mod paths;
 mod postgres;
 mod serve;
@@ -29,6 +30,9 @@ Commands:
   bench <scenario> [--smoke] [flags]
                    Build payoutd in release mode and benchmark it against
                    PostgreSQL (`cargo xtask bench help` lists the scenarios)
+  fuzz [--examples N] [--seed S] [-- ARGS...]
+                   Run schemathesis against a fresh payoutd (sandbox mode): no 5xx,
+                   every response as /openapi.json documents it
   sign --api-key K --api-secret S [--v2 --method M --path P --body B] [--nonce N]
                    Print a `signature` header value (v2 also needs the header
                    `x-signature-version: 2` on the request)
@@ -78,6 +82,7 @@ fn run() -> Result<ExitCode, String> {
         Some("test") => test::run(args),
         Some("serve") => serve::run(args),
         Some("bench") => bench::run(args),
+        Some("fuzz") => fuzz::run(args),
         Some("sign") => sign::run(args),
         Some(postgres::REAPER_COMMAND) => {
             postgres::reap(&args)?;
