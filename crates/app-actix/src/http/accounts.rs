@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 use super::auth::Authenticated;
-use super::body::{fields_by_name, json_object};
+use super::body::{fields_by_name, json_object, merge_field_errors};
 use super::envelope::{self, Success};
 use super::error::ApiError;
 use super::openapi::{
@@ -88,6 +88,7 @@ pub struct AccountCreated {
 
 /// The body of `POST /api/receiver-account/verify`: exactly these two keys.
 #[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct VerifyBody {
     /// The caller's subaccount.
     pub subaccount_id: String,
@@ -167,15 +168,19 @@ pub async fn create(
         name: take("name"),
         description: take("description"),
     };
+    if !errors.is_empty() {
+        // The body has problems of its own: report them with the field checks, store nothing.
+        match state.accounts.validate(&request.caller, method, &raw).await {
+            Err(CreateAccountError::Invalid(invalid)) => merge_field_errors(&mut errors, invalid),
+            Err(CreateAccountError::Port(e)) => return Err(ApiError::port(CREATE, &e)),
+            Ok(()) | Err(CreateAccountError::Duplicate) => {}
+        }
+        return Err(ApiError::fields(CREATE, &errors));
+    }
     let created = match state.accounts.create(&request.caller, method, &raw).await {
-        Ok(created) if errors.is_empty() => created,
-        Ok(_) => return Err(ApiError::fields(CREATE, &errors)),
+        Ok(created) => created,
         Err(CreateAccountError::Invalid(invalid)) => {
-            let shaped: Vec<_> = errors.0.iter().map(|e| e.field.clone()).collect();
-            errors
-                .0
-                .extend(invalid.0.into_iter().filter(|e| !shaped.contains(&e.field)));
-            return Err(ApiError::fields(CREATE, &errors));
+            return Err(ApiError::fields(CREATE, &invalid));
         }
         Err(CreateAccountError::Duplicate) => {
             return Err(ApiError::code(CREATE, ErrorCode::Reac230));
@@ -278,6 +283,10 @@ fn verify_request(body: &[u8]) -> Option<VerifyRequest> {
         let Value::String(value) = value else {
             return None;
         };
+        // No account value holds NUL (and PostgreSQL text cannot).
+        if value.contains('\0') || subaccount_id.contains('\0') {
+            return None;
+        }
         account_data.push((field, value));
     }
     Some(VerifyRequest {

@@ -41,7 +41,10 @@ use super::error::{ApiError, Envelope, ErrorItem};
 use super::{accounts, health, payouts, receivers, subaccounts, test_helpers};
 
 /// A string schema whose values are `values`, with `description`.
-fn string_enum(description: &str, values: impl IntoIterator<Item = &'static str>) -> Schema {
+fn string_enum<V: Into<serde_json::Value>>(
+    description: &str,
+    values: impl IntoIterator<Item = V>,
+) -> Schema {
     ObjectBuilder::new()
         .schema_type(Type::String)
         .enum_values(Some(values))
@@ -87,6 +90,10 @@ value_list! {
     AssetCode = Asset::ALL.iter().map(|a| a.code());
     /// A payout method.
     MethodName = PayoutMethod::ALL.iter().map(|m| m.name());
+    /// An ISO 4217 currency code on input: upper or lower case.
+    AssetInput = Asset::ALL
+        .iter()
+        .flat_map(|a| [a.code().to_owned(), a.code().to_ascii_lowercase()]);
 }
 
 /// A code of the error catalogue (`domain::codes`): the enum lists every code, the
@@ -137,7 +144,12 @@ pub struct AmountInput;
 impl PartialSchema for AmountInput {
     fn schema() -> RefOr<Schema> {
         OneOfBuilder::new()
-            .item(ObjectBuilder::new().schema_type(Type::Integer))
+            .item(
+                ObjectBuilder::new()
+                    .schema_type(Type::Integer)
+                    .minimum(Some(1))
+                    .maximum(Some(1_000_000_000_000_i64)),
+            )
             .item(
                 ObjectBuilder::new()
                     .schema_type(Type::String)
@@ -552,6 +564,46 @@ fn api_conventions(path: &str, method: &HttpMethod, operation: &mut Operation) {
     }
 }
 
+/// The format of an account field on create (a subset of what is accepted: checksums and
+/// registries are checked besides), and its description.
+fn account_field(method: PayoutMethod, field: &str) -> (Option<&'static str>, &'static str) {
+    match (method, field) {
+        (_, "bsb") => (
+            Some("^[0-9]{3}[- ]?[0-9]{3}$"),
+            "6 digits; `012-002` and `012 002` are accepted and stored `012002`.",
+        ),
+        (PayoutMethod::DirectEntry, "account_number") => (Some("^[0-9]{5,9}$"), "5 to 9 digits."),
+        (PayoutMethod::Ach, "account_number") => (Some("^[0-9]{4,17}$"), "4 to 17 digits."),
+        (PayoutMethod::Eft, "account_number") => (Some("^[0-9]{7,12}$"), "7 to 12 digits."),
+        (PayoutMethod::DirectCredit, "account_number") => (
+            Some("^([0-9]{2}-[0-9]{4}-[0-9]{7}-[0-9]{2,3}|[0-9]{6}-[0-9]{7}-[0-9]{3})$"),
+            "`BB-bbbb-AAAAAAA-SS(S)` or `BBbbbb-AAAAAAA-SSS`, with valid New Zealand check \
+             digits; stored as 16 digits.",
+        ),
+        (PayoutMethod::Ach, "routing_number") => (
+            Some("^[0-9]{9}$"),
+            "An ABA routing number: 9 digits with the 3-7-1 checksum and a Federal Reserve prefix.",
+        ),
+        (_, "routing_number") => (
+            Some("^(0[0-9]{8}|[0-9]{5}-[0-9]{3})$"),
+            "`0` + institution (3) + transit (5), or the paper form `TTTTT-III`; the institution \
+             must be a Payments Canada member.",
+        ),
+        (_, "account_type") => (Some("^(checking|savings)$"), "`checking` or `savings`."),
+        (_, "iban") => (
+            Some("^[A-Za-z]{2}[0-9]{2}[A-Za-z0-9 ]{8,40}$"),
+            "An IBAN of a SEPA country (length per country, mod-97); spaces removed, upper-cased.",
+        ),
+        (_, "bic") => (
+            Some("^[A-Za-z]{6}[A-Za-z0-9]{2}([A-Za-z0-9]{3})?$"),
+            "8 or 11 characters; its country must be the IBAN's.",
+        ),
+        (_, "recipient") => (None, "The receiver's e-mail address."),
+        (_, "name") => (None, "1 to 255 characters."),
+        _ => (None, "Free text."),
+    }
+}
+
 /// Fields of a create body that may be left out.
 const OPTIONAL_FIELDS: [&str; 1] = ["description"];
 
@@ -575,6 +627,11 @@ fn create_account_operation(method: PayoutMethod) -> Operation {
         } else {
             ObjectBuilder::new().schema_type(Type::String)
         };
+        let (pattern, description) = account_field(method, field);
+        let schema = schema
+            .max_length(Some(255))
+            .pattern(pattern)
+            .description(Some(description));
         body = body.property(*field, schema);
         if !optional {
             body = body.required(*field);

@@ -21,10 +21,10 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use super::auth::Authenticated;
-use super::body::{fields_by_name, json_object};
+use super::body::{fields_by_name, json_object, merge_field_errors};
 use super::envelope::{self, Listing, Success};
 use super::error::ApiError;
-use super::openapi::{AmountInput, AssetCode, PayoutStatusName};
+use super::openapi::{AmountInput, AssetCode, AssetInput, PayoutStatusName};
 use crate::state::AppState;
 
 const CREATE: &str = "Create payout";
@@ -83,21 +83,23 @@ pub async fn create(
         reference: fields.remove("reference"),
         note: fields.remove("note"),
     };
+    if !shape.is_empty() {
+        // The body has problems of its own: report them with the field checks, store nothing.
+        match state.payouts.validate(&request.caller, &raw).await {
+            Err(CreatePayoutError::Invalid(invalid)) => merge_field_errors(&mut shape, invalid),
+            Err(CreatePayoutError::Port(e)) => return Err(ApiError::port(CREATE, &e)),
+            Ok(()) => {}
+        }
+        return Err(ApiError::fields(CREATE, &shape));
+    }
     match state.payouts.create(&request.caller, &raw).await {
-        Ok(payout) if shape.is_empty() => Ok(envelope::ok(
+        Ok(payout) => Ok(envelope::ok(
             "Payout created successfully",
             PayoutCreated {
                 payout_id: payout.id.to_string(),
             },
         )),
-        Ok(_) => Err(ApiError::fields(CREATE, &shape)),
-        Err(CreatePayoutError::Invalid(invalid)) => {
-            let shaped: Vec<_> = shape.0.iter().map(|e| e.field.clone()).collect();
-            shape
-                .0
-                .extend(invalid.0.into_iter().filter(|e| !shaped.contains(&e.field)));
-            Err(ApiError::fields(CREATE, &shape))
-        }
+        Err(CreatePayoutError::Invalid(invalid)) => Err(ApiError::fields(CREATE, &invalid)),
         Err(CreatePayoutError::Port(e)) => Err(ApiError::port(CREATE, &e)),
     }
 }
@@ -116,6 +118,7 @@ fn provider_status(status: PayoutStatus) -> &'static str {
 /// The body of `POST /api/payout/single` (read field by field: see [`create`]). Values are
 /// strings or `null` (`amount` may also be an integer); unknown fields are `REQ005`.
 #[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct CreatePayoutBody {
     /// A receiver of the caller's subaccount.
     #[schema(format = Uuid)]
@@ -127,10 +130,13 @@ pub struct CreatePayoutBody {
     #[schema(value_type = AmountInput)]
     pub amount: String,
     /// The account's asset, either case.
+    #[schema(value_type = AssetInput)]
     pub currency: String,
     /// Unique among the subaccount's payouts.
+    #[schema(max_length = 255)]
     pub reference: Option<String>,
     /// Free text.
+    #[schema(max_length = 255)]
     pub note: Option<String>,
 }
 
@@ -141,7 +147,7 @@ pub struct ListPayoutsParams {
     /// The caller's subaccount (missing: `REQ002`; another: `SUBA101`).
     pub subaccount_id: String,
     /// Page size, 1 to 100 (default 10).
-    #[param(pattern = "^[0-9]+$")]
+    #[param(pattern = "^(100|[1-9][0-9]?)$")]
     pub limit: Option<String>,
     /// The previous page's cursor (`REQ003` if tampered or foreign).
     pub lastkey: Option<String>,
@@ -150,8 +156,10 @@ pub struct ListPayoutsParams {
     #[param(pattern = "^[0-7]$")]
     pub status: Option<String>,
     /// Created at or after, `YYYY-MM-DD hh:mm` UTC (`PAYO302` if malformed).
+    #[param(pattern = "^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}$")]
     pub from: Option<String>,
     /// Created up to this minute inclusive, `YYYY-MM-DD hh:mm` UTC.
+    #[param(pattern = "^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}$")]
     pub to: Option<String>,
     /// The caller's reference.
     pub reference: Option<String>,

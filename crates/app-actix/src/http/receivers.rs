@@ -13,7 +13,7 @@ use serde::Serialize;
 use utoipa::{IntoParams, ToSchema};
 
 use super::auth::Authenticated;
-use super::body::{json_object, string_fields};
+use super::body::{json_object, merge_field_errors, string_fields};
 use super::envelope::{self, Listing, Success};
 use super::error::ApiError;
 use super::openapi::{KycStatusName, ReceiverStatusName};
@@ -74,38 +74,55 @@ pub struct ReceiverDto<'a> {
 /// string or `null` (`null` and blank strings count as absent); unknown fields are `REQ005`.
 /// Strings are trimmed and at most 255 characters.
 #[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct CreateReceiverBody {
     /// The caller's subaccount.
+    #[schema(max_length = 255)]
     pub subaccount_id: String,
     /// Letters of any script, spaces, `'`, `’`, `-`.
+    #[schema(max_length = 255)]
     pub first_name: String,
     /// Like `first_name`.
+    #[schema(max_length = 255)]
     pub middle_name: Option<String>,
     /// Like `first_name`.
+    #[schema(max_length = 255)]
     pub last_name: String,
-    /// Unique per subaccount, case-insensitively.
+    /// A bare address whose domain contains a dot; unique per subaccount, case-insensitively.
+    #[schema(format = Email, max_length = 255)]
     pub email: String,
     /// `YYYY-MM-DD`, from 1900-01-01 up to yesterday (UTC).
+    #[schema(format = Date)]
     pub dob: String,
     /// 1 to 4 digits; a leading `+` is dropped.
+    #[schema(pattern = "^\\+?[0-9]{1,4}$")]
     pub dialcode: String,
     /// 4 to 15 digits.
+    #[schema(pattern = "^[0-9]{4,15}$")]
     pub phone: String,
-    /// No `.`.
+    /// Any text without `.`.
+    #[schema(pattern = "^[^.]*$", max_length = 255)]
     pub address: String,
-    /// No `.`.
+    /// Any text without `.`.
+    #[schema(pattern = "^[^.]*$", max_length = 255)]
     pub address2: Option<String>,
     /// `M` or `F`, either case.
+    #[schema(pattern = "^[MFmf]$")]
     pub gender: Option<String>,
     /// Letters, spaces, `'`, `’`, `-`, `.`.
+    #[schema(max_length = 255)]
     pub city: String,
     /// Any text.
+    #[schema(max_length = 255)]
     pub state: String,
     /// Any text.
+    #[schema(max_length = 255)]
     pub postcode: String,
-    /// ISO 3166-1 alpha-3, either case.
+    /// An assigned ISO 3166-1 alpha-3 code, either case.
+    #[schema(pattern = "^[A-Za-z]{3}$")]
     pub country: String,
     /// The caller's own id, unique per subaccount.
+    #[schema(max_length = 255)]
     pub reference: Option<String>,
 }
 
@@ -117,7 +134,7 @@ pub struct ListReceiversParams {
     /// The caller's subaccount (`REVR202` when missing, `SUBA101` when not the caller's).
     pub subaccount_id: String,
     /// Page size, 1 to 100 (default 10).
-    #[param(pattern = "^[0-9]+$")]
+    #[param(pattern = "^(100|[1-9][0-9]?)$")]
     pub limit: Option<String>,
     /// The previous page's cursor; empty means the first page.
     pub lastkey: Option<String>,
@@ -288,19 +305,22 @@ pub async fn create(
         country,
         reference,
     };
-    // Shape problems (wrong types, unknown fields) and field validation are reported together.
-    let result = state.receivers.create(&request.caller, &raw).await;
+    // Shape problems (wrong types, unknown fields) and field validation are reported together,
+    // and such a request stores nothing.
     let mut errors = shape;
-    let receiver = match result {
-        Ok(receiver) if errors.is_empty() => receiver,
-        Ok(_) => return Err(ApiError::fields(CREATE, &errors)),
+    if !errors.is_empty() {
+        match state.receivers.validate(&request.caller, &raw) {
+            Err(CreateReceiverError::Invalid(invalid)) => merge_field_errors(&mut errors, invalid),
+            Err(CreateReceiverError::Port(e)) => return Err(ApiError::port(CREATE, &e)),
+            Ok(()) | Err(CreateReceiverError::EmailTaken | CreateReceiverError::ReferenceTaken) => {
+            }
+        }
+        return Err(ApiError::fields(CREATE, &errors));
+    }
+    let receiver = match state.receivers.create(&request.caller, &raw).await {
+        Ok(receiver) => receiver,
         Err(CreateReceiverError::Invalid(invalid)) => {
-            // A field of the wrong type also reads as absent; report only its type error.
-            let shaped: Vec<_> = errors.0.iter().map(|e| e.field.clone()).collect();
-            errors
-                .0
-                .extend(invalid.0.into_iter().filter(|e| !shaped.contains(&e.field)));
-            return Err(ApiError::fields(CREATE, &errors));
+            return Err(ApiError::fields(CREATE, &invalid));
         }
         Err(CreateReceiverError::EmailTaken) => {
             return Err(ApiError::field(CREATE, ErrorCode::Revr201, "email"));

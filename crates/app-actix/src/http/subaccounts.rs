@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 use super::auth::Authenticated;
 use super::envelope::{self, Success};
 use super::error::ApiError;
-use super::openapi::AssetCode;
+use super::openapi::{AssetCode, AssetInput};
 use super::query::{only_known, query_pairs};
 use crate::state::AppState;
 
@@ -163,7 +163,7 @@ pub async fn get(
         supported); any other query parameter is `REQ005`, `asset` twice `REQ002`.",
     params(
         ("id" = String, Path, description = "The subaccount id."),
-        ("asset" = String, Query, description = "AUD, USD, CAD, EUR or NZD, either case."),
+        ("asset" = AssetInput, Query, description = "AUD, USD, CAD, EUR or NZD, either case."),
     ),
     responses((status = 200, description = "`Balance found`", body = Success<BalanceDto>)),
 )]

@@ -20,13 +20,14 @@ use super::auth::Authenticated;
 use super::body::{json_object, string_fields};
 use super::envelope::{self, Success};
 use super::error::ApiError;
-use super::openapi::{AssetCode, BatchStatusName, Nothing};
+use super::openapi::{AssetCode, AssetInput, BatchStatusName, Nothing};
 use crate::state::AppState;
 
 const ACCOUNT: &str = "Test helper";
 
 /// The body of `POST /api/test-helpers/account`.
 #[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct AccountHelperBody {
     /// An account of the caller's subaccount.
     pub receiver_account_id: String,
@@ -37,6 +38,7 @@ pub struct AccountHelperBody {
 
 /// The body of `POST /api/test-helpers/kyc`.
 #[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct KycHelperBody {
     /// A receiver of the caller's subaccount.
     pub receiver_id: String,
@@ -47,6 +49,7 @@ pub struct KycHelperBody {
 
 /// The body of `POST /api/test-helpers/status`.
 #[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct StatusHelperBody {
     /// A payout or batch of the caller's subaccount.
     pub id: String,
@@ -60,10 +63,12 @@ pub struct StatusHelperBody {
 
 /// The body of `POST /api/test-helpers/batch/run`.
 #[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct BatchRunBody {
     /// The caller's subaccount.
     pub subaccount_id: String,
     /// AUD, USD, CAD, EUR or NZD, either case.
+    #[schema(value_type = AssetInput)]
     pub asset: String,
 }
 
