@@ -6,6 +6,7 @@
 mod bench;
 mod cmd;
 mod flags;
+mod fuzz;
 mod paths;
 mod postgres;
 mod serve;
@@ -33,6 +34,9 @@ Commands:
                    Fault tests against a release build: kill -9 during payout load,
                    PostgreSQL stopped during load, two instances on one database;
                    prints a pass/fail table (same as `cargo xtask bench chaos`)
+  fuzz [--examples N] [--seed S] [-- ARGS...]
+                   Run schemathesis against a fresh payoutd (sandbox mode): no 5xx,
+                   every response as /openapi.json documents it
   sign --api-key K --api-secret S [--v2 --method M --path P --body B] [--nonce N]
                    Print a `signature` header value (v2 also needs the header
                    `x-signature-version: 2` on the request)
@@ -88,6 +92,7 @@ fn run() -> Result<ExitCode, String> {
             args.insert(0, "chaos".to_owned());
             bench::run(args)
         }
+        Some("fuzz") => fuzz::run(args),
         Some("sign") => sign::run(args),
         Some(postgres::REAPER_COMMAND) => {
             postgres::reap(&args)?;

@@ -94,13 +94,13 @@ pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
 }
 
 /// The built payoutd binary and the environment every invocation shares.
-struct Payoutd {
-    bin: PathBuf,
-    env: Vec<(&'static str, String)>,
+pub(crate) struct Payoutd {
+    pub(crate) bin: PathBuf,
+    pub(crate) env: Vec<(&'static str, String)>,
 }
 
 impl Payoutd {
-    fn command(&self, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(&self.bin);
         command
             .args(args)
@@ -110,7 +110,7 @@ impl Payoutd {
     }
 
     /// Runs an admin command and parses the JSON object it prints.
-    fn json(&self, args: &[&str]) -> Result<Value, String> {
+    pub(crate) fn json(&self, args: &[&str]) -> Result<Value, String> {
         let mut command = self.command(args);
         let stdout = cmd::stdout(&mut command)?;
         parse_json_object(&stdout).ok_or_else(|| {
@@ -134,7 +134,7 @@ fn parse_json_object(stdout: &str) -> Option<Value> {
 }
 
 /// A string (or number) field of a JSON object.
-fn field(object: &Value, name: &str) -> Result<String, String> {
+pub(crate) fn field(object: &Value, name: &str) -> Result<String, String> {
     match object.get(name) {
         Some(Value::String(text)) => Ok(text.clone()),
         Some(number @ Value::Number(_)) => Ok(number.to_string()),
@@ -228,7 +228,7 @@ fn dev_dir() -> Result<PathBuf, String> {
 
 /// `PAYOUT_MASTER_KEY`, else the key in `<target dir>/dev/master-key`,
 /// generated on first use and kept so stored secrets stay decryptable.
-fn master_key() -> Result<String, String> {
+pub(crate) fn master_key() -> Result<String, String> {
     if let Ok(key) = env::var("PAYOUT_MASTER_KEY")
         && !key.is_empty()
     {
@@ -272,7 +272,7 @@ fn master_key() -> Result<String, String> {
 }
 
 /// `url` with its database (the path) replaced by `database`.
-fn with_database(url: &str, database: &str) -> String {
+pub(crate) fn with_database(url: &str, database: &str) -> String {
     let (scheme, rest) = url.split_once("://").unwrap_or(("postgres", url));
     let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(authority_end);

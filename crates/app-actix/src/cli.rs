@@ -1,4 +1,4 @@
-//! The command line: `payoutd serve | migrate | admin <command>`. Admin commands print JSON on
+//! The command line: `payoutd serve | migrate | openapi | admin <command>`. Admin commands print JSON on
 //! stdout and exit non-zero with a message on stderr on failure.
 
 use std::sync::Arc;
@@ -42,6 +42,9 @@ pub enum Command {
         #[arg(long)]
         create_database: bool,
     },
+    /// Print the OpenAPI 3.1 document (as served at /openapi.json); `payoutd openapi >
+    /// docs/openapi.json` regenerates the committed copy.
+    Openapi,
     /// Operator commands.
     #[command(subcommand)]
     Admin(AdminCommand),
@@ -218,6 +221,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             let applied = run_migrations(&db.url).await?;
             println!("{}", json!({ "applied": applied }));
+            Ok(())
+        }
+        Command::Openapi => {
+            let document =
+                crate::http::openapi::to_json().context("rendering the OpenAPI document")?;
+            println!("{document}");
             Ok(())
         }
         Command::Admin(command) => {

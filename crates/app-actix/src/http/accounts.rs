@@ -10,12 +10,16 @@ use domain::receiver::Receiver;
 use domain::time::unix_millis;
 use domain::validation::ValidationErrors;
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
 
 use super::auth::Authenticated;
-use super::body::{fields_by_name, json_object};
-use super::envelope;
+use super::body::{fields_by_name, json_object, merge_field_errors};
+use super::envelope::{self, Success};
 use super::error::ApiError;
+use super::openapi::{
+    AccountDataSchema, AccountStatusName, AssetCode, ConfirmStatusName, MethodName,
+};
 use super::receivers::AddressData;
 use crate::state::AppState;
 
@@ -36,21 +40,89 @@ fn masked_object(account: &ReceiverAccount) -> Map<String, Value> {
         .collect()
 }
 
-/// A receiver account as the API shows it (seed §2.3 plus contract §5.4).
-#[derive(Serialize)]
-struct AccountDto<'a> {
+/// A receiver account as the API shows it (seed §2.3 plus contract §5.4). `email`,
+/// `reference` and `address_data` are the receiver's.
+#[derive(Serialize, ToSchema)]
+#[schema(as = ReceiverAccount)]
+pub struct AccountDto<'a> {
+    #[schema(format = Uuid)]
     id: String,
+    #[schema(format = Uuid)]
     receiver_id: String,
     email: &'a str,
+    #[schema(value_type = AssetCode)]
     asset: &'static str,
+    #[schema(value_type = MethodName)]
     method_name: &'static str,
     reference: &'a str,
     address_data: AddressData<'a>,
+    /// The method's fields; identifiers masked (first three characters, a space and `***`).
+    #[schema(value_type = AccountDataSchema)]
     account_data: Map<String, Value>,
+    #[schema(value_type = AccountStatusName)]
     status: &'static str,
+    #[schema(value_type = ConfirmStatusName)]
     confirm_status: &'static str,
+    /// Unix milliseconds, as a string of digits.
+    #[schema(pattern = "^[0-9]+$")]
     created_at: String,
+    /// Unix milliseconds, as a string of digits.
+    #[schema(pattern = "^[0-9]+$")]
     updated_at: String,
+}
+
+/// The payload of a created receiver account.
+#[derive(Serialize, ToSchema)]
+pub struct AccountCreated {
+    #[schema(format = Uuid)]
+    receiver_account_id: String,
+    #[schema(format = Uuid)]
+    receiver_id: String,
+    /// `pending` for a new account.
+    #[schema(value_type = AccountStatusName)]
+    status: &'static str,
+    /// `unconfirmed` for a new account.
+    #[schema(value_type = ConfirmStatusName)]
+    confirm_status: &'static str,
+}
+
+/// The body of `POST /api/receiver-account/verify`: exactly these two keys.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VerifyBody {
+    /// The caller's subaccount.
+    pub subaccount_id: String,
+    /// A non-empty subset of one method's fields, all strings; normalised as on create.
+    #[schema(value_type = AccountDataSchema)]
+    pub account_data: Map<String, Value>,
+}
+
+/// The answer of verify (seed §4.3: no `message` or `payload`). Without a match only
+/// `exists: false`.
+#[derive(Serialize, ToSchema)]
+pub struct VerifyResult {
+    /// Whether an account matched.
+    exists: bool,
+    /// The matching account's receiver.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = String, format = Uuid, required = false)]
+    receiver_id: Option<String>,
+    /// The matching account.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = String, format = Uuid, required = false)]
+    account_id: Option<String>,
+    /// The matching account's fields, identifiers masked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = AccountDataSchema, required = false)]
+    account_data: Option<Map<String, Value>>,
+}
+
+/// A refused verify (seed §4.3): a 400 with `message` and nothing else.
+#[derive(Serialize, ToSchema)]
+pub struct VerifyRefused {
+    /// Always `Missing or invalid subaccount_id or account_data`.
+    #[schema(value_type = String, pattern = "^Missing or invalid subaccount_id or account_data$")]
+    message: &'static str,
 }
 
 impl<'a> AccountDto<'a> {
@@ -96,15 +168,19 @@ pub async fn create(
         name: take("name"),
         description: take("description"),
     };
+    if !errors.is_empty() {
+        // The body has problems of its own: report them with the field checks, store nothing.
+        match state.accounts.validate(&request.caller, method, &raw).await {
+            Err(CreateAccountError::Invalid(invalid)) => merge_field_errors(&mut errors, invalid),
+            Err(CreateAccountError::Port(e)) => return Err(ApiError::port(CREATE, &e)),
+            Ok(()) | Err(CreateAccountError::Duplicate) => {}
+        }
+        return Err(ApiError::fields(CREATE, &errors));
+    }
     let created = match state.accounts.create(&request.caller, method, &raw).await {
-        Ok(created) if errors.is_empty() => created,
-        Ok(_) => return Err(ApiError::fields(CREATE, &errors)),
+        Ok(created) => created,
         Err(CreateAccountError::Invalid(invalid)) => {
-            let shaped: Vec<_> = errors.0.iter().map(|e| e.field.clone()).collect();
-            errors
-                .0
-                .extend(invalid.0.into_iter().filter(|e| !shaped.contains(&e.field)));
-            return Err(ApiError::fields(CREATE, &errors));
+            return Err(ApiError::fields(CREATE, &invalid));
         }
         Err(CreateAccountError::Duplicate) => {
             return Err(ApiError::code(CREATE, ErrorCode::Reac230));
@@ -117,16 +193,26 @@ pub async fn create(
     let account = &created.account;
     Ok(envelope::ok(
         "Receiver account created successfully",
-        json!({
-            "receiver_account_id": account.id.to_string(),
-            "receiver_id": account.receiver_id.to_string(),
-            "status": account.status.as_str(),
-            "confirm_status": account.confirm_status.as_str(),
-        }),
+        AccountCreated {
+            receiver_account_id: account.id.to_string(),
+            receiver_id: account.receiver_id.to_string(),
+            status: account.status.as_str(),
+            confirm_status: account.confirm_status.as_str(),
+        },
     ))
 }
 
 /// `GET /api/receiver-account/<id>`.
+#[utoipa::path(
+    get,
+    path = "/api/receiver-account/{id}",
+    tag = "Receiver accounts",
+    operation_id = "getReceiverAccount",
+    summary = "Get a receiver account",
+    description = "`REAC104` for an unknown id or another subaccount's account.",
+    params(("id" = String, Path, description = "The receiver account id.")),
+    responses((status = 200, description = "`Receiver account found`", body = Success<AccountDto>)),
+)]
 pub async fn get(
     state: Data<AppState>,
     request: Authenticated,
@@ -143,6 +229,16 @@ pub async fn get(
 }
 
 /// `GET /api/receiver-account/receiver/<receiver_id>`.
+#[utoipa::path(
+    get,
+    path = "/api/receiver-account/receiver/{id}",
+    tag = "Receiver accounts",
+    operation_id = "listReceiverAccounts",
+    summary = "List a receiver's accounts",
+    description = "Oldest first. `REAC101` for an unknown receiver or another subaccount's.",
+    params(("id" = String, Path, description = "The receiver id.")),
+    responses((status = 200, description = "`Receiver accounts found`", body = Success<Vec<AccountDto>>)),
+)]
 pub async fn list(
     state: Data<AppState>,
     request: Authenticated,
@@ -162,7 +258,9 @@ pub async fn list(
 }
 
 fn verify_refused() -> HttpResponse {
-    HttpResponse::build(StatusCode::BAD_REQUEST).json(json!({ "message": VERIFY_REFUSED }))
+    HttpResponse::build(StatusCode::BAD_REQUEST).json(VerifyRefused {
+        message: VERIFY_REFUSED,
+    })
 }
 
 /// Reads the verify body: exactly `subaccount_id` (string) and `account_data` (object of strings).
@@ -185,6 +283,10 @@ fn verify_request(body: &[u8]) -> Option<VerifyRequest> {
         let Value::String(value) = value else {
             return None;
         };
+        // No account value holds NUL (and PostgreSQL text cannot).
+        if value.contains('\0') || subaccount_id.contains('\0') {
+            return None;
+        }
         account_data.push((field, value));
     }
     Some(VerifyRequest {
@@ -194,6 +296,25 @@ fn verify_request(body: &[u8]) -> Option<VerifyRequest> {
 }
 
 /// `POST /api/receiver-account/verify`.
+#[utoipa::path(
+    post,
+    path = "/api/receiver-account/verify",
+    tag = "Receiver accounts",
+    operation_id = "verifyReceiverAccount",
+    summary = "Find an account of the caller's subaccount by its details",
+    description = "The oldest account of the subaccount having every given value: a subset is \
+        a partial match, all of a method's fields an exact one. No match (also for a value that \
+        could not be any account's): `{\"exists\": false}`. Missing or another subaccount's \
+        `subaccount_id`, `account_data` not an object, empty, with an unknown field or a \
+        non-string value, or any other top-level key: 400 with `message` only.",
+    request_body = VerifyBody,
+    responses(
+        (status = 200, description = "The match, or `exists: false`", body = VerifyResult),
+        (status = 400, description = "A refused body (`message` only), or the failure envelope \
+            of the shared checks (`REQ001` is not used: a body that is not an object is \
+            refused; `IDEM201`)", body = super::openapi::VerifyFailure),
+    ),
+)]
 pub async fn verify(
     state: Data<AppState>,
     request: Authenticated,
@@ -202,13 +323,18 @@ pub async fn verify(
         return Ok(verify_refused());
     };
     match state.accounts.verify(&request.caller, &query).await {
-        Ok(Some(account)) => Ok(HttpResponse::Ok().json(json!({
-            "exists": true,
-            "receiver_id": account.receiver_id.to_string(),
-            "account_id": account.id.to_string(),
-            "account_data": masked_object(&account),
-        }))),
-        Ok(None) => Ok(HttpResponse::Ok().json(json!({ "exists": false }))),
+        Ok(Some(account)) => Ok(HttpResponse::Ok().json(VerifyResult {
+            exists: true,
+            receiver_id: Some(account.receiver_id.to_string()),
+            account_id: Some(account.id.to_string()),
+            account_data: Some(masked_object(&account)),
+        })),
+        Ok(None) => Ok(HttpResponse::Ok().json(VerifyResult {
+            exists: false,
+            receiver_id: None,
+            account_id: None,
+            account_data: None,
+        })),
         Err(VerifyError::Invalid) => Ok(verify_refused()),
         Err(VerifyError::Port(e)) => Err(ApiError::port(VERIFY, &e)),
     }

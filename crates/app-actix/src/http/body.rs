@@ -18,7 +18,8 @@ pub fn json_object(operation: &'static str, body: &[u8]) -> Result<Map<String, V
 }
 
 /// Takes the string fields named in `known` out of `object`. `null` counts as absent. Other
-/// types are `REQ004` and names not in `known` are `REQ005`, all recorded in `errors`.
+/// types are `REQ004`, strings holding NUL `REQ009` and names not in `known` are `REQ005`, all
+/// recorded in `errors`.
 pub fn string_fields<const N: usize>(
     object: Map<String, Value>,
     known: [&'static str; N],
@@ -26,6 +27,15 @@ pub fn string_fields<const N: usize>(
 ) -> [Option<String>; N] {
     let mut found = fields_by_name(object, &known, errors);
     known.map(|name| found.remove(name))
+}
+
+/// Adds the field checks of the use case (`invalid`) to the body's own problems (`shape`),
+/// leaving out fields already reported: a field of the wrong type also reads as absent.
+pub fn merge_field_errors(shape: &mut ValidationErrors, invalid: ValidationErrors) {
+    let shaped: Vec<_> = shape.0.iter().map(|e| e.field.clone()).collect();
+    shape
+        .0
+        .extend(invalid.0.into_iter().filter(|e| !shaped.contains(&e.field)));
 }
 
 /// [`string_fields`] for a field list known only at run time: the present string fields by name.
@@ -41,6 +51,8 @@ pub fn fields_by_name(
             continue;
         };
         match value {
+            // PostgreSQL text cannot hold NUL, and no field has a use for it.
+            Value::String(s) if s.contains('\0') => errors.push(ErrorCode::Req009, name),
             Value::String(s) => {
                 values.insert(name, s);
             }
@@ -58,12 +70,13 @@ mod tests {
 
     #[test]
     fn sorts_fields_into_values_and_problems() {
-        let Value::Object(map) = json!({"a": "x", "b": 5, "c": null, "zz": "?"}) else {
+        let Value::Object(map) = json!({"a": "x", "b": 5, "c": null, "d": "x\0y", "zz": "?"})
+        else {
             panic!("object literal")
         };
         let mut errors = ValidationErrors::default();
-        let [a, b, c] = string_fields(map, ["a", "b", "c"], &mut errors);
-        assert_eq!((a.as_deref(), b, c), (Some("x"), None, None));
+        let [a, b, c, d] = string_fields(map, ["a", "b", "c", "d"], &mut errors);
+        assert_eq!((a.as_deref(), b, c, d), (Some("x"), None, None, None));
         let codes: Vec<_> = errors
             .0
             .iter()
@@ -71,6 +84,7 @@ mod tests {
             .collect();
         assert!(codes.contains(&(ErrorCode::Req004, "b".to_owned())));
         assert!(codes.contains(&(ErrorCode::Req005, "zz".to_owned())));
+        assert!(codes.contains(&(ErrorCode::Req009, "d".to_owned())));
     }
 
     #[test]

@@ -25,6 +25,24 @@ fn page(status: StatusCode, title: &str, text: &str) -> HttpResponse {
 }
 
 /// `GET /confirm/<token>`.
+#[utoipa::path(
+    get,
+    path = "/confirm/{token}",
+    tag = "Receiver accounts",
+    operation_id = "confirmAccount",
+    summary = "Confirm bank details (the link sent to the receiver)",
+    description = "The page a receiver opens from the confirmation e-mail or SMS. No API key: \
+        the random, single-use token (valid 7 days) is the credential. A valid token confirms \
+        the account (`status: completed`, `confirm_status: confirmed`); opening it again shows \
+        the same page. Responses carry `cache-control: no-store` and \
+        `referrer-policy: no-referrer`.",
+    params(("token" = String, Path, description = "The token from the link.")),
+    responses(
+        (status = 200, description = "Confirmed", content_type = "text/html; charset=utf-8", body = String),
+        (status = 404, description = "Unknown, expired or unusable token", content_type = "text/html; charset=utf-8", body = String),
+        (status = 503, description = "The database is unavailable: try again later", content_type = "text/html; charset=utf-8", body = String),
+    ),
+)]
 pub async fn confirm(state: Data<AppState>, token: Path<String>) -> HttpResponse {
     match state.accounts.confirm_with_token(&token).await {
         Ok(_) => page(

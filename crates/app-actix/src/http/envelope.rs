@@ -3,17 +3,26 @@
 
 use actix_web::HttpResponse;
 use serde::Serialize;
+use utoipa::ToSchema;
 
-#[derive(Serialize)]
-struct Success<'a, T> {
+/// The success envelope.
+#[derive(Serialize, ToSchema)]
+pub struct Success<'a, T> {
+    /// What happened, e.g. `Receiver found`.
     message: &'a str,
+    /// The result.
     payload: T,
 }
 
-#[derive(Serialize)]
-struct Listing<'a, T> {
+/// The success envelope of a list: a page of items and the cursor of the next one.
+#[derive(Serialize, ToSchema)]
+pub struct Listing<'a, T> {
+    /// What happened, e.g. `Receivers found`.
     message: &'a str,
-    payload: T,
+    /// The page, newest first.
+    payload: Vec<T>,
+    /// Pass it back as the `lastkey` query parameter for the next page; `null` on the last
+    /// page.
     lastkey: Option<String>,
 }
 
@@ -23,7 +32,7 @@ pub fn ok<T: Serialize>(message: &str, payload: T) -> HttpResponse {
 }
 
 /// 200 with `message`, the `payload` array and `lastkey` (`null` on the last page).
-pub fn list<T: Serialize>(message: &str, payload: T, lastkey: Option<String>) -> HttpResponse {
+pub fn list<T: Serialize>(message: &str, payload: Vec<T>, lastkey: Option<String>) -> HttpResponse {
     HttpResponse::Ok().json(Listing {
         message,
         payload,

@@ -9,16 +9,23 @@ use actix_web::{HttpResponse, ResponseError};
 use domain::validation::{FieldError, ValidationErrors};
 use domain::{ErrorCode, PortError};
 use serde::Serialize;
+use utoipa::ToSchema;
 
-/// One entry of the `error` array.
-#[derive(Debug, Clone, Serialize)]
+use super::openapi::CatalogueCode;
+
+/// One problem with the request.
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ErrorItem {
     /// Catalogue code.
+    #[schema(value_type = CatalogueCode)]
     pub code: &'static str,
-    /// The catalogue message, or a more specific one.
+    /// The catalogue message, or a more specific one (e.g. naming a status).
+    #[schema(value_type = String)]
     pub message: Cow<'static, str>,
-    /// The request field concerned, when there is one.
+    /// The request field or query parameter concerned, as the client spelled it; only when
+    /// the problem is about one.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = String, required = false)]
     pub field: Option<Cow<'static, str>>,
 }
 
@@ -42,9 +49,16 @@ pub struct ApiError {
     retry_after: Option<u64>,
 }
 
-#[derive(Serialize)]
-struct Envelope<'a> {
+/// The failure envelope: every error response of the service (contract §1). The HTTP status is
+/// the catalogue status of the first item; items reported together share a status.
+#[derive(Serialize, ToSchema)]
+#[schema(as = FailureEnvelope)]
+pub struct Envelope<'a> {
+    /// `<operation> failed`, e.g. `Create receiver failed`.
+    #[schema(pattern = "^.+ failed$")]
     message: String,
+    /// Every problem found, not just the first.
+    #[schema(value_type = Vec<ErrorItem>, min_items = 1)]
     error: &'a [ErrorItem],
 }
 

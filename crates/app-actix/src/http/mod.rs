@@ -9,6 +9,7 @@ pub mod envelope;
 pub mod error;
 pub mod health;
 pub mod idempotency;
+pub mod openapi;
 pub mod payouts;
 pub mod query;
 pub mod rate_limit;
@@ -16,7 +17,9 @@ pub mod receivers;
 pub mod subaccounts;
 pub mod test_helpers;
 
+use actix_web::http::Method;
 use actix_web::web::{self, ServiceConfig};
+use actix_web::{FromRequest, Handler, Resource, Responder};
 use domain::ErrorCode;
 use domain::account::PayoutMethod;
 
@@ -34,11 +37,134 @@ async fn method_not_allowed() -> actix_web::HttpResponse {
     actix_web::ResponseError::error_response(&ApiError::code("Request", ErrorCode::Req007))
 }
 
-/// Registers every route. Each resource answers other methods with 405 in the envelope; unknown
-/// paths get 404 in the envelope (installed by the app as its default service).
+/// Where the route table goes: actix (to serve it) or a plain list (to check the OpenAPI
+/// document against it). One table feeds both, so no route can be served but left out.
+pub trait RouteTable {
+    /// Adds `handler` for `method` on `path` (an actix pattern, e.g. `/api/receiver/{id}`).
+    fn route<F, Args>(&mut self, method: Method, path: &str, handler: F)
+    where
+        F: Handler<Args>,
+        Args: FromRequest + 'static,
+        F::Output: Responder + 'static;
+}
+
+/// Collects routes into actix resources, one per path, each answering its other methods with
+/// 405 in the envelope.
+#[derive(Default)]
+struct Resources(Vec<(String, Resource)>);
+
+impl RouteTable for Resources {
+    fn route<F, Args>(&mut self, method: Method, path: &str, handler: F)
+    where
+        F: Handler<Args>,
+        Args: FromRequest + 'static,
+        F::Output: Responder + 'static,
+    {
+        let route = web::route().method(method).to(handler);
+        if let Some((_, resource)) = self.0.iter_mut().find(|(p, _)| p == path) {
+            let taken = std::mem::replace(resource, web::resource(path.to_owned()));
+            *resource = taken.route(route);
+        } else {
+            let resource = web::resource(path.to_owned())
+                .default_service(web::to(method_not_allowed))
+                .route(route);
+            self.0.push((path.to_owned(), resource));
+        }
+    }
+}
+
+impl Resources {
+    fn register(self, cfg: &mut ServiceConfig) {
+        for (_, resource) in self.0 {
+            cfg.service(resource);
+        }
+    }
+}
+
+/// The (method, path) pairs of a route table.
+#[derive(Debug, Default)]
+pub struct RouteList(pub Vec<(Method, String)>);
+
+impl RouteTable for RouteList {
+    fn route<F, Args>(&mut self, method: Method, path: &str, _: F)
+    where
+        F: Handler<Args>,
+        Args: FromRequest + 'static,
+        F::Output: Responder + 'static,
+    {
+        self.0.push((method, path.to_owned()));
+    }
+}
+
+/// The routes served in every mode. Order matters where patterns overlap: literal paths come
+/// before the patterns that would also match them.
+pub fn route_table(t: &mut impl RouteTable) {
+    t.route(Method::GET, "/healthz", health::healthz);
+    t.route(Method::GET, "/readyz", health::readyz);
+    t.route(Method::GET, "/metrics", health::metrics);
+    t.route(Method::GET, "/openapi.json", openapi::serve);
+    t.route(Method::GET, "/api/receiver", receivers::list);
+    t.route(Method::POST, "/api/receiver", receivers::create);
+    t.route(Method::GET, "/api/receiver/{id}", receivers::get);
+    t.route(
+        Method::GET,
+        "/api/subaccount/balance/{id}",
+        subaccounts::balance,
+    );
+    t.route(Method::GET, "/api/subaccount/{id}", subaccounts::get);
+    t.route(
+        Method::POST,
+        "/api/receiver-account/verify",
+        accounts::verify,
+    );
+    t.route(
+        Method::GET,
+        "/api/receiver-account/receiver/{id}",
+        accounts::list,
+    );
+    t.route(Method::GET, "/confirm/{token}", confirm::confirm);
+    t.route(Method::POST, "/api/payout/single", payouts::create);
+    t.route(Method::GET, "/api/payout/", payouts::list);
+    t.route(Method::GET, "/api/payout", payouts::list_without_slash);
+    t.route(Method::POST, "/api/payout/{id}/cancel", payouts::cancel);
+    t.route(Method::GET, "/api/payout/{id}", payouts::get);
+    for method in PayoutMethod::ALL {
+        t.route(
+            Method::POST,
+            &format!("/api/receiver-account/{}", method.route()),
+            move |state: web::Data<AppState>, request: auth::Authenticated| {
+                accounts::create(state, request, method)
+            },
+        );
+    }
+    t.route(Method::GET, "/api/receiver-account/{id}", accounts::get);
+}
+
+/// The sandbox test helpers (contract §10); registered only in sandbox mode, so elsewhere they
+/// are unknown routes (404).
+pub fn sandbox_route_table(t: &mut impl RouteTable) {
+    t.route(
+        Method::POST,
+        "/api/test-helpers/account",
+        test_helpers::account,
+    );
+    t.route(Method::POST, "/api/test-helpers/kyc", test_helpers::kyc);
+    t.route(
+        Method::POST,
+        "/api/test-helpers/status",
+        test_helpers::status,
+    );
+    t.route(
+        Method::POST,
+        "/api/test-helpers/batch/run",
+        test_helpers::batch_run,
+    );
+}
+
+/// Registers every route of [`route_table`], with the extractor settings that keep extractor
+/// failures in the envelope. Unknown paths get 404 in the envelope (installed by the app as its
+/// default service).
 pub fn routes(cfg: &mut ServiceConfig) {
-    let resource =
-        |path: &str| web::resource(path.to_owned()).default_service(web::to(method_not_allowed));
     // Handlers parse bodies and queries themselves; these keep any actix extractor failure
     // (e.g. a path segment that is not valid UTF-8) in the envelope instead of plain text.
     let path = web::PathConfig::default()
@@ -51,53 +177,17 @@ pub fn routes(cfg: &mut ServiceConfig) {
     cfg.app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
         .app_data(path)
         .app_data(query)
-        .app_data(json)
-        .service(resource("/healthz").route(web::get().to(health::healthz)))
-        .service(resource("/readyz").route(web::get().to(health::readyz)))
-        .service(resource("/metrics").route(web::get().to(health::metrics)))
-        .service(
-            resource("/api/receiver")
-                .route(web::get().to(receivers::list))
-                .route(web::post().to(receivers::create)),
-        )
-        .service(resource("/api/receiver/{id}").route(web::get().to(receivers::get)))
-        .service(
-            resource("/api/subaccount/balance/{id}").route(web::get().to(subaccounts::balance)),
-        )
-        .service(resource("/api/subaccount/{id}").route(web::get().to(subaccounts::get)))
-        .service(resource("/api/receiver-account/verify").route(web::post().to(accounts::verify)))
-        .service(
-            resource("/api/receiver-account/receiver/{id}").route(web::get().to(accounts::list)),
-        )
-        .service(resource("/confirm/{token}").route(web::get().to(confirm::confirm)))
-        .service(resource("/api/payout/single").route(web::post().to(payouts::create)))
-        .service(resource("/api/payout/").route(web::get().to(payouts::list)))
-        .service(resource("/api/payout").route(web::get().to(payouts::list)))
-        .service(resource("/api/payout/{id}/cancel").route(web::post().to(payouts::cancel)))
-        .service(resource("/api/payout/{id}").route(web::get().to(payouts::get)));
-    for method in PayoutMethod::ALL {
-        cfg.service(
-            resource(&format!("/api/receiver-account/{}", method.route())).route(web::post().to(
-                move |state: web::Data<AppState>, request: auth::Authenticated| {
-                    accounts::create(state, request, method)
-                },
-            )),
-        );
-    }
-    cfg.service(resource("/api/receiver-account/{id}").route(web::get().to(accounts::get)));
+        .app_data(json);
+    let mut resources = Resources::default();
+    route_table(&mut resources);
+    resources.register(cfg);
 }
 
-/// The sandbox test helpers (contract §10); registered only in sandbox mode, so elsewhere they
-/// are unknown routes (404).
+/// Registers the sandbox test helpers of [`sandbox_route_table`].
 pub fn sandbox_routes(cfg: &mut ServiceConfig) {
-    let resource =
-        |path: &str| web::resource(path.to_owned()).default_service(web::to(method_not_allowed));
-    cfg.service(resource("/api/test-helpers/account").route(web::post().to(test_helpers::account)))
-        .service(resource("/api/test-helpers/kyc").route(web::post().to(test_helpers::kyc)))
-        .service(resource("/api/test-helpers/status").route(web::post().to(test_helpers::status)))
-        .service(
-            resource("/api/test-helpers/batch/run").route(web::post().to(test_helpers::batch_run)),
-        );
+    let mut resources = Resources::default();
+    sandbox_route_table(&mut resources);
+    resources.register(cfg);
 }
 
 /// The default service: 404 `REQ006` in the envelope.

@@ -16,12 +16,15 @@ use domain::ports::LedgerEntryKind;
 use domain::receiver::Receiver;
 use domain::time::unix_millis;
 use domain::validation::ValidationErrors;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
 
 use super::auth::Authenticated;
-use super::body::{fields_by_name, json_object};
-use super::envelope;
+use super::body::{fields_by_name, json_object, merge_field_errors};
+use super::envelope::{self, Listing, Success};
 use super::error::ApiError;
+use super::openapi::{AmountInput, AssetCode, AssetInput, PayoutStatusName};
 use crate::state::AppState;
 
 const CREATE: &str = "Create payout";
@@ -44,6 +47,20 @@ fn amount_text(value: Value, errors: &mut ValidationErrors) -> Option<String> {
 }
 
 /// `POST /api/payout/single`.
+#[utoipa::path(
+    post,
+    path = "/api/payout/single",
+    tag = "Payouts",
+    operation_id = "createPayout",
+    summary = "Create a payout",
+    description = "Holds `amount + fee` from the available balance and writes `payoutCreated`. \
+        The payout starts `unassessed` while the receiver's KYC is pending, else `awaiting` \
+        until the account is confirmed, else `pending`. Independent failures are reported \
+        together (`PAYO201`..`PAYO205`, `PAYO208`); then `PAYO206` reference taken and \
+        `PAYO207` insufficient balance.",
+    request_body = CreatePayoutBody,
+    responses((status = 200, description = "`Payout created successfully`", body = Success<PayoutCreated>)),
+)]
 pub async fn create(
     state: Data<AppState>,
     request: Authenticated,
@@ -66,19 +83,23 @@ pub async fn create(
         reference: fields.remove("reference"),
         note: fields.remove("note"),
     };
-    match state.payouts.create(&request.caller, &raw).await {
-        Ok(payout) if shape.is_empty() => Ok(envelope::ok(
-            "Payout created successfully",
-            json!({ "payout_id": payout.id.to_string() }),
-        )),
-        Ok(_) => Err(ApiError::fields(CREATE, &shape)),
-        Err(CreatePayoutError::Invalid(invalid)) => {
-            let shaped: Vec<_> = shape.0.iter().map(|e| e.field.clone()).collect();
-            shape
-                .0
-                .extend(invalid.0.into_iter().filter(|e| !shaped.contains(&e.field)));
-            Err(ApiError::fields(CREATE, &shape))
+    if !shape.is_empty() {
+        // The body has problems of its own: report them with the field checks, store nothing.
+        match state.payouts.validate(&request.caller, &raw).await {
+            Err(CreatePayoutError::Invalid(invalid)) => merge_field_errors(&mut shape, invalid),
+            Err(CreatePayoutError::Port(e)) => return Err(ApiError::port(CREATE, &e)),
+            Ok(()) => {}
         }
+        return Err(ApiError::fields(CREATE, &shape));
+    }
+    match state.payouts.create(&request.caller, &raw).await {
+        Ok(payout) => Ok(envelope::ok(
+            "Payout created successfully",
+            PayoutCreated {
+                payout_id: payout.id.to_string(),
+            },
+        )),
+        Err(CreatePayoutError::Invalid(invalid)) => Err(ApiError::fields(CREATE, &invalid)),
         Err(CreatePayoutError::Port(e)) => Err(ApiError::port(CREATE, &e)),
     }
 }
@@ -94,89 +115,330 @@ fn provider_status(status: PayoutStatus) -> &'static str {
     }
 }
 
-fn fee_data(payout: &Payout) -> Value {
-    let t = payout.fee_template.as_ref();
-    json!({
-        "fee_value": payout.fee.to_string(),
-        "feetemplate_id": t.map(|t| t.id.to_string()).unwrap_or_default(),
-        "feegroup_id": t.map(|t| t.group_id.to_string()).unwrap_or_default(),
-        "fixed": t.map_or(0, |t| t.fixed),
-        "percentage": t.map_or(0.0, |t| t.percentage.as_f64()),
-        "min_amount": t.map_or(0, |t| t.min_amount),
-    })
+/// The body of `POST /api/payout/single` (read field by field: see [`create`]). Values are
+/// strings or `null` (`amount` may also be an integer); unknown fields are `REQ005`.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreatePayoutBody {
+    /// A receiver of the caller's subaccount.
+    #[schema(format = Uuid)]
+    pub receiver_id: String,
+    /// An account of that receiver.
+    #[schema(format = Uuid)]
+    pub account_id: String,
+    /// Minor units, 1 to 10^12: a JSON integer or a string of digits.
+    #[schema(value_type = AmountInput)]
+    pub amount: String,
+    /// The account's asset, either case.
+    #[schema(value_type = AssetInput)]
+    pub currency: String,
+    /// Unique among the subaccount's payouts.
+    #[schema(max_length = 255)]
+    pub reference: Option<String>,
+    /// Free text.
+    #[schema(max_length = 255)]
+    pub note: Option<String>,
 }
 
-/// The payout object of seed §2.1. With `detail` (ledger entries and merchant) it is the
-/// get-by-id object: `transactions`, `merchant`, `fee_data.fee_value` and a numeric `amount`;
-/// without, the list item: none of those, and `amount` as a string (seed).
-fn payout_json(
+/// The query of `GET /api/payout/`. Unknown parameters are `REQ005`.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListPayoutsParams {
+    /// The caller's subaccount (missing: `REQ002`; another: `SUBA101`).
+    pub subaccount_id: String,
+    /// Page size, 1 to 100 (default 10).
+    #[param(pattern = "^(100|[1-9][0-9]?)$")]
+    pub limit: Option<String>,
+    /// The previous page's cursor (`REQ003` if tampered or foreign).
+    pub lastkey: Option<String>,
+    /// Status code: 0 awaiting, 1 pending, 2 unassessed, 3 in progress, 4 successful,
+    /// 5 cancelled, 6 failed, 7 successful pending KYC.
+    #[param(pattern = "^[0-7]$")]
+    pub status: Option<String>,
+    /// Created at or after, `YYYY-MM-DD hh:mm` UTC (`PAYO302` if malformed).
+    #[param(pattern = "^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}$")]
+    pub from: Option<String>,
+    /// Created up to this minute inclusive, `YYYY-MM-DD hh:mm` UTC.
+    #[param(pattern = "^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}$")]
+    pub to: Option<String>,
+    /// The caller's reference.
+    pub reference: Option<String>,
+}
+
+/// `fee_data` of a payout in a list.
+#[derive(Serialize, ToSchema)]
+#[schema(as = PayoutFeeData)]
+pub struct FeeData {
+    /// The fee template's id, or `""` without a template.
+    feetemplate_id: String,
+    /// The fee group's id, or `""`.
+    feegroup_id: String,
+    /// Fixed part, minor units.
+    fixed: i64,
+    /// Percentage of the amount.
+    percentage: f64,
+    /// Smallest fee, minor units.
+    min_amount: i64,
+}
+
+/// `fee_data` of `GET /api/payout/{id}`: with the fee charged.
+#[derive(Serialize, ToSchema)]
+#[schema(as = PayoutFeeDataDetail)]
+pub struct FeeDataDetail {
+    /// The fee charged, minor units, as a string.
+    #[schema(pattern = "^[0-9]+$")]
+    fee_value: String,
+    #[serde(flatten)]
+    template: FeeData,
+}
+
+/// `payout_data`: the payout as the rail reports it.
+#[derive(Serialize, ToSchema)]
+pub struct PayoutData {
+    /// The rail's status.
+    #[schema(value_type = String, pattern = "^(PENDING|IN PROGRESS|SUCCESSFUL|CANCELLED|FAILED)$")]
+    status: &'static str,
+    /// Another payout of the subaccount had the same account, amount and currency in the
+    /// previous 24 hours (a warning).
+    transaction_is_duplicated: bool,
+    /// The rail refused the receiver's account.
+    receiver_is_invalid: bool,
+    /// Not cancelled or failed.
+    accepted: bool,
+    /// The rail's reason for a failure, else `null`.
+    errors: Option<Vec<String>>,
+    /// The rail's reference, or `""`.
+    transaction_id: String,
+    /// Always `false`.
+    sender_is_invalid: bool,
+}
+
+/// `subaccount` / `payout_provider` of a payout.
+#[derive(Serialize, ToSchema)]
+pub struct IdRef {
+    /// The id.
+    id: String,
+}
+
+/// `receiver` of a payout (note the seed's spelling of the names).
+#[derive(Serialize, ToSchema)]
+pub struct PayoutReceiver {
+    #[schema(format = Uuid)]
+    id: String,
+    firstname: String,
+    lastname: String,
+    email: String,
+}
+
+/// `receiver_account` of a payout: values masked, `""` where the method has none.
+#[derive(Serialize, ToSchema)]
+pub struct PayoutAccount {
+    #[schema(format = Uuid)]
+    id: String,
+    /// The receiver's e-mail.
+    email: String,
+    bsb: String,
+    /// Routing number or BIC.
+    bank_code: String,
+    /// Account number, IBAN or e-mail recipient.
+    account_number: String,
+}
+
+/// The fields of a payout shared by the list and the get-by-id object (seed §2.1).
+#[derive(Serialize, ToSchema)]
+pub struct PayoutCommon {
+    #[schema(format = Uuid)]
+    id: String,
+    /// Unix milliseconds, as a string of digits.
+    #[schema(pattern = "^[0-9]+$")]
+    created_at: String,
+    /// Unix milliseconds, as a string of digits.
+    #[schema(pattern = "^[0-9]+$")]
+    updated_at: String,
+    /// The rail's reference, or `""` before submission.
+    provider_reference: String,
+    /// The batch, or `""` before the payout joins one.
+    batch_id: String,
+    #[schema(value_type = AssetCode)]
+    asset: &'static str,
+    /// The caller's reference, or `""`.
+    reference: String,
+    note: String,
+    payout_data: PayoutData,
+    #[schema(value_type = PayoutStatusName)]
+    status: &'static str,
+    subaccount: IdRef,
+    receiver: PayoutReceiver,
+    receiver_account: PayoutAccount,
+    payout_provider: IdRef,
+}
+
+/// A payout in `GET /api/payout/`: `amount` is a string (seed).
+#[derive(Serialize, ToSchema)]
+#[schema(as = PayoutListItem)]
+pub struct PayoutItem {
+    #[serde(flatten)]
+    common: PayoutCommon,
+    /// Minor units, as a string of digits.
+    #[schema(pattern = "^[0-9]+$")]
+    amount: String,
+    fee_data: FeeData,
+}
+
+/// A payout in `GET /api/payout/{id}`: `amount` a number, with `merchant` and `transactions`.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Payout)]
+pub struct PayoutDetail {
+    #[serde(flatten)]
+    common: PayoutCommon,
+    /// Minor units.
+    amount: i64,
+    /// `MERC#<merchant id>`.
+    merchant: String,
+    fee_data: FeeDataDetail,
+    /// Holds negative, reversals positive.
+    transactions: Vec<Transaction>,
+}
+
+/// One money movement of a payout.
+#[derive(Serialize, ToSchema)]
+#[schema(as = PayoutTransaction)]
+pub struct Transaction {
+    #[schema(format = Uuid)]
+    transaction_id: String,
+    /// Minor units: negative for a hold, positive for its reversal.
+    amount: i64,
+    #[schema(value_type = AssetCode)]
+    asset: &'static str,
+    /// Always `complete`.
+    #[schema(value_type = String, pattern = "^complete$")]
+    status: &'static str,
+    /// Unix milliseconds, as a string of digits.
+    #[schema(pattern = "^[0-9]+$")]
+    created_at: String,
+    /// Unix milliseconds, as a string of digits.
+    #[schema(pattern = "^[0-9]+$")]
+    updated_at: String,
+    /// `payout` or `fee`.
+    #[schema(value_type = String, pattern = "^(payout|fee)$")]
+    transaction_type: &'static str,
+}
+
+/// The payload of a created payout.
+#[derive(Serialize, ToSchema)]
+pub struct PayoutCreated {
+    #[schema(format = Uuid)]
+    payout_id: String,
+}
+
+/// The payload of a cancelled payout.
+#[derive(Serialize, ToSchema)]
+pub struct PayoutCancelled {
+    #[schema(format = Uuid)]
+    payout_id: String,
+    /// `cancelled`.
+    #[schema(value_type = PayoutStatusName)]
+    status: &'static str,
+}
+
+fn fee_data(payout: &Payout) -> FeeData {
+    let t = payout.fee_template.as_ref();
+    FeeData {
+        feetemplate_id: t.map(|t| t.id.to_string()).unwrap_or_default(),
+        feegroup_id: t.map(|t| t.group_id.to_string()).unwrap_or_default(),
+        fixed: t.map_or(0, |t| t.fixed),
+        percentage: t.map_or(0.0, |t| t.percentage.as_f64()),
+        min_amount: t.map_or(0, |t| t.min_amount),
+    }
+}
+
+/// The fields of seed §2.1 that the list and the get-by-id object share.
+fn payout_common(p: &Payout, receiver: &Receiver, account: &ReceiverAccount) -> PayoutCommon {
+    let masked = account.data.masked();
+    let masked = |field: &str| {
+        masked
+            .iter()
+            .find(|(k, _)| *k == field)
+            .map(|(_, v)| v.clone())
+    };
+    PayoutCommon {
+        id: p.id.to_string(),
+        created_at: unix_millis(p.created_at).to_string(),
+        updated_at: unix_millis(p.updated_at).to_string(),
+        provider_reference: p.provider_reference.clone(),
+        batch_id: p.batch_id.map(|b| b.to_string()).unwrap_or_default(),
+        asset: p.asset.code(),
+        reference: p.reference.clone().unwrap_or_default(),
+        note: p.note.clone(),
+        payout_data: PayoutData {
+            status: provider_status(p.status),
+            transaction_is_duplicated: p.duplicate,
+            receiver_is_invalid: p.receiver_is_invalid,
+            accepted: !matches!(p.status, PayoutStatus::Cancelled | PayoutStatus::Failed),
+            errors: p.failure_reason.clone().map(|r| vec![r]),
+            transaction_id: p.provider_reference.clone(),
+            sender_is_invalid: false,
+        },
+        status: p.status.as_str(),
+        subaccount: IdRef {
+            id: p.subaccount_id.to_string(),
+        },
+        receiver: PayoutReceiver {
+            id: receiver.id.to_string(),
+            firstname: receiver.first_name.clone(),
+            lastname: receiver.last_name.clone(),
+            email: receiver.email.clone(),
+        },
+        receiver_account: PayoutAccount {
+            id: account.id.to_string(),
+            email: receiver.email.clone(),
+            bsb: masked("bsb").unwrap_or_default(),
+            bank_code: masked("routing_number")
+                .or_else(|| masked("bic"))
+                .unwrap_or_default(),
+            account_number: masked("account_number")
+                .or_else(|| masked("iban"))
+                .or_else(|| masked("recipient"))
+                .unwrap_or_default(),
+        },
+        payout_provider: IdRef {
+            id: "sandbox".to_owned(),
+        },
+    }
+}
+
+/// The payout object of `GET /api/payout/{id}`: with `transactions`, `merchant`,
+/// `fee_data.fee_value` and a numeric `amount`.
+fn payout_detail(
     p: &Payout,
     receiver: &Receiver,
     account: &ReceiverAccount,
-    detail: Option<(&[LedgerEntry], MerchantId)>,
-) -> Value {
-    let masked = |field: &str| {
-        account
-            .data
-            .masked()
-            .into_iter()
-            .find(|(k, _)| *k == field)
-            .map(|(_, v)| v)
-    };
-    let mut object = json!({
-        "id": p.id.to_string(),
-        "created_at": unix_millis(p.created_at).to_string(),
-        "updated_at": unix_millis(p.updated_at).to_string(),
-        "provider_reference": p.provider_reference,
-        "batch_id": p.batch_id.map(|b| b.to_string()).unwrap_or_default(),
-        "asset": p.asset.code(),
-        "reference": p.reference.clone().unwrap_or_default(),
-        "fee_data": fee_data(p),
-        "note": p.note,
-        "payout_data": {
-            "status": provider_status(p.status),
-            "transaction_is_duplicated": p.duplicate,
-            "receiver_is_invalid": p.receiver_is_invalid,
-            "accepted": !matches!(p.status, PayoutStatus::Cancelled | PayoutStatus::Failed),
-            "errors": p.failure_reason.as_deref().map_or(Value::Null, |r| json!([r])),
-            "transaction_id": p.provider_reference,
-            "sender_is_invalid": false,
+    entries: &[LedgerEntry],
+    merchant: MerchantId,
+) -> PayoutDetail {
+    PayoutDetail {
+        common: payout_common(p, receiver, account),
+        amount: p.amount.get(),
+        merchant: format!("MERC#{merchant}"),
+        fee_data: FeeDataDetail {
+            fee_value: p.fee.to_string(),
+            template: fee_data(p),
         },
-        "status": p.status.as_str(),
-        "amount": p.amount.get().to_string(),
-        "subaccount": { "id": p.subaccount_id.to_string() },
-        "receiver": {
-            "id": receiver.id.to_string(),
-            "firstname": receiver.first_name,
-            "lastname": receiver.last_name,
-            "email": receiver.email,
-        },
-        "receiver_account": {
-            "id": account.id.to_string(),
-            "email": receiver.email,
-            "bsb": masked("bsb").unwrap_or_default(),
-            "bank_code": masked("routing_number").or_else(|| masked("bic")).unwrap_or_default(),
-            "account_number": masked("account_number").or_else(|| masked("iban")).or_else(|| masked("recipient")).unwrap_or_default(),
-        },
-        "payout_provider": { "id": "sandbox" },
-    });
-    match detail {
-        Some((entries, merchant)) => {
-            object["amount"] = json!(p.amount.get());
-            object["merchant"] = json!(format!("MERC#{merchant}"));
-            object["transactions"] = Value::Array(transactions(entries));
-        }
-        None => {
-            if let Some(fee) = object["fee_data"].as_object_mut() {
-                fee.remove("fee_value");
-            }
-        }
+        transactions: transactions(entries),
     }
-    object
+}
+
+/// A payout of the list: none of the detail, and `amount` as a string (seed).
+fn payout_item(p: &Payout, receiver: &Receiver, account: &ReceiverAccount) -> PayoutItem {
+    PayoutItem {
+        common: payout_common(p, receiver, account),
+        amount: p.amount.get().to_string(),
+        fee_data: fee_data(p),
+    }
 }
 
 /// The payout's money movements: holds negative, reversals positive (contract §7.7).
-fn transactions(entries: &[LedgerEntry]) -> Vec<Value> {
+fn transactions(entries: &[LedgerEntry]) -> Vec<Transaction> {
     entries
         .iter()
         .filter_map(|e| {
@@ -188,20 +450,32 @@ fn transactions(entries: &[LedgerEntry]) -> Vec<Value> {
                 | LedgerEntryKind::PayoutPost
                 | LedgerEntryKind::FeePost => return None,
             };
-            Some(json!({
-                "transaction_id": e.id.to_string(),
-                "amount": e.available_delta,
-                "asset": e.asset.code(),
-                "status": "complete",
-                "created_at": unix_millis(e.created_at).to_string(),
-                "updated_at": unix_millis(e.created_at).to_string(),
-                "transaction_type": kind,
-            }))
+            Some(Transaction {
+                transaction_id: e.id.to_string(),
+                amount: e.available_delta,
+                asset: e.asset.code(),
+                status: "complete",
+                created_at: unix_millis(e.created_at).to_string(),
+                updated_at: unix_millis(e.created_at).to_string(),
+                transaction_type: kind,
+            })
         })
         .collect()
 }
 
 /// `POST /api/payout/<id>/cancel`.
+#[utoipa::path(
+    post,
+    path = "/api/payout/{id}/cancel",
+    tag = "Payouts",
+    operation_id = "cancelPayout",
+    summary = "Cancel a payout",
+    description = "From `awaiting`, `unassessed` or `pending` only (else `PAYO301`, naming the \
+        status); the hold goes back to `available`. `PAYO101` for an unknown id or another \
+        subaccount's payout. The body is not read.",
+    params(("id" = String, Path, description = "The payout id.")),
+    responses((status = 200, description = "`Payout cancelled successfully`", body = Success<PayoutCancelled>)),
+)]
 pub async fn cancel(
     state: Data<AppState>,
     request: Authenticated,
@@ -210,7 +484,10 @@ pub async fn cancel(
     match state.payouts.cancel(&request.caller, &id).await {
         Ok(payout) => Ok(envelope::ok(
             "Payout cancelled successfully",
-            json!({ "payout_id": payout.id.to_string(), "status": payout.status.as_str() }),
+            PayoutCancelled {
+                payout_id: payout.id.to_string(),
+                status: payout.status.as_str(),
+            },
         )),
         Err(CancelPayoutError::NotFound) => Err(ApiError::code(CANCEL, ErrorCode::Payo101)),
         Err(CancelPayoutError::NotCancellable(status)) => Err(ApiError::code_with_message(
@@ -223,6 +500,16 @@ pub async fn cancel(
 }
 
 /// `GET /api/payout/<id>`.
+#[utoipa::path(
+    get,
+    path = "/api/payout/{id}",
+    tag = "Payouts",
+    operation_id = "getPayout",
+    summary = "Get a payout",
+    description = "`PAYO101` for an unknown id or another subaccount's payout.",
+    params(("id" = String, Path, description = "The payout id.")),
+    responses((status = 200, description = "`Payout found`", body = Success<PayoutDetail>)),
+)]
 pub async fn get(
     state: Data<AppState>,
     request: Authenticated,
@@ -231,11 +518,12 @@ pub async fn get(
     match state.payouts.get(&request.caller, &id).await {
         Ok(d) => Ok(envelope::ok(
             "Payout found",
-            payout_json(
+            payout_detail(
                 &d.payout,
                 &d.receiver,
                 &d.account,
-                Some((&d.entries, d.merchant_id)),
+                &d.entries,
+                d.merchant_id,
             ),
         )),
         Err(GetPayoutError::NotFound) => Err(ApiError::code(GET, ErrorCode::Payo101)),
@@ -243,7 +531,18 @@ pub async fn get(
     }
 }
 
-/// `GET /api/payout/`.
+/// `GET /api/payout/` (also served without the trailing slash: see [`list_without_slash`]).
+#[utoipa::path(
+    get,
+    path = "/api/payout/",
+    tag = "Payouts",
+    operation_id = "listPayouts",
+    summary = "List payouts",
+    description = "The caller's payouts, newest first, keyset paged; items have no \
+        `transactions`, `merchant` or `fee_data.fee_value`, and `amount` is a string (seed).",
+    params(ListPayoutsParams),
+    responses((status = 200, description = "`Payouts found`", body = Listing<PayoutItem>)),
+)]
 pub async fn list(
     state: Data<AppState>,
     request: Authenticated,
@@ -253,14 +552,33 @@ pub async fn list(
     let query = ListPayoutsQuery::parse(&pairs).map_err(|e| ApiError::fields(LIST, &e))?;
     match state.payouts.list(&request.caller, &query).await {
         Ok(page) => {
-            let items: Vec<Value> = page
+            let items: Vec<PayoutItem> = page
                 .items
                 .iter()
-                .map(|i| payout_json(&i.payout, &i.receiver, &i.account, None))
+                .map(|i| payout_item(&i.payout, &i.receiver, &i.account))
                 .collect();
             Ok(envelope::list("Payouts found", items, page.lastkey))
         }
         Err(ListPayoutsError::Invalid(e)) => Err(ApiError::fields(LIST, &e)),
         Err(ListPayoutsError::Port(e)) => Err(ApiError::port(LIST, &e)),
     }
+}
+
+/// `GET /api/payout`: the same as `GET /api/payout/` (documented separately because it is a
+/// route of its own).
+#[utoipa::path(
+    get,
+    path = "/api/payout",
+    tag = "Payouts",
+    operation_id = "listPayoutsWithoutSlash",
+    summary = "List payouts (the same as `GET /api/payout/`)",
+    params(ListPayoutsParams),
+    responses((status = 200, description = "`Payouts found`", body = Listing<PayoutItem>)),
+)]
+pub async fn list_without_slash(
+    state: Data<AppState>,
+    request: Authenticated,
+    http: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    list(state, request, http).await
 }

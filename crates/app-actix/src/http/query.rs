@@ -5,13 +5,26 @@ use domain::ErrorCode;
 
 use super::error::ApiError;
 
-/// The decoded `key=value` pairs of the request's query string, in order.
+/// The decoded `key=value` pairs of the request's query string, in order. A parameter whose
+/// name or value holds NUL (`%00`) is `REQ002`: PostgreSQL text cannot hold it, and no
+/// parameter has a use for it.
 pub fn query_pairs(
     operation: &'static str,
     req: &HttpRequest,
 ) -> Result<Vec<(String, String)>, ApiError> {
-    serde_urlencoded::from_str::<Vec<(String, String)>>(req.query_string())
-        .map_err(|_| ApiError::code(operation, ErrorCode::Req002))
+    let pairs = serde_urlencoded::from_str::<Vec<(String, String)>>(req.query_string())
+        .map_err(|_| ApiError::code(operation, ErrorCode::Req002))?;
+    let mut errors = domain::validation::ValidationErrors::default();
+    for (key, value) in &pairs {
+        if key.contains('\0') || value.contains('\0') {
+            errors.push(ErrorCode::Req002, key.replace('\0', ""));
+        }
+    }
+    if errors.is_empty() {
+        Ok(pairs)
+    } else {
+        Err(ApiError::fields(operation, &errors))
+    }
 }
 
 /// Checks that `pairs` use only `known` parameter names (`REQ005` otherwise) and none twice

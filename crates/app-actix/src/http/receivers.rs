@@ -10,16 +10,19 @@ use domain::receiver::service::{CreateReceiverError, GetReceiverError, ListRecei
 use domain::time::unix_millis;
 use domain::validation::ValidationErrors;
 use serde::Serialize;
+use utoipa::{IntoParams, ToSchema};
 
 use super::auth::Authenticated;
-use super::body::{json_object, string_fields};
-use super::envelope;
+use super::body::{json_object, merge_field_errors, string_fields};
+use super::envelope::{self, Listing, Success};
 use super::error::ApiError;
+use super::openapi::{KycStatusName, ReceiverStatusName};
 use super::query::query_pairs;
 use crate::state::AppState;
 
 /// `address_data` of a receiver.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = ReceiverAddress)]
 pub struct AddressData<'a> {
     address: &'a str,
     address2: &'a str,
@@ -29,26 +32,148 @@ pub struct AddressData<'a> {
     postcode: &'a str,
 }
 
-/// A receiver as the API shows it (seed §2.2).
-#[derive(Debug, Serialize)]
+/// A receiver as the API shows it (seed §2.2). Optional values that were not given are `""`.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Receiver)]
 pub struct ReceiverDto<'a> {
+    #[schema(format = Uuid)]
     id: String,
     first_name: &'a str,
     last_name: &'a str,
     middle_name: &'a str,
+    /// As it was sent.
     email: &'a str,
+    /// `M`, `F` or `""`.
+    #[schema(pattern = "^(M|F)?$")]
     gender: &'a str,
+    /// `YYYY-MM-DD`.
+    #[schema(format = Date)]
     dob: String,
     dialcode: &'a str,
     phone: &'a str,
+    /// The KYC provider's id; only in `GET /api/receiver/{id}`.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = String, required = false)]
     applicant_id: Option<&'a str>,
+    #[schema(value_type = KycStatusName)]
     kyc_status: &'a str,
+    #[schema(value_type = ReceiverStatusName)]
     status: &'a str,
+    /// Unix milliseconds, as a string of digits.
+    #[schema(pattern = "^[0-9]+$")]
     created_at: String,
+    /// Unix milliseconds, as a string of digits.
+    #[schema(pattern = "^[0-9]+$")]
     updated_at: String,
     address_data: AddressData<'a>,
+    /// The caller's own reference, or `""`.
     reference: &'a str,
+}
+
+/// The body of `POST /api/receiver` (read field by field: see [`create`]). Every value is a
+/// string or `null` (`null` and blank strings count as absent); unknown fields are `REQ005`.
+/// Strings are trimmed and at most 255 characters.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateReceiverBody {
+    /// The caller's subaccount.
+    #[schema(max_length = 255)]
+    pub subaccount_id: String,
+    /// Letters of any script, spaces, `'`, `’`, `-`.
+    #[schema(max_length = 255)]
+    pub first_name: String,
+    /// Like `first_name`.
+    #[schema(max_length = 255)]
+    pub middle_name: Option<String>,
+    /// Like `first_name`.
+    #[schema(max_length = 255)]
+    pub last_name: String,
+    /// A bare address whose domain contains a dot; unique per subaccount, case-insensitively.
+    #[schema(format = Email, max_length = 255)]
+    pub email: String,
+    /// `YYYY-MM-DD`, from 1900-01-01 up to yesterday (UTC).
+    #[schema(format = Date)]
+    pub dob: String,
+    /// 1 to 4 digits; a leading `+` is dropped.
+    #[schema(pattern = "^\\+?[0-9]{1,4}$")]
+    pub dialcode: String,
+    /// 4 to 15 digits.
+    #[schema(pattern = "^[0-9]{4,15}$")]
+    pub phone: String,
+    /// Any text without `.`.
+    #[schema(pattern = "^[^.]*$", max_length = 255)]
+    pub address: String,
+    /// Any text without `.`.
+    #[schema(pattern = "^[^.]*$", max_length = 255)]
+    pub address2: Option<String>,
+    /// `M` or `F`, either case.
+    #[schema(pattern = "^[MFmf]$")]
+    pub gender: Option<String>,
+    /// Letters, spaces, `'`, `’`, `-`, `.`.
+    #[schema(max_length = 255)]
+    pub city: String,
+    /// Any text.
+    #[schema(max_length = 255)]
+    pub state: String,
+    /// Any text.
+    #[schema(max_length = 255)]
+    pub postcode: String,
+    /// An assigned ISO 3166-1 alpha-3 code, either case.
+    #[schema(pattern = "^[A-Za-z]{3}$")]
+    pub country: String,
+    /// The caller's own id, unique per subaccount.
+    #[schema(max_length = 255)]
+    pub reference: Option<String>,
+}
+
+/// The query of `GET /api/receiver`. Every parameter at most once and at most 255
+/// characters; unknown ones are `REQ005`. String filters match exactly.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListReceiversParams {
+    /// The caller's subaccount (`REVR202` when missing, `SUBA101` when not the caller's).
+    pub subaccount_id: String,
+    /// Page size, 1 to 100 (default 10).
+    #[param(pattern = "^(100|[1-9][0-9]?)$")]
+    pub limit: Option<String>,
+    /// The previous page's cursor; empty means the first page.
+    pub lastkey: Option<String>,
+    /// Status code: 0 creating, 1 pending, 2 active, 3 inactive, 4 failed.
+    #[param(pattern = "^[0-4]$")]
+    pub status: Option<String>,
+    /// KYC code: 0 pending, 1 completed, 2 failed.
+    #[param(pattern = "^[0-2]$")]
+    pub kyc_status: Option<String>,
+    /// `M` or `F`, either case.
+    pub gender: Option<String>,
+    /// `YYYY-MM-DD`.
+    pub dob: Option<String>,
+    /// ISO 3166-1 alpha-3, either case.
+    pub country: Option<String>,
+    /// Case-insensitive.
+    pub email: Option<String>,
+    /// A leading `+` is ignored.
+    pub dialcode: Option<String>,
+    /// Exact.
+    pub first_name: Option<String>,
+    /// Exact.
+    pub last_name: Option<String>,
+    /// Exact.
+    pub middle_name: Option<String>,
+    /// Exact.
+    pub phone: Option<String>,
+    /// Exact.
+    pub address: Option<String>,
+    /// Exact.
+    pub address2: Option<String>,
+    /// Exact.
+    pub city: Option<String>,
+    /// Exact.
+    pub state: Option<String>,
+    /// Exact.
+    pub postcode: Option<String>,
+    /// Exact.
+    pub reference: Option<String>,
 }
 
 impl<'a> AddressData<'a> {
@@ -89,8 +214,11 @@ impl<'a> ReceiverDto<'a> {
     }
 }
 
-#[derive(Serialize)]
-struct Created<'a> {
+/// The payload of a created receiver.
+#[derive(Serialize, ToSchema)]
+#[schema(as = ReceiverCreated)]
+pub struct Created<'a> {
+    #[schema(format = Uuid)]
     receiver_id: String,
     first_name: &'a str,
     last_name: &'a str,
@@ -121,6 +249,20 @@ const FIELDS: [&str; 16] = [
 ];
 
 /// `POST /api/receiver`.
+#[utoipa::path(
+    post,
+    path = "/api/receiver",
+    tag = "Receivers",
+    operation_id = "createReceiver",
+    summary = "Create a receiver",
+    description = "Creates a receiver (status `pending`, KYC `pending`), requests its KYC check \
+        and writes a `receiverCreated` event. Every failing field is reported at once \
+        (`REQ004`/`REQ005`, `SUBA101`, then the `REVR2xx` field codes); `REVR201` (e-mail taken) \
+        and `REVR225` (reference taken) come alone. 503 `SYS503` when the KYC provider is \
+        unavailable.",
+    request_body = CreateReceiverBody,
+    responses((status = 200, description = "`Receiver created successfully`", body = Success<Created>)),
+)]
 pub async fn create(
     state: Data<AppState>,
     request: Authenticated,
@@ -163,19 +305,22 @@ pub async fn create(
         country,
         reference,
     };
-    // Shape problems (wrong types, unknown fields) and field validation are reported together.
-    let result = state.receivers.create(&request.caller, &raw).await;
+    // Shape problems (wrong types, unknown fields) and field validation are reported together,
+    // and such a request stores nothing.
     let mut errors = shape;
-    let receiver = match result {
-        Ok(receiver) if errors.is_empty() => receiver,
-        Ok(_) => return Err(ApiError::fields(CREATE, &errors)),
+    if !errors.is_empty() {
+        match state.receivers.validate(&request.caller, &raw) {
+            Err(CreateReceiverError::Invalid(invalid)) => merge_field_errors(&mut errors, invalid),
+            Err(CreateReceiverError::Port(e)) => return Err(ApiError::port(CREATE, &e)),
+            Ok(()) | Err(CreateReceiverError::EmailTaken | CreateReceiverError::ReferenceTaken) => {
+            }
+        }
+        return Err(ApiError::fields(CREATE, &errors));
+    }
+    let receiver = match state.receivers.create(&request.caller, &raw).await {
+        Ok(receiver) => receiver,
         Err(CreateReceiverError::Invalid(invalid)) => {
-            // A field of the wrong type also reads as absent; report only its type error.
-            let shaped: Vec<_> = errors.0.iter().map(|e| e.field.clone()).collect();
-            errors
-                .0
-                .extend(invalid.0.into_iter().filter(|e| !shaped.contains(&e.field)));
-            return Err(ApiError::fields(CREATE, &errors));
+            return Err(ApiError::fields(CREATE, &invalid));
         }
         Err(CreateReceiverError::EmailTaken) => {
             return Err(ApiError::field(CREATE, ErrorCode::Revr201, "email"));
@@ -197,6 +342,16 @@ pub async fn create(
 }
 
 /// `GET /api/receiver/<id>`.
+#[utoipa::path(
+    get,
+    path = "/api/receiver/{id}",
+    tag = "Receivers",
+    operation_id = "getReceiver",
+    summary = "Get a receiver",
+    description = "`REVR101` for a malformed id, another subaccount's receiver or a missing one.",
+    params(("id" = String, Path, description = "The receiver id.")),
+    responses((status = 200, description = "`Receiver found`", body = Success<ReceiverDto>)),
+)]
 pub async fn get(
     state: Data<AppState>,
     request: Authenticated,
@@ -213,6 +368,18 @@ pub async fn get(
 }
 
 /// `GET /api/receiver`.
+#[utoipa::path(
+    get,
+    path = "/api/receiver",
+    tag = "Receivers",
+    operation_id = "listReceivers",
+    summary = "List receivers",
+    description = "The caller's receivers, newest first, keyset paged. Items have no \
+        `applicant_id`. Every query problem is reported: `REQ005` unknown parameter, `REQ002` \
+        repeated or bad value, `REQ003` tampered cursor.",
+    params(ListReceiversParams),
+    responses((status = 200, description = "`Receivers found`", body = Listing<ReceiverDto>)),
+)]
 pub async fn list(
     state: Data<AppState>,
     request: Authenticated,

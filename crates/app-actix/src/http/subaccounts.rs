@@ -6,15 +6,19 @@ use domain::subaccount::Subaccount;
 use domain::subaccount::service::SubaccountQueryError;
 use domain::time::unix_millis;
 use serde::Serialize;
+use utoipa::ToSchema;
 
 use super::auth::Authenticated;
-use super::envelope;
+use super::envelope::{self, Success};
 use super::error::ApiError;
+use super::openapi::{AssetCode, AssetInput};
 use super::query::{only_known, query_pairs};
 use crate::state::AppState;
 
-#[derive(Serialize)]
-struct SubaccountAddressDto<'a> {
+/// `address_data` of a subaccount.
+#[derive(Serialize, ToSchema)]
+#[schema(as = SubaccountAddress)]
+pub struct SubaccountAddressDto<'a> {
     address: &'a str,
     suburb: &'a str,
     state: &'a str,
@@ -23,16 +27,22 @@ struct SubaccountAddressDto<'a> {
 }
 
 /// A subaccount as the API shows it (seed §2.4; the provider-prefixed status is `kassi_status`).
-#[derive(Serialize)]
-struct SubaccountDto<'a> {
+/// Fields that operators have not set are empty strings.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Subaccount)]
+pub struct SubaccountDto<'a> {
+    #[schema(format = Uuid)]
     id: String,
+    #[schema(format = Uuid)]
     merchant_id: String,
     suba_name: &'a str,
     title: &'a str,
     first_name: &'a str,
     last_name: &'a str,
     email: &'a str,
+    /// `YYYY-MM-DD` or `""`.
     dob: String,
+    /// The provider-prefixed status, e.g. `ACCEPTED`.
     kassi_status: &'a str,
     business_name: &'a str,
     business_or_individual: &'a str,
@@ -47,6 +57,8 @@ struct SubaccountDto<'a> {
     postback_url: &'a str,
     sms_provider: &'a str,
     email_provider: &'a str,
+    /// Unix milliseconds, as a string of digits.
+    #[schema(pattern = "^[0-9]+$")]
     created_at: String,
 }
 
@@ -89,10 +101,16 @@ impl<'a> From<&'a Subaccount> for SubaccountDto<'a> {
     }
 }
 
-#[derive(Serialize)]
-struct BalanceDto {
+/// A subaccount's balance in one asset, in minor units.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Balance)]
+pub struct BalanceDto {
+    /// Can be paid out.
     available: i64,
+    /// Held by payouts not yet settled.
     pending: i64,
+    /// Upper case.
+    #[schema(value_type = AssetCode)]
     asset: &'static str,
 }
 
@@ -107,6 +125,16 @@ fn render(operation: &'static str, e: SubaccountQueryError) -> ApiError {
 }
 
 /// `GET /api/subaccount/<id>`.
+#[utoipa::path(
+    get,
+    path = "/api/subaccount/{id}",
+    tag = "Subaccounts",
+    operation_id = "getSubaccount",
+    summary = "Get the caller's subaccount",
+    description = "`SUBA101` (field `subaccount_id`) for any id but the caller's own.",
+    params(("id" = String, Path, description = "The subaccount id.")),
+    responses((status = 200, description = "`Subaccount found`", body = Success<SubaccountDto>)),
+)]
 pub async fn get(
     state: Data<AppState>,
     request: Authenticated,
@@ -124,6 +152,21 @@ pub async fn get(
 }
 
 /// `GET /api/subaccount/balance/<id>?asset=aud`.
+#[utoipa::path(
+    get,
+    path = "/api/subaccount/balance/{id}",
+    tag = "Subaccounts",
+    operation_id = "getBalance",
+    summary = "Get the caller's balance in one asset",
+    description = "An asset with no activity reports `0`/`0`. Errors, reported together: \
+        `SUBA101` (`subaccount_id`), `SUBA303` (`asset` missing), `SUBA304` (`asset` not \
+        supported); any other query parameter is `REQ005`, `asset` twice `REQ002`.",
+    params(
+        ("id" = String, Path, description = "The subaccount id."),
+        ("asset" = AssetInput, Query, description = "AUD, USD, CAD, EUR or NZD, either case."),
+    ),
+    responses((status = 200, description = "`Balance found`", body = Success<BalanceDto>)),
+)]
 pub async fn balance(
     state: Data<AppState>,
     request: Authenticated,

@@ -12,18 +12,96 @@ use domain::money::Asset;
 use domain::receiver::KycOutcome;
 use domain::receiver::service::KycOutcomeError;
 use domain::validation::{FieldError, ValidationErrors};
-use serde_json::json;
+use serde::Serialize;
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::auth::Authenticated;
 use super::body::{json_object, string_fields};
-use super::envelope;
+use super::envelope::{self, Success};
 use super::error::ApiError;
+use super::openapi::{AssetCode, AssetInput, BatchStatusName, Nothing};
 use crate::state::AppState;
 
 const ACCOUNT: &str = "Test helper";
 
+/// The body of `POST /api/test-helpers/account`.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AccountHelperBody {
+    /// An account of the caller's subaccount.
+    pub receiver_account_id: String,
+    /// Only `confirmed`.
+    #[schema(pattern = "^confirmed$")]
+    pub confirm_status: String,
+}
+
+/// The body of `POST /api/test-helpers/kyc`.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KycHelperBody {
+    /// A receiver of the caller's subaccount.
+    pub receiver_id: String,
+    /// `completed` or `failed`.
+    #[schema(pattern = "^(completed|failed)$")]
+    pub kyc_status: String,
+}
+
+/// The body of `POST /api/test-helpers/status`.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StatusHelperBody {
+    /// A payout or batch of the caller's subaccount.
+    pub id: String,
+    /// `payout` or `batch`.
+    #[schema(pattern = "^(payout|batch)$")]
+    pub r#type: String,
+    /// `success` or `fail`.
+    #[schema(pattern = "^(success|fail)$")]
+    pub status: String,
+}
+
+/// The body of `POST /api/test-helpers/batch/run`.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BatchRunBody {
+    /// The caller's subaccount.
+    pub subaccount_id: String,
+    /// AUD, USD, CAD, EUR or NZD, either case.
+    #[schema(value_type = AssetInput)]
+    pub asset: String,
+}
+
+/// The batch after a run.
+#[derive(Serialize, ToSchema)]
+pub struct BatchRun {
+    #[schema(format = Uuid)]
+    batch_id: String,
+    /// `BATCH_<batch_id>`.
+    batch_reference: String,
+    #[schema(value_type = BatchStatusName)]
+    status: &'static str,
+    /// Payouts in the batch.
+    total_tx: i32,
+    /// Their sum, minor units.
+    amount: i64,
+    #[schema(value_type = AssetCode)]
+    currency: &'static str,
+}
+
 /// `POST /api/test-helpers/account` `{receiver_account_id, confirm_status: "confirmed"}`.
+#[utoipa::path(
+    post,
+    path = "/api/test-helpers/account",
+    tag = "Sandbox",
+    operation_id = "sandboxConfirmAccount",
+    summary = "Confirm an account as its link would (sandbox mode only)",
+    description = "`REAC104` unknown or another subaccount's account, `REQ009` another \
+        `confirm_status`, `REAC301` an account that cannot be confirmed. Outside sandbox mode \
+        the route does not exist (404).",
+    request_body = AccountHelperBody,
+    responses((status = 200, description = "`Test helper: Update account status is successful`", body = Success<Nothing>)),
+)]
 pub async fn account(
     state: Data<AppState>,
     request: Authenticated,
@@ -69,6 +147,18 @@ pub async fn account(
 
 /// `POST /api/test-helpers/kyc` `{receiver_id, kyc_status: "completed" | "failed"}`: the KYC
 /// provider's decision for a receiver of the caller's subaccount.
+#[utoipa::path(
+    post,
+    path = "/api/test-helpers/kyc",
+    tag = "Sandbox",
+    operation_id = "sandboxDecideKyc",
+    summary = "Decide a receiver's KYC check (sandbox mode only)",
+    description = "`completed` makes the receiver `active`, `failed` makes it `failed`. \
+        `REVR301` already decided, `REVR101` unknown or another subaccount's receiver, \
+        `REQ009` another `kyc_status`.",
+    request_body = KycHelperBody,
+    responses((status = 200, description = "`Test helper: Update KYC status is successful`", body = Success<Nothing>)),
+)]
 pub async fn kyc(state: Data<AppState>, request: Authenticated) -> Result<HttpResponse, ApiError> {
     const KYC: &str = "Test helper";
     let object = json_object(KYC, &request.body)?;
@@ -111,6 +201,18 @@ pub async fn kyc(state: Data<AppState>, request: Authenticated) -> Result<HttpRe
 /// `POST /api/test-helpers/status` `{id, type: "payout" | "batch", status: "success" | "fail"}`
 /// (compat): the rail's result for an `in_progress` payout, or for every `in_progress` payout of
 /// a batch, with its webhooks.
+#[utoipa::path(
+    post,
+    path = "/api/test-helpers/status",
+    tag = "Sandbox",
+    operation_id = "sandboxSettle",
+    summary = "Settle an in-progress payout or batch (sandbox mode only)",
+    description = "`success` makes the payout `successful`, `fail` makes it `failed`. \
+        `PAYO101`/`PAYO102` unknown or another subaccount's payout/batch, `PAYO303` not in \
+        progress, `REQ009` another `type` or `status`.",
+    request_body = StatusHelperBody,
+    responses((status = 200, description = "`Test helper: Update payout status is successful`", body = Success<Nothing>)),
+)]
 pub async fn status(
     state: Data<AppState>,
     request: Authenticated,
@@ -188,6 +290,17 @@ pub async fn status(
 /// `POST /api/test-helpers/batch/run` `{subaccount_id, asset}`: runs the caller's open batch in
 /// `asset` now (closes it and submits its payouts to the rail). Answers with the batch as it is
 /// afterwards.
+#[utoipa::path(
+    post,
+    path = "/api/test-helpers/batch/run",
+    tag = "Sandbox",
+    operation_id = "sandboxRunBatch",
+    summary = "Run the open batch now (sandbox mode only)",
+    description = "`SUBA101` another subaccount, `SUBA303`/`SUBA304` missing or unsupported \
+        asset, `PAYO304` no open batch.",
+    request_body = BatchRunBody,
+    responses((status = 200, description = "`Test helper: Batch run is successful`", body = Success<BatchRun>)),
+)]
 pub async fn batch_run(
     state: Data<AppState>,
     request: Authenticated,
@@ -227,14 +340,14 @@ pub async fn batch_run(
     {
         Ok(Some(batch)) => Ok(envelope::ok(
             "Test helper: Batch run is successful",
-            json!({
-                "batch_id": batch.id.to_string(),
-                "batch_reference": format!("BATCH_{}", batch.id),
-                "status": batch.status.as_str(),
-                "total_tx": batch.total_tx,
-                "amount": batch.amount,
-                "currency": batch.asset.code(),
-            }),
+            BatchRun {
+                batch_id: batch.id.to_string(),
+                batch_reference: format!("BATCH_{}", batch.id),
+                status: batch.status.as_str(),
+                total_tx: batch.total_tx,
+                amount: batch.amount,
+                currency: batch.asset.code(),
+            },
         )),
         Ok(None) => Err(ApiError::field(RUN, ErrorCode::Payo304, "asset")),
         Err(e) => Err(ApiError::port(RUN, &e)),

@@ -5,6 +5,7 @@ mod accounts;
 mod auth;
 mod batches;
 mod envelope;
+mod fuzz_regressions;
 mod helpers;
 mod idempotency;
 mod kyc;

@@ -145,15 +145,23 @@ impl AccountService {
         }
     }
 
-    /// Validates the details, checks the receiver is the caller's, stores the account
-    /// (`pending`/`unconfirmed`) with its token and `accountCreated` event, then asks the
-    /// receiver to confirm.
-    pub async fn create(
+    /// Every check of [`Self::create`] that comes before storing (so not `REAC230`), writing
+    /// nothing: for a request whose body also has problems of its own.
+    pub async fn validate(
         &self,
         caller: &Caller,
         method: PayoutMethod,
         raw: &RawAccount,
-    ) -> Result<CreatedAccount, CreateAccountError> {
+    ) -> Result<(), CreateAccountError> {
+        self.checked(caller, method, raw).await.map(|_| ())
+    }
+
+    async fn checked(
+        &self,
+        caller: &Caller,
+        method: PayoutMethod,
+        raw: &RawAccount,
+    ) -> Result<(AccountInput, Receiver), CreateAccountError> {
         let parsed = AccountInput::parse(method, raw);
         let receiver_id = raw
             .receiver_id
@@ -164,16 +172,28 @@ impl AccountService {
             Some(id) if id.chars().count() <= 255 => self.callers_receiver(caller, id).await?,
             _ => None,
         };
-        let (input, receiver) = match (parsed, receiver) {
-            (Ok(input), Some(receiver)) => (input, receiver),
+        match (parsed, receiver) {
+            (Ok(input), Some(receiver)) => Ok((input, receiver)),
             (parsed, receiver) => {
                 let mut errors = parsed.err().unwrap_or_default();
                 if receiver.is_none() && receiver_id.is_some_and(|id| id.chars().count() <= 255) {
                     errors.push(ErrorCode::Reac211, "receiver_id");
                 }
-                return Err(CreateAccountError::Invalid(errors));
+                Err(CreateAccountError::Invalid(errors))
             }
-        };
+        }
+    }
+
+    /// Validates the details, checks the receiver is the caller's, stores the account
+    /// (`pending`/`unconfirmed`) with its token and `accountCreated` event, then asks the
+    /// receiver to confirm.
+    pub async fn create(
+        &self,
+        caller: &Caller,
+        method: PayoutMethod,
+        raw: &RawAccount,
+    ) -> Result<CreatedAccount, CreateAccountError> {
+        let (input, receiver) = self.checked(caller, method, raw).await?;
         let now = self.clock.now();
         let account = ReceiverAccount {
             id: ReceiverAccountId::from_uuid(self.ids.new_id()),

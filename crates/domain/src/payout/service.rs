@@ -136,6 +136,14 @@ pub struct PayoutPage {
 
 const CURSOR_SCOPE: &str = "payouts";
 
+/// A payout request that passed every check before storing.
+struct Checked {
+    amount: MinorUnits,
+    asset: Asset,
+    receiver: crate::receiver::Receiver,
+    account: crate::account::ReceiverAccount,
+}
+
 /// Creates and reads payouts.
 pub struct PayoutService {
     payouts: Arc<dyn PayoutStore>,
@@ -298,12 +306,21 @@ impl PayoutService {
         )))
     }
 
-    /// One attempt of [`Self::create`]; `Ok(None)` when the plan was stale.
-    async fn try_create(
+    /// Every check of [`Self::create`] that comes before storing (so not `PAYO206`/`PAYO207`),
+    /// writing nothing: for a request whose body also has problems of its own.
+    pub async fn validate(
         &self,
         caller: &Caller,
         raw: &RawPayout,
-    ) -> Result<Option<Payout>, CreatePayoutError> {
+    ) -> Result<(), CreatePayoutError> {
+        self.checked(caller, raw).await.map(|_| ())
+    }
+
+    async fn checked(
+        &self,
+        caller: &Caller,
+        raw: &RawPayout,
+    ) -> Result<Checked, CreatePayoutError> {
         let mut errors = ValidationErrors::default();
         let amount = match text(&raw.amount).map(MinorUnits::parse) {
             Some(Ok(amount)) => Some(amount),
@@ -363,6 +380,26 @@ impl PayoutService {
         let (Some(amount), Some(asset), true) = (amount, currency, errors.is_empty()) else {
             return Err(CreatePayoutError::Invalid(errors));
         };
+        Ok(Checked {
+            amount,
+            asset,
+            receiver,
+            account,
+        })
+    }
+
+    /// One attempt of [`Self::create`]; `Ok(None)` when the plan was stale.
+    async fn try_create(
+        &self,
+        caller: &Caller,
+        raw: &RawPayout,
+    ) -> Result<Option<Payout>, CreatePayoutError> {
+        let Checked {
+            amount,
+            asset,
+            receiver,
+            account,
+        } = self.checked(caller, raw).await?;
 
         let now = self.clock.now();
         let template = self

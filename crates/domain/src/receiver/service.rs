@@ -110,26 +110,32 @@ impl ReceiverService {
         }
     }
 
-    /// Validates the request, opens a KYC check, and stores the receiver (`pending`/`pending`)
-    /// with its `receiverCreated` event in one transaction.
-    pub async fn create(
+    /// Every check of [`Self::create`] that comes before storing (so not `REVR201`/`REVR225`),
+    /// writing nothing: for a request whose body also has problems of its own, which must be
+    /// reported with these and must not create anything.
+    pub fn validate(&self, caller: &Caller, raw: &RawReceiver) -> Result<(), CreateReceiverError> {
+        self.checked(caller, raw, self.clock.now().date_naive())
+            .map(|_| ())
+    }
+
+    fn checked(
         &self,
         caller: &Caller,
         raw: &RawReceiver,
-    ) -> Result<Receiver, CreateReceiverError> {
-        let now = self.clock.now();
-        let parsed = ReceiverInput::parse(raw, now.date_naive());
+        today: chrono::NaiveDate,
+    ) -> Result<ReceiverInput, CreateReceiverError> {
+        let parsed = ReceiverInput::parse(raw, today);
         let foreign = raw
             .subaccount_id
             .as_deref()
             .map(str::trim)
             .is_some_and(|id| !id.is_empty() && id.chars().count() <= 255 && !caller.owns(id));
-        let input = match (parsed, foreign) {
-            (Ok(input), false) => input,
+        match (parsed, foreign) {
+            (Ok(input), false) => Ok(input),
             (Ok(_), true) => {
                 let mut errors = ValidationErrors::default();
                 errors.push(ErrorCode::Suba101, "subaccount_id");
-                return Err(CreateReceiverError::Invalid(errors));
+                Err(CreateReceiverError::Invalid(errors))
             }
             (Err(mut errors), foreign) => {
                 if foreign {
@@ -138,9 +144,20 @@ impl ReceiverService {
                         crate::validation::FieldError::new(ErrorCode::Suba101, "subaccount_id"),
                     );
                 }
-                return Err(CreateReceiverError::Invalid(errors));
+                Err(CreateReceiverError::Invalid(errors))
             }
-        };
+        }
+    }
+
+    /// Validates the request, opens a KYC check, and stores the receiver (`pending`/`pending`)
+    /// with its `receiverCreated` event in one transaction.
+    pub async fn create(
+        &self,
+        caller: &Caller,
+        raw: &RawReceiver,
+    ) -> Result<Receiver, CreateReceiverError> {
+        let now = self.clock.now();
+        let input = self.checked(caller, raw, now.date_naive())?;
         let id = ReceiverId::from_uuid(self.ids.new_id());
         let full_name = [input.first_name.as_str(), input.last_name.as_str()].join(" ");
         let applicant_id = self

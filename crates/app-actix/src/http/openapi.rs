@@ -1,0 +1,706 @@
+//! The OpenAPI 3.1 document of the service, derived from the code: the handlers'
+//! `#[utoipa::path]` annotations, the DTO types the handlers serialize, the route table, the
+//! error-code catalogue and the payout methods. Served at `GET /openapi.json` and printed by
+//! `payoutd openapi` (which regenerates the committed `docs/openapi.json`).
+//!
+//! What every `/api` route shares comes from the shared code it runs through (the
+//! [`Authenticated`](super::auth::Authenticated) extractor, the idempotency and rate-limit
+//! checks), so [`ApiConventions`] adds it to each `/api` operation rather than each handler
+//! repeating it.
+
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use actix_web::HttpResponse;
+use actix_web::http::header::CONTENT_TYPE;
+use domain::ErrorCode;
+use domain::account::{AccountStatus, ConfirmStatus, MATCHABLE_FIELDS, PayoutMethod};
+use domain::batch::BatchStatus;
+use domain::idempotency::{HEADER as IDEMPOTENCY_HEADER, REPLAYED_HEADER};
+use domain::money::Asset;
+use domain::payout::PayoutStatus;
+use domain::receiver::{KycStatus, ReceiverStatus};
+use serde_json::json;
+use utoipa::openapi::extensions::Extensions;
+use utoipa::openapi::header::{Header, HeaderBuilder};
+use utoipa::openapi::path::{
+    HttpMethod, Operation, OperationBuilder, Parameter, ParameterBuilder, ParameterIn,
+};
+use utoipa::openapi::request_body::RequestBodyBuilder;
+use utoipa::openapi::response::{Response, ResponseBuilder};
+use utoipa::openapi::schema::{
+    AdditionalProperties, AnyOfBuilder, ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type,
+};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, OpenApi as Document, Ref, RefOr, Required};
+use utoipa::{Modify, OpenApi, PartialSchema, ToResponse, ToSchema};
+
+use super::accounts::{AccountCreated, VerifyRefused};
+use super::envelope::Success;
+use super::error::{ApiError, Envelope, ErrorItem};
+use super::{accounts, health, payouts, receivers, subaccounts, test_helpers};
+
+/// A string schema whose values are `values`, with `description`.
+fn string_enum<V: Into<serde_json::Value>>(
+    description: &str,
+    values: impl IntoIterator<Item = V>,
+) -> Schema {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(values))
+        .description(Some(description))
+        .into()
+}
+
+/// Schema-only types for values the handlers render from domain enums: the allowed values
+/// come from the domain's own lists, so a new value cannot be left out.
+macro_rules! value_list {
+    ($($(#[doc = $doc:literal])+ $name:ident = $values:expr;)+) => {$(
+        $(#[doc = $doc])+
+        pub struct $name;
+
+        impl PartialSchema for $name {
+            fn schema() -> RefOr<Schema> {
+                RefOr::T(string_enum(concat!($($doc),+).trim(), $values))
+            }
+        }
+
+        impl ToSchema for $name {
+            fn name() -> Cow<'static, str> {
+                Cow::Borrowed(stringify!($name))
+            }
+        }
+    )+};
+}
+
+value_list! {
+    /// A receiver's status.
+    ReceiverStatusName = ReceiverStatus::ALL.iter().map(|s| s.as_str());
+    /// A receiver's KYC status.
+    KycStatusName = KycStatus::ALL.iter().map(|s| s.as_str());
+    /// A receiver account's status.
+    AccountStatusName = AccountStatus::ALL.iter().map(|s| s.as_str());
+    /// Whether the receiver confirmed the account's details.
+    ConfirmStatusName = ConfirmStatus::ALL.iter().map(|s| s.as_str());
+    /// A payout's status.
+    PayoutStatusName = PayoutStatus::ALL.iter().map(|s| s.as_str());
+    /// A batch's status.
+    BatchStatusName = BatchStatus::ALL.iter().map(|s| s.as_str());
+    /// An ISO 4217 currency code, upper case.
+    AssetCode = Asset::ALL.iter().map(|a| a.code());
+    /// A payout method.
+    MethodName = PayoutMethod::ALL.iter().map(|m| m.name());
+    /// An ISO 4217 currency code on input: upper or lower case.
+    AssetInput = Asset::ALL
+        .iter()
+        .flat_map(|a| [a.code().to_owned(), a.code().to_ascii_lowercase()]);
+}
+
+/// A code of the error catalogue (`domain::codes`): the enum lists every code, the
+/// description and `x-catalogue` give each one's HTTP status and message.
+pub struct CatalogueCode;
+
+impl PartialSchema for CatalogueCode {
+    fn schema() -> RefOr<Schema> {
+        let mut table = String::from(
+            "A code of the error catalogue. Prefixes: `REQ` request shape, `AUTH` \
+             authentication, `IDEM` idempotency, `REVR` receiver, `REAC` receiver account, \
+             `PAYO` payout, `SUBA` subaccount, `SYS` internal; within a prefix 1xx = not found, \
+             2xx = validation on create, 3xx = other rules.\n\n| Code | HTTP | Message |\n|---|---|---|\n",
+        );
+        for code in ErrorCode::ALL {
+            table.push_str(&format!(
+                "| `{}` | {} | {} |\n",
+                code.as_str(),
+                code.http_status(),
+                code.message()
+            ));
+        }
+        let catalogue: Vec<_> = ErrorCode::ALL
+            .iter()
+            .map(|c| json!({"code": c.as_str(), "status": c.http_status(), "message": c.message()}))
+            .collect();
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .enum_values(Some(ErrorCode::ALL.iter().map(|c| c.as_str())))
+            .description(Some(table))
+            .extensions(Some(
+                Extensions::builder().add("x-catalogue", catalogue).build(),
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for CatalogueCode {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("ErrorCode")
+    }
+}
+
+/// `amount` on input: a JSON integer or a string of digits (minor units, 1 to 10^12;
+/// otherwise `PAYO203`).
+pub struct AmountInput;
+
+impl PartialSchema for AmountInput {
+    fn schema() -> RefOr<Schema> {
+        OneOfBuilder::new()
+            .item(
+                ObjectBuilder::new()
+                    .schema_type(Type::Integer)
+                    .minimum(Some(1))
+                    .maximum(Some(1_000_000_000_000_i64)),
+            )
+            .item(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .pattern(Some("^[0-9]+$")),
+            )
+            .description(Some(
+                "Minor units, 1 to 10^12: a JSON integer or a string of digits.",
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for AmountInput {}
+
+/// `null`: the payload of the sandbox helpers.
+pub struct Nothing;
+
+impl PartialSchema for Nothing {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new().schema_type(Type::Null).into()
+    }
+}
+
+impl ToSchema for Nothing {}
+
+/// Fields of a receiver account that only describe it, never identify it (not matchable).
+const DESCRIPTIVE_FIELDS: [&str; 2] = ["name", "description"];
+
+/// `account_data`: some of the payout methods' fields, all strings.
+pub struct AccountDataSchema;
+
+impl PartialSchema for AccountDataSchema {
+    fn schema() -> RefOr<Schema> {
+        let mut object = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .description(Some(
+                "Fields of a payout method (`bsb`, `account_number`, `routing_number`, \
+                 `account_type`, `iban`, `bic`, `recipient`, and for digital accounts `name` and \
+                 `description`), all strings. In responses identifiers are masked: the first \
+                 three characters, a space and `***` (three characters or fewer: all stars).",
+            ))
+            .additional_properties(Some(AdditionalProperties::FreeForm(false)))
+            .min_properties(Some(1));
+        for field in MATCHABLE_FIELDS.iter().chain(&DESCRIPTIVE_FIELDS) {
+            object = object.property(*field, ObjectBuilder::new().schema_type(Type::String));
+        }
+        object.into()
+    }
+}
+
+impl ToSchema for AccountDataSchema {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("AccountData")
+    }
+}
+
+/// The 400 of verify: refused (`message` only), or the failure envelope of a shared check.
+pub struct VerifyFailure;
+
+impl PartialSchema for VerifyFailure {
+    fn schema() -> RefOr<Schema> {
+        AnyOfBuilder::new()
+            .item(Ref::from_schema_name(VerifyRefused::name()))
+            .item(Ref::from_schema_name(Envelope::name()))
+            .into()
+    }
+}
+
+impl ToSchema for VerifyFailure {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push((VerifyRefused::name().into(), VerifyRefused::schema()));
+        schemas.push((Envelope::name().into(), Envelope::schema()));
+        VerifyRefused::schemas(schemas);
+        Envelope::schemas(schemas);
+    }
+}
+
+const REQUEST_ID: &str = "x-request-id";
+
+fn request_id_header() -> Header {
+    HeaderBuilder::new()
+        .schema(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .min_length(Some(1)),
+        )
+        .description(Some(
+            "The request's id: the client's `x-request-id` when it sent 1-128 visible ASCII \
+             characters, else a generated UUID. It also appears in the request's log line.",
+        ))
+        .build()
+}
+
+/// A failure response in the envelope, listing the catalogue codes of `status`.
+fn failure(status: u16, what: &str) -> ResponseBuilder {
+    let mut description = format!("{what}. Codes with this status:");
+    for code in ErrorCode::ALL.iter().filter(|c| c.http_status() == status) {
+        description.push_str(&format!(" `{}` {};", code.as_str(), code.message()));
+    }
+    description.pop();
+    description.push('.');
+    ResponseBuilder::new()
+        .description(description)
+        .header(REQUEST_ID, request_id_header())
+        .content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name(Envelope::name())))
+                .build(),
+        )
+}
+
+/// Reusable failure responses, one per status.
+macro_rules! failure_responses {
+    ($($(#[doc = $doc:literal])+ $name:ident => ($status:literal, $what:literal $(, $extra:expr)?);)+) => {$(
+        $(#[doc = $doc])+
+        pub struct $name;
+
+        impl<'r> ToResponse<'r> for $name {
+            fn response() -> (&'r str, RefOr<Response>) {
+                let response = failure($status, $what);
+                $(let response = $extra(response);)?
+                (stringify!($name), RefOr::T(response.build()))
+            }
+        }
+    )+};
+}
+
+failure_responses! {
+    /// 400.
+    BadRequest => (400, "Validation failed or a resource was not found (contract §1: \
+        not-found codes are 400)");
+    /// 401.
+    Unauthorized => (401, "Authentication failed; only the first failing check is reported");
+    /// 404.
+    NotFound => (404, "No route matches the path (e.g. a path segment that is not valid UTF-8)");
+    /// 405.
+    MethodNotAllowed => (405, "The path names another route that has no such method (e.g. \
+        an id of `single` or `verify`)");
+    /// 409.
+    Conflict => (409, "The idempotency key is in use by a request still running, or was \
+        used with a different request");
+    /// 413.
+    PayloadTooLarge => (413, "The request body is larger than 64 KiB (checked before \
+        authentication)");
+    /// 429.
+    TooManyRequests => (429, "This API key is over its rate limit", |r: ResponseBuilder| r.header(
+        "retry-after",
+        HeaderBuilder::new()
+            .schema(ObjectBuilder::new().schema_type(Type::String).pattern(Some("^[1-9][0-9]*$")))
+            .description(Some("Whole seconds until a request would be accepted (at least 1)."))
+            .build(),
+    ));
+    /// 500.
+    InternalError => (500, "Internal error: the cause is logged with the request id, never \
+        sent");
+    /// 503.
+    ServiceUnavailable => (503, "The database is unreachable or its pool exhausted, or the KYC \
+        provider is unavailable");
+}
+
+/// `GET /openapi.json`.
+#[utoipa::path(
+    get,
+    path = "/openapi.json",
+    tag = "Operations",
+    operation_id = "openapi",
+    summary = "This document",
+    description = "The OpenAPI 3.1 document of every route (also `payoutd openapi`). No API key.",
+    responses(
+        (status = 200, description = "The document", content_type = "application/json", body = Object),
+        (status = 500, response = InternalError),
+    ),
+)]
+pub async fn serve() -> HttpResponse {
+    static RENDERED: OnceLock<Result<String, String>> = OnceLock::new();
+    let rendered = RENDERED.get_or_init(|| to_json().map_err(|e| e.to_string()));
+    match rendered {
+        Ok(json) => HttpResponse::Ok()
+            .insert_header((CONTENT_TYPE, "application/json"))
+            .body(json.clone()),
+        Err(e) => {
+            tracing::error!(error = %e, "rendering the OpenAPI document failed");
+            actix_web::ResponseError::error_response(&ApiError::code("Request", ErrorCode::Sys500))
+        }
+    }
+}
+
+const SUMMARY: &str = "\
+A payout service for a merchant's subaccounts: receivers, their bank accounts, payouts, balances \
+and webhooks. `docs/API.md` describes each route in prose.
+
+**Envelopes.** Success: HTTP 200, `{\"message\", \"payload\"}`; lists add a top-level `lastkey` \
+(`null` on the last page). Failure: `{\"message\": \"<operation> failed\", \"error\": [{\"code\", \
+\"message\", \"field\"?}]}` (`FailureEnvelope`), listing every problem found; the HTTP status is \
+the catalogue status of the first code (`ErrorCode` lists the catalogue). The only exception is \
+the seed's verify refusal, `{\"message\"}` alone.
+
+**Authentication.** Every `/api` route needs `x-api-key` and `signature` \
+(`<nonce>.<hex>`): `nonce` is the current Unix time in milliseconds (13 digits, within 300 s of \
+the server's clock), `hex` the lower-case HMAC-SHA256, keyed with the API secret, of \
+`<nonce>.<api key>` (v1) or, with `x-signature-version: 2`, of \
+`<nonce>.<api key>.<METHOD>.<path with query>.<hex SHA-256 of the raw body>` (v2). A POST nonce \
+is accepted once per key.
+
+**Idempotency.** Every POST under `/api` accepts `idempotency-key`: a retry with the same key \
+and request replays the stored response with `idempotent-replayed: true`.
+
+**Values.** `created_at`/`updated_at` are strings of digits (Unix milliseconds); ids are \
+lower-case UUIDs; money is integer minor units.";
+
+/// The document as derived from the annotated handlers, before [`ApiConventions`] and the
+/// receiver-account create routes are added.
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "payoutd", description = SUMMARY),
+    paths(
+        health::healthz,
+        health::readyz,
+        health::metrics,
+        serve,
+        receivers::list,
+        receivers::create,
+        receivers::get,
+        subaccounts::balance,
+        subaccounts::get,
+        accounts::verify,
+        accounts::list,
+        super::confirm::confirm,
+        payouts::create,
+        payouts::list,
+        payouts::list_without_slash,
+        payouts::cancel,
+        payouts::get,
+        accounts::get,
+        test_helpers::account,
+        test_helpers::kyc,
+        test_helpers::status,
+        test_helpers::batch_run,
+    ),
+    components(
+        schemas(CatalogueCode, ErrorItem, Envelope, VerifyRefused, AccountCreated),
+        responses(
+            BadRequest,
+            Unauthorized,
+            NotFound,
+            MethodNotAllowed,
+            Conflict,
+            PayloadTooLarge,
+            TooManyRequests,
+            InternalError,
+            ServiceUnavailable,
+        ),
+    ),
+    modifiers(&ApiConventions),
+    tags(
+        (name = "Receivers", description = "People who are paid (contract §4)."),
+        (name = "Receiver accounts", description = "Where receivers are paid (contract §5)."),
+        (name = "Payouts", description = "Payouts and their lifecycle (contract §7)."),
+        (name = "Subaccounts", description = "The caller's subaccount and balances (contract §6)."),
+        (name = "Sandbox", description = "Test helpers, registered only in sandbox mode (contract §10); 404 otherwise."),
+        (name = "Operations", description = "Probes, metrics and this document; no API key."),
+    ),
+)]
+struct ApiDoc;
+
+/// Adds what the shared code gives every route: the security schemes, the receiver-account
+/// create routes (one handler, one route per payout method), and for each `/api` operation
+/// its security requirement, the shared headers and the failure responses of the checks that
+/// run before the handler; and `x-request-id` on every response.
+struct ApiConventions;
+
+impl Modify for ApiConventions {
+    fn modify(&self, doc: &mut Document) {
+        let components = doc.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            API_KEY,
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "x-api-key",
+                "The API key (`pk_` + 32 hex digits), issued by `payoutd admin issue-key`.",
+            ))),
+        );
+        components.add_security_scheme(
+            SIGNATURE,
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "signature",
+                "`<nonce>.<hex>`: `nonce` is the client's Unix time in milliseconds (13 digits, \
+                 within 300 s of the server's clock; a POST nonce is accepted once per key); \
+                 `hex` is the lower-case hex HMAC-SHA256, keyed with the API secret, of \
+                 `<nonce>.<api key>` (v1), or with `x-signature-version: 2` of \
+                 `<nonce>.<api key>.<METHOD>.<path with query>.<hex SHA-256 of the raw body>` \
+                 (v2).",
+            ))),
+        );
+        for method in PayoutMethod::ALL {
+            doc.paths.add_path_operation(
+                format!("/api/receiver-account/{}", method.route()),
+                vec![HttpMethod::Post],
+                create_account_operation(method),
+            );
+        }
+        for (path, item) in &mut doc.paths.paths {
+            let operations = [
+                (HttpMethod::Get, &mut item.get),
+                (HttpMethod::Post, &mut item.post),
+            ];
+            for (method, operation) in operations {
+                if let Some(operation) = operation {
+                    if path.starts_with("/api/") {
+                        api_conventions(path, &method, operation);
+                    }
+                    for response in operation.responses.responses.values_mut() {
+                        if let RefOr::T(response) = response {
+                            response
+                                .headers
+                                .entry(REQUEST_ID.to_owned())
+                                .or_insert_with(request_id_header);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+const API_KEY: &str = "api_key";
+const SIGNATURE: &str = "signature";
+
+fn header_parameter(name: &str, description: &str, schema: ObjectBuilder) -> Parameter {
+    ParameterBuilder::new()
+        .name(name)
+        .parameter_in(ParameterIn::Header)
+        .required(Required::False)
+        .description(Some(description))
+        .schema(Some(schema))
+        .build()
+}
+
+fn response_ref<'r, R: ToResponse<'r>>() -> RefOr<Response> {
+    RefOr::Ref(Ref::from_response_name(R::response().0))
+}
+
+/// The shared part of an `/api` operation.
+fn api_conventions(path: &str, method: &HttpMethod, operation: &mut Operation) {
+    operation.security = Some(vec![
+        SecurityRequirement::new(API_KEY, Vec::<String>::new())
+            .add(SIGNATURE, Vec::<String>::new()),
+    ]);
+    let parameters = operation.parameters.get_or_insert_with(Vec::new);
+    parameters.push(header_parameter(
+        "x-signature-version",
+        "Absent or `1` for a v1 signature, `2` for v2; anything else is `AUTH103`.",
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .enum_values(Some(["1", "2"])),
+    ));
+    let post = matches!(method, HttpMethod::Post);
+    if post {
+        parameters.push(header_parameter(
+            IDEMPOTENCY_HEADER,
+            "1 to 255 printable ASCII characters without leading or trailing spaces (else \
+             `IDEM201`). A retry with the same key and request replays the first response \
+             (status below 500) with `idempotent-replayed: true`; the same key with another \
+             request is `IDEM002`, while the first still runs `IDEM001`. Kept 24 hours.",
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .min_length(Some(1))
+                .max_length(Some(255))
+                .pattern(Some("^[\\x21-\\x7e]([\\x20-\\x7e]*[\\x21-\\x7e])?$")),
+        ));
+        if let Some(RefOr::T(ok)) = operation.responses.responses.get_mut("200") {
+            ok.headers.insert(
+                REPLAYED_HEADER.to_owned(),
+                HeaderBuilder::new()
+                    .schema(
+                        ObjectBuilder::new()
+                            .schema_type(Type::String)
+                            .enum_values(Some(["true"])),
+                    )
+                    .description(Some(
+                        "`true` when this is the stored response of an earlier request with \
+                         the same idempotency key.",
+                    ))
+                    .build(),
+            );
+        }
+    }
+    let has_path_parameter = path.contains('{');
+    let shared = [
+        ("400", true, response_ref::<BadRequest>()),
+        ("401", true, response_ref::<Unauthorized>()),
+        ("404", has_path_parameter, response_ref::<NotFound>()),
+        (
+            "405",
+            has_path_parameter,
+            response_ref::<MethodNotAllowed>(),
+        ),
+        ("409", post, response_ref::<Conflict>()),
+        ("413", true, response_ref::<PayloadTooLarge>()),
+        ("429", true, response_ref::<TooManyRequests>()),
+        ("500", true, response_ref::<InternalError>()),
+        ("503", true, response_ref::<ServiceUnavailable>()),
+    ];
+    for (status, applies, response) in shared {
+        if applies {
+            operation
+                .responses
+                .responses
+                .entry(status.to_owned())
+                .or_insert(response);
+        }
+    }
+}
+
+/// The format of an account field on create (a subset of what is accepted: checksums and
+/// registries are checked besides), and its description.
+fn account_field(method: PayoutMethod, field: &str) -> (Option<&'static str>, &'static str) {
+    match (method, field) {
+        (_, "bsb") => (
+            Some("^[0-9]{3}[- ]?[0-9]{3}$"),
+            "6 digits; `012-002` and `012 002` are accepted and stored `012002`.",
+        ),
+        (PayoutMethod::DirectEntry, "account_number") => (Some("^[0-9]{5,9}$"), "5 to 9 digits."),
+        (PayoutMethod::Ach, "account_number") => (Some("^[0-9]{4,17}$"), "4 to 17 digits."),
+        (PayoutMethod::Eft, "account_number") => (Some("^[0-9]{7,12}$"), "7 to 12 digits."),
+        (PayoutMethod::DirectCredit, "account_number") => (
+            Some("^([0-9]{2}-[0-9]{4}-[0-9]{7}-[0-9]{2,3}|[0-9]{6}-[0-9]{7}-[0-9]{3})$"),
+            "`BB-bbbb-AAAAAAA-SS(S)` or `BBbbbb-AAAAAAA-SSS`, with valid New Zealand check \
+             digits; stored as 16 digits.",
+        ),
+        (PayoutMethod::Ach, "routing_number") => (
+            Some("^[0-9]{9}$"),
+            "An ABA routing number: 9 digits with the 3-7-1 checksum and a Federal Reserve prefix.",
+        ),
+        (_, "routing_number") => (
+            Some("^(0[0-9]{8}|[0-9]{5}-[0-9]{3})$"),
+            "`0` + institution (3) + transit (5), or the paper form `TTTTT-III`; the institution \
+             must be a Payments Canada member.",
+        ),
+        (_, "account_type") => (Some("^(checking|savings)$"), "`checking` or `savings`."),
+        (_, "iban") => (
+            Some("^[A-Za-z]{2}[0-9]{2}[A-Za-z0-9 ]{8,40}$"),
+            "An IBAN of a SEPA country (length per country, mod-97); spaces removed, upper-cased.",
+        ),
+        (_, "bic") => (
+            Some("^[A-Za-z]{6}[A-Za-z0-9]{2}([A-Za-z0-9]{3})?$"),
+            "8 or 11 characters; its country must be the IBAN's.",
+        ),
+        (_, "recipient") => (None, "The receiver's e-mail address."),
+        (_, "name") => (None, "1 to 255 characters."),
+        _ => (None, "Free text."),
+    }
+}
+
+/// Fields of a create body that may be left out.
+const OPTIONAL_FIELDS: [&str; 1] = ["description"];
+
+/// `POST /api/receiver-account/<asset>/<method>`: served by [`accounts::create`] for every
+/// payout method.
+fn create_account_operation(method: PayoutMethod) -> Operation {
+    let mut body = ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .additional_properties(Some(AdditionalProperties::FreeForm(false)))
+        .property(
+            "receiver_id",
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .description(Some("A receiver of the caller's subaccount.")),
+        )
+        .required("receiver_id");
+    for field in method.fields() {
+        let optional = OPTIONAL_FIELDS.contains(field);
+        let schema = if optional {
+            ObjectBuilder::new().schema_type(SchemaType::Array(vec![Type::String, Type::Null]))
+        } else {
+            ObjectBuilder::new().schema_type(Type::String)
+        };
+        let (pattern, description) = account_field(method, field);
+        let schema = schema
+            .max_length(Some(255))
+            .pattern(pattern)
+            .description(Some(description));
+        body = body.property(*field, schema);
+        if !optional {
+            body = body.required(*field);
+        }
+    }
+    let asset = method.asset().code();
+    let name = method.name();
+    let camel: String = name
+        .split('-')
+        .map(|part| {
+            let mut chars = part.chars();
+            chars.next().map_or_else(String::new, |first| {
+                first.to_ascii_uppercase().to_string() + chars.as_str()
+            })
+        })
+        .collect();
+    OperationBuilder::new()
+        .tag("Receiver accounts")
+        .operation_id(Some(format!(
+            "createReceiverAccount{}{camel}",
+            asset
+                .chars()
+                .next()
+                .map_or_else(String::new, |c| c.to_string())
+                + &asset[1..].to_ascii_lowercase()
+        )))
+        .summary(Some(format!(
+            "Create a receiver account: {asset}, `{name}`"
+        )))
+        .description(Some(format!(
+            "Creates a `{name}` account in {asset} for a receiver of the caller's subaccount \
+             (`status: pending`, `confirm_status: unconfirmed`), writes `accountCreated` and \
+             sends the receiver a confirmation request. The body is a JSON object of strings \
+             (`null` counts as absent; fields of other methods are `REQ005`); every problem is \
+             reported at once: `REAC201` receiver id missing, `REAC211` unknown or another \
+             subaccount's receiver, the `REAC2xx` field codes, `REAC226` over 255 characters; \
+             then `REAC230` for the same details twice. Served by one handler for every payout \
+             method."
+        )))
+        .request_body(Some(
+            RequestBodyBuilder::new()
+                .required(Some(Required::True))
+                .content(
+                    "application/json",
+                    ContentBuilder::new().schema(Some(body)).build(),
+                )
+                .build(),
+        ))
+        .response(
+            "200",
+            ResponseBuilder::new()
+                .description("`Receiver account created successfully`")
+                .content(
+                    "application/json",
+                    ContentBuilder::new()
+                        .schema(Some(<Success<AccountCreated> as PartialSchema>::schema()))
+                        .build(),
+                ),
+        )
+        .build()
+}
+
+/// The document.
+pub fn document() -> Document {
+    ApiDoc::openapi()
+}
+
+/// The document as pretty-printed JSON (what `docs/openapi.json` holds, less its final
+/// newline).
+pub fn to_json() -> Result<String, serde_json::Error> {
+    document().to_pretty_json()
+}
