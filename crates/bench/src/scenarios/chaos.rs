@@ -274,7 +274,7 @@ async fn world(env: &Env, name: &str, keys: usize, payees: usize) -> anyhow::Res
                 "/api/receiver",
                 Some(&json!({
                     "subaccount_id": tenant.subaccount_id, "first_name": "Chaos",
-                    "last_name": format!("Payee{n}"), "email": format!("payee{n}@example.com"),
+                    "last_name": format!("Payee {}", letters(n)), "email": format!("payee{n}@example.com"),
                     "gender": "F", "dob": "1990-01-31", "dialcode": "61", "phone": "0412345678",
                     "address": "12 Smith St", "city": "Sydney", "state": "NSW",
                     "country": "AUS", "postcode": "2000"
@@ -315,6 +315,19 @@ async fn world(env: &Env, name: &str, keys: usize, payees: usize) -> anyhow::Res
         payees: made,
         receiver,
     })
+}
+
+/// `n` in letters (names may not hold digits): 0 → "A", 25 → "Z", 26 → "BA", …
+fn letters(mut n: usize) -> String {
+    let mut out = Vec::new();
+    loop {
+        out.push(char::from(b'A' + u8::try_from(n % 26).unwrap_or(0)));
+        n /= 26;
+        if n == 0 {
+            break;
+        }
+    }
+    out.iter().rev().collect()
 }
 
 fn text(object: &Value, name: &str) -> anyhow::Result<String> {
@@ -684,7 +697,10 @@ async fn two_instances(env: &Env, args: &Args) -> anyhow::Result<Result<String, 
 
     // The same signed request to both instances at once: exactly one may be accepted.
     let key = &world.tenant.keys[0];
-    let verify = json!({"bsb": "012002", "account_number": "123456700"});
+    let verify = json!({
+        "subaccount_id": world.tenant.subaccount_id,
+        "account_data": {"bsb": "012002", "account_number": "123456700"}
+    });
     let mut double = 0;
     let mut refused = 0;
     for _ in 0..args.replays {
