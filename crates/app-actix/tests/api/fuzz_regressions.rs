@@ -2,33 +2,7 @@
 
 use serde_json::json;
 
-use crate::helpers::{TestApp, receiver_body, spawn_app, subaccount};
-
-/// A receiver of tenant A with KYC completed and a direct-entry account: (receiver, account).
-async fn payee(app: &TestApp) -> (String, String) {
-    let receiver = app.create_receiver(&app.a, "payee@example.com").await;
-    let kyc = app
-        .post(
-            &app.a,
-            "/api/test-helpers/kyc",
-            &json!({"receiver_id": receiver, "kyc_status": "completed"}),
-        )
-        .await;
-    assert_eq!(kyc.status, 200, "{}", kyc.body);
-    let account = app
-        .post(
-            &app.a,
-            "/api/receiver-account/aud/direct-entry",
-            &json!({"receiver_id": receiver, "bsb": "012002", "account_number": "123456789"}),
-        )
-        .await;
-    assert_eq!(account.status, 200, "{}", account.body);
-    let account = account.body["payload"]["receiver_account_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    (receiver, account)
-}
+use crate::helpers::{receiver_body, spawn_app, subaccount};
 
 /// Was 500 `SYS500`: PostgreSQL refused the NUL in the filter ("invalid byte sequence").
 #[tokio::test]
@@ -61,7 +35,7 @@ async fn a_nul_in_a_body_string_is_400_req009() {
     assert_eq!(reply.codes(), ["REQ009"]);
     assert_eq!(reply.body["error"][0]["field"], "state");
 
-    let (receiver, account) = payee(&app).await;
+    let (receiver, account) = app.payee(&app.a, "payee@example.com", true, false).await;
     let reply = app
         .post(
             &app.a,
@@ -125,7 +99,7 @@ async fn a_payout_body_with_an_unknown_field_holds_nothing() {
         .fund(subaccount(&app.a), "AUD", "100000")
         .await
         .unwrap();
-    let (receiver, account) = payee(&app).await;
+    let (receiver, account) = app.payee(&app.a, "payee@example.com", true, false).await;
     let reply = app
         .post(
             &app.a,
