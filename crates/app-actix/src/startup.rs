@@ -281,7 +281,10 @@ pub async fn run_delivery(
                     let full = u32::try_from(claimed.len()).unwrap_or(u32::MAX) == free;
                     for event in claimed {
                         let worker = worker.clone();
-                        in_flight.spawn(async move { worker.attempt(&event).await });
+                        in_flight.spawn(async move {
+                            let record = worker.send(&event).await;
+                            (event, record)
+                        });
                     }
                     // More may be due right away only if this claim came back full.
                     let now = tokio::time::Instant::now();
@@ -297,14 +300,30 @@ pub async fn run_delivery(
             return;
         }
         tokio::select! {
-            Some(done) = in_flight.join_next(), if !in_flight.is_empty() => {
-                match done {
-                    Ok(Err(e)) => {
-                        metrics.observe_delivery_error();
-                        tracing::warn!(error = %e, "recording a webhook attempt failed");
+            Some(first) = in_flight.join_next(), if !in_flight.is_empty() => {
+                // Record every attempt that has ended by now in one transaction.
+                let mut done = Vec::new();
+                let mut next = Some(first);
+                while let Some(finished) = next {
+                    match finished {
+                        Ok(attempt) => done.push(attempt),
+                        Err(e) => tracing::warn!(error = %e, "a webhook attempt task ended abnormally"),
                     }
-                    Err(e) => tracing::warn!(error = %e, "a webhook attempt task ended abnormally"),
-                    Ok(Ok(next)) => metrics.observe_delivery(next.as_ref()),
+                    next = in_flight.try_join_next();
+                }
+                match worker.record(&done).await {
+                    Ok(steps) => {
+                        for step in steps {
+                            metrics.observe_delivery(step.as_ref());
+                        }
+                    }
+                    Err(e) => {
+                        // The claims stay until their leases end; the events are attempted again.
+                        for _ in &done {
+                            metrics.observe_delivery_error();
+                        }
+                        tracing::warn!(error = %e, attempts = done.len(), "recording webhook attempts failed");
+                    }
                 }
             }
             // Only when a claim could follow: with too few free slots, waking for the timer

@@ -196,79 +196,14 @@ impl DeliveryStore for PgStore {
         event: &ClaimedEvent,
         record: &AttemptRecord,
     ) -> Result<bool, PortError> {
-        let id = event.event_id.as_uuid();
-        let subaccount = event.subaccount_id.as_uuid();
-        let attempt = i32::try_from(event.attempt).unwrap_or(i32::MAX);
-        let claimed_until = event.claimed_until;
-        let at = record.attempted_at;
-        let (outcome, status_code, error) = outcome_columns(record.outcome.as_ref());
-        let latency_ms = i32::try_from(record.latency.as_millis()).unwrap_or(i32::MAX);
-        let next = record.next;
         let mut conn = self.conn().await?;
         let result = conn
             .transaction::<_, RecordAbort, _>(async |conn| {
-                let claimed = outbox_events::table
-                    .filter(outbox_events::id.eq(id))
-                    .filter(outbox_events::attempts.eq(attempt))
-                    .filter(outbox_events::claimed_until.eq(claimed_until))
-                    .filter(outbox_events::status.eq("pending"));
-                let updated = match next {
-                    NextStep::Delivered => {
-                        diesel::update(claimed)
-                            .set((
-                                outbox_events::status.eq("delivered"),
-                                outbox_events::delivered_at.eq(Some(at)),
-                                outbox_events::claimed_until.eq(None::<DateTime<Utc>>),
-                                outbox_events::last_error.eq(None::<String>),
-                            ))
-                            .execute(conn)
-                            .await?
-                    }
-                    NextStep::RetryAt(when) => {
-                        diesel::update(claimed)
-                            .set((
-                                outbox_events::next_attempt_at.eq(when),
-                                outbox_events::claimed_until.eq(None::<DateTime<Utc>>),
-                                outbox_events::last_error.eq(error.clone()),
-                            ))
-                            .execute(conn)
-                            .await?
-                    }
-                    NextStep::Exhausted | NextStep::DisableEndpoint => {
-                        diesel::update(claimed)
-                            .set((
-                                outbox_events::status.eq("exhausted"),
-                                outbox_events::claimed_until.eq(None::<DateTime<Utc>>),
-                                outbox_events::last_error.eq(error.clone()),
-                            ))
-                            .execute(conn)
-                            .await?
-                    }
-                };
-                if updated != 1 {
-                    return Err(RecordAbort::Superseded);
+                if record_one(conn, event, record).await? {
+                    Ok(())
+                } else {
+                    Err(RecordAbort::Superseded)
                 }
-                if next == NextStep::DisableEndpoint {
-                    diesel::update(webhook_endpoints::table.find(subaccount))
-                        .filter(webhook_endpoints::disabled_at.is_null())
-                        .set(webhook_endpoints::disabled_at.eq(Some(at)))
-                        .execute(conn)
-                        .await?;
-                }
-                diesel::insert_into(webhook_attempts::table)
-                    .values((
-                        webhook_attempts::event_id.eq(id),
-                        webhook_attempts::attempt.eq(attempt),
-                        webhook_attempts::subaccount_id.eq(subaccount),
-                        webhook_attempts::attempted_at.eq(at),
-                        webhook_attempts::outcome.eq(outcome),
-                        webhook_attempts::status_code.eq(status_code),
-                        webhook_attempts::latency_ms.eq(latency_ms),
-                        webhook_attempts::error.eq(error.clone()),
-                    ))
-                    .execute(conn)
-                    .await?;
-                Ok(())
             })
             .await;
         match result {
@@ -277,4 +212,104 @@ impl DeliveryStore for PgStore {
             Err(RecordAbort::Db(e)) => Err(from_diesel(e)),
         }
     }
+
+    async fn record_attempts(
+        &self,
+        done: &[(ClaimedEvent, AttemptRecord)],
+    ) -> Result<Vec<bool>, PortError> {
+        if done.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut conn = self.conn().await?;
+        conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+            let mut applied = Vec::with_capacity(done.len());
+            for (event, record) in done {
+                // A superseded claim writes nothing (its UPDATE matched no row), so the
+                // others can still commit with it in one transaction.
+                applied.push(record_one(conn, event, record).await?);
+            }
+            Ok(applied)
+        })
+        .await
+        .map_err(from_diesel)
+    }
+}
+
+/// Records one attempt on `conn` (inside the caller's transaction): applies `record.next` where
+/// the claim still holds, then appends the attempt. `Ok(false)` when the claim had passed on;
+/// then nothing was written.
+async fn record_one(
+    conn: &mut diesel_async::AsyncPgConnection,
+    event: &ClaimedEvent,
+    record: &AttemptRecord,
+) -> Result<bool, diesel::result::Error> {
+    let id = event.event_id.as_uuid();
+    let subaccount = event.subaccount_id.as_uuid();
+    let attempt = i32::try_from(event.attempt).unwrap_or(i32::MAX);
+    let at = record.attempted_at;
+    let (outcome, status_code, error) = outcome_columns(record.outcome.as_ref());
+    let latency_ms = i32::try_from(record.latency.as_millis()).unwrap_or(i32::MAX);
+    let next = record.next;
+    let claimed = outbox_events::table
+        .filter(outbox_events::id.eq(id))
+        .filter(outbox_events::attempts.eq(attempt))
+        .filter(outbox_events::claimed_until.eq(event.claimed_until))
+        .filter(outbox_events::status.eq("pending"));
+    let updated = match next {
+        NextStep::Delivered => {
+            diesel::update(claimed)
+                .set((
+                    outbox_events::status.eq("delivered"),
+                    outbox_events::delivered_at.eq(Some(at)),
+                    outbox_events::claimed_until.eq(None::<DateTime<Utc>>),
+                    outbox_events::last_error.eq(None::<String>),
+                ))
+                .execute(conn)
+                .await?
+        }
+        NextStep::RetryAt(when) => {
+            diesel::update(claimed)
+                .set((
+                    outbox_events::next_attempt_at.eq(when),
+                    outbox_events::claimed_until.eq(None::<DateTime<Utc>>),
+                    outbox_events::last_error.eq(error.clone()),
+                ))
+                .execute(conn)
+                .await?
+        }
+        NextStep::Exhausted | NextStep::DisableEndpoint => {
+            diesel::update(claimed)
+                .set((
+                    outbox_events::status.eq("exhausted"),
+                    outbox_events::claimed_until.eq(None::<DateTime<Utc>>),
+                    outbox_events::last_error.eq(error.clone()),
+                ))
+                .execute(conn)
+                .await?
+        }
+    };
+    if updated != 1 {
+        return Ok(false);
+    }
+    if next == NextStep::DisableEndpoint {
+        diesel::update(webhook_endpoints::table.find(subaccount))
+            .filter(webhook_endpoints::disabled_at.is_null())
+            .set(webhook_endpoints::disabled_at.eq(Some(at)))
+            .execute(conn)
+            .await?;
+    }
+    diesel::insert_into(webhook_attempts::table)
+        .values((
+            webhook_attempts::event_id.eq(id),
+            webhook_attempts::attempt.eq(attempt),
+            webhook_attempts::subaccount_id.eq(subaccount),
+            webhook_attempts::attempted_at.eq(at),
+            webhook_attempts::outcome.eq(outcome),
+            webhook_attempts::status_code.eq(status_code),
+            webhook_attempts::latency_ms.eq(latency_ms),
+            webhook_attempts::error.eq(error),
+        ))
+        .execute(conn)
+        .await?;
+    Ok(true)
 }

@@ -390,6 +390,53 @@ async fn delivered_is_recorded_once() {
 }
 
 #[tokio::test]
+async fn attempts_recorded_together_apply_each_under_its_own_claim() {
+    let fx = Fixture::new().await;
+    let sub = hooked(&fx, "Acme").await;
+    let first = event_at(&fx, sub, t(0)).await;
+    let second = event_at(&fx, sub, t(0)).await;
+    let third = event_at(&fx, sub, t(0)).await;
+    let claimed = claim(&fx, t(1)).await;
+    assert_eq!(claimed.len(), 3);
+    let by_id = |id| claimed.iter().find(|c| c.event_id == id).unwrap().clone();
+    // The third was recorded already (say, by the worker before a takeover): its second
+    // record must not apply, and must not stop the others from committing.
+    assert!(
+        fx.store
+            .record_attempt(&by_id(third), &delivered(t(2)))
+            .await
+            .unwrap()
+    );
+    let retry = attempt(
+        t(2),
+        Some(failed(500, "boom")),
+        10,
+        NextStep::RetryAt(t(60)),
+    );
+    let applied = fx
+        .store
+        .record_attempts(&[
+            (by_id(first), delivered(t(2))),
+            (by_id(second), retry),
+            (by_id(third), delivered(t(3))),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(applied, [true, true, false]);
+    assert_eq!(event_row(&fx, first).await.status, "delivered");
+    let row = event_row(&fx, second).await;
+    assert_eq!((row.status.as_str(), row.claimed_until), ("pending", None));
+    assert_eq!(attempt_rows(&fx, first).await.len(), 1);
+    assert_eq!(attempt_rows(&fx, second).await.len(), 1);
+    assert_eq!(
+        attempt_rows(&fx, third).await.len(),
+        1,
+        "no second row for the third"
+    );
+    assert!(fx.store.record_attempts(&[]).await.unwrap().is_empty());
+}
+
+#[tokio::test]
 async fn retry_at_keeps_the_event_pending_until_then() {
     let fx = Fixture::new().await;
     let sub = hooked(&fx, "Acme").await;

@@ -72,4 +72,12 @@ pub trait DeliveryStore: Send + Sync {
         event: &ClaimedEvent,
         record: &AttemptRecord,
     ) -> Result<bool, PortError>;
+
+    /// [`DeliveryStore::record_attempt`] for several attempts in one transaction (one commit
+    /// instead of one per event). Each applies under its own claim as above; the result says,
+    /// in order, which ones did.
+    async fn record_attempts(
+        &self,
+        done: &[(ClaimedEvent, AttemptRecord)],
+    ) -> Result<Vec<bool>, PortError>;
 }

@@ -114,8 +114,33 @@ impl DeliveryWorker {
     /// One attempt of one claimed event; `None` when its outcome could not be recorded because
     /// the claim had passed to another worker.
     pub async fn attempt(&self, event: &ClaimedEvent) -> Result<Option<NextStep>, PortError> {
+        let record = self.send(event).await;
+        let applied = self.store.record_attempt(event, &record).await?;
+        Ok(applied.then_some(record.next))
+    }
+
+    /// Records attempts made with [`DeliveryWorker::send`] in one transaction; for each, in
+    /// order, the step applied, or `None` when its claim had passed to another worker.
+    pub async fn record(
+        &self,
+        done: &[(ClaimedEvent, AttemptRecord)],
+    ) -> Result<Vec<Option<NextStep>>, PortError> {
+        if done.is_empty() {
+            return Ok(Vec::new());
+        }
+        let applied = self.store.record_attempts(done).await?;
+        Ok(done
+            .iter()
+            .zip(applied)
+            .map(|((_, record), applied)| applied.then_some(record.next))
+            .collect())
+    }
+
+    /// Sends one claimed event (or gives it up when it has nowhere to go) and decides its next
+    /// step, without recording anything.
+    pub async fn send(&self, event: &ClaimedEvent) -> AttemptRecord {
         let attempted_at = self.clock.now();
-        let record = match (&event.url, event.endpoint_disabled) {
+        match (&event.url, event.endpoint_disabled) {
             // Nowhere to send: give the event up now; an operator can resend it later.
             (None, _) | (Some(_), true) => AttemptRecord {
                 attempted_at,
@@ -141,9 +166,7 @@ impl DeliveryWorker {
                     latency: sent.latency,
                 }
             }
-        };
-        let applied = self.store.record_attempt(event, &record).await?;
-        Ok(applied.then_some(record.next))
+        }
     }
 }
 
@@ -276,5 +299,34 @@ mod tests {
             worker(store, sender).run_once().await.ok(),
             Some(PassSummary::default())
         );
+    }
+
+    #[tokio::test]
+    async fn sent_attempts_are_recorded_together_and_superseded_ones_say_so() {
+        let mut store = MockDeliveryStore::new();
+        store.expect_record_attempt().never();
+        store
+            .expect_record_attempts()
+            .withf(|done| {
+                done.len() == 2 && done.iter().all(|(_, r)| r.next == NextStep::Exhausted)
+            })
+            .times(1)
+            .returning(|_| Ok(vec![true, false]));
+        let worker = worker(store, MockWebhookSender::new());
+        // No endpoint: given up without sending.
+        let events = [
+            event(1, None, false, 1),
+            event(2, Some("http://x"), true, 1),
+        ];
+        let mut done = Vec::new();
+        for e in events {
+            let record = worker.send(&e).await;
+            assert_eq!(record.next, NextStep::Exhausted);
+            assert!(record.outcome.is_none());
+            done.push((e, record));
+        }
+        let steps = worker.record(&done).await.ok();
+        assert_eq!(steps, Some(vec![Some(NextStep::Exhausted), None]));
+        assert_eq!(worker.record(&[]).await.ok(), Some(Vec::new()));
     }
 }
