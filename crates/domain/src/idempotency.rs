@@ -91,6 +91,9 @@ pub enum ClaimOutcome {
     Mismatch,
     /// The first request is still running (`IDEM001`).
     InFlight,
+    /// The first request's write committed but its holder died before storing the response
+    /// (`IDEM003`): it must not run again, and there is nothing to replay.
+    ResponseLost,
 }
 
 /// What to do about an existing key, for a request with `fingerprint` at `now`.
@@ -117,6 +120,9 @@ pub fn decide(stored: &StoredKey, fingerprint: &[u8; 32], now: DateTime<Utc>) ->
         }),
         // Its holder died before writing anything: running the request again is safe.
         (None, false, Some(lease)) if lease <= now => Decision::TakeOver,
+        // It wrote, then died before storing the response: never run again, and say so
+        // rather than "still running".
+        (None, true, Some(lease)) if lease <= now => Decision::Answer(ClaimOutcome::ResponseLost),
         _ => Decision::Answer(ClaimOutcome::InFlight),
     }
 }
@@ -289,11 +295,16 @@ mod tests {
         );
         // Its holder died before writing: taken over once the lease ends.
         assert_eq!(decide(&running, &same, at(60)), Decision::TakeOver);
-        // It wrote, then died before storing the response: never run again.
+        // It wrote and is still within its lease: running.
         let wrote = stored(None, true, 60);
         assert_eq!(
-            decide(&wrote, &same, at(600)),
+            decide(&wrote, &same, at(10)),
             Decision::Answer(ClaimOutcome::InFlight)
+        );
+        // It wrote, then died before storing the response: never run again, said so.
+        assert_eq!(
+            decide(&wrote, &same, at(600)),
+            Decision::Answer(ClaimOutcome::ResponseLost)
         );
         // Expired keys are new keys, whatever the request.
         assert_eq!(decide(&done, &other, at(86_400)), Decision::TakeOver);

@@ -26,10 +26,15 @@ async fn a_claim_is_marked_committed_only_by_a_write_that_commits() {
     })
     .await;
     assert!(written.is_ok());
-    // Written but no response stored yet (the holder died): never run again.
+    // Written but no response stored: in flight within the lease; once the lease ends (the
+    // holder died), never run again, and answered as lost.
+    assert_eq!(
+        fx.store.claim(sub, &key("k1"), fp, now).await.unwrap(),
+        ClaimOutcome::InFlight
+    );
     let later = now + LEASE + Duration::seconds(1);
     let retry = fx.store.claim(sub, &key("k1"), fp, later).await.unwrap();
-    assert_eq!(retry, ClaimOutcome::InFlight);
+    assert_eq!(retry, ClaimOutcome::ResponseLost);
 
     // A claim whose request wrote nothing is taken over once its lease ends...
     let slow_request = ClaimSlot::default();

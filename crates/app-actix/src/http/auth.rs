@@ -65,6 +65,7 @@ async fn claim(
         }
         ClaimOutcome::Mismatch => Err(ApiError::code("Request", ErrorCode::Idem002)),
         ClaimOutcome::InFlight => Err(ApiError::code("Request", ErrorCode::Idem001)),
+        ClaimOutcome::ResponseLost => Err(ApiError::code("Request", ErrorCode::Idem003)),
     }
 }
 

@@ -290,8 +290,9 @@ failure_responses! {
     MethodNotAllowed => (405, "The path names another route that has no such method (e.g. \
         an id of `single` or `verify`)");
     /// 409.
-    Conflict => (409, "The idempotency key is in use by a request still running, or was \
-        used with a different request");
+    Conflict => (409, "The idempotency key is in use by a request still running, was used \
+        with a different request, or belongs to a request that was processed but whose response \
+        was lost");
     /// 413.
     PayloadTooLarge => (413, "The request body is larger than 64 KiB (checked before \
         authentication)");
@@ -513,7 +514,8 @@ fn api_conventions(path: &str, method: &HttpMethod, operation: &mut Operation) {
             "1 to 255 printable ASCII characters without leading or trailing spaces (else \
              `IDEM201`). A retry with the same key and request replays the first response \
              (status below 500) with `idempotent-replayed: true`; the same key with another \
-             request is `IDEM002`, while the first still runs `IDEM001`. Kept 24 hours.",
+             request is `IDEM002`, while the first still runs `IDEM001`; a first request that \
+             wrote but whose response was lost (its server died) is `IDEM003`. Kept 24 hours.",
             ObjectBuilder::new()
                 .schema_type(Type::String)
                 .min_length(Some(1))
