@@ -15,6 +15,10 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use hdrhistogram::Histogram;
 use hmac::{Hmac, KeyInit, Mac};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper::client::conn::http1;
+use hyper_util::rt::TokioIo;
 use sha2::Sha256;
 
 /// Largest latency the histograms track: one minute, in microseconds.
@@ -269,12 +273,103 @@ pub async fn send<T>(
     Ok((status, response.bytes().await?.to_vec()))
 }
 
+/// One kept-alive HTTP/1.1 connection of a load worker, on hyper's connection-level client.
+/// Unlike `reqwest::Client` it has no pool, redirect or proxy logic, so the generator takes
+/// less of the CPU it shares with payoutd and PostgreSQL (as pgbench and wrk do). It opens the
+/// connection on first use and again after a failure.
+struct Connection {
+    /// `host:port`, also sent as the `host` header.
+    host: String,
+    sender: Option<http1::SendRequest<Full<Bytes>>>,
+}
+
+impl Connection {
+    fn new(base_url: &str) -> anyhow::Result<Self> {
+        let host = base_url
+            .strip_prefix("http://")
+            .context("the load generator speaks plain http:// only")?
+            .trim_end_matches('/');
+        Ok(Self {
+            host: host.to_owned(),
+            sender: None,
+        })
+    }
+
+    async fn open(&mut self) -> anyhow::Result<&mut http1::SendRequest<Full<Bytes>>> {
+        let sender = match self.sender.take() {
+            Some(sender) if !sender.is_closed() => sender,
+            _ => {
+                let stream = tokio::net::TcpStream::connect(&self.host)
+                    .await
+                    .with_context(|| format!("connecting to {}", self.host))?;
+                stream.set_nodelay(true)?;
+                let (sender, connection) = http1::handshake(TokioIo::new(stream)).await?;
+                // The connection's I/O runs as its own task; it ends when the sender is dropped.
+                tokio::spawn(connection);
+                sender
+            }
+        };
+        Ok(self.sender.insert(sender))
+    }
+
+    /// Sends a request made by [`Connection::outgoing`] and reads the whole answer (30 s at
+    /// most). After any
+    /// failure the connection is dropped, and the next request opens a new one.
+    async fn send(
+        &mut self,
+        outgoing: anyhow::Result<hyper::Request<Full<Bytes>>>,
+    ) -> anyhow::Result<(u16, Bytes)> {
+        let result = match outgoing {
+            Ok(outgoing) => tokio::time::timeout(Duration::from_secs(30), self.exchange(outgoing))
+                .await
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("no answer within 30 s"))),
+            Err(e) => Err(e),
+        };
+        if result.is_err() {
+            self.sender = None;
+        }
+        result
+    }
+
+    /// `request` as a client sends it, signed (v1) with `key`.
+    fn outgoing<T>(
+        &self,
+        key: &Credentials,
+        request: &Request<T>,
+    ) -> anyhow::Result<hyper::Request<Full<Bytes>>> {
+        let mut builder = hyper::Request::builder()
+            .method(request.method.clone())
+            .uri(request.path.as_str())
+            .header("host", self.host.as_str())
+            .header("x-api-key", key.api_key.as_str())
+            .header("signature", key.sign_v1());
+        for (name, value) in &request.headers {
+            builder = builder.header(*name, value.as_str());
+        }
+        if !request.body.is_empty() {
+            builder = builder.header("content-type", "application/json");
+        }
+        Ok(builder.body(Full::new(Bytes::from(request.body.clone())))?)
+    }
+
+    async fn exchange(
+        &mut self,
+        outgoing: hyper::Request<Full<Bytes>>,
+    ) -> anyhow::Result<(u16, Bytes)> {
+        let sender = self.open().await?;
+        sender.ready().await?;
+        let response = sender.send_request(outgoing).await?;
+        let status = response.status().as_u16();
+        let body = response.into_body().collect().await?.to_bytes();
+        Ok((status, body))
+    }
+}
+
 /// Sends `config.requests` requests of `workload`, `config.concurrency` at a time (or as many
 /// as fit in `config.duration`).
 pub async fn run<W: Workload>(workload: Arc<W>, config: &LoadConfig) -> anyhow::Result<LoadResult> {
     anyhow::ensure!(config.concurrency > 0, "concurrency must be at least 1");
     anyhow::ensure!(!config.keys.is_empty(), "the load needs an API key");
-    let client = client(config.concurrency)?;
     let next = Arc::new(AtomicU64::new(0));
     let kinds = workload.kinds().to_vec();
     let started = Instant::now();
@@ -283,14 +378,9 @@ pub async fn run<W: Workload>(workload: Arc<W>, config: &LoadConfig) -> anyhow::
     for worker in 0..config.concurrency {
         let workload = Arc::clone(&workload);
         let next = Arc::clone(&next);
-        let client = client.clone();
         let key = config.keys[worker % config.keys.len()].clone();
-        let (base, total, first_seq, kind_count) = (
-            config.base_url.clone(),
-            config.requests,
-            config.first_seq,
-            kinds.len(),
-        );
+        let mut connection = Connection::new(&config.base_url)?;
+        let (total, first_seq, kind_count) = (config.requests, config.first_seq, kinds.len());
         workers.push(tokio::spawn(async move {
             let mut tally = Tally {
                 per_kind: (0..kind_count)
@@ -308,15 +398,9 @@ pub async fn run<W: Workload>(workload: Arc<W>, config: &LoadConfig) -> anyhow::
                     break;
                 }
                 let request = workload.request(first_seq + index);
-                let builder = build(&client, &base, &key, &request);
+                let outgoing = connection.outgoing(&key, &request);
                 let sent = Instant::now();
-                let answer = match builder.send().await {
-                    Ok(response) => {
-                        let status = response.status().as_u16();
-                        response.bytes().await.map(|body| (status, body))
-                    }
-                    Err(e) => Err(e),
-                };
+                let answer = connection.send(outgoing).await;
                 let micros = u64::try_from(sent.elapsed().as_micros()).unwrap_or(MAX_MICROS);
                 let stats = &mut tally.per_kind[request.kind];
                 match answer {
