@@ -1,14 +1,16 @@
-//! `DeliveryStore` on PostgreSQL: claims with `FOR UPDATE SKIP LOCKED` and a lease, attempts
-//! recorded with conditional updates.
+//! `DeliveryStore` on PostgreSQL: claims with `FOR UPDATE SKIP LOCKED` and a lease; attempts
+//! recorded with conditional updates, every attempt of a batch in one statement.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel::sql_types::{Integer, Jsonb, Timestamptz, Uuid as SqlUuid};
-use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel::sql_types::{
+    Array, Integer, Jsonb, Nullable, SmallInt, Text, Timestamptz, Uuid as SqlUuid,
+};
+use diesel_async::RunQueryDsl;
 use domain::PortError;
 use domain::delivery::ports::{AttemptRecord, ClaimedEvent, DeliveryStore};
 use domain::delivery::{DeliveryOutcome, NextStep};
@@ -18,7 +20,7 @@ use uuid::Uuid;
 
 use super::PgStore;
 use crate::errors::from_diesel;
-use crate::schema::{outbox_events, subaccounts, webhook_attempts, webhook_endpoints};
+use crate::schema::{subaccounts, webhook_endpoints};
 
 #[derive(QueryableByName)]
 struct ClaimedRow {
@@ -128,18 +130,6 @@ fn outcome_columns(
     }
 }
 
-/// Why a record transaction rolled back.
-enum RecordAbort {
-    Db(diesel::result::Error),
-    Superseded,
-}
-
-impl From<diesel::result::Error> for RecordAbort {
-    fn from(e: diesel::result::Error) -> Self {
-        Self::Db(e)
-    }
-}
-
 #[async_trait]
 impl DeliveryStore for PgStore {
     async fn claim_due(
@@ -196,21 +186,10 @@ impl DeliveryStore for PgStore {
         event: &ClaimedEvent,
         record: &AttemptRecord,
     ) -> Result<bool, PortError> {
-        let mut conn = self.conn().await?;
-        let result = conn
-            .transaction::<_, RecordAbort, _>(async |conn| {
-                if record_one(conn, event, record).await? {
-                    Ok(())
-                } else {
-                    Err(RecordAbort::Superseded)
-                }
-            })
-            .await;
-        match result {
-            Ok(()) => Ok(true),
-            Err(RecordAbort::Superseded) => Ok(false),
-            Err(RecordAbort::Db(e)) => Err(from_diesel(e)),
-        }
+        let applied = self
+            .record(AttemptColumns::new(std::iter::once((event, record))))
+            .await?;
+        Ok(applied.into_iter().next().unwrap_or(false))
     }
 
     async fn record_attempts(
@@ -220,96 +199,140 @@ impl DeliveryStore for PgStore {
         if done.is_empty() {
             return Ok(Vec::new());
         }
-        let mut conn = self.conn().await?;
-        conn.transaction::<_, diesel::result::Error, _>(async |conn| {
-            let mut applied = Vec::with_capacity(done.len());
-            for (event, record) in done {
-                // A superseded claim writes nothing (its UPDATE matched no row), so the
-                // others can still commit with it in one transaction.
-                applied.push(record_one(conn, event, record).await?);
-            }
-            Ok(applied)
-        })
-        .await
-        .map_err(from_diesel)
+        self.record(AttemptColumns::new(done.iter().map(|(e, r)| (e, r))))
+            .await
     }
 }
 
-/// Records one attempt on `conn` (inside the caller's transaction): applies `record.next` where
-/// the claim still holds, then appends the attempt. `Ok(false)` when the claim had passed on;
-/// then nothing was written.
-async fn record_one(
-    conn: &mut diesel_async::AsyncPgConnection,
-    event: &ClaimedEvent,
-    record: &AttemptRecord,
-) -> Result<bool, diesel::result::Error> {
-    let id = event.event_id.as_uuid();
-    let subaccount = event.subaccount_id.as_uuid();
-    let attempt = i32::try_from(event.attempt).unwrap_or(i32::MAX);
-    let at = record.attempted_at;
-    let (outcome, status_code, error) = outcome_columns(record.outcome.as_ref());
-    let latency_ms = i32::try_from(record.latency.as_millis()).unwrap_or(i32::MAX);
-    let next = record.next;
-    let claimed = outbox_events::table
-        .filter(outbox_events::id.eq(id))
-        .filter(outbox_events::attempts.eq(attempt))
-        .filter(outbox_events::claimed_until.eq(event.claimed_until))
-        .filter(outbox_events::status.eq("pending"));
-    let updated = match next {
-        NextStep::Delivered => {
-            diesel::update(claimed)
-                .set((
-                    outbox_events::status.eq("delivered"),
-                    outbox_events::delivered_at.eq(Some(at)),
-                    outbox_events::claimed_until.eq(None::<DateTime<Utc>>),
-                    outbox_events::last_error.eq(None::<String>),
-                ))
-                .execute(conn)
-                .await?
-        }
-        NextStep::RetryAt(when) => {
-            diesel::update(claimed)
-                .set((
-                    outbox_events::next_attempt_at.eq(when),
-                    outbox_events::claimed_until.eq(None::<DateTime<Utc>>),
-                    outbox_events::last_error.eq(error.clone()),
-                ))
-                .execute(conn)
-                .await?
-        }
-        NextStep::Exhausted | NextStep::DisableEndpoint => {
-            diesel::update(claimed)
-                .set((
-                    outbox_events::status.eq("exhausted"),
-                    outbox_events::claimed_until.eq(None::<DateTime<Utc>>),
-                    outbox_events::last_error.eq(error.clone()),
-                ))
-                .execute(conn)
-                .await?
-        }
-    };
-    if updated != 1 {
-        return Ok(false);
+impl PgStore {
+    /// Runs [`RECORD_ATTEMPTS`]; says, in order, which attempts applied.
+    async fn record(&self, columns: AttemptColumns) -> Result<Vec<bool>, PortError> {
+        let mut conn = self.conn().await?;
+        let applied: Vec<AppliedRow> = diesel::sql_query(RECORD_ATTEMPTS)
+            .bind::<Array<SqlUuid>, _>(&columns.event_id)
+            .bind::<Array<Integer>, _>(&columns.attempt)
+            .bind::<Array<Timestamptz>, _>(&columns.claimed_until)
+            .bind::<Array<SqlUuid>, _>(&columns.subaccount_id)
+            .bind::<Array<Text>, _>(&columns.next)
+            .bind::<Array<Nullable<Timestamptz>>, _>(&columns.retry_at)
+            .bind::<Array<Timestamptz>, _>(&columns.attempted_at)
+            .bind::<Array<Text>, _>(&columns.outcome)
+            .bind::<Array<Nullable<SmallInt>>, _>(&columns.status_code)
+            .bind::<Array<Integer>, _>(&columns.latency_ms)
+            .bind::<Array<Nullable<Text>>, _>(&columns.error)
+            .load(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        let applied: HashSet<Uuid> = applied.into_iter().map(|row| row.id).collect();
+        Ok(columns
+            .event_id
+            .iter()
+            .map(|id| applied.contains(id))
+            .collect())
     }
-    if next == NextStep::DisableEndpoint {
-        diesel::update(webhook_endpoints::table.find(subaccount))
-            .filter(webhook_endpoints::disabled_at.is_null())
-            .set(webhook_endpoints::disabled_at.eq(Some(at)))
-            .execute(conn)
-            .await?;
+}
+
+/// Records a set of attempts in one statement (so atomically): for each, applies its next step
+/// where its claim still holds (same attempt, same lease deadline, still pending), disables
+/// the endpoint for a `disable` step, and appends the attempt; an attempt whose claim has
+/// passed on writes nothing. Returns the ids of the events whose attempt applied.
+///
+/// Parameters, one array element per attempt: event id, attempt, claimed until, subaccount,
+/// next step (`delivered`, `retry`, `exhausted` or `disable`), retry at, attempted at, outcome,
+/// HTTP status, latency (ms), error.
+const RECORD_ATTEMPTS: &str = "\
+    WITH input AS ( \
+      SELECT * FROM unnest($1::uuid[], $2::int4[], $3::timestamptz[], $4::uuid[], $5::text[], \
+                           $6::timestamptz[], $7::timestamptz[], $8::text[], $9::int2[], \
+                           $10::int4[], $11::text[]) \
+        AS i(event_id, attempt, claimed_until, subaccount_id, next, retry_at, attempted_at, \
+             outcome, status_code, latency_ms, error)), \
+    applied AS ( \
+      UPDATE outbox_events e SET \
+        status = CASE i.next WHEN 'delivered' THEN 'delivered' \
+                             WHEN 'retry' THEN 'pending' ELSE 'exhausted' END, \
+        delivered_at = CASE WHEN i.next = 'delivered' THEN i.attempted_at ELSE e.delivered_at END, \
+        next_attempt_at = CASE WHEN i.next = 'retry' THEN i.retry_at ELSE e.next_attempt_at END, \
+        claimed_until = NULL, \
+        last_error = CASE WHEN i.next = 'delivered' THEN NULL ELSE i.error END \
+      FROM input i \
+      WHERE e.id = i.event_id AND e.attempts = i.attempt AND e.claimed_until = i.claimed_until \
+        AND e.status = 'pending' \
+      RETURNING e.id), \
+    disabled AS ( \
+      UPDATE webhook_endpoints w SET disabled_at = d.attempted_at \
+      FROM (SELECT i.subaccount_id, min(i.attempted_at) AS attempted_at \
+            FROM input i JOIN applied a ON a.id = i.event_id \
+            WHERE i.next = 'disable' GROUP BY i.subaccount_id) d \
+      WHERE w.subaccount_id = d.subaccount_id AND w.disabled_at IS NULL), \
+    attempts AS ( \
+      INSERT INTO webhook_attempts \
+        (event_id, attempt, subaccount_id, attempted_at, outcome, status_code, latency_ms, error) \
+      SELECT i.event_id, i.attempt, i.subaccount_id, i.attempted_at, i.outcome, i.status_code, \
+             i.latency_ms, i.error \
+      FROM input i JOIN applied a ON a.id = i.event_id) \
+    SELECT id FROM applied";
+
+#[derive(QueryableByName)]
+struct AppliedRow {
+    #[diesel(sql_type = SqlUuid)]
+    id: Uuid,
+}
+
+/// The attempts of [`RECORD_ATTEMPTS`] as one array per parameter.
+struct AttemptColumns {
+    event_id: Vec<Uuid>,
+    attempt: Vec<i32>,
+    claimed_until: Vec<DateTime<Utc>>,
+    subaccount_id: Vec<Uuid>,
+    next: Vec<&'static str>,
+    retry_at: Vec<Option<DateTime<Utc>>>,
+    attempted_at: Vec<DateTime<Utc>>,
+    outcome: Vec<&'static str>,
+    status_code: Vec<Option<i16>>,
+    latency_ms: Vec<i32>,
+    error: Vec<Option<String>>,
+}
+
+impl AttemptColumns {
+    fn new<'a>(done: impl ExactSizeIterator<Item = (&'a ClaimedEvent, &'a AttemptRecord)>) -> Self {
+        let mut columns = Self {
+            event_id: Vec::with_capacity(done.len()),
+            attempt: Vec::with_capacity(done.len()),
+            claimed_until: Vec::with_capacity(done.len()),
+            subaccount_id: Vec::with_capacity(done.len()),
+            next: Vec::with_capacity(done.len()),
+            retry_at: Vec::with_capacity(done.len()),
+            attempted_at: Vec::with_capacity(done.len()),
+            outcome: Vec::with_capacity(done.len()),
+            status_code: Vec::with_capacity(done.len()),
+            latency_ms: Vec::with_capacity(done.len()),
+            error: Vec::with_capacity(done.len()),
+        };
+        for (event, record) in done {
+            let (outcome, status_code, error) = outcome_columns(record.outcome.as_ref());
+            let (next, retry_at) = match record.next {
+                NextStep::Delivered => ("delivered", None),
+                NextStep::RetryAt(when) => ("retry", Some(when)),
+                NextStep::Exhausted => ("exhausted", None),
+                NextStep::DisableEndpoint => ("disable", None),
+            };
+            columns.event_id.push(event.event_id.as_uuid());
+            columns
+                .attempt
+                .push(i32::try_from(event.attempt).unwrap_or(i32::MAX));
+            columns.claimed_until.push(event.claimed_until);
+            columns.subaccount_id.push(event.subaccount_id.as_uuid());
+            columns.next.push(next);
+            columns.retry_at.push(retry_at);
+            columns.attempted_at.push(record.attempted_at);
+            columns.outcome.push(outcome);
+            columns.status_code.push(status_code);
+            columns
+                .latency_ms
+                .push(i32::try_from(record.latency.as_millis()).unwrap_or(i32::MAX));
+            columns.error.push(error);
+        }
+        columns
     }
-    diesel::insert_into(webhook_attempts::table)
-        .values((
-            webhook_attempts::event_id.eq(id),
-            webhook_attempts::attempt.eq(attempt),
-            webhook_attempts::subaccount_id.eq(subaccount),
-            webhook_attempts::attempted_at.eq(at),
-            webhook_attempts::outcome.eq(outcome),
-            webhook_attempts::status_code.eq(status_code),
-            webhook_attempts::latency_ms.eq(latency_ms),
-            webhook_attempts::error.eq(error),
-        ))
-        .execute(conn)
-        .await?;
-    Ok(true)
 }

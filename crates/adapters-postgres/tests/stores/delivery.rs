@@ -437,6 +437,50 @@ async fn attempts_recorded_together_apply_each_under_its_own_claim() {
 }
 
 #[tokio::test]
+async fn two_gone_answers_recorded_together_disable_the_endpoint_once() {
+    let fx = Fixture::new().await;
+    let sub = hooked(&fx, "Acme").await;
+    let other = hooked(&fx, "Other").await;
+    let first = event_at(&fx, sub, t(0)).await;
+    let second = event_at(&fx, sub, t(0)).await;
+    let elsewhere = event_at(&fx, other, t(0)).await;
+    let claimed = claim(&fx, t(1)).await;
+    assert_eq!(claimed.len(), 3);
+    let by_id = |id| claimed.iter().find(|c| c.event_id == id).unwrap().clone();
+    let gone = |at| {
+        attempt(
+            at,
+            Some(DeliveryOutcome::Gone),
+            5,
+            NextStep::DisableEndpoint,
+        )
+    };
+    let applied = fx
+        .store
+        .record_attempts(&[
+            (by_id(second), gone(t(3))),
+            (by_id(first), gone(t(2))),
+            (by_id(elsewhere), delivered(t(2))),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(applied, [true, true, true]);
+    for id in [first, second] {
+        assert_eq!(event_row(&fx, id).await.status, "exhausted");
+        let rows = attempt_rows(&fx, id).await;
+        assert_eq!(rows.len(), 1);
+        assert_eq!(
+            (rows[0].outcome.as_str(), rows[0].status_code),
+            ("gone", Some(410))
+        );
+    }
+    // Disabled at the first 410; the other subaccount's endpoint is untouched.
+    assert_eq!(endpoint_row(&fx, sub).await.disabled_at, Some(t(2)));
+    assert_eq!(endpoint_row(&fx, other).await.disabled_at, None);
+    assert_eq!(event_row(&fx, elsewhere).await.status, "delivered");
+}
+
+#[tokio::test]
 async fn retry_at_keeps_the_event_pending_until_then() {
     let fx = Fixture::new().await;
     let sub = hooked(&fx, "Acme").await;
