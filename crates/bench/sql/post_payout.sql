@@ -15,7 +15,8 @@
 --   3. `PayoutStore::insert_payout` (stores/payouts.rs): one transaction with the receiver and
 --      account locked FOR SHARE and re-checked (`check_parties`), the open batch joined FOR
 --      SHARE (`join_open_batch`; the scenario seeds one per currency, due in 30 days), the
---      payout row, its `payout_hold` and `fee_hold` ledger entries, the idempotency key marked
+--      payout row, its `payout_hold` and `fee_hold` ledger entries (one INSERT from arrays,
+--      `insert_entries`), the idempotency key marked
 --      committed and the `payoutCreated` event (`insert_events`, stores/outbox.rs), and last
 --      the hold (the conditional update of the balance);
 --   4. the response stored for the key (`IdempotencyStore::complete`).
@@ -24,11 +25,12 @@
 --   - the currency, the ids and the fee come from the rows read before (\gset) and the fee rule
 --     (crates/domain/src/payout/fee.rs) in pgbench arithmetic, as payoutd computes them;
 --   - ids and the reference are made unique from a random number; the nonce is random;
---   - the event payload is built with jsonb_build_object (payoutd binds it as jsonb);
+--   - the event payload is built with jsonb_build_object (payoutd binds it as jsonb), and the
+--     ledger entries' arrays with ARRAY[...] (payoutd binds them);
 --   - the event is written due in 10 years rather than now, so that the delivery worker of the
 --     payoutd under test leaves pgbench's events alone. Delivering payoutd's own events (a
---     transaction per event, recording it skipped) is work payoutd does that this script does
---     not.
+--     claim and a recorded attempt, each a statement per batch of events, recording them
+--     skipped) is work payoutd does that this script does not.
 --
 -- Variables (payoutd-bench passes them with -D): apikey, keyid (the key's id), sub, tag,
 -- receivers. The receiver is a random seeded one (receiver i has account i; ids
@@ -54,8 +56,7 @@ BEGIN;
 SELECT "receivers"."status", "receivers"."kyc_status", "receiver_accounts"."status", "receiver_accounts"."confirm_status" FROM ("receivers" INNER JOIN "receiver_accounts" ON ("receiver_accounts"."receiver_id" = "receivers"."id")) WHERE ((("receivers"."id" = :a_receiver_id) AND ("receivers"."subaccount_id" = :sub)) AND ("receiver_accounts"."id" = :a_id)) LIMIT 1 FOR SHARE;
 SELECT "batches"."id", "batches"."batch_run_time" FROM "batches" WHERE ((("batches"."subaccount_id" = :sub) AND ("batches"."asset" = :a_asset)) AND ("batches"."status" = 'open')) LIMIT 1 FOR SHARE \gset b_
 INSERT INTO "payouts" ("id", "subaccount_id", "receiver_id", "account_id", "asset", "amount", "fee", "fee_template_id", "fee_group_id", "fee_fixed", "fee_percentage", "fee_min_amount", "reference", "note", "status", "batch_id", "provider_reference", "duplicate", "created_at", "updated_at", "submitted_at", "receiver_is_invalid", "failure_reason") VALUES (md5('np' || :r)::uuid, :sub, :a_receiver_id, :a_id, :a_asset, :amount, :fee, :f_id, :f_group_id, :f_fixed, :f_percentage, :f_min_amount, 'PGB-' || :r, 'bench', 1, :b_id, '', :d_duplicate, now(), now(), NULL, false, NULL);
-INSERT INTO "ledger_entries" ("id", "subaccount_id", "asset", "kind", "available_delta", "pending_delta", "payout_id", "created_at") VALUES (md5('nh' || :r)::uuid, :sub, :a_asset, 'payout_hold', :payout_available, :amount, md5('np' || :r)::uuid, now());
-INSERT INTO "ledger_entries" ("id", "subaccount_id", "asset", "kind", "available_delta", "pending_delta", "payout_id", "created_at") VALUES (md5('nf' || :r)::uuid, :sub, :a_asset, 'fee_hold', :fee_available, :fee, md5('np' || :r)::uuid, now());
+INSERT INTO ledger_entries (id, subaccount_id, asset, kind, available_delta, pending_delta, payout_id, created_at) SELECT id, subaccount_id, asset, kind, available_delta, pending_delta, payout_id, created_at FROM unnest(ARRAY[md5('nh' || :r)::uuid, md5('nf' || :r)::uuid], ARRAY[:sub, :sub]::uuid[], ARRAY[:a_asset, :a_asset]::text[], ARRAY['payout_hold', 'fee_hold']::text[], ARRAY[:payout_available, :fee_available]::int8[], ARRAY[:amount, :fee]::int8[], ARRAY[md5('np' || :r)::uuid, md5('np' || :r)::uuid], ARRAY[now(), now()]::timestamptz[]) WITH ORDINALITY AS e(id, subaccount_id, asset, kind, available_delta, pending_delta, payout_id, created_at, n) ORDER BY n;
 UPDATE "idempotency_keys" SET "committed" = true WHERE (((("idempotency_keys"."subaccount_id" = :sub) AND ("idempotency_keys"."idempotency_key" = 'pgb-' || :r)) AND ("idempotency_keys"."locked_until" IS NOT NULL)) AND ("idempotency_keys"."state" = 'in_progress'));
 WITH seq AS ( INSERT INTO outbox_sequences (object_id, subaccount_id, last_sequence) VALUES (md5('np' || :r)::uuid, :sub, 1) ON CONFLICT (object_id) DO UPDATE SET last_sequence = outbox_sequences.last_sequence + 1 RETURNING last_sequence AS n) INSERT INTO outbox_events (id, subaccount_id, object_id, sequence, event_type, payload, created_at, next_attempt_at) SELECT md5('ne' || :r)::uuid, :sub, md5('np' || :r)::uuid, seq.n, 'payoutCreated', jsonb_build_object('event', 'payoutCreated', 'event_id', md5('ne' || :r)::uuid::text, 'payout_id', md5('np' || :r)::uuid::text, 'amount', :amount::bigint, 'currency', :a_asset::text, 'batch_id', :b_id::text, 'batch_run_time', (extract(epoch FROM :b_batch_run_time::timestamptz) * 1000)::bigint, 'receiver_account_id', :a_id::text, 'receiver_id', :a_receiver_id::text, 'reference', 'PGB-' || :r, 'status', 'pending', 'subaccount_id', :sub::text, 'subccount_id', :sub::text, 'timestamp', (extract(epoch FROM now()) * 1000)::bigint) || jsonb_build_object('sequence', seq.n), now(), now() + interval '10 years' FROM seq;
 UPDATE "balances" SET "available" = ("balances"."available" - :total), "pending" = ("balances"."pending" + :total), "updated_at" = now() WHERE ((("balances"."subaccount_id" = :sub) AND ("balances"."asset" = :a_asset)) AND ("balances"."available" >= :total));

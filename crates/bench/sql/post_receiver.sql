@@ -16,8 +16,8 @@
 --   - the event payload is built with jsonb_build_object (payoutd binds it as jsonb);
 --   - the event is written due in 10 years rather than now, so that the delivery worker of the
 --     payoutd under test, which runs meanwhile, leaves pgbench's events alone. Delivering
---     payoutd's own events (a transaction per event, recording it skipped) is work payoutd does
---     that this script does not.
+--     payoutd's own events (a claim and a recorded attempt, each one statement per batch of
+--     events, recording them skipped) is work payoutd does that this script does not.
 --
 -- Variables (payoutd-bench passes them with -D): apikey, keyid (the key's id), sub.
 \set r random(1, 9000000000000000000)

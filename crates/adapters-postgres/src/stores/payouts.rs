@@ -184,25 +184,46 @@ fn entry(row: EntryRow) -> Result<LedgerEntry, PortError> {
     })
 }
 
+/// Appends `entries` to the ledger in one statement, in their order (their `seq` follows it).
 pub(crate) async fn insert_entries(
     conn: &mut AsyncPgConnection,
     entries: &[LedgerEntry],
 ) -> Result<(), diesel::result::Error> {
-    for e in entries {
-        diesel::insert_into(ledger_entries::table)
-            .values((
-                ledger_entries::id.eq(e.id),
-                ledger_entries::subaccount_id.eq(e.subaccount_id.as_uuid()),
-                ledger_entries::asset.eq(e.asset.code()),
-                ledger_entries::kind.eq(e.kind.as_str()),
-                ledger_entries::available_delta.eq(e.available_delta),
-                ledger_entries::pending_delta.eq(e.pending_delta),
-                ledger_entries::payout_id.eq(e.payout_id.map(|p| p.as_uuid())),
-                ledger_entries::created_at.eq(e.created_at),
-            ))
-            .execute(conn)
-            .await?;
+    use diesel::sql_types::{Array, BigInt, Nullable, Text, Timestamptz, Uuid as SqlUuid};
+    if entries.is_empty() {
+        return Ok(());
     }
+    let ids: Vec<Uuid> = entries.iter().map(|e| e.id).collect();
+    let subaccounts: Vec<Uuid> = entries.iter().map(|e| e.subaccount_id.as_uuid()).collect();
+    let assets: Vec<&str> = entries.iter().map(|e| e.asset.code()).collect();
+    let kinds: Vec<&str> = entries.iter().map(|e| e.kind.as_str()).collect();
+    let available: Vec<i64> = entries.iter().map(|e| e.available_delta).collect();
+    let pending: Vec<i64> = entries.iter().map(|e| e.pending_delta).collect();
+    let payouts: Vec<Option<Uuid>> = entries
+        .iter()
+        .map(|e| e.payout_id.map(|p| p.as_uuid()))
+        .collect();
+    let created: Vec<DateTime<Utc>> = entries.iter().map(|e| e.created_at).collect();
+    diesel::sql_query(
+        "INSERT INTO ledger_entries \
+           (id, subaccount_id, asset, kind, available_delta, pending_delta, payout_id, created_at) \
+         SELECT id, subaccount_id, asset, kind, available_delta, pending_delta, payout_id, created_at \
+         FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::int8[], $6::int8[], \
+                     $7::uuid[], $8::timestamptz[]) WITH ORDINALITY \
+           AS e(id, subaccount_id, asset, kind, available_delta, pending_delta, payout_id, \
+                created_at, n) \
+         ORDER BY n",
+    )
+    .bind::<Array<SqlUuid>, _>(ids)
+    .bind::<Array<SqlUuid>, _>(subaccounts)
+    .bind::<Array<Text>, _>(assets)
+    .bind::<Array<Text>, _>(kinds)
+    .bind::<Array<BigInt>, _>(available)
+    .bind::<Array<BigInt>, _>(pending)
+    .bind::<Array<Nullable<SqlUuid>>, _>(payouts)
+    .bind::<Array<Timestamptz>, _>(created)
+    .execute(conn)
+    .await?;
     Ok(())
 }
 
