@@ -255,14 +255,22 @@ pub fn build_worker(config: &Config, store: &PgStore) -> anyhow::Result<Delivery
     ))
 }
 
+/// How long the delivery loop waits after a local commit signal before claiming, so that the
+/// events other requests are committing at the same moment join the same pass (one claim for
+/// many events under load; a few milliseconds of latency when idle).
+pub const DELIVERY_GATHER: Duration = Duration::from_millis(5);
+
 /// Delivers until `stop` is set, keeping up to the worker's capacity of attempts in flight and
 /// claiming more as each one ends, so one slow or hanging endpoint holds only its own attempts,
 /// never the other events (or other subaccounts) behind it. Claims are made at once while they
-/// come back full, else every `poll`. On stop, the attempts in flight finish and are recorded;
-/// nothing is left claimed but unrecorded except by a crash (the lease covers that).
+/// come back full, [`DELIVERY_GATHER`] after `committed` signals that this process committed
+/// new events, and otherwise every `poll` (which finds the events other instances wrote). On
+/// stop, the attempts in flight finish and are recorded; nothing is left claimed but unrecorded
+/// except by a crash (the lease covers that).
 pub async fn run_delivery(
     worker: Arc<DeliveryWorker>,
     poll: Duration,
+    committed: Arc<tokio::sync::Notify>,
     stop: tokio::sync::watch::Receiver<bool>,
     metrics: Arc<Metrics>,
 ) {
@@ -329,6 +337,10 @@ pub async fn run_delivery(
             // Only when a claim could follow: with too few free slots, waking for the timer
             // would spin until an attempt ends.
             () = tokio::time::sleep_until(next_claim), if !stopping && worth_claiming(&worker, &in_flight) => {}
+            () = committed.notified(), if !stopping => {
+                // New events are due now: claim soon rather than at the next poll.
+                next_claim = next_claim.min(tokio::time::Instant::now() + DELIVERY_GATHER);
+            }
             _ = stop.changed(), if !stopping => {}
         }
     }
@@ -374,8 +386,11 @@ impl Application {
         let port = listener.local_addr()?.port();
         let worker_config = config.clone();
         let worker_sandbox = sandbox.clone();
+        // Every worker's store wakes the one delivery loop when it commits events.
+        let commit_signal = store.commit_signal();
         let server = HttpServer::new(move || {
             let state = match build_store_sized(&worker_config, per_worker).and_then(|store| {
+                let store = store.with_commit_signal(commit_signal.clone());
                 build_state(&worker_config, &store, &worker_sandbox, &shared)
             }) {
                 Ok(state) => web::Data::new(state),
@@ -448,6 +463,7 @@ impl Application {
         let delivery = tokio::spawn(run_delivery(
             self.worker.clone(),
             self.poll,
+            self.store.commit_signal(),
             stopped.clone(),
             self.state.metrics.clone(),
         ));

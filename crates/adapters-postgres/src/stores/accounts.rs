@@ -170,6 +170,7 @@ impl AccountStore for PgStore {
                 insert_events(conn, events).await
             })
             .await;
+        let result = self.after_commit(result);
         result.map_err(|e| match unique_violation(&e) {
             Some("receiver_accounts_details_unique") => InsertAccountError::Duplicate,
             _ => InsertAccountError::Port(from_diesel(e)),
@@ -331,6 +332,7 @@ impl AccountStore for PgStore {
                     .map_err(ConfirmAbort::Payouts)
             })
             .await;
+        let result = self.after_commit(result);
         match result {
             Ok(()) => Ok(true),
             Err(ConfirmAbort::NotApplicable) => Ok(false),

@@ -151,6 +151,7 @@ impl BatchStore for PgStore {
                 }))
             })
             .await;
+        let result = self.after_commit(result);
         match result {
             Ok(Closing::Nothing) => Ok(None),
             Ok(Closing::Closed(closed)) => Ok(Some(closed)),
@@ -232,6 +233,7 @@ impl BatchStore for PgStore {
                 insert_events(conn, events).await
             })
             .await;
+        let result = self.after_commit(result);
         match result {
             Ok(()) => Ok(true),
             Err(diesel::result::Error::RollbackTransaction) => Ok(false),
@@ -321,6 +323,7 @@ impl BatchStore for PgStore {
                 Ok(Some(finished))
             })
             .await;
+        let result = self.after_commit(result);
         result.map_err(from_diesel)
     }
 

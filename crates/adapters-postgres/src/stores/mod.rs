@@ -14,6 +14,8 @@ mod subaccounts;
 
 use std::sync::Arc;
 
+use tokio::sync::Notify;
+
 use diesel_async::AsyncPgConnection;
 use diesel_async::pooled_connection::deadpool::Object;
 use domain::PortError;
@@ -28,6 +30,7 @@ pub struct PgStore {
     pool: DbPool,
     vault: Arc<Vault>,
     batch_interval: chrono::Duration,
+    events_committed: Arc<Notify>,
 }
 
 /// How long a new batch stays open by default (contract §7.5).
@@ -40,7 +43,36 @@ impl PgStore {
             pool,
             vault,
             batch_interval: DEFAULT_BATCH_INTERVAL,
+            events_committed: Arc::new(Notify::new()),
         }
+    }
+
+    /// The same store, signalling `signal` (instead of a signal of its own) whenever one of its
+    /// transactions that wrote outbox events commits. Stores that share one signal (one per
+    /// HTTP worker, say) wake one delivery worker.
+    pub fn with_commit_signal(self, signal: Arc<Notify>) -> Self {
+        Self {
+            events_committed: signal,
+            ..self
+        }
+    }
+
+    /// Notified (`notify_one`, so a signal sent while nobody waits is kept for the next wait)
+    /// after a transaction of this store that wrote outbox events commits. The delivery worker
+    /// waits on it to claim new events at once instead of at its next poll. Only this process
+    /// is told: other instances find the events when they poll.
+    pub fn commit_signal(&self) -> Arc<Notify> {
+        Arc::clone(&self.events_committed)
+    }
+
+    /// Passes on a write transaction's `result`, signalling [`Self::commit_signal`] when it
+    /// committed. (Every such transaction writes events; a wake for one that wrote none would
+    /// only cost the worker a claim query.)
+    fn after_commit<T, E>(&self, result: Result<T, E>) -> Result<T, E> {
+        if result.is_ok() {
+            self.events_committed.notify_one();
+        }
+        result
     }
 
     /// The same store, opening new batches to run `interval` after they open.

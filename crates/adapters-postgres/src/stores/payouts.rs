@@ -364,6 +364,7 @@ impl PayoutStore for PgStore {
                 apply_change(conn, change, interval).await
             })
             .await;
+        let result = self.after_commit(result);
         match result {
             Ok(()) => Ok(true),
             Err(PayoutAbort::Superseded) => Ok(false),
@@ -514,6 +515,7 @@ impl PayoutStore for PgStore {
                 Ok(batch.map(|(id, _)| id))
             })
             .await;
+        let result = self.after_commit(result);
         match result {
             Ok(batch) => Ok(batch),
             Err(PayoutAbort::InsufficientBalance) => Err(InsertPayoutError::InsufficientBalance),

@@ -44,6 +44,7 @@ impl ReceiverStore for PgStore {
                 insert_events(conn, events).await
             })
             .await;
+        let result = self.after_commit(result);
         match result {
             Ok(()) => Ok(()),
             Err(e) => Err(match unique_violation(&e) {
@@ -116,6 +117,7 @@ impl ReceiverStore for PgStore {
                 .await
             })
             .await;
+        let result = self.after_commit(result);
         match result {
             Ok(()) => Ok(true),
             Err(PayoutAbort::Superseded) => Ok(false),

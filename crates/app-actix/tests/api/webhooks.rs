@@ -8,7 +8,7 @@ use base64::engine::general_purpose::STANDARD;
 use hmac::{KeyInit, Mac};
 use sha2::Sha256;
 
-use crate::helpers::{TestApp, receiver_body, spawn_app, subaccount};
+use crate::helpers::{TestApp, receiver_body, spawn_app, spawn_app_with, subaccount};
 use crate::receiver::{Received, Receiver};
 
 /// Checks `webhook-signature` against `secret` with code independent of the server's.
@@ -81,6 +81,26 @@ async fn a_created_receiver_is_announced_once_signed_and_in_the_providers_shape(
     // Exactly once: nothing else arrives.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(endpoint.received().len(), 1);
+}
+
+#[tokio::test]
+async fn a_commit_wakes_the_delivery_worker_without_waiting_for_its_poll() {
+    // The worker polls once an hour here: only the commit's signal can bring it round.
+    let app = spawn_app_with(|c| c.delivery.poll = Duration::from_secs(3_600)).await;
+    let endpoint = Receiver::start(&[200]);
+    hook(&app, &endpoint).await;
+    // Let the worker's first pass (at start, finding nothing) go by, so that it sleeps.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for (n, email) in ["ada@example.com", "grace@example.com"].iter().enumerate() {
+        app.create_receiver(&app.a, email).await;
+        let got = endpoint.wait_for(n + 1, Duration::from_secs(5)).await;
+        assert_eq!(
+            got.len(),
+            n + 1,
+            "event {} was not delivered on commit",
+            n + 1
+        );
+    }
 }
 
 #[tokio::test]
