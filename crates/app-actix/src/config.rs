@@ -11,6 +11,7 @@
 //! | `PAYOUT_PUBLIC_URL` | `http://<PAYOUT_BIND>` | public base URL of this service, for confirmation links |
 //! | `PAYOUT_WORKERS` | number of cores | HTTP worker threads |
 //! | `PAYOUT_SIGNATURE_WINDOW_SECS` | `300` | accepted distance of a signature nonce from server time (1..=1800) |
+//! | `PAYOUT_CREDENTIAL_CACHE_MS` | `1000` | how long each HTTP worker keeps an API key it looked up (0..=60000; 0 looks every request up); a revocation takes effect within this time |
 //! | `PAYOUT_WEBHOOK_TIMEOUT_MS` | `15000` | per-attempt webhook timeout |
 //! | `PAYOUT_WEBHOOK_ALLOW_PRIVATE` | `true` in sandbox, else `false` | allow webhook URLs that resolve to loopback/private/link-local addresses |
 //! | `PAYOUT_DELIVERY_POLL_MS` | `100` | how often an idle delivery worker looks for due events |
@@ -139,6 +140,8 @@ pub struct Config {
     pub workers: usize,
     /// Freshness window of signature nonces.
     pub signature_window: Duration,
+    /// How long an HTTP worker keeps an API key it looked up (zero: not at all).
+    pub credential_cache: Duration,
     /// Public base URL (confirmation links start with it).
     pub public_url: String,
     /// Webhook delivery.
@@ -334,6 +337,12 @@ impl Config {
                 300,
                 |n| (1..=1800).contains(n),
                 "seconds from 1 to 1800",
+            )?),
+            credential_cache: Duration::from_millis(parsed(
+                "PAYOUT_CREDENTIAL_CACHE_MS",
+                1000,
+                |n| (0..=60_000).contains(n),
+                "milliseconds from 0 to 60000",
             )?),
         })
     }

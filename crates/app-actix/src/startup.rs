@@ -13,7 +13,7 @@ use adapters_webhook::{HttpWebhookSender, WebhookSenderConfig};
 use anyhow::Context;
 use domain::account::ports::Notifier;
 use domain::account::service::AccountService;
-use domain::auth::AuthService;
+use domain::auth::{AuthService, CachedCredentials};
 use domain::batch::runner::BatchRunner;
 use domain::delivery::worker::{DeliveryWorker, WorkerSettings};
 use domain::idempotency::{IdempotencyService, IdempotencyStore};
@@ -174,8 +174,13 @@ pub fn build_state(
         .context("deriving the cursor key")?;
     let store = Arc::new(store.clone());
     let window = chrono::Duration::from_std(config.signature_window).context("signature window")?;
+    let credentials = CachedCredentials::new(
+        store.clone(),
+        clock.clone(),
+        chrono::Duration::from_std(config.credential_cache).context("credential cache")?,
+    );
     Ok(AppState {
-        auth: AuthService::new(store.clone(), clock.clone(), window),
+        auth: AuthService::new(Arc::new(credentials), clock.clone(), window),
         receivers: ReceiverService::new(
             store.clone(),
             kyc,

@@ -2,7 +2,8 @@
 -- round trip per statement (run by `cargo xtask bench api`, case get-payout).
 --
 -- Mirrors, as of this commit, `PayoutService::get` (crates/domain/src/payout/service.rs):
---   1. authentication: `CredentialStore::find_credential` (stores/credentials.rs);
+--   1. authentication: no SQL, the key is served by `CachedCredentials`
+--      (crates/domain/src/auth/cache.rs) from memory (see get_receiver.sql);
 --   2. `PayoutStore::find_payout` (crates/adapters-postgres/src/stores/payouts.rs): the payout,
 --      then its ledger entries;
 --   3. `ReceiverStore::find_receiver` (stores/receivers.rs);
@@ -11,11 +12,10 @@
 -- The statements are the text diesel sends (seen with log_statement = all), with pgbench
 -- variables for the parameters and `LIMIT 1` for diesel's bound limit of `.first()`.
 --
--- Variables (payoutd-bench passes them with -D): apikey, sub, tag, payouts. The payout is a
+-- Variables (payoutd-bench passes them with -D): sub, tag, payouts. The payout is a
 -- random seeded one (ids md5(tag || 'p' || j)::uuid, crates/bench/src/seed/payouts.rs); later
 -- statements take the ids from the payout row (\gset), as the service does.
 \set j random(0, :payouts - 1)
-SELECT "api_keys"."id", "api_keys"."subaccount_id", "api_keys"."secret_ciphertext", "subaccounts"."require_signature_v2" FROM ("api_keys" INNER JOIN "subaccounts" ON ("api_keys"."subaccount_id" = "subaccounts"."id")) WHERE (("api_keys"."api_key" = :apikey) AND ("api_keys"."revoked_at" IS NULL)) LIMIT 1;
 SELECT "payouts"."id", "payouts"."subaccount_id", "payouts"."receiver_id", "payouts"."account_id", "payouts"."asset", "payouts"."amount", "payouts"."fee", "payouts"."fee_template_id", "payouts"."fee_group_id", "payouts"."fee_fixed", "payouts"."fee_percentage", "payouts"."fee_min_amount", "payouts"."reference", "payouts"."note", "payouts"."status", "payouts"."batch_id", "payouts"."provider_reference", "payouts"."duplicate", "payouts"."created_at", "payouts"."updated_at" FROM "payouts" WHERE (("payouts"."id" = md5(:tag || 'p' || :j)::uuid) AND ("payouts"."subaccount_id" = :sub)) LIMIT 1 \gset p_
 SELECT "ledger_entries"."id", "ledger_entries"."subaccount_id", "ledger_entries"."asset", "ledger_entries"."kind", "ledger_entries"."available_delta", "ledger_entries"."pending_delta", "ledger_entries"."payout_id", "ledger_entries"."created_at" FROM "ledger_entries" WHERE ("ledger_entries"."payout_id" = :p_id) ORDER BY "ledger_entries"."seq" ASC;
 SELECT "receivers"."id", "receivers"."subaccount_id", "receivers"."first_name", "receivers"."middle_name", "receivers"."last_name", "receivers"."email", "receivers"."gender", "receivers"."dob", "receivers"."dialcode", "receivers"."phone", "receivers"."address", "receivers"."address2", "receivers"."city", "receivers"."state", "receivers"."country", "receivers"."postcode", "receivers"."reference", "receivers"."applicant_id", "receivers"."status", "receivers"."kyc_status", "receivers"."created_at", "receivers"."updated_at", "receivers"."email_normalized" FROM "receivers" WHERE (("receivers"."id" = :p_receiver_id) AND ("receivers"."subaccount_id" = :sub)) LIMIT 1;

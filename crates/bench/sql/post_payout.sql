@@ -3,8 +3,8 @@
 -- concurrency).
 --
 -- Mirrors:
---   1. authentication, `AuthService::authenticate` (crates/domain/src/auth/service.rs):
---      `CredentialStore::find_credential`, then `record_nonce`
+--   1. authentication, `AuthService::authenticate` (crates/domain/src/auth/service.rs): the
+--      key from memory (`CachedCredentials`, see get_receiver.sql), then `record_nonce`
 --      (crates/adapters-postgres/src/stores/credentials.rs); then the claim of the request's
 --      `idempotency-key` (`IdempotencyStore::claim`, stores/idempotency.rs: one INSERT for a
 --      new key);
@@ -32,7 +32,7 @@
 --     claim and a recorded attempt, each a statement per batch of events, recording them
 --     skipped) is work payoutd does that this script does not.
 --
--- Variables (payoutd-bench passes them with -D): apikey, keyid (the key's id), sub, tag,
+-- Variables (payoutd-bench passes them with -D): keyid (the key's id), sub, tag,
 -- receivers. The receiver is a random seeded one (receiver i has account i; ids
 -- md5(tag || 'r' || i)::uuid and md5(tag || 'a' || i)::uuid, `sql_uuid` in
 -- crates/bench/src/seed/generate.rs); every seeded receiver is payable (KYC completed, account
@@ -41,7 +41,6 @@
 \set r random(1, 9000000000000000000)
 \set nonce random(1000000000000, 9000000000000000000)
 \set amount random(100, 99999)
-SELECT "api_keys"."id", "api_keys"."subaccount_id", "api_keys"."secret_ciphertext", "subaccounts"."require_signature_v2" FROM ("api_keys" INNER JOIN "subaccounts" ON ("api_keys"."subaccount_id" = "subaccounts"."id")) WHERE (("api_keys"."api_key" = :apikey) AND ("api_keys"."revoked_at" IS NULL)) LIMIT 1;
 INSERT INTO "request_nonces" ("api_key_id", "nonce", "subaccount_id", "seen_at") VALUES (:keyid, :nonce, :sub, now()) ON CONFLICT DO NOTHING;
 INSERT INTO "idempotency_keys" ("subaccount_id", "idempotency_key", "request_hash", "state", "response_status", "response_body", "created_at", "expires_at", "locked_until", "committed") VALUES (:sub, 'pgb-' || :r, decode(md5(:r::text) || md5(:nonce::text), 'hex'), 'in_progress', NULL, NULL, now(), now() + interval '24 hours', now() + interval '60 seconds', false) ON CONFLICT DO NOTHING;
 SELECT "receivers"."id", "receivers"."subaccount_id", "receivers"."first_name", "receivers"."middle_name", "receivers"."last_name", "receivers"."email", "receivers"."gender", "receivers"."dob", "receivers"."dialcode", "receivers"."phone", "receivers"."address", "receivers"."address2", "receivers"."city", "receivers"."state", "receivers"."country", "receivers"."postcode", "receivers"."reference", "receivers"."applicant_id", "receivers"."status", "receivers"."kyc_status", "receivers"."created_at", "receivers"."updated_at", "receivers"."email_normalized" FROM "receivers" WHERE (("receivers"."id" = md5(:tag || 'r' || :i)::uuid) AND ("receivers"."subaccount_id" = :sub)) LIMIT 1;

@@ -2,9 +2,9 @@
 -- trip per statement (run by `cargo xtask bench api`, case post-receiver).
 --
 -- Mirrors, as of this commit:
---   1. authentication, `AuthService::authenticate` (crates/domain/src/auth/service.rs):
---      `CredentialStore::find_credential`, then `record_nonce` (POST nonces are single use)
---      (crates/adapters-postgres/src/stores/credentials.rs);
+--   1. authentication, `AuthService::authenticate` (crates/domain/src/auth/service.rs): the
+--      key from memory (`CachedCredentials`, see get_receiver.sql), then `record_nonce` (POST
+--      nonces are single use) (crates/adapters-postgres/src/stores/credentials.rs);
 --   2. `ReceiverStore::insert_receiver` (stores/receivers.rs), called by
 --      `ReceiverService::create` (crates/domain/src/receiver/service.rs): one transaction with
 --      the receiver row and its `receiverCreated` event (`insert_events`, stores/outbox.rs).
@@ -19,10 +19,9 @@
 --     payoutd's own events (a claim and a recorded attempt, each one statement per batch of
 --     events, recording them skipped) is work payoutd does that this script does not.
 --
--- Variables (payoutd-bench passes them with -D): apikey, keyid (the key's id), sub.
+-- Variables (payoutd-bench passes them with -D): keyid (the key's id), sub.
 \set r random(1, 9000000000000000000)
 \set nonce random(1000000000000, 9000000000000000000)
-SELECT "api_keys"."id", "api_keys"."subaccount_id", "api_keys"."secret_ciphertext", "subaccounts"."require_signature_v2" FROM ("api_keys" INNER JOIN "subaccounts" ON ("api_keys"."subaccount_id" = "subaccounts"."id")) WHERE (("api_keys"."api_key" = :apikey) AND ("api_keys"."revoked_at" IS NULL)) LIMIT 1;
 INSERT INTO "request_nonces" ("api_key_id", "nonce", "subaccount_id", "seen_at") VALUES (:keyid, :nonce, :sub, now()) ON CONFLICT DO NOTHING;
 BEGIN;
 INSERT INTO "receivers" ("id", "subaccount_id", "first_name", "middle_name", "last_name", "email", "gender", "dob", "dialcode", "phone", "address", "address2", "city", "state", "country", "postcode", "reference", "applicant_id", "status", "kyc_status", "created_at", "updated_at", "email_normalized") VALUES (md5('nr' || :r)::uuid, :sub, 'Olivia', '', 'Smith', 'olivia.smith.' || :r || '@example.com', 'F', '1990-12-10', '61', '412345678', '1 George Street', '', 'Sydney', 'NSW', 'AUS', '2000', 'CUST-' || :r, 'sbx_app_' || md5('na' || :r), 1, 0, now(), now(), 'olivia.smith.' || :r || '@example.com');

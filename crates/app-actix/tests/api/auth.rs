@@ -1,6 +1,10 @@
 //! Authentication (contract §2): every AUTH code, replay, v2, revocation.
 
-use crate::helpers::{Reply, Tenant, TestApp, now_ms, receiver_body, sign, spawn_app, subaccount};
+use std::time::Duration;
+
+use crate::helpers::{
+    Reply, Tenant, TestApp, now_ms, receiver_body, sign, spawn_app, spawn_app_with, subaccount,
+};
 
 async fn get_with(
     app: &TestApp,
@@ -176,7 +180,7 @@ async fn v2_signs_method_path_and_body_and_can_be_required() {
 }
 
 #[tokio::test]
-async fn a_revoked_key_stops_at_once_and_a_second_key_keeps_working() {
+async fn without_the_credential_cache_a_revoked_key_stops_at_once_and_a_second_key_keeps_working() {
     let app = spawn_app().await;
     let second = app.admin.issue_key(subaccount(&app.a)).await.unwrap();
     let rotated = Tenant {
@@ -189,4 +193,31 @@ async fn a_revoked_key_stops_at_once_and_a_second_key_keeps_working() {
     app.admin.revoke_key(&app.a.api_key).await.unwrap();
     only(&app.get(&app.a, &path).await, 401, "AUTH102");
     assert_eq!(app.get(&rotated, &path).await.status, 200);
+}
+
+#[tokio::test]
+async fn with_the_credential_cache_a_revoked_key_stops_within_its_time() {
+    let path = |app: &TestApp| format!("/api/subaccount/{}", app.a.subaccount_id);
+    // One worker, so the key the first request looks up is the one every later request finds.
+    let kept = spawn_app_with(|c| {
+        c.workers = 1;
+        c.credential_cache = Duration::from_secs(60);
+    })
+    .await;
+    assert_eq!(kept.get(&kept.a, &path(&kept)).await.status, 200);
+    kept.admin.revoke_key(&kept.a.api_key).await.unwrap();
+    // Served from memory: the revocation is not seen yet.
+    assert_eq!(kept.get(&kept.a, &path(&kept)).await.status, 200);
+
+    let short = spawn_app_with(|c| c.credential_cache = Duration::from_millis(300)).await;
+    assert_eq!(short.get(&short.a, &path(&short)).await.status, 200);
+    short.admin.revoke_key(&short.a.api_key).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    only(&short.get(&short.a, &path(&short)).await, 401, "AUTH102");
+    // A forged key is never kept, so nothing is served for it.
+    let forged = Tenant {
+        api_key: "pk_forged".to_owned(),
+        ..short.a.clone()
+    };
+    only(&short.get(&forged, &path(&short)).await, 401, "AUTH102");
 }

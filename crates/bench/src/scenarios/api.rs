@@ -634,7 +634,6 @@ async fn prepare<'a>(
     };
     let mut vars = vec![
         ("sub".to_owned(), sub.clone()),
-        ("apikey".to_owned(), key.api_key.clone()),
         ("keyid".to_owned(), key_id),
         ("tag".to_owned(), tag),
         ("receivers".to_owned(), args.receivers.to_string()),

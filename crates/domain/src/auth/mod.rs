@@ -1,12 +1,14 @@
 //! Request authentication (contract §2): API keys, HMAC request signatures v1 and v2, the
 //! freshness window and single-use POST nonces.
 
+pub mod cache;
 pub mod service;
 pub mod signature;
 
 use crate::ids::{ApiKeyId, SubaccountId};
 use crate::masking::Secret;
 
+pub use cache::CachedCredentials;
 pub use service::{AuthError, AuthService, SignedRequest};
 pub use signature::{SignatureHeader, SignatureVersion};
 

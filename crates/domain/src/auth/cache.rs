@@ -1,0 +1,294 @@
+//! A short-lived cache of active credentials in front of a [`CredentialStore`].
+//!
+//! Looking the API key up costs every authenticated request a database round trip, as much as
+//! the work a simple `GET` asks for. A credential found is kept for `ttl` (a second by default)
+//! and served from memory meanwhile; nonces still go to the store every time, so replay
+//! protection is unchanged. What the cache delays, by at most `ttl` on each server instance,
+//! is a revocation or a change of the subaccount's signature requirement. Keys that do not
+//! exist are never kept, so requests with made-up keys cannot fill the cache: it holds at
+//! most the keys that exist, and at most [`MAX_ENTRIES`] of them.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use chrono::{DateTime, Duration, Utc};
+
+use super::{Credential, NonceOutcome};
+use crate::error::PortError;
+use crate::ids::{ApiKeyId, SubaccountId};
+use crate::ports::{Clock, CredentialStore};
+
+/// Most credentials kept at once. Past it, expired entries are dropped, and if that is not
+/// enough, all of them (the next requests look their keys up again).
+pub const MAX_ENTRIES: usize = 10_000;
+
+/// [`CredentialStore`] that keeps found credentials for a while (see the module docs).
+pub struct CachedCredentials {
+    store: Arc<dyn CredentialStore>,
+    clock: Arc<dyn Clock>,
+    ttl: Duration,
+    found: Mutex<HashMap<String, (Credential, DateTime<Utc>)>>,
+}
+
+impl CachedCredentials {
+    /// Serves `store`'s credentials from memory for `ttl` after each lookup. A `ttl` of zero or
+    /// less keeps nothing: every lookup reaches the store.
+    pub fn new(store: Arc<dyn CredentialStore>, clock: Arc<dyn Clock>, ttl: Duration) -> Self {
+        Self {
+            store,
+            clock,
+            ttl,
+            found: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// How many credentials are kept now.
+    pub fn len(&self) -> usize {
+        self.entries().len()
+    }
+
+    /// Whether none is kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Credential, DateTime<Utc>)>> {
+        // The map stays consistent even if a holder panicked: every update is one call.
+        self.found.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn fresh(&self, api_key: &str, now: DateTime<Utc>) -> Option<Credential> {
+        let entries = self.entries();
+        let (credential, fetched_at) = entries.get(api_key)?;
+        (now - *fetched_at < self.ttl).then(|| credential.clone())
+    }
+
+    fn keep(&self, api_key: &str, credential: &Credential, now: DateTime<Utc>) {
+        let mut entries = self.entries();
+        if entries.len() >= MAX_ENTRIES && !entries.contains_key(api_key) {
+            let ttl = self.ttl;
+            entries.retain(|_, (_, fetched_at)| now - *fetched_at < ttl);
+            if entries.len() >= MAX_ENTRIES {
+                entries.clear();
+            }
+        }
+        entries.insert(api_key.to_owned(), (credential.clone(), now));
+    }
+}
+
+#[async_trait]
+impl CredentialStore for CachedCredentials {
+    async fn find_credential(&self, api_key: &str) -> Result<Option<Credential>, PortError> {
+        if self.ttl <= Duration::zero() {
+            return self.store.find_credential(api_key).await;
+        }
+        let now = self.clock.now();
+        if let Some(credential) = self.fresh(api_key, now) {
+            return Ok(Some(credential));
+        }
+        let found = self.store.find_credential(api_key).await?;
+        match &found {
+            Some(credential) => self.keep(api_key, credential, now),
+            // Revoked (or never existed): forget it at once.
+            None => {
+                self.entries().remove(api_key);
+            }
+        }
+        Ok(found)
+    }
+
+    async fn record_nonce(
+        &self,
+        api_key: ApiKeyId,
+        subaccount: SubaccountId,
+        nonce: i64,
+        seen_at: DateTime<Utc>,
+    ) -> Result<NonceOutcome, PortError> {
+        self.store
+            .record_nonce(api_key, subaccount, nonce, seen_at)
+            .await
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::sync::atomic::{AtomicI64, Ordering};
+
+    use super::*;
+    use crate::masking::Secret;
+    use crate::ports::MockCredentialStore;
+
+    /// A clock the test moves by hand.
+    struct Manual(AtomicI64);
+
+    impl Manual {
+        fn at(ms: i64) -> Arc<Self> {
+            Arc::new(Self(AtomicI64::new(ms)))
+        }
+        fn advance(&self, ms: i64) {
+            self.0.fetch_add(ms, Ordering::SeqCst);
+        }
+    }
+
+    impl Clock for Manual {
+        fn now(&self) -> DateTime<Utc> {
+            DateTime::from_timestamp_millis(self.0.load(Ordering::SeqCst)).unwrap()
+        }
+    }
+
+    const T0: i64 = 1_700_000_000_000;
+
+    fn credential(secret: &str) -> Credential {
+        Credential {
+            id: ApiKeyId::from_uuid(uuid::Uuid::from_u128(1)),
+            subaccount_id: SubaccountId::from_uuid(uuid::Uuid::from_u128(2)),
+            secret: Secret::new(secret.to_owned()),
+            require_signature_v2: false,
+        }
+    }
+
+    fn cache(store: MockCredentialStore, clock: &Arc<Manual>, ttl_ms: i64) -> CachedCredentials {
+        CachedCredentials::new(
+            Arc::new(store),
+            clock.clone(),
+            Duration::milliseconds(ttl_ms),
+        )
+    }
+
+    #[tokio::test]
+    async fn a_found_credential_is_served_from_memory_until_its_time_is_up() {
+        let mut store = MockCredentialStore::new();
+        let mut calls = mockall::Sequence::new();
+        store
+            .expect_find_credential()
+            .times(1)
+            .in_sequence(&mut calls)
+            .returning(|_| Ok(Some(credential("first"))));
+        store
+            .expect_find_credential()
+            .times(1)
+            .in_sequence(&mut calls)
+            .returning(|_| Ok(Some(credential("rotated"))));
+        let clock = Manual::at(T0);
+        let cache = cache(store, &clock, 1_000);
+
+        for _ in 0..3 {
+            let found = cache.find_credential("key").await.unwrap().unwrap();
+            assert_eq!(found.secret.expose(), "first");
+            clock.advance(300);
+        }
+        // 900 ms after the lookup: still the kept one. At 1 000 ms: looked up again.
+        clock.advance(100);
+        let found = cache.find_credential("key").await.unwrap().unwrap();
+        assert_eq!(found.secret.expose(), "rotated");
+        assert_eq!(cache.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_revoked_key_is_refused_once_its_time_is_up_and_forgotten() {
+        let mut store = MockCredentialStore::new();
+        let mut calls = mockall::Sequence::new();
+        store
+            .expect_find_credential()
+            .times(1)
+            .in_sequence(&mut calls)
+            .returning(|_| Ok(Some(credential("s"))));
+        store
+            .expect_find_credential()
+            .times(2)
+            .in_sequence(&mut calls)
+            .returning(|_| Ok(None));
+        let clock = Manual::at(T0);
+        let cache = cache(store, &clock, 1_000);
+        assert!(cache.find_credential("key").await.unwrap().is_some());
+        clock.advance(1_000);
+        assert!(cache.find_credential("key").await.unwrap().is_none());
+        assert!(cache.is_empty());
+        // Not kept as a miss either: the next request asks the store again.
+        assert!(cache.find_credential("key").await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn unknown_keys_and_store_failures_are_not_kept() {
+        let mut store = MockCredentialStore::new();
+        store
+            .expect_find_credential()
+            .withf(|key| key == "made-up")
+            .times(2)
+            .returning(|_| Ok(None));
+        store
+            .expect_find_credential()
+            .withf(|key| key == "down")
+            .times(2)
+            .returning(|_| Err(PortError::Unavailable(anyhow::anyhow!("database down"))));
+        let clock = Manual::at(T0);
+        let cache = cache(store, &clock, 60_000);
+        for _ in 0..2 {
+            assert!(cache.find_credential("made-up").await.unwrap().is_none());
+            assert!(cache.find_credential("down").await.is_err());
+        }
+        assert!(cache.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_zero_time_to_live_keeps_nothing() {
+        let mut store = MockCredentialStore::new();
+        store
+            .expect_find_credential()
+            .times(3)
+            .returning(|_| Ok(Some(credential("s"))));
+        let clock = Manual::at(T0);
+        let cache = cache(store, &clock, 0);
+        for _ in 0..3 {
+            assert!(cache.find_credential("key").await.unwrap().is_some());
+        }
+        assert!(cache.is_empty());
+    }
+
+    #[tokio::test]
+    async fn nonces_always_reach_the_store() {
+        let mut store = MockCredentialStore::new();
+        store
+            .expect_record_nonce()
+            .withf(|_, _, nonce, _| *nonce == 42)
+            .times(2)
+            .returning(|_, _, _, _| Ok(NonceOutcome::Fresh));
+        let clock = Manual::at(T0);
+        let cache = cache(store, &clock, 60_000);
+        let c = credential("s");
+        for _ in 0..2 {
+            let outcome = cache
+                .record_nonce(c.id, c.subaccount_id, 42, clock.now())
+                .await
+                .unwrap();
+            assert_eq!(outcome, NonceOutcome::Fresh);
+        }
+    }
+
+    #[tokio::test]
+    async fn past_the_limit_expired_entries_go_first_then_all() {
+        let mut store = MockCredentialStore::new();
+        store
+            .expect_find_credential()
+            .returning(|_| Ok(Some(credential("s"))));
+        let clock = Manual::at(T0);
+        let cache = cache(store, &clock, 1_000);
+        for i in 0..MAX_ENTRIES {
+            cache.find_credential(&format!("old-{i}")).await.unwrap();
+        }
+        assert_eq!(cache.len(), MAX_ENTRIES);
+        // The old ones have expired: adding one more drops them.
+        clock.advance(1_000);
+        cache.find_credential("new").await.unwrap();
+        assert_eq!(cache.len(), 1);
+        // All fresh and full: adding one more starts over.
+        for i in 1..MAX_ENTRIES {
+            cache.find_credential(&format!("fresh-{i}")).await.unwrap();
+        }
+        assert_eq!(cache.len(), MAX_ENTRIES);
+        cache.find_credential("one-more").await.unwrap();
+        assert_eq!(cache.len(), 1);
+    }
+}
