@@ -129,7 +129,8 @@ async fn a_post_nonce_is_accepted_once_and_gets_are_repeatable() {
 
 #[tokio::test]
 async fn v2_signs_method_path_and_body_and_can_be_required() {
-    let app = spawn_app().await;
+    // Without the credential cache, so that requiring v2 applies to the very next request.
+    let app = spawn_app_with(|c| c.credential_cache = Duration::ZERO).await;
     let path = "/api/receiver";
     let body = serde_json::to_vec(&receiver_body(&app.a, "v2@example.com")).unwrap();
     let v2 = |body_signed: &[u8]| sign(&app.a, now_ms(), Some(("POST", path, body_signed)));
@@ -181,7 +182,7 @@ async fn v2_signs_method_path_and_body_and_can_be_required() {
 
 #[tokio::test]
 async fn without_the_credential_cache_a_revoked_key_stops_at_once_and_a_second_key_keeps_working() {
-    let app = spawn_app().await;
+    let app = spawn_app_with(|c| c.credential_cache = Duration::ZERO).await;
     let second = app.admin.issue_key(subaccount(&app.a)).await.unwrap();
     let rotated = Tenant {
         api_key: second.api_key,

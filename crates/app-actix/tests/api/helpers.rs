@@ -105,9 +105,9 @@ pub async fn spawn_app_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
         sandbox: true,
         workers: 2,
         signature_window: Duration::from_secs(300),
-        // Tests that revoke keys or change signature requirements see the change at once; the
-        // cache has tests of its own (auth.rs, and the domain's unit tests).
-        credential_cache: Duration::ZERO,
+        // As in production (the default of PAYOUT_CREDENTIAL_CACHE_MS). Tests that revoke keys
+        // or change signature requirements and expect it at once turn it off.
+        credential_cache: Duration::from_secs(1),
         public_url: "http://payoutd.test".to_owned(),
         delivery: DeliveryConfig {
             timeout: Duration::from_secs(2),
