@@ -471,3 +471,114 @@ pub async fn run<W: Workload>(workload: Arc<W>, config: &LoadConfig) -> anyhow::
         first_problem,
     })
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    use super::*;
+
+    /// Asks for `/echo/<seq>` and expects the path back.
+    struct Echo;
+
+    impl Workload for Echo {
+        type Tag = String;
+
+        fn kinds(&self) -> &[&'static str] {
+            &["echo"]
+        }
+
+        fn request(&self, seq: u64) -> Request<String> {
+            let path = format!("/echo/{seq}");
+            Request {
+                method: reqwest::Method::GET,
+                path: path.clone(),
+                body: Vec::new(),
+                headers: Vec::new(),
+                kind: 0,
+                tag: path,
+            }
+        }
+
+        fn check(&self, tag: &String, body: &[u8]) -> bool {
+            body == tag.as_bytes()
+        }
+    }
+
+    /// A server that reads one request per connection and, when `answer`, sends the path back
+    /// with `connection: close`; otherwise it hangs up without a word. Counts connections.
+    async fn one_shot_server(answer: bool) -> (String, Arc<AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&accepted);
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                counter.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let mut head = Vec::new();
+                    let mut buf = [0u8; 1024];
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match socket.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => head.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    if answer {
+                        let text = String::from_utf8_lossy(&head).into_owned();
+                        let path = text.split(' ').nth(1).unwrap_or("").to_owned();
+                        let reply = format!(
+                            "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{path}",
+                            path.len()
+                        );
+                        let _ = socket.write_all(reply.as_bytes()).await;
+                    }
+                });
+            }
+        });
+        (base, accepted)
+    }
+
+    fn config(base_url: String, requests: u64) -> LoadConfig {
+        LoadConfig {
+            base_url,
+            concurrency: 2,
+            requests,
+            duration: None,
+            first_seq: 0,
+            keys: vec![Credentials::new("pk_test", "secret")],
+        }
+    }
+
+    #[tokio::test]
+    async fn a_connection_the_server_closes_is_opened_again_for_the_next_request() {
+        let (base, accepted) = one_shot_server(true).await;
+        let result = run(Arc::new(Echo), &config(base, 20)).await.unwrap();
+        assert_eq!(result.overall.requests(), 20);
+        assert_eq!((result.overall.errors, result.overall.wrong), (0, 0));
+        assert_eq!(result.statuses.get(&200), Some(&20));
+        // Every answer closed its connection, so every request opened one.
+        assert_eq!(accepted.load(Ordering::SeqCst), 20);
+    }
+
+    #[tokio::test]
+    async fn requests_without_an_answer_are_counted_not_fatal() {
+        let (base, _) = one_shot_server(false).await;
+        let result = run(Arc::new(Echo), &config(base, 6)).await.unwrap();
+        assert_eq!(result.overall.requests(), 6);
+        assert_eq!(result.overall.unanswered, 6);
+        assert_eq!(result.overall.errors, 6);
+        assert_eq!(result.statuses.get(&0), Some(&6));
+        assert!(result.first_problem.is_some());
+    }
+
+    #[tokio::test]
+    async fn only_plain_http_base_urls_are_accepted() {
+        let result = run(Arc::new(Echo), &config("https://127.0.0.1:1".to_owned(), 1)).await;
+        assert!(result.is_err());
+    }
+}

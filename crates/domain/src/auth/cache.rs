@@ -267,6 +267,28 @@ mod tests {
         }
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_lookups_all_get_the_credential_and_leave_one_entry() {
+        let mut store = MockCredentialStore::new();
+        store
+            .expect_find_credential()
+            .withf(|key| key == "key")
+            .returning(|_| Ok(Some(credential("s"))));
+        let clock = Manual::at(T0);
+        let cache = Arc::new(cache(store, &clock, 60_000));
+        let lookups: Vec<_> = (0..64)
+            .map(|_| {
+                let cache = Arc::clone(&cache);
+                tokio::spawn(async move { cache.find_credential("key").await })
+            })
+            .collect();
+        for lookup in lookups {
+            let found = lookup.await.unwrap().unwrap().unwrap();
+            assert_eq!(found.secret.expose(), "s");
+        }
+        assert_eq!(cache.len(), 1);
+    }
+
     #[tokio::test]
     async fn past_the_limit_expired_entries_go_first_then_all() {
         let mut store = MockCredentialStore::new();
