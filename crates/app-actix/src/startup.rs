@@ -275,9 +275,9 @@ pub const DELIVERY_SIGNAL_SPACING: Duration = Duration::from_millis(25);
 /// never the other events (or other subaccounts) behind it. Claims are made at once while they
 /// come back full, [`DELIVERY_GATHER`] after `committed` signals that this process committed
 /// new events (but not within [`DELIVERY_SIGNAL_SPACING`] of the last claim), and otherwise
-/// every `poll` (which finds the events other instances wrote). On
-/// stop, the attempts in flight finish and are recorded; nothing is left claimed but unrecorded
-/// except by a crash (the lease covers that).
+/// every `poll` (which finds the events other instances wrote). On stop, the attempts in flight
+/// finish and are recorded; nothing is left claimed but unrecorded except by a crash (the lease
+/// covers that).
 pub async fn run_delivery(
     worker: Arc<DeliveryWorker>,
     poll: Duration,
