@@ -28,10 +28,10 @@ use crate::schema::idempotency_keys;
 
 /// A key this request holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct ActiveClaim {
-    subaccount: Uuid,
-    key: String,
-    lease_until: DateTime<Utc>,
+pub(crate) struct ActiveClaim {
+    pub(crate) subaccount: Uuid,
+    pub(crate) key: String,
+    pub(crate) lease_until: DateTime<Utc>,
 }
 
 /// Where a request's claim is kept while the request runs.
@@ -60,8 +60,16 @@ pub async fn within<F: Future>(slot: ClaimSlot, request: F) -> F::Output {
     SLOT.scope(slot, request).await
 }
 
-fn current() -> Option<ActiveClaim> {
+/// The running request's claim, if it holds one.
+pub(crate) fn current() -> Option<ActiveClaim> {
     SLOT.try_with(ClaimSlot::get).ok().flatten()
+}
+
+/// The error that rolls back a business transaction whose request no longer holds its key.
+pub(crate) fn not_own() -> diesel::result::Error {
+    diesel::result::Error::QueryBuilderError(
+        "the request's idempotency key is no longer its own; not writing".into(),
+    )
 }
 
 /// Inside a business transaction: marks the running request's claim committed, where the claim
@@ -79,13 +87,7 @@ pub(crate) async fn mark_committed(
         .set(idempotency_keys::committed.eq(true))
         .execute(conn)
         .await?;
-    if marked == 1 {
-        Ok(())
-    } else {
-        Err(diesel::result::Error::QueryBuilderError(
-            "the request's idempotency key is no longer its own; not writing".into(),
-        ))
-    }
+    if marked == 1 { Ok(()) } else { Err(not_own()) }
 }
 
 type KeyRow = (
