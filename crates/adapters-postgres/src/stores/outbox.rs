@@ -41,33 +41,35 @@ pub(crate) async fn insert_events(
     Ok(())
 }
 
-/// One event, with the next sequence number of its object (`$1`–`$6`: id, subaccount, object,
-/// type, payload, time).
-const INSERT_EVENT: &str = "\
-    WITH seq AS ( \
-      INSERT INTO outbox_sequences (object_id, subaccount_id, last_sequence) VALUES ($3, $2, 1) \
-      ON CONFLICT (object_id) DO UPDATE SET last_sequence = outbox_sequences.last_sequence + 1 \
-      RETURNING last_sequence AS n) \
-    INSERT INTO outbox_events \
-      (id, subaccount_id, object_id, sequence, event_type, payload, created_at, next_attempt_at) \
-    SELECT $1, $2, $3, seq.n, $4, $5 || jsonb_build_object('sequence', seq.n), $6, $6 FROM seq";
+/// The part both event statements share: the object's next sequence number, then the event
+/// (`$1`–`$6`: id, subaccount, object, type, payload, time). A macro so that `concat!` can
+/// build both statements at compile time.
+macro_rules! sequenced_event_insert {
+    () => {
+        "seq AS ( \
+           INSERT INTO outbox_sequences (object_id, subaccount_id, last_sequence) VALUES ($3, $2, 1) \
+           ON CONFLICT (object_id) DO UPDATE SET last_sequence = outbox_sequences.last_sequence + 1 \
+           RETURNING last_sequence AS n) \
+         INSERT INTO outbox_events \
+           (id, subaccount_id, object_id, sequence, event_type, payload, created_at, next_attempt_at) \
+         SELECT $1, $2, $3, seq.n, $4, $5 || jsonb_build_object('sequence', seq.n), $6, $6 FROM seq"
+    };
+}
+
+/// One event, with the next sequence number of its object.
+const INSERT_EVENT: &str = concat!("WITH ", sequenced_event_insert!());
 
 /// [`INSERT_EVENT`] that also marks the request's idempotency key committed where its claim
 /// still holds (`$7`–`$9`: subaccount, key, lease deadline), returning how many keys it marked.
-const INSERT_EVENT_MARKING_KEY: &str = "\
-    WITH mark AS ( \
-      UPDATE idempotency_keys SET committed = true \
-      WHERE subaccount_id = $7 AND idempotency_key = $8 AND locked_until = $9 \
-        AND state = 'in_progress' \
-      RETURNING 1), \
-    seq AS ( \
-      INSERT INTO outbox_sequences (object_id, subaccount_id, last_sequence) VALUES ($3, $2, 1) \
-      ON CONFLICT (object_id) DO UPDATE SET last_sequence = outbox_sequences.last_sequence + 1 \
-      RETURNING last_sequence AS n) \
-    INSERT INTO outbox_events \
-      (id, subaccount_id, object_id, sequence, event_type, payload, created_at, next_attempt_at) \
-    SELECT $1, $2, $3, seq.n, $4, $5 || jsonb_build_object('sequence', seq.n), $6, $6 FROM seq \
-    RETURNING (SELECT count(*) FROM mark) AS marked";
+const INSERT_EVENT_MARKING_KEY: &str = concat!(
+    "WITH mark AS ( \
+       UPDATE idempotency_keys SET committed = true \
+       WHERE subaccount_id = $7 AND idempotency_key = $8 AND locked_until = $9 \
+         AND state = 'in_progress' \
+       RETURNING 1), ",
+    sequenced_event_insert!(),
+    " RETURNING (SELECT count(*) FROM mark) AS marked"
+);
 
 #[derive(QueryableByName)]
 struct Marked {
