@@ -157,20 +157,24 @@ mod tests {
         )
     }
 
-    #[tokio::test]
-    async fn a_found_credential_is_served_from_memory_until_its_time_is_up() {
+    /// A store that answers lookups in turn: `times` lookups with each secret (`None`: no
+    /// such key), and nothing more.
+    fn answering(answers: &[(usize, Option<&'static str>)]) -> MockCredentialStore {
         let mut store = MockCredentialStore::new();
         let mut calls = mockall::Sequence::new();
+        for &(times, secret) in answers {
+            store
+                .expect_find_credential()
+                .times(times)
+                .in_sequence(&mut calls)
+                .returning(move |_| Ok(secret.map(credential)));
+        }
         store
-            .expect_find_credential()
-            .times(1)
-            .in_sequence(&mut calls)
-            .returning(|_| Ok(Some(credential("first"))));
-        store
-            .expect_find_credential()
-            .times(1)
-            .in_sequence(&mut calls)
-            .returning(|_| Ok(Some(credential("rotated"))));
+    }
+
+    #[tokio::test]
+    async fn a_found_credential_is_served_from_memory_until_its_time_is_up() {
+        let store = answering(&[(1, Some("first")), (1, Some("rotated"))]);
         let clock = Manual::at(T0);
         let cache = cache(store, &clock, 1_000);
 
@@ -188,18 +192,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_revoked_key_is_refused_once_its_time_is_up_and_forgotten() {
-        let mut store = MockCredentialStore::new();
-        let mut calls = mockall::Sequence::new();
-        store
-            .expect_find_credential()
-            .times(1)
-            .in_sequence(&mut calls)
-            .returning(|_| Ok(Some(credential("s"))));
-        store
-            .expect_find_credential()
-            .times(2)
-            .in_sequence(&mut calls)
-            .returning(|_| Ok(None));
+        let store = answering(&[(1, Some("s")), (2, None)]);
         let clock = Manual::at(T0);
         let cache = cache(store, &clock, 1_000);
         assert!(cache.find_credential("key").await.unwrap().is_some());
