@@ -5,6 +5,7 @@
 //! duplicate outcome, a missing row `Ok(None)`, a pool or connection failure
 //! `PortError::Unavailable`; `diesel::result::Error` never leaves this crate.
 
+mod cached;
 mod errors;
 pub mod migrate;
 pub mod pool;

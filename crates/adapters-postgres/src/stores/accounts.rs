@@ -15,6 +15,7 @@ use uuid::Uuid;
 use super::PgStore;
 use super::outbox::insert_events;
 use super::payouts::{Waiting, react};
+use crate::cached::CachedExt;
 use crate::errors::{from_diesel, unique_violation};
 use crate::schema::{account_confirmations, receiver_accounts};
 use crate::vault::Vault;
@@ -303,6 +304,7 @@ impl AccountStore for PgStore {
                         .filter(account_confirmations::account_id.eq(id))
                         .filter(account_confirmations::used_at.is_null())
                         .set(account_confirmations::used_at.eq(at))
+                        .cached()
                         .execute(conn)
                         .await?;
                     if used != 1 {
@@ -321,6 +323,7 @@ impl AccountStore for PgStore {
                         receiver_accounts::confirm_status.eq(confirm_status),
                         receiver_accounts::updated_at.eq(at),
                     ))
+                    .cached()
                     .execute(conn)
                     .await?;
                 if updated != 1 {

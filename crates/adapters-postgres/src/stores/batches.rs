@@ -19,6 +19,7 @@ use uuid::Uuid;
 use super::PgStore;
 use super::outbox::insert_events;
 use super::payouts::{PayoutAbort, PayoutRow, apply_change};
+use crate::cached::CachedExt;
 use crate::errors::from_diesel;
 use crate::schema::{batches, payouts};
 
@@ -141,6 +142,7 @@ impl BatchStore for PgStore {
                         batches::claimed_until.eq(leased.then_some(lease_until)),
                         batches::updated_at.eq(plan.batch.updated_at),
                     ))
+                    .cached()
                     .execute(conn)
                     .await?;
                 insert_events(conn, &plan.events).await?;
@@ -182,6 +184,7 @@ impl BatchStore for PgStore {
                 };
                 diesel::update(batches::table.find(row.id))
                     .set(batches::claimed_until.eq(lease_until))
+                    .cached()
                     .execute(conn)
                     .await?;
                 let payouts = locked_payouts(conn, row.id, PayoutStatus::InProgress).await?;
@@ -218,6 +221,7 @@ impl BatchStore for PgStore {
                         batches::claimed_until.eq(None::<DateTime<Utc>>),
                         batches::updated_at.eq(submitted.updated_at),
                     ))
+                    .cached()
                     .execute(conn)
                     .await?;
                 if moved != 1 {
@@ -227,6 +231,7 @@ impl BatchStore for PgStore {
                     diesel::update(payouts::table.find(receipt.payout_id.as_uuid()))
                         .filter(payouts::batch_id.eq(id))
                         .set(payouts::provider_reference.eq(&receipt.provider_reference))
+                        .cached()
                         .execute(conn)
                         .await?;
                 }
@@ -310,6 +315,7 @@ impl BatchStore for PgStore {
                         batches::total_failed.eq(total_failed),
                         batches::updated_at.eq(now),
                     ))
+                    .cached()
                     .execute(conn)
                     .await?;
                 let finished = Batch {
@@ -340,6 +346,7 @@ impl BatchStore for PgStore {
             .filter(batches::status.eq(BatchStatus::Open.as_str()))
             .set(batches::batch_run_time.eq(now))
             .returning(BatchRow::as_returning())
+            .cached()
             .get_result(&mut conn)
             .await
             .optional()

@@ -19,6 +19,7 @@ use domain::masking::Secret;
 use uuid::Uuid;
 
 use super::PgStore;
+use crate::cached::CachedExt;
 use crate::errors::from_diesel;
 use crate::schema::{subaccounts, webhook_endpoints};
 
@@ -153,6 +154,7 @@ impl DeliveryStore for PgStore {
         .bind::<Timestamptz, _>(now)
         .bind::<Integer, _>(i32::try_from(limit).unwrap_or(i32::MAX))
         .bind::<Timestamptz, _>(now + lease)
+        .cached()
         .load(&mut conn)
         .await
         .map_err(from_diesel)?;
@@ -220,6 +222,7 @@ impl PgStore {
             .bind::<Array<Nullable<SmallInt>>, _>(&columns.status_code)
             .bind::<Array<Integer>, _>(&columns.latency_ms)
             .bind::<Array<Nullable<Text>>, _>(&columns.error)
+            .cached()
             .load(&mut conn)
             .await
             .map_err(from_diesel)?;

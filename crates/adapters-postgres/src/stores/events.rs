@@ -11,6 +11,7 @@ use domain::ports::{
 use uuid::Uuid;
 
 use super::PgStore;
+use crate::cached::CachedExt;
 use crate::errors::from_diesel;
 use crate::schema::{outbox_events, webhook_attempts};
 
@@ -208,6 +209,7 @@ impl PgStore {
             ResendSelection::One(id) => {
                 diesel::update(outbox_events::table.find(id.as_uuid()))
                     .set(reset)
+                    .cached()
                     .execute(&mut conn)
                     .await
             }
@@ -221,6 +223,7 @@ impl PgStore {
                     .filter(outbox_events::created_at.ge(since))
                     .filter(outbox_events::created_at.lt(until))
                     .set(reset)
+                    .cached()
                     .execute(&mut conn)
                     .await
             }

@@ -23,6 +23,7 @@ use domain::ids::SubaccountId;
 use uuid::Uuid;
 
 use super::PgStore;
+use crate::cached::CachedExt;
 use crate::errors::from_diesel;
 use crate::schema::idempotency_keys;
 
@@ -85,6 +86,7 @@ pub(crate) async fn mark_committed(
         .filter(idempotency_keys::locked_until.eq(claim.lease_until))
         .filter(idempotency_keys::state.eq("in_progress"))
         .set(idempotency_keys::committed.eq(true))
+        .cached()
         .execute(conn)
         .await?;
     if marked == 1 { Ok(()) } else { Err(not_own()) }
@@ -171,6 +173,7 @@ impl IdempotencyStore for PgStore {
                     Decision::TakeOver => {
                         diesel::update(idempotency_keys::table.find((sub, key.as_str())))
                             .set(fresh.clone())
+                            .cached()
                             .execute(conn)
                             .await?;
                         Ok(ClaimOutcome::Claimed { lease_until })
@@ -212,6 +215,7 @@ impl IdempotencyStore for PgStore {
                     idempotency_keys::response_body.eq(body),
                     idempotency_keys::locked_until.eq(None::<DateTime<Utc>>),
                 ))
+                .cached()
                 .execute(&mut conn)
                 .await
                 .map_err(from_diesel)?;

@@ -3,6 +3,8 @@
 use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Jsonb, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
+
+use crate::cached::CachedExt;
 use domain::events::OutboxEvent;
 
 /// Inserts `events` on `conn` (which must be inside the use case's transaction). Each gets the
@@ -21,13 +23,17 @@ pub(crate) async fn insert_events(
     };
     match super::idempotency::current() {
         None => {
-            event_statement!(INSERT_EVENT, first).execute(conn).await?;
+            event_statement!(INSERT_EVENT, first)
+                .cached()
+                .execute(conn)
+                .await?;
         }
         Some(claim) => {
             let marked: Vec<Marked> = event_statement!(INSERT_EVENT_MARKING_KEY, first)
                 .bind::<SqlUuid, _>(claim.subaccount)
                 .bind::<Text, _>(claim.key)
                 .bind::<Timestamptz, _>(claim.lease_until)
+                .cached()
                 .load(conn)
                 .await?;
             if marked.into_iter().next().map(|m| m.marked) != Some(1) {
@@ -36,7 +42,10 @@ pub(crate) async fn insert_events(
         }
     }
     for event in rest {
-        event_statement!(INSERT_EVENT, event).execute(conn).await?;
+        event_statement!(INSERT_EVENT, event)
+            .cached()
+            .execute(conn)
+            .await?;
     }
     Ok(())
 }

@@ -18,6 +18,7 @@ use uuid::Uuid;
 use super::PgStore;
 use super::accounts::AccountRow;
 use super::outbox::insert_events;
+use crate::cached::CachedExt;
 use crate::errors::{from_diesel, unique_violation};
 use crate::schema::{
     balances, batches, fee_templates, ledger_entries, payouts, receiver_accounts, receivers,
@@ -222,6 +223,7 @@ pub(crate) async fn insert_entries(
     .bind::<Array<BigInt>, _>(pending)
     .bind::<Array<Nullable<SqlUuid>>, _>(payouts)
     .bind::<Array<Timestamptz>, _>(created)
+    .cached()
     .execute(conn)
     .await?;
     Ok(())
@@ -412,6 +414,8 @@ impl PayoutStore for PgStore {
         let rows: Vec<PayoutRow> = query
             .order((payouts::created_at.desc(), payouts::id.desc()))
             .limit(i64::from(page.limit) + 1)
+            // Bounded: one text per combination of filters.
+            .cached()
             .load(&mut conn)
             .await
             .map_err(from_diesel)?;
@@ -507,6 +511,7 @@ impl PayoutStore for PgStore {
                             balances::pending.eq(balances::pending + total),
                             balances::updated_at.eq(row.created_at),
                         ))
+                        .cached()
                         .execute(conn)
                         .await?;
                 if held != 1 {
@@ -672,6 +677,7 @@ pub(crate) async fn apply_change(
             payouts::receiver_is_invalid.eq(p.receiver_is_invalid),
             payouts::failure_reason.eq(&p.failure_reason),
         ))
+        .cached()
         .execute(conn)
         .await?;
     if moved != 1 {
@@ -688,6 +694,7 @@ pub(crate) async fn apply_change(
                 balances::pending.eq(balances::pending + pending),
                 balances::updated_at.eq(at),
             ))
+            .cached()
             .execute(conn)
             .await?;
         if applied != 1 {
@@ -705,6 +712,7 @@ pub(crate) async fn apply_change(
                 receiver_accounts::status.eq(AccountStatus::Failed.as_str()),
                 receiver_accounts::updated_at.eq(failure.updated_at),
             ))
+            .cached()
             .execute(conn)
             .await?;
         if failed == 1 {

@@ -17,6 +17,7 @@ use domain::receiver::{KycStatus, Receiver};
 use super::PgStore;
 use super::outbox::insert_events;
 use super::payouts::{PayoutAbort, Waiting, react};
+use crate::cached::CachedExt;
 use crate::errors::{from_diesel, unique_violation};
 use crate::rows::ReceiverRow;
 use crate::schema::receivers;
@@ -100,6 +101,7 @@ impl ReceiverStore for PgStore {
                         receivers::kyc_status.eq(kyc),
                         receivers::updated_at.eq(at),
                     ))
+                    .cached()
                     .execute(conn)
                     .await?;
                 if updated != 1 {
