@@ -3,15 +3,18 @@
 //!
 //! The scripts live in `crates/bench/sql/` (each says which store code it mirrors) and are
 //! compiled into the harness; a run writes them to the out dir and runs
-//! `pgbench -n -M prepared -r -c <clients> -j <threads> -T <seconds> -D name=value... -f script@w`
+//! `pgbench -n -M prepared -r -l -c <clients> -j <threads> -T <seconds> -D name=value... -f script@w`
 //! with the output kept in a log file. `-M prepared` matches the service, whose store prepares
-//! each statement once per connection.
+//! each statement once per connection. `-l` logs every transaction's latency (a line each,
+//! a few µs of pgbench's CPU), read back into a histogram, so that the database's own
+//! percentiles stand beside payoutd's.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 use anyhow::Context;
+use hdrhistogram::Histogram;
 
 /// The pgbench binary.
 #[derive(Debug, Clone)]
@@ -45,6 +48,8 @@ pub struct PgbenchResult {
     pub latency_avg_ms: f64,
     /// Per script, in the order given.
     pub scripts: Vec<ScriptStats>,
+    /// Every transaction's latency, µs (from pgbench's `-l` logs).
+    pub latencies: Option<Histogram<u64>>,
 }
 
 impl PgbenchResult {
@@ -53,8 +58,21 @@ impl PgbenchResult {
         self.transactions as f64 / self.busy_seconds.max(1e-9)
     }
 
+    /// The latency at `quantile` (0.99 for p99) in ms, when the transactions were logged.
+    pub fn millis_at(&self, quantile: f64) -> Option<f64> {
+        self.latencies
+            .as_ref()
+            .filter(|h| !h.is_empty())
+            .map(|h| h.value_at_quantile(quantile) as f64 / 1000.0)
+    }
+
     /// Adds another run of the same scripts (latencies weighted by transactions).
-    pub fn merge(&mut self, other: &PgbenchResult) {
+    pub fn merge(&mut self, other: &PgbenchResult) -> anyhow::Result<()> {
+        match (&mut self.latencies, &other.latencies) {
+            (Some(mine), Some(theirs)) => mine.add(theirs).context("adding pgbench latencies")?,
+            (mine @ None, Some(theirs)) => *mine = Some(theirs.clone()),
+            (_, None) => {}
+        }
         let weighted = |a: f64, na: u64, b: f64, nb: u64| {
             (a * na as f64 + b * nb as f64) / (na + nb).max(1) as f64
         };
@@ -83,7 +101,46 @@ impl PgbenchResult {
         self.transactions += other.transactions;
         self.failed += other.failed;
         self.busy_seconds += other.busy_seconds;
+        Ok(())
     }
+}
+
+/// Reads pgbench's per-transaction logs (`-l`: one file per thread, named `<prefix>.<pid>` and
+/// `<prefix>.<pid>.<thread>`) into a histogram of µs, deleting them.
+fn read_latency_logs(dir: &Path, prefix: &str) -> anyhow::Result<Histogram<u64>> {
+    let mut histogram = Histogram::new_with_bounds(1, 60_000_000, 3)?;
+    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
+        let path = entry?.path();
+        let ours = path.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+            n.strip_prefix(prefix)
+                .is_some_and(|rest| rest.starts_with('.'))
+        });
+        if !ours {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        add_latency_lines(&mut histogram, &text)
+            .with_context(|| format!("in {}", path.display()))?;
+        std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+    }
+    Ok(histogram)
+}
+
+/// Adds the latencies of a pgbench transaction log: `client_id transaction_no time script_no
+/// time_epoch time_us [schedule_lag]`, `time` in µs (`failed` or `skipped` for transactions
+/// without one, which are left out).
+fn add_latency_lines(histogram: &mut Histogram<u64>, text: &str) -> anyhow::Result<()> {
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let field = line
+            .split_whitespace()
+            .nth(2)
+            .with_context(|| format!("short line {line:?}"))?;
+        if let Ok(micros) = field.parse::<u64>() {
+            histogram.saturating_record(micros.max(1));
+        }
+    }
+    Ok(())
 }
 
 /// The number after `prefix` on the first line that holds it.
@@ -108,6 +165,7 @@ fn parse(output: &str, scripts: usize) -> anyhow::Result<PgbenchResult> {
         busy_seconds: transactions / tps.max(1e-9),
         latency_avg_ms: number_after(output, "latency average =").unwrap_or(0.0),
         scripts: Vec::new(),
+        latencies: None,
     };
     if scripts > 1 {
         // Sections start with "SQL script N: <path>".
@@ -188,7 +246,15 @@ impl Pgbench {
     /// Runs pgbench and parses its report (also written to `run.log`).
     pub async fn run(&self, run: &PgbenchRun<'_>) -> anyhow::Result<PgbenchResult> {
         let mut command = Command::new(&self.bin);
-        command.args(["-n", "-M", "prepared", "-r"]);
+        let log_dir = run.log.parent().unwrap_or(Path::new("."));
+        let log_prefix = format!(
+            "{}-tx",
+            run.log
+                .file_stem()
+                .map_or_else(|| "pgbench".into(), |s| s.to_string_lossy())
+        );
+        command.args(["-n", "-M", "prepared", "-r", "-l"]);
+        command.arg("--log-prefix").arg(log_dir.join(&log_prefix));
         command
             .arg("-c")
             .arg(run.clients.to_string())
@@ -222,7 +288,9 @@ impl Pgbench {
             run.log.display(),
             report.lines().rev().take(5).collect::<Vec<_>>().join("\n")
         );
-        parse(&report, run.scripts.len())
+        let mut result = parse(&report, run.scripts.len())?;
+        result.latencies = Some(read_latency_logs(log_dir, &log_prefix)?);
+        Ok(result)
     }
 }
 
@@ -259,10 +327,49 @@ SQL script 2: /tmp/list_after.sql
         assert_eq!(result.scripts[1].transactions, 14377);
         assert!((result.scripts[0].latency_avg_ms - 0.038).abs() < 1e-9);
         let mut total = result.clone();
-        total.merge(&result);
+        total.merge(&result)?;
         assert_eq!(total.transactions, 2 * 28917);
         assert!((total.tps() - 29405.99).abs() < 0.1);
         assert!((total.scripts[0].tps - 14779.77).abs() < 0.1);
+        Ok(())
+    }
+
+    #[test]
+    fn reads_transaction_latencies_and_merges_them() -> anyhow::Result<()> {
+        let mut histogram = Histogram::new_with_bounds(1, 60_000_000, 3)?;
+        // Two scripts, one failed transaction (no latency), a lag column on the last line.
+        add_latency_lines(
+            &mut histogram,
+            "0 0 1500 0 1732200000 12\n1 0 2500 1 1732200000 15\n\n             2 0 failed 0 1732200000 20\n3 0 40000 0 1732200001 1 7\n",
+        )?;
+        assert_eq!(histogram.len(), 3);
+        let mut result = parse(TWO_SCRIPTS, 2)?;
+        result.latencies = Some(histogram);
+        assert!((result.millis_at(0.5).unwrap_or(0.0) - 2.5).abs() < 0.01);
+        assert!((result.millis_at(1.0).unwrap_or(0.0) - 40.0).abs() < 0.05);
+        let mut total = result.clone();
+        total.merge(&result)?;
+        assert_eq!(total.latencies.map(|h| h.len()), Some(6));
+        assert!(add_latency_lines(&mut Histogram::new(3)?, "0 1\n").is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn reads_only_its_own_log_files_and_removes_them() -> anyhow::Result<()> {
+        let dir = std::env::temp_dir().join(format!("pgbench-logs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join("case-1-tx.4242"), "0 0 1000 0 1 1\n")?;
+        std::fs::write(dir.join("case-1-tx.4242.1"), "1 0 3000 0 1 1\n")?;
+        std::fs::write(dir.join("case-1-txt.4242"), "0 0 9000000 0 1 1\n")?;
+        std::fs::write(dir.join("case-1.log"), "report")?;
+        let histogram = read_latency_logs(&dir, "case-1-tx")?;
+        assert_eq!(histogram.len(), 2);
+        let mut left: Vec<String> = std::fs::read_dir(&dir)?
+            .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+            .collect::<Result<_, _>>()?;
+        left.sort();
+        assert_eq!(left, ["case-1-txt.4242", "case-1.log"]);
+        std::fs::remove_dir_all(&dir)?;
         Ok(())
     }
 }

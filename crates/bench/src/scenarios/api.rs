@@ -979,7 +979,7 @@ impl Harness<'_> {
                                 result.tps()
                             );
                             match &mut measured.pgbench.result {
-                                Some(total) => total.merge(&result),
+                                Some(total) => total.merge(&result)?,
                                 None => measured.pgbench.result = Some(result),
                             }
                             measured.pgbench.cpu.add(&cpu);
@@ -1171,6 +1171,11 @@ fn report_all(
                 pg.latency_avg_ms,
                 pg.failed
             )?;
+            if let (Some(p50), Some(p99), Some(p999)) =
+                (pg.millis_at(0.5), pg.millis_at(0.99), pg.millis_at(0.999))
+            {
+                write!(line, "; p50 {p50:.3}, p99 {p99:.3}, p99.9 {p999:.3} ms")?;
+            }
             if pg.scripts.len() > 1 {
                 for script in &pg.scripts {
                     write!(
@@ -1239,6 +1244,16 @@ fn report_all(
             limit: format!("<= {MAX_P99_MS}"),
             pass: base.then_some(p99 <= MAX_P99_MS),
         });
+        // What the database alone reaches for the same SQL at the same concurrency: a p99 the
+        // service cannot beat, shown beside the target without a verdict of its own.
+        if let Some(pg_p99) = m.pgbench.result.as_ref().and_then(|pg| pg.millis_at(0.99)) {
+            verdicts.push(Verdict {
+                what: format!("{} pgbench p99 ms (same SQL)", m.case.label()),
+                measured: pg_p99,
+                limit: format!("<= {MAX_P99_MS}"),
+                pass: None,
+            });
+        }
         let mut page_ratio = None;
         if m.case.kind == CaseKind::List && service.per_kind.len() == 2 {
             let (first, deep) = (&service.per_kind[0], &service.per_kind[1]);
@@ -1356,6 +1371,11 @@ fn case_json(
             "failed": pg.failed,
             "tps": pg.tps(),
             "latency_avg_ms": pg.latency_avg_ms,
+            "latency_ms": {
+                "p50": pg.millis_at(0.5),
+                "p99": pg.millis_at(0.99),
+                "p99_9": pg.millis_at(0.999),
+            },
             "per_script": pg.scripts.iter().map(|s| json!({
                 "name": s.name, "transactions": s.transactions, "tps": s.tps,
                 "latency_avg_ms": s.latency_avg_ms,
