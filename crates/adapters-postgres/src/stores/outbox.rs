@@ -1,8 +1,10 @@
 //! Writing outbox events inside the caller's transaction.
 
+use chrono::{DateTime, Utc};
 use diesel::QueryableByName;
-use diesel::sql_types::{BigInt, Jsonb, Text, Timestamptz, Uuid as SqlUuid};
+use diesel::sql_types::{Array, BigInt, Jsonb, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use uuid::Uuid;
 
 use crate::cached::CachedExt;
 use domain::events::OutboxEvent;
@@ -41,14 +43,76 @@ pub(crate) async fn insert_events(
             }
         }
     }
-    for event in rest {
-        event_statement!(INSERT_EVENT, event)
-            .cached()
-            .execute(conn)
-            .await?;
+    match rest {
+        [] => {}
+        [event] => {
+            event_statement!(INSERT_EVENT, event)
+                .cached()
+                .execute(conn)
+                .await?;
+        }
+        events => insert_many(conn, events).await?,
     }
     Ok(())
 }
+
+/// Several events in one statement ([`INSERT_EVENTS`]), so that a transaction writing many
+/// (a batch closing) takes one round trip for them rather than one each.
+async fn insert_many(
+    conn: &mut AsyncPgConnection,
+    events: &[OutboxEvent],
+) -> Result<(), diesel::result::Error> {
+    let ids: Vec<Uuid> = events.iter().map(|e| e.id.as_uuid()).collect();
+    let subaccounts: Vec<Uuid> = events.iter().map(|e| e.subaccount_id.as_uuid()).collect();
+    let objects: Vec<Uuid> = events.iter().map(|e| e.object_id).collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind.name()).collect();
+    let payloads: Vec<&serde_json::Value> = events.iter().map(|e| &e.payload).collect();
+    let times: Vec<DateTime<Utc>> = events.iter().map(|e| e.occurred_at).collect();
+    let inserted = diesel::sql_query(INSERT_EVENTS)
+        .bind::<Array<SqlUuid>, _>(ids)
+        .bind::<Array<SqlUuid>, _>(subaccounts)
+        .bind::<Array<SqlUuid>, _>(objects)
+        .bind::<Array<Text>, _>(kinds)
+        .bind::<Array<Jsonb>, _>(payloads)
+        .bind::<Array<Timestamptz>, _>(times)
+        .cached()
+        .execute(conn)
+        .await?;
+    if inserted == events.len() {
+        Ok(())
+    } else {
+        Err(diesel::result::Error::QueryBuilderError(
+            format!("{inserted} of {} events inserted", events.len()).into(),
+        ))
+    }
+}
+
+/// Events given as arrays (`$1`–`$6`: ids, subaccounts, objects, types, payloads, times), each
+/// with the next sequence number of its object in the order given: one upsert per object
+/// reserves as many numbers as it has events here, and each event takes its place among them.
+const INSERT_EVENTS: &str = "\
+    WITH input AS ( \
+      SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::jsonb[], \
+                           $6::timestamptz[]) WITH ORDINALITY \
+        AS i(id, subaccount_id, object_id, event_type, payload, created_at, n)), \
+    wanted AS ( \
+      SELECT object_id, (array_agg(subaccount_id))[1] AS subaccount_id, count(*)::int AS k \
+      FROM input GROUP BY object_id), \
+    seq AS ( \
+      INSERT INTO outbox_sequences (object_id, subaccount_id, last_sequence) \
+      SELECT object_id, subaccount_id, k FROM wanted ORDER BY object_id \
+      ON CONFLICT (object_id) DO UPDATE \
+        SET last_sequence = outbox_sequences.last_sequence + EXCLUDED.last_sequence \
+      RETURNING object_id, last_sequence), \
+    numbered AS ( \
+      SELECT i.*, s.last_sequence - w.k \
+               + row_number() OVER (PARTITION BY i.object_id ORDER BY i.n)::int AS sequence \
+      FROM input i JOIN wanted w USING (object_id) JOIN seq s USING (object_id)) \
+    INSERT INTO outbox_events \
+      (id, subaccount_id, object_id, sequence, event_type, payload, created_at, next_attempt_at) \
+    SELECT id, subaccount_id, object_id, sequence, event_type, \
+           payload || jsonb_build_object('sequence', sequence), created_at, created_at \
+    FROM numbered ORDER BY n";
 
 /// The part both event statements share: the object's next sequence number, then the event
 /// (`$1`–`$6`: id, subaccount, object, type, payload, time). A macro so that `concat!` can

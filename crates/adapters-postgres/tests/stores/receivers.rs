@@ -554,3 +554,76 @@ async fn keyset_page_query_uses_the_receivers_page_index() {
     assert!(plan.contains("receivers_page"), "plan:\n{plan}");
     assert!(!plan.contains("Sort"), "no sort needed:\n{plan}");
 }
+
+#[derive(diesel::QueryableByName, Debug, PartialEq, Eq)]
+struct SequencedRow {
+    #[diesel(sql_type = SqlUuid)]
+    id: Uuid,
+    #[diesel(sql_type = SqlUuid)]
+    object_id: Uuid,
+    #[diesel(sql_type = Integer)]
+    sequence: i32,
+    #[diesel(sql_type = Integer)]
+    payload_sequence: i32,
+}
+
+#[tokio::test]
+async fn events_written_together_take_their_objects_next_sequences_in_order() {
+    let fx = Fixture::new().await;
+    let sub = fx.subaccount("sequences").await.id;
+    let (first, second) = (
+        receiver(sub, "first@example.com", at(T0)),
+        receiver(sub, "second@example.com", at(T0 + 1)),
+    );
+    let kyc = |r: &Receiver| {
+        domain::events::OutboxEvent::receiver(
+            domain::events::EventKind::ReceiverKycUpdate,
+            domain::ids::EventId::from_uuid(Uuid::new_v4()),
+            r,
+            r.created_at,
+        )
+    };
+    // One statement for the first event, one for the other three (two objects, one of them
+    // twice); then, in a later transaction, one for the first again and one for two more of
+    // `first`, which continue its numbers.
+    let together = [
+        created_event(&first),
+        kyc(&first),
+        created_event(&second),
+        kyc(&first),
+    ];
+    fx.store.insert_receiver(&first, &together).await.unwrap();
+    let later = [created_event(&second), kyc(&first), kyc(&first)];
+    fx.store.insert_receiver(&second, &later).await.unwrap();
+
+    let mut conn = fx.raw().await;
+    let rows: Vec<SequencedRow> = diesel::sql_query(
+        "SELECT id, object_id, sequence, (payload->>'sequence')::int AS payload_sequence \
+         FROM outbox_events WHERE subaccount_id = $1",
+    )
+    .bind::<SqlUuid, _>(sub.as_uuid())
+    .load(&mut conn)
+    .await
+    .unwrap();
+    let expected = [
+        (&together[0], first.id, 1),
+        (&together[1], first.id, 2),
+        (&together[2], second.id, 1),
+        (&together[3], first.id, 3),
+        (&later[0], second.id, 2),
+        (&later[1], first.id, 4),
+        (&later[2], first.id, 5),
+    ];
+    assert_eq!(rows.len(), expected.len());
+    for (event, object, sequence) in expected {
+        let row = rows
+            .iter()
+            .find(|r| r.id == event.id.as_uuid())
+            .unwrap_or_else(|| panic!("event {} missing", event.id));
+        assert_eq!(
+            (row.object_id, row.sequence, row.payload_sequence),
+            (object.as_uuid(), sequence, sequence),
+            "{row:?}"
+        );
+    }
+}
