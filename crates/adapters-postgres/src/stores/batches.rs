@@ -6,6 +6,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
+use diesel::sql_types::{Array, Text, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use domain::PortError;
 use domain::batch::ports::{BatchStore, ClosePlanner, ClosedBatch, RailReceipt};
@@ -18,7 +19,7 @@ use uuid::Uuid;
 
 use super::PgStore;
 use super::outbox::insert_events;
-use super::payouts::{PayoutAbort, PayoutRow, apply_change};
+use super::payouts::{PayoutAbort, PayoutRow, apply_changes};
 use crate::cached::CachedExt;
 use crate::errors::from_diesel;
 use crate::schema::{batches, payouts};
@@ -130,9 +131,7 @@ impl BatchStore for PgStore {
                 let plan = planner.plan(&batch, &pending).map_err(|e| {
                     PayoutAbort::Db(diesel::result::Error::QueryBuilderError(e.into()))
                 })?;
-                for change in &plan.changes {
-                    apply_change(conn, change, interval).await?;
-                }
+                apply_changes(conn, &plan.changes, interval).await?;
                 let leased = plan.batch.status == BatchStatus::Queue;
                 diesel::update(batches::table.find(batch.id))
                     .set((
@@ -227,14 +226,23 @@ impl BatchStore for PgStore {
                 if moved != 1 {
                     return Err(diesel::result::Error::RollbackTransaction);
                 }
-                for receipt in receipts {
-                    diesel::update(payouts::table.find(receipt.payout_id.as_uuid()))
-                        .filter(payouts::batch_id.eq(id))
-                        .set(payouts::provider_reference.eq(&receipt.provider_reference))
-                        .cached()
-                        .execute(conn)
-                        .await?;
-                }
+                // Every receipt's reference in one statement (a batch may hold thousands).
+                let ids: Vec<Uuid> = receipts.iter().map(|r| r.payout_id.as_uuid()).collect();
+                let references: Vec<&str> = receipts
+                    .iter()
+                    .map(|r| r.provider_reference.as_str())
+                    .collect();
+                diesel::sql_query(
+                    "UPDATE payouts p SET provider_reference = r.reference \
+                     FROM unnest($1::uuid[], $2::text[]) AS r(id, reference) \
+                     WHERE p.id = r.id AND p.batch_id = $3",
+                )
+                .bind::<Array<SqlUuid>, _>(ids)
+                .bind::<Array<Text>, _>(references)
+                .bind::<SqlUuid, _>(id)
+                .cached()
+                .execute(conn)
+                .await?;
                 insert_events(conn, events).await
             })
             .await;

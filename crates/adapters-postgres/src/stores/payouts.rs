@@ -641,6 +641,185 @@ pub(crate) fn with_batch(
     events
 }
 
+/// Applies `changes` inside the caller's transaction with the outcome of [`apply_change`] on
+/// each in turn, but with one statement per kind of write rather than several per payout
+/// where that gives the same result: every payout already in a batch, none failing its
+/// account, each payout once, and each balance column moving one way only (so one guarded sum
+/// stays above zero exactly when every step would). Closing a batch of thousands of payouts
+/// then holds the batch's row for a handful of statements. Anything else goes one by one.
+pub(crate) async fn apply_changes(
+    conn: &mut AsyncPgConnection,
+    changes: &[PayoutChange],
+    interval: chrono::Duration,
+) -> Result<(), PayoutAbort> {
+    use diesel::sql_types::{Array, Bool, Nullable, SmallInt, Text, Timestamptz, Uuid as SqlUuid};
+    let Some(movements) = set_movements(changes) else {
+        for change in changes {
+            apply_change(conn, change, interval).await?;
+        }
+        return Ok(());
+    };
+    let mut batch_ids: Vec<Uuid> = changes.iter().filter_map(|c| c.payout.batch_id).collect();
+    batch_ids.sort_unstable();
+    batch_ids.dedup();
+    let run_times: HashMap<Uuid, DateTime<Utc>> = batches::table
+        .filter(batches::id.eq_any(&batch_ids))
+        .select((batches::id, batches::batch_run_time))
+        .load::<(Uuid, DateTime<Utc>)>(conn)
+        .await?
+        .into_iter()
+        .collect();
+    // As `apply_change`: a batch that is gone leaves the payout without one.
+    let batch_of = |c: &PayoutChange| {
+        c.payout
+            .batch_id
+            .and_then(|b| run_times.get(&b).map(|run_at| (b, *run_at)))
+    };
+    let ps = changes.iter().map(|c| &c.payout);
+    let moved = diesel::sql_query(APPLY_CHANGES)
+        .bind::<Array<SqlUuid>, _>(ps.clone().map(|p| p.id.as_uuid()).collect::<Vec<_>>())
+        .bind::<Array<SqlUuid>, _>(
+            ps.clone()
+                .map(|p| p.subaccount_id.as_uuid())
+                .collect::<Vec<_>>(),
+        )
+        .bind::<Array<SmallInt>, _>(
+            changes
+                .iter()
+                .map(|c| i16::from(c.expected.code()))
+                .collect::<Vec<_>>(),
+        )
+        .bind::<Array<SmallInt>, _>(
+            ps.clone()
+                .map(|p| i16::from(p.status.code()))
+                .collect::<Vec<_>>(),
+        )
+        .bind::<Array<Timestamptz>, _>(ps.clone().map(|p| p.updated_at).collect::<Vec<_>>())
+        .bind::<Array<Nullable<SqlUuid>>, _>(
+            changes
+                .iter()
+                .map(|c| batch_of(c).map(|(b, _)| b))
+                .collect::<Vec<_>>(),
+        )
+        .bind::<Array<Nullable<Timestamptz>>, _>(
+            ps.clone().map(|p| p.submitted_at).collect::<Vec<_>>(),
+        )
+        .bind::<Array<Bool>, _>(
+            ps.clone()
+                .map(|p| p.receiver_is_invalid)
+                .collect::<Vec<_>>(),
+        )
+        .bind::<Array<Nullable<Text>>, _>(
+            ps.map(|p| p.failure_reason.as_deref()).collect::<Vec<_>>(),
+        )
+        .cached()
+        .execute(conn)
+        .await?;
+    if moved != changes.len() {
+        return Err(PayoutAbort::Superseded);
+    }
+    for m in movements {
+        if m.available == 0 && m.pending == 0 {
+            continue;
+        }
+        let applied = diesel::update(balances::table.find((m.subaccount, m.asset)))
+            .filter(balances::available.ge(-m.available))
+            .filter(balances::pending.ge(-m.pending))
+            .set((
+                balances::available.eq(balances::available + m.available),
+                balances::pending.eq(balances::pending + m.pending),
+                balances::updated_at.eq(m.at),
+            ))
+            .cached()
+            .execute(conn)
+            .await?;
+        if applied != 1 {
+            return Err(PayoutAbort::InsufficientBalance);
+        }
+    }
+    let entries: Vec<LedgerEntry> = changes.iter().flat_map(|c| c.entries.clone()).collect();
+    insert_entries(conn, &entries).await?;
+    let events: Vec<OutboxEvent> = changes
+        .iter()
+        .flat_map(|c| with_batch(&c.events, c.payout.id, batch_of(c)))
+        .collect();
+    insert_events(conn, &events).await?;
+    Ok(())
+}
+
+/// What a set of changes moves on one balance.
+struct Movement {
+    subaccount: Uuid,
+    asset: &'static str,
+    available: i64,
+    pending: i64,
+    /// The latest change's time.
+    at: DateTime<Utc>,
+    /// The signs the available and pending deltas took so far (-1, 0, 1).
+    signs: (i64, i64),
+}
+
+/// The balance movements of `changes` summed per (subaccount, asset), when [`apply_changes`]
+/// may apply them as a set; `None` when they must go one by one.
+fn set_movements(changes: &[PayoutChange]) -> Option<Vec<Movement>> {
+    if changes.len() < 2 {
+        return None;
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut movements: Vec<Movement> = Vec::new();
+    for change in changes {
+        let p = &change.payout;
+        if p.batch_id.is_none() || change.account_failure.is_some() || !seen.insert(p.id) {
+            return None;
+        }
+        let (subaccount, asset) = (p.subaccount_id.as_uuid(), p.asset.code());
+        let index = match movements
+            .iter()
+            .position(|m| m.subaccount == subaccount && m.asset == asset)
+        {
+            Some(index) => index,
+            None => {
+                movements.push(Movement {
+                    subaccount,
+                    asset,
+                    available: 0,
+                    pending: 0,
+                    at: p.updated_at,
+                    signs: (0, 0),
+                });
+                movements.len() - 1
+            }
+        };
+        let m = &mut movements[index];
+        let (available, pending) = change.balance_delta();
+        for (sign, delta) in [(&mut m.signs.0, available), (&mut m.signs.1, pending)] {
+            match (*sign, delta.signum()) {
+                (_, 0) => {}
+                (0, s) => *sign = s,
+                (was, s) if was != s => return None,
+                _ => {}
+            }
+        }
+        m.available = m.available.checked_add(available)?;
+        m.pending = m.pending.checked_add(pending)?;
+        m.at = m.at.max(p.updated_at);
+    }
+    Some(movements)
+}
+
+/// Moves a set of payouts, each only from the status it must still have (`$1`–`$9`: ids,
+/// subaccounts, expected statuses, new statuses, updated at, batches, submitted at, receiver
+/// invalid, failure reasons); the row count says how many moved.
+const APPLY_CHANGES: &str = "\
+    UPDATE payouts p SET status = i.status, updated_at = i.updated_at, batch_id = i.batch_id, \
+      submitted_at = i.submitted_at, receiver_is_invalid = i.receiver_is_invalid, \
+      failure_reason = i.failure_reason \
+    FROM unnest($1::uuid[], $2::uuid[], $3::int2[], $4::int2[], $5::timestamptz[], $6::uuid[], \
+                $7::timestamptz[], $8::bool[], $9::text[]) \
+      AS i(id, subaccount_id, expected, status, updated_at, batch_id, submitted_at, \
+           receiver_is_invalid, failure_reason) \
+    WHERE p.id = i.id AND p.subaccount_id = i.subaccount_id AND p.status = i.expected";
+
 /// Applies one planned change inside the caller's transaction: the conditional status update
 /// (with the fields the change sets), the batch a payout becoming `pending` joins, the balance
 /// movement of its entries, the entries, the account it fails and its events.
@@ -783,4 +962,134 @@ pub(crate) async fn react(
         apply_change(conn, &change, interval).await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use chrono::{DateTime, Utc};
+    use domain::events::OutboxEvent;
+    use domain::ids::{PayoutId, ReceiverAccountId, ReceiverId, SubaccountId};
+    use domain::money::{Asset, MinorUnits};
+    use domain::payout::change::{AccountFailure, PayoutChange};
+    use domain::payout::{Payout, PayoutStatus};
+    use domain::ports::{LedgerEntry, LedgerEntryKind};
+    use uuid::Uuid;
+
+    use super::set_movements;
+
+    fn at(secs: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_700_000_000 + secs, 0).unwrap()
+    }
+
+    /// A change of a payout of `sub` in `asset`, in a batch, moving (available, pending).
+    fn change(
+        sub: Uuid,
+        asset: Asset,
+        secs: i64,
+        (available, pending): (i64, i64),
+    ) -> PayoutChange {
+        let id = PayoutId::from_uuid(Uuid::new_v4());
+        let entry = LedgerEntry {
+            id: Uuid::new_v4(),
+            subaccount_id: SubaccountId::from_uuid(sub),
+            asset,
+            kind: LedgerEntryKind::PayoutVoid,
+            available_delta: available,
+            pending_delta: pending,
+            payout_id: Some(id),
+            created_at: at(secs),
+        };
+        PayoutChange {
+            expected: PayoutStatus::InProgress,
+            payout: Payout {
+                id,
+                subaccount_id: SubaccountId::from_uuid(sub),
+                receiver_id: ReceiverId::from_uuid(Uuid::new_v4()),
+                account_id: ReceiverAccountId::from_uuid(Uuid::new_v4()),
+                asset,
+                amount: MinorUnits::new(1_000).unwrap(),
+                fee: 0,
+                fee_template: None,
+                reference: None,
+                note: String::new(),
+                status: PayoutStatus::Failed,
+                batch_id: Some(Uuid::new_v4()),
+                provider_reference: String::new(),
+                duplicate: false,
+                submitted_at: None,
+                receiver_is_invalid: false,
+                failure_reason: None,
+                created_at: at(0),
+                updated_at: at(secs),
+            },
+            entries: if (available, pending) == (0, 0) {
+                Vec::new()
+            } else {
+                vec![entry]
+            },
+            events: Vec::new(),
+            account_failure: None,
+        }
+    }
+
+    #[test]
+    fn movements_are_summed_per_balance_with_the_latest_time() {
+        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        let changes = [
+            change(a, Asset::Aud, 1, (100, -100)),
+            change(a, Asset::Aud, 3, (0, 0)),
+            change(b, Asset::Aud, 2, (0, -50)),
+            change(a, Asset::Usd, 4, (7, -7)),
+            change(a, Asset::Aud, 2, (25, -25)),
+        ];
+        let sums: Vec<_> = set_movements(&changes)
+            .unwrap()
+            .into_iter()
+            .map(|m| (m.subaccount, m.asset, m.available, m.pending, m.at))
+            .collect();
+        assert_eq!(
+            sums,
+            [
+                (a, "AUD", 125, -125, at(3)),
+                (b, "AUD", 0, -50, at(2)),
+                (a, "USD", 7, -7, at(4)),
+            ]
+        );
+    }
+
+    #[test]
+    fn changes_that_a_sum_would_not_guard_the_same_way_go_one_by_one() {
+        let a = Uuid::new_v4();
+        let one = change(a, Asset::Aud, 1, (100, -100));
+        // A single change gains nothing from a set statement.
+        assert!(set_movements(std::slice::from_ref(&one)).is_none());
+        // A column moving both ways: order decides whether a step would go below zero.
+        assert!(set_movements(&[one.clone(), change(a, Asset::Aud, 2, (-100, 100))]).is_none());
+        assert!(set_movements(&[one.clone(), change(a, Asset::Aud, 2, (0, 10))]).is_none());
+        // The same payout twice.
+        assert!(set_movements(&[one.clone(), one.clone()]).is_none());
+        // A payout without a batch (it joins one: a statement of its own).
+        let mut unbatched = change(a, Asset::Aud, 2, (0, 0));
+        unbatched.payout.batch_id = None;
+        assert!(set_movements(&[one.clone(), unbatched]).is_none());
+        // A payout failing its account.
+        let mut failing = change(a, Asset::Aud, 2, (0, 0));
+        failing.account_failure = Some(AccountFailure {
+            account_id: failing.payout.account_id,
+            updated_at: at(2),
+            event: OutboxEvent {
+                id: domain::ids::EventId::from_uuid(Uuid::new_v4()),
+                subaccount_id: SubaccountId::from_uuid(a),
+                object_id: Uuid::new_v4(),
+                kind: domain::events::EventKind::AccountUpdate,
+                payload: serde_json::json!({}),
+                occurred_at: at(2),
+            },
+        });
+        assert!(set_movements(&[one.clone(), failing]).is_none());
+        // Different balances may move different ways.
+        let other = Uuid::new_v4();
+        assert!(set_movements(&[one, change(other, Asset::Aud, 2, (-5, 5))]).is_some());
+    }
 }
