@@ -719,23 +719,13 @@ pub(crate) async fn apply_changes(
         return Err(PayoutAbort::Superseded);
     }
     for m in movements {
-        if m.available == 0 && m.pending == 0 {
-            continue;
-        }
-        let applied = diesel::update(balances::table.find((m.subaccount, m.asset)))
-            .filter(balances::available.ge(-m.available))
-            .filter(balances::pending.ge(-m.pending))
-            .set((
-                balances::available.eq(balances::available + m.available),
-                balances::pending.eq(balances::pending + m.pending),
-                balances::updated_at.eq(m.at),
-            ))
-            .cached()
-            .execute(conn)
-            .await?;
-        if applied != 1 {
-            return Err(PayoutAbort::InsufficientBalance);
-        }
+        move_balance(
+            conn,
+            (m.subaccount, m.asset),
+            (m.available, m.pending),
+            m.at,
+        )
+        .await?;
     }
     let entries: Vec<LedgerEntry> = changes.iter().flat_map(|c| c.entries.clone()).collect();
     insert_entries(conn, &entries).await?;
@@ -745,6 +735,35 @@ pub(crate) async fn apply_changes(
         .collect();
     insert_events(conn, &events).await?;
     Ok(())
+}
+
+/// Adds (available, pending) to a balance, both sides guarded so that a transition can never
+/// take either below zero (`InsufficientBalance` otherwise); nothing to do for (0, 0).
+async fn move_balance(
+    conn: &mut AsyncPgConnection,
+    (subaccount, asset): (Uuid, &str),
+    (available, pending): (i64, i64),
+    at: DateTime<Utc>,
+) -> Result<(), PayoutAbort> {
+    if available == 0 && pending == 0 {
+        return Ok(());
+    }
+    let applied = diesel::update(balances::table.find((subaccount, asset)))
+        .filter(balances::available.ge(-available))
+        .filter(balances::pending.ge(-pending))
+        .set((
+            balances::available.eq(balances::available + available),
+            balances::pending.eq(balances::pending + pending),
+            balances::updated_at.eq(at),
+        ))
+        .cached()
+        .execute(conn)
+        .await?;
+    if applied == 1 {
+        Ok(())
+    } else {
+        Err(PayoutAbort::InsufficientBalance)
+    }
 }
 
 /// What a set of changes moves on one balance.
@@ -863,23 +882,7 @@ pub(crate) async fn apply_change(
         return Err(PayoutAbort::Superseded);
     }
     let (available, pending) = change.balance_delta();
-    if available != 0 || pending != 0 {
-        // Both sides guarded: a transition can never take either below zero.
-        let applied = diesel::update(balances::table.find((subaccount, asset)))
-            .filter(balances::available.ge(-available))
-            .filter(balances::pending.ge(-pending))
-            .set((
-                balances::available.eq(balances::available + available),
-                balances::pending.eq(balances::pending + pending),
-                balances::updated_at.eq(at),
-            ))
-            .cached()
-            .execute(conn)
-            .await?;
-        if applied != 1 {
-            return Err(PayoutAbort::InsufficientBalance);
-        }
-    }
+    move_balance(conn, (subaccount, asset), (available, pending), at).await?;
     insert_entries(conn, &change.entries).await?;
     let mut events = with_batch(&change.events, p.id, batch);
     if let Some(failure) = &change.account_failure {
