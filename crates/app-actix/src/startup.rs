@@ -350,15 +350,24 @@ pub async fn run_delivery(
             // Only when a claim could follow: with too few free slots, waking for the timer
             // would spin until an attempt ends.
             () = tokio::time::sleep_until(next_claim), if !stopping && worth_claiming(&worker, &in_flight) => {}
-            () = committed.notified(), if !stopping => {
+            // Only while a signal could bring the next claim forward. Once the next claim is as
+            // early as a signal can make it, further signals change nothing, and waking for
+            // each commit (thousands a second under load) would cost a thread wake-up apiece.
+            // A signal sent meanwhile is kept (`notify_one`) and answered after that claim.
+            () = committed.notified(), if !stopping && next_claim > signalled_claim(last_claim) => {
                 // New events are due now: claim soon rather than at the next poll.
-                let soon = (tokio::time::Instant::now() + DELIVERY_GATHER)
-                    .max(last_claim + DELIVERY_SIGNAL_SPACING);
-                next_claim = next_claim.min(soon);
+                next_claim = next_claim.min(signalled_claim(last_claim));
             }
             _ = stop.changed(), if !stopping => {}
         }
     }
+}
+
+/// When a commit signal received now schedules the next claim: after [`DELIVERY_GATHER`], but
+/// not within [`DELIVERY_SIGNAL_SPACING`] of the last claim. It only grows with time, so a claim
+/// already due by then cannot be brought forward by any later signal.
+fn signalled_claim(last_claim: tokio::time::Instant) -> tokio::time::Instant {
+    (tokio::time::Instant::now() + DELIVERY_GATHER).max(last_claim + DELIVERY_SIGNAL_SPACING)
 }
 
 fn free_slots<T: 'static>(worker: &DeliveryWorker, in_flight: &tokio::task::JoinSet<T>) -> u32 {
@@ -504,5 +513,76 @@ impl Application {
             tracing::warn!(error = %e, "batch runner task ended abnormally");
         }
         result
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use domain::delivery::ports::MockDeliveryStore;
+    use domain::delivery::sender::MockWebhookSender;
+
+    use super::*;
+
+    /// A delivery worker whose claims find nothing and are counted.
+    fn counting_worker(claims: Arc<AtomicUsize>) -> Arc<DeliveryWorker> {
+        let mut store = MockDeliveryStore::new();
+        store.expect_claim_due().returning(move |_, _, _| {
+            claims.fetch_add(1, Ordering::SeqCst);
+            Ok(Vec::new())
+        });
+        Arc::new(DeliveryWorker::new(
+            Arc::new(store),
+            Arc::new(MockWebhookSender::new()),
+            Arc::new(SystemClock),
+            Arc::new(RandomIds::default()),
+            WorkerSettings::default(),
+        ))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn commit_signals_bring_claims_forward_spaced_out_and_none_is_lost() {
+        let claims = Arc::new(AtomicUsize::new(0));
+        let count = || claims.load(Ordering::SeqCst);
+        let committed = Arc::new(tokio::sync::Notify::new());
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let poll = Duration::from_secs(3600);
+        let delivery = tokio::spawn(run_delivery(
+            counting_worker(Arc::clone(&claims)),
+            poll,
+            Arc::clone(&committed),
+            stopped,
+            Arc::new(Metrics::new()),
+        ));
+        let ms = Duration::from_millis;
+        tokio::time::sleep(ms(1)).await;
+        assert_eq!(count(), 1, "the first claim is made at once");
+
+        // A burst of commits: one claim, spaced from the last one; the signal the loop was not
+        // listening for is kept and answered by one more claim, spaced again.
+        for _ in 0..100 {
+            committed.notify_one();
+            tokio::task::yield_now().await;
+        }
+        tokio::time::sleep(DELIVERY_SIGNAL_SPACING).await;
+        assert_eq!(count(), 2);
+        tokio::time::sleep(DELIVERY_SIGNAL_SPACING).await;
+        assert_eq!(count(), 3);
+        // Then nothing until the poll: no claim per signal, no spinning.
+        tokio::time::sleep(ms(1000)).await;
+        assert_eq!(count(), 3);
+
+        // A lone commit after a quiet spell is answered after the gathering time.
+        committed.notify_one();
+        tokio::time::sleep(DELIVERY_GATHER + ms(1)).await;
+        assert_eq!(count(), 4);
+        // And without signals, the poll.
+        tokio::time::sleep(poll).await;
+        assert_eq!(count(), 5);
+
+        stop.send(true).unwrap();
+        delivery.await.unwrap();
     }
 }
