@@ -15,6 +15,7 @@ use domain::account::ports::Notifier;
 use domain::account::service::AccountService;
 use domain::auth::{AuthService, CachedCredentials};
 use domain::batch::runner::BatchRunner;
+use domain::delivery::NextStep;
 use domain::delivery::worker::{DeliveryWorker, WorkerSettings};
 use domain::idempotency::{IdempotencyService, IdempotencyStore};
 use domain::paging::cursor::CursorKey;
@@ -298,9 +299,13 @@ pub async fn run_delivery(
         {
             last_claim = tokio::time::Instant::now();
             match worker.claim(free).await {
-                Ok(claimed) => {
-                    let full = u32::try_from(claimed.len()).unwrap_or(u32::MAX) == free;
-                    for event in claimed {
+                Ok(claim) => {
+                    let full = u32::try_from(claim.taken()).unwrap_or(u32::MAX) == free;
+                    // Given up by the claim (no enabled endpoint): already recorded.
+                    for _ in 0..claim.skipped {
+                        metrics.observe_delivery(Some(&NextStep::Exhausted));
+                    }
+                    for event in claim.events {
                         let worker = worker.clone();
                         in_flight.spawn(async move {
                             let record = worker.send(&event).await;
@@ -521,7 +526,7 @@ impl Application {
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    use domain::delivery::ports::MockDeliveryStore;
+    use domain::delivery::ports::{Claim, MockDeliveryStore};
     use domain::delivery::sender::MockWebhookSender;
 
     use super::*;
@@ -531,7 +536,7 @@ mod tests {
         let mut store = MockDeliveryStore::new();
         store.expect_claim_due().returning(move |_, _, _| {
             claims.fetch_add(1, Ordering::SeqCst);
-            Ok(Vec::new())
+            Ok(Claim::default())
         });
         Arc::new(DeliveryWorker::new(
             Arc::new(store),

@@ -8,11 +8,11 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel::sql_types::{
-    Array, Integer, Jsonb, Nullable, SmallInt, Text, Timestamptz, Uuid as SqlUuid,
+    Array, Bytea, Integer, Jsonb, Nullable, SmallInt, Text, Timestamptz, Uuid as SqlUuid,
 };
 use diesel_async::RunQueryDsl;
 use domain::PortError;
-use domain::delivery::ports::{AttemptRecord, ClaimedEvent, DeliveryStore};
+use domain::delivery::ports::{AttemptRecord, Claim, ClaimedEvent, DeliveryStore};
 use domain::delivery::{DeliveryOutcome, NextStep};
 use domain::ids::{EventId, SubaccountId};
 use domain::masking::Secret;
@@ -21,7 +21,6 @@ use uuid::Uuid;
 use super::PgStore;
 use crate::cached::CachedExt;
 use crate::errors::from_diesel;
-use crate::schema::{subaccounts, webhook_endpoints};
 
 #[derive(QueryableByName)]
 struct ClaimedRow {
@@ -31,27 +30,62 @@ struct ClaimedRow {
     subaccount_id: Uuid,
     #[diesel(sql_type = Integer)]
     attempts: i32,
-    #[diesel(sql_type = Jsonb)]
-    payload: serde_json::Value,
-    #[diesel(sql_type = Timestamptz)]
-    claimed_until: DateTime<Utc>,
+    /// `NULL` for an event given up as skipped; every other column below is then `NULL` too.
+    #[diesel(sql_type = Nullable<Text>)]
+    postback_url: Option<String>,
+    #[diesel(sql_type = Nullable<Jsonb>)]
+    payload: Option<serde_json::Value>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    claimed_until: Option<DateTime<Utc>>,
+    #[diesel(sql_type = Nullable<Bytea>)]
+    secret: Option<Vec<u8>>,
+    #[diesel(sql_type = Nullable<Bytea>)]
+    previous_secret: Option<Vec<u8>>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    previous_until: Option<DateTime<Utc>>,
 }
 
-type EndpointRow = (
-    Uuid,
-    Option<String>,
-    Option<Vec<u8>>,
-    Option<Vec<u8>>,
-    Option<DateTime<Utc>>,
-    Option<DateTime<Utc>>,
-);
+/// Why an event given up by the claim was not sent.
+const NO_ENDPOINT: &str = "no enabled postback URL";
 
-/// A subaccount's webhook endpoint, secrets decrypted.
-struct Endpoint {
-    url: Option<String>,
-    disabled: bool,
-    secrets: Vec<Secret<String>>,
-}
+/// Takes due events in one statement (so atomically), oldest due first, skipping rows another
+/// worker holds. Each one's attempt count goes up. An event whose subaccount has a postback URL
+/// and no disabled endpoint is claimed until the lease deadline and returned with its URL and
+/// sealed secrets. Any other is given up here: exhausted, with a `skipped` attempt appended,
+/// and returned with only its id, subaccount and attempt.
+///
+/// Parameters: now, limit, lease deadline, the error of a skipped attempt.
+const CLAIM_DUE: &str = "\
+    WITH due AS ( \
+      SELECT id, subaccount_id FROM outbox_events \
+      WHERE status = 'pending' AND next_attempt_at <= $1 \
+        AND (claimed_until IS NULL OR claimed_until < $1) \
+      ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED), \
+    target AS ( \
+      SELECT due.id, s.postback_url, w.secret, w.previous_secret, w.previous_until, \
+             s.postback_url IS NOT NULL AND w.disabled_at IS NULL AS deliverable \
+      FROM due JOIN subaccounts s ON s.id = due.subaccount_id \
+      LEFT JOIN webhook_endpoints w ON w.subaccount_id = due.subaccount_id), \
+    taken AS ( \
+      UPDATE outbox_events e SET attempts = e.attempts + 1, \
+        claimed_until = CASE WHEN t.deliverable THEN $3 END, \
+        status = CASE WHEN t.deliverable THEN e.status ELSE 'exhausted' END, \
+        last_error = CASE WHEN t.deliverable THEN e.last_error ELSE $4 END \
+      FROM target t WHERE e.id = t.id \
+      RETURNING e.id, e.subaccount_id, e.attempts, e.payload, e.claimed_until), \
+    skipped AS ( \
+      INSERT INTO webhook_attempts \
+        (event_id, attempt, subaccount_id, attempted_at, outcome, status_code, latency_ms, error) \
+      SELECT k.id, k.attempts, k.subaccount_id, $1, 'skipped', NULL, 0, $4 \
+      FROM taken k JOIN target t ON t.id = k.id WHERE NOT t.deliverable) \
+    SELECT k.id, k.subaccount_id, k.attempts, \
+           CASE WHEN t.deliverable THEN t.postback_url END AS postback_url, \
+           CASE WHEN t.deliverable THEN k.payload END AS payload, \
+           k.claimed_until, \
+           CASE WHEN t.deliverable THEN t.secret END AS secret, \
+           CASE WHEN t.deliverable THEN t.previous_secret END AS previous_secret, \
+           CASE WHEN t.deliverable THEN t.previous_until END AS previous_until \
+    FROM taken k JOIN target t ON t.id = k.id";
 
 /// The associated data that binds a webhook secret to its subaccount (see `set_webhook`).
 pub(crate) fn webhook_context(subaccount: Uuid) -> Vec<u8> {
@@ -59,53 +93,32 @@ pub(crate) fn webhook_context(subaccount: Uuid) -> Vec<u8> {
 }
 
 impl PgStore {
-    async fn endpoints(
+    /// The signing secrets of a claimed row: the current one, then the previous one while its
+    /// overlap lasts.
+    fn signing_secrets(
         &self,
-        conn: &mut diesel_async::AsyncPgConnection,
-        ids: Vec<Uuid>,
+        row: &ClaimedRow,
         now: DateTime<Utc>,
-    ) -> Result<HashMap<Uuid, Endpoint>, PortError> {
-        let rows: Vec<EndpointRow> = subaccounts::table
-            .left_join(webhook_endpoints::table)
-            .filter(subaccounts::id.eq_any(ids))
-            .select((
-                subaccounts::id,
-                subaccounts::postback_url,
-                webhook_endpoints::secret.nullable(),
-                webhook_endpoints::previous_secret.nullable(),
-                webhook_endpoints::previous_until.nullable(),
-                webhook_endpoints::disabled_at.nullable(),
-            ))
-            .load(conn)
-            .await
-            .map_err(from_diesel)?;
-        let mut endpoints = HashMap::new();
-        for (id, url, current, previous, previous_until, disabled_at) in rows {
-            let context = webhook_context(id);
-            let open = |sealed: &[u8]| {
-                self.vault
-                    .open_secret(sealed, &context)
-                    .map_err(|e| PortError::Unknown(anyhow::anyhow!("webhook secret of {id}: {e}")))
-            };
-            let mut secrets = Vec::new();
-            if let Some(sealed) = current {
-                secrets.push(open(&sealed)?);
-            }
-            if let (Some(sealed), Some(until)) = (previous, previous_until)
-                && until > now
-            {
-                secrets.push(open(&sealed)?);
-            }
-            endpoints.insert(
-                id,
-                Endpoint {
-                    url,
-                    disabled: disabled_at.is_some(),
-                    secrets,
-                },
-            );
+    ) -> Result<Vec<Secret<String>>, PortError> {
+        let context = webhook_context(row.subaccount_id);
+        let open = |sealed: &[u8]| {
+            self.vault.open_secret(sealed, &context).map_err(|e| {
+                PortError::Unknown(anyhow::anyhow!(
+                    "webhook secret of {}: {e}",
+                    row.subaccount_id
+                ))
+            })
+        };
+        let mut secrets = Vec::new();
+        if let Some(sealed) = &row.secret {
+            secrets.push(open(sealed)?);
         }
-        Ok(endpoints)
+        if let (Some(sealed), Some(until)) = (&row.previous_secret, row.previous_until)
+            && until > now
+        {
+            secrets.push(open(sealed)?);
+        }
+        Ok(secrets)
     }
 }
 
@@ -113,7 +126,7 @@ fn outcome_columns(
     outcome: Option<&DeliveryOutcome>,
 ) -> (&'static str, Option<i16>, Option<String>) {
     match outcome {
-        None => ("skipped", None, Some("no enabled postback URL".to_owned())),
+        None => ("skipped", None, Some(NO_ENDPOINT.to_owned())),
         Some(DeliveryOutcome::Delivered { status }) => {
             ("delivered", i16::try_from(*status).ok(), None)
         }
@@ -138,49 +151,49 @@ impl DeliveryStore for PgStore {
         now: DateTime<Utc>,
         limit: u32,
         lease: Duration,
-    ) -> Result<Vec<ClaimedEvent>, PortError> {
+    ) -> Result<Claim, PortError> {
         let lease = chrono::Duration::from_std(lease).map_err(|e| PortError::Unknown(e.into()))?;
         let mut conn = self.conn().await?;
-        let rows: Vec<ClaimedRow> = diesel::sql_query(
-            "WITH due AS ( \
-               SELECT id FROM outbox_events \
-               WHERE status = 'pending' AND next_attempt_at <= $1 \
-                 AND (claimed_until IS NULL OR claimed_until < $1) \
-               ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED) \
-             UPDATE outbox_events e SET attempts = e.attempts + 1, claimed_until = $3 \
-             FROM due WHERE e.id = due.id \
-             RETURNING e.id, e.subaccount_id, e.attempts, e.payload, e.claimed_until",
-        )
-        .bind::<Timestamptz, _>(now)
-        .bind::<Integer, _>(i32::try_from(limit).unwrap_or(i32::MAX))
-        .bind::<Timestamptz, _>(now + lease)
-        .cached()
-        .load(&mut conn)
-        .await
-        .map_err(from_diesel)?;
-        if rows.is_empty() {
-            return Ok(Vec::new());
+        let rows: Vec<ClaimedRow> = diesel::sql_query(CLAIM_DUE)
+            .bind::<Timestamptz, _>(now)
+            .bind::<Integer, _>(i32::try_from(limit).unwrap_or(i32::MAX))
+            .bind::<Timestamptz, _>(now + lease)
+            .bind::<Text, _>(NO_ENDPOINT)
+            .cached()
+            .load(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        drop(conn);
+        let mut claim = Claim::default();
+        // Secrets are opened once per subaccount in the batch.
+        let mut secrets: HashMap<Uuid, Vec<Secret<String>>> = HashMap::new();
+        for row in rows {
+            let (Some(url), Some(payload), Some(claimed_until)) =
+                (row.postback_url.clone(), &row.payload, row.claimed_until)
+            else {
+                claim.skipped += 1;
+                continue;
+            };
+            let body = serde_json::to_vec(payload).map_err(|e| PortError::Unknown(e.into()))?;
+            let signing = match secrets.get(&row.subaccount_id) {
+                Some(known) => known.clone(),
+                None => {
+                    let opened = self.signing_secrets(&row, now)?;
+                    secrets.insert(row.subaccount_id, opened.clone());
+                    opened
+                }
+            };
+            claim.events.push(ClaimedEvent {
+                event_id: EventId::from_uuid(row.id),
+                subaccount_id: SubaccountId::from_uuid(row.subaccount_id),
+                attempt: u32::try_from(row.attempts).unwrap_or(0),
+                claimed_until,
+                body,
+                url,
+                secrets: signing,
+            });
         }
-        let mut subaccount_ids: Vec<Uuid> = rows.iter().map(|r| r.subaccount_id).collect();
-        subaccount_ids.sort_unstable();
-        subaccount_ids.dedup();
-        let endpoints = self.endpoints(&mut conn, subaccount_ids, now).await?;
-        rows.into_iter()
-            .map(|row| {
-                let endpoint = endpoints.get(&row.subaccount_id);
-                Ok(ClaimedEvent {
-                    event_id: EventId::from_uuid(row.id),
-                    subaccount_id: SubaccountId::from_uuid(row.subaccount_id),
-                    attempt: u32::try_from(row.attempts).unwrap_or(0),
-                    claimed_until: row.claimed_until,
-                    body: serde_json::to_vec(&row.payload)
-                        .map_err(|e| PortError::Unknown(e.into()))?,
-                    url: endpoint.and_then(|e| e.url.clone()),
-                    endpoint_disabled: endpoint.is_some_and(|e| e.disabled),
-                    secrets: endpoint.map(|e| e.secrets.clone()).unwrap_or_default(),
-                })
-            })
-            .collect()
+        Ok(claim)
     }
 
     async fn record_attempt(

@@ -8,7 +8,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use diesel::sql_types::{Bytea, Integer, Nullable, SmallInt, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::RunQueryDsl;
-use domain::delivery::ports::{AttemptRecord, ClaimedEvent, DeliveryStore};
+use domain::delivery::ports::{AttemptRecord, Claim, ClaimedEvent, DeliveryStore};
 use domain::delivery::{DeliveryOutcome, NextStep};
 use domain::ids::{EventId, SubaccountId};
 use domain::masking::Secret;
@@ -61,8 +61,11 @@ async fn hooked(fx: &Fixture, name: &str) -> SubaccountId {
     sub
 }
 
+/// The events claimed to be sent at `now`; asserts that none had to be skipped.
 async fn claim(fx: &Fixture, now: DateTime<Utc>) -> Vec<ClaimedEvent> {
-    fx.store.claim_due(now, 100, LEASE).await.unwrap()
+    let claim = fx.store.claim_due(now, 100, LEASE).await.unwrap();
+    assert_eq!(claim.skipped, 0, "{claim:?}");
+    claim.events
 }
 
 async fn claim_one(fx: &Fixture, now: DateTime<Utc>) -> ClaimedEvent {
@@ -206,24 +209,19 @@ async fn claim_due_returns_due_events_oldest_first_with_body_url_and_secrets() {
     let future = event_at(&fx, sub, t(3600)).await;
     let now = t(1);
 
-    // Oldest due first, at most `limit`: the subaccount without a URL's older event.
+    // Oldest due first, at most `limit`: the older event, of a subaccount without a URL, is
+    // taken and given up (see `an_event_with_nowhere_to_go_is_given_up_by_the_claim`).
     let first = fx.store.claim_due(now, 1, LEASE).await.unwrap();
-    assert_eq!(first.len(), 1, "{first:?}");
-    let first = &first[0];
-    assert_eq!(first.event_id, older);
-    assert_eq!(first.subaccount_id, bare);
-    assert_eq!(first.attempt, 1);
-    assert_eq!(first.url, None);
-    assert!(!first.endpoint_disabled);
-    assert!(first.secrets.is_empty());
+    assert!(first.events.is_empty(), "{first:?}");
+    assert_eq!((first.skipped, first.taken()), (1, 1));
+    assert_eq!(event_row(&fx, older).await.status, "exhausted");
 
     // Then the other due one; the future one is not due yet.
     let claimed = claim_one(&fx, now).await;
     assert_eq!(claimed.event_id, due);
     assert_eq!(claimed.subaccount_id, sub);
     assert_eq!(claimed.attempt, 1);
-    assert_eq!(claimed.url.as_deref(), Some(URL));
-    assert!(!claimed.endpoint_disabled);
+    assert_eq!(claimed.url, URL);
     assert_eq!(exposed(&claimed), vec![SECRET.to_owned()]);
     let body = String::from_utf8(claimed.body.clone()).unwrap();
     assert!(body.contains(r#""sequence":1"#), "{body}");
@@ -246,7 +244,7 @@ async fn claim_due_returns_due_events_oldest_first_with_body_url_and_secrets() {
     assert_eq!(row.claimed_until, None);
     // It is claimable once due (the others' leases ran out by then too).
     let later = claim(&fx, t(3600)).await;
-    assert_eq!(ids(&later), HashSet::from([older, due, future]));
+    assert_eq!(ids(&later), HashSet::from([due, future]));
     let future_claim = later.iter().find(|c| c.event_id == future).unwrap();
     assert_eq!(future_claim.attempt, 1);
 }
@@ -257,9 +255,14 @@ async fn claim_due_returns_due_events_oldest_first_with_body_url_and_secrets() {
 async fn concurrent_claimers_claim_every_event_exactly_once() {
     let fx = Fixture::new().await;
     let sub = hooked(&fx, "Acme").await;
+    let bare = fx.subaccount("Bare").await.id;
     let mut all = HashSet::new();
     for i in 0..200 {
-        all.insert(event_at(&fx, sub, at(T0 + i)).await);
+        all.insert(event_at(&fx, sub, at(T0 + 2 * i)).await);
+    }
+    // Interleaved with them, 100 events that have nowhere to go.
+    for i in 0..100 {
+        event_at(&fx, bare, at(T0 + 4 * i + 1)).await;
     }
     let now = t(10);
     let store = Arc::new(fx.store.clone());
@@ -271,23 +274,45 @@ async fn concurrent_claimers_claim_every_event_exactly_once() {
             tokio::spawn(async move {
                 barrier.wait().await;
                 let mut mine = Vec::new();
+                let mut skipped = 0;
                 loop {
                     let batch = store.claim_due(now, 25, LEASE).await.unwrap();
-                    if batch.is_empty() {
+                    if batch.taken() == 0 {
                         break;
                     }
-                    assert!(batch.len() <= 25);
-                    mine.extend(batch);
+                    assert!(batch.taken() <= 25);
+                    skipped += batch.skipped;
+                    mine.extend(batch.events);
                 }
-                mine
+                (mine, skipped)
             })
         })
         .collect();
     let mut claimed = Vec::new();
+    let mut skipped = 0;
     for task in tasks {
-        claimed.extend(task.await.unwrap());
+        let (mine, given_up) = task.await.unwrap();
+        claimed.extend(mine);
+        skipped += given_up;
     }
     assert_eq!(claimed.len(), 200, "some event claimed twice or not at all");
+    assert_eq!(skipped, 100, "some event given up twice or not at all");
+    assert_eq!(
+        fx.count_where(
+            "SELECT count(*) AS n FROM webhook_attempts WHERE subaccount_id = $1 AND attempt = 1",
+            bare.as_uuid()
+        )
+        .await,
+        100
+    );
+    assert_eq!(
+        fx.count_where(
+            "SELECT count(*) AS n FROM outbox_events WHERE subaccount_id = $1 AND status = 'exhausted' AND attempts = 1",
+            bare.as_uuid()
+        )
+        .await,
+        100
+    );
     assert_eq!(ids(&claimed), all);
     assert!(claimed.iter().all(|c| c.attempt == 1));
     assert_eq!(
@@ -539,12 +564,67 @@ async fn exhausted_gives_the_event_up() {
 }
 
 #[tokio::test]
-async fn skipped_attempt_without_outcome_is_recorded() {
+async fn an_event_with_nowhere_to_go_is_given_up_by_the_claim() {
     let fx = Fixture::new().await;
     let bare = fx.subaccount("Bare").await.id;
     let id = event_at(&fx, bare, t(0)).await;
+    let claim = fx.store.claim_due(t(1), 100, LEASE).await.unwrap();
+    assert!(claim.events.is_empty());
+    assert_eq!(claim.skipped, 1);
+
+    let row = event_row(&fx, id).await;
+    assert_eq!(row.status, "exhausted");
+    assert_eq!(row.attempts, 1);
+    assert_eq!(row.claimed_until, None);
+    assert_eq!(row.delivered_at, None);
+    assert_eq!(row.next_attempt_at, t(0));
+    assert_eq!(row.last_error.as_deref(), Some("no enabled postback URL"));
+    assert_eq!(
+        attempt_rows(&fx, id).await,
+        vec![AttemptRow {
+            attempt: 1,
+            subaccount_id: bare.as_uuid(),
+            attempted_at: t(1),
+            outcome: "skipped".to_owned(),
+            status_code: None,
+            latency_ms: 0,
+            error: Some("no enabled postback URL".to_owned()),
+        }]
+    );
+    // Given up for good: nothing is due any more.
+    assert_eq!(
+        fx.store
+            .claim_due(t(86_400), 100, LEASE)
+            .await
+            .unwrap()
+            .taken(),
+        0
+    );
+
+    // Once the subaccount has a webhook, a resend delivers it as a fresh attempt 1.
+    fx.store
+        .set_webhook(bare, URL, &secret(SECRET))
+        .await
+        .unwrap();
+    assert_eq!(
+        fx.store
+            .resend_events(&ResendSelection::One(id), t(7200))
+            .await
+            .unwrap(),
+        1
+    );
+    let claimed = claim_one(&fx, t(7200)).await;
+    assert_eq!((claimed.event_id, claimed.attempt), (id, 1));
+    assert_eq!(claimed.url, URL);
+    assert_eq!(attempt_rows(&fx, id).await.len(), 1, "history kept");
+}
+
+#[tokio::test]
+async fn an_attempt_without_outcome_is_recorded_as_skipped() {
+    let fx = Fixture::new().await;
+    let sub = hooked(&fx, "Acme").await;
+    let id = event_at(&fx, sub, t(0)).await;
     let claimed = claim_one(&fx, t(1)).await;
-    assert_eq!(claimed.url, None);
     assert!(
         fx.store
             .record_attempt(&claimed, &attempt(t(1), None, 0, NextStep::Exhausted))
@@ -589,13 +669,13 @@ async fn disable_endpoint_exhausts_and_disables_until_set_webhook_again() {
     // Only that subaccount's endpoint.
     assert_eq!(endpoint_row(&fx, other).await.disabled_at, None);
 
-    let later = claim(&fx, t(20)).await;
-    assert_eq!(ids(&later), HashSet::from([next, elsewhere]));
-    let next_claim = later.iter().find(|c| c.event_id == next).unwrap();
-    assert!(next_claim.endpoint_disabled);
-    assert_eq!(next_claim.url.as_deref(), Some(URL));
-    let elsewhere_claim = later.iter().find(|c| c.event_id == elsewhere).unwrap();
-    assert!(!elsewhere_claim.endpoint_disabled);
+    // The disabled endpoint's next event is given up by the claim; the other subaccount's
+    // is claimed to be sent.
+    let later: Claim = fx.store.claim_due(t(20), 100, LEASE).await.unwrap();
+    assert_eq!(later.skipped, 1);
+    assert_eq!(ids(&later.events), HashSet::from([elsewhere]));
+    assert_eq!(event_row(&fx, next).await.status, "exhausted");
+    assert_eq!(attempt_rows(&fx, next).await[0].outcome, "skipped");
 
     // Setting the webhook again re-enables the endpoint.
     fx.store
@@ -606,11 +686,7 @@ async fn disable_endpoint_exhausts_and_disables_until_set_webhook_again() {
     let fresh = event_at(&fx, sub, t(30)).await;
     let fresh_claim = claim_one(&fx, t(31)).await;
     assert_eq!(fresh_claim.event_id, fresh);
-    assert!(!fresh_claim.endpoint_disabled);
-    assert_eq!(
-        fresh_claim.url.as_deref(),
-        Some("https://hooks.example.com/v2")
-    );
+    assert_eq!(fresh_claim.url, "https://hooks.example.com/v2");
     assert_eq!(exposed(&fresh_claim), vec![NEW_SECRET.to_owned()]);
 }
 
@@ -632,7 +708,7 @@ async fn rotation_signs_with_new_then_old_until_the_overlap_ends() {
         exposed(&claimed),
         vec![NEW_SECRET.to_owned(), SECRET.to_owned()]
     );
-    assert_eq!(claimed.url.as_deref(), Some(URL));
+    assert_eq!(claimed.url, URL);
 
     // After the overlap (the first claim's lease is over too), only the new secret.
     let after = claim_one(&fx, now + chrono::Duration::hours(2)).await;

@@ -11,6 +11,25 @@ use crate::error::PortError;
 use crate::ids::{EventId, SubaccountId};
 use crate::masking::Secret;
 
+/// What one claim took: the events to send, and how many due events had nowhere to go.
+#[derive(Debug, Clone, Default)]
+pub struct Claim {
+    /// Events claimed for one attempt each; every one has an enabled endpoint.
+    pub events: Vec<ClaimedEvent>,
+    /// Due events given up by the claim itself because their subaccount has no enabled
+    /// postback URL (none set, or disabled after a 410): each one's attempt is recorded as
+    /// `skipped` and the event is exhausted, in the claim's own statement. An operator can
+    /// resend them once an endpoint is set.
+    pub skipped: usize,
+}
+
+impl Claim {
+    /// Due events the claim took, sent or given up; equal to the limit when more may be due.
+    pub fn taken(&self) -> usize {
+        self.events.len() + self.skipped
+    }
+}
+
 /// A due event, claimed by one worker for one attempt.
 #[derive(Debug, Clone)]
 pub struct ClaimedEvent {
@@ -26,10 +45,8 @@ pub struct ClaimedEvent {
     pub claimed_until: DateTime<Utc>,
     /// The webhook body, exactly as it will be signed and sent.
     pub body: Vec<u8>,
-    /// The subaccount's postback URL; `None` when it has none.
-    pub url: Option<String>,
-    /// Whether the endpoint was disabled (it answered 410).
-    pub endpoint_disabled: bool,
+    /// The subaccount's postback URL.
+    pub url: String,
     /// Signing secrets: the current one, then the previous one while a rotation overlaps.
     pub secrets: Vec<Secret<String>>,
 }
@@ -39,7 +56,7 @@ pub struct ClaimedEvent {
 pub struct AttemptRecord {
     /// When it was made.
     pub attempted_at: DateTime<Utc>,
-    /// How it ended; `None` when no request was made (no endpoint, or a disabled one).
+    /// How it ended; `None` when no request was made.
     pub outcome: Option<DeliveryOutcome>,
     /// How long it took.
     pub latency: Duration,
@@ -51,16 +68,20 @@ pub struct AttemptRecord {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait DeliveryStore: Send + Sync {
-    /// Claims up to `limit` pending events that are due at `now` and not claimed by a live
-    /// worker, oldest due first, for `lease`: increments each one's attempt count and holds it
-    /// until `now + lease`. Concurrent callers (any number of instances) never claim the same
+    /// Takes up to `limit` pending events that are due at `now` and not claimed by a live
+    /// worker, oldest due first, and increments each one's attempt count. An event whose
+    /// subaccount has an enabled postback URL is claimed for `lease` (held until
+    /// `now + lease`) and returned to be sent; any other is given up at once, in the same
+    /// transaction: exhausted, with a `skipped` attempt (no status, latency 0, attempted at
+    /// `now`) and `no enabled postback URL` as its error, and only counted in
+    /// [`Claim::skipped`]. Concurrent callers (any number of instances) never take the same
     /// event; an event whose claimer died is claimable again once its lease has passed.
     async fn claim_due(
         &self,
         now: DateTime<Utc>,
         limit: u32,
         lease: Duration,
-    ) -> Result<Vec<ClaimedEvent>, PortError>;
+    ) -> Result<Claim, PortError>;
 
     /// Records the attempt and applies `record.next` (delivered, retry at, exhausted, or
     /// disable the endpoint and exhaust), releasing the claim, in one transaction. Applies only

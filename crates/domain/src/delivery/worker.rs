@@ -6,7 +6,7 @@ use std::time::Duration;
 use futures_util::future::join_all;
 
 use super::policy::{NextStep, next_step};
-use super::ports::{AttemptRecord, ClaimedEvent, DeliveryStore};
+use super::ports::{AttemptRecord, Claim, ClaimedEvent, DeliveryStore};
 use super::sender::{WebhookDelivery, WebhookSender};
 use crate::error::PortError;
 use crate::ports::{Clock, IdGenerator};
@@ -39,7 +39,7 @@ pub struct PassSummary {
     pub delivered: usize,
     /// Scheduled for another attempt.
     pub retried: usize,
-    /// Given up (no attempts left, no endpoint, endpoint gone).
+    /// Given up (no attempts left, endpoint gone, or no enabled endpoint: skipped by the claim).
     pub exhausted: usize,
     /// Outcomes not recorded because another worker took the event over.
     pub superseded: usize,
@@ -75,15 +75,16 @@ impl DeliveryWorker {
     /// Claims one batch of due events and attempts them concurrently. An empty summary means
     /// nothing was due.
     pub async fn run_once(&self) -> Result<PassSummary, PortError> {
-        let claimed = self
+        let claim = self
             .store
             .claim_due(self.clock.now(), self.settings.batch, self.settings.lease)
             .await?;
         let mut summary = PassSummary {
-            claimed: claimed.len(),
+            claimed: claim.taken(),
+            exhausted: claim.skipped,
             ..PassSummary::default()
         };
-        let results = join_all(claimed.iter().map(|event| self.attempt(event))).await;
+        let results = join_all(claim.events.iter().map(|event| self.attempt(event))).await;
         for result in results {
             match result? {
                 None => summary.superseded += 1,
@@ -95,11 +96,12 @@ impl DeliveryWorker {
         Ok(summary)
     }
 
-    /// Claims up to `limit` due events (at most the configured batch) for this worker.
-    pub async fn claim(&self, limit: u32) -> Result<Vec<ClaimedEvent>, PortError> {
+    /// Claims up to `limit` due events (at most the configured batch) for this worker; those
+    /// with nowhere to go are given up by the claim itself.
+    pub async fn claim(&self, limit: u32) -> Result<Claim, PortError> {
         let limit = limit.min(self.settings.batch);
         if limit == 0 {
-            return Ok(Vec::new());
+            return Ok(Claim::default());
         }
         self.store
             .claim_due(self.clock.now(), limit, self.settings.lease)
@@ -136,36 +138,24 @@ impl DeliveryWorker {
             .collect())
     }
 
-    /// Sends one claimed event (or gives it up when it has nowhere to go) and decides its next
-    /// step, without recording anything.
+    /// Sends one claimed event and decides its next step, without recording anything.
     pub async fn send(&self, event: &ClaimedEvent) -> AttemptRecord {
         let attempted_at = self.clock.now();
-        match (&event.url, event.endpoint_disabled) {
-            // Nowhere to send: give the event up now; an operator can resend it later.
-            (None, _) | (Some(_), true) => AttemptRecord {
-                attempted_at,
-                outcome: None,
-                latency: Duration::ZERO,
-                next: NextStep::Exhausted,
-            },
-            (Some(url), false) => {
-                let delivery = WebhookDelivery {
-                    url: url.clone(),
-                    event_id: event.event_id,
-                    attempted_at,
-                    body: event.body.clone(),
-                    secrets: event.secrets.clone(),
-                };
-                let sent = self.sender.send(&delivery).await;
-                let jitter = f64::from(self.ids.random_bytes()[0]) / 255.0;
-                let finished = self.clock.now();
-                AttemptRecord {
-                    attempted_at,
-                    next: next_step(event.attempt, &sent.outcome, finished, jitter),
-                    outcome: Some(sent.outcome),
-                    latency: sent.latency,
-                }
-            }
+        let delivery = WebhookDelivery {
+            url: event.url.clone(),
+            event_id: event.event_id,
+            attempted_at,
+            body: event.body.clone(),
+            secrets: event.secrets.clone(),
+        };
+        let sent = self.sender.send(&delivery).await;
+        let jitter = f64::from(self.ids.random_bytes()[0]) / 255.0;
+        let finished = self.clock.now();
+        AttemptRecord {
+            attempted_at,
+            next: next_step(event.attempt, &sent.outcome, finished, jitter),
+            outcome: Some(sent.outcome),
+            latency: sent.latency,
         }
     }
 }
@@ -181,15 +171,14 @@ mod tests {
     use chrono::{DateTime, Utc};
     use uuid::Uuid;
 
-    fn event(n: u128, url: Option<&str>, disabled: bool, attempt: u32) -> ClaimedEvent {
+    fn event(n: u128, url: &str, attempt: u32) -> ClaimedEvent {
         ClaimedEvent {
             event_id: EventId::from_uuid(Uuid::from_u128(n)),
             subaccount_id: SubaccountId::from_uuid(Uuid::from_u128(1)),
             attempt,
             claimed_until: DateTime::<Utc>::from_timestamp(1_700_000_060, 0).unwrap_or_default(),
             body: br#"{"event":"receiverCreated"}"#.to_vec(),
-            url: url.map(str::to_owned),
-            endpoint_disabled: disabled,
+            url: url.to_owned(),
             secrets: vec![Secret::new("whsec_AAAA".to_owned())],
         }
     }
@@ -226,29 +215,31 @@ mod tests {
     async fn each_claimed_event_is_attempted_once_and_its_next_step_recorded() {
         let mut store = MockDeliveryStore::new();
         store.expect_claim_due().times(1).returning(|_, _, _| {
-            Ok(vec![
-                event(1, Some("https://ok.example"), false, 1),
-                event(2, Some("https://down.example"), false, 1),
-                event(3, Some("https://down.example"), false, 8),
-                event(4, Some("https://gone.example"), false, 2),
-                event(5, None, false, 1),
-                event(6, Some("https://ok.example"), true, 1),
-            ])
+            Ok(Claim {
+                events: vec![
+                    event(1, "https://ok.example", 1),
+                    event(2, "https://down.example", 1),
+                    event(3, "https://down.example", 8),
+                    event(4, "https://gone.example", 2),
+                ],
+                // Given up by the claim: counted, never sent or recorded here.
+                skipped: 2,
+            })
         });
         store
             .expect_record_attempt()
-            .times(6)
+            .times(4)
             .returning(|event, record| {
                 let n = event.event_id.as_uuid().as_u128();
                 let expected = match n {
                     1 => matches!(record.next, NextStep::Delivered),
                     2 => matches!(record.next, NextStep::RetryAt(_)),
-                    3 | 5 | 6 => matches!(record.next, NextStep::Exhausted),
+                    3 => matches!(record.next, NextStep::Exhausted),
                     4 => matches!(record.next, NextStep::DisableEndpoint),
                     _ => false,
                 };
                 assert!(expected, "event {n}: {:?}", record.next);
-                assert_eq!(record.outcome.is_none(), n == 5 || n == 6, "event {n}");
+                assert!(record.outcome.is_some(), "event {n}");
                 Ok(true)
             });
         let mut sender = MockWebhookSender::new();
@@ -275,9 +266,12 @@ mod tests {
     #[tokio::test]
     async fn an_outcome_the_store_refuses_counts_as_superseded() {
         let mut store = MockDeliveryStore::new();
-        store
-            .expect_claim_due()
-            .returning(|_, _, _| Ok(vec![event(1, Some("https://ok.example"), false, 1)]));
+        store.expect_claim_due().returning(|_, _, _| {
+            Ok(Claim {
+                events: vec![event(1, "https://ok.example", 1)],
+                skipped: 0,
+            })
+        });
         store.expect_record_attempt().returning(|_, _| Ok(false));
         let mut sender = MockWebhookSender::new();
         sender.expect_send().returning(|_| DeliveryAttempt {
@@ -291,7 +285,9 @@ mod tests {
     #[tokio::test]
     async fn nothing_due_sends_nothing() {
         let mut store = MockDeliveryStore::new();
-        store.expect_claim_due().returning(|_, _, _| Ok(Vec::new()));
+        store
+            .expect_claim_due()
+            .returning(|_, _, _| Ok(Claim::default()));
         store.expect_record_attempt().never();
         let mut sender = MockWebhookSender::new();
         sender.expect_send().never();
@@ -308,25 +304,33 @@ mod tests {
         store
             .expect_record_attempts()
             .withf(|done| {
-                done.len() == 2 && done.iter().all(|(_, r)| r.next == NextStep::Exhausted)
+                done.len() == 2
+                    && done[0].1.next == NextStep::Delivered
+                    && done[1].1.next == NextStep::DisableEndpoint
             })
             .times(1)
             .returning(|_| Ok(vec![true, false]));
-        let worker = worker(store, MockWebhookSender::new());
-        // No endpoint: given up without sending.
+        let mut sender = MockWebhookSender::new();
+        sender
+            .expect_send()
+            .times(2)
+            .returning(|delivery| DeliveryAttempt {
+                outcome: outcome_for(&delivery.url),
+                latency: Duration::from_millis(3),
+            });
+        let worker = worker(store, sender);
         let events = [
-            event(1, None, false, 1),
-            event(2, Some("http://x"), true, 1),
+            event(1, "https://ok.example", 1),
+            event(2, "https://gone.example", 1),
         ];
         let mut done = Vec::new();
         for e in events {
             let record = worker.send(&e).await;
-            assert_eq!(record.next, NextStep::Exhausted);
-            assert!(record.outcome.is_none());
+            assert!(record.outcome.is_some());
             done.push((e, record));
         }
         let steps = worker.record(&done).await.ok();
-        assert_eq!(steps, Some(vec![Some(NextStep::Exhausted), None]));
+        assert_eq!(steps, Some(vec![Some(NextStep::Delivered), None]));
         assert_eq!(worker.record(&[]).await.ok(), Some(Vec::new()));
     }
 }
