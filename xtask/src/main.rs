@@ -44,7 +44,7 @@ Commands:
 
 PostgreSQL comes from DATABASE_URL if set, else a server on localhost:5432,
 else a private cluster in <target dir>/pg on 127.0.0.1:$PAYOUT_PG_PORT
-(default 55432), built from the installed server binaries.
+(default 25432), built from the installed server binaries.
 PAYOUT_KEEP_PG=1 keeps a cluster started by `test` running afterwards.
 ";
 

@@ -34,8 +34,12 @@ use crate::{
     paths,
 };
 
-/// Port of the private cluster unless `PAYOUT_PG_PORT` says otherwise.
-const DEFAULT_PORT: u16 = 55432;
+/// Port of the private cluster unless `PAYOUT_PG_PORT` says otherwise. It lies below Linux's
+/// ephemeral range (32768–60999 by default): a client that keeps reconnecting while the server
+/// is down (the service during `chaos`'s outage) is given ephemeral local ports, and a connect
+/// from 127.0.0.1:P to 127.0.0.1:P with nothing listening connects the socket to itself. Such a
+/// socket holds P, so PostgreSQL could not bind it again when it restarts.
+const DEFAULT_PORT: u16 = 25432;
 
 /// How long to wait for another xtask that is setting up the cluster.
 const LOCK_TIMEOUT: Duration = Duration::from_secs(60);
@@ -952,8 +956,8 @@ mod tests {
             "postgres://app:***@db:5432/payoutd?sslmode=require"
         );
         assert_eq!(
-            redact("postgres://postgres@127.0.0.1:55432/postgres"),
-            "postgres://postgres@127.0.0.1:55432/postgres"
+            redact("postgres://postgres@127.0.0.1:25432/postgres"),
+            "postgres://postgres@127.0.0.1:25432/postgres"
         );
     }
 }

@@ -302,8 +302,8 @@ mod tests {
     #[test]
     fn database_is_replaced() {
         assert_eq!(
-            with_database("postgres://postgres@127.0.0.1:55432/postgres", "payoutd"),
-            "postgres://postgres@127.0.0.1:55432/payoutd"
+            with_database("postgres://postgres@127.0.0.1:25432/postgres", "payoutd"),
+            "postgres://postgres@127.0.0.1:25432/payoutd"
         );
         assert_eq!(
             with_database("postgres://u:p@h/db?sslmode=disable", "payoutd"),

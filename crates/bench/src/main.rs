@@ -55,7 +55,7 @@ struct Cli {
 #[derive(Debug, Clone, clap::Args)]
 pub struct Common {
     /// URL of a PostgreSQL server database to connect to for creating and dropping the bench
-    /// databases (e.g. postgres://postgres@127.0.0.1:55432/postgres).
+    /// databases (e.g. postgres://postgres@127.0.0.1:25432/postgres).
     #[arg(long, global = true)]
     database_url: Option<String>,
     /// The payoutd binary to benchmark.
