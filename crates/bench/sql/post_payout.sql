@@ -28,9 +28,9 @@
 --   - the event payload is built with jsonb_build_object (payoutd binds it as jsonb), and the
 --     ledger entries' arrays with ARRAY[...] (payoutd binds them);
 --   - the event is written due in 10 years rather than now, so that the delivery worker of the
---     payoutd under test leaves pgbench's events alone. Delivering payoutd's own events (a
---     claim and a recorded attempt, each a statement per batch of events, recording them
---     skipped) is work payoutd does that this script does not.
+--     payoutd under test leaves pgbench's events alone. Giving up payoutd's own events (the
+--     bench subaccount has no webhook: one claim statement per batch of events marks them
+--     exhausted with a skipped attempt) is work payoutd does that this script does not.
 --
 -- Variables (payoutd-bench passes them with -D): keyid (the key's id), sub, tag,
 -- receivers. The receiver is a random seeded one (receiver i has account i; ids

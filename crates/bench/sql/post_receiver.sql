@@ -15,9 +15,10 @@
 --     values it made); the nonce is random (payoutd's increase per API key);
 --   - the event payload is built with jsonb_build_object (payoutd binds it as jsonb);
 --   - the event is written due in 10 years rather than now, so that the delivery worker of the
---     payoutd under test, which runs meanwhile, leaves pgbench's events alone. Delivering
---     payoutd's own events (a claim and a recorded attempt, each one statement per batch of
---     events, recording them skipped) is work payoutd does that this script does not.
+--     payoutd under test, which runs meanwhile, leaves pgbench's events alone. Giving up
+--     payoutd's own events (the bench subaccount has no webhook: one claim statement per batch
+--     of events marks them exhausted with a skipped attempt) is work payoutd does that this
+--     script does not.
 --
 -- Variables (payoutd-bench passes them with -D): keyid (the key's id), sub.
 \set r random(1, 9000000000000000000)
