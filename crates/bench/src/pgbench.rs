@@ -5,7 +5,9 @@
 //! compiled into the harness; a run writes them to the out dir and runs
 //! `pgbench -n -M prepared -r -l -c <clients> -j <threads> -T <seconds> -D name=value... -f script@w`
 //! with the output kept in a log file. `-M prepared` matches the service, whose store prepares
-//! each statement once per connection. `-l` logs every transaction's latency (a line each,
+//! each statement once per connection. A run can also use `-M simple` (pgbench's default: each
+//! statement sent as text with its values in it, parsed and planned on every call), the
+//! protocol of the stack notes' baseline, for reference. `-l` logs every transaction's latency (a line each,
 //! a few µs of pgbench's CPU), read back into a histogram, so that the database's own
 //! percentiles stand beside payoutd's.
 
@@ -208,6 +210,38 @@ fn parse(output: &str, scripts: usize) -> anyhow::Result<PgbenchResult> {
     Ok(result)
 }
 
+/// How pgbench sends each statement (`-M`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// Parsed and planned once per connection, then only bound and executed, as payoutd's
+    /// store does.
+    Prepared,
+    /// The statement's text with the values in it, parsed and planned on every call.
+    Simple,
+}
+
+impl Protocol {
+    /// pgbench's name for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Prepared => "prepared",
+            Protocol::Simple => "simple",
+        }
+    }
+
+    /// A `-D` value as this protocol needs it. With `simple`, pgbench pastes a variable's text
+    /// into the statement, so a value that is not a number becomes a quoted SQL literal; with
+    /// `prepared` it is a bound parameter and stays as it is.
+    pub fn variable(self, value: &str) -> String {
+        match self {
+            Protocol::Simple if value.parse::<i64>().is_err() => {
+                format!("'{}'", value.replace('\'', "''"))
+            }
+            _ => value.to_owned(),
+        }
+    }
+}
+
 /// How to run pgbench once.
 pub struct PgbenchRun<'a> {
     /// Database URL.
@@ -224,6 +258,8 @@ pub struct PgbenchRun<'a> {
     pub vars: &'a [(String, String)],
     /// Where pgbench's report goes.
     pub log: &'a Path,
+    /// `-M`.
+    pub protocol: Protocol,
 }
 
 impl Pgbench {
@@ -253,7 +289,7 @@ impl Pgbench {
                 .file_stem()
                 .map_or_else(|| "pgbench".into(), |s| s.to_string_lossy())
         );
-        command.args(["-n", "-M", "prepared", "-r", "-l"]);
+        command.args(["-n", "-M", run.protocol.name(), "-r", "-l"]);
         command.arg("--log-prefix").arg(log_dir.join(&log_prefix));
         command
             .arg("-c")
@@ -263,7 +299,9 @@ impl Pgbench {
             .arg("-T")
             .arg(run.duration.as_secs().max(1).to_string());
         for (name, value) in run.vars {
-            command.arg("-D").arg(format!("{name}={value}"));
+            command
+                .arg("-D")
+                .arg(format!("{name}={}", run.protocol.variable(value)));
         }
         for (script, weight) in run.scripts {
             command
@@ -297,6 +335,16 @@ impl Pgbench {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn simple_protocol_variables_are_sql_literals_and_prepared_ones_stay_raw() {
+        let sub = "771b3bea-f0aa-469e-8136-cda5de320ec0";
+        assert_eq!(Protocol::Simple.variable(sub), format!("'{sub}'"));
+        assert_eq!(Protocol::Simple.variable("o'brien"), "'o''brien'");
+        assert_eq!(Protocol::Simple.variable("10000"), "10000");
+        assert_eq!(Protocol::Prepared.variable(sub), sub);
+        assert_eq!(Protocol::Prepared.variable("o'brien"), "o'brien");
+    }
 
     const TWO_SCRIPTS: &str = "\
 number of transactions actually processed: 28917

@@ -48,7 +48,7 @@ use crate::Env;
 use crate::bare;
 use crate::db::BenchDb;
 use crate::load::{self, Credentials, LoadConfig, LoadResult, Request, Workload};
-use crate::pgbench::{Pgbench, PgbenchResult, PgbenchRun};
+use crate::pgbench::{Pgbench, PgbenchResult, PgbenchRun, Protocol};
 use crate::procfs::{self, CpuMeter, CpuUse};
 use crate::report::{self, Row};
 use crate::seed::generate::{Generator, sql_uuid};
@@ -438,6 +438,8 @@ struct Measured {
     case: Case,
     service: Side<LoadResult>,
     pgbench: Side<PgbenchResult>,
+    /// GET receiver only: pgbench with `-M simple`, the stack notes' baseline (reported).
+    pgbench_simple: Side<PgbenchResult>,
     bare: Side<LoadResult>,
     /// Bytes of the bare endpoint's answer (payoutd's mean answer in the warm-up).
     bare_body_bytes: u64,
@@ -950,6 +952,7 @@ impl Harness<'_> {
             case,
             service: Side::default(),
             pgbench: Side::default(),
+            pgbench_simple: Side::default(),
             bare: Side::default(),
             bare_body_bytes: body_bytes,
             peak_rss_kib: None,
@@ -991,20 +994,37 @@ impl Harness<'_> {
                         add_load(&mut measured.service, result, &cpu)?;
                     }
                     System::Pgbench => {
-                        if let Some(result) = self.pgbench_round(case, round, r).await? {
-                            let (result, cpu) = result;
+                        // The baseline for GET receiver is pgbench's select by primary
+                        // key; the stack notes measured it with pgbench's default protocol,
+                        // so that is measured too, for reference.
+                        let protocols: &[Protocol] = if case.kind == CaseKind::GetReceiver {
+                            &[Protocol::Prepared, Protocol::Simple]
+                        } else {
+                            &[Protocol::Prepared]
+                        };
+                        for &protocol in protocols {
+                            let Some((result, cpu)) =
+                                self.pgbench_round(case, round, r, protocol).await?
+                            else {
+                                continue;
+                            };
                             eprintln!(
-                                "payoutd-bench: [{}] round {}/{}: pgbench {:.0} tps",
+                                "payoutd-bench: [{}] round {}/{}: pgbench -M {} {:.0} tps",
                                 case.label(),
                                 r + 1,
                                 args.rounds,
+                                protocol.name(),
                                 result.tps()
                             );
-                            match &mut measured.pgbench.result {
+                            let side = match protocol {
+                                Protocol::Prepared => &mut measured.pgbench,
+                                Protocol::Simple => &mut measured.pgbench_simple,
+                            };
+                            match &mut side.result {
                                 Some(total) => total.merge(&result)?,
-                                None => measured.pgbench.result = Some(result),
+                                None => side.result = Some(result),
                             }
-                            measured.pgbench.cpu.add(&cpu);
+                            side.cpu.add(&cpu);
                         }
                     }
                     System::Bare => {
@@ -1035,6 +1055,7 @@ impl Harness<'_> {
         case: Case,
         duration: Duration,
         round: u64,
+        protocol: Protocol,
     ) -> anyhow::Result<Option<(PgbenchResult, CpuUse)>> {
         let Some(pgbench) = self.pgbench.clone() else {
             return Ok(None);
@@ -1050,10 +1071,15 @@ impl Harness<'_> {
                     .map(|(_, path)| (path.clone(), 1))
             })
             .collect();
-        let log = self
-            .env
-            .out_dir
-            .join(format!("pgbench-{}-{}.log", case.label(), round + 1));
+        let suffix = match protocol {
+            Protocol::Prepared => "",
+            Protocol::Simple => "-simple",
+        };
+        let log = self.env.out_dir.join(format!(
+            "pgbench-{}-{}{suffix}.log",
+            case.label(),
+            round + 1
+        ));
         let url = self.db.url.clone();
         let vars = self.vars.clone();
         let run = PgbenchRun {
@@ -1064,6 +1090,7 @@ impl Harness<'_> {
             duration,
             vars: &vars,
             log: &log,
+            protocol,
         };
         let meter = CpuMeter::start(&mut self.conn, None).await;
         let result = pgbench.run(&run).await?;
@@ -1219,6 +1246,15 @@ fn report_all(
                 rate / bare.throughput().max(1e-9)
             );
         }
+        if let Some(simple) = &m.pgbench_simple.result {
+            println!(
+                "pgbench -M simple (same SQL, parsed and planned on every call; the stack notes' baseline): {:.0} tps, mean {:.3} ms, {} failed; payoutd / that = {:.2}",
+                simple.tps(),
+                simple.latency_avg_ms,
+                simple.failed,
+                rate / simple.tps().max(1e-9)
+            );
+        }
         println!(
             "payoutd peak RSS {} ({}); outbox events due after a round: at most {}, drained in {:.1} s",
             m.peak_rss_kib
@@ -1237,6 +1273,12 @@ fn report_all(
         );
         if let Some(pg) = &m.pgbench.result {
             println!("pgbench:    {}", cpu_line(&m.pgbench.cpu, pg.transactions));
+        }
+        if let Some(pg) = &m.pgbench_simple.result {
+            println!(
+                "pgbench -M simple: {}",
+                cpu_line(&m.pgbench_simple.cpu, pg.transactions)
+            );
         }
         println!(
             "bare actix: {} (response {} bytes)",
@@ -1257,6 +1299,15 @@ fn report_all(
                 measured: ratio,
                 limit: format!(">= {min}"),
                 pass: base.then_some(ratio >= min),
+            });
+        }
+        if let Some(simple) = &m.pgbench_simple.result {
+            let simple_ratio = rate / simple.tps().max(1e-9);
+            verdicts.push(Verdict {
+                what: format!("{} payoutd / pgbench -M simple", m.case.label()),
+                measured: simple_ratio,
+                limit: "-".to_owned(),
+                pass: None,
             });
         }
         let p99 = service.overall.millis_at(0.99);
@@ -1403,6 +1454,14 @@ fn case_json(
                 "latency_avg_ms": s.latency_avg_ms,
             })).collect::<Vec<_>>(),
             "cpu": cpu_json(&m.pgbench.cpu, pg.transactions),
+        })),
+        "pgbench_simple": m.pgbench_simple.result.as_ref().map(|pg| json!({
+            "protocol": "simple",
+            "transactions": pg.transactions,
+            "failed": pg.failed,
+            "tps": pg.tps(),
+            "latency_avg_ms": pg.latency_avg_ms,
+            "cpu": cpu_json(&m.pgbench_simple.cpu, pg.transactions),
         })),
         "bare": {
             "load": report::load_json(bare),
