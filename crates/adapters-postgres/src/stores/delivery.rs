@@ -122,25 +122,20 @@ impl PgStore {
     }
 }
 
-fn outcome_columns(
-    outcome: Option<&DeliveryOutcome>,
-) -> (&'static str, Option<i16>, Option<String>) {
+fn outcome_columns(outcome: &DeliveryOutcome) -> (&'static str, Option<i16>, Option<String>) {
     match outcome {
-        None => ("skipped", None, Some(NO_ENDPOINT.to_owned())),
-        Some(DeliveryOutcome::Delivered { status }) => {
-            ("delivered", i16::try_from(*status).ok(), None)
-        }
-        Some(DeliveryOutcome::Gone) => (
+        DeliveryOutcome::Delivered { status } => ("delivered", i16::try_from(*status).ok(), None),
+        DeliveryOutcome::Gone => (
             "gone",
             Some(410),
             Some("endpoint answered 410 Gone".to_owned()),
         ),
-        Some(DeliveryOutcome::Failed { status, error, .. }) => (
+        DeliveryOutcome::Failed { status, error, .. } => (
             "failed",
             status.and_then(|s| i16::try_from(s).ok()),
             Some(error.clone()),
         ),
-        Some(DeliveryOutcome::Refused { reason }) => ("refused", None, Some(reason.clone())),
+        DeliveryOutcome::Refused { reason } => ("refused", None, Some(reason.clone())),
     }
 }
 
@@ -326,7 +321,7 @@ impl AttemptColumns {
             error: Vec::with_capacity(done.len()),
         };
         for (event, record) in done {
-            let (outcome, status_code, error) = outcome_columns(record.outcome.as_ref());
+            let (outcome, status_code, error) = outcome_columns(&record.outcome);
             let (next, retry_at) = match record.next {
                 NextStep::Delivered => ("delivered", None),
                 NextStep::RetryAt(when) => ("retry", Some(when)),

@@ -17,7 +17,7 @@ use domain::ports::{
 };
 use uuid::Uuid;
 
-use crate::support::{Fixture, MASTER_KEY, at, created_event, receiver};
+use crate::support::{Fixture, MASTER_KEY, at, created_event, receiver, store_for};
 
 const T0: i64 = 1_700_000_000_000_000;
 const LEASE: Duration = Duration::from_secs(60);
@@ -80,7 +80,7 @@ fn ids(claimed: &[ClaimedEvent]) -> HashSet<EventId> {
 
 fn attempt(
     attempted_at: DateTime<Utc>,
-    outcome: Option<DeliveryOutcome>,
+    outcome: DeliveryOutcome,
     latency_ms: u64,
     next: NextStep,
 ) -> AttemptRecord {
@@ -95,7 +95,7 @@ fn attempt(
 fn delivered(attempted_at: DateTime<Utc>) -> AttemptRecord {
     attempt(
         attempted_at,
-        Some(DeliveryOutcome::Delivered { status: 204 }),
+        DeliveryOutcome::Delivered { status: 204 },
         12,
         NextStep::Delivered,
     )
@@ -383,7 +383,7 @@ async fn delivered_is_recorded_once() {
     let claimed = claim_one(&fx, t(1)).await;
     let record = attempt(
         t(2),
-        Some(DeliveryOutcome::Delivered { status: 204 }),
+        DeliveryOutcome::Delivered { status: 204 },
         123,
         NextStep::Delivered,
     );
@@ -432,12 +432,7 @@ async fn attempts_recorded_together_apply_each_under_its_own_claim() {
             .await
             .unwrap()
     );
-    let retry = attempt(
-        t(2),
-        Some(failed(500, "boom")),
-        10,
-        NextStep::RetryAt(t(60)),
-    );
+    let retry = attempt(t(2), failed(500, "boom"), 10, NextStep::RetryAt(t(60)));
     let applied = fx
         .store
         .record_attempts(&[
@@ -472,14 +467,7 @@ async fn two_gone_answers_recorded_together_disable_the_endpoint_once() {
     let claimed = claim(&fx, t(1)).await;
     assert_eq!(claimed.len(), 3);
     let by_id = |id| claimed.iter().find(|c| c.event_id == id).unwrap().clone();
-    let gone = |at| {
-        attempt(
-            at,
-            Some(DeliveryOutcome::Gone),
-            5,
-            NextStep::DisableEndpoint,
-        )
-    };
+    let gone = |at| attempt(at, DeliveryOutcome::Gone, 5, NextStep::DisableEndpoint);
     let applied = fx
         .store
         .record_attempts(&[
@@ -514,7 +502,7 @@ async fn retry_at_keeps_the_event_pending_until_then() {
     let retry = t(301);
     let record = attempt(
         t(2),
-        Some(failed(503, "service unavailable")),
+        failed(503, "service unavailable"),
         80,
         NextStep::RetryAt(retry),
     );
@@ -549,7 +537,7 @@ async fn exhausted_gives_the_event_up() {
     let sub = hooked(&fx, "Acme").await;
     let id = event_at(&fx, sub, t(0)).await;
     let claimed = claim_one(&fx, t(1)).await;
-    let record = attempt(t(2), Some(failed(500, "boom")), 5, NextStep::Exhausted);
+    let record = attempt(t(2), failed(500, "boom"), 5, NextStep::Exhausted);
     assert!(fx.store.record_attempt(&claimed, &record).await.unwrap());
 
     let row = event_row(&fx, id).await;
@@ -620,23 +608,22 @@ async fn an_event_with_nowhere_to_go_is_given_up_by_the_claim() {
 }
 
 #[tokio::test]
-async fn an_attempt_without_outcome_is_recorded_as_skipped() {
+async fn a_secret_that_cannot_be_opened_fails_the_claim_and_the_lease_brings_the_event_back() {
     let fx = Fixture::new().await;
     let sub = hooked(&fx, "Acme").await;
     let id = event_at(&fx, sub, t(0)).await;
-    let claimed = claim_one(&fx, t(1)).await;
-    assert!(
-        fx.store
-            .record_attempt(&claimed, &attempt(t(1), None, 0, NextStep::Exhausted))
-            .await
-            .unwrap()
-    );
-    assert_eq!(event_row(&fx, id).await.status, "exhausted");
-    let rows = attempt_rows(&fx, id).await;
-    assert_eq!(rows.len(), 1);
-    assert_eq!(rows[0].outcome, "skipped");
-    assert_eq!(rows[0].status_code, None);
-    assert_eq!(rows[0].latency_ms, 0);
+    // An instance with the wrong master key cannot open the webhook secret: the claim is an
+    // error, never an unsigned delivery.
+    let wrong_key = store_for(fx.db.url(), [9; 32]);
+    assert!(wrong_key.claim_due(t(1), 100, LEASE).await.is_err());
+    // The claim itself committed: the event is held until its lease ends, then taken again.
+    let row = event_row(&fx, id).await;
+    assert_eq!((row.status.as_str(), row.attempts), ("pending", 1));
+    assert_eq!(row.claimed_until, Some(t(1) + LEASE));
+    assert!(claim(&fx, t(2)).await.is_empty());
+    let again = claim_one(&fx, t(1) + LEASE + chrono::Duration::seconds(1)).await;
+    assert_eq!((again.event_id, again.attempt), (id, 2));
+    assert_eq!(exposed(&again), vec![SECRET.to_owned()]);
 }
 
 #[tokio::test]
@@ -650,12 +637,7 @@ async fn disable_endpoint_exhausts_and_disables_until_set_webhook_again() {
 
     let claimed = claim_one(&fx, t(1)).await;
     assert_eq!(claimed.event_id, gone);
-    let record = attempt(
-        t(2),
-        Some(DeliveryOutcome::Gone),
-        7,
-        NextStep::DisableEndpoint,
-    );
+    let record = attempt(t(2), DeliveryOutcome::Gone, 7, NextStep::DisableEndpoint);
     assert!(fx.store.record_attempt(&claimed, &record).await.unwrap());
 
     let row = event_row(&fx, gone).await;
@@ -774,21 +756,16 @@ async fn list_events_newest_first_with_filters_and_attempts_oldest_first() {
     assert_eq!(claimed.len(), 4);
     for c in &claimed {
         let record = if c.event_id == e1 {
-            attempt(
-                t(10),
-                Some(failed(500, "boom")),
-                250,
-                NextStep::RetryAt(t(20)),
-            )
+            attempt(t(10), failed(500, "boom"), 250, NextStep::RetryAt(t(20)))
         } else if c.event_id == e3 {
             let refused = DeliveryOutcome::Refused {
                 reason: "loopback address".to_owned(),
             };
-            attempt(t(11), Some(refused), 0, NextStep::Exhausted)
+            attempt(t(11), refused, 0, NextStep::Exhausted)
         } else {
             attempt(
                 t(12),
-                Some(DeliveryOutcome::Delivered { status: 200 }),
+                DeliveryOutcome::Delivered { status: 200 },
                 40,
                 NextStep::Delivered,
             )
@@ -799,7 +776,7 @@ async fn list_events_newest_first_with_filters_and_attempts_oldest_first() {
     assert_eq!((retried.event_id, retried.attempt), (e1, 2));
     let record = attempt(
         t(21),
-        Some(DeliveryOutcome::Delivered { status: 201 }),
+        DeliveryOutcome::Delivered { status: 201 },
         30,
         NextStep::Delivered,
     );
@@ -972,7 +949,7 @@ async fn resending_a_range_requeues_exactly_that_subaccounts_events_in_it() {
     let claimed = claim(&fx, t(10)).await;
     assert_eq!(claimed.len(), 5);
     for c in &claimed {
-        let record = attempt(t(10), Some(failed(500, "boom")), 1, NextStep::Exhausted);
+        let record = attempt(t(10), failed(500, "boom"), 1, NextStep::Exhausted);
         assert!(fx.store.record_attempt(c, &record).await.unwrap());
     }
 

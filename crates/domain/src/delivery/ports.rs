@@ -56,8 +56,8 @@ pub struct ClaimedEvent {
 pub struct AttemptRecord {
     /// When it was made.
     pub attempted_at: DateTime<Utc>,
-    /// How it ended; `None` when no request was made.
-    pub outcome: Option<DeliveryOutcome>,
+    /// How it ended.
+    pub outcome: DeliveryOutcome,
     /// How long it took.
     pub latency: Duration,
     /// What happens to the event next.
