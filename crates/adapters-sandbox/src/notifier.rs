@@ -74,7 +74,7 @@ mod tests {
             to_phone: "+61412345678".to_owned(),
             receiver_name: "Ada Lovelace".to_owned(),
             confirm_url: Secret::new("http://x/confirm/t".to_owned()),
-            masked_details: vec![("bsb".to_owned(), "012 ***".to_owned())],
+            masked_details: vec![(domain::account::AccountField::Bsb, "012 ***".to_owned())],
         }
     }
 

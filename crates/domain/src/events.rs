@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::account::ReceiverAccount;
-use crate::account::data::MASKED_FIELDS;
+use crate::account::Visibility;
 use crate::ids::{EventId, SubaccountId};
 use crate::receiver::Receiver;
 use crate::time::unix_millis;
@@ -113,9 +113,10 @@ impl OutboxEvent {
             "confirm_status": account.confirm_status.as_str(),
             "timestamp": unix_millis(at),
         });
+        // Only the fields that identify the account, each masked.
         for (field, shown) in account.data.masked() {
-            if MASKED_FIELDS.contains(&field) {
-                payload[field] = Value::String(shown);
+            if field.visibility() == Visibility::Masked {
+                payload[field.name()] = Value::String(shown);
             }
         }
         Self {

@@ -3,11 +3,15 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use diesel::pg::Pg;
 use diesel::prelude::*;
+use diesel::sql_types::{Bool, Nullable};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use domain::PortError;
 use domain::account::ports::{AccountStore, ConfirmationToken, InsertAccountError, TokenLookup};
-use domain::account::{AccountData, AccountStatus, ConfirmStatus, PayoutMethod, ReceiverAccount};
+use domain::account::{
+    AccountData, AccountField, AccountStatus, ConfirmStatus, PayoutMethod, ReceiverAccount,
+};
 use domain::events::OutboxEvent;
 use domain::ids::{ReceiverAccountId, ReceiverId, SubaccountId};
 use uuid::Uuid;
@@ -57,27 +61,42 @@ fn unknown(message: String) -> PortError {
 impl AccountRow {
     fn new(vault: &Vault, account: &ReceiverAccount) -> Result<Self, PortError> {
         let id = account.id.as_uuid();
-        let pairs = account.data.expose_pairs();
+        let pairs: Vec<(&str, &str)> = account
+            .data
+            .expose_pairs()
+            .into_iter()
+            .map(|(field, value)| (field.name(), value))
+            .collect();
         let plain = serde_json::to_vec(&pairs).map_err(|e| PortError::Unknown(e.into()))?;
         let data_ciphertext = vault
             .seal(&plain, &context(id))
             .map_err(|e| unknown(format!("sealing account {id}: {e}")))?;
-        let fingerprint = |field: &str| {
-            account
-                .data
-                .expose(field)
-                .map(|value| vault.fingerprint(field, value))
-        };
-        // Only the matchable fields, in a fixed order, define "the same details".
+        // Only the matchable fields, in stored order, define "the same details"; each also gets
+        // the fingerprint verify looks it up by.
         let mut details = account.method.name().to_owned();
-        for field in domain::account::MATCHABLE_FIELDS {
-            if let Some(value) = account.data.expose(field) {
-                details.push('\0');
-                details.push_str(field);
-                details.push('=');
-                details.push_str(value);
-            }
+        let mut fingerprints = Fingerprints::default();
+        for (field, value) in account.data.expose_matchable() {
+            details.push('\0');
+            details.push_str(field.name());
+            details.push('=');
+            details.push_str(value);
+            let column = fingerprints.column(field).ok_or_else(|| {
+                unknown(format!(
+                    "account field {} has no fingerprint column",
+                    field.name()
+                ))
+            })?;
+            *column = Some(vault.fingerprint(field.name(), value));
         }
+        let Fingerprints {
+            bsb: fp_bsb,
+            account_number: fp_account_number,
+            routing_number: fp_routing_number,
+            account_type: fp_account_type,
+            iban: fp_iban,
+            bic: fp_bic,
+            recipient: fp_recipient,
+        } = fingerprints;
         Ok(Self {
             id,
             subaccount_id: account.subaccount_id.as_uuid(),
@@ -88,13 +107,13 @@ impl AccountRow {
             confirm_status: account.confirm_status.as_str().to_owned(),
             data_ciphertext,
             details_fingerprint: vault.fingerprint("details", &details),
-            fp_bsb: fingerprint("bsb"),
-            fp_account_number: fingerprint("account_number"),
-            fp_routing_number: fingerprint("routing_number"),
-            fp_account_type: fingerprint("account_type"),
-            fp_iban: fingerprint("iban"),
-            fp_bic: fingerprint("bic"),
-            fp_recipient: fingerprint("recipient"),
+            fp_bsb,
+            fp_account_number,
+            fp_routing_number,
+            fp_account_type,
+            fp_iban,
+            fp_bic,
+            fp_recipient,
             created_at: account.created_at,
             updated_at: account.updated_at,
         })
@@ -104,8 +123,16 @@ impl AccountRow {
         let plain = vault
             .open(&self.data_ciphertext, &context(self.id))
             .map_err(|e| unknown(format!("opening account {}: {e}", self.id)))?;
-        let pairs: Vec<(String, String)> =
+        let named: Vec<(String, String)> =
             serde_json::from_slice(&plain).map_err(|e| PortError::Unknown(e.into()))?;
+        let pairs = named
+            .into_iter()
+            .map(|(name, value)| {
+                AccountField::from_name(&name)
+                    .map(|field| (field, value))
+                    .ok_or_else(|| unknown(format!("account {} has unknown field {name}", self.id)))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(ReceiverAccount {
             id: ReceiverAccountId::from_uuid(self.id),
             receiver_id: ReceiverId::from_uuid(self.receiver_id),
@@ -125,6 +152,54 @@ impl AccountRow {
             created_at: self.created_at,
             updated_at: self.updated_at,
         })
+    }
+}
+
+/// The fingerprint columns of a row, one per matchable field.
+#[derive(Default)]
+struct Fingerprints {
+    bsb: Option<Vec<u8>>,
+    account_number: Option<Vec<u8>>,
+    routing_number: Option<Vec<u8>>,
+    account_type: Option<Vec<u8>>,
+    iban: Option<Vec<u8>>,
+    bic: Option<Vec<u8>>,
+    recipient: Option<Vec<u8>>,
+}
+
+impl Fingerprints {
+    /// Where `field`'s fingerprint goes; `None` for a field that is not matchable.
+    fn column(&mut self, field: AccountField) -> Option<&mut Option<Vec<u8>>> {
+        match field {
+            AccountField::Bsb => Some(&mut self.bsb),
+            AccountField::AccountNumber => Some(&mut self.account_number),
+            AccountField::RoutingNumber => Some(&mut self.routing_number),
+            AccountField::AccountType => Some(&mut self.account_type),
+            AccountField::Iban => Some(&mut self.iban),
+            AccountField::Bic => Some(&mut self.bic),
+            AccountField::Recipient => Some(&mut self.recipient),
+            AccountField::Name | AccountField::Description => None,
+        }
+    }
+}
+
+/// A filter on one fingerprint column.
+type FingerprintFilter =
+    Box<dyn BoxableExpression<receiver_accounts::table, Pg, SqlType = Nullable<Bool>>>;
+
+/// `fp_<field> = fp`, served by that column's partial index; `None` for a field that is not
+/// matchable.
+fn fingerprint_equals(field: AccountField, fp: Vec<u8>) -> Option<FingerprintFilter> {
+    use receiver_accounts as t;
+    match field {
+        AccountField::Bsb => Some(Box::new(t::fp_bsb.eq(fp))),
+        AccountField::AccountNumber => Some(Box::new(t::fp_account_number.eq(fp))),
+        AccountField::RoutingNumber => Some(Box::new(t::fp_routing_number.eq(fp))),
+        AccountField::AccountType => Some(Box::new(t::fp_account_type.eq(fp))),
+        AccountField::Iban => Some(Box::new(t::fp_iban.eq(fp))),
+        AccountField::Bic => Some(Box::new(t::fp_bic.eq(fp))),
+        AccountField::Recipient => Some(Box::new(t::fp_recipient.eq(fp))),
+        AccountField::Name | AccountField::Description => None,
     }
 }
 
@@ -220,7 +295,7 @@ impl AccountStore for PgStore {
     async fn find_first_match(
         &self,
         subaccount: SubaccountId,
-        fields: &[(String, String)],
+        fields: &[(AccountField, String)],
     ) -> Result<Option<ReceiverAccount>, PortError> {
         if fields.is_empty() {
             return Ok(None);
@@ -230,17 +305,14 @@ impl AccountStore for PgStore {
             .select(AccountRow::as_select())
             .into_boxed();
         for (field, value) in fields {
-            let fp = self.vault.fingerprint(field, value);
-            query = match field.as_str() {
-                "bsb" => query.filter(receiver_accounts::fp_bsb.eq(fp)),
-                "account_number" => query.filter(receiver_accounts::fp_account_number.eq(fp)),
-                "routing_number" => query.filter(receiver_accounts::fp_routing_number.eq(fp)),
-                "account_type" => query.filter(receiver_accounts::fp_account_type.eq(fp)),
-                "iban" => query.filter(receiver_accounts::fp_iban.eq(fp)),
-                "bic" => query.filter(receiver_accounts::fp_bic.eq(fp)),
-                "recipient" => query.filter(receiver_accounts::fp_recipient.eq(fp)),
-                _ => return Ok(None),
+            let fp = self.vault.fingerprint(field.name(), value);
+            let Some(filter) = fingerprint_equals(*field, fp) else {
+                return Err(unknown(format!(
+                    "verify asked for {}, which is not matchable",
+                    field.name()
+                )));
             };
+            query = query.filter(filter);
         }
         let mut conn = self.conn().await?;
         let row: Option<AccountRow> = query
@@ -341,6 +413,28 @@ impl AccountStore for PgStore {
             Err(ConfirmAbort::NotApplicable) => Ok(false),
             Err(ConfirmAbort::Db(e)) => Err(from_diesel(e)),
             Err(ConfirmAbort::Payouts(e)) => Err(e.into_port("moving payouts on confirmation")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_matchable_field_and_only_those_has_a_fingerprint_column() {
+        for field in AccountField::ALL {
+            let mut fingerprints = Fingerprints::default();
+            assert_eq!(
+                fingerprints.column(field).is_some(),
+                field.matchable(),
+                "{field:?}"
+            );
+            assert_eq!(
+                fingerprint_equals(field, Vec::new()).is_some(),
+                field.matchable(),
+                "{field:?}"
+            );
         }
     }
 }

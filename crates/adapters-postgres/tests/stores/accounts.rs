@@ -10,7 +10,9 @@ use domain::PortError;
 use domain::account::input::{AccountInput, RawAccount};
 use domain::account::ports::{AccountStore, ConfirmationToken, InsertAccountError};
 use domain::account::service::token_hash;
-use domain::account::{AccountData, AccountStatus, ConfirmStatus, PayoutMethod, ReceiverAccount};
+use domain::account::{
+    AccountData, AccountField, AccountStatus, ConfirmStatus, PayoutMethod, ReceiverAccount,
+};
 use domain::events::{EventKind, OutboxEvent};
 use domain::ids::{EventId, ReceiverAccountId, SubaccountId};
 use domain::ports::ReceiverStore;
@@ -40,18 +42,8 @@ async fn new_receiver(fx: &Fixture, subaccount: SubaccountId, email: &str) -> Re
 fn raw(fields: &[(&str, &str)]) -> RawAccount {
     let mut raw = RawAccount::default();
     for &(name, value) in fields {
-        let slot = match name {
-            "bsb" => &mut raw.bsb,
-            "account_number" => &mut raw.account_number,
-            "routing_number" => &mut raw.routing_number,
-            "account_type" => &mut raw.account_type,
-            "iban" => &mut raw.iban,
-            "bic" => &mut raw.bic,
-            "recipient" => &mut raw.recipient,
-            "name" => &mut raw.name,
-            "description" => &mut raw.description,
-            other => panic!("unknown field {other}"),
-        };
+        let field = AccountField::from_name(name).unwrap_or_else(|| panic!("unknown field {name}"));
+        let slot = raw.slot(field);
         *slot = Some(value.to_owned());
     }
     raw
@@ -310,7 +302,10 @@ async fn inserted_account_is_found_by_its_own_subaccount_only() {
     let de = fx.store.find_account(sub, accounts[0].id).await.unwrap();
     assert_eq!(
         de.unwrap().data.expose_pairs(),
-        vec![("bsb", "012002"), ("account_number", "123456789")]
+        vec![
+            (AccountField::Bsb, "012002"),
+            (AccountField::AccountNumber, "123456789")
+        ]
     );
     // Unknown id.
     let unknown = ReceiverAccountId::from_uuid(Uuid::new_v4());
@@ -533,7 +528,7 @@ async fn the_same_details_for_one_receiver_are_a_duplicate_and_write_nothing() {
         at(T0 + 5),
     );
     assert_eq!(
-        eft.data.expose("routing_number"),
+        eft.data.expose(AccountField::RoutingNumber),
         Some("000312345"),
         "same normalised routing number as the ACH account"
     );
@@ -699,10 +694,10 @@ async fn confirming_writes_an_account_update_event_with_the_next_sequence() {
 // ---------------------------------------------------------------------------------------------
 // Verify matching
 
-fn fields(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+fn fields(pairs: &[(&str, &str)]) -> Vec<(AccountField, String)> {
     pairs
         .iter()
-        .map(|&(k, v)| (k.to_owned(), v.to_owned()))
+        .map(|&(k, v)| (AccountField::from_name(k).unwrap(), v.to_owned()))
         .collect()
 }
 
@@ -889,7 +884,7 @@ async fn verify_and_duplicate_lookups_use_their_indexes() {
             sub,
             &fields(&[(
                 "account_number",
-                probe.data.expose("account_number").unwrap(),
+                probe.data.expose(AccountField::AccountNumber).unwrap(),
             )]),
         )
         .await

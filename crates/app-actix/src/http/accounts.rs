@@ -36,7 +36,7 @@ fn masked_object(account: &ReceiverAccount) -> Map<String, Value> {
         .data
         .masked()
         .into_iter()
-        .map(|(k, v)| (k.to_owned(), Value::String(v)))
+        .map(|(field, v)| (field.name().to_owned(), Value::String(v)))
         .collect()
 }
 
@@ -152,22 +152,16 @@ pub async fn create(
 ) -> Result<HttpResponse, ApiError> {
     let object = json_object(CREATE, &request.body)?;
     let mut known = vec!["receiver_id"];
-    known.extend_from_slice(method.fields());
+    known.extend(method.fields().iter().map(|spec| spec.field.name()));
     let mut errors = ValidationErrors::default();
     let mut fields = fields_by_name(object, &known, &mut errors);
-    let mut take = |name| fields.remove(name);
-    let raw = RawAccount {
-        receiver_id: take("receiver_id"),
-        bsb: take("bsb"),
-        account_number: take("account_number"),
-        routing_number: take("routing_number"),
-        account_type: take("account_type"),
-        iban: take("iban"),
-        bic: take("bic"),
-        recipient: take("recipient"),
-        name: take("name"),
-        description: take("description"),
+    let mut raw = RawAccount {
+        receiver_id: fields.remove("receiver_id"),
+        ..RawAccount::default()
     };
+    for spec in method.fields() {
+        *raw.slot(spec.field) = fields.remove(spec.field.name());
+    }
     if !errors.is_empty() {
         // The body has problems of its own: report them with the field checks, store nothing.
         match state.accounts.validate(&request.caller, method, &raw).await {

@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 use actix_web::HttpResponse;
 use actix_web::http::header::CONTENT_TYPE;
 use domain::ErrorCode;
-use domain::account::{AccountStatus, ConfirmStatus, MATCHABLE_FIELDS, PayoutMethod};
+use domain::account::{AccountField, AccountStatus, ConfirmStatus, PayoutMethod};
 use domain::batch::BatchStatus;
 use domain::idempotency::{HEADER as IDEMPOTENCY_HEADER, REPLAYED_HEADER};
 use domain::money::Asset;
@@ -175,26 +175,53 @@ impl PartialSchema for Nothing {
 
 impl ToSchema for Nothing {}
 
-/// Fields of a receiver account that only describe it, never identify it (not matchable).
-const DESCRIPTIVE_FIELDS: [&str; 2] = ["name", "description"];
-
 /// `account_data`: some of the payout methods' fields, all strings.
 pub struct AccountDataSchema;
+
+/// `` `a`, `b` and `c` ``.
+fn code_list(names: &[&str]) -> String {
+    let quoted: Vec<String> = names.iter().map(|name| format!("`{name}`")).collect();
+    match quoted.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => quoted.concat(),
+    }
+}
+
+/// The description of `account_data`, from the fields' descriptions: the matchable fields,
+/// then the descriptive ones with the methods that carry them.
+fn account_data_description() -> String {
+    let matchable: Vec<String> = AccountField::matchable_fields()
+        .map(|field| format!("`{}`", field.name()))
+        .collect();
+    let descriptive: Vec<&str> = AccountField::ALL
+        .into_iter()
+        .filter(|field| !field.matchable())
+        .map(AccountField::name)
+        .collect();
+    let carriers: Vec<&str> = PayoutMethod::ALL
+        .into_iter()
+        .filter(|method| method.fields().iter().any(|spec| !spec.field.matchable()))
+        .map(PayoutMethod::name)
+        .collect();
+    format!(
+        "Fields of a payout method ({}, and for {} accounts {}), all strings. In responses \
+         identifiers are masked: the first three characters, a space and `***` (three \
+         characters or fewer: all stars).",
+        matchable.join(", "),
+        carriers.join(" and "),
+        code_list(&descriptive),
+    )
+}
 
 impl PartialSchema for AccountDataSchema {
     fn schema() -> RefOr<Schema> {
         let mut object = ObjectBuilder::new()
             .schema_type(Type::Object)
-            .description(Some(
-                "Fields of a payout method (`bsb`, `account_number`, `routing_number`, \
-                 `account_type`, `iban`, `bic`, `recipient`, and for digital accounts `name` and \
-                 `description`), all strings. In responses identifiers are masked: the first \
-                 three characters, a space and `***` (three characters or fewer: all stars).",
-            ))
+            .description(Some(account_data_description()))
             .additional_properties(Some(AdditionalProperties::FreeForm(false)))
             .min_properties(Some(1));
-        for field in MATCHABLE_FIELDS.iter().chain(&DESCRIPTIVE_FIELDS) {
-            object = object.property(*field, ObjectBuilder::new().schema_type(Type::String));
+        for field in AccountField::ALL {
+            object = object.property(field.name(), ObjectBuilder::new().schema_type(Type::String));
         }
         object.into()
     }
@@ -566,49 +593,6 @@ fn api_conventions(path: &str, method: &HttpMethod, operation: &mut Operation) {
     }
 }
 
-/// The format of an account field on create (a subset of what is accepted: checksums and
-/// registries are checked besides), and its description.
-fn account_field(method: PayoutMethod, field: &str) -> (Option<&'static str>, &'static str) {
-    match (method, field) {
-        (_, "bsb") => (
-            Some("^[0-9]{3}[- ]?[0-9]{3}$"),
-            "6 digits; `012-002` and `012 002` are accepted and stored `012002`.",
-        ),
-        (PayoutMethod::DirectEntry, "account_number") => (Some("^[0-9]{5,9}$"), "5 to 9 digits."),
-        (PayoutMethod::Ach, "account_number") => (Some("^[0-9]{4,17}$"), "4 to 17 digits."),
-        (PayoutMethod::Eft, "account_number") => (Some("^[0-9]{7,12}$"), "7 to 12 digits."),
-        (PayoutMethod::DirectCredit, "account_number") => (
-            Some("^([0-9]{2}-[0-9]{4}-[0-9]{7}-[0-9]{2,3}|[0-9]{6}-[0-9]{7}-[0-9]{3})$"),
-            "`BB-bbbb-AAAAAAA-SS(S)` or `BBbbbb-AAAAAAA-SSS`, with valid New Zealand check \
-             digits; stored as 16 digits.",
-        ),
-        (PayoutMethod::Ach, "routing_number") => (
-            Some("^[0-9]{9}$"),
-            "An ABA routing number: 9 digits with the 3-7-1 checksum and a Federal Reserve prefix.",
-        ),
-        (_, "routing_number") => (
-            Some("^(0[0-9]{8}|[0-9]{5}-[0-9]{3})$"),
-            "`0` + institution (3) + transit (5), or the paper form `TTTTT-III`; the institution \
-             must be a Payments Canada member.",
-        ),
-        (_, "account_type") => (Some("^(checking|savings)$"), "`checking` or `savings`."),
-        (_, "iban") => (
-            Some("^[A-Za-z]{2}[0-9]{2}[A-Za-z0-9 ]{8,40}$"),
-            "An IBAN of a SEPA country (length per country, mod-97); spaces removed, upper-cased.",
-        ),
-        (_, "bic") => (
-            Some("^[A-Za-z]{6}[A-Za-z0-9]{2}([A-Za-z0-9]{3})?$"),
-            "8 or 11 characters; its country must be the IBAN's.",
-        ),
-        (_, "recipient") => (None, "The receiver's e-mail address."),
-        (_, "name") => (None, "1 to 255 characters."),
-        _ => (None, "Free text."),
-    }
-}
-
-/// Fields of a create body that may be left out.
-const OPTIONAL_FIELDS: [&str; 1] = ["description"];
-
 /// `POST /api/receiver-account/<asset>/<method>`: served by [`accounts::create`] for every
 /// payout method.
 fn create_account_operation(method: PayoutMethod) -> Operation {
@@ -622,21 +606,19 @@ fn create_account_operation(method: PayoutMethod) -> Operation {
                 .description(Some("A receiver of the caller's subaccount.")),
         )
         .required("receiver_id");
-    for field in method.fields() {
-        let optional = OPTIONAL_FIELDS.contains(field);
-        let schema = if optional {
-            ObjectBuilder::new().schema_type(SchemaType::Array(vec![Type::String, Type::Null]))
-        } else {
+    for spec in method.fields() {
+        let schema = if spec.required {
             ObjectBuilder::new().schema_type(Type::String)
+        } else {
+            ObjectBuilder::new().schema_type(SchemaType::Array(vec![Type::String, Type::Null]))
         };
-        let (pattern, description) = account_field(method, field);
         let schema = schema
             .max_length(Some(255))
-            .pattern(pattern)
-            .description(Some(description));
-        body = body.property(*field, schema);
-        if !optional {
-            body = body.required(*field);
+            .pattern(spec.pattern)
+            .description(Some(spec.description));
+        body = body.property(spec.field.name(), schema);
+        if spec.required {
+            body = body.required(spec.field.name());
         }
     }
     let asset = method.asset().code();

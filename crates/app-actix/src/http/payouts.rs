@@ -4,7 +4,7 @@ use super::query::query_pairs;
 use actix_web::web::{Data, Path};
 use actix_web::{HttpRequest, HttpResponse};
 use domain::ErrorCode;
-use domain::account::ReceiverAccount;
+use domain::account::{PayoutAccountSlot, ReceiverAccount};
 use domain::ids::MerchantId;
 use domain::payout::query::ListPayoutsQuery;
 use domain::payout::service::{
@@ -352,15 +352,32 @@ fn fee_data(payout: &Payout) -> FeeData {
     }
 }
 
+/// The masked values of `receiver_account`, `""` where the method has none.
+#[derive(Default)]
+struct PayoutAccountSlots {
+    bsb: String,
+    bank_code: String,
+    account_number: String,
+}
+
+impl PayoutAccountSlots {
+    fn get(&mut self, slot: PayoutAccountSlot) -> &mut String {
+        match slot {
+            PayoutAccountSlot::Bsb => &mut self.bsb,
+            PayoutAccountSlot::BankCode => &mut self.bank_code,
+            PayoutAccountSlot::AccountNumber => &mut self.account_number,
+        }
+    }
+}
+
 /// The fields of seed §2.1 that the list and the get-by-id object share.
 fn payout_common(p: &Payout, receiver: &Receiver, account: &ReceiverAccount) -> PayoutCommon {
-    let masked = account.data.masked();
-    let masked = |field: &str| {
-        masked
-            .iter()
-            .find(|(k, _)| *k == field)
-            .map(|(_, v)| v.clone())
-    };
+    let mut slots = PayoutAccountSlots::default();
+    for (field, shown) in account.data.masked() {
+        if let Some(slot) = field.payout_slot() {
+            *slots.get(slot) = shown;
+        }
+    }
     PayoutCommon {
         id: p.id.to_string(),
         created_at: unix_millis(p.created_at).to_string(),
@@ -392,14 +409,9 @@ fn payout_common(p: &Payout, receiver: &Receiver, account: &ReceiverAccount) -> 
         receiver_account: PayoutAccount {
             id: account.id.to_string(),
             email: receiver.email.clone(),
-            bsb: masked("bsb").unwrap_or_default(),
-            bank_code: masked("routing_number")
-                .or_else(|| masked("bic"))
-                .unwrap_or_default(),
-            account_number: masked("account_number")
-                .or_else(|| masked("iban"))
-                .or_else(|| masked("recipient"))
-                .unwrap_or_default(),
+            bsb: slots.bsb,
+            bank_code: slots.bank_code,
+            account_number: slots.account_number,
         },
         payout_provider: IdRef {
             id: "sandbox".to_owned(),

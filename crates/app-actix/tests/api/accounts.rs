@@ -1,6 +1,7 @@
 //! Receiver accounts over HTTP (contract §5): six methods, validation, masking, duplicates,
 //! tenancy, verify and confirmation.
 
+use domain::account::AccountField;
 use serde_json::{Value, json};
 
 use crate::helpers::{Reply, Tenant, TestApp, spawn_app};
@@ -366,8 +367,8 @@ async fn the_confirmation_link_confirms_once_and_the_helper_too() {
     assert_eq!(
         sent[0].masked_details,
         vec![
-            ("bsb".to_owned(), "012 ***".to_owned()),
-            ("account_number".to_owned(), "123 ***".to_owned())
+            (AccountField::Bsb, "012 ***".to_owned()),
+            (AccountField::AccountNumber, "123 ***".to_owned())
         ]
     );
     let url = sent[0].confirm_url.expose().clone();

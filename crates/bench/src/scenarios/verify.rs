@@ -27,8 +27,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use diesel::QueryableByName;
 use diesel::sql_types::Text;
-use domain::account::input::normalize_for_match;
-use domain::account::{MATCHABLE_FIELDS, PayoutMethod};
+use domain::account::{AccountField, PayoutMethod};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -109,7 +108,9 @@ impl VerifyWorkload {
         Ok(account
             .raw
             .iter()
-            .filter(|(field, _)| MATCHABLE_FIELDS.contains(field))
+            .filter(|(field, _)| {
+                AccountField::from_name(field).is_some_and(AccountField::matchable)
+            })
             .map(|(field, value)| ((*field).to_owned(), value.clone()))
             .collect())
     }
@@ -573,7 +574,9 @@ async fn explain(
         );
         let mut shown = Vec::new();
         for (field, value) in &fields {
-            let Some(normalized) = normalize_for_match(field, value) else {
+            let Some(normalized) =
+                AccountField::from_name(field).and_then(|field| field.normalize_for_match(value))
+            else {
                 continue;
             };
             let fp = vault.fingerprint(field, &normalized);

@@ -13,9 +13,10 @@
 //! older account's number (at a branch drawn independently). `account_type` is `checking` for
 //! 70 %.
 
+use anyhow::Context;
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use domain::account::input::{AccountInput, RawAccount};
-use domain::account::{AccountData, AccountStatus, ConfirmStatus, PayoutMethod};
+use domain::account::{AccountData, AccountField, AccountStatus, ConfirmStatus, PayoutMethod};
 use uuid::Uuid;
 
 /// SplitMix64's finaliser: a good 64-bit mix.
@@ -405,17 +406,9 @@ impl Generator {
             ..RawAccount::default()
         };
         for (name, value) in &raw {
-            let slot = match *name {
-                "bsb" => &mut fields.bsb,
-                "account_number" => &mut fields.account_number,
-                "routing_number" => &mut fields.routing_number,
-                "account_type" => &mut fields.account_type,
-                "iban" => &mut fields.iban,
-                "bic" => &mut fields.bic,
-                "recipient" => &mut fields.recipient,
-                _ => &mut fields.name,
-            };
-            *slot = Some(value.clone());
+            let field = AccountField::from_name(name)
+                .with_context(|| format!("generated account {i} has unknown field {name}"))?;
+            *fields.slot(field) = Some(value.clone());
         }
         let input = AccountInput::parse(method, &fields).map_err(|errors| {
             anyhow::anyhow!(
@@ -566,11 +559,15 @@ mod tests {
         let mut seen = std::collections::HashSet::new();
         for i in 0..20_000 {
             let account = generator.account(i).unwrap_or_else(|e| panic!("{e:#}"));
-            for field in ["account_number", "iban", "recipient"] {
+            for field in [
+                AccountField::AccountNumber,
+                AccountField::Iban,
+                AccountField::Recipient,
+            ] {
                 if let Some(value) = account.data.expose(field) {
                     assert!(
                         seen.insert(value.to_owned()),
-                        "{field} {value} repeats at {i}"
+                        "{field:?} {value} repeats at {i}"
                     );
                 }
             }

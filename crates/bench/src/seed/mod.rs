@@ -22,7 +22,7 @@ use diesel::sql_types::{
     Array, Bytea, Date, Nullable, SmallInt, Text, Timestamptz, Uuid as SqlUuid,
 };
 use diesel_async::{AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
-use domain::account::MATCHABLE_FIELDS;
+use domain::account::AccountField;
 use domain::masking::Secret;
 use uuid::Uuid;
 
@@ -53,8 +53,8 @@ struct AccountRow {
     confirm_status: &'static str,
     data_ciphertext: Vec<u8>,
     details_fingerprint: Vec<u8>,
-    /// In `MATCHABLE_FIELDS` order: bsb, account_number, routing_number, account_type, iban,
-    /// bic, recipient.
+    /// In `AccountField::matchable_fields()` order: bsb, account_number, routing_number,
+    /// account_type, iban, bic, recipient.
     fingerprints: [Option<Vec<u8>>; 7],
     created_at: DateTime<Utc>,
 }
@@ -62,25 +62,33 @@ struct AccountRow {
 /// What `adapters-postgres` stores for `account` (see `AccountRow::new` in its account store).
 fn account_row(vault: &Vault, account: &AccountSeed) -> anyhow::Result<AccountRow> {
     let context = [b"account:".as_slice(), account.id.as_bytes()].concat();
-    let plain = serde_json::to_vec(&account.data.expose_pairs())?;
+    let pairs: Vec<(&str, &str)> = account
+        .data
+        .expose_pairs()
+        .into_iter()
+        .map(|(field, value)| (field.name(), value))
+        .collect();
+    let plain = serde_json::to_vec(&pairs)?;
     let data_ciphertext = vault
         .seal(&plain, &context)
         .map_err(|e| anyhow::anyhow!("sealing account {}: {e}", account.id))?;
     let mut details = account.method.name().to_owned();
-    for field in MATCHABLE_FIELDS {
-        if let Some(value) = account.data.expose(field) {
-            details.push('\0');
-            details.push_str(field);
-            details.push('=');
-            details.push_str(value);
-        }
+    for (field, value) in account.data.expose_matchable() {
+        details.push('\0');
+        details.push_str(field.name());
+        details.push('=');
+        details.push_str(value);
     }
-    let fingerprints = MATCHABLE_FIELDS.map(|field| {
-        account
+    let mut fingerprints: [Option<Vec<u8>>; 7] = Default::default();
+    for (slot, field) in fingerprints
+        .iter_mut()
+        .zip(AccountField::matchable_fields())
+    {
+        *slot = account
             .data
             .expose(field)
-            .map(|value| vault.fingerprint(field, value))
-    });
+            .map(|value| vault.fingerprint(field.name(), value));
+    }
     Ok(AccountRow {
         id: account.id,
         receiver_id: account.receiver_id,
@@ -319,12 +327,10 @@ pub async fn check_with_store(
                 && found.receiver_id.as_uuid() == expected.receiver_id,
             "seeded account {i} reads back differently"
         );
-        let fields: Vec<(String, String)> = found
+        let fields: Vec<(AccountField, String)> = found
             .data
-            .expose_pairs()
-            .into_iter()
-            .filter(|(field, _)| MATCHABLE_FIELDS.contains(field))
-            .map(|(field, value)| (field.to_owned(), value.to_owned()))
+            .expose_matchable()
+            .map(|(field, value)| (field, value.to_owned()))
             .collect();
         let matched = store
             .find_first_match(subaccount, &fields)

@@ -3,45 +3,28 @@
 
 use std::fmt;
 
+use crate::account::field::{AccountField, Visibility};
 use crate::account::input::AccountDetails;
 use crate::masking::{MaskedValue, Secret};
 
-/// The fields whose values identify an account and are therefore masked when shown.
-pub const MASKED_FIELDS: [&str; 5] = [
-    "bsb",
-    "account_number",
-    "routing_number",
-    "iban",
-    "recipient",
-];
-
-/// Field name and value pairs: the matchable fields in `MATCHABLE_FIELDS` order, then (digital)
-/// `name` and `description`. `Debug` never shows values.
+/// Field and value pairs in [`AccountField::ALL`] order. `Debug` never shows values.
 #[derive(Clone, PartialEq, Eq)]
-pub struct AccountData(Vec<(String, Secret<String>)>);
+pub struct AccountData(Vec<(AccountField, Secret<String>)>);
 
 impl AccountData {
     /// The normalised values of parsed details (what is stored and matched).
     pub fn from_details(details: &AccountDetails) -> Self {
-        let mut fields: Vec<(String, Secret<String>)> = details
-            .matchable()
+        let mut fields: Vec<(AccountField, Secret<String>)> = details
+            .values()
             .into_iter()
-            .map(|(name, value)| (name.to_owned(), Secret::new(value)))
+            .map(|(field, value)| (field, Secret::new(value)))
             .collect();
-        if let AccountDetails::Digital {
-            name, description, ..
-        } = details
-        {
-            fields.push(("name".to_owned(), Secret::new(name.clone())));
-            if let Some(description) = description {
-                fields.push(("description".to_owned(), Secret::new(description.clone())));
-            }
-        }
+        fields.sort_by_key(|(field, _)| *field);
         Self(fields)
     }
 
     /// Rebuilds from stored pairs (decrypted by the store).
-    pub fn from_pairs(pairs: Vec<(String, String)>) -> Self {
+    pub fn from_pairs(pairs: Vec<(AccountField, String)>) -> Self {
         Self(
             pairs
                 .into_iter()
@@ -51,33 +34,40 @@ impl AccountData {
     }
 
     /// The raw pairs, for encryption at rest only.
-    pub fn expose_pairs(&self) -> Vec<(&str, &str)> {
+    pub fn expose_pairs(&self) -> Vec<(AccountField, &str)> {
         self.0
             .iter()
-            .map(|(k, v)| (k.as_str(), v.expose().as_str()))
+            .map(|(k, v)| (*k, v.expose().as_str()))
             .collect()
     }
 
-    /// The raw value of one field (for fingerprints and matching only).
-    pub fn expose(&self, field: &str) -> Option<&str> {
+    /// The raw value of one field (for fingerprints, matching and payment rails only).
+    pub fn expose(&self, field: AccountField) -> Option<&str> {
         self.0
             .iter()
-            .find(|(k, _)| k == field)
+            .find(|(k, _)| *k == field)
             .map(|(_, v)| v.expose().as_str())
     }
 
-    /// Every field as it may be shown: identifiers masked, the others (account type, BIC,
-    /// name, description) as they are.
-    pub fn masked(&self) -> Vec<(&str, String)> {
+    /// The raw matchable values, in stored order (for fingerprints only).
+    pub fn expose_matchable(&self) -> impl Iterator<Item = (AccountField, &str)> {
+        self.0
+            .iter()
+            .filter(|(k, _)| k.matchable())
+            .map(|(k, v)| (*k, v.expose().as_str()))
+    }
+
+    /// Every field as it may be shown: [`Visibility::Masked`] fields masked, the others as
+    /// they are.
+    pub fn masked(&self) -> Vec<(AccountField, String)> {
         self.0
             .iter()
             .map(|(k, v)| {
-                let shown = if MASKED_FIELDS.contains(&k.as_str()) {
-                    MaskedValue::mask(v.expose()).as_str().to_owned()
-                } else {
-                    v.expose().clone()
+                let shown = match k.visibility() {
+                    Visibility::Masked => MaskedValue::mask(v.expose()).as_str().to_owned(),
+                    Visibility::Shown => v.expose().clone(),
                 };
-                (k.as_str(), shown)
+                (*k, shown)
             })
             .collect()
     }
@@ -85,7 +75,7 @@ impl AccountData {
 
 impl fmt::Debug for AccountData {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let names: Vec<&str> = self.0.iter().map(|(k, _)| k.as_str()).collect();
+        let names: Vec<&str> = self.0.iter().map(|(k, _)| k.name()).collect();
         write!(f, "AccountData({names:?}, values redacted)")
     }
 }
@@ -96,9 +86,9 @@ mod tests {
 
     fn data() -> AccountData {
         AccountData::from_pairs(vec![
-            ("bsb".to_owned(), "012002".to_owned()),
-            ("account_number".to_owned(), "123456789".to_owned()),
-            ("account_type".to_owned(), "checking".to_owned()),
+            (AccountField::Bsb, "012002".to_owned()),
+            (AccountField::AccountNumber, "123456789".to_owned()),
+            (AccountField::AccountType, "checking".to_owned()),
         ])
     }
 
@@ -107,9 +97,9 @@ mod tests {
         assert_eq!(
             data().masked(),
             vec![
-                ("bsb", "012 ***".to_owned()),
-                ("account_number", "123 ***".to_owned()),
-                ("account_type", "checking".to_owned())
+                (AccountField::Bsb, "012 ***".to_owned()),
+                (AccountField::AccountNumber, "123 ***".to_owned()),
+                (AccountField::AccountType, "checking".to_owned())
             ]
         );
     }

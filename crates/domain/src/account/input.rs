@@ -1,5 +1,5 @@
-//! The create-account request (its raw fields and their parse into value types), and the
-//! normalisation that lets verify queries compare equal to stored accounts.
+//! The create-account request: its raw fields and their parse into each method's typed
+//! details.
 //!
 //! Only the fields of the request's payout method are looked at (fields of other methods are the
 //! HTTP layer's to reject as unknown). Every field is checked and every failure is reported at
@@ -12,6 +12,7 @@ use crate::account::au::{AuAccountNumber, AuAccountNumberError, Bsb, BsbError};
 use crate::account::ca::{
     CaAccountNumber, CaAccountNumberError, CaRoutingNumber, CaRoutingNumberError,
 };
+use crate::account::field::AccountField;
 use crate::account::method::PayoutMethod;
 use crate::account::nz::{NzAccountNumber, NzAccountNumberError};
 use crate::account::sepa::{Bic, BicError, Iban, IbanError, bic_matches_iban};
@@ -49,6 +50,38 @@ pub struct RawAccount {
     pub name: Option<String>,
     /// `description` (digital, optional).
     pub description: Option<String>,
+}
+
+impl RawAccount {
+    /// The value sent for `field`, if any.
+    pub fn get(&self, field: AccountField) -> Option<&str> {
+        match field {
+            AccountField::Bsb => self.bsb.as_deref(),
+            AccountField::AccountNumber => self.account_number.as_deref(),
+            AccountField::RoutingNumber => self.routing_number.as_deref(),
+            AccountField::AccountType => self.account_type.as_deref(),
+            AccountField::Iban => self.iban.as_deref(),
+            AccountField::Bic => self.bic.as_deref(),
+            AccountField::Recipient => self.recipient.as_deref(),
+            AccountField::Name => self.name.as_deref(),
+            AccountField::Description => self.description.as_deref(),
+        }
+    }
+
+    /// Where the value sent for `field` goes.
+    pub fn slot(&mut self, field: AccountField) -> &mut Option<String> {
+        match field {
+            AccountField::Bsb => &mut self.bsb,
+            AccountField::AccountNumber => &mut self.account_number,
+            AccountField::RoutingNumber => &mut self.routing_number,
+            AccountField::AccountType => &mut self.account_type,
+            AccountField::Iban => &mut self.iban,
+            AccountField::Bic => &mut self.bic,
+            AccountField::Recipient => &mut self.recipient,
+            AccountField::Name => &mut self.name,
+            AccountField::Description => &mut self.description,
+        }
+    }
 }
 
 /// The parsed details of one account, per method.
@@ -115,47 +148,60 @@ impl AccountDetails {
         }
     }
 
-    /// The matchable fields (names from `MATCHABLE_FIELDS`) with their normalised values, in
-    /// `MATCHABLE_FIELDS` order; `name`/`description` are not matchable.
+    /// Every field with its normalised value (what is stored), in [`AccountField::ALL`]
+    /// order.
     ///
-    /// Each value is what [`normalize_for_match`] makes of any accepted spelling of it; the
-    /// recipient is lower-cased, as e-mail addresses are compared case-insensitively.
-    pub fn matchable(&self) -> Vec<(&'static str, String)> {
+    /// Each matchable value is what [`AccountField::normalize_for_match`] makes of any accepted
+    /// spelling of it; the recipient is lower-cased, as e-mail addresses are compared
+    /// case-insensitively.
+    pub fn values(&self) -> Vec<(AccountField, String)> {
+        use AccountField as F;
         match self {
             AccountDetails::DirectEntry {
                 bsb,
                 account_number,
             } => vec![
-                ("bsb", bsb.as_str().to_owned()),
-                ("account_number", account_number.as_str().to_owned()),
+                (F::Bsb, bsb.as_str().to_owned()),
+                (F::AccountNumber, account_number.as_str().to_owned()),
             ],
             AccountDetails::Ach {
                 routing_number,
                 account_number,
                 account_type,
             } => vec![
-                ("account_number", account_number.as_str().to_owned()),
-                ("routing_number", routing_number.as_str().to_owned()),
-                ("account_type", account_type.as_str().to_owned()),
+                (F::AccountNumber, account_number.as_str().to_owned()),
+                (F::RoutingNumber, routing_number.as_str().to_owned()),
+                (F::AccountType, account_type.as_str().to_owned()),
             ],
             AccountDetails::Eft {
                 routing_number,
                 account_number,
                 account_type,
             } => vec![
-                ("account_number", account_number.as_str().to_owned()),
-                ("routing_number", routing_number.as_str().to_owned()),
-                ("account_type", account_type.as_str().to_owned()),
+                (F::AccountNumber, account_number.as_str().to_owned()),
+                (F::RoutingNumber, routing_number.as_str().to_owned()),
+                (F::AccountType, account_type.as_str().to_owned()),
             ],
-            AccountDetails::Digital { recipient, .. } => {
-                vec![("recipient", recipient.normalized())]
+            AccountDetails::Digital {
+                recipient,
+                name,
+                description,
+            } => {
+                let mut values = vec![
+                    (F::Recipient, recipient.normalized()),
+                    (F::Name, name.clone()),
+                ];
+                if let Some(description) = description {
+                    values.push((F::Description, description.clone()));
+                }
+                values
             }
             AccountDetails::Sepa { iban, bic } => vec![
-                ("iban", iban.as_str().to_owned()),
-                ("bic", bic.as_str().to_owned()),
+                (F::Iban, iban.as_str().to_owned()),
+                (F::Bic, bic.as_str().to_owned()),
             ],
             AccountDetails::DirectCredit { account_number } => {
-                vec![("account_number", account_number.as_str().to_owned())]
+                vec![(F::AccountNumber, account_number.as_str().to_owned())]
             }
         }
     }
@@ -179,6 +225,7 @@ impl AccountInput {
     /// checksum, unknown bank or institution, not SEPA). A BIC whose country does not go with a
     /// valid IBAN's gives `REAC219` on `bic`.
     pub fn parse(method: PayoutMethod, raw: &RawAccount) -> Result<AccountInput, ValidationErrors> {
+        use AccountField as F;
         use ErrorCode as C;
 
         let mut errors = ValidationErrors::default();
@@ -192,8 +239,8 @@ impl AccountInput {
         let details = match method {
             PayoutMethod::DirectEntry => {
                 let bsb = errors.check(READ.required(
-                    raw.bsb.as_deref(),
-                    "bsb",
+                    raw.get(F::Bsb),
+                    F::Bsb.name(),
                     C::Reac202,
                     Bsb::parse,
                     |error| match error {
@@ -202,8 +249,8 @@ impl AccountInput {
                     },
                 ));
                 let account_number = errors.check(READ.required(
-                    raw.account_number.as_deref(),
-                    "account_number",
+                    raw.get(F::AccountNumber),
+                    F::AccountNumber.name(),
                     C::Reac204,
                     AuAccountNumber::parse,
                     |error| match error {
@@ -219,8 +266,8 @@ impl AccountInput {
             }
             PayoutMethod::Ach => {
                 let routing_number = errors.check(READ.required(
-                    raw.routing_number.as_deref(),
-                    "routing_number",
+                    raw.get(F::RoutingNumber),
+                    F::RoutingNumber.name(),
                     C::Reac206,
                     AbaRoutingNumber::parse,
                     |error| match error {
@@ -231,8 +278,8 @@ impl AccountInput {
                     },
                 ));
                 let account_number = errors.check(READ.required(
-                    raw.account_number.as_deref(),
-                    "account_number",
+                    raw.get(F::AccountNumber),
+                    F::AccountNumber.name(),
                     C::Reac204,
                     UsAccountNumber::parse,
                     |error| match error {
@@ -254,8 +301,8 @@ impl AccountInput {
             }
             PayoutMethod::Eft => {
                 let routing_number = errors.check(READ.required(
-                    raw.routing_number.as_deref(),
-                    "routing_number",
+                    raw.get(F::RoutingNumber),
+                    F::RoutingNumber.name(),
                     C::Reac206,
                     CaRoutingNumber::parse,
                     |error| match error {
@@ -265,8 +312,8 @@ impl AccountInput {
                     },
                 ));
                 let account_number = errors.check(READ.required(
-                    raw.account_number.as_deref(),
-                    "account_number",
+                    raw.get(F::AccountNumber),
+                    F::AccountNumber.name(),
                     C::Reac204,
                     CaAccountNumber::parse,
                     |error| match error {
@@ -288,8 +335,8 @@ impl AccountInput {
             }
             PayoutMethod::Digital => {
                 let recipient = errors.check(READ.required(
-                    raw.recipient.as_deref(),
-                    "recipient",
+                    raw.get(F::Recipient),
+                    F::Recipient.name(),
                     C::Reac221,
                     EmailAddress::parse,
                     |error| match error {
@@ -299,14 +346,14 @@ impl AccountInput {
                     },
                 ));
                 let name = errors.check(READ.required(
-                    raw.name.as_deref(),
-                    "name",
+                    raw.get(F::Name),
+                    F::Name.name(),
                     C::Reac223,
                     |text| Ok::<_, Infallible>(text.to_owned()),
                     |never| match never {},
                 ));
                 let description = errors.check(
-                    READ.present(raw.description.as_deref(), "description")
+                    READ.present(raw.get(F::Description), F::Description.name())
                         .map(|text| text.map(str::to_owned)),
                 );
                 match (recipient, name, description) {
@@ -322,8 +369,8 @@ impl AccountInput {
             }
             PayoutMethod::Sepa => {
                 let iban = errors.check(READ.required(
-                    raw.iban.as_deref(),
-                    "iban",
+                    raw.get(F::Iban),
+                    F::Iban.name(),
                     C::Reac213,
                     Iban::parse,
                     |error| match error {
@@ -334,8 +381,8 @@ impl AccountInput {
                     },
                 ));
                 let bic = errors.check(READ.required(
-                    raw.bic.as_deref(),
-                    "bic",
+                    raw.get(F::Bic),
+                    F::Bic.name(),
                     C::Reac217,
                     Bic::parse,
                     |error| match error {
@@ -348,7 +395,7 @@ impl AccountInput {
                         Some(AccountDetails::Sepa { iban, bic })
                     }
                     (Some(_), Some(_)) => {
-                        errors.push(C::Reac219, "bic");
+                        errors.push(C::Reac219, F::Bic.name());
                         None
                     }
                     _ => None,
@@ -356,8 +403,8 @@ impl AccountInput {
             }
             PayoutMethod::DirectCredit => {
                 let account_number = errors.check(READ.required(
-                    raw.account_number.as_deref(),
-                    "account_number",
+                    raw.get(F::AccountNumber),
+                    F::AccountNumber.name(),
                     C::Reac204,
                     NzAccountNumber::parse,
                     |error| match error {
@@ -387,8 +434,8 @@ impl AccountInput {
 /// Parses `account_type`, shared by ACH and EFT.
 fn account_type(raw: &RawAccount) -> Result<AccountType, FieldError> {
     READ.required(
-        raw.account_type.as_deref(),
-        "account_type",
+        raw.get(AccountField::AccountType),
+        AccountField::AccountType.name(),
         ErrorCode::Reac210,
         AccountType::parse,
         |error| match error {
@@ -398,72 +445,15 @@ fn account_type(raw: &RawAccount) -> Result<AccountType, FieldError> {
     )
 }
 
-// ---------------------------------------------------------------------------------------------
-
-/// Normalises one verify `account_data` value the way create does, so stored and queried values
-/// compare equal. `None` when the value cannot be any valid value of that field (e.g. a BSB that
-/// is not 6 digits), which simply matches nothing. `account_number` is normalised for every
-/// method that has one: an NZ-formatted number (with separators) to its 16 digits, anything else
-/// to its digits.
-///
-/// Per field:
-/// - `bsb`: the 6 digits of a valid BSB (`012-002` gives `012002`);
-/// - `account_number`: a value with `-` or space separators must be a valid New Zealand
-///   number and gives its 16 digits; any other value must be 4 to 17 ASCII digits (the union
-///   of the Australian, US, Canadian and New Zealand lengths) and is kept as it is;
-/// - `routing_number`: a valid ABA routing number, or a valid Canadian routing number in its
-///   electronic form (the paper form `TTTTT-III` is converted);
-/// - `account_type`: `checking` or `savings`, lower-cased;
-/// - `iban`: a valid SEPA IBAN, electronic form;
-/// - `bic`: a valid BIC, upper-cased;
-/// - `recipient`: a valid e-mail address, lower-cased;
-/// - any other field name: `None`.
-pub fn normalize_for_match(field: &str, value: &str) -> Option<String> {
-    let text = value.trim();
-    match field {
-        "bsb" => Bsb::parse(text).ok().map(|bsb| bsb.as_str().to_owned()),
-        "account_number" => {
-            if text.contains(['-', ' ']) {
-                NzAccountNumber::parse(text)
-                    .ok()
-                    .map(|number| number.as_str().to_owned())
-            } else {
-                is_ascii_digits(text, 4, 17).then(|| text.to_owned())
-            }
-        }
-        "routing_number" => AbaRoutingNumber::parse(text)
-            .map(|number| number.as_str().to_owned())
-            .or_else(|_| CaRoutingNumber::parse(text).map(|number| number.as_str().to_owned()))
-            .ok(),
-        "account_type" => AccountType::parse(text)
-            .ok()
-            .map(|account_type| account_type.as_str().to_owned()),
-        "iban" => Iban::parse(text).ok().map(|iban| iban.as_str().to_owned()),
-        "bic" => Bic::parse(text).ok().map(|bic| bic.as_str().to_owned()),
-        "recipient" => EmailAddress::parse(text)
-            .ok()
-            .map(|recipient| recipient.normalized()),
-        _ => None,
-    }
-}
-
-/// True when `text` is `min..=max` ASCII digits and nothing else (stops at the first excess).
-fn is_ascii_digits(text: &str, min: usize, max: usize) -> bool {
-    let mut count = 0;
-    for c in text.chars() {
-        if !c.is_ascii_digit() || count == max {
-            return false;
-        }
-        count += 1;
-    }
-    count >= min
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::account::method::MATCHABLE_FIELDS;
+
+    /// What verify makes of `value` sent as the field named `field`.
+    fn normalize_for_match(field: &str, value: &str) -> Option<String> {
+        AccountField::from_name(field).and_then(|field| field.normalize_for_match(value))
+    }
 
     fn some(text: &str) -> Option<String> {
         Some(text.to_owned())
@@ -684,20 +674,9 @@ mod tests {
     fn fields_of_other_methods_are_ignored() {
         for method in PayoutMethod::ALL {
             let mut raw = valid(method);
-            let others = [
-                ("bsb", &mut raw.bsb),
-                ("account_number", &mut raw.account_number),
-                ("routing_number", &mut raw.routing_number),
-                ("account_type", &mut raw.account_type),
-                ("iban", &mut raw.iban),
-                ("bic", &mut raw.bic),
-                ("recipient", &mut raw.recipient),
-                ("name", &mut raw.name),
-                ("description", &mut raw.description),
-            ];
-            for (field, slot) in others {
-                if !method.fields().contains(&field) {
-                    *slot = Some("x".repeat(300));
+            for field in AccountField::ALL {
+                if !method.has_field(field) {
+                    *raw.slot(field) = Some("x".repeat(300));
                 }
             }
             assert!(AccountInput::parse(method, &raw).is_ok(), "{method:?}");
@@ -891,22 +870,13 @@ mod tests {
     fn any_field_over_255_characters_is_reac226() {
         let long = "é".repeat(256);
         for method in PayoutMethod::ALL {
-            let mut fields = vec!["receiver_id"];
-            fields.extend(method.fields());
+            let mut fields = vec![None];
+            fields.extend(method.fields().iter().map(|spec| Some(spec.field)));
             for field in fields {
                 let mut raw = valid(method);
-                let slot = match field {
-                    "receiver_id" => &mut raw.receiver_id,
-                    "bsb" => &mut raw.bsb,
-                    "account_number" => &mut raw.account_number,
-                    "routing_number" => &mut raw.routing_number,
-                    "account_type" => &mut raw.account_type,
-                    "iban" => &mut raw.iban,
-                    "bic" => &mut raw.bic,
-                    "recipient" => &mut raw.recipient,
-                    "name" => &mut raw.name,
-                    "description" => &mut raw.description,
-                    other => panic!("unexpected field {other}"),
+                let (slot, field) = match field {
+                    None => (&mut raw.receiver_id, "receiver_id"),
+                    Some(field) => (raw.slot(field), field.name()),
                 };
                 *slot = Some(long.clone());
                 assert_eq!(
@@ -996,22 +966,28 @@ mod tests {
     }
 
     #[test]
-    fn matchable_fields_follow_matchable_fields_order() {
+    fn values_are_the_methods_fields_in_stored_order() {
         for method in PayoutMethod::ALL {
             let details = AccountInput::parse(method, &valid(method)).unwrap().details;
-            let names: Vec<&str> = details.matchable().iter().map(|(name, _)| *name).collect();
-            let expected: Vec<&str> = MATCHABLE_FIELDS
-                .into_iter()
-                .filter(|field| method.fields().contains(field))
-                .collect();
+            let mut names: Vec<AccountField> =
+                details.values().iter().map(|(field, _)| *field).collect();
+            names.sort();
+            let mut expected: Vec<AccountField> =
+                method.fields().iter().map(|spec| spec.field).collect();
+            expected.sort();
             assert_eq!(names, expected, "{method:?}");
+            assert_eq!(details.method(), method);
         }
         let digital = AccountInput::parse(PayoutMethod::Digital, &valid(PayoutMethod::Digital))
             .unwrap()
             .details;
         assert_eq!(
-            digital.matchable(),
-            vec![("recipient", "jane.doe@example.com".to_owned())]
+            digital.values(),
+            vec![
+                (AccountField::Recipient, "jane.doe@example.com".to_owned()),
+                (AccountField::Name, "Jane Doe".to_owned()),
+                (AccountField::Description, "Rent".to_owned()),
+            ]
         );
         let nz = AccountInput::parse(
             PayoutMethod::DirectCredit,
@@ -1020,8 +996,8 @@ mod tests {
         .unwrap()
         .details;
         assert_eq!(
-            nz.matchable(),
-            vec![("account_number", "0109020068389000".to_owned())]
+            nz.values(),
+            vec![(AccountField::AccountNumber, "0109020068389000".to_owned())]
         );
     }
 
@@ -1030,27 +1006,20 @@ mod tests {
         for method in PayoutMethod::ALL {
             let raw = valid(method);
             let details = AccountInput::parse(method, &raw).unwrap().details;
-            for (field, stored) in details.matchable() {
-                assert_eq!(
-                    normalize_for_match(field, &stored).as_deref(),
-                    Some(stored.as_str()),
-                    "{method:?} {field} (stored)"
-                );
-                let sent = match field {
-                    "bsb" => raw.bsb.clone(),
-                    "account_number" => raw.account_number.clone(),
-                    "routing_number" => raw.routing_number.clone(),
-                    "account_type" => raw.account_type.clone(),
-                    "iban" => raw.iban.clone(),
-                    "bic" => raw.bic.clone(),
-                    "recipient" => raw.recipient.clone(),
-                    other => panic!("unexpected field {other}"),
+            for (field, stored) in details.values() {
+                if !field.matchable() {
+                    continue;
                 }
-                .unwrap();
                 assert_eq!(
-                    normalize_for_match(field, &sent).as_deref(),
+                    field.normalize_for_match(&stored).as_deref(),
                     Some(stored.as_str()),
-                    "{method:?} {field} (as sent)"
+                    "{method:?} {field:?} (stored)"
+                );
+                let sent = raw.get(field).unwrap();
+                assert_eq!(
+                    field.normalize_for_match(sent).as_deref(),
+                    Some(stored.as_str()),
+                    "{method:?} {field:?} (as sent)"
                 );
             }
         }
@@ -1113,7 +1082,7 @@ mod tests {
                 "{field} {value}"
             );
         }
-        for field in MATCHABLE_FIELDS {
+        for field in AccountField::ALL.map(AccountField::name) {
             for odd in [
                 "",
                 "   ",

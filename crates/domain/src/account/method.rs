@@ -1,6 +1,11 @@
-//! The six payout methods (contract §5.1): which currency each pays in and which fields its
-//! accounts have.
+//! The six payout methods (contract §5.1), each described once: its wire name, the currency it
+//! pays in, and the fields of its accounts with their formats.
+//!
+//! Every property is an exhaustive `match` (or a table reached through one), so a new method
+//! does not compile until all of them are stated; routes, the HTTP body reader, the OpenAPI
+//! document and verify's one-method rule are derived from [`PayoutMethod::spec`].
 
+use crate::account::field::AccountField;
 use crate::money::Asset;
 
 /// How a receiver account is paid.
@@ -20,6 +25,153 @@ pub enum PayoutMethod {
     DirectCredit,
 }
 
+/// One payout method, described.
+#[derive(Debug)]
+pub struct MethodSpec {
+    /// `method_name` on the wire.
+    pub name: &'static str,
+    /// The currency it pays in.
+    pub asset: Asset,
+    /// The account fields of its create body (besides `receiver_id`), in the order they are
+    /// checked and reported.
+    pub fields: &'static [FieldSpec],
+}
+
+/// One field of a method's accounts.
+#[derive(Debug)]
+pub struct FieldSpec {
+    /// The field.
+    pub field: AccountField,
+    /// Whether a create body must carry it.
+    pub required: bool,
+    /// A regular expression every accepted value matches (a necessary condition: checksums and
+    /// registries are checked besides), for the OpenAPI document; `None` where no pattern says
+    /// anything useful.
+    pub pattern: Option<&'static str>,
+    /// What the field accepts, for the OpenAPI document.
+    pub description: &'static str,
+}
+
+const fn required(
+    field: AccountField,
+    pattern: Option<&'static str>,
+    description: &'static str,
+) -> FieldSpec {
+    FieldSpec {
+        field,
+        required: true,
+        pattern,
+        description,
+    }
+}
+
+const ACCOUNT_TYPE: FieldSpec = required(
+    AccountField::AccountType,
+    Some("^(checking|savings)$"),
+    "`checking` or `savings`.",
+);
+
+const DIRECT_ENTRY: MethodSpec = MethodSpec {
+    name: "direct-entry",
+    asset: Asset::Aud,
+    fields: &[
+        required(
+            AccountField::Bsb,
+            Some("^[0-9]{3}[- ]?[0-9]{3}$"),
+            "6 digits; `012-002` and `012 002` are accepted and stored `012002`.",
+        ),
+        required(
+            AccountField::AccountNumber,
+            Some("^[0-9]{5,9}$"),
+            "5 to 9 digits.",
+        ),
+    ],
+};
+
+const ACH: MethodSpec = MethodSpec {
+    name: "ach",
+    asset: Asset::Usd,
+    fields: &[
+        required(
+            AccountField::RoutingNumber,
+            Some("^[0-9]{9}$"),
+            "An ABA routing number: 9 digits with the 3-7-1 checksum and a Federal Reserve prefix.",
+        ),
+        required(
+            AccountField::AccountNumber,
+            Some("^[0-9]{4,17}$"),
+            "4 to 17 digits.",
+        ),
+        ACCOUNT_TYPE,
+    ],
+};
+
+const EFT: MethodSpec = MethodSpec {
+    name: "eft",
+    asset: Asset::Cad,
+    fields: &[
+        required(
+            AccountField::RoutingNumber,
+            Some("^(0[0-9]{8}|[0-9]{5}-[0-9]{3})$"),
+            "`0` + institution (3) + transit (5), or the paper form `TTTTT-III`; the institution \
+             must be a Payments Canada member.",
+        ),
+        required(
+            AccountField::AccountNumber,
+            Some("^[0-9]{7,12}$"),
+            "7 to 12 digits.",
+        ),
+        ACCOUNT_TYPE,
+    ],
+};
+
+const DIGITAL: MethodSpec = MethodSpec {
+    name: "digital",
+    asset: Asset::Cad,
+    fields: &[
+        required(
+            AccountField::Recipient,
+            None,
+            "The receiver's e-mail address.",
+        ),
+        required(AccountField::Name, None, "1 to 255 characters."),
+        FieldSpec {
+            field: AccountField::Description,
+            required: false,
+            pattern: None,
+            description: "Free text.",
+        },
+    ],
+};
+
+const SEPA: MethodSpec = MethodSpec {
+    name: "sepa",
+    asset: Asset::Eur,
+    fields: &[
+        required(
+            AccountField::Iban,
+            Some("^[A-Za-z]{2}[0-9]{2}[A-Za-z0-9 ]{8,40}$"),
+            "An IBAN of a SEPA country (length per country, mod-97); spaces removed, upper-cased.",
+        ),
+        required(
+            AccountField::Bic,
+            Some("^[A-Za-z]{6}[A-Za-z0-9]{2}([A-Za-z0-9]{3})?$"),
+            "8 or 11 characters; its country must be the IBAN's.",
+        ),
+    ],
+};
+
+const DIRECT_CREDIT: MethodSpec = MethodSpec {
+    name: "direct-credit",
+    asset: Asset::Nzd,
+    fields: &[required(
+        AccountField::AccountNumber,
+        Some("^([0-9]{2}-[0-9]{4}-[0-9]{7}-[0-9]{2,3}|[0-9]{6}-[0-9]{7}-[0-9]{3})$"),
+        "`BB-bbbb-AAAAAAA-SS(S)` or `BBbbbb-AAAAAAA-SSS`, with valid New Zealand check \
+         digits; stored as 16 digits.",
+    )],
+};
+
 impl PayoutMethod {
     /// Every method.
     pub const ALL: [PayoutMethod; 6] = [
@@ -31,16 +183,21 @@ impl PayoutMethod {
         PayoutMethod::DirectCredit,
     ];
 
+    /// The method's description.
+    pub const fn spec(self) -> &'static MethodSpec {
+        match self {
+            PayoutMethod::DirectEntry => &DIRECT_ENTRY,
+            PayoutMethod::Ach => &ACH,
+            PayoutMethod::Eft => &EFT,
+            PayoutMethod::Digital => &DIGITAL,
+            PayoutMethod::Sepa => &SEPA,
+            PayoutMethod::DirectCredit => &DIRECT_CREDIT,
+        }
+    }
+
     /// `method_name` on the wire.
     pub const fn name(self) -> &'static str {
-        match self {
-            PayoutMethod::DirectEntry => "direct-entry",
-            PayoutMethod::Ach => "ach",
-            PayoutMethod::Eft => "eft",
-            PayoutMethod::Digital => "digital",
-            PayoutMethod::Sepa => "sepa",
-            PayoutMethod::DirectCredit => "direct-credit",
-        }
+        self.spec().name
     }
 
     /// The method with this `method_name`.
@@ -50,13 +207,7 @@ impl PayoutMethod {
 
     /// The currency the method pays in.
     pub const fn asset(self) -> Asset {
-        match self {
-            PayoutMethod::DirectEntry => Asset::Aud,
-            PayoutMethod::Ach => Asset::Usd,
-            PayoutMethod::Eft | PayoutMethod::Digital => Asset::Cad,
-            PayoutMethod::Sepa => Asset::Eur,
-            PayoutMethod::DirectCredit => Asset::Nzd,
-        }
+        self.spec().asset
     }
 
     /// The create route below `/api/receiver-account/`, e.g. `aud/direct-entry`.
@@ -69,33 +220,20 @@ impl PayoutMethod {
     }
 
     /// The account fields of the method's create body, besides `receiver_id`.
-    pub const fn fields(self) -> &'static [&'static str] {
-        match self {
-            PayoutMethod::DirectEntry => &["bsb", "account_number"],
-            PayoutMethod::Ach | PayoutMethod::Eft => {
-                &["routing_number", "account_number", "account_type"]
-            }
-            PayoutMethod::Digital => &["recipient", "name", "description"],
-            PayoutMethod::Sepa => &["iban", "bic"],
-            PayoutMethod::DirectCredit => &["account_number"],
-        }
+    pub const fn fields(self) -> &'static [FieldSpec] {
+        self.spec().fields
+    }
+
+    /// Whether the method's accounts carry `field`.
+    pub fn has_field(self, field: AccountField) -> bool {
+        self.fields().iter().any(|spec| spec.field == field)
     }
 }
-
-/// Every field name any method's `account_data` can carry (verify accepts exactly these).
-pub const MATCHABLE_FIELDS: [&str; 7] = [
-    "bsb",
-    "account_number",
-    "routing_number",
-    "account_type",
-    "iban",
-    "bic",
-    "recipient",
-];
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::account::field::{PayoutAccountSlot, Visibility};
 
     #[test]
     fn routes_names_and_assets_follow_the_contract() {
@@ -115,5 +253,35 @@ mod tests {
             assert_eq!(PayoutMethod::from_name(method.name()), Some(method));
         }
         assert_eq!(PayoutMethod::from_name("wire"), None);
+    }
+
+    #[test]
+    fn every_method_is_well_formed() {
+        for method in PayoutMethod::ALL {
+            let fields: Vec<AccountField> = method.fields().iter().map(|s| s.field).collect();
+            // No field twice, and at most one value for each slot of a payout's account.
+            for (i, field) in fields.iter().enumerate() {
+                assert!(!fields[..i].contains(field), "{method:?} repeats {field:?}");
+            }
+            let slots: Vec<PayoutAccountSlot> =
+                fields.iter().filter_map(|f| f.payout_slot()).collect();
+            for (i, slot) in slots.iter().enumerate() {
+                assert!(
+                    !slots[..i].contains(slot),
+                    "{method:?} fills {slot:?} twice"
+                );
+            }
+            // Something identifies the account: a masked, matchable, required field.
+            assert!(
+                method.fields().iter().any(|s| s.required
+                    && s.field.matchable()
+                    && s.field.visibility() == Visibility::Masked),
+                "{method:?}"
+            );
+            for spec in method.fields() {
+                assert!(!spec.description.is_empty(), "{method:?} {:?}", spec.field);
+                assert!(method.has_field(spec.field));
+            }
+        }
     }
 }

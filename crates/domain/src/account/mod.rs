@@ -1,6 +1,10 @@
 //! Receiver accounts: the payout destinations of a receiver, one of six payout methods.
+//!
+//! A method is described once ([`method`]), and so is every field its accounts carry
+//! ([`field`]); the rest of the service derives from those descriptions.
 
 pub mod data;
+pub mod field;
 pub mod method;
 pub mod ports;
 pub mod service;
@@ -17,7 +21,8 @@ use chrono::{DateTime, Utc};
 
 use crate::ids::{ReceiverAccountId, ReceiverId, SubaccountId};
 pub use data::AccountData;
-pub use method::{MATCHABLE_FIELDS, PayoutMethod};
+pub use field::{AccountField, PayoutAccountSlot, RailRole, Visibility};
+pub use method::{FieldSpec, MethodSpec, PayoutMethod};
 pub use status::{AccountStatus, ConfirmStatus};
 
 /// A payout destination of a receiver.

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use crate::account::ReceiverAccount;
+use crate::account::{AccountField, ReceiverAccount};
 use crate::error::PortError;
 use crate::events::OutboxEvent;
 use crate::ids::{ReceiverAccountId, ReceiverId, SubaccountId};
@@ -71,12 +71,15 @@ pub trait AccountStore: Send + Sync {
     ) -> Result<Vec<ReceiverAccount>, PortError>;
 
     /// The oldest account of `subaccount` whose matchable fields equal every given
-    /// (field, normalised value) pair, or `Ok(None)`. `fields` is not empty and names only
-    /// matchable fields.
+    /// (field, normalised value) pair, or `Ok(None)`. `fields` is not empty, names each field
+    /// once, and names only fields that are [`AccountField::matchable`].
+    ///
+    /// # Errors
+    /// `PortError::Unknown` when a field is not matchable (the service never asks for one).
     async fn find_first_match(
         &self,
         subaccount: SubaccountId,
-        fields: &[(String, String)],
+        fields: &[(AccountField, String)],
     ) -> Result<Option<ReceiverAccount>, PortError>;
 
     /// The token with this hash and its account, or `Ok(None)`.
@@ -113,7 +116,7 @@ pub struct ConfirmationRequest {
     /// The link that confirms; carries the token, so treat it as a secret.
     pub confirm_url: crate::masking::Secret<String>,
     /// The details to show, masked.
-    pub masked_details: Vec<(String, String)>,
+    pub masked_details: Vec<(AccountField, String)>,
 }
 
 /// Sends confirmation requests by e-mail or SMS.

@@ -9,14 +9,12 @@ use chrono::Duration;
 use sha2::{Digest, Sha256};
 
 use crate::account::data::AccountData;
-use crate::account::input::{AccountInput, RawAccount, normalize_for_match};
+use crate::account::input::{AccountInput, RawAccount};
 use crate::account::ports::{
     AccountStore, ConfirmationRequest, ConfirmationToken, InsertAccountError, Notifier,
 };
 use crate::account::status::confirm;
-use crate::account::{
-    AccountStatus, ConfirmStatus, MATCHABLE_FIELDS, PayoutMethod, ReceiverAccount,
-};
+use crate::account::{AccountField, AccountStatus, ConfirmStatus, PayoutMethod, ReceiverAccount};
 use crate::auth::Caller;
 use crate::codes::ErrorCode;
 use crate::error::PortError;
@@ -234,12 +232,7 @@ impl AccountService {
                 "{}/confirm/{token}",
                 self.confirm_base_url.trim_end_matches('/')
             )),
-            masked_details: account
-                .data
-                .masked()
-                .into_iter()
-                .map(|(k, v)| (k.to_owned(), v))
-                .collect(),
+            masked_details: account.data.masked(),
         };
         let confirmation_sent = self.notifier.send_confirmation(&request).await.is_ok();
         Ok(CreatedAccount {
@@ -299,43 +292,42 @@ impl AccountService {
             .subaccount_id
             .as_deref()
             .is_some_and(|id| caller.owns(id));
-        let known = request
-            .account_data
-            .iter()
-            .all(|(k, _)| MATCHABLE_FIELDS.contains(&k.as_str()));
-        let repeated = request
-            .account_data
-            .iter()
-            .enumerate()
-            .any(|(i, (k, _))| request.account_data[..i].iter().any(|(p, _)| p == k));
-        if !callers || request.account_data.is_empty() || !known || repeated {
+        // Only matchable fields, each once; names of descriptive fields (`name`) or of no field
+        // at all are refused like any other malformed request.
+        let mut fields: Vec<(AccountField, &str)> = Vec::with_capacity(request.account_data.len());
+        for (name, value) in &request.account_data {
+            match AccountField::from_name(name) {
+                Some(field) if field.matchable() && !fields.iter().any(|(f, _)| *f == field) => {
+                    fields.push((field, value));
+                }
+                _ => return Err(VerifyError::Invalid),
+            }
+        }
+        if !callers || fields.is_empty() {
             return Err(VerifyError::Invalid);
         }
         // Fields of different payout methods (a BSB with an IBAN) can never be one account's;
         // answering without a query also keeps such a request from walking every account that
         // shares one of its values.
-        let one_method = PayoutMethod::ALL.iter().any(|m| {
-            request
-                .account_data
-                .iter()
-                .all(|(k, _)| m.fields().contains(&k.as_str()))
-        });
+        let one_method = PayoutMethod::ALL
+            .iter()
+            .any(|m| fields.iter().all(|(field, _)| m.has_field(*field)));
         if !one_method {
             return Ok(None);
         }
-        let mut fields = Vec::with_capacity(request.account_data.len());
-        for (field, value) in &request.account_data {
+        let mut normalized = Vec::with_capacity(fields.len());
+        for (field, value) in fields {
             if value.chars().count() > 255 {
                 return Err(VerifyError::Invalid);
             }
-            match normalize_for_match(field, value) {
-                Some(normalized) => fields.push((field.clone(), normalized)),
+            match field.normalize_for_match(value) {
+                Some(value) => normalized.push((field, value)),
                 None => return Ok(None),
             }
         }
         Ok(self
             .accounts
-            .find_first_match(caller.subaccount_id, &fields)
+            .find_first_match(caller.subaccount_id, &normalized)
             .await?)
     }
 

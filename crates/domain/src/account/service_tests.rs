@@ -119,7 +119,7 @@ async fn creates_a_pending_account_stores_only_the_token_hash_and_sends_the_link
             let text = events[0].payload.to_string();
             account.status == AccountStatus::Pending
                 && account.confirm_status == ConfirmStatus::Unconfirmed
-                && account.data.expose("bsb") == Some("012002")
+                && account.data.expose(crate::account::AccountField::Bsb) == Some("012002")
                 && token.expires_at == now() + Duration::days(7)
                 && events.len() == 1
                 && events[0].kind == EventKind::AccountCreated
@@ -268,7 +268,8 @@ async fn verify_normalises_before_matching_and_refuses_bad_requests() {
     accounts
         .expect_find_first_match()
         .withf(|sub, fields| {
-            *sub == caller().subaccount_id && fields == [("bsb".to_owned(), "012002".to_owned())]
+            *sub == caller().subaccount_id
+                && fields == [(crate::account::AccountField::Bsb, "012002".to_owned())]
         })
         .times(1)
         .returning(|_, _| Ok(None));
@@ -311,6 +312,9 @@ async fn verify_normalises_before_matching_and_refuses_bad_requests() {
         foreign,
         verify_request(&[]),
         verify_request(&[("colour", "blue")]),
+        // A field accounts carry but verify cannot match on.
+        verify_request(&[("recipient", "jane@example.com"), ("name", "Jane")]),
+        verify_request(&[("BSB", "012002")]),
         verify_request(&[("bsb", "012002"), ("bsb", "012003")]),
         VerifyRequest {
             subaccount_id: None,
@@ -333,7 +337,10 @@ fn stored_account(confirm_status: ConfirmStatus, status: AccountStatus) -> Recei
         receiver_id: receiver().id,
         subaccount_id: caller().subaccount_id,
         method: PayoutMethod::DirectEntry,
-        data: AccountData::from_pairs(vec![("bsb".to_owned(), "012002".to_owned())]),
+        data: AccountData::from_pairs(vec![(
+            crate::account::AccountField::Bsb,
+            "012002".to_owned(),
+        )]),
         status,
         confirm_status,
         created_at: now(),

@@ -380,7 +380,10 @@ mod tests {
                 receiver_id: ReceiverId::from_uuid(Uuid::from_u128(3)),
                 subaccount_id: SubaccountId::from_uuid(Uuid::from_u128(2)),
                 method: PayoutMethod::DirectEntry,
-                data: AccountData::from_pairs(vec![("bsb".to_owned(), "012002".to_owned())]),
+                data: AccountData::from_pairs(vec![(
+                    crate::account::AccountField::Bsb,
+                    "012002".to_owned(),
+                )]),
                 status: AccountStatus::Completed,
                 confirm_status: ConfirmStatus::Confirmed,
                 created_at: now(),

@@ -68,7 +68,10 @@ fn account(owner: u128, status: AccountStatus, confirm: ConfirmStatus) -> Receiv
         receiver_id: ReceiverId::from_uuid(Uuid::from_u128(owner)),
         subaccount_id: caller().subaccount_id,
         method: PayoutMethod::DirectEntry,
-        data: AccountData::from_pairs(vec![("bsb".to_owned(), "012002".to_owned())]),
+        data: AccountData::from_pairs(vec![(
+            crate::account::AccountField::Bsb,
+            "012002".to_owned(),
+        )]),
         status,
         confirm_status: confirm,
         created_at: now(),
