@@ -21,6 +21,5 @@ pub mod vault;
 pub use migrate::{create_database_if_missing, run_migrations};
 pub use pool::{DbConfig, DbPool, create_pool};
 pub use stores::credentials::NONCE_RETENTION;
-pub use stores::idempotency::{ClaimSlot, within as within_claim_slot};
 pub use stores::{OperationalCounts, PgStore};
 pub use vault::Vault;

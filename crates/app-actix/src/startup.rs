@@ -84,7 +84,12 @@ async fn apply_sandbox_kyc(state: web::Data<AppState>, kyc: Arc<SandboxKyc>) {
             let id = decision.receiver_id.to_string();
             if let Err(e) = state
                 .receivers
-                .apply_kyc_outcome(decision.subaccount_id, &id, decision.outcome)
+                .apply_kyc_outcome(
+                    decision.subaccount_id,
+                    &id,
+                    decision.outcome,
+                    &domain::idempotency::WriteKey::none(),
+                )
                 .await
             {
                 tracing::info!(receiver_id = %id, error = %e, "sandbox KYC decision not applied");

@@ -4,9 +4,16 @@
 //! byte for byte; the same key with another request is refused (`IDEM002`), and so is a retry
 //! while the first is still running (`IDEM001`).
 //!
-//! A claim is held under a lease. The store marks it `committed` in the same transaction as the
-//! request's write, so a claim whose holder died can be taken over only when nothing was
-//! written: a retry then runs the request afresh, never twice.
+//! A claim is held under a lease. The request hands its claim ([`KeyClaim`]), inside a
+//! [`WriteKey`], to the use case it runs, and the use case hands it to the store port that
+//! writes: the store marks the key `committed` in the write's own transaction and, where the
+//! response can be rendered from what is written, stores the response there too. So a claim
+//! whose holder died can be taken over only when nothing was written (a retry then runs the
+//! request afresh, never twice), and a write whose response was stored with it is replayed
+//! even if its holder died right after committing.
+
+use std::fmt;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
@@ -55,6 +62,109 @@ pub fn fingerprint(method: &str, path_and_query: &str, body: &[u8]) -> [u8; 32] 
         hash.update(part);
     }
     hash.finalize().into()
+}
+
+/// A key the running request holds: whose, which, and the lease that identifies this claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyClaim {
+    /// The subaccount the key belongs to.
+    pub subaccount: SubaccountId,
+    /// The key.
+    pub key: IdempotencyKey,
+    /// The claim's lease; a write or completion applies only while the stored key still has
+    /// exactly this lease (so a request that outlived it cannot write over a retry).
+    pub lease_until: DateTime<Utc>,
+}
+
+/// A response as a replay answers it: status and body, byte for byte.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredResponse {
+    /// The HTTP status.
+    pub status: u16,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+/// Renders the response a write's result gets (the HTTP layer's success body), or `None` when
+/// it cannot be rendered.
+pub type RenderResponse<T> = Arc<dyn Fn(&T) -> Option<StoredResponse> + Send + Sync>;
+
+/// The idempotency part of a write's unit of work, handed explicitly from the request through
+/// the use case to the store port that writes: the request's [`KeyClaim`] (if it carries a
+/// key) and how its success response is rendered from the written `T`. The store applies it
+/// with [`WriteKey::commit`] inside the write's transaction.
+pub struct WriteKey<T> {
+    claim: Option<KeyClaim>,
+    render: Option<RenderResponse<T>>,
+}
+
+impl<T> WriteKey<T> {
+    /// A write no idempotency key guards (a background job, a provider callback, a test).
+    pub fn none() -> Self {
+        Self {
+            claim: None,
+            render: None,
+        }
+    }
+
+    /// A write guarded by `claim` (when the request carries a key), whose success response
+    /// is rendered by `render`.
+    pub fn new(claim: Option<KeyClaim>, render: RenderResponse<T>) -> Self {
+        Self {
+            claim,
+            render: Some(render),
+        }
+    }
+
+    /// A write guarded by `claim` whose response can only be known after it: the key is marked
+    /// committed with the write, and its response is stored afterwards.
+    pub fn committing(claim: Option<KeyClaim>) -> Self {
+        Self {
+            claim,
+            render: None,
+        }
+    }
+
+    /// The claim, if the request carries a key.
+    pub fn claim(&self) -> Option<&KeyClaim> {
+        self.claim.as_ref()
+    }
+
+    /// The success response of `written`, if this write has a renderer and it renders.
+    pub fn render(&self, written: &T) -> Option<StoredResponse> {
+        self.render.as_ref().and_then(|render| render(written))
+    }
+
+    /// What the store does with the key in the transaction that writes `written`: `None`
+    /// without a claim; else mark the claim committed and, when the response renders, store
+    /// it (completing the key).
+    pub fn commit(&self, written: &T) -> Option<KeyCommit<'_>> {
+        let claim = self.claim.as_ref()?;
+        Some(KeyCommit {
+            claim,
+            response: self.render(written),
+        })
+    }
+}
+
+impl<T> fmt::Debug for WriteKey<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WriteKey")
+            .field("claim", &self.claim)
+            .field("renders", &self.render.is_some())
+            .finish()
+    }
+}
+
+/// What a store does with the request's key inside the write's transaction: mark `claim`
+/// committed where its lease still holds (else roll the write back), and store `response`
+/// with it when there is one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyCommit<'a> {
+    /// The claim.
+    pub claim: &'a KeyClaim,
+    /// The response to store with the write (the key is then complete).
+    pub response: Option<StoredResponse>,
 }
 
 /// A stored key as the store found it.
@@ -133,9 +243,8 @@ pub fn decide(stored: &StoredKey, fingerprint: &[u8; 32], now: DateTime<Utc>) ->
 pub trait IdempotencyStore: Send + Sync {
     /// Claims `key` of `subaccount` for a request with `fingerprint` at `now`: a new key (or
     /// one [`decide`] lets it take over) becomes this request's, leased until `now + LEASE`
-    /// and kept until `now + RETENTION`; otherwise the decision's answer. The store also makes
-    /// the claim known to the write that follows in this request, so that write marks it
-    /// committed in its own transaction.
+    /// and kept until `now + RETENTION`; otherwise the decision's answer. The request hands
+    /// the claim to its write as a [`KeyClaim`] in a [`WriteKey`].
     async fn claim(
         &self,
         subaccount: SubaccountId,
@@ -144,25 +253,17 @@ pub trait IdempotencyStore: Send + Sync {
         now: DateTime<Utc>,
     ) -> Result<ClaimOutcome, PortError>;
 
-    /// Stores the response of the claim leased until `lease_until`. `Ok(false)` when the claim
-    /// is no longer this request's.
+    /// Stores `response` for `claim` where the claim is still this request's (same lease, not
+    /// yet complete). `Ok(false)` when it is not.
     async fn complete(
         &self,
-        subaccount: SubaccountId,
-        key: &IdempotencyKey,
-        lease_until: DateTime<Utc>,
-        status: u16,
-        body: &[u8],
+        claim: &KeyClaim,
+        response: &StoredResponse,
     ) -> Result<bool, PortError>;
 
-    /// Gives the claim up when its request failed without writing (a 5xx), so a retry runs
+    /// Gives `claim` up when its request failed without writing (a 5xx), so a retry runs
     /// afresh. A claim whose write committed is kept (and stays in flight until its lease ends).
-    async fn release(
-        &self,
-        subaccount: SubaccountId,
-        key: &IdempotencyKey,
-        lease_until: DateTime<Utc>,
-    ) -> Result<(), PortError>;
+    async fn release(&self, claim: &KeyClaim) -> Result<(), PortError>;
 
     /// Deletes keys that stopped answering retries before `now`; returns how many.
     async fn purge_expired(&self, now: DateTime<Utc>) -> Result<u64, PortError>;
@@ -198,23 +299,18 @@ impl IdempotencyService {
             .await
     }
 
-    /// Settles a claimed key once its request answered: a server error (`status` 5xx) gives
-    /// the key up for a retry to run afresh; anything else is stored for replays.
+    /// Settles a claimed key once its request answered, unless its write already stored the
+    /// response: a server error (`status` 5xx) gives the key up for a retry to run afresh;
+    /// anything else is stored for replays.
     pub async fn finish(
         &self,
-        subaccount: SubaccountId,
-        key: &IdempotencyKey,
-        lease_until: DateTime<Utc>,
-        status: u16,
-        body: &[u8],
+        claim: &KeyClaim,
+        response: &StoredResponse,
     ) -> Result<(), PortError> {
-        if status >= 500 {
-            self.store.release(subaccount, key, lease_until).await
+        if response.status >= 500 {
+            self.store.release(claim).await
         } else {
-            self.store
-                .complete(subaccount, key, lease_until, status, body)
-                .await
-                .map(|_| ())
+            self.store.complete(claim, response).await.map(|_| ())
         }
     }
 
@@ -310,22 +406,69 @@ mod tests {
         assert_eq!(decide(&done, &other, at(86_400)), Decision::TakeOver);
     }
 
+    fn claim() -> KeyClaim {
+        KeyClaim {
+            subaccount: SubaccountId::from_uuid(uuid::Uuid::from_u128(7)),
+            key: IdempotencyKey::parse("k-7").unwrap_or_else(|| unreachable!()),
+            lease_until: at(60),
+        }
+    }
+
+    #[test]
+    fn a_write_key_commits_only_a_claim_and_stores_what_renders() {
+        let render: RenderResponse<u16> = Arc::new(|n: &u16| {
+            (*n != 0).then(|| StoredResponse {
+                status: 200,
+                body: n.to_string().into_bytes(),
+            })
+        });
+        // No key: nothing to do in the transaction, but the response still renders.
+        let unkeyed = WriteKey::new(None, Arc::clone(&render));
+        assert_eq!(unkeyed.commit(&5), None);
+        assert_eq!(unkeyed.render(&5).map(|r| r.body), Some(b"5".to_vec()));
+        // A key: committed with the write, and completed with the rendered response.
+        let keyed = WriteKey::new(Some(claim()), render);
+        let commit = keyed.commit(&5).unwrap_or_else(|| unreachable!());
+        assert_eq!(commit.claim, &claim());
+        assert_eq!(
+            commit.response,
+            Some(StoredResponse {
+                status: 200,
+                body: b"5".to_vec()
+            })
+        );
+        // A result that does not render still commits the key (its response comes later).
+        assert_eq!(keyed.commit(&0).map(|c| c.response), Some(None));
+        // A write whose response comes later only commits.
+        let later = WriteKey::<u16>::committing(Some(claim()));
+        assert_eq!(later.commit(&5).map(|c| c.response), Some(None));
+        assert_eq!(WriteKey::<u16>::none().commit(&5), None);
+        assert!(format!("{keyed:?}").contains("renders: true"));
+    }
+
     #[tokio::test]
     async fn a_server_error_releases_the_key_and_anything_else_is_stored() {
-        let key = IdempotencyKey::parse("k-1").unwrap_or_else(|| unreachable!());
-        let sub = SubaccountId::from_uuid(uuid::Uuid::from_u128(1));
+        let claim = KeyClaim {
+            subaccount: SubaccountId::from_uuid(uuid::Uuid::from_u128(1)),
+            key: IdempotencyKey::parse("k-1").unwrap_or_else(|| unreachable!()),
+            lease_until: at(60),
+        };
         let mut store = MockIdempotencyStore::new();
-        store.expect_release().times(1).returning(|_, _, _| Ok(()));
+        store.expect_release().times(1).returning(|_| Ok(()));
         store
             .expect_complete()
-            .withf(|_, _, _, status, body| *status == 400 && body == b"{}")
+            .withf(|_, response| response.status == 400 && response.body == b"{}")
             .times(1)
-            .returning(|_, _, _, _, _| Ok(true));
+            .returning(|_, _| Ok(true));
         let mut clock = crate::ports::MockClock::new();
         clock.expect_now().returning(|| at(0));
         let service =
             IdempotencyService::new(std::sync::Arc::new(store), std::sync::Arc::new(clock));
-        assert!(service.finish(sub, &key, at(60), 503, b"x").await.is_ok());
-        assert!(service.finish(sub, &key, at(60), 400, b"{}").await.is_ok());
+        let answered = |status, body: &[u8]| StoredResponse {
+            status,
+            body: body.to_vec(),
+        };
+        assert!(service.finish(&claim, &answered(503, b"x")).await.is_ok());
+        assert!(service.finish(&claim, &answered(400, b"{}")).await.is_ok());
     }
 }

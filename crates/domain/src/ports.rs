@@ -11,6 +11,7 @@ use uuid::Uuid;
 use crate::auth::{Credential, NonceOutcome};
 use crate::error::PortError;
 use crate::events::OutboxEvent;
+use crate::idempotency::WriteKey;
 use crate::ids::{ApiKeyId, EventId, PayoutId, ReceiverId, SubaccountId};
 use crate::masking::Secret;
 use crate::money::Asset;
@@ -78,7 +79,8 @@ pub enum InsertReceiverError {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait ReceiverStore: Send + Sync {
-    /// Stores a new receiver and its events in one transaction.
+    /// Stores a new receiver and its events in one transaction, applying `key` to the request's
+    /// idempotency key in that transaction ([`WriteKey::commit`] of `receiver`).
     ///
     /// # Errors
     /// `DuplicateEmail` / `DuplicateReference` when the subaccount already has a receiver with
@@ -88,6 +90,7 @@ pub trait ReceiverStore: Send + Sync {
         &self,
         receiver: &Receiver,
         events: &[OutboxEvent],
+        key: &WriteKey<Receiver>,
     ) -> Result<(), InsertReceiverError>;
 
     /// The receiver with this id if it belongs to `subaccount`, else `Ok(None)`.
@@ -102,13 +105,15 @@ pub trait ReceiverStore: Send + Sync {
     /// `expected`, and writes `events`, in one transaction. `Ok(false)` when it no longer has
     /// (decided meanwhile, or unknown); then nothing was written. In the same transaction it
     /// locks the receiver's payouts waiting for the decision (`reaction.waiting_status()`) and
-    /// applies [`PayoutReaction::plan`] to each, so they move with the decision.
+    /// applies [`PayoutReaction::plan`] to each, so they move with the decision. `key` is
+    /// applied in the same transaction ([`WriteKey::commit`] of `receiver`).
     async fn apply_kyc(
         &self,
         receiver: &Receiver,
         expected: KycStatus,
         events: &[OutboxEvent],
         reaction: &crate::payout::change::PayoutReaction,
+        key: &WriteKey<Receiver>,
     ) -> Result<bool, PortError>;
 
     /// Up to `page.limit + 1` receivers of `subaccount` matching `filter`, newest first

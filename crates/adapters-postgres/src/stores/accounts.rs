@@ -13,6 +13,7 @@ use domain::account::{
     AccountData, AccountField, AccountStatus, ConfirmStatus, PayoutMethod, ReceiverAccount,
 };
 use domain::events::OutboxEvent;
+use domain::idempotency::WriteKey;
 use domain::ids::{ReceiverAccountId, ReceiverId, SubaccountId};
 use uuid::Uuid;
 
@@ -223,8 +224,10 @@ impl AccountStore for PgStore {
         account: &ReceiverAccount,
         token: &ConfirmationToken,
         events: &[OutboxEvent],
+        key: &WriteKey<ReceiverAccount>,
     ) -> Result<(), InsertAccountError> {
         let row = AccountRow::new(&self.vault, account)?;
+        let commit = key.commit(account);
         let token = *token;
         let mut conn = self.conn().await?;
         let result = conn
@@ -243,7 +246,7 @@ impl AccountStore for PgStore {
                     ))
                     .execute(conn)
                     .await?;
-                insert_events(conn, events).await
+                insert_events(conn, events, commit.as_ref()).await
             })
             .await;
         let result = self.after_commit(result);
@@ -358,8 +361,10 @@ impl AccountStore for PgStore {
         token: Option<[u8; 32]>,
         events: &[OutboxEvent],
         reaction: &PayoutReaction,
+        key: &WriteKey<ReceiverAccount>,
     ) -> Result<bool, PortError> {
         let interval = self.batch_interval;
+        let commit = key.commit(account);
         let id = account.id.as_uuid();
         let subaccount = account.subaccount_id.as_uuid();
         let (status, confirm_status, at) = (
@@ -401,7 +406,7 @@ impl AccountStore for PgStore {
                 if updated != 1 {
                     return Err(ConfirmAbort::NotApplicable);
                 }
-                insert_events(conn, events).await?;
+                insert_events(conn, events, commit.as_ref()).await?;
                 react(conn, subaccount, Waiting::OfAccount(id), reaction, interval)
                     .await
                     .map_err(ConfirmAbort::Payouts)

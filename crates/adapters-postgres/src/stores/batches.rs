@@ -144,7 +144,7 @@ impl BatchStore for PgStore {
                     .cached()
                     .execute(conn)
                     .await?;
-                insert_events(conn, &plan.events).await?;
+                insert_events(conn, &plan.events, None).await?;
                 Ok(Closing::Closed(ClosedBatch {
                     batch: plan.batch,
                     payouts: plan.changes.into_iter().map(|c| c.payout).collect(),
@@ -243,7 +243,7 @@ impl BatchStore for PgStore {
                 .cached()
                 .execute(conn)
                 .await?;
-                insert_events(conn, events).await
+                insert_events(conn, events, None).await
             })
             .await;
         let result = self.after_commit(result);
@@ -333,7 +333,7 @@ impl BatchStore for PgStore {
                     updated_at: now,
                     ..Batch::try_from(row).map_err(corrupt)?
                 };
-                insert_events(conn, &[OutboxEvent::batch(event_id, &finished, now)]).await?;
+                insert_events(conn, &[OutboxEvent::batch(event_id, &finished, now)], None).await?;
                 Ok(Some(finished))
             })
             .await;

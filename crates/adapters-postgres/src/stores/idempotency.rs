@@ -1,15 +1,13 @@
-//! `IdempotencyStore` on PostgreSQL, and the request-scoped claim that lets a request's write
-//! mark its key committed in the write's own transaction.
+//! `IdempotencyStore` on PostgreSQL, and the marking of a request's key inside the
+//! transaction of the write it guards.
 //!
-//! The HTTP layer runs each request that carries a key inside [`within`] with an empty
-//! [`ClaimSlot`]; [`PgStore::claim`] fills the slot when the request claims its key; every
-//! business transaction writes its outbox events through `insert_events`, which calls
-//! [`mark_committed`] on the same connection. So the key is marked committed if and only if the
-//! write commits, and only while the claim is still this request's (a request that outlived
-//! its lease rolls back rather than write twice).
-
-use std::future::Future;
-use std::sync::{Arc, Mutex, PoisonError};
+//! A request's claim reaches its write explicitly: the HTTP layer hands the [`KeyClaim`] to
+//! the use case in a `WriteKey`, the use case to the store port, and the store turns it into
+//! a [`KeyCommit`] that `insert_events` (or [`mark_committed`], for a write without events)
+//! applies on the write's own connection. So the key is marked committed if and only if the
+//! write commits, the response is stored with it where it renders, and only while the claim
+//! is still this request's (a request that outlived its lease rolls back rather than write
+//! twice).
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -17,54 +15,15 @@ use diesel::prelude::*;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use domain::PortError;
 use domain::idempotency::{
-    ClaimOutcome, Decision, IdempotencyKey, IdempotencyStore, LEASE, RETENTION, StoredKey, decide,
+    ClaimOutcome, Decision, IdempotencyKey, IdempotencyStore, KeyClaim, KeyCommit, LEASE,
+    RETENTION, StoredKey, StoredResponse, decide,
 };
 use domain::ids::SubaccountId;
-use uuid::Uuid;
 
 use super::PgStore;
 use crate::cached::CachedExt;
 use crate::errors::from_diesel;
 use crate::schema::idempotency_keys;
-
-/// A key this request holds.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ActiveClaim {
-    pub(crate) subaccount: Uuid,
-    pub(crate) key: String,
-    pub(crate) lease_until: DateTime<Utc>,
-}
-
-/// Where a request's claim is kept while the request runs.
-#[derive(Debug, Clone, Default)]
-pub struct ClaimSlot(Arc<Mutex<Option<ActiveClaim>>>);
-
-impl ClaimSlot {
-    fn set(&self, claim: ActiveClaim) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(claim);
-    }
-
-    fn get(&self) -> Option<ActiveClaim> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-}
-
-tokio::task_local! {
-    static SLOT: ClaimSlot;
-}
-
-/// Runs `request` with `slot` as its claim slot.
-pub async fn within<F: Future>(slot: ClaimSlot, request: F) -> F::Output {
-    SLOT.scope(slot, request).await
-}
-
-/// The running request's claim, if it holds one.
-pub(crate) fn current() -> Option<ActiveClaim> {
-    SLOT.try_with(ClaimSlot::get).ok().flatten()
-}
 
 /// The error that rolls back a business transaction whose request no longer holds its key.
 pub(crate) fn not_own() -> diesel::result::Error {
@@ -73,22 +32,49 @@ pub(crate) fn not_own() -> diesel::result::Error {
     )
 }
 
-/// Inside a business transaction: marks the running request's claim committed, where the claim
-/// is still its own. When it is not (the request outlived its lease and a retry took the key
-/// over), the transaction must not commit: the error rolls it back.
+/// A stored status: HTTP statuses fit in a `smallint`.
+pub(crate) fn status_column(response: &StoredResponse) -> i16 {
+    i16::try_from(response.status).unwrap_or(500)
+}
+
+/// Inside a business transaction that writes no event: applies `commit` (marks the claim
+/// committed, and completes it with its response when there is one) where the claim is still
+/// its own. When it is not (the request outlived its lease and a retry took the key over),
+/// the transaction must not commit: the error rolls it back.
 pub(crate) async fn mark_committed(
     conn: &mut AsyncPgConnection,
+    commit: Option<&KeyCommit<'_>>,
 ) -> Result<(), diesel::result::Error> {
-    let Some(claim) = current() else {
+    let Some(commit) = commit else {
         return Ok(());
     };
-    let marked = diesel::update(idempotency_keys::table.find((claim.subaccount, &claim.key)))
+    let claim = commit.claim;
+    let target = idempotency_keys::table
+        .find((claim.subaccount.as_uuid(), claim.key.as_str()))
         .filter(idempotency_keys::locked_until.eq(claim.lease_until))
-        .filter(idempotency_keys::state.eq("in_progress"))
-        .set(idempotency_keys::committed.eq(true))
-        .cached()
-        .execute(conn)
-        .await?;
+        .filter(idempotency_keys::state.eq("in_progress"));
+    let marked = match &commit.response {
+        None => {
+            diesel::update(target)
+                .set(idempotency_keys::committed.eq(true))
+                .cached()
+                .execute(conn)
+                .await?
+        }
+        Some(response) => {
+            diesel::update(target)
+                .set((
+                    idempotency_keys::committed.eq(true),
+                    idempotency_keys::state.eq("completed"),
+                    idempotency_keys::response_status.eq(status_column(response)),
+                    idempotency_keys::response_body.eq(&response.body),
+                    idempotency_keys::locked_until.eq(None::<DateTime<Utc>>),
+                ))
+                .cached()
+                .execute(conn)
+                .await?
+        }
+    };
     if marked == 1 { Ok(()) } else { Err(not_own()) }
 }
 
@@ -183,58 +169,43 @@ impl IdempotencyStore for PgStore {
             .await
             .map_err(from_diesel)?
         };
-        if let ClaimOutcome::Claimed { lease_until } = &outcome {
-            // Outside a request scope (a direct store call) there is no slot to fill.
-            let _ = SLOT.try_with(|slot| {
-                slot.set(ActiveClaim {
-                    subaccount: sub,
-                    key: key.as_str().to_owned(),
-                    lease_until: *lease_until,
-                });
-            });
-        }
         Ok(outcome)
     }
 
     async fn complete(
         &self,
-        subaccount: SubaccountId,
-        key: &IdempotencyKey,
-        lease_until: DateTime<Utc>,
-        status: u16,
-        body: &[u8],
+        claim: &KeyClaim,
+        response: &StoredResponse,
     ) -> Result<bool, PortError> {
         let mut conn = self.conn().await?;
-        let done =
-            diesel::update(idempotency_keys::table.find((subaccount.as_uuid(), key.as_str())))
-                .filter(idempotency_keys::locked_until.eq(lease_until))
-                .filter(idempotency_keys::state.eq("in_progress"))
-                .set((
-                    idempotency_keys::state.eq("completed"),
-                    idempotency_keys::response_status.eq(i16::try_from(status).unwrap_or(500)),
-                    idempotency_keys::response_body.eq(body),
-                    idempotency_keys::locked_until.eq(None::<DateTime<Utc>>),
-                ))
-                .cached()
-                .execute(&mut conn)
-                .await
-                .map_err(from_diesel)?;
+        let done = diesel::update(
+            idempotency_keys::table.find((claim.subaccount.as_uuid(), claim.key.as_str())),
+        )
+        .filter(idempotency_keys::locked_until.eq(claim.lease_until))
+        .filter(idempotency_keys::state.eq("in_progress"))
+        .set((
+            idempotency_keys::state.eq("completed"),
+            idempotency_keys::response_status.eq(status_column(response)),
+            idempotency_keys::response_body.eq(&response.body),
+            idempotency_keys::locked_until.eq(None::<DateTime<Utc>>),
+        ))
+        .cached()
+        .execute(&mut conn)
+        .await
+        .map_err(from_diesel)?;
         Ok(done == 1)
     }
 
-    async fn release(
-        &self,
-        subaccount: SubaccountId,
-        key: &IdempotencyKey,
-        lease_until: DateTime<Utc>,
-    ) -> Result<(), PortError> {
+    async fn release(&self, claim: &KeyClaim) -> Result<(), PortError> {
         let mut conn = self.conn().await?;
-        diesel::delete(idempotency_keys::table.find((subaccount.as_uuid(), key.as_str())))
-            .filter(idempotency_keys::locked_until.eq(lease_until))
-            .filter(idempotency_keys::committed.eq(false))
-            .execute(&mut conn)
-            .await
-            .map_err(from_diesel)?;
+        diesel::delete(
+            idempotency_keys::table.find((claim.subaccount.as_uuid(), claim.key.as_str())),
+        )
+        .filter(idempotency_keys::locked_until.eq(claim.lease_until))
+        .filter(idempotency_keys::committed.eq(false))
+        .execute(&mut conn)
+        .await
+        .map_err(from_diesel)?;
         Ok(())
     }
 

@@ -2,39 +2,48 @@
 
 use chrono::{DateTime, Utc};
 use diesel::QueryableByName;
-use diesel::sql_types::{Array, BigInt, Jsonb, Text, Timestamptz, Uuid as SqlUuid};
+use diesel::sql_types::{
+    Array, BigInt, Bytea, Jsonb, Nullable, SmallInt, Text, Timestamptz, Uuid as SqlUuid,
+};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use uuid::Uuid;
 
 use crate::cached::CachedExt;
 use domain::events::OutboxEvent;
+use domain::idempotency::KeyCommit;
 
 /// Inserts `events` on `conn` (which must be inside the use case's transaction). Each gets the
 /// next `sequence` of its object, also added to its payload.
 ///
-/// Every business transaction writes its events here, so this is also where the running
-/// request's idempotency key is marked committed, in the same transaction as the write: in the
-/// first event's statement (a round trip fewer than a statement of its own), or alone when
-/// there is no event. A key that is no longer the request's own rolls the transaction back.
+/// Every business transaction writes its events here, so this is also where `key`, the
+/// request's idempotency key as the use case handed it to the store, is applied in the same
+/// transaction as the write: marked committed (and completed with its response when it has
+/// one) in the first event's statement (a round trip fewer than a statement of its own), or
+/// alone when there is no event. A key that is no longer the request's own rolls the
+/// transaction back.
 pub(crate) async fn insert_events(
     conn: &mut AsyncPgConnection,
     events: &[OutboxEvent],
+    key: Option<&KeyCommit<'_>>,
 ) -> Result<(), diesel::result::Error> {
     let Some((first, rest)) = events.split_first() else {
-        return super::idempotency::mark_committed(conn).await;
+        return super::idempotency::mark_committed(conn, key).await;
     };
-    match super::idempotency::current() {
+    match key {
         None => {
             event_statement!(INSERT_EVENT, first)
                 .cached()
                 .execute(conn)
                 .await?;
         }
-        Some(claim) => {
+        Some(commit) => {
+            let response = commit.response.as_ref();
             let marked: Vec<Marked> = event_statement!(INSERT_EVENT_MARKING_KEY, first)
-                .bind::<SqlUuid, _>(claim.subaccount)
-                .bind::<Text, _>(claim.key)
-                .bind::<Timestamptz, _>(claim.lease_until)
+                .bind::<SqlUuid, _>(commit.claim.subaccount.as_uuid())
+                .bind::<Text, _>(commit.claim.key.as_str())
+                .bind::<Timestamptz, _>(commit.claim.lease_until)
+                .bind::<Nullable<SmallInt>, _>(response.map(super::idempotency::status_column))
+                .bind::<Nullable<Bytea>, _>(response.map(|r| r.body.as_slice()))
                 .cached()
                 .load(conn)
                 .await?;
@@ -133,10 +142,15 @@ macro_rules! sequenced_event_insert {
 const INSERT_EVENT: &str = concat!("WITH ", sequenced_event_insert!());
 
 /// [`INSERT_EVENT`] that also marks the request's idempotency key committed where its claim
-/// still holds (`$7`–`$9`: subaccount, key, lease deadline), returning how many keys it marked.
+/// still holds (`$7`–`$9`: subaccount, key, lease deadline) and, when a response is given
+/// (`$10`, `$11`: status and body, or nulls), completes the key with it; returns how many keys
+/// it marked.
 const INSERT_EVENT_MARKING_KEY: &str = concat!(
     "WITH mark AS ( \
-       UPDATE idempotency_keys SET committed = true \
+       UPDATE idempotency_keys SET committed = true, \
+         state = CASE WHEN $10::int2 IS NULL THEN state ELSE 'completed' END, \
+         response_status = $10, response_body = $11, \
+         locked_until = CASE WHEN $10::int2 IS NULL THEN locked_until END \
        WHERE subaccount_id = $7 AND idempotency_key = $8 AND locked_until = $9 \
          AND state = 'in_progress' \
        RETURNING 1), ",

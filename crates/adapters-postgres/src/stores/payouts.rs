@@ -7,6 +7,7 @@ use diesel::prelude::*;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use domain::PortError;
 use domain::events::OutboxEvent;
+use domain::idempotency::{KeyCommit, WriteKey};
 use domain::ids::{PayoutId, ReceiverAccountId, ReceiverId, SubaccountId};
 use domain::money::{Asset, MinorUnits, Percentage};
 use domain::payout::ports::{InsertPayoutError, PayoutStore};
@@ -358,12 +359,16 @@ impl PayoutStore for PgStore {
         Ok(Some((Payout::try_from(row)?, entries)))
     }
 
-    async fn apply_transition(&self, change: &PayoutChange) -> Result<bool, PortError> {
+    async fn apply_transition(
+        &self,
+        change: &PayoutChange,
+        key: &WriteKey<Payout>,
+    ) -> Result<bool, PortError> {
         let interval = self.batch_interval;
         let mut conn = self.conn().await?;
         let result = conn
             .transaction::<_, PayoutAbort, _>(async |conn| {
-                apply_change(conn, change, interval).await
+                apply_change(conn, change, interval, key).await
             })
             .await;
         let result = self.after_commit(result);
@@ -467,6 +472,7 @@ impl PayoutStore for PgStore {
         payout: &Payout,
         entries: &[LedgerEntry],
         events: &[OutboxEvent],
+        key: &WriteKey<Payout>,
     ) -> Result<Option<Uuid>, InsertPayoutError> {
         let row = PayoutRow::from(payout);
         let total = payout.total();
@@ -498,7 +504,8 @@ impl PayoutStore for PgStore {
                     .execute(conn)
                     .await?;
                 insert_entries(conn, entries).await?;
-                insert_events(conn, &with_batch(events, payout.id, batch)).await?;
+                let commit = written_key(key, payout, batch);
+                insert_events(conn, &with_batch(events, payout.id, batch), commit.as_ref()).await?;
                 // The hold, last: one conditional update, so concurrent payouts can never take
                 // the balance below zero (and a subaccount with no balance row has nothing to
                 // hold). The balance row is every payout's of the subaccount, so it is locked
@@ -655,7 +662,7 @@ pub(crate) async fn apply_changes(
     use diesel::sql_types::{Array, Bool, Nullable, SmallInt, Text, Timestamptz, Uuid as SqlUuid};
     let Some(movements) = set_movements(changes) else {
         for change in changes {
-            apply_change(conn, change, interval).await?;
+            apply_change(conn, change, interval, &WriteKey::none()).await?;
         }
         return Ok(());
     };
@@ -733,7 +740,7 @@ pub(crate) async fn apply_changes(
         .iter()
         .flat_map(|c| with_batch(&c.events, c.payout.id, batch_of(c)))
         .collect();
-    insert_events(conn, &events).await?;
+    insert_events(conn, &events, None).await?;
     Ok(())
 }
 
@@ -841,11 +848,13 @@ const APPLY_CHANGES: &str = "\
 
 /// Applies one planned change inside the caller's transaction: the conditional status update
 /// (with the fields the change sets), the batch a payout becoming `pending` joins, the balance
-/// movement of its entries, the entries, the account it fails and its events.
+/// movement of its entries, the entries, the account it fails and its events, applying `key`
+/// with them.
 pub(crate) async fn apply_change(
     conn: &mut AsyncPgConnection,
     change: &PayoutChange,
     interval: chrono::Duration,
+    key: &WriteKey<Payout>,
 ) -> Result<(), PayoutAbort> {
     let p = &change.payout;
     let (id, subaccount, at) = (p.id.as_uuid(), p.subaccount_id.as_uuid(), p.updated_at);
@@ -901,7 +910,8 @@ pub(crate) async fn apply_change(
             events.push(failure.event.clone());
         }
     }
-    insert_events(conn, &events).await?;
+    let commit = written_key(key, p, batch);
+    insert_events(conn, &events, commit.as_ref()).await?;
     Ok(())
 }
 
@@ -962,9 +972,24 @@ pub(crate) async fn react(
         let change = reaction
             .plan(&payout, account_confirmed)
             .map_err(|e| PayoutAbort::Db(diesel::result::Error::QueryBuilderError(e.into())))?;
-        apply_change(conn, &change, interval).await?;
+        apply_change(conn, &change, interval, &WriteKey::none()).await?;
     }
     Ok(())
+}
+
+/// `key`'s commit for `payout` as written, in `batch` (the response may show the batch). The
+/// payout is copied only when the request carries a key.
+fn written_key<'k>(
+    key: &'k WriteKey<Payout>,
+    payout: &Payout,
+    batch: Option<(Uuid, DateTime<Utc>)>,
+) -> Option<KeyCommit<'k>> {
+    key.claim()?;
+    let written = Payout {
+        batch_id: batch.map(|(id, _)| id),
+        ..payout.clone()
+    };
+    key.commit(&written)
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use diesel::sql_types::{Bool, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use domain::PortError;
 use domain::events::OutboxEvent;
+use domain::idempotency::WriteKey;
 use domain::ids::{ReceiverId, SubaccountId};
 use domain::paging::PageRequest;
 use domain::ports::{InsertReceiverError, ReceiverStore};
@@ -33,8 +34,10 @@ impl ReceiverStore for PgStore {
         &self,
         receiver: &Receiver,
         events: &[OutboxEvent],
+        key: &WriteKey<Receiver>,
     ) -> Result<(), InsertReceiverError> {
         let row = ReceiverRow::from(receiver);
+        let commit = key.commit(receiver);
         let mut conn = self.conn().await?;
         let result = conn
             .transaction::<_, diesel::result::Error, _>(async |conn| {
@@ -42,7 +45,7 @@ impl ReceiverStore for PgStore {
                     .values(&row)
                     .execute(conn)
                     .await?;
-                insert_events(conn, events).await
+                insert_events(conn, events, commit.as_ref()).await
             })
             .await;
         let result = self.after_commit(result);
@@ -79,8 +82,10 @@ impl ReceiverStore for PgStore {
         expected: KycStatus,
         events: &[OutboxEvent],
         reaction: &PayoutReaction,
+        key: &WriteKey<Receiver>,
     ) -> Result<bool, PortError> {
         let interval = self.batch_interval;
+        let commit = key.commit(receiver);
         let id = receiver.id.as_uuid();
         let subaccount = receiver.subaccount_id.as_uuid();
         let (status, kyc, at) = (
@@ -108,7 +113,7 @@ impl ReceiverStore for PgStore {
                     // Decided meanwhile: nothing to write, and nothing written.
                     return Err(PayoutAbort::Superseded);
                 }
-                insert_events(conn, events).await?;
+                insert_events(conn, events, commit.as_ref()).await?;
                 react(
                     conn,
                     subaccount,

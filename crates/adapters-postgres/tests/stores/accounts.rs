@@ -14,6 +14,7 @@ use domain::account::{
     AccountData, AccountField, AccountStatus, ConfirmStatus, PayoutMethod, ReceiverAccount,
 };
 use domain::events::{EventKind, OutboxEvent};
+use domain::idempotency::WriteKey;
 use domain::ids::{EventId, ReceiverAccountId, SubaccountId};
 use domain::ports::ReceiverStore;
 use domain::receiver::Receiver;
@@ -32,7 +33,7 @@ const WEEK: i64 = 7 * 24 * 3600 * SECOND;
 async fn new_receiver(fx: &Fixture, subaccount: SubaccountId, email: &str) -> Receiver {
     let r = receiver(subaccount, email, at(T0));
     fx.store
-        .insert_receiver(&r, &[created_event(&r)])
+        .insert_receiver(&r, &[created_event(&r)], &WriteKey::none())
         .await
         .expect("insert receiver");
     r
@@ -150,6 +151,7 @@ async fn insert(fx: &Fixture, account: &ReceiverAccount) -> Result<(), InsertAcc
                 account,
                 account.created_at,
             )],
+            &WriteKey::none(),
         )
         .await
 }
@@ -569,7 +571,9 @@ async fn concurrent_inserts_of_the_same_details_store_exactly_one() {
                 let token = confirmation(&a);
                 let events = [event(EventKind::AccountCreated, &a, a.created_at)];
                 barrier.wait().await;
-                store.insert_account(&a, &token, &events).await
+                store
+                    .insert_account(&a, &token, &events, &WriteKey::none())
+                    .await
             })
         })
         .collect();
@@ -599,7 +603,12 @@ async fn inserting_writes_an_account_created_event_with_masked_identifiers() {
     let a = direct_entry(&owner, "012-002", "123456789", T0);
     let created = event(EventKind::AccountCreated, &a, a.created_at);
     fx.store
-        .insert_account(&a, &confirmation(&a), std::slice::from_ref(&created))
+        .insert_account(
+            &a,
+            &confirmation(&a),
+            std::slice::from_ref(&created),
+            &WriteKey::none(),
+        )
         .await
         .unwrap();
 
@@ -667,6 +676,7 @@ async fn confirming_writes_an_account_update_event_with_the_next_sequence() {
                 Some(token_of(&a)),
                 std::slice::from_ref(&update),
                 &confirmed_reaction(),
+                &WriteKey::none(),
             )
             .await
             .unwrap()
@@ -831,7 +841,7 @@ async fn verify_and_duplicate_lookups_use_their_indexes() {
                 for a in batch {
                     let events = [event(EventKind::AccountCreated, &a, a.created_at)];
                     store
-                        .insert_account(&a, &confirmation(&a), &events)
+                        .insert_account(&a, &confirmation(&a), &events, &WriteKey::none())
                         .await
                         .unwrap();
                 }
@@ -964,7 +974,8 @@ async fn confirm_account_applies_once_then_writes_nothing() {
                 &updated,
                 Some(token_of(&b)),
                 &[update],
-                &confirmed_reaction()
+                &confirmed_reaction(),
+                &WriteKey::none()
             )
             .await
             .unwrap()
@@ -982,7 +993,13 @@ async fn confirm_account_applies_once_then_writes_nothing() {
     let (updated, update) = confirmed(&a, T0 + 2 * SECOND);
     assert!(
         fx.store
-            .confirm_account(&updated, Some(hash), &[update], &confirmed_reaction())
+            .confirm_account(
+                &updated,
+                Some(hash),
+                &[update],
+                &confirmed_reaction(),
+                &WriteKey::none()
+            )
             .await
             .unwrap()
     );
@@ -1000,7 +1017,13 @@ async fn confirm_account_applies_once_then_writes_nothing() {
     let (again, update) = confirmed(&a, T0 + 3 * SECOND);
     assert!(
         !fx.store
-            .confirm_account(&again, Some(hash), &[update], &confirmed_reaction())
+            .confirm_account(
+                &again,
+                Some(hash),
+                &[update],
+                &confirmed_reaction(),
+                &WriteKey::none()
+            )
             .await
             .unwrap()
     );
@@ -1008,7 +1031,13 @@ async fn confirm_account_applies_once_then_writes_nothing() {
     let (again, update) = confirmed(&a, T0 + 4 * SECOND);
     assert!(
         !fx.store
-            .confirm_account(&again, None, &[update], &confirmed_reaction())
+            .confirm_account(
+                &again,
+                None,
+                &[update],
+                &confirmed_reaction(),
+                &WriteKey::none()
+            )
             .await
             .unwrap()
     );
@@ -1020,7 +1049,13 @@ async fn confirm_account_applies_once_then_writes_nothing() {
     let (updated_b, update) = confirmed(&b, T0 + 5 * SECOND);
     assert!(
         fx.store
-            .confirm_account(&updated_b, None, &[update], &confirmed_reaction())
+            .confirm_account(
+                &updated_b,
+                None,
+                &[update],
+                &confirmed_reaction(),
+                &WriteKey::none()
+            )
             .await
             .unwrap()
     );
@@ -1031,7 +1066,13 @@ async fn confirm_account_applies_once_then_writes_nothing() {
     let (again, update) = confirmed(&b, T0 + 6 * SECOND);
     assert!(
         !fx.store
-            .confirm_account(&again, Some(token_of(&b)), &[update], &confirmed_reaction())
+            .confirm_account(
+                &again,
+                Some(token_of(&b)),
+                &[update],
+                &confirmed_reaction(),
+                &WriteKey::none()
+            )
             .await
             .unwrap()
     );
@@ -1074,7 +1115,13 @@ async fn concurrent_confirmations_apply_exactly_once() {
                 tokio::spawn(async move {
                     barrier.wait().await;
                     store
-                        .confirm_account(&updated, token, &[update], &confirmed_reaction())
+                        .confirm_account(
+                            &updated,
+                            token,
+                            &[update],
+                            &confirmed_reaction(),
+                            &WriteKey::none(),
+                        )
                         .await
                 })
             })

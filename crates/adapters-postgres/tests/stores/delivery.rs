@@ -10,6 +10,7 @@ use diesel::sql_types::{Bytea, Integer, Nullable, SmallInt, Text, Timestamptz, U
 use diesel_async::RunQueryDsl;
 use domain::delivery::ports::{AttemptRecord, Claim, ClaimedEvent, DeliveryStore};
 use domain::delivery::{DeliveryOutcome, NextStep};
+use domain::idempotency::WriteKey;
 use domain::ids::{EventId, SubaccountId};
 use domain::masking::Secret;
 use domain::ports::{
@@ -45,7 +46,7 @@ async fn event_at(fx: &Fixture, subaccount: SubaccountId, created_at: DateTime<U
     let r = receiver(subaccount, &email, created_at);
     let event = created_event(&r);
     fx.store
-        .insert_receiver(&r, std::slice::from_ref(&event))
+        .insert_receiver(&r, std::slice::from_ref(&event), &WriteKey::none())
         .await
         .unwrap();
     event.id

@@ -1,15 +1,138 @@
-//! `IdempotencyStore`: claims, replays, takeovers, and the commit marker written by the
-//! request's own business transaction.
+//! `IdempotencyStore`: claims, replays, takeovers, and the key applied by the request's own
+//! business transaction (committed, and completed with its response when it renders).
 
-use adapters_postgres::{ClaimSlot, within_claim_slot};
-use chrono::{Duration, Utc};
-use domain::idempotency::{ClaimOutcome, IdempotencyKey, IdempotencyStore, LEASE, fingerprint};
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, Utc};
+use domain::idempotency::{
+    ClaimOutcome, IdempotencyKey, IdempotencyStore, KeyClaim, LEASE, StoredResponse, WriteKey,
+    fingerprint,
+};
+use domain::ids::SubaccountId;
 use domain::ports::ReceiverStore;
+use domain::receiver::Receiver;
 
 use crate::support::{Fixture, created_event, receiver};
 
 fn key(raw: &str) -> IdempotencyKey {
     IdempotencyKey::parse(raw).unwrap()
+}
+
+fn claim_of(sub: SubaccountId, raw: &str, outcome: ClaimOutcome) -> KeyClaim {
+    let ClaimOutcome::Claimed { lease_until } = outcome else {
+        panic!("{outcome:?}");
+    };
+    KeyClaim {
+        subaccount: sub,
+        key: key(raw),
+        lease_until,
+    }
+}
+
+fn answered(status: u16, body: &[u8]) -> StoredResponse {
+    StoredResponse {
+        status,
+        body: body.to_vec(),
+    }
+}
+
+/// A write key rendering the receiver's e-mail as the response body.
+fn rendering(claim: &KeyClaim) -> WriteKey<Receiver> {
+    WriteKey::new(
+        Some(claim.clone()),
+        Arc::new(|r: &Receiver| Some(answered(200, r.email.as_bytes()))),
+    )
+}
+
+async fn claim(fx: &Fixture, sub: SubaccountId, raw: &str, now: DateTime<Utc>) -> KeyClaim {
+    let fp = fingerprint("POST", "/api/receiver", b"{}");
+    claim_of(
+        sub,
+        raw,
+        fx.store.claim(sub, &key(raw), fp, now).await.unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn a_write_stores_its_response_with_it_so_a_crash_after_commit_still_replays() {
+    let fx = Fixture::new().await;
+    let sub = fx.subaccount("Idem").await.id;
+    let now = Utc::now();
+    let fp = fingerprint("POST", "/api/receiver", b"{}");
+    let k = claim(&fx, sub, "k0", now).await;
+    let r = receiver(sub, "replayed@example.com", now);
+    fx.store
+        .insert_receiver(&r, &[created_event(&r)], &rendering(&k))
+        .await
+        .unwrap();
+    // The holder dies here, before anything else: the retry (even before the lease ends) is
+    // answered with the response stored in the write's transaction, byte for byte.
+    assert_eq!(
+        fx.store.claim(sub, &key("k0"), fp, now).await.unwrap(),
+        ClaimOutcome::Replay {
+            status: 200,
+            body: b"replayed@example.com".to_vec()
+        }
+    );
+    // The key is complete: a late completion by the middleware changes nothing.
+    assert!(!fx.store.complete(&k, &answered(500, b"")).await.unwrap());
+    // A write without events applies the key alone, with the same effect.
+    let k2 = claim(&fx, sub, "k0b", now).await;
+    let decided = receiver(sub, "decided@example.com", now);
+    fx.store
+        .insert_receiver(&decided, &[], &rendering(&k2))
+        .await
+        .unwrap();
+    assert_eq!(
+        fx.store.claim(sub, &key("k0b"), fp, now).await.unwrap(),
+        ClaimOutcome::Replay {
+            status: 200,
+            body: b"decided@example.com".to_vec()
+        }
+    );
+}
+
+#[tokio::test]
+async fn a_write_that_fails_leaves_its_key_unmarked_and_uncompleted() {
+    let fx = Fixture::new().await;
+    let sub = fx.subaccount("Idem").await.id;
+    let now = Utc::now();
+    let first = receiver(sub, "taken@example.com", now);
+    fx.store
+        .insert_receiver(&first, &[created_event(&first)], &WriteKey::none())
+        .await
+        .unwrap();
+    let k = claim(&fx, sub, "dup", now).await;
+    let dup = receiver(sub, "taken@example.com", now);
+    assert!(
+        fx.store
+            .insert_receiver(&dup, &[created_event(&dup)], &rendering(&k))
+            .await
+            .is_err()
+    );
+    // Nothing was written, so the refusal's response is the middleware's to store, and a
+    // server error would release the key.
+    assert!(fx.store.complete(&k, &answered(400, b"dup")).await.unwrap());
+    let k2 = claim(&fx, sub, "dup2", now).await;
+    assert!(
+        fx.store
+            .insert_receiver(&dup, &[created_event(&dup)], &rendering(&k2))
+            .await
+            .is_err()
+    );
+    fx.store.release(&k2).await.unwrap();
+    assert!(matches!(
+        fx.store
+            .claim(
+                sub,
+                &key("dup2"),
+                fingerprint("POST", "/api/receiver", b"{}"),
+                now
+            )
+            .await
+            .unwrap(),
+        ClaimOutcome::Claimed { .. }
+    ));
 }
 
 #[tokio::test]
@@ -19,12 +142,12 @@ async fn a_claim_is_marked_committed_only_by_a_write_that_commits() {
     let now = Utc::now();
     let fp = fingerprint("POST", "/api/receiver", b"{}");
     let r = receiver(sub, "idem@example.com", now);
-    let written = within_claim_slot(ClaimSlot::default(), async {
-        let claimed = fx.store.claim(sub, &key("k1"), fp, now).await.unwrap();
-        assert!(matches!(claimed, ClaimOutcome::Claimed { .. }));
-        fx.store.insert_receiver(&r, &[created_event(&r)]).await
-    })
-    .await;
+    let k1 = claim(&fx, sub, "k1", now).await;
+    // A write whose response comes later only marks the key committed.
+    let written = fx
+        .store
+        .insert_receiver(&r, &[created_event(&r)], &WriteKey::committing(Some(k1)))
+        .await;
     assert!(written.is_ok());
     // Written but no response stored: in flight within the lease; once the lease ends (the
     // holder died), never run again, and answered as lost.
@@ -37,40 +160,39 @@ async fn a_claim_is_marked_committed_only_by_a_write_that_commits() {
     assert_eq!(retry, ClaimOutcome::ResponseLost);
 
     // A claim whose request wrote nothing is taken over once its lease ends...
-    let slow_request = ClaimSlot::default();
-    let first = within_claim_slot(slow_request.clone(), async {
-        fx.store.claim(sub, &key("k2"), fp, now).await.unwrap()
-    })
-    .await;
-    let ClaimOutcome::Claimed { lease_until: old } = first else {
-        panic!("{first:?}");
-    };
+    let slow_request = claim(&fx, sub, "k2", now).await;
     assert_eq!(
         fx.store.claim(sub, &key("k2"), fp, now).await.unwrap(),
         ClaimOutcome::InFlight
     );
     let took = fx.store.claim(sub, &key("k2"), fp, later).await.unwrap();
-    assert!(matches!(took, ClaimOutcome::Claimed { lease_until } if lease_until > old));
-    // ...and the first request, should it wake up, can no longer write: its write rolls back,
-    // nor store its response.
-    let slow = receiver(sub, "slow@example.com", now);
-    let late_write = within_claim_slot(slow_request, async {
-        fx.store
-            .insert_receiver(&slow, &[created_event(&slow)])
-            .await
-    })
-    .await;
-    assert!(late_write.is_err());
     assert!(
-        fx.store
-            .find_receiver(sub, slow.id)
-            .await
-            .unwrap()
-            .is_none()
+        matches!(took, ClaimOutcome::Claimed { lease_until } if lease_until > slow_request.lease_until)
     );
+    // ...and the first request, should it wake up, can no longer write: its write rolls back
+    // (with or without a response to store, with or without events), nor store its response.
+    for (n, key) in [
+        rendering(&slow_request),
+        WriteKey::committing(Some(slow_request.clone())),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let slow = receiver(sub, &format!("slow{n}@example.com"), now);
+        for events in [vec![created_event(&slow)], vec![]] {
+            assert!(fx.store.insert_receiver(&slow, &events, key).await.is_err());
+        }
+        assert!(
+            fx.store
+                .find_receiver(sub, slow.id)
+                .await
+                .unwrap()
+                .is_none()
+        );
+    }
     assert!(
         !fx.store
-            .complete(sub, &key("k2"), old, 200, b"{}")
+            .complete(&slow_request, &answered(200, b"{}"))
             .await
             .unwrap()
     );
@@ -82,14 +204,14 @@ async fn completed_keys_replay_and_released_keys_run_again() {
     let sub = fx.subaccount("Idem").await.id;
     let now = Utc::now();
     let fp = fingerprint("POST", "/api/payout/single", b"{\"amount\":1}");
-    let ClaimOutcome::Claimed { lease_until } =
-        fx.store.claim(sub, &key("a"), fp, now).await.unwrap()
-    else {
-        panic!("claim");
-    };
+    let a = claim_of(
+        sub,
+        "a",
+        fx.store.claim(sub, &key("a"), fp, now).await.unwrap(),
+    );
     assert!(
         fx.store
-            .complete(sub, &key("a"), lease_until, 201, b"{\"ok\":true}")
+            .complete(&a, &answered(201, b"{\"ok\":true}"))
             .await
             .unwrap()
     );
@@ -116,12 +238,12 @@ async fn completed_keys_replay_and_released_keys_run_again() {
     ));
 
     // Released after a server error: the retry runs afresh.
-    let ClaimOutcome::Claimed { lease_until } =
-        fx.store.claim(sub, &key("b"), fp, now).await.unwrap()
-    else {
-        panic!("claim");
-    };
-    fx.store.release(sub, &key("b"), lease_until).await.unwrap();
+    let b = claim_of(
+        sub,
+        "b",
+        fx.store.claim(sub, &key("b"), fp, now).await.unwrap(),
+    );
+    fx.store.release(&b).await.unwrap();
     assert!(matches!(
         fx.store.claim(sub, &key("b"), fp, now).await.unwrap(),
         ClaimOutcome::Claimed { .. }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use diesel::sql_types::{Integer, Jsonb, Text, Uuid as SqlUuid};
 use diesel_async::RunQueryDsl;
 use domain::country::CountryCode;
+use domain::idempotency::WriteKey;
 use domain::ids::{ReceiverId, SubaccountId};
 use domain::paging::{PageRequest, Position};
 use domain::ports::{InsertReceiverError, ReceiverStore};
@@ -18,7 +19,9 @@ use crate::support::{Count, Fixture, PlanLine, at, created_event, receiver};
 const T0: i64 = 1_700_000_000_123_456;
 
 async fn insert(fx: &Fixture, r: &Receiver) -> Result<(), InsertReceiverError> {
-    fx.store.insert_receiver(r, &[created_event(r)]).await
+    fx.store
+        .insert_receiver(r, &[created_event(r)], &WriteKey::none())
+        .await
 }
 
 async fn outbox_rows(fx: &Fixture, subaccount: SubaccountId) -> i64 {
@@ -160,7 +163,9 @@ async fn concurrent_inserts_of_one_email_store_exactly_one() {
             let r = receiver(sub, email, at(T0 + i));
             tokio::spawn(async move {
                 barrier.wait().await;
-                store.insert_receiver(&r, &[created_event(&r)]).await
+                store
+                    .insert_receiver(&r, &[created_event(&r)], &WriteKey::none())
+                    .await
             })
         })
         .collect();
@@ -201,7 +206,7 @@ async fn inserting_a_receiver_writes_its_created_event_to_the_outbox() {
     let r = receiver(sub, "ada@example.com", at(T0));
     let event = created_event(&r);
     fx.store
-        .insert_receiver(&r, std::slice::from_ref(&event))
+        .insert_receiver(&r, std::slice::from_ref(&event), &WriteKey::none())
         .await
         .unwrap();
 
@@ -592,9 +597,15 @@ async fn events_written_together_take_their_objects_next_sequences_in_order() {
         created_event(&second),
         kyc(&first),
     ];
-    fx.store.insert_receiver(&first, &together).await.unwrap();
+    fx.store
+        .insert_receiver(&first, &together, &WriteKey::none())
+        .await
+        .unwrap();
     let later = [created_event(&second), kyc(&first), kyc(&first)];
-    fx.store.insert_receiver(&second, &later).await.unwrap();
+    fx.store
+        .insert_receiver(&second, &later, &WriteKey::none())
+        .await
+        .unwrap();
 
     let mut conn = fx.raw().await;
     let rows: Vec<SequencedRow> = diesel::sql_query(

@@ -17,6 +17,7 @@ use super::auth::Authenticated;
 use super::body::{fields_by_name, json_object, merge_field_errors};
 use super::envelope::{self, Success};
 use super::error::ApiError;
+use super::idempotency::written;
 use super::openapi::{
     AccountDataSchema, AccountStatusName, AssetCode, ConfirmStatusName, MethodName,
 };
@@ -171,7 +172,22 @@ pub async fn create(
         }
         return Err(ApiError::fields(CREATE, &errors));
     }
-    let created = match state.accounts.create(&request.caller, method, &raw).await {
+    let key = request.write_key(|account: &ReceiverAccount| {
+        envelope::stored_ok(
+            "Receiver account created successfully",
+            AccountCreated {
+                receiver_account_id: account.id.to_string(),
+                receiver_id: account.receiver_id.to_string(),
+                status: account.status.as_str(),
+                confirm_status: account.confirm_status.as_str(),
+            },
+        )
+    });
+    let created = match state
+        .accounts
+        .create(&request.caller, method, &raw, &key)
+        .await
+    {
         Ok(created) => created,
         Err(CreateAccountError::Invalid(invalid)) => {
             return Err(ApiError::fields(CREATE, &invalid));
@@ -184,16 +200,7 @@ pub async fn create(
     if !created.confirmation_sent {
         tracing::warn!(account_id = %created.account.id, "confirmation request could not be sent");
     }
-    let account = &created.account;
-    Ok(envelope::ok(
-        "Receiver account created successfully",
-        AccountCreated {
-            receiver_account_id: account.id.to_string(),
-            receiver_id: account.receiver_id.to_string(),
-            status: account.status.as_str(),
-            confirm_status: account.confirm_status.as_str(),
-        },
-    ))
+    written(CREATE, &key, &created.account)
 }
 
 /// `GET /api/receiver-account/<id>`.

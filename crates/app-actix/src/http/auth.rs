@@ -9,17 +9,40 @@ use domain::auth::{AuthError, Caller, SignedRequest};
 use futures_util::future::LocalBoxFuture;
 
 use super::error::ApiError;
-use super::idempotency::{ClaimedKey, Replayed, RequestKey};
+use super::idempotency::{Replayed, RequestKey};
 use crate::state::AppState;
-use domain::idempotency::{ClaimOutcome, IdempotencyKey};
+use domain::idempotency::{ClaimOutcome, IdempotencyKey, KeyClaim, StoredResponse, WriteKey};
+use std::sync::Arc;
 
-/// An authenticated request: who is calling, and the raw body they signed.
+/// An authenticated request: who is calling, the raw body they signed, and the idempotency
+/// key it claimed.
 #[derive(Debug)]
 pub struct Authenticated {
     /// The caller.
     pub caller: Caller,
     /// The raw body.
     pub body: Bytes,
+    /// The claim on the request's idempotency key, when it carries one: handed to the write
+    /// through [`Self::write_key`].
+    pub claim: Option<KeyClaim>,
+}
+
+impl Authenticated {
+    /// The idempotency part of this request's write: its claim, and `render`, which renders
+    /// the success response from what the write stores (so the store keeps it with the write).
+    pub fn write_key<T>(
+        &self,
+        render: impl Fn(&T) -> Option<StoredResponse> + Send + Sync + 'static,
+    ) -> WriteKey<T> {
+        WriteKey::new(self.claim.clone(), Arc::new(render))
+    }
+
+    /// The idempotency part of a write whose response is known only after it (several
+    /// transactions, say): the key is marked committed with the write and its response is
+    /// stored afterwards.
+    pub fn committing_key<T>(&self) -> WriteKey<T> {
+        WriteKey::committing(self.claim.clone())
+    }
 }
 
 const OPERATION: &str = "Authentication";
@@ -28,7 +51,8 @@ fn header<'a>(req: &'a HttpRequest, name: &str) -> Option<&'a str> {
     req.headers().get(name).and_then(|v| v.to_str().ok())
 }
 
-/// Claims the request's idempotency key for the caller; answers `IDEM001`/`IDEM002`, or marks
+/// Claims the request's idempotency key for the caller (recorded in the request for the
+/// middleware, and returned for the write); answers `IDEM001`/`IDEM002`/`IDEM003`, or marks
 /// the request for a replay (the middleware answers with the stored response).
 async fn claim(
     state: &Data<AppState>,
@@ -37,7 +61,7 @@ async fn claim(
     key: IdempotencyKey,
     path_and_query: &str,
     body: &[u8],
-) -> Result<(), ApiError> {
+) -> Result<KeyClaim, ApiError> {
     let outcome = state
         .idempotency
         .claim(
@@ -51,12 +75,13 @@ async fn claim(
         .map_err(|e| ApiError::port("Request", &e))?;
     match outcome {
         ClaimOutcome::Claimed { lease_until } => {
-            req.extensions_mut().insert(ClaimedKey {
+            let claim = KeyClaim {
                 subaccount: caller.subaccount_id,
                 key,
                 lease_until,
-            });
-            Ok(())
+            };
+            req.extensions_mut().insert(claim.clone());
+            Ok(claim)
         }
         ClaimOutcome::Replay { status, body } => {
             req.extensions_mut().insert(Replayed { status, body });
@@ -115,10 +140,17 @@ impl FromRequest for Authenticated {
                 .check(caller.api_key_id)
                 .map_err(ApiError::rate_limited)?;
             let key = req.extensions().get::<RequestKey>().cloned();
-            if let Some(RequestKey(key)) = key {
-                claim(state, &req, &caller, key, path_and_query, &body).await?;
-            }
-            Ok(Self { caller, body })
+            let claim = match key {
+                Some(RequestKey(key)) => {
+                    Some(claim(state, &req, &caller, key, path_and_query, &body).await?)
+                }
+                None => None,
+            };
+            Ok(Self {
+                caller,
+                body,
+                claim,
+            })
         })
     }
 }

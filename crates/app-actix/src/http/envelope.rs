@@ -5,6 +5,8 @@ use actix_web::HttpResponse;
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use domain::idempotency::StoredResponse;
+
 /// The success envelope.
 #[derive(Serialize, ToSchema)]
 pub struct Success<'a, T> {
@@ -24,6 +26,14 @@ pub struct Listing<'a, T> {
     /// Pass it back as the `lastkey` query parameter for the next page; `null` on the last
     /// page.
     lastkey: Option<String>,
+}
+
+/// The body of [`ok`] as a write stores it with its idempotency key (200 with `message` and
+/// `payload`; the same bytes `ok` sends).
+pub fn stored_ok<T: Serialize>(message: &str, payload: T) -> Option<StoredResponse> {
+    serde_json::to_vec(&Success { message, payload })
+        .ok()
+        .map(|body| StoredResponse { status: 200, body })
 }
 
 /// 200 with `message` and `payload`.

@@ -1,10 +1,15 @@
 //! `idempotency-key` on POST routes (contract §7.9).
 //!
-//! The middleware validates the header (`IDEM201`), runs the request inside a claim slot (so
-//! the request's write marks the key committed in its own transaction), and afterwards stores
-//! the response for replays, or gives the key up after a server error. The claim itself is made
-//! by the [`Authenticated`](super::auth::Authenticated) extractor, because keys belong to the
-//! authenticated subaccount: an unauthenticated request never touches them.
+//! The middleware validates the header (`IDEM201`) and afterwards stores the response for
+//! replays, or gives the key up after a server error. The claim itself is made by the
+//! [`Authenticated`](super::auth::Authenticated) extractor, because keys belong to the
+//! authenticated subaccount: an unauthenticated request never touches them. The extractor
+//! hands the claim to the handler, which hands it to its use case in a
+//! [`WriteKey`](domain::idempotency::WriteKey) with the renderer of its success response; the
+//! store marks the key committed and stores that response in the write's own transaction.
+//! [`written`] answers with exactly those bytes and marks the response
+//! [`StoredWithWrite`], so the middleware stores only the responses of requests that wrote
+//! nothing (refusals) or could not render theirs before committing.
 
 use actix_web::body::{BoxBody, MessageBody, to_bytes};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -13,10 +18,10 @@ use actix_web::http::header::{CONTENT_TYPE, HeaderName, HeaderValue};
 use actix_web::middleware::Next;
 use actix_web::web::Data;
 use actix_web::{HttpMessage, HttpResponse, ResponseError};
-use chrono::{DateTime, Utc};
 use domain::ErrorCode;
-use domain::idempotency::{HEADER, IdempotencyKey, REPLAYED_HEADER};
-use domain::ids::SubaccountId;
+use domain::idempotency::{
+    HEADER, IdempotencyKey, KeyClaim, REPLAYED_HEADER, StoredResponse, WriteKey,
+};
 
 use super::error::ApiError;
 use crate::state::AppState;
@@ -25,15 +30,34 @@ use crate::state::AppState;
 #[derive(Debug, Clone)]
 pub struct RequestKey(pub IdempotencyKey);
 
-/// The claim the extractor made (request extensions).
-#[derive(Debug, Clone)]
-pub struct ClaimedKey {
-    /// Whose key.
-    pub subaccount: SubaccountId,
-    /// The key.
-    pub key: IdempotencyKey,
-    /// The claim's lease.
-    pub lease_until: DateTime<Utc>,
+/// Marks a response (response extensions) whose body the store already kept with the write,
+/// in the write's transaction: the middleware leaves the key as the write completed it.
+#[derive(Debug, Clone, Copy)]
+pub struct StoredWithWrite;
+
+/// The success response of a write: the body `key` renders for `written`, which, when the
+/// request carries a key, is the response the store kept with the write (the same bytes a
+/// replay answers with). `SYS500` if it does not render. Only for use cases whose success
+/// means the write committed with `key`; one that can succeed without writing (an account
+/// confirmed already) takes a [`WriteKey::committing`] key and lets the middleware store its
+/// response.
+pub fn written<T>(
+    operation: &'static str,
+    key: &WriteKey<T>,
+    written: &T,
+) -> Result<HttpResponse, ApiError> {
+    let Some(stored) = key.render(written) else {
+        return Err(ApiError::code(operation, ErrorCode::Sys500));
+    };
+    let status = actix_web::http::StatusCode::from_u16(stored.status)
+        .map_err(|_| ApiError::code(operation, ErrorCode::Sys500))?;
+    let mut response = HttpResponse::build(status)
+        .insert_header((CONTENT_TYPE, "application/json"))
+        .body(stored.body);
+    if key.claim().is_some() {
+        response.extensions_mut().insert(StoredWithWrite);
+    }
+    Ok(response)
 }
 
 /// The stored response to answer with instead of running the request (request extensions).
@@ -72,18 +96,19 @@ pub async fn idempotency(
     };
     req.extensions_mut().insert(RequestKey(key));
     let state = req.app_data::<Data<AppState>>().cloned();
-    let response = adapters_postgres::within_claim_slot(
-        adapters_postgres::ClaimSlot::default(),
-        next.call(req),
-    )
-    .await?;
+    let response = next.call(req).await?;
     let replayed = response.request().extensions_mut().remove::<Replayed>();
     if let Some(replayed) = replayed {
         let (request, _) = response.into_parts();
         return Ok(ServiceResponse::new(request, replay(replayed)));
     }
-    let claimed = response.request().extensions().get::<ClaimedKey>().cloned();
-    let (Some(claimed), Some(state)) = (claimed, state) else {
+    let claimed = response.request().extensions().get::<KeyClaim>().cloned();
+    let stored_with_write = response
+        .response()
+        .extensions()
+        .get::<StoredWithWrite>()
+        .is_some();
+    let (Some(claimed), Some(state), false) = (claimed, state, stored_with_write) else {
         return Ok(response.map_into_boxed_body());
     };
     let status = response.status().as_u16();
@@ -93,31 +118,20 @@ pub async fn idempotency(
         Ok(body) => body,
         Err(_) => {
             // Nothing to store: let a retry run afresh (if nothing was written).
-            let _ = state
-                .idempotency
-                .finish(
-                    claimed.subaccount,
-                    &claimed.key,
-                    claimed.lease_until,
-                    500,
-                    b"",
-                )
-                .await;
+            let failed = StoredResponse {
+                status: 500,
+                body: Vec::new(),
+            };
+            let _ = state.idempotency.finish(&claimed, &failed).await;
             let failed = ApiError::code("Request", ErrorCode::Sys500).error_response();
             return Ok(ServiceResponse::new(request, failed));
         }
     };
-    if let Err(e) = state
-        .idempotency
-        .finish(
-            claimed.subaccount,
-            &claimed.key,
-            claimed.lease_until,
-            status,
-            &body,
-        )
-        .await
-    {
+    let answered = StoredResponse {
+        status,
+        body: body.to_vec(),
+    };
+    if let Err(e) = state.idempotency.finish(&claimed, &answered).await {
         // The response still goes out; a retry then sees the key in flight until its lease
         // ends (or, if nothing was written, runs afresh).
         tracing::warn!(error = %e, "storing an idempotent response failed");

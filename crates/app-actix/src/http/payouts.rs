@@ -24,6 +24,7 @@ use super::auth::Authenticated;
 use super::body::{fields_by_name, json_object, merge_field_errors};
 use super::envelope::{self, Listing, Success};
 use super::error::ApiError;
+use super::idempotency::written;
 use super::openapi::{AmountInput, AssetCode, AssetInput, PayoutStatusName};
 use crate::state::AppState;
 
@@ -92,13 +93,16 @@ pub async fn create(
         }
         return Err(ApiError::fields(CREATE, &shape));
     }
-    match state.payouts.create(&request.caller, &raw).await {
-        Ok(payout) => Ok(envelope::ok(
+    let key = request.write_key(|payout: &Payout| {
+        envelope::stored_ok(
             "Payout created successfully",
             PayoutCreated {
                 payout_id: payout.id.to_string(),
             },
-        )),
+        )
+    });
+    match state.payouts.create(&request.caller, &raw, &key).await {
+        Ok(payout) => written(CREATE, &key, &payout),
         Err(CreatePayoutError::Invalid(invalid)) => Err(ApiError::fields(CREATE, &invalid)),
         Err(CreatePayoutError::Port(e)) => Err(ApiError::port(CREATE, &e)),
     }
@@ -493,14 +497,17 @@ pub async fn cancel(
     request: Authenticated,
     id: Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    match state.payouts.cancel(&request.caller, &id).await {
-        Ok(payout) => Ok(envelope::ok(
+    let key = request.write_key(|payout: &Payout| {
+        envelope::stored_ok(
             "Payout cancelled successfully",
             PayoutCancelled {
                 payout_id: payout.id.to_string(),
                 status: payout.status.as_str(),
             },
-        )),
+        )
+    });
+    match state.payouts.cancel(&request.caller, &id, &key).await {
+        Ok(payout) => written(CANCEL, &key, &payout),
         Err(CancelPayoutError::NotFound) => Err(ApiError::code(CANCEL, ErrorCode::Payo101)),
         Err(CancelPayoutError::NotCancellable(status)) => Err(ApiError::code_with_message(
             CANCEL,

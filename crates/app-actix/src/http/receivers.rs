@@ -16,6 +16,7 @@ use super::auth::Authenticated;
 use super::body::{json_object, merge_field_errors, string_fields};
 use super::envelope::{self, Listing, Success};
 use super::error::ApiError;
+use super::idempotency::written;
 use super::openapi::{KycStatusName, ReceiverStatusName};
 use super::query::query_pairs;
 use crate::state::AppState;
@@ -317,7 +318,18 @@ pub async fn create(
         }
         return Err(ApiError::fields(CREATE, &errors));
     }
-    let receiver = match state.receivers.create(&request.caller, &raw).await {
+    let key = request.write_key(|receiver: &Receiver| {
+        envelope::stored_ok(
+            "Receiver created successfully",
+            Created {
+                receiver_id: receiver.id.to_string(),
+                first_name: &receiver.first_name,
+                last_name: &receiver.last_name,
+                email: &receiver.email,
+            },
+        )
+    });
+    let receiver = match state.receivers.create(&request.caller, &raw, &key).await {
         Ok(receiver) => receiver,
         Err(CreateReceiverError::Invalid(invalid)) => {
             return Err(ApiError::fields(CREATE, &invalid));
@@ -330,15 +342,7 @@ pub async fn create(
         }
         Err(CreateReceiverError::Port(e)) => return Err(ApiError::port(CREATE, &e)),
     };
-    Ok(envelope::ok(
-        "Receiver created successfully",
-        Created {
-            receiver_id: receiver.id.to_string(),
-            first_name: &receiver.first_name,
-            last_name: &receiver.last_name,
-            email: &receiver.email,
-        },
-    ))
+    written(CREATE, &key, &receiver)
 }
 
 /// `GET /api/receiver/<id>`.

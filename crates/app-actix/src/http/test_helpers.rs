@@ -9,8 +9,8 @@ use domain::batch::ports::RailResult;
 use domain::batch::runner::SettleError;
 use domain::ids::PayoutId;
 use domain::money::Asset;
-use domain::receiver::KycOutcome;
 use domain::receiver::service::KycOutcomeError;
+use domain::receiver::{KycOutcome, Receiver};
 use domain::validation::{FieldError, ValidationErrors};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -20,6 +20,7 @@ use super::auth::Authenticated;
 use super::body::{json_object, string_fields};
 use super::envelope::{self, Success};
 use super::error::ApiError;
+use super::idempotency::written;
 use super::openapi::{AssetCode, AssetInput, BatchStatusName, Nothing};
 use crate::state::AppState;
 
@@ -124,7 +125,9 @@ pub async fn account(
     };
     match state
         .accounts
-        .confirm_by_id(&request.caller, &account_id)
+        // An account confirmed already is answered without a write, so the response is
+        // stored afterwards.
+        .confirm_by_id(&request.caller, &account_id, &request.committing_key())
         .await
     {
         Ok(_) => Ok(envelope::ok(
@@ -179,15 +182,18 @@ pub async fn kyc(state: Data<AppState>, request: Authenticated) -> Result<HttpRe
         }
         return Err(ApiError::fields(KYC, &errors));
     };
-    match state
-        .receivers
-        .apply_kyc_outcome(request.caller.subaccount_id, &receiver_id, outcome)
-        .await
-    {
-        Ok(_) => Ok(envelope::ok(
+    let key = request.write_key(|_: &Receiver| {
+        envelope::stored_ok(
             "Test helper: Update KYC status is successful",
             serde_json::Value::Null,
-        )),
+        )
+    });
+    match state
+        .receivers
+        .apply_kyc_outcome(request.caller.subaccount_id, &receiver_id, outcome, &key)
+        .await
+    {
+        Ok(receiver) => written(KYC, &key, &receiver),
         Err(KycOutcomeError::NotFound) => {
             Err(ApiError::field(KYC, ErrorCode::Revr101, "receiver_id"))
         }
@@ -244,11 +250,13 @@ pub async fn status(
         return Err(ApiError::fields(STATUS, &errors));
     };
     let id = id.unwrap_or_default();
+    // Several transactions for a batch: the response is stored once they are all done.
+    let key = request.committing_key();
     let settled = if batch {
         match Uuid::parse_str(id.trim()) {
             Ok(batch) => state
                 .batches
-                .settle_batch(&request.caller, batch, &result)
+                .settle_batch(&request.caller, batch, &result, &key)
                 .await
                 .map(|_| ()),
             Err(_) => Err(SettleError::NotFound),
@@ -258,7 +266,7 @@ pub async fn status(
             Some(payout) => {
                 state
                     .batches
-                    .settle_payout(&request.caller, payout, &result)
+                    .settle_payout(&request.caller, payout, &result, &key)
                     .await
             }
             None => Err(SettleError::NotFound),

@@ -189,6 +189,13 @@ impl TestApp {
         base
     }
 
+    /// Runs `sql` on the app's database (to set up what the API cannot, e.g. a trigger).
+    pub async fn execute_sql(&self, sql: &str) {
+        use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
+        let mut conn = AsyncPgConnection::establish(self._db.url()).await.unwrap();
+        conn.batch_execute(sql).await.unwrap();
+    }
+
     pub async fn send(&self, request: reqwest::RequestBuilder) -> Reply {
         let response = request.send().await.expect("request sent");
         let status = response.status().as_u16();

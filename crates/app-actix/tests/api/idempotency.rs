@@ -110,6 +110,84 @@ async fn a_retry_replays_the_first_response_byte_for_byte_and_writes_nothing() {
     assert_eq!(b.status, 200, "{}", b.json());
 }
 
+/// Forbids storing a response in a transaction after the one that wrote: completing a key
+/// already marked committed. Only a response stored in the write's own transaction (marked and
+/// completed by one statement) gets through.
+const COMPLETE_ONLY_WITH_THE_WRITE: &str = "\
+    CREATE FUNCTION forbid_late_completion() RETURNS trigger LANGUAGE plpgsql AS $$ \
+    BEGIN \
+      IF OLD.committed AND OLD.state = 'in_progress' AND NEW.state = 'completed' THEN \
+        RAISE EXCEPTION 'response stored after its write committed'; \
+      END IF; \
+      RETURN NEW; \
+    END $$; \
+    CREATE TRIGGER forbid_late_completion BEFORE UPDATE ON idempotency_keys \
+      FOR EACH ROW EXECUTE FUNCTION forbid_late_completion()";
+
+#[tokio::test]
+async fn every_keyed_write_stores_its_response_in_its_own_transaction() {
+    let app = spawn_app().await;
+    app.execute_sql(COMPLETE_ONLY_WITH_THE_WRITE).await;
+    app.admin
+        .fund(subaccount(&app.a), "AUD", "10000")
+        .await
+        .unwrap();
+    let receiver = post_with_key(
+        &app,
+        &app.a,
+        "/api/receiver",
+        "w-receiver",
+        &receiver_body(&app.a, "own-tx@example.com"),
+    )
+    .await;
+    assert_eq!(receiver.status, 200, "{}", receiver.json());
+    let r = receiver.json()["payload"]["receiver_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let kyc = json!({"receiver_id": r, "kyc_status": "completed"});
+    let decided = post_with_key(&app, &app.a, "/api/test-helpers/kyc", "w-kyc", &kyc).await;
+    assert_eq!(decided.status, 200, "{}", decided.json());
+    let account_body = json!({
+        "receiver_id": r, "bsb": "012-002", "account_number": "123456789",
+    });
+    let path = "/api/receiver-account/aud/direct-entry";
+    let account = post_with_key(&app, &app.a, path, "w-account", &account_body).await;
+    assert_eq!(account.status, 200, "{}", account.json());
+    let a = account.json()["payload"]["receiver_account_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let body = json!({"receiver_id": r, "account_id": a, "amount": 700, "currency": "AUD"});
+    let payout = post_with_key(&app, &app.a, "/api/payout/single", "w-payout", &body).await;
+    assert_eq!(payout.status, 200, "{}", payout.json());
+    let p = payout.json()["payload"]["payout_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let cancel_path = format!("/api/payout/{p}/cancel");
+    let cancelled = post_with_key(&app, &app.a, &cancel_path, "w-cancel", &json!({})).await;
+    assert_eq!(cancelled.status, 200, "{}", cancelled.json());
+    // Each retry replays: the response was stored with the write (a later completion would
+    // have been refused by the trigger, leaving the key in flight).
+    for (path, key, body, first) in [
+        (
+            "/api/receiver",
+            "w-receiver",
+            receiver_body(&app.a, "own-tx@example.com"),
+            &receiver,
+        ),
+        ("/api/test-helpers/kyc", "w-kyc", kyc.clone(), &decided),
+        (path, "w-account", account_body.clone(), &account),
+        ("/api/payout/single", "w-payout", body.clone(), &payout),
+        (cancel_path.as_str(), "w-cancel", json!({}), &cancelled),
+    ] {
+        let again = post_with_key(&app, &app.a, path, key, &body).await;
+        assert!(again.replayed(), "{path}: {}", again.json());
+        assert_eq!(again.bytes, first.bytes, "{path}: byte for byte");
+    }
+}
+
 #[tokio::test]
 async fn failed_validations_are_replayed_too_and_bad_keys_are_refused() {
     let app = spawn_app().await;

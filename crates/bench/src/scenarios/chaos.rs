@@ -520,6 +520,50 @@ async fn crash(env: &Env, args: &Args) -> anyhow::Result<Result<String, String>>
             "{partial} payouts exist in part (no hold or no event)"
         )));
     }
+    // A payout that committed without an answer was stored with its response, in its own
+    // transaction: a retry with its key is answered with that payout, not run again.
+    let unanswered = ids(
+        &world.db,
+        "SELECT reference || ' ' || id::text AS id FROM payouts WHERE reference LIKE 'crash-%' \
+         ORDER BY reference",
+    )
+    .await?;
+    let acked_refs: std::collections::HashSet<&str> =
+        acked.iter().map(|(r, _)| r.as_str()).collect();
+    let mut replayed = 0;
+    for row in &unanswered {
+        let Some((reference, id)) = row.split_once(' ') else {
+            continue;
+        };
+        if acked_refs.contains(reference) {
+            continue;
+        }
+        let Some((w, n)) = reference
+            .strip_prefix("crash-")
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(w, n)| Some((w.parse::<usize>().ok()?, n.parse::<usize>().ok()?)))
+        else {
+            return Ok(Err(format!("unexpected payout reference {reference}")));
+        };
+        let body = payout_body(&world.payees[n % world.payees.len()], 100, reference);
+        let answer = api
+            .call(
+                &world.tenant.keys[w % world.tenant.keys.len()],
+                reqwest::Method::POST,
+                "/api/payout/single",
+                Some(&body),
+                &[("idempotency-key", reference.to_owned())],
+            )
+            .await;
+        match answer {
+            Answer::Http(200, body) if body["payload"]["payout_id"] == id => replayed += 1,
+            other => {
+                return Ok(Err(format!(
+                    "the retry of {reference}, committed without an answer, got {other:?}"
+                )));
+            }
+        }
+    }
     if world.payoutd.admin(&["check-ledger"]).await.is_err() {
         return Ok(Err("check-ledger reports a discrepancy".to_owned()));
     }
@@ -533,7 +577,8 @@ async fn crash(env: &Env, args: &Args) -> anyhow::Result<Result<String, String>>
         .saturating_sub(acked.len());
     Ok(Ok(format!(
         "{sent} sent, {} acknowledged and all found after restart, {unacked_committed} committed \
-         without an answer (complete), ledger balanced, {delivered} events delivered",
+         without an answer ({replayed} replayed on retry), ledger balanced, {delivered} events \
+         delivered",
         acked.len()
     )))
 }

@@ -44,7 +44,8 @@ pub enum InsertAccountError {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait AccountStore: Send + Sync {
-    /// Stores a new account, its confirmation token and its events in one transaction.
+    /// Stores a new account, its confirmation token and its events in one transaction, applying
+    /// `key` to the request's idempotency key there ([`WriteKey::commit`] of `account`).
     ///
     /// # Errors
     /// `Duplicate` when the receiver already has an account of the same method with the same
@@ -54,6 +55,7 @@ pub trait AccountStore: Send + Sync {
         account: &ReceiverAccount,
         token: &ConfirmationToken,
         events: &[OutboxEvent],
+        key: &crate::idempotency::WriteKey<ReceiverAccount>,
     ) -> Result<(), InsertAccountError>;
 
     /// The account with this id if it belongs to `subaccount`, else `Ok(None)`.
@@ -90,13 +92,15 @@ pub trait AccountStore: Send + Sync {
     /// used), and writes `events`, in one transaction. `Ok(false)` when the conditions no longer
     /// hold (confirmed meanwhile, token used); then nothing was written. In the same
     /// transaction it locks the account's `awaiting` payouts and applies `reaction` to each, so
-    /// they become `pending` with the confirmation.
+    /// they become `pending` with the confirmation. `key` is applied in the same transaction
+    /// ([`WriteKey::commit`](crate::idempotency::WriteKey::commit) of `account`).
     async fn confirm_account(
         &self,
         account: &ReceiverAccount,
         token: Option<[u8; 32]>,
         events: &[OutboxEvent],
         reaction: &crate::payout::change::PayoutReaction,
+        key: &crate::idempotency::WriteKey<ReceiverAccount>,
     ) -> Result<bool, PortError>;
 }
 

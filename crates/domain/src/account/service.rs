@@ -19,6 +19,7 @@ use crate::auth::Caller;
 use crate::codes::ErrorCode;
 use crate::error::PortError;
 use crate::events::{EventKind, OutboxEvent};
+use crate::idempotency::WriteKey;
 use crate::ids::{EventId, ReceiverAccountId, ReceiverId};
 use crate::masking::Secret;
 use crate::payout::change::{PayoutReaction, ReactionTrigger};
@@ -190,6 +191,7 @@ impl AccountService {
         caller: &Caller,
         method: PayoutMethod,
         raw: &RawAccount,
+        key: &WriteKey<ReceiverAccount>,
     ) -> Result<CreatedAccount, CreateAccountError> {
         let (input, receiver) = self.checked(caller, method, raw).await?;
         let now = self.clock.now();
@@ -216,7 +218,7 @@ impl AccountService {
             now,
         );
         self.accounts
-            .insert_account(&account, &stored_token, &[event])
+            .insert_account(&account, &stored_token, &[event], key)
             .await
             .map_err(|e| match e {
                 InsertAccountError::Duplicate => CreateAccountError::Duplicate,
@@ -335,6 +337,7 @@ impl AccountService {
         &self,
         account: ReceiverAccount,
         token: Option<[u8; 32]>,
+        key: &WriteKey<ReceiverAccount>,
     ) -> Result<ReceiverAccount, ConfirmError> {
         let Some((status, confirm_status)) = confirm(account.status, account.confirm_status) else {
             return if account.confirm_status == ConfirmStatus::Confirmed {
@@ -363,6 +366,7 @@ impl AccountService {
                 token,
                 &[event],
                 &PayoutReaction::new(ReactionTrigger::AccountConfirmed, now, self.ids.clone()),
+                key,
             )
             .await?
         {
@@ -401,14 +405,17 @@ impl AccountService {
         if found.expires_at <= self.clock.now() {
             return Err(ConfirmError::Invalid);
         }
-        self.apply_confirmation(found.account, Some(hash)).await
+        self.apply_confirmation(found.account, Some(hash), &WriteKey::none())
+            .await
     }
 
-    /// Confirms an account of the caller's subaccount directly (sandbox helper).
+    /// Confirms an account of the caller's subaccount directly (sandbox helper), applying `key`
+    /// with the confirmation (an account confirmed already is answered without a write).
     pub async fn confirm_by_id(
         &self,
         caller: &Caller,
         raw_id: &str,
+        key: &WriteKey<ReceiverAccount>,
     ) -> Result<ReceiverAccount, ConfirmError> {
         let id = ReceiverAccountId::parse(raw_id).ok_or(ConfirmError::NotFound)?;
         let account = self
@@ -416,7 +423,7 @@ impl AccountService {
             .find_account(caller.subaccount_id, id)
             .await?
             .ok_or(ConfirmError::NotFound)?;
-        self.apply_confirmation(account, None).await
+        self.apply_confirmation(account, None, key).await
     }
 }
 

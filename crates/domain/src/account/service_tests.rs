@@ -115,7 +115,7 @@ async fn creates_a_pending_account_stores_only_the_token_hash_and_sends_the_link
     let mut accounts = MockAccountStore::new();
     accounts
         .expect_insert_account()
-        .withf(|account, token, events| {
+        .withf(|account, token, events, _| {
             let text = events[0].payload.to_string();
             account.status == AccountStatus::Pending
                 && account.confirm_status == ConfirmStatus::Unconfirmed
@@ -127,7 +127,7 @@ async fn creates_a_pending_account_stores_only_the_token_hash_and_sends_the_link
                 && !text.contains("123456789")
         })
         .times(1)
-        .returning(move |_, token, _| {
+        .returning(move |_, token, _, _| {
             *seen
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(token.hash);
@@ -150,6 +150,7 @@ async fn creates_a_pending_account_stores_only_the_token_hash_and_sends_the_link
             &caller(),
             PayoutMethod::DirectEntry,
             &raw(&receiver().id.to_string()),
+            &WriteKey::none(),
         )
         .await;
     let Ok(created) = created else {
@@ -184,7 +185,7 @@ async fn a_notifier_outage_leaves_the_account_created() {
     accounts
         .expect_insert_account()
         .times(1)
-        .returning(|_, _, _| Ok(()));
+        .returning(|_, _, _, _| Ok(()));
     let mut notifier = MockNotifier::new();
     notifier
         .expect_send_confirmation()
@@ -194,6 +195,7 @@ async fn a_notifier_outage_leaves_the_account_created() {
             &caller(),
             PayoutMethod::DirectEntry,
             &raw(&receiver().id.to_string()),
+            &WriteKey::none(),
         )
         .await;
     assert_eq!(created.map(|c| c.confirmation_sent).ok(), Some(false));
@@ -208,7 +210,12 @@ async fn unknown_or_foreign_receivers_and_bad_fields_are_reported_together() {
     assert_eq!(
         codes(
             service
-                .create(&caller(), PayoutMethod::DirectEntry, &raw(&foreign))
+                .create(
+                    &caller(),
+                    PayoutMethod::DirectEntry,
+                    &raw(&foreign),
+                    &WriteKey::none()
+                )
                 .await
         ),
         [ErrorCode::Reac211]
@@ -218,7 +225,12 @@ async fn unknown_or_foreign_receivers_and_bad_fields_are_reported_together() {
     assert_eq!(
         codes(
             service
-                .create(&caller(), PayoutMethod::DirectEntry, &bad)
+                .create(
+                    &caller(),
+                    PayoutMethod::DirectEntry,
+                    &bad,
+                    &WriteKey::none()
+                )
                 .await
         ),
         [ErrorCode::Reac203, ErrorCode::Reac211]
@@ -227,7 +239,12 @@ async fn unknown_or_foreign_receivers_and_bad_fields_are_reported_together() {
     assert_eq!(
         codes(
             service
-                .create(&caller(), PayoutMethod::DirectEntry, &none)
+                .create(
+                    &caller(),
+                    PayoutMethod::DirectEntry,
+                    &none,
+                    &WriteKey::none()
+                )
                 .await
         ),
         [ErrorCode::Reac201, ErrorCode::Reac202, ErrorCode::Reac204]
@@ -239,7 +256,7 @@ async fn a_duplicate_is_its_own_error() {
     let mut accounts = MockAccountStore::new();
     accounts
         .expect_insert_account()
-        .returning(|_, _, _| Err(InsertAccountError::Duplicate));
+        .returning(|_, _, _, _| Err(InsertAccountError::Duplicate));
     let mut notifier = MockNotifier::new();
     notifier.expect_send_confirmation().never();
     let result = service(accounts, notifier, NOW_MS)
@@ -247,6 +264,7 @@ async fn a_duplicate_is_its_own_error() {
             &caller(),
             PayoutMethod::DirectEntry,
             &raw(&receiver().id.to_string()),
+            &WriteKey::none(),
         )
         .await;
     assert!(matches!(result, Err(CreateAccountError::Duplicate)));
@@ -369,7 +387,7 @@ async fn tokens_confirm_once_and_never_after_expiry() {
     ));
     accounts
         .expect_confirm_account()
-        .withf(|account, token, events, reaction| {
+        .withf(|account, token, events, reaction, _| {
             reaction.waiting_status() == crate::payout::PayoutStatus::Awaiting
                 && account.confirm_status == ConfirmStatus::Confirmed
                 && account.status == AccountStatus::Completed
@@ -377,7 +395,7 @@ async fn tokens_confirm_once_and_never_after_expiry() {
                 && events[0].kind == EventKind::AccountUpdate
         })
         .times(1)
-        .returning(|_, _, _, _| Ok(true));
+        .returning(|_, _, _, _, _| Ok(true));
     let confirmed = service(accounts, MockNotifier::new(), NOW_MS)
         .confirm_with_token("t0ken")
         .await;
@@ -459,10 +477,12 @@ async fn losing_a_confirmation_race_reports_what_is_stored() {
     accounts
         .expect_confirm_account()
         .times(1)
-        .returning(|_, _, _, _| Ok(false));
+        .returning(|_, _, _, _, _| Ok(false));
     let service = service(accounts, MockNotifier::new(), NOW_MS);
     let id = Uuid::from_u128(0xE).to_string();
-    let result = service.confirm_by_id(&caller(), &id).await;
+    let result = service
+        .confirm_by_id(&caller(), &id, &WriteKey::none())
+        .await;
     assert_eq!(
         result.map(|a| a.confirm_status).ok(),
         Some(ConfirmStatus::Confirmed)

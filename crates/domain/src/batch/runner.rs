@@ -13,6 +13,7 @@ use crate::account::ports::AccountStore;
 use crate::auth::Caller;
 use crate::error::PortError;
 use crate::events::{EventKind, OutboxEvent};
+use crate::idempotency::WriteKey;
 use crate::ids::{EventId, PayoutId};
 use crate::money::Asset;
 use crate::payout::change::{AccountFailure, plan_change};
@@ -128,7 +129,9 @@ impl BatchRunner {
                 let Some(payout) = submitted.iter().find(|p| p.id == outcome.payout_id) else {
                     continue;
                 };
-                let (settled, finished) = self.settle(payout, &outcome.result).await?;
+                let (settled, finished) = self
+                    .settle(payout, &outcome.result, &WriteKey::none())
+                    .await?;
                 pass.settled += usize::from(settled);
                 pass.finished += usize::from(finished);
             }
@@ -160,11 +163,13 @@ impl BatchRunner {
     /// Records the rail's `result` for an `in_progress` payout: `successful` (hold posted) or
     /// `failed` (hold voided, and the account failed when the rail says the receiver is
     /// invalid), then finishes its batch if that was the last result. Returns whether the result
-    /// was applied (not already recorded) and whether the batch finished.
+    /// was applied (not already recorded) and whether the batch finished. `key` is applied with
+    /// the payout's transition.
     pub async fn settle(
         &self,
         payout: &Payout,
         result: &RailResult,
+        key: &WriteKey<Payout>,
     ) -> Result<(bool, bool), PortError> {
         let now = self.clock.now();
         let (event, invalid, reason) = match result {
@@ -188,7 +193,7 @@ impl BatchRunner {
         if invalid {
             change.account_failure = self.account_failure(payout).await?;
         }
-        if !self.payouts.apply_transition(&change).await? {
+        if !self.payouts.apply_transition(&change, key).await? {
             return Ok((false, false));
         }
         let finished = match payout.batch_id {
@@ -267,6 +272,7 @@ impl BatchRunner {
         caller: &Caller,
         id: PayoutId,
         result: &RailResult,
+        key: &WriteKey<Payout>,
     ) -> Result<(), SettleError> {
         let (payout, _) = self
             .payouts
@@ -276,7 +282,7 @@ impl BatchRunner {
         if payout.status != PayoutStatus::InProgress {
             return Err(SettleError::NotInProgress(Some(payout.status)));
         }
-        let (applied, _) = self.settle(&payout, result).await?;
+        let (applied, _) = self.settle(&payout, result, key).await?;
         if applied {
             Ok(())
         } else {
@@ -284,12 +290,14 @@ impl BatchRunner {
         }
     }
 
-    /// Settles every `in_progress` payout of the caller's batch (sandbox `status` helper).
+    /// Settles every `in_progress` payout of the caller's batch (sandbox `status` helper), each
+    /// in its own transaction, each applying `key`.
     pub async fn settle_batch(
         &self,
         caller: &Caller,
         batch: Uuid,
         result: &RailResult,
+        key: &WriteKey<Payout>,
     ) -> Result<usize, SettleError> {
         self.batches
             .find_batch(caller.subaccount_id, batch)
@@ -301,7 +309,7 @@ impl BatchRunner {
             .await?;
         let mut settled = 0;
         for payout in &payouts {
-            settled += usize::from(self.settle(payout, result).await?.0);
+            settled += usize::from(self.settle(payout, result, key).await?.0);
         }
         if settled == 0 {
             return Err(SettleError::NotInProgress(None));
@@ -393,7 +401,7 @@ mod tests {
         let mut payouts = MockPayoutStore::new();
         payouts
             .expect_apply_transition()
-            .withf(|change| {
+            .withf(|change, _| {
                 change.payout.status == PayoutStatus::Failed
                     && change.payout.receiver_is_invalid
                     && change
@@ -402,7 +410,7 @@ mod tests {
                         .is_some_and(|f| f.event.payload["status"] == "failed")
             })
             .times(1)
-            .returning(|_| Ok(true));
+            .returning(|_, _| Ok(true));
         let mut batches = MockBatchStore::new();
         batches
             .expect_finish_batch()
@@ -414,7 +422,9 @@ mod tests {
             receiver_is_invalid: true,
             reason: "closed".to_owned(),
         };
-        let outcome = runner.settle(&in_progress(), &result).await;
+        let outcome = runner
+            .settle(&in_progress(), &result, &WriteKey::none())
+            .await;
         assert_eq!(outcome.ok(), Some((true, false)));
     }
 
@@ -424,7 +434,7 @@ mod tests {
         payouts
             .expect_apply_transition()
             .times(1)
-            .returning(|_| Ok(false));
+            .returning(|_, _| Ok(false));
         let mut batches = MockBatchStore::new();
         batches.expect_finish_batch().never();
         let runner = runner(
@@ -433,14 +443,18 @@ mod tests {
             MockAccountStore::new(),
             MockPayoutRail::new(),
         );
-        let outcome = runner.settle(&in_progress(), &RailResult::Paid).await;
+        let outcome = runner
+            .settle(&in_progress(), &RailResult::Paid, &WriteKey::none())
+            .await;
         assert_eq!(outcome.ok(), Some((false, false)));
         // A payout no longer in progress is not even attempted.
         let done = Payout {
             status: PayoutStatus::Successful,
             ..in_progress()
         };
-        let outcome = runner.settle(&done, &RailResult::Paid).await;
+        let outcome = runner
+            .settle(&done, &RailResult::Paid, &WriteKey::none())
+            .await;
         assert_eq!(outcome.ok(), Some((false, false)));
     }
 

@@ -82,8 +82,15 @@ pub trait PayoutStore: Send + Sync {
     /// `change.account_failure` and writes the events. A payout that becomes `pending` joins
     /// the open batch of its subaccount and asset (the batch's id and run time are added to its
     /// events). `Ok(false)` when the payout is no longer in `expected` (changed meanwhile); then
-    /// nothing was written.
-    async fn apply_transition(&self, change: &PayoutChange) -> Result<bool, PortError>;
+    /// nothing was written. `key` is applied in the same transaction ([`WriteKey::commit`] of
+    /// the payout as written, batch included).
+    ///
+    /// [`WriteKey::commit`]: crate::idempotency::WriteKey::commit
+    async fn apply_transition(
+        &self,
+        change: &PayoutChange,
+        key: &crate::idempotency::WriteKey<Payout>,
+    ) -> Result<bool, PortError>;
 
     /// Up to `page.limit + 1` payouts of `subaccount` matching `filter`, newest first
     /// (`created_at` desc, `id` desc), strictly after `page.after`, each with its receiver and
@@ -100,7 +107,11 @@ pub trait PayoutStore: Send + Sync {
     /// payout's initial status, or no longer allow paying them), moves its total from
     /// `available` to `pending` with one conditional update (never below zero, also under
     /// concurrent requests), inserts the payout, joins the open batch when it starts `pending`,
-    /// appends `entries` to the ledger and writes `events`. Returns the batch joined.
+    /// appends `entries` to the ledger and writes `events`, and applies `key` to the request's
+    /// idempotency key ([`WriteKey::commit`] of the payout as written, batch included).
+    /// Returns the batch joined.
+    ///
+    /// [`WriteKey::commit`]: crate::idempotency::WriteKey::commit
     ///
     /// # Errors
     /// `InsufficientBalance` when `available` does not cover the total (or the subaccount never
@@ -111,5 +122,6 @@ pub trait PayoutStore: Send + Sync {
         payout: &Payout,
         entries: &[LedgerEntry],
         events: &[OutboxEvent],
+        key: &crate::idempotency::WriteKey<Payout>,
     ) -> Result<Option<Uuid>, InsertPayoutError>;
 }

@@ -17,6 +17,7 @@ use crate::auth::Caller;
 use crate::codes::ErrorCode;
 use crate::error::PortError;
 use crate::events::{EventKind, OutboxEvent};
+use crate::idempotency::WriteKey;
 use crate::ids::{EventId, PayoutId, ReceiverAccountId, ReceiverId};
 use crate::money::{Asset, MinorUnits};
 use crate::paging::cursor::CursorKey;
@@ -216,7 +217,12 @@ impl PayoutService {
     /// Cancels the caller's payout (contract §7.6): only from `awaiting`, `unassessed` or
     /// `pending`, releasing its hold (void entries back to available) with a `payoutUpdated`
     /// event, as one conditional change.
-    pub async fn cancel(&self, caller: &Caller, raw_id: &str) -> Result<Payout, CancelPayoutError> {
+    pub async fn cancel(
+        &self,
+        caller: &Caller,
+        raw_id: &str,
+        key: &WriteKey<Payout>,
+    ) -> Result<Payout, CancelPayoutError> {
         let id = PayoutId::parse(raw_id).ok_or(CancelPayoutError::NotFound)?;
         let (payout, _) = self
             .payouts
@@ -232,7 +238,7 @@ impl PayoutService {
             |_| {},
         )
         .map_err(|e| CancelPayoutError::NotCancellable(e.from))?;
-        if self.payouts.apply_transition(&change).await? {
+        if self.payouts.apply_transition(&change, key).await? {
             return Ok(change.payout);
         }
         // Changed meanwhile (submitted, cancelled by another request): report where it is now.
@@ -292,12 +298,13 @@ impl PayoutService {
         &self,
         caller: &Caller,
         raw: &RawPayout,
+        key: &WriteKey<Payout>,
     ) -> Result<Payout, CreatePayoutError> {
         // The store refuses a plan whose receiver or account changed after they were read
         // (`Stale`); planning again reads them afresh. Three changes in a row are a storm
         // worth reporting rather than chasing.
         for _ in 0..STALE_RETRIES {
-            if let Some(payout) = self.try_create(caller, raw).await? {
+            if let Some(payout) = self.try_create(caller, raw, key).await? {
                 return Ok(payout);
             }
         }
@@ -393,6 +400,7 @@ impl PayoutService {
         &self,
         caller: &Caller,
         raw: &RawPayout,
+        key: &WriteKey<Payout>,
     ) -> Result<Option<Payout>, CreatePayoutError> {
         let Checked {
             amount,
@@ -462,7 +470,7 @@ impl PayoutService {
         );
         payout.batch_id = match self
             .payouts
-            .insert_payout(&payout, &entries, &[event])
+            .insert_payout(&payout, &entries, &[event], key)
             .await
         {
             Ok(batch) => batch,

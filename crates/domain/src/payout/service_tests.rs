@@ -143,7 +143,7 @@ fn service(
             payouts
                 .expect_insert_payout()
                 .times(1)
-                .returning(move |p, e, ev| {
+                .returning(move |p, e, ev, _| {
                     check(p, e, ev);
                     result()
                 });
@@ -218,7 +218,9 @@ async fn holds_amount_and_fee_with_ledger_entries_and_announces_it() {
             events[0].payload["subaccount_id"]
         );
     });
-    let payout = service.create(&caller(), &raw("10000", "aud")).await;
+    let payout = service
+        .create(&caller(), &raw("10000", "aud"), &WriteKey::none())
+        .await;
     let Ok(payout) = payout else {
         panic!("{payout:?}")
     };
@@ -261,7 +263,7 @@ async fn the_initial_status_follows_kyc_and_confirmation() {
         let created = service(world, |_, entries, _| {
             assert_eq!(entries.len(), 1, "no fee, no fee entry")
         })
-        .create(&caller(), &raw("500", "AUD"))
+        .create(&caller(), &raw("500", "AUD"), &WriteKey::none())
         .await;
         assert_eq!(created.map(|p| p.status).ok(), Some(expected));
     }
@@ -281,7 +283,7 @@ async fn every_check_has_its_code_and_independent_ones_come_together() {
     assert_eq!(
         codes(
             service(missing_receiver, ignore)
-                .create(&caller(), &raw("0", "GBP"))
+                .create(&caller(), &raw("0", "GBP"), &WriteKey::none())
                 .await
         ),
         [ErrorCode::Payo201, ErrorCode::Payo203, ErrorCode::Payo204]
@@ -297,7 +299,7 @@ async fn every_check_has_its_code_and_independent_ones_come_together() {
     assert_eq!(
         codes(
             service(someone_elses, ignore)
-                .create(&caller(), &raw("100", "AUD"))
+                .create(&caller(), &raw("100", "AUD"), &WriteKey::none())
                 .await
         ),
         [ErrorCode::Payo202]
@@ -305,7 +307,7 @@ async fn every_check_has_its_code_and_independent_ones_come_together() {
     assert_eq!(
         codes(
             service(no_insert(), ignore)
-                .create(&caller(), &raw("100", "USD"))
+                .create(&caller(), &raw("100", "USD"), &WriteKey::none())
                 .await
         ),
         [ErrorCode::Payo204]
@@ -314,7 +316,7 @@ async fn every_check_has_its_code_and_independent_ones_come_together() {
         assert_eq!(
             codes(
                 service(no_insert(), ignore)
-                    .create(&caller(), &raw(bad, "AUD"))
+                    .create(&caller(), &raw(bad, "AUD"), &WriteKey::none())
                     .await
             ),
             [ErrorCode::Payo203],
@@ -328,7 +330,7 @@ async fn every_check_has_its_code_and_independent_ones_come_together() {
     assert_eq!(
         codes(
             service(failed, ignore)
-                .create(&caller(), &raw("100", "AUD"))
+                .create(&caller(), &raw("100", "AUD"), &WriteKey::none())
                 .await
         ),
         [ErrorCode::Payo205]
@@ -344,7 +346,7 @@ async fn every_check_has_its_code_and_independent_ones_come_together() {
     assert_eq!(
         codes(
             service(failed_account, ignore)
-                .create(&caller(), &raw("100", "AUD"))
+                .create(&caller(), &raw("100", "AUD"), &WriteKey::none())
                 .await
         ),
         [ErrorCode::Payo205]
@@ -352,7 +354,11 @@ async fn every_check_has_its_code_and_independent_ones_come_together() {
     let mut long = raw("100", "AUD");
     long.note = Some("n".repeat(256));
     assert_eq!(
-        codes(service(no_insert(), ignore).create(&caller(), &long).await),
+        codes(
+            service(no_insert(), ignore)
+                .create(&caller(), &long, &WriteKey::none())
+                .await
+        ),
         [ErrorCode::Payo208]
     );
 }
@@ -367,7 +373,7 @@ async fn the_stores_refusals_map_to_their_codes() {
     assert_eq!(
         codes(
             service(poor, ignore)
-                .create(&caller(), &raw("100", "AUD"))
+                .create(&caller(), &raw("100", "AUD"), &WriteKey::none())
                 .await
         ),
         [ErrorCode::Payo207]
@@ -379,7 +385,7 @@ async fn the_stores_refusals_map_to_their_codes() {
     assert_eq!(
         codes(
             service(taken, ignore)
-                .create(&caller(), &raw("100", "AUD"))
+                .create(&caller(), &raw("100", "AUD"), &WriteKey::none())
                 .await
         ),
         [ErrorCode::Payo206]
@@ -440,7 +446,7 @@ async fn cancel_voids_the_hold_from_cancellable_statuses_only() {
         if cancellable {
             payouts
                 .expect_apply_transition()
-                .withf(move |change| {
+                .withf(move |change, _| {
                     let (payout, expected, entries, events) = (
                         &change.payout,
                         &change.expected,
@@ -462,12 +468,16 @@ async fn cancel_voids_the_hold_from_cancellable_statuses_only() {
                         && events[0].payload["status"] == "cancelled"
                 })
                 .times(1)
-                .returning(|_| Ok(true));
+                .returning(|_, _| Ok(true));
         } else {
             payouts.expect_apply_transition().never();
         }
         let result = cancel_service(payouts)
-            .cancel(&caller(), &Uuid::from_u128(0xF).to_string())
+            .cancel(
+                &caller(),
+                &Uuid::from_u128(0xF).to_string(),
+                &WriteKey::none(),
+            )
             .await;
         match (cancellable, result) {
             (true, Ok(p)) => assert_eq!(p.status, PayoutStatus::Cancelled),
@@ -496,12 +506,16 @@ async fn a_cancel_that_loses_a_race_reports_the_new_status() {
     payouts
         .expect_apply_transition()
         .times(1)
-        .returning(|change| {
+        .returning(|change, _| {
             assert_eq!(change.entries.len(), 1, "no fee, no fee void");
             Ok(false)
         });
     let result = cancel_service(payouts)
-        .cancel(&caller(), &Uuid::from_u128(0xF).to_string())
+        .cancel(
+            &caller(),
+            &Uuid::from_u128(0xF).to_string(),
+            &WriteKey::none(),
+        )
         .await;
     assert!(matches!(
         result,

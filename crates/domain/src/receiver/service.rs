@@ -6,6 +6,7 @@ use crate::auth::Caller;
 use crate::codes::ErrorCode;
 use crate::error::PortError;
 use crate::events::{EventKind, OutboxEvent};
+use crate::idempotency::WriteKey;
 use crate::ids::{EventId, ReceiverId, SubaccountId};
 use crate::paging::cursor::CursorKey;
 use crate::paging::{Page, PageRequest, Position, list_start};
@@ -155,6 +156,7 @@ impl ReceiverService {
         &self,
         caller: &Caller,
         raw: &RawReceiver,
+        key: &WriteKey<Receiver>,
     ) -> Result<Receiver, CreateReceiverError> {
         let now = self.clock.now();
         let input = self.checked(caller, raw, now.date_naive())?;
@@ -210,7 +212,7 @@ impl ReceiverService {
             now,
         );
         self.store
-            .insert_receiver(&receiver, &[event])
+            .insert_receiver(&receiver, &[event], key)
             .await
             .map_err(|e| match e {
                 InsertReceiverError::DuplicateEmail => CreateReceiverError::EmailTaken,
@@ -228,6 +230,7 @@ impl ReceiverService {
         subaccount: SubaccountId,
         raw_id: &str,
         outcome: KycOutcome,
+        key: &WriteKey<Receiver>,
     ) -> Result<Receiver, KycOutcomeError> {
         let id = ReceiverId::parse(raw_id).ok_or(KycOutcomeError::NotFound)?;
         let receiver = self
@@ -263,7 +266,7 @@ impl ReceiverService {
         );
         if self
             .store
-            .apply_kyc(&updated, expected, &[event], &reaction)
+            .apply_kyc(&updated, expected, &[event], &reaction, key)
             .await?
         {
             return Ok(updated);

@@ -88,7 +88,7 @@ async fn creates_a_pending_receiver_with_its_event_in_one_store_call() {
     let mut store = MockReceiverStore::new();
     store
         .expect_insert_receiver()
-        .withf(|receiver, events| {
+        .withf(|receiver, events, _| {
             let event = &events[0];
             events.len() == 1
                 && receiver.status == ReceiverStatus::Pending
@@ -102,8 +102,10 @@ async fn creates_a_pending_receiver_with_its_event_in_one_store_call() {
                 && event.payload["status"] == "pending"
         })
         .times(1)
-        .returning(|_, _| Ok(()));
-    let created = service(store, kyc_ok()).create(&caller(), &raw()).await;
+        .returning(|_, _, _| Ok(()));
+    let created = service(store, kyc_ok())
+        .create(&caller(), &raw(), &WriteKey::none())
+        .await;
     let Ok(created) = created else {
         panic!("{created:?}")
     };
@@ -121,7 +123,11 @@ async fn invalid_input_reaches_neither_the_kyc_provider_nor_the_store() {
     let mut bad = raw();
     bad.email = Some("not-an-email".to_owned());
     bad.phone = Some("12".to_owned());
-    let codes = invalid_codes(service(store, Arc::new(kyc)).create(&caller(), &bad).await);
+    let codes = invalid_codes(
+        service(store, Arc::new(kyc))
+            .create(&caller(), &bad, &WriteKey::none())
+            .await,
+    );
     assert_eq!(codes, [ErrorCode::Revr214, ErrorCode::Revr219]);
 }
 
@@ -131,13 +137,21 @@ async fn another_subaccounts_id_is_answered_as_not_found() {
     store.expect_insert_receiver().never();
     let mut foreign = raw();
     foreign.subaccount_id = Some(Uuid::from_u128(0xF).to_string());
-    let codes = invalid_codes(service(store, kyc_ok()).create(&caller(), &foreign).await);
+    let codes = invalid_codes(
+        service(store, kyc_ok())
+            .create(&caller(), &foreign, &WriteKey::none())
+            .await,
+    );
     assert_eq!(codes, [ErrorCode::Suba101]);
 
     let mut store = MockReceiverStore::new();
     store.expect_insert_receiver().never();
     foreign.city = None;
-    let codes = invalid_codes(service(store, kyc_ok()).create(&caller(), &foreign).await);
+    let codes = invalid_codes(
+        service(store, kyc_ok())
+            .create(&caller(), &foreign, &WriteKey::none())
+            .await,
+    );
     assert_eq!(codes, [ErrorCode::Suba101, ErrorCode::Revr210]);
 }
 
@@ -152,12 +166,14 @@ async fn duplicates_map_to_their_own_errors() {
         store
             .expect_insert_receiver()
             .times(1)
-            .returning(move |_, _| {
+            .returning(move |_, _, _| {
                 Err(outcome
                     .take()
                     .unwrap_or(InsertReceiverError::DuplicateEmail))
             });
-        let result = service(store, kyc_ok()).create(&caller(), &raw()).await;
+        let result = service(store, kyc_ok())
+            .create(&caller(), &raw(), &WriteKey::none())
+            .await;
         let got = match result {
             Err(CreateReceiverError::EmailTaken) => "EmailTaken",
             Err(CreateReceiverError::ReferenceTaken) => "ReferenceTaken",
@@ -175,7 +191,7 @@ async fn a_kyc_outage_stores_nothing() {
     kyc.expect_start_check()
         .returning(|_| Err(PortError::Unavailable(anyhow::anyhow!("down"))));
     let result = service(store, Arc::new(kyc))
-        .create(&caller(), &raw())
+        .create(&caller(), &raw(), &WriteKey::none())
         .await;
     assert!(matches!(
         result,
@@ -303,7 +319,7 @@ async fn a_kyc_outcome_moves_a_pending_receiver_once_with_its_event() {
         .returning(|_, _| Ok(Some(receiver_at(1))));
     store
         .expect_apply_kyc()
-        .withf(|receiver, expected, events, reaction| {
+        .withf(|receiver, expected, events, reaction, _| {
             reaction.trigger() == crate::payout::change::ReactionTrigger::KycCompleted
                 && receiver.status == ReceiverStatus::Active
                 && receiver.kyc_status == KycStatus::Completed
@@ -313,10 +329,15 @@ async fn a_kyc_outcome_moves_a_pending_receiver_once_with_its_event() {
                 && events[0].payload["kyc_status"] == "completed"
         })
         .times(1)
-        .returning(|_, _, _, _| Ok(true));
+        .returning(|_, _, _, _, _| Ok(true));
     let id = Uuid::from_u128(1).to_string();
     let applied = service(store, kyc_ok())
-        .apply_kyc_outcome(caller().subaccount_id, &id, KycOutcome::Completed)
+        .apply_kyc_outcome(
+            caller().subaccount_id,
+            &id,
+            KycOutcome::Completed,
+            &WriteKey::none(),
+        )
         .await;
     assert_eq!(applied.map(|r| r.status).ok(), Some(ReceiverStatus::Active));
 }
@@ -335,7 +356,12 @@ async fn a_decided_or_concurrently_decided_check_is_refused() {
     store.expect_apply_kyc().never();
     let id = Uuid::from_u128(1).to_string();
     let refused = service(store, kyc_ok())
-        .apply_kyc_outcome(caller().subaccount_id, &id, KycOutcome::Completed)
+        .apply_kyc_outcome(
+            caller().subaccount_id,
+            &id,
+            KycOutcome::Completed,
+            &WriteKey::none(),
+        )
         .await;
     assert!(matches!(
         refused,
@@ -363,9 +389,14 @@ async fn a_decided_or_concurrently_decided_check_is_refused() {
     store
         .expect_apply_kyc()
         .times(1)
-        .returning(|_, _, _, _| Ok(false));
+        .returning(|_, _, _, _, _| Ok(false));
     let raced = service(store, kyc_ok())
-        .apply_kyc_outcome(caller().subaccount_id, &id, KycOutcome::Failed)
+        .apply_kyc_outcome(
+            caller().subaccount_id,
+            &id,
+            KycOutcome::Failed,
+            &WriteKey::none(),
+        )
         .await;
     assert!(matches!(
         raced,
@@ -374,7 +405,48 @@ async fn a_decided_or_concurrently_decided_check_is_refused() {
     let mut store = MockReceiverStore::new();
     store.expect_find_receiver().returning(|_, _| Ok(None));
     let missing = service(store, kyc_ok())
-        .apply_kyc_outcome(caller().subaccount_id, "nope", KycOutcome::Failed)
+        .apply_kyc_outcome(
+            caller().subaccount_id,
+            "nope",
+            KycOutcome::Failed,
+            &WriteKey::none(),
+        )
         .await;
     assert!(matches!(missing, Err(KycOutcomeError::NotFound)));
+}
+
+#[tokio::test]
+async fn the_request_key_reaches_the_store_with_the_response_of_what_it_writes() {
+    use crate::idempotency::{IdempotencyKey, KeyClaim, StoredResponse};
+    let claim = KeyClaim {
+        subaccount: caller().subaccount_id,
+        key: IdempotencyKey::parse("create-1").unwrap_or_else(|| unreachable!()),
+        lease_until: now(),
+    };
+    let expected = claim.clone();
+    let mut store = MockReceiverStore::new();
+    store
+        .expect_insert_receiver()
+        .withf(move |receiver, _, key| {
+            key.commit(receiver).is_some_and(|c| {
+                c.claim == &expected
+                    && c.response.as_ref().map(|r| r.body.clone())
+                        == Some(receiver.email.clone().into_bytes())
+            })
+        })
+        .times(1)
+        .returning(|_, _, _| Ok(()));
+    let key = WriteKey::new(
+        Some(claim),
+        Arc::new(|r: &Receiver| {
+            Some(StoredResponse {
+                status: 200,
+                body: r.email.clone().into_bytes(),
+            })
+        }),
+    );
+    let created = service(store, kyc_ok())
+        .create(&caller(), &raw(), &key)
+        .await;
+    assert!(created.is_ok(), "{created:?}");
 }
