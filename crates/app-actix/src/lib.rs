@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod config;
 pub mod http;
+pub mod jobs;
 pub mod metrics;
 pub mod startup;
 pub mod state;
