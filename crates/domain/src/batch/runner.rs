@@ -17,7 +17,7 @@ use crate::ids::{EventId, PayoutId};
 use crate::money::Asset;
 use crate::payout::change::{AccountFailure, plan_change};
 use crate::payout::ports::PayoutStore;
-use crate::payout::{Payout, PayoutEvent, PayoutStatus};
+use crate::payout::{Payout, PayoutStatus, PayoutTrigger};
 use crate::ports::{Clock, IdGenerator};
 
 /// How many batches one pass closes (and takes over) at most, and how many submitted payouts
@@ -167,18 +167,18 @@ impl BatchRunner {
         result: &RailResult,
     ) -> Result<(bool, bool), PortError> {
         let now = self.clock.now();
-        let (event, invalid, reason) = match result {
-            RailResult::Paid => (PayoutEvent::RailSucceeded, false, None),
+        let (trigger, invalid, reason) = match result {
+            RailResult::Paid => (PayoutTrigger::RailSucceeded, false, None),
             RailResult::Failed {
                 receiver_is_invalid,
                 reason,
             } => (
-                PayoutEvent::RailFailed,
+                PayoutTrigger::RailFailed,
                 *receiver_is_invalid,
                 Some(reason.clone()),
             ),
         };
-        let Ok(mut change) = plan_change(payout, event, now, self.ids.as_ref(), |p| {
+        let Ok(mut change) = plan_change(payout, trigger, now, self.ids.as_ref(), |p| {
             p.receiver_is_invalid = invalid;
             p.failure_reason = reason;
         }) else {

@@ -10,7 +10,7 @@ use super::fee::fee;
 use super::model::Payout;
 use super::ports::{InsertPayoutError, PayoutListItem, PayoutStore};
 use super::query::ListPayoutsQuery;
-use super::status::{PayoutEvent, PayoutStatus, initial_status};
+use super::status::{PayoutStatus, PayoutTrigger, initial_status};
 use crate::account::ports::AccountStore;
 use crate::account::{AccountStatus, ConfirmStatus};
 use crate::auth::Caller;
@@ -226,7 +226,7 @@ impl PayoutService {
         let expected = payout.status;
         let change = plan_change(
             &payout,
-            PayoutEvent::Cancel,
+            PayoutTrigger::Cancel,
             self.clock.now(),
             self.ids.as_ref(),
             |_| {},
