@@ -4,6 +4,7 @@
 mod accounts;
 mod auth;
 mod batches;
+mod bodies;
 mod envelope;
 mod fuzz_regressions;
 mod helpers;
