@@ -95,6 +95,7 @@ impl BatchRunner {
 
     /// One pass of the job: closes and submits due batches, takes over abandoned ones, records
     /// the rail's results and finishes the batches they complete.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn run_once(&self) -> Result<RunnerPass, PortError> {
         let mut pass = RunnerPass::default();
         for _ in 0..BATCHES_PER_PASS {
@@ -138,6 +139,11 @@ impl BatchRunner {
 
     /// Submits a closed batch's payouts and records the receipts. `Ok(false)` when there was
     /// nothing to submit or another runner took the batch over meanwhile.
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(batch = %closed.batch.id, payouts = closed.payouts.len())
+    )]
     async fn submit(&self, closed: &ClosedBatch) -> Result<bool, PortError> {
         if closed.payouts.is_empty() || closed.batch.status != BatchStatus::Queue {
             return Ok(false);
@@ -161,6 +167,7 @@ impl BatchRunner {
     /// `failed` (hold voided, and the account failed when the rail says the receiver is
     /// invalid), then finishes its batch if that was the last result. Returns whether the result
     /// was applied (not already recorded) and whether the batch finished.
+    #[tracing::instrument(level = "debug", skip_all, fields(payout = %payout.id))]
     pub async fn settle(
         &self,
         payout: &Payout,
@@ -243,6 +250,11 @@ impl BatchRunner {
     /// Runs the caller's open batch in `asset` now (sandbox `batch/run`): brings its run time
     /// forward and runs a pass. Returns the batch as it is afterwards; `Ok(None)` when the
     /// subaccount has no open batch in `asset`.
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %caller.subaccount_id, asset = %asset)
+    )]
     pub async fn run_open_batch_now(
         &self,
         caller: &Caller,
@@ -262,6 +274,11 @@ impl BatchRunner {
     }
 
     /// Settles the caller's `in_progress` payout as the rail would (sandbox `status` helper).
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %caller.subaccount_id, payout = %id)
+    )]
     pub async fn settle_payout(
         &self,
         caller: &Caller,
@@ -285,6 +302,11 @@ impl BatchRunner {
     }
 
     /// Settles every `in_progress` payout of the caller's batch (sandbox `status` helper).
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %caller.subaccount_id, batch = %batch)
+    )]
     pub async fn settle_batch(
         &self,
         caller: &Caller,

@@ -179,6 +179,11 @@ impl PayoutService {
 
     /// One page of the caller's payouts matching the query (newest first) and the next page's
     /// `lastkey`.
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %caller.subaccount_id, limit = query.limit)
+    )]
     pub async fn list(
         &self,
         caller: &Caller,
@@ -216,6 +221,7 @@ impl PayoutService {
     /// Cancels the caller's payout (contract §7.6): only from `awaiting`, `unassessed` or
     /// `pending`, releasing its hold (void entries back to available) with a `payoutUpdated`
     /// event, as one conditional change.
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %caller.subaccount_id))]
     pub async fn cancel(&self, caller: &Caller, raw_id: &str) -> Result<Payout, CancelPayoutError> {
         let id = PayoutId::parse(raw_id).ok_or(CancelPayoutError::NotFound)?;
         let (payout, _) = self
@@ -246,6 +252,7 @@ impl PayoutService {
 
     /// The caller's payout with this id, with its ledger entries, receiver, account and merchant.
     /// A malformed id, another subaccount's payout and a missing one are all `NotFound`.
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %caller.subaccount_id))]
     pub async fn get(
         &self,
         caller: &Caller,
@@ -288,6 +295,7 @@ impl PayoutService {
     /// (`PAYO205`), reporting independent failures together; then computes the fee, the initial
     /// status and the duplicate warning, and has the store hold amount + fee, append the ledger
     /// entries and write `payoutCreated` in one transaction (`PAYO206`, `PAYO207` from there).
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %caller.subaccount_id))]
     pub async fn create(
         &self,
         caller: &Caller,
@@ -308,6 +316,7 @@ impl PayoutService {
 
     /// Every check of [`Self::create`] that comes before storing (so not `PAYO206`/`PAYO207`),
     /// writing nothing: for a request whose body also has problems of its own.
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %caller.subaccount_id))]
     pub async fn validate(
         &self,
         caller: &Caller,
