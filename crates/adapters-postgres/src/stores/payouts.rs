@@ -260,6 +260,11 @@ impl From<diesel::result::Error> for PayoutAbort {
 
 #[async_trait]
 impl PayoutStore for PgStore {
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %subaccount, asset = %asset)
+    )]
     async fn fee_template(
         &self,
         subaccount: SubaccountId,
@@ -296,6 +301,11 @@ impl PayoutStore for PgStore {
         .transpose()
     }
 
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %subaccount, account = %account)
+    )]
     async fn similar_payout_since(
         &self,
         subaccount: SubaccountId,
@@ -318,6 +328,11 @@ impl PayoutStore for PgStore {
         .map_err(from_diesel)
     }
 
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %subaccount, payout = %id)
+    )]
     async fn find_payout(
         &self,
         subaccount: SubaccountId,
@@ -358,6 +373,11 @@ impl PayoutStore for PgStore {
         Ok(Some((Payout::try_from(row)?, entries)))
     }
 
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %change.payout.subaccount_id, payout = %change.payout.id)
+    )]
     async fn apply_transition(&self, change: &PayoutChange) -> Result<bool, PortError> {
         let interval = self.batch_interval;
         let mut conn = self.conn().await?;
@@ -378,6 +398,11 @@ impl PayoutStore for PgStore {
         }
     }
 
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %subaccount, limit = page.limit)
+    )]
     async fn list_payouts(
         &self,
         subaccount: SubaccountId,
@@ -462,6 +487,11 @@ impl PayoutStore for PgStore {
             .collect()
     }
 
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %payout.subaccount_id, payout = %payout.id)
+    )]
     async fn insert_payout(
         &self,
         payout: &Payout,

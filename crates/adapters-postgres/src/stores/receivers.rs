@@ -29,6 +29,11 @@ fn to_domain(row: ReceiverRow) -> Result<Receiver, PortError> {
 
 #[async_trait]
 impl ReceiverStore for PgStore {
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %receiver.subaccount_id, receiver = %receiver.id)
+    )]
     async fn insert_receiver(
         &self,
         receiver: &Receiver,
@@ -56,6 +61,11 @@ impl ReceiverStore for PgStore {
         }
     }
 
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %subaccount, receiver = %id)
+    )]
     async fn find_receiver(
         &self,
         subaccount: SubaccountId,
@@ -73,6 +83,11 @@ impl ReceiverStore for PgStore {
         row.map(to_domain).transpose()
     }
 
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %receiver.subaccount_id, receiver = %receiver.id)
+    )]
     async fn apply_kyc(
         &self,
         receiver: &Receiver,
@@ -127,6 +142,11 @@ impl ReceiverStore for PgStore {
         }
     }
 
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %subaccount, limit = page.limit)
+    )]
     async fn list_receivers(
         &self,
         subaccount: SubaccountId,
