@@ -50,6 +50,13 @@ impl EventKind {
 
 /// One event as the outbox stores it. The store assigns the per-object `sequence` when it
 /// writes the event, and adds it to the payload.
+///
+/// "Event" on its own means this throughout the code: a fact written to the outbox and sent as a
+/// webhook. Two neighbours are something else: a
+/// [`PayoutTrigger`](crate::payout::PayoutTrigger) is the input that moves a payout's status (a
+/// change it causes writes events), and a
+/// [`ClaimedEvent`](crate::delivery::ports::ClaimedEvent) is one delivery attempt's lease on an
+/// event.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutboxEvent {
     /// Event id; also the `webhook-id` of every delivery attempt.

@@ -219,6 +219,11 @@ impl From<diesel::result::Error> for ConfirmAbort {
 
 #[async_trait]
 impl AccountStore for PgStore {
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %account.subaccount_id, account = %account.id)
+    )]
     async fn insert_account(
         &self,
         account: &ReceiverAccount,
@@ -256,6 +261,11 @@ impl AccountStore for PgStore {
         })
     }
 
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %subaccount, account = %id)
+    )]
     async fn find_account(
         &self,
         subaccount: SubaccountId,
@@ -273,6 +283,11 @@ impl AccountStore for PgStore {
         row.map(|r| r.into_domain(&self.vault)).transpose()
     }
 
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %subaccount, receiver = %receiver)
+    )]
     async fn list_accounts(
         &self,
         subaccount: SubaccountId,
@@ -295,6 +310,11 @@ impl AccountStore for PgStore {
             .collect()
     }
 
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %subaccount, matched_fields = fields.len())
+    )]
     async fn find_first_match(
         &self,
         subaccount: SubaccountId,
@@ -330,6 +350,7 @@ impl AccountStore for PgStore {
         row.map(|r| r.into_domain(&self.vault)).transpose()
     }
 
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn find_token(&self, hash: &[u8; 32]) -> Result<Option<TokenLookup>, PortError> {
         let mut conn = self.conn().await?;
         let found: Option<(AccountRow, DateTime<Utc>, Option<DateTime<Utc>>)> =
@@ -355,6 +376,11 @@ impl AccountStore for PgStore {
         }))
     }
 
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %account.subaccount_id, account = %account.id)
+    )]
     async fn confirm_account(
         &self,
         account: &ReceiverAccount,

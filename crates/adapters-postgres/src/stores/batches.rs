@@ -100,6 +100,7 @@ enum Closing {
 
 #[async_trait]
 impl BatchStore for PgStore {
+    #[tracing::instrument(level = "trace", skip_all)]
     async fn close_due_batch(
         &self,
         planner: &ClosePlanner,
@@ -160,6 +161,7 @@ impl BatchStore for PgStore {
         }
     }
 
+    #[tracing::instrument(level = "trace", skip_all)]
     async fn reclaim_stale_batch(
         &self,
         now: DateTime<Utc>,
@@ -201,6 +203,11 @@ impl BatchStore for PgStore {
         }))
     }
 
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(batch = %closed.batch.id, receipts = receipts.len())
+    )]
     async fn record_submission(
         &self,
         closed: &ClosedBatch,
@@ -254,6 +261,7 @@ impl BatchStore for PgStore {
         }
     }
 
+    #[tracing::instrument(level = "trace", skip_all, fields(limit = limit))]
     async fn submitted_payouts(&self, limit: u32) -> Result<Vec<Payout>, PortError> {
         let mut conn = self.conn().await?;
         let submitted = batches::table
@@ -271,6 +279,7 @@ impl BatchStore for PgStore {
         to_payouts(rows)
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(batch = %batch))]
     async fn finish_batch(
         &self,
         batch: Uuid,
@@ -341,6 +350,11 @@ impl BatchStore for PgStore {
         result.map_err(from_diesel)
     }
 
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %subaccount, asset = %asset)
+    )]
     async fn bring_forward_open_batch(
         &self,
         subaccount: SubaccountId,
@@ -362,6 +376,7 @@ impl BatchStore for PgStore {
         row.map(Batch::try_from).transpose()
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %subaccount, batch = %id))]
     async fn find_batch(
         &self,
         subaccount: SubaccountId,
@@ -379,6 +394,11 @@ impl BatchStore for PgStore {
         row.map(Batch::try_from).transpose()
     }
 
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %subaccount, batch = %batch)
+    )]
     async fn in_progress_payouts(
         &self,
         subaccount: SubaccountId,

@@ -22,6 +22,7 @@ pub const NONCE_RETENTION: Duration = Duration::from_secs(3600);
 
 #[async_trait]
 impl CredentialStore for PgStore {
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn find_credential(&self, api_key: &str) -> Result<Option<Credential>, PortError> {
         let mut conn = self.conn().await?;
         let found: Option<(Uuid, Uuid, Vec<u8>, bool)> = api_keys::table
@@ -53,6 +54,7 @@ impl CredentialStore for PgStore {
         }))
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %subaccount))]
     async fn record_nonce(
         &self,
         api_key: ApiKeyId,

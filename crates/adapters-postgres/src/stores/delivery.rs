@@ -141,6 +141,7 @@ fn outcome_columns(outcome: &DeliveryOutcome) -> (&'static str, Option<i16>, Opt
 
 #[async_trait]
 impl DeliveryStore for PgStore {
+    #[tracing::instrument(level = "trace", skip_all, fields(limit = limit))]
     async fn claim_due(
         &self,
         now: DateTime<Utc>,
@@ -191,6 +192,11 @@ impl DeliveryStore for PgStore {
         Ok(claim)
     }
 
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(event = %event.event_id, attempt = event.attempt)
+    )]
     async fn record_attempt(
         &self,
         event: &ClaimedEvent,
@@ -202,6 +208,7 @@ impl DeliveryStore for PgStore {
         Ok(applied.into_iter().next().unwrap_or(false))
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(attempts = done.len()))]
     async fn record_attempts(
         &self,
         done: &[(ClaimedEvent, AttemptRecord)],

@@ -105,6 +105,7 @@ fn stored(row: KeyRow) -> StoredKey {
 
 #[async_trait]
 impl IdempotencyStore for PgStore {
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %subaccount))]
     async fn claim(
         &self,
         subaccount: SubaccountId,
@@ -172,6 +173,7 @@ impl IdempotencyStore for PgStore {
         Ok(outcome)
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %claim.subaccount))]
     async fn complete(
         &self,
         claim: &KeyClaim,
@@ -196,6 +198,7 @@ impl IdempotencyStore for PgStore {
         Ok(done == 1)
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %claim.subaccount))]
     async fn release(&self, claim: &KeyClaim) -> Result<(), PortError> {
         let mut conn = self.conn().await?;
         diesel::delete(
@@ -209,6 +212,7 @@ impl IdempotencyStore for PgStore {
         Ok(())
     }
 
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn purge_expired(&self, now: DateTime<Utc>) -> Result<u64, PortError> {
         let mut conn = self.conn().await?;
         let purged = diesel::delete(idempotency_keys::table)

@@ -45,6 +45,7 @@ fn exactly_one(updated: usize) -> Result<(), OperatorError> {
 
 #[async_trait]
 impl OperatorStore for PgStore {
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn create_subaccount(&self, new: &NewSubaccount) -> Result<(), PortError> {
         let row = SubaccountRow::from(&new.subaccount);
         let mut conn = self.conn().await?;
@@ -56,6 +57,7 @@ impl OperatorStore for PgStore {
         Ok(())
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %subaccount))]
     async fn insert_credential(
         &self,
         id: ApiKeyId,
@@ -83,6 +85,7 @@ impl OperatorStore for PgStore {
         Ok(())
     }
 
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn revoke_credential(
         &self,
         api_key: &str,
@@ -103,6 +106,7 @@ impl OperatorStore for PgStore {
         }
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %subaccount))]
     async fn set_webhook(
         &self,
         subaccount: SubaccountId,
@@ -157,6 +161,7 @@ impl OperatorStore for PgStore {
         }
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %entry.subaccount_id))]
     async fn apply_ledger_entry(&self, entry: &LedgerEntry) -> Result<Balance, OperatorError> {
         let entry = *entry;
         let mut conn = self.conn().await?;
@@ -202,6 +207,7 @@ impl OperatorStore for PgStore {
         })
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %subaccount))]
     async fn upsert_fee_template(
         &self,
         subaccount: SubaccountId,
@@ -237,6 +243,7 @@ impl OperatorStore for PgStore {
         Ok(())
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %subaccount))]
     async fn require_signature_v2(&self, subaccount: SubaccountId) -> Result<(), OperatorError> {
         let mut conn = self.conn().await?;
         let updated = diesel::update(subaccounts::table.find(subaccount.as_uuid()))
@@ -247,6 +254,7 @@ impl OperatorStore for PgStore {
         exactly_one(updated)
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %subaccount))]
     async fn rotate_webhook_secret(
         &self,
         subaccount: SubaccountId,
@@ -287,6 +295,11 @@ impl OperatorStore for PgStore {
         })
     }
 
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %subaccount, limit = limit)
+    )]
     async fn list_events(
         &self,
         subaccount: SubaccountId,
@@ -297,10 +310,12 @@ impl OperatorStore for PgStore {
         self.event_summaries(subaccount, status, since, limit).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn check_ledger(&self) -> Result<LedgerCheck, OperatorError> {
         self.ledger_check().await
     }
 
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn resend_events(
         &self,
         selection: &ResendSelection,

@@ -261,6 +261,11 @@ impl From<diesel::result::Error> for PayoutAbort {
 
 #[async_trait]
 impl PayoutStore for PgStore {
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %subaccount, asset = %asset)
+    )]
     async fn fee_template(
         &self,
         subaccount: SubaccountId,
@@ -297,6 +302,11 @@ impl PayoutStore for PgStore {
         .transpose()
     }
 
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %subaccount, account = %account)
+    )]
     async fn similar_payout_since(
         &self,
         subaccount: SubaccountId,
@@ -319,6 +329,11 @@ impl PayoutStore for PgStore {
         .map_err(from_diesel)
     }
 
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %subaccount, payout = %id)
+    )]
     async fn find_payout(
         &self,
         subaccount: SubaccountId,
@@ -359,6 +374,11 @@ impl PayoutStore for PgStore {
         Ok(Some((Payout::try_from(row)?, entries)))
     }
 
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %change.payout.subaccount_id, payout = %change.payout.id)
+    )]
     async fn apply_transition(
         &self,
         change: &PayoutChange,
@@ -383,6 +403,11 @@ impl PayoutStore for PgStore {
         }
     }
 
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %subaccount, limit = page.limit)
+    )]
     async fn list_payouts(
         &self,
         subaccount: SubaccountId,
@@ -467,6 +492,11 @@ impl PayoutStore for PgStore {
             .collect()
     }
 
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %payout.subaccount_id, payout = %payout.id)
+    )]
     async fn insert_payout(
         &self,
         payout: &Payout,

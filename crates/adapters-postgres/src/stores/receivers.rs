@@ -30,6 +30,11 @@ fn to_domain(row: ReceiverRow) -> Result<Receiver, PortError> {
 
 #[async_trait]
 impl ReceiverStore for PgStore {
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %receiver.subaccount_id, receiver = %receiver.id)
+    )]
     async fn insert_receiver(
         &self,
         receiver: &Receiver,
@@ -59,6 +64,11 @@ impl ReceiverStore for PgStore {
         }
     }
 
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %subaccount, receiver = %id)
+    )]
     async fn find_receiver(
         &self,
         subaccount: SubaccountId,
@@ -76,6 +86,11 @@ impl ReceiverStore for PgStore {
         row.map(to_domain).transpose()
     }
 
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %receiver.subaccount_id, receiver = %receiver.id)
+    )]
     async fn apply_kyc(
         &self,
         receiver: &Receiver,
@@ -132,6 +147,11 @@ impl ReceiverStore for PgStore {
         }
     }
 
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %subaccount, limit = page.limit)
+    )]
     async fn list_receivers(
         &self,
         subaccount: SubaccountId,

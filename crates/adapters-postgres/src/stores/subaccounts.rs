@@ -16,6 +16,7 @@ use crate::schema::{balances, subaccounts};
 
 #[async_trait]
 impl SubaccountStore for PgStore {
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %id))]
     async fn find_subaccount(&self, id: SubaccountId) -> Result<Option<Subaccount>, PortError> {
         let mut conn = self.conn().await?;
         let row = subaccounts::table
@@ -28,6 +29,11 @@ impl SubaccountStore for PgStore {
         Ok(row.map(Subaccount::from))
     }
 
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %subaccount, asset = %asset)
+    )]
     async fn balance(&self, subaccount: SubaccountId, asset: Asset) -> Result<Balance, PortError> {
         let mut conn = self.conn().await?;
         let found: Option<(i64, i64)> = balances::table

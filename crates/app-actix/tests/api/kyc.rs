@@ -6,7 +6,7 @@ use domain::receiver::KycOutcome;
 use serde_json::json;
 
 use crate::helpers::{TestApp, spawn_app, spawn_app_with, subaccount};
-use crate::receiver::Receiver;
+use crate::webhook_sink::WebhookSink;
 
 async fn receiver_state(app: &TestApp, id: &str) -> (String, String) {
     let got = app.get(&app.a, &format!("/api/receiver/{id}")).await;
@@ -20,7 +20,7 @@ async fn receiver_state(app: &TestApp, id: &str) -> (String, String) {
 #[tokio::test]
 async fn the_helper_decides_kyc_once_and_each_change_is_announced() {
     let app = spawn_app().await;
-    let endpoint = Receiver::start(&[200]);
+    let endpoint = WebhookSink::start(&[200]);
     app.admin
         .set_webhook(subaccount(&app.a), &endpoint.url)
         .await

@@ -4,6 +4,7 @@
 mod accounts;
 mod auth;
 mod batches;
+mod bodies;
 mod envelope;
 mod fuzz_regressions;
 mod helpers;
@@ -12,9 +13,9 @@ mod kyc;
 mod metrics;
 mod payouts;
 mod rate_limit;
-mod receiver;
 mod receivers;
 mod subaccounts;
 mod tenancy;
 mod webhook_examples;
+mod webhook_sink;
 mod webhooks;

@@ -13,7 +13,7 @@ use hmac::{KeyInit, Mac};
 use sha2::Sha256;
 
 use crate::helpers::{spawn_app, subaccount};
-use crate::receiver::Receiver;
+use crate::webhook_sink::WebhookSink;
 
 #[allow(dead_code)] // its `main` is for running it standalone
 #[path = "../../../../docs/examples/webhooks/verify.rs"]
@@ -91,7 +91,7 @@ fn sign(secret: &str, id: &str, timestamp: &str, body: &[u8]) -> String {
 /// Receives one real `receiverCreated` delivery and returns it with its secret.
 async fn a_real_delivery() -> Delivery {
     let app = spawn_app().await;
-    let endpoint = Receiver::start(&[200]);
+    let endpoint = WebhookSink::start(&[200]);
     let (_, secret) = app
         .admin
         .set_webhook(subaccount(&app.a), &endpoint.url)

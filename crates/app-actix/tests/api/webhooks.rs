@@ -9,10 +9,10 @@ use hmac::{KeyInit, Mac};
 use sha2::Sha256;
 
 use crate::helpers::{TestApp, receiver_body, spawn_app, spawn_app_with, subaccount};
-use crate::receiver::{Received, Receiver};
+use crate::webhook_sink::{ReceivedWebhook, WebhookSink};
 
 /// Checks `webhook-signature` against `secret` with code independent of the server's.
-fn signed_by(received: &Received, secret: &str) -> bool {
+fn signed_by(received: &ReceivedWebhook, secret: &str) -> bool {
     let key = STANDARD
         .decode(secret.trim_start_matches("whsec_"))
         .unwrap();
@@ -29,10 +29,10 @@ fn signed_by(received: &Received, secret: &str) -> bool {
         .any(|s| s == expected)
 }
 
-async fn hook(app: &TestApp, receiver: &Receiver) -> String {
+async fn hook(app: &TestApp, sink: &WebhookSink) -> String {
     let (_, secret) = app
         .admin
-        .set_webhook(subaccount(&app.a), &receiver.url)
+        .set_webhook(subaccount(&app.a), &sink.url)
         .await
         .unwrap();
     secret.expose().clone()
@@ -41,7 +41,7 @@ async fn hook(app: &TestApp, receiver: &Receiver) -> String {
 #[tokio::test]
 async fn a_created_receiver_is_announced_once_signed_and_in_the_providers_shape() {
     let app = spawn_app().await;
-    let endpoint = Receiver::start(&[200]);
+    let endpoint = WebhookSink::start(&[200]);
     let secret = hook(&app, &endpoint).await;
     let receiver_id = app.create_receiver(&app.a, "ada@example.com").await;
     let got = endpoint.wait_for(1, Duration::from_secs(5)).await;
@@ -87,7 +87,7 @@ async fn a_created_receiver_is_announced_once_signed_and_in_the_providers_shape(
 async fn a_commit_wakes_the_delivery_worker_without_waiting_for_its_poll() {
     // The worker polls once an hour here: only the commit's signal can bring it round.
     let app = spawn_app_with(|c| c.delivery.poll = Duration::from_secs(3_600)).await;
-    let endpoint = Receiver::start(&[200]);
+    let endpoint = WebhookSink::start(&[200]);
     hook(&app, &endpoint).await;
     // Let the worker's first pass (at start, finding nothing) go by, so that it sleeps.
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -106,7 +106,7 @@ async fn a_commit_wakes_the_delivery_worker_without_waiting_for_its_poll() {
 #[tokio::test]
 async fn a_failed_delivery_is_retried_with_the_same_webhook_id() {
     let app = spawn_app().await;
-    let endpoint = Receiver::start(&[500, 200]);
+    let endpoint = WebhookSink::start(&[500, 200]);
     hook(&app, &endpoint).await;
     app.create_receiver(&app.a, "ada@example.com").await;
     // The first retry comes after 5 s (±10 %).
@@ -114,7 +114,7 @@ async fn a_failed_delivery_is_retried_with_the_same_webhook_id() {
     assert_eq!(got.len(), 2);
     assert_eq!(got[0].header("webhook-id"), got[1].header("webhook-id"));
     assert_eq!(got[0].body, got[1].body);
-    // The worker records the outcome after the receiver has answered: wait for the record.
+    // The worker records the outcome after the sink has answered: wait for the record.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
     let events = loop {
         let events = app
@@ -139,7 +139,7 @@ async fn a_failed_delivery_is_retried_with_the_same_webhook_id() {
 #[tokio::test]
 async fn during_a_rotation_both_secrets_sign() {
     let app = spawn_app().await;
-    let endpoint = Receiver::start(&[200]);
+    let endpoint = WebhookSink::start(&[200]);
     let old = hook(&app, &endpoint).await;
     let new = app
         .admin
@@ -156,7 +156,7 @@ async fn during_a_rotation_both_secrets_sign() {
 #[tokio::test]
 async fn gone_disables_the_endpoint_until_it_is_set_again() {
     let app = spawn_app().await;
-    let endpoint = Receiver::start(&[410, 200]);
+    let endpoint = WebhookSink::start(&[410, 200]);
     hook(&app, &endpoint).await;
     app.create_receiver(&app.a, "first@example.com").await;
     assert_eq!(endpoint.wait_for(1, Duration::from_secs(5)).await.len(), 1);
@@ -200,7 +200,7 @@ async fn gone_disables_the_endpoint_until_it_is_set_again() {
 #[tokio::test]
 async fn a_change_that_did_not_commit_announces_nothing() {
     let app = spawn_app().await;
-    let endpoint = Receiver::start(&[200]);
+    let endpoint = WebhookSink::start(&[200]);
     hook(&app, &endpoint).await;
     app.create_receiver(&app.a, "ada@example.com").await;
     let duplicate = app
@@ -224,7 +224,7 @@ async fn a_change_that_did_not_commit_announces_nothing() {
 async fn two_instances_deliver_every_event_exactly_once() {
     let app = spawn_app().await;
     let _second = app.second_instance();
-    let endpoint = Receiver::start(&[200]);
+    let endpoint = WebhookSink::start(&[200]);
     hook(&app, &endpoint).await;
     let bodies: Vec<_> = (0..40)
         .map(|n| receiver_body(&app.a, &format!("r{n}@example.com")))
@@ -253,7 +253,7 @@ async fn two_instances_deliver_every_event_exactly_once() {
 async fn a_hanging_endpoint_does_not_hold_up_other_subaccounts() {
     let app = spawn_app().await;
     // Tenant B's endpoint never answers; each attempt ends only at the 2 s test timeout.
-    let hanging = Receiver::start(&[0]);
+    let hanging = WebhookSink::start(&[0]);
     app.admin
         .set_webhook(subaccount(&app.b), &hanging.url)
         .await
@@ -267,7 +267,7 @@ async fn a_hanging_endpoint_does_not_hold_up_other_subaccounts() {
         3,
         "B's attempts are in flight"
     );
-    let healthy = Receiver::start(&[200]);
+    let healthy = WebhookSink::start(&[200]);
     hook(&app, &healthy).await;
     let started = tokio::time::Instant::now();
     app.create_receiver(&app.a, "ada@example.com").await;

@@ -146,6 +146,11 @@ impl AccountService {
 
     /// Every check of [`Self::create`] that comes before storing (so not `REAC230`), writing
     /// nothing: for a request whose body also has problems of its own.
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %caller.subaccount_id, method = ?method)
+    )]
     pub async fn validate(
         &self,
         caller: &Caller,
@@ -186,6 +191,11 @@ impl AccountService {
     /// Validates the details, checks the receiver is the caller's, stores the account
     /// (`pending`/`unconfirmed`) with its token and `accountCreated` event, then asks the
     /// receiver to confirm.
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %caller.subaccount_id, method = ?method)
+    )]
     pub async fn create(
         &self,
         caller: &Caller,
@@ -245,6 +255,7 @@ impl AccountService {
 
     /// The caller's account with this id, with its receiver (for the fields the account object
     /// shows from it).
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %caller.subaccount_id))]
     pub async fn get(
         &self,
         caller: &Caller,
@@ -267,6 +278,7 @@ impl AccountService {
     }
 
     /// The accounts of the caller's receiver, oldest first.
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %caller.subaccount_id))]
     pub async fn list_for_receiver(
         &self,
         caller: &Caller,
@@ -285,6 +297,7 @@ impl AccountService {
 
     /// The oldest account of the caller's subaccount matching every given field, after
     /// normalising each value as create does. A value no account could have matches nothing.
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %caller.subaccount_id))]
     pub async fn verify(
         &self,
         caller: &Caller,
@@ -385,6 +398,7 @@ impl AccountService {
 
     /// Confirms through the link sent to the receiver. A token works once, for
     /// [`TOKEN_LIFETIME_DAYS`]; opening it again after it worked shows the account confirmed.
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn confirm_with_token(&self, token: &str) -> Result<ReceiverAccount, ConfirmError> {
         if token.is_empty() || token.len() > 128 {
             return Err(ConfirmError::Invalid);
@@ -411,6 +425,7 @@ impl AccountService {
 
     /// Confirms an account of the caller's subaccount directly (sandbox helper), applying `key`
     /// with the confirmation (an account confirmed already is answered without a write).
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %caller.subaccount_id))]
     pub async fn confirm_by_id(
         &self,
         caller: &Caller,

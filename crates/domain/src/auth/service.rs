@@ -64,6 +64,7 @@ impl AuthService {
     /// Order: headers present (`AUTH101`), well-formed (`AUTH103`), fresh (`AUTH105`), key known
     /// and active (`AUTH102`), version allowed (`AUTH107`), MAC matches in constant time
     /// (`AUTH104`), and for POST the nonce unused (`AUTH106`).
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn authenticate(&self, request: &SignedRequest<'_>) -> Result<Caller, AuthError> {
         let reject = |code| Err(AuthError::Rejected(code));
         let (Some(api_key), Some(raw_signature)) = (

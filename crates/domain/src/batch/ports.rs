@@ -13,7 +13,7 @@ use crate::events::OutboxEvent;
 use crate::ids::{EventId, PayoutId, SubaccountId};
 use crate::money::Asset;
 use crate::payout::change::{PayoutChange, plan_change};
-use crate::payout::{IllegalTransition, Payout, PayoutEvent};
+use crate::payout::{IllegalTransition, Payout, PayoutTrigger};
 use crate::ports::IdGenerator;
 
 /// A batch a runner closed (or took over), with the payouts it must submit.
@@ -79,7 +79,7 @@ impl ClosePlanner {
             .map(|p| {
                 plan_change(
                     p,
-                    PayoutEvent::Submitted,
+                    PayoutTrigger::Submitted,
                     self.now,
                     self.ids.as_ref(),
                     |p| {

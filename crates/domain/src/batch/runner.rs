@@ -18,7 +18,7 @@ use crate::ids::{EventId, PayoutId};
 use crate::money::Asset;
 use crate::payout::change::{AccountFailure, plan_change};
 use crate::payout::ports::PayoutStore;
-use crate::payout::{Payout, PayoutEvent, PayoutStatus};
+use crate::payout::{Payout, PayoutStatus, PayoutTrigger};
 use crate::ports::{Clock, IdGenerator};
 
 /// How many batches one pass closes (and takes over) at most, and how many submitted payouts
@@ -96,6 +96,7 @@ impl BatchRunner {
 
     /// One pass of the job: closes and submits due batches, takes over abandoned ones, records
     /// the rail's results and finishes the batches they complete.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn run_once(&self) -> Result<RunnerPass, PortError> {
         let mut pass = RunnerPass::default();
         for _ in 0..BATCHES_PER_PASS {
@@ -141,6 +142,11 @@ impl BatchRunner {
 
     /// Submits a closed batch's payouts and records the receipts. `Ok(false)` when there was
     /// nothing to submit or another runner took the batch over meanwhile.
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(batch = %closed.batch.id, payouts = closed.payouts.len())
+    )]
     async fn submit(&self, closed: &ClosedBatch) -> Result<bool, PortError> {
         if closed.payouts.is_empty() || closed.batch.status != BatchStatus::Queue {
             return Ok(false);
@@ -165,6 +171,7 @@ impl BatchRunner {
     /// invalid), then finishes its batch if that was the last result. Returns whether the result
     /// was applied (not already recorded) and whether the batch finished. `key` is applied with
     /// the payout's transition.
+    #[tracing::instrument(level = "debug", skip_all, fields(payout = %payout.id))]
     pub async fn settle(
         &self,
         payout: &Payout,
@@ -172,18 +179,18 @@ impl BatchRunner {
         key: &WriteKey<Payout>,
     ) -> Result<(bool, bool), PortError> {
         let now = self.clock.now();
-        let (event, invalid, reason) = match result {
-            RailResult::Paid => (PayoutEvent::RailSucceeded, false, None),
+        let (trigger, invalid, reason) = match result {
+            RailResult::Paid => (PayoutTrigger::RailSucceeded, false, None),
             RailResult::Failed {
                 receiver_is_invalid,
                 reason,
             } => (
-                PayoutEvent::RailFailed,
+                PayoutTrigger::RailFailed,
                 *receiver_is_invalid,
                 Some(reason.clone()),
             ),
         };
-        let Ok(mut change) = plan_change(payout, event, now, self.ids.as_ref(), |p| {
+        let Ok(mut change) = plan_change(payout, trigger, now, self.ids.as_ref(), |p| {
             p.receiver_is_invalid = invalid;
             p.failure_reason = reason;
         }) else {
@@ -248,6 +255,11 @@ impl BatchRunner {
     /// Runs the caller's open batch in `asset` now (sandbox `batch/run`): brings its run time
     /// forward and runs a pass. Returns the batch as it is afterwards; `Ok(None)` when the
     /// subaccount has no open batch in `asset`.
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %caller.subaccount_id, asset = %asset)
+    )]
     pub async fn run_open_batch_now(
         &self,
         caller: &Caller,
@@ -267,6 +279,11 @@ impl BatchRunner {
     }
 
     /// Settles the caller's `in_progress` payout as the rail would (sandbox `status` helper).
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %caller.subaccount_id, payout = %id)
+    )]
     pub async fn settle_payout(
         &self,
         caller: &Caller,
@@ -292,6 +309,11 @@ impl BatchRunner {
 
     /// Settles every `in_progress` payout of the caller's batch (sandbox `status` helper), each
     /// in its own transaction, each applying `key`.
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %caller.subaccount_id, batch = %batch)
+    )]
     pub async fn settle_batch(
         &self,
         caller: &Caller,

@@ -30,7 +30,10 @@ impl Claim {
     }
 }
 
-/// A due event, claimed by one worker for one attempt.
+/// A due event, claimed by one worker for one attempt: a delivery job, not the event itself.
+/// The [`OutboxEvent`](crate::events::OutboxEvent) stays in the outbox; each attempt at it gets a
+/// new `ClaimedEvent` (its own `attempt` and `claimed_until`) carrying what that attempt needs:
+/// the body as it will be signed, the endpoint and the secrets.
 #[derive(Debug, Clone)]
 pub struct ClaimedEvent {
     /// The event (and `webhook-id`).

@@ -74,6 +74,7 @@ impl DeliveryWorker {
 
     /// Claims one batch of due events and attempts them concurrently. An empty summary means
     /// nothing was due.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn run_once(&self) -> Result<PassSummary, PortError> {
         let claim = self
             .store
@@ -98,6 +99,7 @@ impl DeliveryWorker {
 
     /// Claims up to `limit` due events (at most the configured batch) for this worker; those
     /// with nowhere to go are given up by the claim itself.
+    #[tracing::instrument(level = "trace", skip_all, fields(limit = limit))]
     pub async fn claim(&self, limit: u32) -> Result<Claim, PortError> {
         let limit = limit.min(self.settings.batch);
         if limit == 0 {
@@ -115,6 +117,11 @@ impl DeliveryWorker {
 
     /// One attempt of one claimed event; `None` when its outcome could not be recorded because
     /// the claim had passed to another worker.
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(event = %event.event_id, attempt = event.attempt)
+    )]
     pub async fn attempt(&self, event: &ClaimedEvent) -> Result<Option<NextStep>, PortError> {
         let record = self.send(event).await;
         let applied = self.store.record_attempt(event, &record).await?;
@@ -123,6 +130,7 @@ impl DeliveryWorker {
 
     /// Records attempts made with [`DeliveryWorker::send`] in one transaction; for each, in
     /// order, the step applied, or `None` when its claim had passed to another worker.
+    #[tracing::instrument(level = "debug", skip_all, fields(attempts = done.len()))]
     pub async fn record(
         &self,
         done: &[(ClaimedEvent, AttemptRecord)],
@@ -139,6 +147,11 @@ impl DeliveryWorker {
     }
 
     /// Sends one claimed event and decides its next step, without recording anything.
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(event = %event.event_id, attempt = event.attempt)
+    )]
     pub async fn send(&self, event: &ClaimedEvent) -> AttemptRecord {
         let attempted_at = self.clock.now();
         let delivery = WebhookDelivery {

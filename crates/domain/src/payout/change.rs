@@ -8,7 +8,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use super::model::Payout;
-use super::status::{IllegalTransition, PayoutEvent, PayoutStatus, transition};
+use super::status::{IllegalTransition, PayoutStatus, PayoutTrigger, transition};
 use crate::events::{EventKind, OutboxEvent};
 use crate::ids::{EventId, ReceiverAccountId};
 use crate::ports::{IdGenerator, LedgerEntry, LedgerEntryKind};
@@ -84,17 +84,17 @@ fn hold_entries(
     entries
 }
 
-/// Plans `event` for `payout`: the status the table allows, `adjust` for the fields the change
+/// Plans `trigger` for `payout`: the status the table allows, `adjust` for the fields the change
 /// also sets (the rail's failure details, the submission time), the hold's entries and the
 /// events, all as of `now`.
 pub fn plan_change(
     payout: &Payout,
-    event: PayoutEvent,
+    trigger: PayoutTrigger,
     now: DateTime<Utc>,
     ids: &dyn IdGenerator,
     adjust: impl FnOnce(&mut Payout),
 ) -> Result<PayoutChange, IllegalTransition> {
-    let to = transition(payout.status, event)?;
+    let to = transition(payout.status, trigger)?;
     let mut after = Payout {
         status: to,
         updated_at: now,
@@ -125,7 +125,8 @@ pub fn plan_change(
     })
 }
 
-/// What happened to a receiver or an account that payouts wait for.
+/// What happened to a receiver or an account that payouts wait for. [`PayoutReaction::plan`]
+/// turns it into the [`PayoutTrigger`] of each waiting payout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReactionTrigger {
     /// The receiver's KYC completed: its `unassessed` payouts move on.
@@ -182,13 +183,13 @@ impl PayoutReaction {
         payout: &Payout,
         account_confirmed: bool,
     ) -> Result<PayoutChange, IllegalTransition> {
-        let event = match (self.trigger, account_confirmed) {
-            (ReactionTrigger::KycCompleted, true) => PayoutEvent::KycCompletedConfirmed,
-            (ReactionTrigger::KycCompleted, false) => PayoutEvent::KycCompletedUnconfirmed,
-            (ReactionTrigger::KycFailed, _) => PayoutEvent::KycFailed,
-            (ReactionTrigger::AccountConfirmed, _) => PayoutEvent::AccountConfirmed,
+        let payout_trigger = match (self.trigger, account_confirmed) {
+            (ReactionTrigger::KycCompleted, true) => PayoutTrigger::KycCompletedConfirmed,
+            (ReactionTrigger::KycCompleted, false) => PayoutTrigger::KycCompletedUnconfirmed,
+            (ReactionTrigger::KycFailed, _) => PayoutTrigger::KycFailed,
+            (ReactionTrigger::AccountConfirmed, _) => PayoutTrigger::AccountConfirmed,
         };
-        plan_change(payout, event, self.now, self.ids.as_ref(), |_| {})
+        plan_change(payout, payout_trigger, self.now, self.ids.as_ref(), |_| {})
     }
 }
 
@@ -258,7 +259,7 @@ mod tests {
         let ids = ids();
         let change = plan_change(
             &payout(PayoutStatus::InProgress, 50),
-            PayoutEvent::RailSucceeded,
+            PayoutTrigger::RailSucceeded,
             now(),
             ids.as_ref(),
             |_| {},
@@ -284,7 +285,7 @@ mod tests {
         let ids = ids();
         let change = plan_change(
             &payout(PayoutStatus::InProgress, 0),
-            PayoutEvent::RailFailed,
+            PayoutTrigger::RailFailed,
             now(),
             ids.as_ref(),
             |p| {
@@ -310,7 +311,7 @@ mod tests {
         let ids = ids();
         let change = plan_change(
             &payout(PayoutStatus::Pending, 50),
-            PayoutEvent::Submitted,
+            PayoutTrigger::Submitted,
             now(),
             ids.as_ref(),
             |p| p.submitted_at = Some(now()),
@@ -326,7 +327,7 @@ mod tests {
         let ids = ids();
         let err = plan_change(
             &payout(PayoutStatus::Successful, 0),
-            PayoutEvent::Cancel,
+            PayoutTrigger::Cancel,
             now(),
             ids.as_ref(),
             |_| {},

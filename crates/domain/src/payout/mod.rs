@@ -11,5 +11,5 @@ pub mod status;
 pub use fee::fee;
 pub use model::Payout;
 pub use status::{
-    IllegalTransition, PayoutEvent, PayoutStatus, TRANSITIONS, initial_status, transition,
+    IllegalTransition, PayoutStatus, PayoutTrigger, TRANSITIONS, initial_status, transition,
 };

@@ -10,7 +10,7 @@ use super::fee::fee;
 use super::model::Payout;
 use super::ports::{InsertPayoutError, PayoutListItem, PayoutStore};
 use super::query::ListPayoutsQuery;
-use super::status::{PayoutEvent, PayoutStatus, initial_status};
+use super::status::{PayoutStatus, PayoutTrigger, initial_status};
 use crate::account::ports::AccountStore;
 use crate::account::{AccountStatus, ConfirmStatus};
 use crate::auth::Caller;
@@ -180,6 +180,11 @@ impl PayoutService {
 
     /// One page of the caller's payouts matching the query (newest first) and the next page's
     /// `lastkey`.
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %caller.subaccount_id, limit = query.limit)
+    )]
     pub async fn list(
         &self,
         caller: &Caller,
@@ -217,6 +222,7 @@ impl PayoutService {
     /// Cancels the caller's payout (contract §7.6): only from `awaiting`, `unassessed` or
     /// `pending`, releasing its hold (void entries back to available) with a `payoutUpdated`
     /// event, as one conditional change.
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %caller.subaccount_id))]
     pub async fn cancel(
         &self,
         caller: &Caller,
@@ -232,7 +238,7 @@ impl PayoutService {
         let expected = payout.status;
         let change = plan_change(
             &payout,
-            PayoutEvent::Cancel,
+            PayoutTrigger::Cancel,
             self.clock.now(),
             self.ids.as_ref(),
             |_| {},
@@ -252,6 +258,7 @@ impl PayoutService {
 
     /// The caller's payout with this id, with its ledger entries, receiver, account and merchant.
     /// A malformed id, another subaccount's payout and a missing one are all `NotFound`.
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %caller.subaccount_id))]
     pub async fn get(
         &self,
         caller: &Caller,
@@ -294,6 +301,7 @@ impl PayoutService {
     /// (`PAYO205`), reporting independent failures together; then computes the fee, the initial
     /// status and the duplicate warning, and has the store hold amount + fee, append the ledger
     /// entries and write `payoutCreated` in one transaction (`PAYO206`, `PAYO207` from there).
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %caller.subaccount_id))]
     pub async fn create(
         &self,
         caller: &Caller,
@@ -315,6 +323,7 @@ impl PayoutService {
 
     /// Every check of [`Self::create`] that comes before storing (so not `PAYO206`/`PAYO207`),
     /// writing nothing: for a request whose body also has problems of its own.
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %caller.subaccount_id))]
     pub async fn validate(
         &self,
         caller: &Caller,

@@ -84,9 +84,11 @@ impl PayoutStatus {
     }
 }
 
-/// Something that happens to a payout.
+/// What moves a payout from one status to another: the input of the state machine of
+/// contract §7.4 ([`transition`]). Not an [`OutboxEvent`](crate::events::OutboxEvent), though a
+/// change it causes writes some (see [`plan_change`](super::change::plan_change)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum PayoutEvent {
+pub enum PayoutTrigger {
     /// The receiver's KYC completed; the account is confirmed.
     KycCompletedConfirmed,
     /// The receiver's KYC completed; the account is not confirmed yet.
@@ -105,94 +107,94 @@ pub enum PayoutEvent {
     Cancel,
 }
 
-impl PayoutEvent {
-    /// Every event.
-    pub const ALL: [PayoutEvent; 8] = [
-        PayoutEvent::KycCompletedConfirmed,
-        PayoutEvent::KycCompletedUnconfirmed,
-        PayoutEvent::KycFailed,
-        PayoutEvent::AccountConfirmed,
-        PayoutEvent::Submitted,
-        PayoutEvent::RailSucceeded,
-        PayoutEvent::RailFailed,
-        PayoutEvent::Cancel,
+impl PayoutTrigger {
+    /// Every trigger.
+    pub const ALL: [PayoutTrigger; 8] = [
+        PayoutTrigger::KycCompletedConfirmed,
+        PayoutTrigger::KycCompletedUnconfirmed,
+        PayoutTrigger::KycFailed,
+        PayoutTrigger::AccountConfirmed,
+        PayoutTrigger::Submitted,
+        PayoutTrigger::RailSucceeded,
+        PayoutTrigger::RailFailed,
+        PayoutTrigger::Cancel,
     ];
 }
 
 /// A transition the table does not allow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("a {from:?} payout cannot take {event:?}")]
+#[error("a {from:?} payout cannot take {trigger:?}")]
 pub struct IllegalTransition {
     /// The current status.
     pub from: PayoutStatus,
     /// What happened.
-    pub event: PayoutEvent,
+    pub trigger: PayoutTrigger,
 }
 
 /// Every allowed transition (contract §7.4) and nothing else.
-pub const TRANSITIONS: &[(PayoutStatus, PayoutEvent, PayoutStatus)] = &[
+pub const TRANSITIONS: &[(PayoutStatus, PayoutTrigger, PayoutStatus)] = &[
     (
         PayoutStatus::Unassessed,
-        PayoutEvent::KycCompletedConfirmed,
+        PayoutTrigger::KycCompletedConfirmed,
         PayoutStatus::Pending,
     ),
     (
         PayoutStatus::Unassessed,
-        PayoutEvent::KycCompletedUnconfirmed,
+        PayoutTrigger::KycCompletedUnconfirmed,
         PayoutStatus::Awaiting,
     ),
     (
         PayoutStatus::Unassessed,
-        PayoutEvent::KycFailed,
+        PayoutTrigger::KycFailed,
         PayoutStatus::Failed,
     ),
     (
         PayoutStatus::Awaiting,
-        PayoutEvent::AccountConfirmed,
+        PayoutTrigger::AccountConfirmed,
         PayoutStatus::Pending,
     ),
     (
         PayoutStatus::Pending,
-        PayoutEvent::Submitted,
+        PayoutTrigger::Submitted,
         PayoutStatus::InProgress,
     ),
     (
         PayoutStatus::InProgress,
-        PayoutEvent::RailSucceeded,
+        PayoutTrigger::RailSucceeded,
         PayoutStatus::Successful,
     ),
     (
         PayoutStatus::InProgress,
-        PayoutEvent::RailFailed,
+        PayoutTrigger::RailFailed,
         PayoutStatus::Failed,
     ),
     (
         PayoutStatus::Awaiting,
-        PayoutEvent::Cancel,
+        PayoutTrigger::Cancel,
         PayoutStatus::Cancelled,
     ),
     (
         PayoutStatus::Unassessed,
-        PayoutEvent::Cancel,
+        PayoutTrigger::Cancel,
         PayoutStatus::Cancelled,
     ),
     (
         PayoutStatus::Pending,
-        PayoutEvent::Cancel,
+        PayoutTrigger::Cancel,
         PayoutStatus::Cancelled,
     ),
 ];
 
-/// The status `from` moves to on `event`, or why it cannot.
+/// The status `from` moves to on `trigger`, or why it cannot.
 pub fn transition(
     from: PayoutStatus,
-    event: PayoutEvent,
+    trigger: PayoutTrigger,
 ) -> Result<PayoutStatus, IllegalTransition> {
     TRANSITIONS
         .iter()
-        .find(|(f, e, _)| *f == from && *e == event)
+        .find(|(f, e, _)| *f == from && *e == trigger)
         .map(|(_, _, to)| *to)
-        .ok_or(IllegalTransition { from, event })
+        .ok_or(IllegalTransition { from, trigger })
 }
 
 /// The status a new payout starts in (contract §7.4): `unassessed` while the receiver's KYC is
@@ -237,29 +239,29 @@ mod tests {
         }
     }
 
-    /// Every (status, event) pair: exactly the contract's rows are allowed, all others refused.
+    /// Every (status, trigger) pair: exactly the contract's rows are allowed, all others refused.
     #[test]
     fn the_whole_table_exhaustively() {
-        use PayoutEvent as E;
         use PayoutStatus as S;
-        let expected = |from: S, event: E| -> Option<S> {
-            match (from, event) {
-                (S::Unassessed, E::KycCompletedConfirmed) => Some(S::Pending),
-                (S::Unassessed, E::KycCompletedUnconfirmed) => Some(S::Awaiting),
-                (S::Unassessed, E::KycFailed) => Some(S::Failed),
-                (S::Awaiting, E::AccountConfirmed) => Some(S::Pending),
-                (S::Pending, E::Submitted) => Some(S::InProgress),
-                (S::InProgress, E::RailSucceeded) => Some(S::Successful),
-                (S::InProgress, E::RailFailed) => Some(S::Failed),
-                (S::Awaiting | S::Unassessed | S::Pending, E::Cancel) => Some(S::Cancelled),
+        use PayoutTrigger as T;
+        let expected = |from: S, trigger: T| -> Option<S> {
+            match (from, trigger) {
+                (S::Unassessed, T::KycCompletedConfirmed) => Some(S::Pending),
+                (S::Unassessed, T::KycCompletedUnconfirmed) => Some(S::Awaiting),
+                (S::Unassessed, T::KycFailed) => Some(S::Failed),
+                (S::Awaiting, T::AccountConfirmed) => Some(S::Pending),
+                (S::Pending, T::Submitted) => Some(S::InProgress),
+                (S::InProgress, T::RailSucceeded) => Some(S::Successful),
+                (S::InProgress, T::RailFailed) => Some(S::Failed),
+                (S::Awaiting | S::Unassessed | S::Pending, T::Cancel) => Some(S::Cancelled),
                 _ => None,
             }
         };
         let mut allowed = 0;
         for from in PayoutStatus::ALL {
-            for event in PayoutEvent::ALL {
-                let got = transition(from, event).ok();
-                assert_eq!(got, expected(from, event), "{from:?} on {event:?}");
+            for trigger in PayoutTrigger::ALL {
+                let got = transition(from, trigger).ok();
+                assert_eq!(got, expected(from, trigger), "{from:?} on {trigger:?}");
                 allowed += usize::from(got.is_some());
             }
         }
@@ -269,8 +271,8 @@ mod tests {
     #[test]
     fn final_statuses_take_nothing() {
         for from in PayoutStatus::ALL.into_iter().filter(|s| s.is_final()) {
-            for event in PayoutEvent::ALL {
-                assert!(transition(from, event).is_err(), "{from:?} {event:?}");
+            for trigger in PayoutTrigger::ALL {
+                assert!(transition(from, trigger).is_err(), "{from:?} {trigger:?}");
             }
         }
     }

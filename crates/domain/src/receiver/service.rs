@@ -152,6 +152,7 @@ impl ReceiverService {
 
     /// Validates the request, opens a KYC check, and stores the receiver (`pending`/`pending`)
     /// with its `receiverCreated` event in one transaction.
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %caller.subaccount_id))]
     pub async fn create(
         &self,
         caller: &Caller,
@@ -225,6 +226,11 @@ impl ReceiverService {
     /// Applies the KYC provider's decision for a receiver of `subaccount` (contract §4):
     /// `completed` makes it `active`, `failed` makes it `failed`, with a `receiverKycUpdate`
     /// event, once; a second outcome for the same check is refused.
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %subaccount, outcome = ?outcome)
+    )]
     pub async fn apply_kyc_outcome(
         &self,
         subaccount: SubaccountId,
@@ -282,6 +288,7 @@ impl ReceiverService {
 
     /// The caller's receiver with this id. A malformed id, another subaccount's receiver and a
     /// missing one all answer `NotFound`.
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %caller.subaccount_id))]
     pub async fn get(&self, caller: &Caller, raw_id: &str) -> Result<Receiver, GetReceiverError> {
         let id = ReceiverId::parse(raw_id).ok_or(GetReceiverError::NotFound)?;
         self.store
@@ -291,6 +298,11 @@ impl ReceiverService {
     }
 
     /// One page of the caller's receivers matching the query's filters.
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(subaccount = %caller.subaccount_id, limit = query.limit)
+    )]
     pub async fn list(
         &self,
         caller: &Caller,

@@ -39,6 +39,7 @@ impl SubaccountService {
     }
 
     /// The caller's subaccount. Another subaccount's id answers exactly like a missing one.
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %caller.subaccount_id))]
     pub async fn get(
         &self,
         caller: &Caller,
@@ -54,6 +55,7 @@ impl SubaccountService {
     }
 
     /// The caller's balance in `asset` (case-insensitive; zero when there was no activity).
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %caller.subaccount_id))]
     pub async fn balance(
         &self,
         caller: &Caller,

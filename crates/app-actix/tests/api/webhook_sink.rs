@@ -1,5 +1,6 @@
-//! A real HTTP webhook receiver for tests: records every request and answers with scripted
-//! statuses (the last one repeats).
+//! A webhook sink for tests: a real local HTTP server that plays a subaccount's postback
+//! endpoint, records every webhook it is sent and answers with scripted statuses (the last one
+//! repeats). Not to be confused with receivers, the payees of `/api/receiver`.
 
 use std::collections::VecDeque;
 use std::net::TcpListener;
@@ -9,14 +10,14 @@ use std::time::Duration;
 use actix_web::web::{Bytes, Data};
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer};
 
-/// One request the receiver got.
+/// One request the sink got.
 #[derive(Debug, Clone)]
-pub struct Received {
+pub struct ReceivedWebhook {
     pub headers: Vec<(String, String)>,
     pub body: Bytes,
 }
 
-impl Received {
+impl ReceivedWebhook {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
@@ -32,11 +33,11 @@ impl Received {
 #[derive(Default)]
 struct Script {
     statuses: VecDeque<u16>,
-    received: Vec<Received>,
+    received: Vec<ReceivedWebhook>,
 }
 
 #[derive(Clone)]
-pub struct Receiver {
+pub struct WebhookSink {
     pub url: String,
     script: Arc<Mutex<Script>>,
 }
@@ -63,7 +64,7 @@ fn record(req: &HttpRequest, body: Bytes, script: &Mutex<Script>) -> u16 {
             )
         })
         .collect();
-    script.received.push(Received { headers, body });
+    script.received.push(ReceivedWebhook { headers, body });
     let status = if script.statuses.len() > 1 {
         script.statuses.pop_front()
     } else {
@@ -72,8 +73,8 @@ fn record(req: &HttpRequest, body: Bytes, script: &Mutex<Script>) -> u16 {
     status.unwrap_or(200)
 }
 
-impl Receiver {
-    /// Starts a receiver answering `statuses` in turn (the last repeats).
+impl WebhookSink {
+    /// Starts a sink answering `statuses` in turn (the last repeats).
     pub fn start(statuses: &[u16]) -> Self {
         let script = Arc::new(Mutex::new(Script {
             statuses: statuses.iter().copied().collect(),
@@ -98,12 +99,12 @@ impl Receiver {
         Self { url, script }
     }
 
-    pub fn received(&self) -> Vec<Received> {
+    pub fn received(&self) -> Vec<ReceivedWebhook> {
         self.script.lock().unwrap().received.clone()
     }
 
     /// Waits until at least `n` requests arrived (or `timeout`), then returns them all.
-    pub async fn wait_for(&self, n: usize, timeout: Duration) -> Vec<Received> {
+    pub async fn wait_for(&self, n: usize, timeout: Duration) -> Vec<ReceivedWebhook> {
         let deadline = tokio::time::Instant::now() + timeout;
         while self.received().len() < n && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
