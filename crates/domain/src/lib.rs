@@ -21,6 +21,7 @@ pub mod money;
 pub mod paging;
 pub mod payout;
 pub mod ports;
+pub mod rail;
 pub mod receiver;
 pub mod subaccount;
 pub mod time;
