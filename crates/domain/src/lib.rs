@@ -9,6 +9,7 @@ pub mod account;
 pub mod admin;
 pub mod auth;
 pub mod batch;
+mod coded_status;
 pub mod codes;
 pub mod country;
 pub mod delivery;

@@ -428,7 +428,7 @@ fn cancel_service(payouts: MockPayoutStore) -> PayoutService {
 
 #[tokio::test]
 async fn cancel_voids_the_hold_from_cancellable_statuses_only() {
-    for status in PayoutStatus::ALL {
+    for &status in PayoutStatus::ALL {
         let mut payouts = MockPayoutStore::new();
         payouts
             .expect_find_payout()

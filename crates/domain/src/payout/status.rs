@@ -1,80 +1,32 @@
 //! Payout statuses (seed §3.1) and the transitions of contract §7.4, as one explicit table.
 
-/// Where a payout is. Codes are the seed's filter codes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum PayoutStatus {
-    /// Waiting for the account's details to be confirmed.
-    Awaiting,
-    /// Ready for the next batch.
-    Pending,
-    /// Waiting for the receiver's KYC.
-    Unassessed,
-    /// Submitted to the payout rail.
-    InProgress,
-    /// Paid.
-    Successful,
-    /// Cancelled before submission.
-    Cancelled,
-    /// Not paid.
-    Failed,
-    /// Reserved (accepted as a filter; never produced by this version).
-    SuccessfulPendingKyc,
-}
+use strum::VariantArray;
+
+use crate::coded_status::coded_status;
+
+coded_status!(
+    /// Where a payout is. Codes are the seed's filter codes.
+    PayoutStatus {
+        /// Waiting for the account's details to be confirmed.
+        Awaiting = (0, "awaiting"),
+        /// Ready for the next batch.
+        Pending = (1, "pending"),
+        /// Waiting for the receiver's KYC.
+        Unassessed = (2, "unassessed"),
+        /// Submitted to the payout rail.
+        InProgress = (3, "in_progress"),
+        /// Paid.
+        Successful = (4, "successful"),
+        /// Cancelled before submission.
+        Cancelled = (5, "cancelled"),
+        /// Not paid.
+        Failed = (6, "failed"),
+        /// Reserved (accepted as a filter; never produced by this version).
+        SuccessfulPendingKyc = (7, "successful_pending_kyc"),
+    }
+);
 
 impl PayoutStatus {
-    /// Every status, in code order.
-    pub const ALL: [PayoutStatus; 8] = [
-        PayoutStatus::Awaiting,
-        PayoutStatus::Pending,
-        PayoutStatus::Unassessed,
-        PayoutStatus::InProgress,
-        PayoutStatus::Successful,
-        PayoutStatus::Cancelled,
-        PayoutStatus::Failed,
-        PayoutStatus::SuccessfulPendingKyc,
-    ];
-
-    /// The seed's numeric filter code.
-    pub const fn code(self) -> u8 {
-        match self {
-            PayoutStatus::Awaiting => 0,
-            PayoutStatus::Pending => 1,
-            PayoutStatus::Unassessed => 2,
-            PayoutStatus::InProgress => 3,
-            PayoutStatus::Successful => 4,
-            PayoutStatus::Cancelled => 5,
-            PayoutStatus::Failed => 6,
-            PayoutStatus::SuccessfulPendingKyc => 7,
-        }
-    }
-
-    /// The lower-case name responses show.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            PayoutStatus::Awaiting => "awaiting",
-            PayoutStatus::Pending => "pending",
-            PayoutStatus::Unassessed => "unassessed",
-            PayoutStatus::InProgress => "in_progress",
-            PayoutStatus::Successful => "successful",
-            PayoutStatus::Cancelled => "cancelled",
-            PayoutStatus::Failed => "failed",
-            PayoutStatus::SuccessfulPendingKyc => "successful_pending_kyc",
-        }
-    }
-
-    /// The status with this code.
-    pub fn from_code(code: u8) -> Option<Self> {
-        Self::ALL.into_iter().find(|s| s.code() == code)
-    }
-
-    /// Parses a filter value: the code as one digit.
-    pub fn parse_code(raw: &str) -> Option<Self> {
-        if raw.len() != 1 {
-            return None;
-        }
-        raw.parse::<u8>().ok().and_then(Self::from_code)
-    }
-
     /// Whether the payout's money has reached its end (posted or released).
     pub const fn is_final(self) -> bool {
         matches!(
@@ -85,7 +37,7 @@ impl PayoutStatus {
 }
 
 /// Something that happens to a payout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, VariantArray)]
 pub enum PayoutEvent {
     /// The receiver's KYC completed; the account is confirmed.
     KycCompletedConfirmed,
@@ -107,16 +59,7 @@ pub enum PayoutEvent {
 
 impl PayoutEvent {
     /// Every event.
-    pub const ALL: [PayoutEvent; 8] = [
-        PayoutEvent::KycCompletedConfirmed,
-        PayoutEvent::KycCompletedUnconfirmed,
-        PayoutEvent::KycFailed,
-        PayoutEvent::AccountConfirmed,
-        PayoutEvent::Submitted,
-        PayoutEvent::RailSucceeded,
-        PayoutEvent::RailFailed,
-        PayoutEvent::Cancel,
-    ];
+    pub const ALL: &'static [PayoutEvent] = Self::VARIANTS;
 }
 
 /// A transition the table does not allow.
@@ -256,8 +199,8 @@ mod tests {
             }
         };
         let mut allowed = 0;
-        for from in PayoutStatus::ALL {
-            for event in PayoutEvent::ALL {
+        for &from in PayoutStatus::ALL {
+            for &event in PayoutEvent::ALL {
                 let got = transition(from, event).ok();
                 assert_eq!(got, expected(from, event), "{from:?} on {event:?}");
                 allowed += usize::from(got.is_some());
@@ -268,8 +211,8 @@ mod tests {
 
     #[test]
     fn final_statuses_take_nothing() {
-        for from in PayoutStatus::ALL.into_iter().filter(|s| s.is_final()) {
-            for event in PayoutEvent::ALL {
+        for &from in PayoutStatus::ALL.iter().filter(|s| s.is_final()) {
+            for &event in PayoutEvent::ALL {
                 assert!(transition(from, event).is_err(), "{from:?} {event:?}");
             }
         }
