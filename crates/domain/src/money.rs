@@ -2,42 +2,53 @@
 
 use std::fmt;
 
+use strum::{EnumString, IntoStaticStr, VariantArray};
+
 /// A currency the service pays out in (contract §6: AUD, USD, CAD, EUR, NZD).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    VariantArray,
+    IntoStaticStr,
+    EnumString,
+)]
+#[strum(const_into_str, ascii_case_insensitive)]
 pub enum Asset {
     /// Australian dollar.
+    #[strum(serialize = "AUD")]
     Aud,
     /// US dollar.
+    #[strum(serialize = "USD")]
     Usd,
     /// Canadian dollar.
+    #[strum(serialize = "CAD")]
     Cad,
     /// Euro.
+    #[strum(serialize = "EUR")]
     Eur,
     /// New Zealand dollar.
+    #[strum(serialize = "NZD")]
     Nzd,
 }
 
 impl Asset {
     /// Every supported asset.
-    pub const ALL: [Asset; 5] = [Asset::Aud, Asset::Usd, Asset::Cad, Asset::Eur, Asset::Nzd];
+    pub const ALL: &'static [Asset] = Self::VARIANTS;
 
     /// Parses an ISO 4217 code, case-insensitively (the seed accepts `aud`).
     pub fn parse(raw: &str) -> Option<Asset> {
-        let raw = raw.trim();
-        Self::ALL
-            .into_iter()
-            .find(|asset| asset.code().eq_ignore_ascii_case(raw))
+        raw.trim().parse().ok()
     }
 
     /// The upper-case ISO 4217 code.
     pub const fn code(self) -> &'static str {
-        match self {
-            Asset::Aud => "AUD",
-            Asset::Usd => "USD",
-            Asset::Cad => "CAD",
-            Asset::Eur => "EUR",
-            Asset::Nzd => "NZD",
-        }
+        self.into_str()
     }
 }
 

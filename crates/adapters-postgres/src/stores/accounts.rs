@@ -423,7 +423,7 @@ mod tests {
 
     #[test]
     fn every_matchable_field_and_only_those_has_a_fingerprint_column() {
-        for field in AccountField::ALL {
+        for &field in AccountField::ALL {
             let mut fingerprints = Fingerprints::default();
             assert_eq!(
                 fingerprints.column(field).is_some(),
