@@ -20,7 +20,7 @@ use super::PgStore;
 use super::outbox::insert_events;
 use super::payouts::{Waiting, react};
 use crate::cached::CachedExt;
-use crate::errors::{from_diesel, unique_violation};
+use crate::errors::{TxError, from_diesel, from_tx};
 use crate::schema::{account_confirmations, receiver_accounts};
 use crate::vault::Vault;
 use domain::payout::change::PayoutReaction;
@@ -205,14 +205,20 @@ fn fingerprint_equals(field: AccountField, fp: Vec<u8>) -> Option<FingerprintFil
 
 /// Why a confirmation transaction rolled back.
 enum ConfirmAbort {
-    Db(diesel::result::Error),
+    Tx(TxError),
     NotApplicable,
     Payouts(super::payouts::PayoutAbort),
 }
 
 impl From<diesel::result::Error> for ConfirmAbort {
     fn from(e: diesel::result::Error) -> Self {
-        Self::Db(e)
+        Self::Tx(TxError::Db(e))
+    }
+}
+
+impl From<TxError> for ConfirmAbort {
+    fn from(e: TxError) -> Self {
+        Self::Tx(e)
     }
 }
 
@@ -228,7 +234,7 @@ impl AccountStore for PgStore {
         let token = *token;
         let mut conn = self.conn().await?;
         let result = conn
-            .transaction::<_, diesel::result::Error, _>(async |conn| {
+            .transaction::<_, TxError, _>(async |conn| {
                 diesel::insert_into(receiver_accounts::table)
                     .values(&row)
                     .execute(conn)
@@ -247,9 +253,9 @@ impl AccountStore for PgStore {
             })
             .await;
         let result = self.after_commit(result);
-        result.map_err(|e| match unique_violation(&e) {
+        result.map_err(|e| match e.unique_violation() {
             Some("receiver_accounts_details_unique") => InsertAccountError::Duplicate,
-            _ => InsertAccountError::Port(from_diesel(e)),
+            _ => InsertAccountError::Port(from_tx(e)),
         })
     }
 
@@ -411,7 +417,7 @@ impl AccountStore for PgStore {
         match result {
             Ok(()) => Ok(true),
             Err(ConfirmAbort::NotApplicable) => Ok(false),
-            Err(ConfirmAbort::Db(e)) => Err(from_diesel(e)),
+            Err(ConfirmAbort::Tx(e)) => Err(from_tx(e)),
             Err(ConfirmAbort::Payouts(e)) => Err(e.into_port("moving payouts on confirmation")),
         }
     }

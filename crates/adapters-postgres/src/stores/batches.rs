@@ -21,7 +21,7 @@ use super::PgStore;
 use super::outbox::insert_events;
 use super::payouts::{PayoutAbort, PayoutRow, apply_changes};
 use crate::cached::CachedExt;
-use crate::errors::from_diesel;
+use crate::errors::{TxError, from_diesel, from_tx};
 use crate::schema::{batches, payouts};
 
 /// A `batches` row.
@@ -68,8 +68,8 @@ impl TryFrom<BatchRow> for Batch {
 }
 
 /// A stored value the domain refuses, as the error that rolls the transaction back.
-fn corrupt(e: PortError) -> diesel::result::Error {
-    diesel::result::Error::QueryBuilderError(e.into())
+fn corrupt(e: PortError) -> TxError {
+    TxError::invariant(e)
 }
 
 fn to_payouts(rows: Vec<PayoutRow>) -> Result<Vec<Payout>, PortError> {
@@ -128,9 +128,7 @@ impl BatchStore for PgStore {
                 let pending =
                     to_payouts(locked_payouts(conn, batch.id, PayoutStatus::Pending).await?)
                         .map_err(corrupt)?;
-                let plan = planner.plan(&batch, &pending).map_err(|e| {
-                    PayoutAbort::Db(diesel::result::Error::QueryBuilderError(e.into()))
-                })?;
+                let plan = planner.plan(&batch, &pending).map_err(TxError::invariant)?;
                 apply_changes(conn, &plan.changes, interval).await?;
                 let leased = plan.batch.status == BatchStatus::Queue;
                 diesel::update(batches::table.find(batch.id))
@@ -211,7 +209,7 @@ impl BatchStore for PgStore {
         let id = closed.batch.id;
         let mut conn = self.conn().await?;
         let result = conn
-            .transaction::<_, diesel::result::Error, _>(async |conn| {
+            .transaction::<_, TxError, _>(async |conn| {
                 let moved = diesel::update(batches::table.find(id))
                     .filter(batches::status.eq(BatchStatus::Queue.as_str()))
                     .filter(batches::claimed_until.eq(closed.claimed_until))
@@ -224,7 +222,7 @@ impl BatchStore for PgStore {
                     .execute(conn)
                     .await?;
                 if moved != 1 {
-                    return Err(diesel::result::Error::RollbackTransaction);
+                    return Err(TxError::Db(diesel::result::Error::RollbackTransaction));
                 }
                 // Every receipt's reference in one statement (a batch may hold thousands).
                 let ids: Vec<Uuid> = receipts.iter().map(|r| r.payout_id.as_uuid()).collect();
@@ -249,8 +247,8 @@ impl BatchStore for PgStore {
         let result = self.after_commit(result);
         match result {
             Ok(()) => Ok(true),
-            Err(diesel::result::Error::RollbackTransaction) => Ok(false),
-            Err(e) => Err(from_diesel(e)),
+            Err(TxError::Db(diesel::result::Error::RollbackTransaction)) => Ok(false),
+            Err(e) => Err(from_tx(e)),
         }
     }
 
@@ -279,7 +277,7 @@ impl BatchStore for PgStore {
     ) -> Result<Option<Batch>, PortError> {
         let mut conn = self.conn().await?;
         let result = conn
-            .transaction::<_, diesel::result::Error, _>(async |conn| {
+            .transaction::<_, TxError, _>(async |conn| {
                 let row: Option<BatchRow> = batches::table
                     .find(batch)
                     .filter(batches::status.eq(BatchStatus::InProgress.as_str()))
@@ -338,7 +336,7 @@ impl BatchStore for PgStore {
             })
             .await;
         let result = self.after_commit(result);
-        result.map_err(from_diesel)
+        result.map_err(from_tx)
     }
 
     async fn bring_forward_open_batch(

@@ -24,7 +24,7 @@ use uuid::Uuid;
 
 use super::PgStore;
 use crate::cached::CachedExt;
-use crate::errors::from_diesel;
+use crate::errors::{TxError, from_diesel};
 use crate::schema::idempotency_keys;
 
 /// A key this request holds.
@@ -67,18 +67,14 @@ pub(crate) fn current() -> Option<ActiveClaim> {
 }
 
 /// The error that rolls back a business transaction whose request no longer holds its key.
-pub(crate) fn not_own() -> diesel::result::Error {
-    diesel::result::Error::QueryBuilderError(
-        "the request's idempotency key is no longer its own; not writing".into(),
-    )
+pub(crate) fn not_own() -> TxError {
+    TxError::KeyNotOwn
 }
 
 /// Inside a business transaction: marks the running request's claim committed, where the claim
 /// is still its own. When it is not (the request outlived its lease and a retry took the key
 /// over), the transaction must not commit: the error rolls it back.
-pub(crate) async fn mark_committed(
-    conn: &mut AsyncPgConnection,
-) -> Result<(), diesel::result::Error> {
+pub(crate) async fn mark_committed(conn: &mut AsyncPgConnection) -> Result<(), TxError> {
     let Some(claim) = current() else {
         return Ok(());
     };

@@ -19,7 +19,7 @@ use super::PgStore;
 use super::accounts::AccountRow;
 use super::outbox::insert_events;
 use crate::cached::CachedExt;
-use crate::errors::{from_diesel, unique_violation};
+use crate::errors::{TxError, from_diesel, from_tx};
 use crate::schema::{
     balances, batches, fee_templates, ledger_entries, payouts, receiver_accounts, receivers,
 };
@@ -232,7 +232,8 @@ pub(crate) async fn insert_entries(
 /// Why a payout transaction rolled back.
 #[derive(Debug)]
 pub(crate) enum PayoutAbort {
-    Db(diesel::result::Error),
+    /// A query failed or an invariant broke.
+    Tx(TxError),
     /// The balance cannot absorb the change (a hold beyond `available`; for a later transition,
     /// a ledger that disagrees with its balance).
     InsufficientBalance,
@@ -246,7 +247,7 @@ impl PayoutAbort {
     /// The port error for an abort where none of the named cases is expected.
     pub(crate) fn into_port(self, what: &str) -> PortError {
         match self {
-            PayoutAbort::Db(e) => from_diesel(e),
+            PayoutAbort::Tx(e) => from_tx(e),
             other => unknown(format!("{what}: unexpected {other:?}")),
         }
     }
@@ -254,7 +255,13 @@ impl PayoutAbort {
 
 impl From<diesel::result::Error> for PayoutAbort {
     fn from(e: diesel::result::Error) -> Self {
-        Self::Db(e)
+        Self::Tx(TxError::Db(e))
+    }
+}
+
+impl From<TxError> for PayoutAbort {
+    fn from(e: TxError) -> Self {
+        Self::Tx(e)
     }
 }
 
@@ -525,9 +532,9 @@ impl PayoutStore for PgStore {
             Ok(batch) => Ok(batch),
             Err(PayoutAbort::InsufficientBalance) => Err(InsertPayoutError::InsufficientBalance),
             Err(PayoutAbort::Stale) => Err(InsertPayoutError::Stale),
-            Err(PayoutAbort::Db(e)) => Err(match unique_violation(&e) {
+            Err(PayoutAbort::Tx(e)) => Err(match e.unique_violation() {
                 Some("payouts_reference_unique") => InsertPayoutError::DuplicateReference,
-                _ => InsertPayoutError::Port(from_diesel(e)),
+                _ => InsertPayoutError::Port(from_tx(e)),
             }),
             Err(e) => Err(InsertPayoutError::Port(e.into_port("inserting a payout"))),
         }
@@ -582,7 +589,7 @@ pub(crate) async fn join_open_batch(
     asset: &str,
     now: DateTime<Utc>,
     interval: chrono::Duration,
-) -> Result<(Uuid, DateTime<Utc>), diesel::result::Error> {
+) -> Result<(Uuid, DateTime<Utc>), TxError> {
     // Two rounds suffice: a concurrent creator's batch is visible once its insert has made ours
     // wait and do nothing. A third round means that batch closed at once; try again anyway.
     for _ in 0..3 {
@@ -617,9 +624,9 @@ pub(crate) async fn join_open_batch(
             return Ok((id, run_at));
         }
     }
-    Err(diesel::result::Error::QueryBuilderError(
-        "no open batch could be joined or created".into(),
-    ))
+    Err(TxError::Invariant(anyhow::anyhow!(
+        "no open batch could be joined or created"
+    )))
 }
 
 /// `events` with the batch's id and run time in the payloads of `payout`'s events.
@@ -957,11 +964,10 @@ pub(crate) async fn react(
         .await?;
     for row in rows {
         let account_confirmed = confirmed.contains(&row.account_id);
-        let payout = Payout::try_from(row)
-            .map_err(|e| PayoutAbort::Db(diesel::result::Error::QueryBuilderError(e.into())))?;
+        let payout = Payout::try_from(row).map_err(TxError::invariant)?;
         let change = reaction
             .plan(&payout, account_confirmed)
-            .map_err(|e| PayoutAbort::Db(diesel::result::Error::QueryBuilderError(e.into())))?;
+            .map_err(TxError::invariant)?;
         apply_change(conn, &change, interval).await?;
     }
     Ok(())
