@@ -96,7 +96,7 @@ impl PayoutRail for SandboxRail {
 mod tests {
     use super::*;
     use chrono::{DateTime, Utc};
-    use domain::ids::{PayoutId, ReceiverAccountId, ReceiverId, SubaccountId};
+    use domain::ids::{BatchId, PayoutId, ReceiverAccountId, ReceiverId, SubaccountId};
     use domain::money::{Asset, MinorUnits};
     use domain::payout::PayoutStatus;
     use uuid::Uuid;
@@ -139,7 +139,7 @@ mod tests {
 
     fn batch() -> Batch {
         Batch {
-            id: Uuid::from_u128(9),
+            id: BatchId::from_uuid(Uuid::from_u128(9)),
             subaccount_id: SubaccountId::from_uuid(Uuid::from_u128(1)),
             asset: Asset::Aud,
             status: domain::batch::BatchStatus::Queue,

@@ -56,7 +56,9 @@ pub struct OutboxEvent {
     pub id: EventId,
     /// The subaccount whose postback URL receives it.
     pub subaccount_id: SubaccountId,
-    /// The object the event is about (receiver, account, payout, batch).
+    /// The object the event is about (receiver, account, payout, batch). A plain `Uuid` on
+    /// purpose: it is any of those kinds (the kind says which), and the outbox numbers each
+    /// object's events by it whatever its kind.
     pub object_id: Uuid,
     /// What happened.
     pub kind: EventKind,
@@ -192,7 +194,7 @@ impl OutboxEvent {
         Self {
             id,
             subaccount_id: batch.subaccount_id,
-            object_id: batch.id,
+            object_id: batch.id.as_uuid(),
             kind: EventKind::BatchUpdate,
             payload,
             occurred_at: at,

@@ -401,7 +401,8 @@ pub struct EventSummary {
     pub id: EventId,
     /// Event name, e.g. `receiverCreated`.
     pub event_type: String,
-    /// The object it is about.
+    /// The object it is about: a receiver, account, payout or batch, as
+    /// [`OutboxEvent::object_id`], hence a plain `Uuid`.
     pub object_id: Uuid,
     /// Its sequence among the object's events.
     pub sequence: i32,

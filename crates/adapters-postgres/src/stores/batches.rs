@@ -12,7 +12,7 @@ use domain::PortError;
 use domain::batch::ports::{BatchStore, ClosePlanner, ClosedBatch, RailReceipt};
 use domain::batch::{Batch, BatchStatus};
 use domain::events::OutboxEvent;
-use domain::ids::{EventId, SubaccountId};
+use domain::ids::{BatchId, EventId, SubaccountId};
 use domain::money::Asset;
 use domain::payout::{Payout, PayoutStatus};
 use uuid::Uuid;
@@ -50,7 +50,7 @@ impl TryFrom<BatchRow> for Batch {
 
     fn try_from(r: BatchRow) -> Result<Self, PortError> {
         Ok(Batch {
-            id: r.id,
+            id: BatchId::from_uuid(r.id),
             subaccount_id: SubaccountId::from_uuid(r.subaccount_id),
             asset: Asset::parse(&r.asset)
                 .ok_or_else(|| unknown(format!("batch {} has asset {}", r.id, r.asset)))?,
@@ -125,13 +125,14 @@ impl BatchStore for PgStore {
                     return Ok(Closing::Nothing);
                 };
                 let batch = Batch::try_from(row).map_err(corrupt)?;
-                let pending =
-                    to_payouts(locked_payouts(conn, batch.id, PayoutStatus::Pending).await?)
-                        .map_err(corrupt)?;
+                let pending = to_payouts(
+                    locked_payouts(conn, batch.id.as_uuid(), PayoutStatus::Pending).await?,
+                )
+                .map_err(corrupt)?;
                 let plan = planner.plan(&batch, &pending).map_err(TxError::invariant)?;
                 apply_changes(conn, &plan.changes, interval).await?;
                 let leased = plan.batch.status == BatchStatus::Queue;
-                diesel::update(batches::table.find(batch.id))
+                diesel::update(batches::table.find(batch.id.as_uuid()))
                     .set((
                         batches::status.eq(plan.batch.status.as_str()),
                         batches::total_tx.eq(plan.batch.total_tx),
@@ -206,7 +207,7 @@ impl BatchStore for PgStore {
         submitted: &Batch,
         events: &[OutboxEvent],
     ) -> Result<bool, PortError> {
-        let id = closed.batch.id;
+        let id = closed.batch.id.as_uuid();
         let mut conn = self.conn().await?;
         let result = conn
             .transaction::<_, TxError, _>(async |conn| {
@@ -271,10 +272,11 @@ impl BatchStore for PgStore {
 
     async fn finish_batch(
         &self,
-        batch: Uuid,
+        batch: BatchId,
         now: DateTime<Utc>,
         event_id: EventId,
     ) -> Result<Option<Batch>, PortError> {
+        let batch = batch.as_uuid();
         let mut conn = self.conn().await?;
         let result = conn
             .transaction::<_, TxError, _>(async |conn| {
@@ -363,11 +365,11 @@ impl BatchStore for PgStore {
     async fn find_batch(
         &self,
         subaccount: SubaccountId,
-        id: Uuid,
+        id: BatchId,
     ) -> Result<Option<Batch>, PortError> {
         let mut conn = self.conn().await?;
         let row: Option<BatchRow> = batches::table
-            .find(id)
+            .find(id.as_uuid())
             .filter(batches::subaccount_id.eq(subaccount.as_uuid()))
             .select(BatchRow::as_select())
             .first(&mut conn)
@@ -380,12 +382,12 @@ impl BatchStore for PgStore {
     async fn in_progress_payouts(
         &self,
         subaccount: SubaccountId,
-        batch: Uuid,
+        batch: BatchId,
     ) -> Result<Vec<Payout>, PortError> {
         let mut conn = self.conn().await?;
         let rows: Vec<PayoutRow> = payouts::table
             .filter(payouts::subaccount_id.eq(subaccount.as_uuid()))
-            .filter(payouts::batch_id.eq(batch))
+            .filter(payouts::batch_id.eq(batch.as_uuid()))
             .filter(payouts::status.eq(i16::from(PayoutStatus::InProgress.code())))
             .order(payouts::created_at.asc())
             .select(PayoutRow::as_select())

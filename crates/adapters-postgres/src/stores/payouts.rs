@@ -7,7 +7,7 @@ use diesel::prelude::*;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use domain::PortError;
 use domain::events::OutboxEvent;
-use domain::ids::{PayoutId, ReceiverAccountId, ReceiverId, SubaccountId};
+use domain::ids::{BatchId, PayoutId, ReceiverAccountId, ReceiverId, SubaccountId};
 use domain::money::{Asset, MinorUnits, Percentage};
 use domain::payout::ports::{InsertPayoutError, PayoutStore};
 use domain::payout::{Payout, PayoutStatus};
@@ -88,7 +88,7 @@ impl From<&Payout> for PayoutRow {
             reference: p.reference.clone(),
             note: p.note.clone(),
             status: i16::from(p.status.code()),
-            batch_id: p.batch_id,
+            batch_id: p.batch_id.map(|b| b.as_uuid()),
             provider_reference: p.provider_reference.clone(),
             duplicate: p.duplicate,
             created_at: p.created_at,
@@ -146,7 +146,7 @@ impl TryFrom<PayoutRow> for Payout {
                 .ok()
                 .and_then(PayoutStatus::from_code)
                 .ok_or_else(|| unknown(format!("payout {} has status {}", r.id, r.status)))?,
-            batch_id: r.batch_id,
+            batch_id: r.batch_id.map(BatchId::from_uuid),
             provider_reference: r.provider_reference,
             duplicate: r.duplicate,
             submitted_at: r.submitted_at,
@@ -474,7 +474,7 @@ impl PayoutStore for PgStore {
         payout: &Payout,
         entries: &[LedgerEntry],
         events: &[OutboxEvent],
-    ) -> Result<Option<Uuid>, InsertPayoutError> {
+    ) -> Result<Option<BatchId>, InsertPayoutError> {
         let row = PayoutRow::from(payout);
         let total = payout.total();
         let interval = self.batch_interval;
@@ -524,7 +524,7 @@ impl PayoutStore for PgStore {
                 if held != 1 {
                     return Err(PayoutAbort::InsufficientBalance);
                 }
-                Ok(batch.map(|(id, _)| id))
+                Ok(batch.map(|(id, _)| BatchId::from_uuid(id)))
             })
             .await;
         let result = self.after_commit(result);
@@ -666,7 +666,10 @@ pub(crate) async fn apply_changes(
         }
         return Ok(());
     };
-    let mut batch_ids: Vec<Uuid> = changes.iter().filter_map(|c| c.payout.batch_id).collect();
+    let mut batch_ids: Vec<Uuid> = changes
+        .iter()
+        .filter_map(|c| c.payout.batch_id.map(|b| b.as_uuid()))
+        .collect();
     batch_ids.sort_unstable();
     batch_ids.dedup();
     let run_times: HashMap<Uuid, DateTime<Utc>> = batches::table
@@ -680,6 +683,7 @@ pub(crate) async fn apply_changes(
     let batch_of = |c: &PayoutChange| {
         c.payout
             .batch_id
+            .map(|b| b.as_uuid())
             .and_then(|b| run_times.get(&b).map(|run_at| (b, *run_at)))
     };
     let ps = changes.iter().map(|c| &c.payout);
@@ -863,12 +867,12 @@ pub(crate) async fn apply_change(
         }
         None => None,
         Some(batch) => batches::table
-            .find(batch)
+            .find(batch.as_uuid())
             .select(batches::batch_run_time)
             .first(conn)
             .await
             .optional()?
-            .map(|run_at| (batch, run_at)),
+            .map(|run_at| (batch.as_uuid(), run_at)),
     };
     let moved = diesel::update(payouts::table)
         .filter(payouts::id.eq(id))
@@ -978,7 +982,7 @@ pub(crate) async fn react(
 mod tests {
     use chrono::{DateTime, Utc};
     use domain::events::OutboxEvent;
-    use domain::ids::{PayoutId, ReceiverAccountId, ReceiverId, SubaccountId};
+    use domain::ids::{BatchId, PayoutId, ReceiverAccountId, ReceiverId, SubaccountId};
     use domain::money::{Asset, MinorUnits};
     use domain::payout::change::{AccountFailure, PayoutChange};
     use domain::payout::{Payout, PayoutStatus};
@@ -1023,7 +1027,7 @@ mod tests {
                 reference: None,
                 note: String::new(),
                 status: PayoutStatus::Failed,
-                batch_id: Some(Uuid::new_v4()),
+                batch_id: Some(BatchId::from_uuid(Uuid::new_v4())),
                 provider_reference: String::new(),
                 duplicate: false,
                 submitted_at: None,

@@ -7,7 +7,7 @@ use domain::ErrorCode;
 use domain::account::service::ConfirmError;
 use domain::batch::ports::RailResult;
 use domain::batch::runner::SettleError;
-use domain::ids::PayoutId;
+use domain::ids::{BatchId, PayoutId};
 use domain::money::Asset;
 use domain::receiver::KycOutcome;
 use domain::receiver::service::KycOutcomeError;
@@ -245,7 +245,9 @@ pub async fn status(
     };
     let id = id.unwrap_or_default();
     let settled = if batch {
-        match Uuid::parse_str(id.trim()) {
+        // Any form `Uuid::parse_str` reads, as before batch ids were typed (`BatchId::parse`
+        // takes only the hyphenated form).
+        match Uuid::parse_str(id.trim()).map(BatchId::from_uuid) {
             Ok(batch) => state
                 .batches
                 .settle_batch(&request.caller, batch, &result)

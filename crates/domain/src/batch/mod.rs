@@ -9,9 +9,8 @@ pub mod runner;
 
 use chrono::{DateTime, Utc};
 use strum::{EnumString, IntoStaticStr, VariantArray};
-use uuid::Uuid;
 
-use crate::ids::SubaccountId;
+use crate::ids::{BatchId, SubaccountId};
 use crate::money::Asset;
 
 /// Where a batch is.
@@ -67,7 +66,7 @@ impl BatchStatus {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Batch {
     /// Identifier (`batch_id`; the reference is `BATCH_<id>`).
-    pub id: Uuid,
+    pub id: BatchId,
     /// The subaccount paying.
     pub subaccount_id: SubaccountId,
     /// The currency.

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use chrono::Duration;
-use uuid::Uuid;
 
 use super::ports::{BatchStore, ClosePlanner, ClosedBatch, PayoutRail, RailResult};
 use super::{Batch, BatchStatus};
@@ -13,7 +12,7 @@ use crate::account::ports::AccountStore;
 use crate::auth::Caller;
 use crate::error::PortError;
 use crate::events::{EventKind, OutboxEvent};
-use crate::ids::{EventId, PayoutId};
+use crate::ids::{BatchId, EventId, PayoutId};
 use crate::money::Asset;
 use crate::payout::change::{AccountFailure, plan_change};
 use crate::payout::ports::PayoutStore;
@@ -230,7 +229,7 @@ impl BatchRunner {
         }))
     }
 
-    async fn finish(&self, batch: Uuid) -> Result<Option<Batch>, PortError> {
+    async fn finish(&self, batch: BatchId) -> Result<Option<Batch>, PortError> {
         self.batches
             .finish_batch(
                 batch,
@@ -288,7 +287,7 @@ impl BatchRunner {
     pub async fn settle_batch(
         &self,
         caller: &Caller,
-        batch: Uuid,
+        batch: BatchId,
         result: &RailResult,
     ) -> Result<usize, SettleError> {
         self.batches
@@ -321,6 +320,7 @@ mod tests {
     use crate::payout::ports::MockPayoutStore;
     use crate::ports::{MockClock, MockIdGenerator};
     use chrono::{DateTime, Utc};
+    use uuid::Uuid;
 
     fn now() -> DateTime<Utc> {
         DateTime::from_timestamp(1_700_000_000, 0).unwrap_or_default()
@@ -339,7 +339,7 @@ mod tests {
             reference: None,
             note: String::new(),
             status: PayoutStatus::InProgress,
-            batch_id: Some(Uuid::from_u128(5)),
+            batch_id: Some(BatchId::from_uuid(Uuid::from_u128(5))),
             provider_reference: "SBX-1".to_owned(),
             duplicate: false,
             submitted_at: Some(now()),
@@ -406,7 +406,7 @@ mod tests {
         let mut batches = MockBatchStore::new();
         batches
             .expect_finish_batch()
-            .withf(|batch, _, _| *batch == Uuid::from_u128(5))
+            .withf(|batch, _, _| *batch == BatchId::from_uuid(Uuid::from_u128(5)))
             .times(1)
             .returning(|_, _, _| Ok(None));
         let runner = runner(batches, payouts, accounts, MockPayoutRail::new());
@@ -448,7 +448,7 @@ mod tests {
     async fn a_rail_that_fails_leaves_the_batch_for_a_later_takeover() {
         let closed = ClosedBatch {
             batch: Batch {
-                id: Uuid::from_u128(5),
+                id: BatchId::from_uuid(Uuid::from_u128(5)),
                 subaccount_id: SubaccountId::from_uuid(Uuid::from_u128(2)),
                 asset: Asset::Aud,
                 status: BatchStatus::Queue,

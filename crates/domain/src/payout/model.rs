@@ -1,10 +1,9 @@
 //! The payout entity.
 
 use chrono::{DateTime, Utc};
-use uuid::Uuid;
 
 use super::status::PayoutStatus;
-use crate::ids::{PayoutId, ReceiverAccountId, ReceiverId, SubaccountId};
+use crate::ids::{BatchId, PayoutId, ReceiverAccountId, ReceiverId, SubaccountId};
 use crate::money::{Asset, MinorUnits};
 use crate::subaccount::FeeTemplate;
 
@@ -34,7 +33,7 @@ pub struct Payout {
     /// Where it is.
     pub status: PayoutStatus,
     /// The batch it joined, once it did.
-    pub batch_id: Option<Uuid>,
+    pub batch_id: Option<BatchId>,
     /// The rail's reference, once submitted.
     pub provider_reference: String,
     /// Another payout to the same account with the same amount and currency was created in the

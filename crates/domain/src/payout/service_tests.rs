@@ -9,7 +9,7 @@ use super::*;
 use crate::account::ports::MockAccountStore;
 use crate::account::{AccountData, PayoutMethod, ReceiverAccount};
 use crate::country::CountryCode;
-use crate::ids::{ApiKeyId, PayoutId, SubaccountId};
+use crate::ids::{ApiKeyId, BatchId, PayoutId, SubaccountId};
 use crate::money::Percentage;
 use crate::paging::cursor::CursorKey;
 use crate::payout::PayoutStatus;
@@ -91,7 +91,7 @@ fn raw(amount: &str, currency: &str) -> RawPayout {
 }
 
 /// What the store's insert answers (the batch joined, or why not).
-type InsertResult = fn() -> Result<Option<Uuid>, InsertPayoutError>;
+type InsertResult = fn() -> Result<Option<BatchId>, InsertPayoutError>;
 
 struct World {
     receiver: Option<Receiver>,
