@@ -97,7 +97,7 @@ mod tests {
     use super::*;
     use chrono::{DateTime, Utc};
     use domain::ids::{BatchId, PayoutId, ReceiverAccountId, ReceiverId, SubaccountId};
-    use domain::money::{Asset, MinorUnits};
+    use domain::money::{Asset, Fee, MinorUnits};
     use domain::payout::PayoutStatus;
     use uuid::Uuid;
 
@@ -121,7 +121,7 @@ mod tests {
             account_id: ReceiverAccountId::from_uuid(Uuid::from_u128(3)),
             asset: Asset::Aud,
             amount: MinorUnits::new(amount).unwrap_or_else(|e| panic!("{e}")),
-            fee: 0,
+            fee: Fee::ZERO,
             fee_template: None,
             reference: None,
             note: String::new(),

@@ -107,6 +107,47 @@ impl MinorUnits {
     }
 }
 
+/// A fee in minor units: zero (no template, or one that charges nothing) or more. Not a
+/// [`MinorUnits`]: a fee can be zero, and a template's fixed part and minimum (each up to
+/// [`MAX_AMOUNT`]) plus up to 100 % of an amount can go beyond [`MAX_AMOUNT`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Fee(i64);
+
+/// Why a number is not a fee.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a fee cannot be negative")]
+pub struct NegativeFee;
+
+impl Fee {
+    /// No fee.
+    pub const ZERO: Fee = Fee(0);
+
+    /// Checks that a fee is not negative (a stored one, say).
+    pub const fn new(value: i64) -> Result<Self, NegativeFee> {
+        if value >= 0 {
+            Ok(Self(value))
+        } else {
+            Err(NegativeFee)
+        }
+    }
+
+    /// `value` as a fee, a negative value counting as none (for results of fee arithmetic,
+    /// whose parts are never negative).
+    pub const fn at_least_zero(value: i64) -> Self {
+        if value >= 0 { Self(value) } else { Self::ZERO }
+    }
+
+    /// The fee in minor units.
+    pub const fn get(self) -> i64 {
+        self.0
+    }
+
+    /// Whether there is no fee.
+    pub const fn is_zero(self) -> bool {
+        self.0 == 0
+    }
+}
+
 /// A fee percentage with four decimal places, held as ten-thousandths of a percent
 /// (`1.25` % is 12_500), so fee arithmetic stays in integers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
@@ -205,6 +246,15 @@ mod tests {
             );
         }
         assert_eq!(MinorUnits::new(-1), Err(AmountError::OutOfRange));
+    }
+
+    #[test]
+    fn fees_are_zero_or_more_and_may_pass_the_largest_amount() {
+        assert_eq!(Fee::new(0), Ok(Fee::ZERO));
+        assert_eq!(Fee::new(2 * MAX_AMOUNT).map(Fee::get), Ok(2 * MAX_AMOUNT));
+        assert_eq!(Fee::new(-1), Err(NegativeFee));
+        assert_eq!(Fee::at_least_zero(-5), Fee::ZERO);
+        assert!(Fee::ZERO.is_zero());
     }
 
     #[test]

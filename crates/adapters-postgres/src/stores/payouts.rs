@@ -8,7 +8,7 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use domain::PortError;
 use domain::events::OutboxEvent;
 use domain::ids::{BatchId, PayoutId, ReceiverAccountId, ReceiverId, SubaccountId};
-use domain::money::{Asset, MinorUnits, Percentage};
+use domain::money::{Asset, Fee, MinorUnits, Percentage};
 use domain::payout::ports::{InsertPayoutError, PayoutStore};
 use domain::payout::{Payout, PayoutStatus};
 use domain::ports::{LedgerEntry, LedgerEntryKind};
@@ -79,7 +79,7 @@ impl From<&Payout> for PayoutRow {
             account_id: p.account_id.as_uuid(),
             asset: p.asset.code().to_owned(),
             amount: p.amount.get(),
-            fee: p.fee,
+            fee: p.fee.get(),
             fee_template_id: t.map(|t| t.id),
             fee_group_id: t.map(|t| t.group_id),
             fee_fixed: t.map(|t| t.fixed),
@@ -138,7 +138,8 @@ impl TryFrom<PayoutRow> for Payout {
             asset,
             amount: MinorUnits::new(r.amount)
                 .map_err(|_| unknown(format!("payout {} has amount {}", r.id, r.amount)))?,
-            fee: r.fee,
+            fee: Fee::new(r.fee)
+                .map_err(|_| unknown(format!("payout {} has fee {}", r.id, r.fee)))?,
             fee_template,
             reference: r.reference,
             note: r.note,
@@ -983,7 +984,7 @@ mod tests {
     use chrono::{DateTime, Utc};
     use domain::events::OutboxEvent;
     use domain::ids::{BatchId, PayoutId, ReceiverAccountId, ReceiverId, SubaccountId};
-    use domain::money::{Asset, MinorUnits};
+    use domain::money::{Asset, Fee, MinorUnits};
     use domain::payout::change::{AccountFailure, PayoutChange};
     use domain::payout::{Payout, PayoutStatus};
     use domain::ports::{LedgerEntry, LedgerEntryKind};
@@ -1022,7 +1023,7 @@ mod tests {
                 account_id: ReceiverAccountId::from_uuid(Uuid::new_v4()),
                 asset,
                 amount: MinorUnits::new(1_000).unwrap(),
-                fee: 0,
+                fee: Fee::ZERO,
                 fee_template: None,
                 reference: None,
                 note: String::new(),

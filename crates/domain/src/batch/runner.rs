@@ -316,7 +316,7 @@ mod tests {
     use crate::account::{AccountData, ConfirmStatus, PayoutMethod, ReceiverAccount};
     use crate::batch::ports::{MockBatchStore, MockPayoutRail};
     use crate::ids::{ReceiverAccountId, ReceiverId, SubaccountId};
-    use crate::money::MinorUnits;
+    use crate::money::{Fee, MinorUnits};
     use crate::payout::ports::MockPayoutStore;
     use crate::ports::{MockClock, MockIdGenerator};
     use chrono::{DateTime, Utc};
@@ -334,7 +334,7 @@ mod tests {
             account_id: ReceiverAccountId::from_uuid(Uuid::from_u128(4)),
             asset: Asset::Aud,
             amount: MinorUnits::new(1_013).unwrap_or_else(|e| panic!("{e}")),
-            fee: 0,
+            fee: Fee::ZERO,
             fee_template: None,
             reference: None,
             note: String::new(),

@@ -78,8 +78,8 @@ fn hold_entries(
         created_at: now,
     };
     let mut entries = vec![entry(amount_kind, payout.amount.get())];
-    if payout.fee > 0 {
-        entries.push(entry(fee_kind, payout.fee));
+    if !payout.fee.is_zero() {
+        entries.push(entry(fee_kind, payout.fee.get()));
     }
     entries
 }
@@ -196,7 +196,7 @@ impl PayoutReaction {
 mod tests {
     use super::*;
     use crate::ids::{PayoutId, ReceiverId, SubaccountId};
-    use crate::money::{Asset, MinorUnits};
+    use crate::money::{Asset, Fee, MinorUnits};
     use uuid::Uuid;
 
     struct Counter(std::sync::atomic::AtomicU64);
@@ -225,7 +225,7 @@ mod tests {
             account_id: ReceiverAccountId::from_uuid(Uuid::from_u128(400)),
             asset: Asset::Aud,
             amount: MinorUnits::new(1_000).unwrap_or_else(|_| unreachable!()),
-            fee,
+            fee: Fee::new(fee).unwrap_or_else(|_| unreachable!()),
             fee_template: None,
             reference: None,
             note: String::new(),

@@ -10,7 +10,7 @@ use crate::account::ports::MockAccountStore;
 use crate::account::{AccountData, PayoutMethod, ReceiverAccount};
 use crate::country::CountryCode;
 use crate::ids::{ApiKeyId, BatchId, PayoutId, SubaccountId};
-use crate::money::Percentage;
+use crate::money::{Fee, Percentage};
 use crate::paging::cursor::CursorKey;
 use crate::payout::PayoutStatus;
 use crate::payout::ports::MockPayoutStore;
@@ -195,7 +195,7 @@ async fn holds_amount_and_fee_with_ledger_entries_and_announces_it() {
     };
     let service = service(world, |payout, entries, events| {
         assert_eq!(
-            (payout.amount.get(), payout.fee, payout.total()),
+            (payout.amount.get(), payout.fee.get(), payout.total()),
             (10_000, 180, 10_180)
         );
         let moves: Vec<_> = entries
@@ -394,7 +394,7 @@ fn stored_payout(status: PayoutStatus, fee: i64) -> Payout {
         account_id: ReceiverAccountId::from_uuid(Uuid::from_u128(ACCOUNT)),
         asset: Asset::Aud,
         amount: MinorUnits::new(1000).unwrap_or_else(|e| panic!("{e}")),
-        fee,
+        fee: Fee::new(fee).unwrap_or_else(|e| panic!("{e}")),
         fee_template: None,
         reference: None,
         note: String::new(),
