@@ -982,11 +982,12 @@ pub(crate) async fn react(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use chrono::{DateTime, Utc};
+    use domain::builders::PayoutBuilder;
     use domain::events::OutboxEvent;
     use domain::ids::{BatchId, PayoutId, ReceiverAccountId, ReceiverId, SubaccountId};
-    use domain::money::{Asset, Fee, MinorUnits};
+    use domain::money::Asset;
+    use domain::payout::PayoutStatus;
     use domain::payout::change::{AccountFailure, PayoutChange};
-    use domain::payout::{Payout, PayoutStatus};
     use domain::ports::{LedgerEntry, LedgerEntryKind};
     use uuid::Uuid;
 
@@ -1016,27 +1017,17 @@ mod tests {
         };
         PayoutChange {
             expected: PayoutStatus::InProgress,
-            payout: Payout {
-                id,
-                subaccount_id: SubaccountId::from_uuid(sub),
-                receiver_id: ReceiverId::from_uuid(Uuid::new_v4()),
-                account_id: ReceiverAccountId::from_uuid(Uuid::new_v4()),
-                asset,
-                amount: MinorUnits::new(1_000).unwrap(),
-                fee: Fee::ZERO,
-                fee_template: None,
-                reference: None,
-                note: String::new(),
-                status: PayoutStatus::Failed,
-                batch_id: Some(BatchId::from_uuid(Uuid::new_v4())),
-                provider_reference: String::new(),
-                duplicate: false,
-                submitted_at: None,
-                receiver_is_invalid: false,
-                failure_reason: None,
-                created_at: at(0),
-                updated_at: at(secs),
-            },
+            payout: PayoutBuilder::new()
+                .id(id)
+                .subaccount(SubaccountId::from_uuid(sub))
+                .receiver(ReceiverId::from_uuid(Uuid::new_v4()))
+                .account(ReceiverAccountId::from_uuid(Uuid::new_v4()))
+                .asset(asset)
+                .status(PayoutStatus::Failed)
+                .batch(BatchId::from_uuid(Uuid::new_v4()))
+                .created_at(at(0))
+                .updated_at(at(secs))
+                .build(),
             entries: if (available, pending) == (0, 0) {
                 Vec::new()
             } else {

@@ -315,8 +315,8 @@ mod tests {
     use crate::account::ports::MockAccountStore;
     use crate::account::{AccountData, ConfirmStatus, PayoutMethod, ReceiverAccount};
     use crate::batch::ports::{MockBatchStore, MockPayoutRail};
-    use crate::ids::{ReceiverAccountId, ReceiverId, SubaccountId};
-    use crate::money::{Fee, MinorUnits};
+    use crate::builders::PayoutBuilder;
+    use crate::ids::{ReceiverId, SubaccountId};
     use crate::payout::ports::MockPayoutStore;
     use crate::ports::{MockClock, MockIdGenerator};
     use chrono::{DateTime, Utc};
@@ -326,28 +326,17 @@ mod tests {
         DateTime::from_timestamp(1_700_000_000, 0).unwrap_or_default()
     }
 
+    /// Payout 1 of subaccount 2, to receiver 3's account 4 (the builder's ids), submitted in
+    /// batch 5.
     fn in_progress() -> Payout {
-        Payout {
-            id: PayoutId::from_uuid(Uuid::from_u128(1)),
-            subaccount_id: SubaccountId::from_uuid(Uuid::from_u128(2)),
-            receiver_id: ReceiverId::from_uuid(Uuid::from_u128(3)),
-            account_id: ReceiverAccountId::from_uuid(Uuid::from_u128(4)),
-            asset: Asset::Aud,
-            amount: MinorUnits::new(1_013).unwrap_or_else(|e| panic!("{e}")),
-            fee: Fee::ZERO,
-            fee_template: None,
-            reference: None,
-            note: String::new(),
-            status: PayoutStatus::InProgress,
-            batch_id: Some(BatchId::from_uuid(Uuid::from_u128(5))),
-            provider_reference: "SBX-1".to_owned(),
-            duplicate: false,
-            submitted_at: Some(now()),
-            receiver_is_invalid: false,
-            failure_reason: None,
-            created_at: now(),
-            updated_at: now(),
-        }
+        PayoutBuilder::new()
+            .amount(1_013)
+            .status(PayoutStatus::InProgress)
+            .batch(BatchId::from_uuid(Uuid::from_u128(5)))
+            .provider_reference("SBX-1")
+            .submitted_at(now())
+            .created_at(now())
+            .build()
     }
 
     fn runner(

@@ -195,8 +195,7 @@ impl PayoutReaction {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::{PayoutId, ReceiverId, SubaccountId};
-    use crate::money::{Asset, Fee, MinorUnits};
+    use crate::builders::PayoutBuilder;
     use uuid::Uuid;
 
     struct Counter(std::sync::atomic::AtomicU64);
@@ -217,28 +216,7 @@ mod tests {
     }
 
     fn payout(status: PayoutStatus, fee: i64) -> Payout {
-        let at = DateTime::from_timestamp(1_700_000_000, 0).unwrap_or_default();
-        Payout {
-            id: PayoutId::from_uuid(Uuid::from_u128(100)),
-            subaccount_id: SubaccountId::from_uuid(Uuid::from_u128(200)),
-            receiver_id: ReceiverId::from_uuid(Uuid::from_u128(300)),
-            account_id: ReceiverAccountId::from_uuid(Uuid::from_u128(400)),
-            asset: Asset::Aud,
-            amount: MinorUnits::new(1_000).unwrap_or_else(|_| unreachable!()),
-            fee: Fee::new(fee).unwrap_or_else(|_| unreachable!()),
-            fee_template: None,
-            reference: None,
-            note: String::new(),
-            status,
-            batch_id: None,
-            provider_reference: String::new(),
-            duplicate: false,
-            submitted_at: None,
-            receiver_is_invalid: false,
-            failure_reason: None,
-            created_at: at,
-            updated_at: at,
-        }
+        PayoutBuilder::new().status(status).fee(fee).build()
     }
 
     fn now() -> DateTime<Utc> {

@@ -8,9 +8,10 @@ use uuid::Uuid;
 use super::*;
 use crate::account::ports::MockAccountStore;
 use crate::account::{AccountData, PayoutMethod, ReceiverAccount};
+use crate::builders::PayoutBuilder;
 use crate::country::CountryCode;
 use crate::ids::{ApiKeyId, BatchId, PayoutId, SubaccountId};
-use crate::money::{Fee, Percentage};
+use crate::money::Percentage;
 use crate::paging::cursor::CursorKey;
 use crate::payout::PayoutStatus;
 use crate::payout::ports::MockPayoutStore;
@@ -387,27 +388,15 @@ async fn the_stores_refusals_map_to_their_codes() {
 }
 
 fn stored_payout(status: PayoutStatus, fee: i64) -> Payout {
-    Payout {
-        id: PayoutId::from_uuid(Uuid::from_u128(0xF)),
-        subaccount_id: caller().subaccount_id,
-        receiver_id: ReceiverId::from_uuid(Uuid::from_u128(RECEIVER)),
-        account_id: ReceiverAccountId::from_uuid(Uuid::from_u128(ACCOUNT)),
-        asset: Asset::Aud,
-        amount: MinorUnits::new(1000).unwrap_or_else(|e| panic!("{e}")),
-        fee: Fee::new(fee).unwrap_or_else(|e| panic!("{e}")),
-        fee_template: None,
-        reference: None,
-        note: String::new(),
-        status,
-        batch_id: None,
-        provider_reference: String::new(),
-        duplicate: false,
-        submitted_at: None,
-        receiver_is_invalid: false,
-        failure_reason: None,
-        created_at: now(),
-        updated_at: now(),
-    }
+    PayoutBuilder::new()
+        .id(PayoutId::from_uuid(Uuid::from_u128(0xF)))
+        .subaccount(caller().subaccount_id)
+        .receiver(ReceiverId::from_uuid(Uuid::from_u128(RECEIVER)))
+        .account(ReceiverAccountId::from_uuid(Uuid::from_u128(ACCOUNT)))
+        .status(status)
+        .fee(fee)
+        .created_at(now())
+        .build()
 }
 
 fn cancel_service(payouts: MockPayoutStore) -> PayoutService {
