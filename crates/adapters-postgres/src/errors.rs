@@ -1,8 +1,55 @@
-//! Translation of storage failures into the domain's `PortError`.
+//! Translation of storage failures into the domain's `PortError`, and the error of the stores'
+//! transactions (`TxError`).
 
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use diesel_async::pooled_connection::deadpool::PoolError;
 use domain::PortError;
+
+/// Why a store transaction rolled back: a query failed, or something the transaction relies on
+/// did not hold. Each has its own variant, so a store's own failure is never dressed up as a
+/// diesel error; `?` on a query converts, so `conn.transaction::<_, TxError, _>` works as it
+/// does with diesel's error. [`from_tx`] is the one place it becomes a `PortError`.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TxError {
+    /// A query failed (including `RollbackTransaction`, a rollback asked for on purpose).
+    #[error(transparent)]
+    Db(#[from] DieselError),
+    /// The running request's idempotency key is no longer its own (it outlived its lease and a
+    /// retry took the key over): its write must not commit.
+    #[error("the request's idempotency key is no longer its own; not writing")]
+    KeyNotOwn,
+    /// Something the store or the domain guarantees did not hold: a stored row the domain
+    /// refuses, a transition the domain's table does not allow, a statement that touched fewer
+    /// rows than it must.
+    #[error("{0:#}")]
+    Invariant(anyhow::Error),
+}
+
+impl TxError {
+    /// A broken invariant, described by the error that found it.
+    pub(crate) fn invariant(cause: impl Into<anyhow::Error>) -> Self {
+        Self::Invariant(cause.into())
+    }
+
+    /// The constraint (or unique index) a unique violation hit, if the query failed with one.
+    pub(crate) fn unique_violation(&self) -> Option<&str> {
+        match self {
+            TxError::Db(e) => unique_violation(e),
+            TxError::KeyNotOwn | TxError::Invariant(_) => None,
+        }
+    }
+}
+
+/// A store transaction's failure: a query failure as [`from_diesel`] sorts it; a lost
+/// idempotency key or a broken invariant is `Unknown` (500).
+pub(crate) fn from_tx(e: TxError) -> PortError {
+    match e {
+        TxError::Db(e) => from_diesel(e),
+        other @ (TxError::KeyNotOwn | TxError::Invariant(_)) => {
+            PortError::Unknown(anyhow::Error::new(other))
+        }
+    }
+}
 
 /// A pool checkout failure: the database is unreachable or saturated (503).
 pub(crate) fn from_pool(e: PoolError) -> PortError {

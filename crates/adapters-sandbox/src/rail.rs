@@ -96,8 +96,9 @@ impl PayoutRail for SandboxRail {
 mod tests {
     use super::*;
     use chrono::{DateTime, Utc};
-    use domain::ids::{PayoutId, ReceiverAccountId, ReceiverId, SubaccountId};
-    use domain::money::{Asset, MinorUnits};
+    use domain::builders::PayoutBuilder;
+    use domain::ids::{BatchId, PayoutId, SubaccountId};
+    use domain::money::Asset;
     use domain::payout::PayoutStatus;
     use uuid::Uuid;
 
@@ -114,32 +115,19 @@ mod tests {
     }
 
     fn payout(n: u128, amount: i64, submitted: Option<i64>) -> Payout {
-        Payout {
-            id: PayoutId::from_uuid(Uuid::from_u128(n)),
-            subaccount_id: SubaccountId::from_uuid(Uuid::from_u128(1)),
-            receiver_id: ReceiverId::from_uuid(Uuid::from_u128(2)),
-            account_id: ReceiverAccountId::from_uuid(Uuid::from_u128(3)),
-            asset: Asset::Aud,
-            amount: MinorUnits::new(amount).unwrap_or_else(|e| panic!("{e}")),
-            fee: 0,
-            fee_template: None,
-            reference: None,
-            note: String::new(),
-            status: PayoutStatus::InProgress,
-            batch_id: None,
-            provider_reference: String::new(),
-            duplicate: false,
-            submitted_at: submitted.map(at),
-            receiver_is_invalid: false,
-            failure_reason: None,
-            created_at: at(0),
-            updated_at: at(0),
-        }
+        PayoutBuilder::new()
+            .id(PayoutId::from_uuid(Uuid::from_u128(n)))
+            .subaccount(SubaccountId::from_uuid(Uuid::from_u128(1)))
+            .amount(amount)
+            .status(PayoutStatus::InProgress)
+            .submitted_at(submitted.map(at))
+            .created_at(at(0))
+            .build()
     }
 
     fn batch() -> Batch {
         Batch {
-            id: Uuid::from_u128(9),
+            id: BatchId::from_uuid(Uuid::from_u128(9)),
             subaccount_id: SubaccountId::from_uuid(Uuid::from_u128(1)),
             asset: Asset::Aud,
             status: domain::batch::BatchStatus::Queue,

@@ -334,7 +334,7 @@ impl Metrics {
             .set(sample.pool_idle);
         self.pool_waiting.set(sample.pool_waiting);
         self.outbox_pending.set(sample.outbox_pending);
-        for status in PayoutStatus::ALL {
+        for &status in PayoutStatus::ALL {
             let count = sample
                 .payouts_by_status
                 .iter()

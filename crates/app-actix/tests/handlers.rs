@@ -63,56 +63,93 @@ fn clock() -> Arc<MockClock> {
     Arc::new(clock)
 }
 
-fn state(credentials: MockCredentialStore, receivers: MockReceiverStore) -> web::Data<AppState> {
-    web::Data::new(AppState {
-        auth: AuthService::new(
-            Arc::new(credentials),
-            clock(),
-            chrono::Duration::seconds(300),
-        ),
-        receivers: ReceiverService::new(
-            Arc::new(receivers),
-            Arc::new(MockKycProvider::new()),
-            clock(),
-            Arc::new(MockIdGenerator::new()),
-            CursorKey::new([1; 32]),
-        ),
-        subaccounts: SubaccountService::new(Arc::new(MockSubaccountStore::new())),
-        accounts: AccountService::new(
-            Arc::new(MockAccountStore::new()),
-            Arc::new(MockReceiverStore::new()),
-            Arc::new(MockNotifier::new()),
-            clock(),
-            Arc::new(MockIdGenerator::new()),
-            "http://payoutd.test".to_owned(),
-        ),
-        payouts: PayoutService::new(
-            Arc::new(MockPayoutStore::new()),
-            Arc::new(MockReceiverStore::new()),
-            Arc::new(MockAccountStore::new()),
-            Arc::new(MockSubaccountStore::new()),
-            clock(),
-            Arc::new(MockIdGenerator::new()),
-            CursorKey::new([1; 32]),
-        ),
-        batches: Arc::new(BatchRunner::new(
-            Arc::new(MockBatchStore::new()),
-            Arc::new(MockPayoutStore::new()),
-            Arc::new(MockAccountStore::new()),
-            Arc::new(MockPayoutRail::new()),
-            clock(),
-            Arc::new(MockIdGenerator::new()),
-            chrono::Duration::seconds(60),
-        )),
-        idempotency: IdempotencyService::new(Arc::new(MockIdempotencyStore::new()), clock()),
-        rate_limit: Arc::new(app_actix::http::rate_limit::ApiKeyLimiter::new(
-            std::num::NonZeroU32::new(1_000).unwrap(),
-            std::num::NonZeroU32::new(1_000).unwrap(),
-        )),
-        metrics: Arc::new(app_actix::metrics::Metrics::new()),
-        sampler: Arc::new(NoSample),
-        readiness: Box::new(Down),
-    })
+/// The handlers' `AppState` over mocked ports. Every port starts as a mock that expects nothing
+/// (so a call the test did not set up fails it), each shared by all the services that use it as
+/// `startup` shares the store; the clock stands at `NOW_MS`, and readiness and the database
+/// sampler report the database down. A test sets only the ports it is about.
+#[derive(Default)]
+struct StateBuilder {
+    credentials: MockCredentialStore,
+    receivers: MockReceiverStore,
+    subaccounts: MockSubaccountStore,
+    accounts: MockAccountStore,
+    payouts: MockPayoutStore,
+    batches: MockBatchStore,
+    rail: MockPayoutRail,
+    kyc: MockKycProvider,
+    notifier: MockNotifier,
+    idempotency: MockIdempotencyStore,
+    ids: MockIdGenerator,
+}
+
+impl StateBuilder {
+    fn credentials(mut self, credentials: MockCredentialStore) -> Self {
+        self.credentials = credentials;
+        self
+    }
+
+    fn receivers(mut self, receivers: MockReceiverStore) -> Self {
+        self.receivers = receivers;
+        self
+    }
+
+    fn build(self) -> web::Data<AppState> {
+        let receivers = Arc::new(self.receivers);
+        let subaccounts = Arc::new(self.subaccounts);
+        let accounts = Arc::new(self.accounts);
+        let payouts = Arc::new(self.payouts);
+        let ids = Arc::new(self.ids);
+        let clock = clock();
+        web::Data::new(AppState {
+            auth: AuthService::new(
+                Arc::new(self.credentials),
+                clock.clone(),
+                chrono::Duration::seconds(300),
+            ),
+            receivers: ReceiverService::new(
+                receivers.clone(),
+                Arc::new(self.kyc),
+                clock.clone(),
+                ids.clone(),
+                CursorKey::new([1; 32]),
+            ),
+            subaccounts: SubaccountService::new(subaccounts.clone()),
+            accounts: AccountService::new(
+                accounts.clone(),
+                receivers.clone(),
+                Arc::new(self.notifier),
+                clock.clone(),
+                ids.clone(),
+                "http://payoutd.test".to_owned(),
+            ),
+            payouts: PayoutService::new(
+                payouts.clone(),
+                receivers,
+                accounts.clone(),
+                subaccounts,
+                clock.clone(),
+                ids.clone(),
+                CursorKey::new([1; 32]),
+            ),
+            batches: Arc::new(BatchRunner::new(
+                Arc::new(self.batches),
+                payouts,
+                accounts,
+                Arc::new(self.rail),
+                clock.clone(),
+                ids,
+                chrono::Duration::seconds(60),
+            )),
+            idempotency: IdempotencyService::new(Arc::new(self.idempotency), clock),
+            rate_limit: Arc::new(app_actix::http::rate_limit::ApiKeyLimiter::new(
+                std::num::NonZeroU32::new(1_000).unwrap(),
+                std::num::NonZeroU32::new(1_000).unwrap(),
+            )),
+            metrics: Arc::new(app_actix::metrics::Metrics::new()),
+            sampler: Arc::new(NoSample),
+            readiness: Box::new(Down),
+        })
+    }
 }
 
 fn working_credentials() -> MockCredentialStore {
@@ -164,7 +201,7 @@ async fn an_unreachable_credential_store_is_503_sys503() {
         .expect_find_credential()
         .returning(|_| Err(PortError::Unavailable(anyhow::anyhow!(CAUSE))));
     let (status, body) = call(
-        state(credentials, MockReceiverStore::new()),
+        StateBuilder::default().credentials(credentials).build(),
         signed_get("/api/receiver/x"),
     )
     .await;
@@ -180,7 +217,11 @@ async fn an_unexpected_store_failure_is_500_sys500_without_its_cause() {
         .expect_find_receiver()
         .returning(|_, _| Err(PortError::Unknown(anyhow::anyhow!(CAUSE))));
     let path = format!("/api/receiver/{}", Uuid::from_u128(9));
-    let (status, body) = call(state(working_credentials(), receivers), signed_get(&path)).await;
+    let state = StateBuilder::default()
+        .credentials(working_credentials())
+        .receivers(receivers)
+        .build();
+    let (status, body) = call(state, signed_get(&path)).await;
     assert_eq!(status, 500);
     let json: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(json["message"], "Get receiver failed");
@@ -191,7 +232,7 @@ async fn an_unexpected_store_failure_is_500_sys500_without_its_cause() {
 #[actix_web::test]
 async fn readiness_reports_503_when_the_database_is_down() {
     let (status, body) = call(
-        state(MockCredentialStore::new(), MockReceiverStore::new()),
+        StateBuilder::default().build(),
         test::TestRequest::get().uri("/readyz"),
     )
     .await;

@@ -12,39 +12,39 @@ use crate::receiver::Receiver;
 use crate::time::unix_millis;
 
 /// The kinds of event the service emits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr)]
+#[strum(const_into_str)]
 pub enum EventKind {
     /// A receiver was created and stored.
+    #[strum(serialize = "receiverCreated")]
     ReceiverCreated,
     /// A receiver's KYC status changed.
+    #[strum(serialize = "receiverKycUpdate")]
     ReceiverKycUpdate,
     /// A receiver account was created.
+    #[strum(serialize = "accountCreated")]
     AccountCreated,
     /// A receiver account changed (confirmed, failed).
+    #[strum(serialize = "accountUpdate")]
     AccountUpdate,
     /// A payout was created.
+    #[strum(serialize = "payoutCreated")]
     PayoutCreated,
     /// A payout changed status.
+    #[strum(serialize = "payoutUpdated")]
     PayoutUpdated,
     /// A payout failed (sent with its `payoutUpdated`).
+    #[strum(serialize = "payoutFailure")]
     PayoutFailure,
     /// A batch changed status.
+    #[strum(serialize = "batchUpdate")]
     BatchUpdate,
 }
 
 impl EventKind {
     /// The `event` value of the payload.
     pub const fn name(self) -> &'static str {
-        match self {
-            EventKind::ReceiverCreated => "receiverCreated",
-            EventKind::ReceiverKycUpdate => "receiverKycUpdate",
-            EventKind::AccountCreated => "accountCreated",
-            EventKind::AccountUpdate => "accountUpdate",
-            EventKind::PayoutCreated => "payoutCreated",
-            EventKind::PayoutUpdated => "payoutUpdated",
-            EventKind::PayoutFailure => "payoutFailure",
-            EventKind::BatchUpdate => "batchUpdate",
-        }
+        self.into_str()
     }
 }
 
@@ -63,7 +63,9 @@ pub struct OutboxEvent {
     pub id: EventId,
     /// The subaccount whose postback URL receives it.
     pub subaccount_id: SubaccountId,
-    /// The object the event is about (receiver, account, payout, batch).
+    /// The object the event is about (receiver, account, payout, batch). A plain `Uuid` on
+    /// purpose: it is any of those kinds (the kind says which), and the outbox numbers each
+    /// object's events by it whatever its kind.
     pub object_id: Uuid,
     /// What happened.
     pub kind: EventKind,
@@ -199,7 +201,7 @@ impl OutboxEvent {
         Self {
             id,
             subaccount_id: batch.subaccount_id,
-            object_id: batch.id,
+            object_id: batch.id.as_uuid(),
             kind: EventKind::BatchUpdate,
             payload,
             occurred_at: at,

@@ -61,6 +61,11 @@ id_type!(
     PayoutId
 );
 id_type!(
+    /// A batch of one subaccount's payouts in one asset (`batch_id`; the reference is
+    /// `BATCH_<id>`).
+    BatchId
+);
+id_type!(
     /// An API credential (the row behind an API key).
     ApiKeyId
 );

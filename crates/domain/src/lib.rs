@@ -9,6 +9,9 @@ pub mod account;
 pub mod admin;
 pub mod auth;
 pub mod batch;
+#[cfg(any(test, feature = "mock"))]
+pub mod builders;
+mod coded_status;
 pub mod codes;
 pub mod country;
 pub mod delivery;

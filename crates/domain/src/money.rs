@@ -2,42 +2,53 @@
 
 use std::fmt;
 
+use strum::{EnumString, IntoStaticStr, VariantArray};
+
 /// A currency the service pays out in (contract §6: AUD, USD, CAD, EUR, NZD).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    VariantArray,
+    IntoStaticStr,
+    EnumString,
+)]
+#[strum(const_into_str, ascii_case_insensitive)]
 pub enum Asset {
     /// Australian dollar.
+    #[strum(serialize = "AUD")]
     Aud,
     /// US dollar.
+    #[strum(serialize = "USD")]
     Usd,
     /// Canadian dollar.
+    #[strum(serialize = "CAD")]
     Cad,
     /// Euro.
+    #[strum(serialize = "EUR")]
     Eur,
     /// New Zealand dollar.
+    #[strum(serialize = "NZD")]
     Nzd,
 }
 
 impl Asset {
     /// Every supported asset.
-    pub const ALL: [Asset; 5] = [Asset::Aud, Asset::Usd, Asset::Cad, Asset::Eur, Asset::Nzd];
+    pub const ALL: &'static [Asset] = Self::VARIANTS;
 
     /// Parses an ISO 4217 code, case-insensitively (the seed accepts `aud`).
     pub fn parse(raw: &str) -> Option<Asset> {
-        let raw = raw.trim();
-        Self::ALL
-            .into_iter()
-            .find(|asset| asset.code().eq_ignore_ascii_case(raw))
+        raw.trim().parse().ok()
     }
 
     /// The upper-case ISO 4217 code.
     pub const fn code(self) -> &'static str {
-        match self {
-            Asset::Aud => "AUD",
-            Asset::Usd => "USD",
-            Asset::Cad => "CAD",
-            Asset::Eur => "EUR",
-            Asset::Nzd => "NZD",
-        }
+        self.into_str()
     }
 }
 
@@ -93,6 +104,47 @@ impl MinorUnits {
     /// The amount in minor units.
     pub const fn get(self) -> i64 {
         self.0
+    }
+}
+
+/// A fee in minor units: zero (no template, or one that charges nothing) or more. Not a
+/// [`MinorUnits`]: a fee can be zero, and a template's fixed part and minimum (each up to
+/// [`MAX_AMOUNT`]) plus up to 100 % of an amount can go beyond [`MAX_AMOUNT`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Fee(i64);
+
+/// Why a number is not a fee.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a fee cannot be negative")]
+pub struct NegativeFee;
+
+impl Fee {
+    /// No fee.
+    pub const ZERO: Fee = Fee(0);
+
+    /// Checks that a fee is not negative (a stored one, say).
+    pub const fn new(value: i64) -> Result<Self, NegativeFee> {
+        if value >= 0 {
+            Ok(Self(value))
+        } else {
+            Err(NegativeFee)
+        }
+    }
+
+    /// `value` as a fee, a negative value counting as none (for results of fee arithmetic,
+    /// whose parts are never negative).
+    pub const fn at_least_zero(value: i64) -> Self {
+        if value >= 0 { Self(value) } else { Self::ZERO }
+    }
+
+    /// The fee in minor units.
+    pub const fn get(self) -> i64 {
+        self.0
+    }
+
+    /// Whether there is no fee.
+    pub const fn is_zero(self) -> bool {
+        self.0 == 0
     }
 }
 
@@ -194,6 +246,15 @@ mod tests {
             );
         }
         assert_eq!(MinorUnits::new(-1), Err(AmountError::OutOfRange));
+    }
+
+    #[test]
+    fn fees_are_zero_or_more_and_may_pass_the_largest_amount() {
+        assert_eq!(Fee::new(0), Ok(Fee::ZERO));
+        assert_eq!(Fee::new(2 * MAX_AMOUNT).map(Fee::get), Ok(2 * MAX_AMOUNT));
+        assert_eq!(Fee::new(-1), Err(NegativeFee));
+        assert_eq!(Fee::at_least_zero(-5), Fee::ZERO);
+        assert!(Fee::ZERO.is_zero());
     }
 
     #[test]

@@ -14,7 +14,9 @@ pub const MAX_LIMIT: u16 = 100;
 pub struct Position {
     /// `created_at` of the last item returned.
     pub created_at: DateTime<Utc>,
-    /// `id` of the last item returned (breaks ties between equal timestamps).
+    /// `id` of the last item returned (breaks ties between equal timestamps). A plain `Uuid`:
+    /// every list (receivers, payouts) pages by its own kind of id, and the cursor
+    /// is scoped to its list when sealed.
     pub id: Uuid,
 }
 

@@ -6,6 +6,7 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use strum::{EnumString, IntoStaticStr, VariantArray};
 use uuid::Uuid;
 
 use crate::auth::{Credential, NonceOutcome};
@@ -186,51 +187,41 @@ pub struct LedgerEntry {
 }
 
 /// Why a ledger entry exists.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, IntoStaticStr, EnumString)]
+#[strum(const_into_str)]
 pub enum LedgerEntryKind {
     /// An operator credited the balance.
+    #[strum(serialize = "funding")]
     Funding,
     /// A payout's amount moved from available to pending when it was created.
+    #[strum(serialize = "payout_hold")]
     PayoutHold,
     /// A payout's fee moved from available to pending when it was created.
+    #[strum(serialize = "fee_hold")]
     FeeHold,
     /// A payout's held amount returned to available (cancelled or failed).
+    #[strum(serialize = "payout_void")]
     PayoutVoid,
     /// A payout's held fee returned to available (cancelled or failed).
+    #[strum(serialize = "fee_void")]
     FeeVoid,
     /// A paid payout's held amount left the balance (pending decreases).
+    #[strum(serialize = "payout_post")]
     PayoutPost,
     /// A paid payout's held fee left the balance (pending decreases).
+    #[strum(serialize = "fee_post")]
     FeePost,
 }
 
 impl LedgerEntryKind {
     /// Stored name.
     pub const fn as_str(self) -> &'static str {
-        match self {
-            LedgerEntryKind::Funding => "funding",
-            LedgerEntryKind::PayoutHold => "payout_hold",
-            LedgerEntryKind::FeeHold => "fee_hold",
-            LedgerEntryKind::PayoutVoid => "payout_void",
-            LedgerEntryKind::FeeVoid => "fee_void",
-            LedgerEntryKind::PayoutPost => "payout_post",
-            LedgerEntryKind::FeePost => "fee_post",
-        }
+        self.into_str()
     }
 
     /// The kind with this stored name.
     pub fn parse(raw: &str) -> Option<Self> {
-        [
-            LedgerEntryKind::Funding,
-            LedgerEntryKind::PayoutHold,
-            LedgerEntryKind::FeeHold,
-            LedgerEntryKind::PayoutVoid,
-            LedgerEntryKind::FeeVoid,
-            LedgerEntryKind::PayoutPost,
-            LedgerEntryKind::FeePost,
-        ]
-        .into_iter()
-        .find(|k| k.as_str() == raw)
+        raw.parse().ok()
     }
 }
 
@@ -379,36 +370,32 @@ pub struct LedgerDiscrepancy {
 }
 
 /// Where an outbox event is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, VariantArray, IntoStaticStr, EnumString)]
+#[strum(const_into_str)]
 pub enum EventStatus {
     /// Waiting for its next attempt.
+    #[strum(serialize = "pending")]
     Pending,
     /// Delivered (a 2xx answer).
+    #[strum(serialize = "delivered")]
     Delivered,
     /// Given up: no attempts left, no endpoint, or the endpoint answered 410.
+    #[strum(serialize = "exhausted")]
     Exhausted,
 }
 
 impl EventStatus {
     /// Every status.
-    pub const ALL: [EventStatus; 3] = [
-        EventStatus::Pending,
-        EventStatus::Delivered,
-        EventStatus::Exhausted,
-    ];
+    pub const ALL: &'static [EventStatus] = Self::VARIANTS;
 
     /// The stored name.
     pub const fn as_str(self) -> &'static str {
-        match self {
-            EventStatus::Pending => "pending",
-            EventStatus::Delivered => "delivered",
-            EventStatus::Exhausted => "exhausted",
-        }
+        self.into_str()
     }
 
     /// The status with this name.
     pub fn parse(raw: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|s| s.as_str() == raw)
+        raw.parse().ok()
     }
 }
 
@@ -419,7 +406,8 @@ pub struct EventSummary {
     pub id: EventId,
     /// Event name, e.g. `receiverCreated`.
     pub event_type: String,
-    /// The object it is about.
+    /// The object it is about: a receiver, account, payout or batch, as
+    /// [`OutboxEvent::object_id`], hence a plain `Uuid`.
     pub object_id: Uuid,
     /// Its sequence among the object's events.
     pub sequence: i32,

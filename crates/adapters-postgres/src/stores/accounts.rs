@@ -21,7 +21,7 @@ use super::PgStore;
 use super::outbox::insert_events;
 use super::payouts::{Waiting, react};
 use crate::cached::CachedExt;
-use crate::errors::{from_diesel, unique_violation};
+use crate::errors::{TxError, from_diesel, from_tx};
 use crate::schema::{account_confirmations, receiver_accounts};
 use crate::vault::Vault;
 use domain::payout::change::PayoutReaction;
@@ -206,14 +206,20 @@ fn fingerprint_equals(field: AccountField, fp: Vec<u8>) -> Option<FingerprintFil
 
 /// Why a confirmation transaction rolled back.
 enum ConfirmAbort {
-    Db(diesel::result::Error),
+    Tx(TxError),
     NotApplicable,
     Payouts(super::payouts::PayoutAbort),
 }
 
 impl From<diesel::result::Error> for ConfirmAbort {
     fn from(e: diesel::result::Error) -> Self {
-        Self::Db(e)
+        Self::Tx(TxError::Db(e))
+    }
+}
+
+impl From<TxError> for ConfirmAbort {
+    fn from(e: TxError) -> Self {
+        Self::Tx(e)
     }
 }
 
@@ -236,7 +242,7 @@ impl AccountStore for PgStore {
         let token = *token;
         let mut conn = self.conn().await?;
         let result = conn
-            .transaction::<_, diesel::result::Error, _>(async |conn| {
+            .transaction::<_, TxError, _>(async |conn| {
                 diesel::insert_into(receiver_accounts::table)
                     .values(&row)
                     .execute(conn)
@@ -255,9 +261,9 @@ impl AccountStore for PgStore {
             })
             .await;
         let result = self.after_commit(result);
-        result.map_err(|e| match unique_violation(&e) {
+        result.map_err(|e| match e.unique_violation() {
             Some("receiver_accounts_details_unique") => InsertAccountError::Duplicate,
-            _ => InsertAccountError::Port(from_diesel(e)),
+            _ => InsertAccountError::Port(from_tx(e)),
         })
     }
 
@@ -442,7 +448,7 @@ impl AccountStore for PgStore {
         match result {
             Ok(()) => Ok(true),
             Err(ConfirmAbort::NotApplicable) => Ok(false),
-            Err(ConfirmAbort::Db(e)) => Err(from_diesel(e)),
+            Err(ConfirmAbort::Tx(e)) => Err(from_tx(e)),
             Err(ConfirmAbort::Payouts(e)) => Err(e.into_port("moving payouts on confirmation")),
         }
     }
@@ -454,7 +460,7 @@ mod tests {
 
     #[test]
     fn every_matchable_field_and_only_those_has_a_fingerprint_column() {
-        for field in AccountField::ALL {
+        for &field in AccountField::ALL {
             let mut fingerprints = Fingerprints::default();
             assert_eq!(
                 fingerprints.column(field).is_some(),

@@ -12,7 +12,7 @@ use domain::PortError;
 use domain::batch::ports::{BatchStore, ClosePlanner, ClosedBatch, RailReceipt};
 use domain::batch::{Batch, BatchStatus};
 use domain::events::OutboxEvent;
-use domain::ids::{EventId, SubaccountId};
+use domain::ids::{BatchId, EventId, SubaccountId};
 use domain::money::Asset;
 use domain::payout::{Payout, PayoutStatus};
 use uuid::Uuid;
@@ -21,7 +21,7 @@ use super::PgStore;
 use super::outbox::insert_events;
 use super::payouts::{PayoutAbort, PayoutRow, apply_changes};
 use crate::cached::CachedExt;
-use crate::errors::from_diesel;
+use crate::errors::{TxError, from_diesel, from_tx};
 use crate::schema::{batches, payouts};
 
 /// A `batches` row.
@@ -50,7 +50,7 @@ impl TryFrom<BatchRow> for Batch {
 
     fn try_from(r: BatchRow) -> Result<Self, PortError> {
         Ok(Batch {
-            id: r.id,
+            id: BatchId::from_uuid(r.id),
             subaccount_id: SubaccountId::from_uuid(r.subaccount_id),
             asset: Asset::parse(&r.asset)
                 .ok_or_else(|| unknown(format!("batch {} has asset {}", r.id, r.asset)))?,
@@ -68,8 +68,8 @@ impl TryFrom<BatchRow> for Batch {
 }
 
 /// A stored value the domain refuses, as the error that rolls the transaction back.
-fn corrupt(e: PortError) -> diesel::result::Error {
-    diesel::result::Error::QueryBuilderError(e.into())
+fn corrupt(e: PortError) -> TxError {
+    TxError::invariant(e)
 }
 
 fn to_payouts(rows: Vec<PayoutRow>) -> Result<Vec<Payout>, PortError> {
@@ -126,15 +126,14 @@ impl BatchStore for PgStore {
                     return Ok(Closing::Nothing);
                 };
                 let batch = Batch::try_from(row).map_err(corrupt)?;
-                let pending =
-                    to_payouts(locked_payouts(conn, batch.id, PayoutStatus::Pending).await?)
-                        .map_err(corrupt)?;
-                let plan = planner.plan(&batch, &pending).map_err(|e| {
-                    PayoutAbort::Db(diesel::result::Error::QueryBuilderError(e.into()))
-                })?;
+                let pending = to_payouts(
+                    locked_payouts(conn, batch.id.as_uuid(), PayoutStatus::Pending).await?,
+                )
+                .map_err(corrupt)?;
+                let plan = planner.plan(&batch, &pending).map_err(TxError::invariant)?;
                 apply_changes(conn, &plan.changes, interval).await?;
                 let leased = plan.batch.status == BatchStatus::Queue;
-                diesel::update(batches::table.find(batch.id))
+                diesel::update(batches::table.find(batch.id.as_uuid()))
                     .set((
                         batches::status.eq(plan.batch.status.as_str()),
                         batches::total_tx.eq(plan.batch.total_tx),
@@ -215,10 +214,10 @@ impl BatchStore for PgStore {
         submitted: &Batch,
         events: &[OutboxEvent],
     ) -> Result<bool, PortError> {
-        let id = closed.batch.id;
+        let id = closed.batch.id.as_uuid();
         let mut conn = self.conn().await?;
         let result = conn
-            .transaction::<_, diesel::result::Error, _>(async |conn| {
+            .transaction::<_, TxError, _>(async |conn| {
                 let moved = diesel::update(batches::table.find(id))
                     .filter(batches::status.eq(BatchStatus::Queue.as_str()))
                     .filter(batches::claimed_until.eq(closed.claimed_until))
@@ -231,7 +230,7 @@ impl BatchStore for PgStore {
                     .execute(conn)
                     .await?;
                 if moved != 1 {
-                    return Err(diesel::result::Error::RollbackTransaction);
+                    return Err(TxError::Db(diesel::result::Error::RollbackTransaction));
                 }
                 // Every receipt's reference in one statement (a batch may hold thousands).
                 let ids: Vec<Uuid> = receipts.iter().map(|r| r.payout_id.as_uuid()).collect();
@@ -256,8 +255,8 @@ impl BatchStore for PgStore {
         let result = self.after_commit(result);
         match result {
             Ok(()) => Ok(true),
-            Err(diesel::result::Error::RollbackTransaction) => Ok(false),
-            Err(e) => Err(from_diesel(e)),
+            Err(TxError::Db(diesel::result::Error::RollbackTransaction)) => Ok(false),
+            Err(e) => Err(from_tx(e)),
         }
     }
 
@@ -282,13 +281,14 @@ impl BatchStore for PgStore {
     #[tracing::instrument(level = "debug", skip_all, fields(batch = %batch))]
     async fn finish_batch(
         &self,
-        batch: Uuid,
+        batch: BatchId,
         now: DateTime<Utc>,
         event_id: EventId,
     ) -> Result<Option<Batch>, PortError> {
+        let batch = batch.as_uuid();
         let mut conn = self.conn().await?;
         let result = conn
-            .transaction::<_, diesel::result::Error, _>(async |conn| {
+            .transaction::<_, TxError, _>(async |conn| {
                 let row: Option<BatchRow> = batches::table
                     .find(batch)
                     .filter(batches::status.eq(BatchStatus::InProgress.as_str()))
@@ -347,7 +347,7 @@ impl BatchStore for PgStore {
             })
             .await;
         let result = self.after_commit(result);
-        result.map_err(from_diesel)
+        result.map_err(from_tx)
     }
 
     #[tracing::instrument(
@@ -380,11 +380,11 @@ impl BatchStore for PgStore {
     async fn find_batch(
         &self,
         subaccount: SubaccountId,
-        id: Uuid,
+        id: BatchId,
     ) -> Result<Option<Batch>, PortError> {
         let mut conn = self.conn().await?;
         let row: Option<BatchRow> = batches::table
-            .find(id)
+            .find(id.as_uuid())
             .filter(batches::subaccount_id.eq(subaccount.as_uuid()))
             .select(BatchRow::as_select())
             .first(&mut conn)
@@ -402,12 +402,12 @@ impl BatchStore for PgStore {
     async fn in_progress_payouts(
         &self,
         subaccount: SubaccountId,
-        batch: Uuid,
+        batch: BatchId,
     ) -> Result<Vec<Payout>, PortError> {
         let mut conn = self.conn().await?;
         let rows: Vec<PayoutRow> = payouts::table
             .filter(payouts::subaccount_id.eq(subaccount.as_uuid()))
-            .filter(payouts::batch_id.eq(batch))
+            .filter(payouts::batch_id.eq(batch.as_uuid()))
             .filter(payouts::status.eq(i16::from(PayoutStatus::InProgress.code())))
             .order(payouts::created_at.asc())
             .select(PayoutRow::as_select())

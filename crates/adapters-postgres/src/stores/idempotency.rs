@@ -22,14 +22,12 @@ use domain::ids::SubaccountId;
 
 use super::PgStore;
 use crate::cached::CachedExt;
-use crate::errors::from_diesel;
+use crate::errors::{TxError, from_diesel};
 use crate::schema::idempotency_keys;
 
 /// The error that rolls back a business transaction whose request no longer holds its key.
-pub(crate) fn not_own() -> diesel::result::Error {
-    diesel::result::Error::QueryBuilderError(
-        "the request's idempotency key is no longer its own; not writing".into(),
-    )
+pub(crate) fn not_own() -> TxError {
+    TxError::KeyNotOwn
 }
 
 /// A stored status: HTTP statuses fit in a `smallint`.
@@ -44,7 +42,7 @@ pub(crate) fn status_column(response: &StoredResponse) -> i16 {
 pub(crate) async fn mark_committed(
     conn: &mut AsyncPgConnection,
     commit: Option<&KeyCommit<'_>>,
-) -> Result<(), diesel::result::Error> {
+) -> Result<(), TxError> {
     let Some(commit) = commit else {
         return Ok(());
     };

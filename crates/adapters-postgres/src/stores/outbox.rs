@@ -9,6 +9,7 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use uuid::Uuid;
 
 use crate::cached::CachedExt;
+use crate::errors::TxError;
 use domain::events::OutboxEvent;
 use domain::idempotency::KeyCommit;
 
@@ -25,7 +26,7 @@ pub(crate) async fn insert_events(
     conn: &mut AsyncPgConnection,
     events: &[OutboxEvent],
     key: Option<&KeyCommit<'_>>,
-) -> Result<(), diesel::result::Error> {
+) -> Result<(), TxError> {
     let Some((first, rest)) = events.split_first() else {
         return super::idempotency::mark_committed(conn, key).await;
     };
@@ -67,10 +68,7 @@ pub(crate) async fn insert_events(
 
 /// Several events in one statement ([`INSERT_EVENTS`]), so that a transaction writing many
 /// (a batch closing) takes one round trip for them rather than one each.
-async fn insert_many(
-    conn: &mut AsyncPgConnection,
-    events: &[OutboxEvent],
-) -> Result<(), diesel::result::Error> {
+async fn insert_many(conn: &mut AsyncPgConnection, events: &[OutboxEvent]) -> Result<(), TxError> {
     let ids: Vec<Uuid> = events.iter().map(|e| e.id.as_uuid()).collect();
     let subaccounts: Vec<Uuid> = events.iter().map(|e| e.subaccount_id.as_uuid()).collect();
     let objects: Vec<Uuid> = events.iter().map(|e| e.object_id).collect();
@@ -90,9 +88,10 @@ async fn insert_many(
     if inserted == events.len() {
         Ok(())
     } else {
-        Err(diesel::result::Error::QueryBuilderError(
-            format!("{inserted} of {} events inserted", events.len()).into(),
-        ))
+        Err(TxError::Invariant(anyhow::anyhow!(
+            "{inserted} of {} events inserted",
+            events.len()
+        )))
     }
 }
 

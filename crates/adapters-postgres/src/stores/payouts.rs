@@ -8,8 +8,8 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use domain::PortError;
 use domain::events::OutboxEvent;
 use domain::idempotency::{KeyCommit, WriteKey};
-use domain::ids::{PayoutId, ReceiverAccountId, ReceiverId, SubaccountId};
-use domain::money::{Asset, MinorUnits, Percentage};
+use domain::ids::{BatchId, PayoutId, ReceiverAccountId, ReceiverId, SubaccountId};
+use domain::money::{Asset, Fee, MinorUnits, Percentage};
 use domain::payout::ports::{InsertPayoutError, PayoutStore};
 use domain::payout::{Payout, PayoutStatus};
 use domain::ports::{LedgerEntry, LedgerEntryKind};
@@ -20,7 +20,7 @@ use super::PgStore;
 use super::accounts::AccountRow;
 use super::outbox::insert_events;
 use crate::cached::CachedExt;
-use crate::errors::{from_diesel, unique_violation};
+use crate::errors::{TxError, from_diesel, from_tx};
 use crate::schema::{
     balances, batches, fee_templates, ledger_entries, payouts, receiver_accounts, receivers,
 };
@@ -80,7 +80,7 @@ impl From<&Payout> for PayoutRow {
             account_id: p.account_id.as_uuid(),
             asset: p.asset.code().to_owned(),
             amount: p.amount.get(),
-            fee: p.fee,
+            fee: p.fee.get(),
             fee_template_id: t.map(|t| t.id),
             fee_group_id: t.map(|t| t.group_id),
             fee_fixed: t.map(|t| t.fixed),
@@ -89,7 +89,7 @@ impl From<&Payout> for PayoutRow {
             reference: p.reference.clone(),
             note: p.note.clone(),
             status: i16::from(p.status.code()),
-            batch_id: p.batch_id,
+            batch_id: p.batch_id.map(|b| b.as_uuid()),
             provider_reference: p.provider_reference.clone(),
             duplicate: p.duplicate,
             created_at: p.created_at,
@@ -139,7 +139,8 @@ impl TryFrom<PayoutRow> for Payout {
             asset,
             amount: MinorUnits::new(r.amount)
                 .map_err(|_| unknown(format!("payout {} has amount {}", r.id, r.amount)))?,
-            fee: r.fee,
+            fee: Fee::new(r.fee)
+                .map_err(|_| unknown(format!("payout {} has fee {}", r.id, r.fee)))?,
             fee_template,
             reference: r.reference,
             note: r.note,
@@ -147,7 +148,7 @@ impl TryFrom<PayoutRow> for Payout {
                 .ok()
                 .and_then(PayoutStatus::from_code)
                 .ok_or_else(|| unknown(format!("payout {} has status {}", r.id, r.status)))?,
-            batch_id: r.batch_id,
+            batch_id: r.batch_id.map(BatchId::from_uuid),
             provider_reference: r.provider_reference,
             duplicate: r.duplicate,
             submitted_at: r.submitted_at,
@@ -233,7 +234,8 @@ pub(crate) async fn insert_entries(
 /// Why a payout transaction rolled back.
 #[derive(Debug)]
 pub(crate) enum PayoutAbort {
-    Db(diesel::result::Error),
+    /// A query failed or an invariant broke.
+    Tx(TxError),
     /// The balance cannot absorb the change (a hold beyond `available`; for a later transition,
     /// a ledger that disagrees with its balance).
     InsufficientBalance,
@@ -247,7 +249,7 @@ impl PayoutAbort {
     /// The port error for an abort where none of the named cases is expected.
     pub(crate) fn into_port(self, what: &str) -> PortError {
         match self {
-            PayoutAbort::Db(e) => from_diesel(e),
+            PayoutAbort::Tx(e) => from_tx(e),
             other => unknown(format!("{what}: unexpected {other:?}")),
         }
     }
@@ -255,7 +257,13 @@ impl PayoutAbort {
 
 impl From<diesel::result::Error> for PayoutAbort {
     fn from(e: diesel::result::Error) -> Self {
-        Self::Db(e)
+        Self::Tx(TxError::Db(e))
+    }
+}
+
+impl From<TxError> for PayoutAbort {
+    fn from(e: TxError) -> Self {
+        Self::Tx(e)
     }
 }
 
@@ -503,7 +511,7 @@ impl PayoutStore for PgStore {
         entries: &[LedgerEntry],
         events: &[OutboxEvent],
         key: &WriteKey<Payout>,
-    ) -> Result<Option<Uuid>, InsertPayoutError> {
+    ) -> Result<Option<BatchId>, InsertPayoutError> {
         let row = PayoutRow::from(payout);
         let total = payout.total();
         let interval = self.batch_interval;
@@ -554,7 +562,7 @@ impl PayoutStore for PgStore {
                 if held != 1 {
                     return Err(PayoutAbort::InsufficientBalance);
                 }
-                Ok(batch.map(|(id, _)| id))
+                Ok(batch.map(|(id, _)| BatchId::from_uuid(id)))
             })
             .await;
         let result = self.after_commit(result);
@@ -562,9 +570,9 @@ impl PayoutStore for PgStore {
             Ok(batch) => Ok(batch),
             Err(PayoutAbort::InsufficientBalance) => Err(InsertPayoutError::InsufficientBalance),
             Err(PayoutAbort::Stale) => Err(InsertPayoutError::Stale),
-            Err(PayoutAbort::Db(e)) => Err(match unique_violation(&e) {
+            Err(PayoutAbort::Tx(e)) => Err(match e.unique_violation() {
                 Some("payouts_reference_unique") => InsertPayoutError::DuplicateReference,
-                _ => InsertPayoutError::Port(from_diesel(e)),
+                _ => InsertPayoutError::Port(from_tx(e)),
             }),
             Err(e) => Err(InsertPayoutError::Port(e.into_port("inserting a payout"))),
         }
@@ -619,7 +627,7 @@ pub(crate) async fn join_open_batch(
     asset: &str,
     now: DateTime<Utc>,
     interval: chrono::Duration,
-) -> Result<(Uuid, DateTime<Utc>), diesel::result::Error> {
+) -> Result<(Uuid, DateTime<Utc>), TxError> {
     // Two rounds suffice: a concurrent creator's batch is visible once its insert has made ours
     // wait and do nothing. A third round means that batch closed at once; try again anyway.
     for _ in 0..3 {
@@ -654,9 +662,9 @@ pub(crate) async fn join_open_batch(
             return Ok((id, run_at));
         }
     }
-    Err(diesel::result::Error::QueryBuilderError(
-        "no open batch could be joined or created".into(),
-    ))
+    Err(TxError::Invariant(anyhow::anyhow!(
+        "no open batch could be joined or created"
+    )))
 }
 
 /// `events` with the batch's id and run time in the payloads of `payout`'s events.
@@ -696,7 +704,10 @@ pub(crate) async fn apply_changes(
         }
         return Ok(());
     };
-    let mut batch_ids: Vec<Uuid> = changes.iter().filter_map(|c| c.payout.batch_id).collect();
+    let mut batch_ids: Vec<Uuid> = changes
+        .iter()
+        .filter_map(|c| c.payout.batch_id.map(|b| b.as_uuid()))
+        .collect();
     batch_ids.sort_unstable();
     batch_ids.dedup();
     let run_times: HashMap<Uuid, DateTime<Utc>> = batches::table
@@ -710,6 +721,7 @@ pub(crate) async fn apply_changes(
     let batch_of = |c: &PayoutChange| {
         c.payout
             .batch_id
+            .map(|b| b.as_uuid())
             .and_then(|b| run_times.get(&b).map(|run_at| (b, *run_at)))
     };
     let ps = changes.iter().map(|c| &c.payout);
@@ -895,12 +907,12 @@ pub(crate) async fn apply_change(
         }
         None => None,
         Some(batch) => batches::table
-            .find(batch)
+            .find(batch.as_uuid())
             .select(batches::batch_run_time)
             .first(conn)
             .await
             .optional()?
-            .map(|run_at| (batch, run_at)),
+            .map(|run_at| (batch.as_uuid(), run_at)),
     };
     let moved = diesel::update(payouts::table)
         .filter(payouts::id.eq(id))
@@ -997,11 +1009,10 @@ pub(crate) async fn react(
         .await?;
     for row in rows {
         let account_confirmed = confirmed.contains(&row.account_id);
-        let payout = Payout::try_from(row)
-            .map_err(|e| PayoutAbort::Db(diesel::result::Error::QueryBuilderError(e.into())))?;
+        let payout = Payout::try_from(row).map_err(TxError::invariant)?;
         let change = reaction
             .plan(&payout, account_confirmed)
-            .map_err(|e| PayoutAbort::Db(diesel::result::Error::QueryBuilderError(e.into())))?;
+            .map_err(TxError::invariant)?;
         apply_change(conn, &change, interval, &WriteKey::none()).await?;
     }
     Ok(())
@@ -1016,7 +1027,7 @@ fn written_key<'k>(
 ) -> Option<KeyCommit<'k>> {
     key.claim()?;
     let written = Payout {
-        batch_id: batch.map(|(id, _)| id),
+        batch_id: batch.map(|(id, _)| BatchId::from_uuid(id)),
         ..payout.clone()
     };
     key.commit(&written)
@@ -1026,11 +1037,12 @@ fn written_key<'k>(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use chrono::{DateTime, Utc};
+    use domain::builders::PayoutBuilder;
     use domain::events::OutboxEvent;
-    use domain::ids::{PayoutId, ReceiverAccountId, ReceiverId, SubaccountId};
-    use domain::money::{Asset, MinorUnits};
+    use domain::ids::{BatchId, PayoutId, ReceiverAccountId, ReceiverId, SubaccountId};
+    use domain::money::Asset;
+    use domain::payout::PayoutStatus;
     use domain::payout::change::{AccountFailure, PayoutChange};
-    use domain::payout::{Payout, PayoutStatus};
     use domain::ports::{LedgerEntry, LedgerEntryKind};
     use uuid::Uuid;
 
@@ -1060,27 +1072,17 @@ mod tests {
         };
         PayoutChange {
             expected: PayoutStatus::InProgress,
-            payout: Payout {
-                id,
-                subaccount_id: SubaccountId::from_uuid(sub),
-                receiver_id: ReceiverId::from_uuid(Uuid::new_v4()),
-                account_id: ReceiverAccountId::from_uuid(Uuid::new_v4()),
-                asset,
-                amount: MinorUnits::new(1_000).unwrap(),
-                fee: 0,
-                fee_template: None,
-                reference: None,
-                note: String::new(),
-                status: PayoutStatus::Failed,
-                batch_id: Some(Uuid::new_v4()),
-                provider_reference: String::new(),
-                duplicate: false,
-                submitted_at: None,
-                receiver_is_invalid: false,
-                failure_reason: None,
-                created_at: at(0),
-                updated_at: at(secs),
-            },
+            payout: PayoutBuilder::new()
+                .id(id)
+                .subaccount(SubaccountId::from_uuid(sub))
+                .receiver(ReceiverId::from_uuid(Uuid::new_v4()))
+                .account(ReceiverAccountId::from_uuid(Uuid::new_v4()))
+                .asset(asset)
+                .status(PayoutStatus::Failed)
+                .batch(BatchId::from_uuid(Uuid::new_v4()))
+                .created_at(at(0))
+                .updated_at(at(secs))
+                .build(),
             entries: if (available, pending) == (0, 0) {
                 Vec::new()
             } else {

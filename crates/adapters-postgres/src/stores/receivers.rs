@@ -19,7 +19,7 @@ use super::PgStore;
 use super::outbox::insert_events;
 use super::payouts::{PayoutAbort, Waiting, react};
 use crate::cached::CachedExt;
-use crate::errors::{from_diesel, unique_violation};
+use crate::errors::{TxError, from_diesel, from_tx};
 use crate::rows::ReceiverRow;
 use crate::schema::receivers;
 use domain::payout::change::PayoutReaction;
@@ -45,7 +45,7 @@ impl ReceiverStore for PgStore {
         let commit = key.commit(receiver);
         let mut conn = self.conn().await?;
         let result = conn
-            .transaction::<_, diesel::result::Error, _>(async |conn| {
+            .transaction::<_, TxError, _>(async |conn| {
                 diesel::insert_into(receivers::table)
                     .values(&row)
                     .execute(conn)
@@ -56,10 +56,10 @@ impl ReceiverStore for PgStore {
         let result = self.after_commit(result);
         match result {
             Ok(()) => Ok(()),
-            Err(e) => Err(match unique_violation(&e) {
+            Err(e) => Err(match e.unique_violation() {
                 Some("receivers_email_unique") => InsertReceiverError::DuplicateEmail,
                 Some("receivers_reference_unique") => InsertReceiverError::DuplicateReference,
-                _ => InsertReceiverError::Port(from_diesel(e)),
+                _ => InsertReceiverError::Port(from_tx(e)),
             }),
         }
     }

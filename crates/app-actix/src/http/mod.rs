@@ -128,7 +128,7 @@ pub fn route_table(t: &mut impl RouteTable) {
     t.route(Method::GET, "/api/payout", payouts::list_without_slash);
     t.route(Method::POST, "/api/payout/{id}/cancel", payouts::cancel);
     t.route(Method::GET, "/api/payout/{id}", payouts::get);
-    for method in PayoutMethod::ALL {
+    for &method in PayoutMethod::ALL {
         t.route(
             Method::POST,
             &format!("/api/receiver-account/{}", method.route()),

@@ -437,7 +437,7 @@ fn payout_detail(
         amount: p.amount.get(),
         merchant: format!("MERC#{merchant}"),
         fee_data: FeeDataDetail {
-            fee_value: p.fee.to_string(),
+            fee_value: p.fee.get().to_string(),
             template: fee_data(p),
         },
         transactions: transactions(entries),

@@ -7,7 +7,7 @@ use domain::ErrorCode;
 use domain::account::service::ConfirmError;
 use domain::batch::ports::RailResult;
 use domain::batch::runner::SettleError;
-use domain::ids::PayoutId;
+use domain::ids::{BatchId, PayoutId};
 use domain::money::Asset;
 use domain::receiver::service::KycOutcomeError;
 use domain::receiver::{KycOutcome, Receiver};
@@ -253,7 +253,9 @@ pub async fn status(
     // Several transactions for a batch: the response is stored once they are all done.
     let key = request.committing_key();
     let settled = if batch {
-        match Uuid::parse_str(id.trim()) {
+        // Any form `Uuid::parse_str` reads, as before batch ids were typed (`BatchId::parse`
+        // takes only the hyphenated form).
+        match Uuid::parse_str(id.trim()).map(BatchId::from_uuid) {
             Ok(batch) => state
                 .batches
                 .settle_batch(&request.caller, batch, &result, &key)

@@ -572,7 +572,7 @@ async fn prepare<'a>(
     eprintln!("payoutd-bench: a subaccount with {clients} API keys, funded, with fee templates");
     let tenant = payoutd.tenant("Bench subaccount", clients).await?;
     let sub = tenant.subaccount_id.clone();
-    for asset in Asset::ALL {
+    for &asset in Asset::ALL {
         let code = asset.code();
         payoutd
             .admin(&[

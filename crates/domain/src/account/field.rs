@@ -6,6 +6,8 @@
 //! masking of responses and events, the verify filter, the stored fingerprints, the payout's
 //! `receiver_account`) is derived from these answers rather than from lists of names.
 
+use strum::VariantArray;
+
 use crate::account::au::Bsb;
 use crate::account::ca::CaRoutingNumber;
 use crate::account::nz::NzAccountNumber;
@@ -13,8 +15,9 @@ use crate::account::sepa::{Bic, Iban};
 use crate::account::us::{AbaRoutingNumber, AccountType};
 use crate::receiver::values::EmailAddress;
 
-/// A field of a receiver account's `account_data`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// A field of a receiver account's `account_data`. The declaration order is the stored order
+/// ([`AccountField::ALL`] and `Ord` follow it): append new fields at the end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, VariantArray)]
 pub enum AccountField {
     /// `bsb`: an Australian branch (6 digits).
     Bsb,
@@ -75,19 +78,10 @@ pub enum RailRole {
 }
 
 impl AccountField {
-    /// Every field, in stored order. Matchable fields keep this relative order in the details
-    /// fingerprint, so it must never be reordered (append new fields at the end).
-    pub const ALL: [AccountField; 9] = [
-        AccountField::Bsb,
-        AccountField::AccountNumber,
-        AccountField::RoutingNumber,
-        AccountField::AccountType,
-        AccountField::Iban,
-        AccountField::Bic,
-        AccountField::Recipient,
-        AccountField::Name,
-        AccountField::Description,
-    ];
+    /// Every field, in stored order (the declaration order). Matchable fields keep this relative
+    /// order in the details fingerprint, so it must never be reordered (append new fields at the
+    /// end).
+    pub const ALL: &'static [AccountField] = Self::VARIANTS;
 
     /// The field's JSON name.
     pub const fn name(self) -> &'static str {
@@ -106,7 +100,7 @@ impl AccountField {
 
     /// The field with this JSON name.
     pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|field| field.name() == name)
+        Self::ALL.iter().copied().find(|field| field.name() == name)
     }
 
     /// Whether the value is masked when shown.
@@ -141,7 +135,7 @@ impl AccountField {
 
     /// The matchable fields, in stored order.
     pub fn matchable_fields() -> impl Iterator<Item = AccountField> {
-        Self::ALL.into_iter().filter(|field| field.matchable())
+        Self::ALL.iter().copied().filter(|field| field.matchable())
     }
 
     /// Where the value appears in a payout's `receiver_account`, if anywhere.
@@ -233,7 +227,7 @@ mod tests {
 
     #[test]
     fn names_round_trip_and_are_distinct() {
-        for field in AccountField::ALL {
+        for &field in AccountField::ALL {
             assert_eq!(AccountField::from_name(field.name()), Some(field));
         }
         let mut names: Vec<&str> = AccountField::ALL.iter().map(|f| f.name()).collect();
@@ -271,7 +265,7 @@ mod tests {
     #[test]
     fn every_identifier_is_masked() {
         // A field that identifies an account on a bank file must never be shown in clear.
-        for field in AccountField::ALL {
+        for &field in AccountField::ALL {
             if matches!(field.rail_role(), RailRole::Account | RailRole::Address)
                 || field.payout_slot() == Some(PayoutAccountSlot::AccountNumber)
             {
@@ -282,7 +276,7 @@ mod tests {
 
     #[test]
     fn fields_that_are_not_matchable_normalise_to_nothing() {
-        for field in AccountField::ALL {
+        for &field in AccountField::ALL {
             if !field.matchable() {
                 assert_eq!(field.normalize_for_match("Jane"), None, "{field:?}");
             }

@@ -573,7 +573,7 @@ mod tests {
         };
         assert_eq!(account_number.as_str(), "0109020068389000");
 
-        for method in PayoutMethod::ALL {
+        for &method in PayoutMethod::ALL {
             assert_eq!(parsed(method).details.method(), method);
         }
     }
@@ -672,9 +672,9 @@ mod tests {
 
     #[test]
     fn fields_of_other_methods_are_ignored() {
-        for method in PayoutMethod::ALL {
+        for &method in PayoutMethod::ALL {
             let mut raw = valid(method);
-            for field in AccountField::ALL {
+            for &field in AccountField::ALL {
                 if !method.has_field(field) {
                     *raw.slot(field) = Some("x".repeat(300));
                 }
@@ -869,7 +869,7 @@ mod tests {
     #[test]
     fn any_field_over_255_characters_is_reac226() {
         let long = "é".repeat(256);
-        for method in PayoutMethod::ALL {
+        for &method in PayoutMethod::ALL {
             let mut fields = vec![None];
             fields.extend(method.fields().iter().map(|spec| Some(spec.field)));
             for field in fields {
@@ -967,7 +967,7 @@ mod tests {
 
     #[test]
     fn values_are_the_methods_fields_in_stored_order() {
-        for method in PayoutMethod::ALL {
+        for &method in PayoutMethod::ALL {
             let details = AccountInput::parse(method, &valid(method)).unwrap().details;
             let mut names: Vec<AccountField> =
                 details.values().iter().map(|(field, _)| *field).collect();
@@ -1003,7 +1003,7 @@ mod tests {
 
     #[test]
     fn stored_and_queried_values_normalise_alike() {
-        for method in PayoutMethod::ALL {
+        for &method in PayoutMethod::ALL {
             let raw = valid(method);
             let details = AccountInput::parse(method, &raw).unwrap().details;
             for (field, stored) in details.values() {
@@ -1082,7 +1082,7 @@ mod tests {
                 "{field} {value}"
             );
         }
-        for field in AccountField::ALL.map(AccountField::name) {
+        for field in AccountField::ALL.iter().map(|f| f.name()) {
             for odd in [
                 "",
                 "   ",

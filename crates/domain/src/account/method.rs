@@ -5,11 +5,13 @@
 //! does not compile until all of them are stated; routes, the HTTP body reader, the OpenAPI
 //! document and verify's one-method rule are derived from [`PayoutMethod::spec`].
 
+use strum::VariantArray;
+
 use crate::account::field::AccountField;
 use crate::money::Asset;
 
 /// How a receiver account is paid.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, VariantArray)]
 pub enum PayoutMethod {
     /// Australian direct entry (BECS): BSB and account number, AUD.
     DirectEntry,
@@ -173,15 +175,8 @@ const DIRECT_CREDIT: MethodSpec = MethodSpec {
 };
 
 impl PayoutMethod {
-    /// Every method.
-    pub const ALL: [PayoutMethod; 6] = [
-        PayoutMethod::DirectEntry,
-        PayoutMethod::Ach,
-        PayoutMethod::Eft,
-        PayoutMethod::Digital,
-        PayoutMethod::Sepa,
-        PayoutMethod::DirectCredit,
-    ];
+    /// Every method, in declaration order.
+    pub const ALL: &'static [PayoutMethod] = Self::VARIANTS;
 
     /// The method's description.
     pub const fn spec(self) -> &'static MethodSpec {
@@ -202,7 +197,7 @@ impl PayoutMethod {
 
     /// The method with this `method_name`.
     pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|m| m.name() == name)
+        Self::ALL.iter().copied().find(|m| m.name() == name)
     }
 
     /// The currency the method pays in.
@@ -249,7 +244,7 @@ mod tests {
                 "nzd/direct-credit"
             ]
         );
-        for method in PayoutMethod::ALL {
+        for &method in PayoutMethod::ALL {
             assert_eq!(PayoutMethod::from_name(method.name()), Some(method));
         }
         assert_eq!(PayoutMethod::from_name("wire"), None);
@@ -257,7 +252,7 @@ mod tests {
 
     #[test]
     fn every_method_is_well_formed() {
-        for method in PayoutMethod::ALL {
+        for &method in PayoutMethod::ALL {
             let fields: Vec<AccountField> = method.fields().iter().map(|s| s.field).collect();
             // No field twice, and at most one value for each slot of a payout's account.
             for (i, field) in fields.iter().enumerate() {

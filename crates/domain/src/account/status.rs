@@ -2,64 +2,62 @@
 //! confirmation makes it `completed`/`confirmed`; a payout failing because the receiver's
 //! details are invalid makes it `failed` (payouts work).
 
+use strum::{EnumString, IntoStaticStr, VariantArray};
+
 /// Whether an account can be paid.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, VariantArray, IntoStaticStr, EnumString)]
+#[strum(const_into_str)]
 pub enum AccountStatus {
     /// Created, not yet confirmed.
+    #[strum(serialize = "pending")]
     Pending,
     /// Confirmed by the receiver.
+    #[strum(serialize = "completed")]
     Completed,
     /// Known not to work; cannot receive new payouts.
+    #[strum(serialize = "failed")]
     Failed,
 }
 
 /// Whether the receiver confirmed the details sent to them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, VariantArray, IntoStaticStr, EnumString)]
+#[strum(const_into_str)]
 pub enum ConfirmStatus {
     /// Not yet confirmed.
+    #[strum(serialize = "unconfirmed")]
     Unconfirmed,
     /// Confirmed.
+    #[strum(serialize = "confirmed")]
     Confirmed,
 }
 
 impl AccountStatus {
     /// Every status.
-    pub const ALL: [AccountStatus; 3] = [
-        AccountStatus::Pending,
-        AccountStatus::Completed,
-        AccountStatus::Failed,
-    ];
+    pub const ALL: &'static [AccountStatus] = Self::VARIANTS;
 
     /// The wire and stored name.
     pub const fn as_str(self) -> &'static str {
-        match self {
-            AccountStatus::Pending => "pending",
-            AccountStatus::Completed => "completed",
-            AccountStatus::Failed => "failed",
-        }
+        self.into_str()
     }
 
     /// The status with this name.
     pub fn parse(raw: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|s| s.as_str() == raw)
+        raw.parse().ok()
     }
 }
 
 impl ConfirmStatus {
     /// Every status.
-    pub const ALL: [ConfirmStatus; 2] = [ConfirmStatus::Unconfirmed, ConfirmStatus::Confirmed];
+    pub const ALL: &'static [ConfirmStatus] = Self::VARIANTS;
 
     /// The wire and stored name.
     pub const fn as_str(self) -> &'static str {
-        match self {
-            ConfirmStatus::Unconfirmed => "unconfirmed",
-            ConfirmStatus::Confirmed => "confirmed",
-        }
+        self.into_str()
     }
 
     /// The status with this name.
     pub fn parse(raw: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|s| s.as_str() == raw)
+        raw.parse().ok()
     }
 }
 
@@ -83,10 +81,10 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for s in AccountStatus::ALL {
+        for &s in AccountStatus::ALL {
             assert_eq!(AccountStatus::parse(s.as_str()), Some(s));
         }
-        for s in ConfirmStatus::ALL {
+        for &s in ConfirmStatus::ALL {
             assert_eq!(ConfirmStatus::parse(s.as_str()), Some(s));
         }
         assert_eq!(AccountStatus::parse("active"), None);
@@ -94,8 +92,8 @@ mod tests {
 
     #[test]
     fn only_a_pending_unconfirmed_account_can_be_confirmed() {
-        for status in AccountStatus::ALL {
-            for c in ConfirmStatus::ALL {
+        for &status in AccountStatus::ALL {
+            for &c in ConfirmStatus::ALL {
                 let expected = (status == AccountStatus::Pending
                     && c == ConfirmStatus::Unconfirmed)
                     .then_some((AccountStatus::Completed, ConfirmStatus::Confirmed));

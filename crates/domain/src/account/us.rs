@@ -147,11 +147,14 @@ pub enum AccountTypeError {
 }
 
 /// The kind of a US or Canadian deposit account.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumString)]
+#[strum(const_into_str, ascii_case_insensitive)]
 pub enum AccountType {
     /// A checking (chequing) account.
+    #[strum(serialize = "checking")]
     Checking,
     /// A savings account.
+    #[strum(serialize = "savings")]
     Savings,
 }
 
@@ -160,22 +163,14 @@ impl AccountType {
     pub fn parse(raw: &str) -> Result<Self, AccountTypeError> {
         let text = raw.trim();
         if text.is_empty() {
-            Err(AccountTypeError::Empty)
-        } else if text.eq_ignore_ascii_case("checking") {
-            Ok(AccountType::Checking)
-        } else if text.eq_ignore_ascii_case("savings") {
-            Ok(AccountType::Savings)
-        } else {
-            Err(AccountTypeError::Invalid)
+            return Err(AccountTypeError::Empty);
         }
+        text.parse().map_err(|_| AccountTypeError::Invalid)
     }
 
     /// The lower-case wire name: `checking` or `savings`.
     pub const fn as_str(self) -> &'static str {
-        match self {
-            AccountType::Checking => "checking",
-            AccountType::Savings => "savings",
-        }
+        self.into_str()
     }
 }
 

@@ -8,54 +8,47 @@ pub mod ports;
 pub mod runner;
 
 use chrono::{DateTime, Utc};
-use uuid::Uuid;
+use strum::{EnumString, IntoStaticStr, VariantArray};
 
-use crate::ids::SubaccountId;
+use crate::ids::{BatchId, SubaccountId};
 use crate::money::Asset;
 
 /// Where a batch is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, VariantArray, IntoStaticStr, EnumString)]
+#[strum(const_into_str)]
 pub enum BatchStatus {
     /// Accepting pending payouts until its run time.
+    #[strum(serialize = "open")]
     Open,
     /// Closed; its payouts are being submitted to the rail.
+    #[strum(serialize = "queue")]
     Queue,
     /// Submitted; waiting for the rail's results.
+    #[strum(serialize = "in_progress")]
     InProgress,
     /// Every payout has a result, and at least one was paid.
+    #[strum(serialize = "settled")]
     Settled,
     /// Every payout failed.
+    #[strum(serialize = "failed")]
     Failed,
     /// Nothing left to submit when it closed (every payout was cancelled).
+    #[strum(serialize = "cancelled")]
     Cancelled,
 }
 
 impl BatchStatus {
     /// Every status.
-    pub const ALL: [BatchStatus; 6] = [
-        BatchStatus::Open,
-        BatchStatus::Queue,
-        BatchStatus::InProgress,
-        BatchStatus::Settled,
-        BatchStatus::Failed,
-        BatchStatus::Cancelled,
-    ];
+    pub const ALL: &'static [BatchStatus] = Self::VARIANTS;
 
     /// The stored and shown name.
     pub const fn as_str(self) -> &'static str {
-        match self {
-            BatchStatus::Open => "open",
-            BatchStatus::Queue => "queue",
-            BatchStatus::InProgress => "in_progress",
-            BatchStatus::Settled => "settled",
-            BatchStatus::Failed => "failed",
-            BatchStatus::Cancelled => "cancelled",
-        }
+        self.into_str()
     }
 
     /// The status with this name.
     pub fn parse(raw: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|s| s.as_str() == raw)
+        raw.parse().ok()
     }
 
     /// How a submitted batch ends once all `total_tx` payouts have a result, `total_failed` of
@@ -73,7 +66,7 @@ impl BatchStatus {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Batch {
     /// Identifier (`batch_id`; the reference is `BATCH_<id>`).
-    pub id: Uuid,
+    pub id: BatchId,
     /// The subaccount paying.
     pub subaccount_id: SubaccountId,
     /// The currency.
@@ -102,7 +95,7 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for status in BatchStatus::ALL {
+        for &status in BatchStatus::ALL {
             assert_eq!(BatchStatus::parse(status.as_str()), Some(status));
         }
         assert_eq!(BatchStatus::parse("OPEN"), None);

@@ -3,18 +3,16 @@
 use std::fmt;
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use chrono::{DateTime, Utc};
-use uuid::Uuid;
-
 use super::{Batch, BatchStatus};
 use crate::error::PortError;
 use crate::events::OutboxEvent;
-use crate::ids::{EventId, PayoutId, SubaccountId};
+use crate::ids::{BatchId, EventId, PayoutId, SubaccountId};
 use crate::money::Asset;
 use crate::payout::change::{PayoutChange, plan_change};
 use crate::payout::{IllegalTransition, Payout, PayoutTrigger};
 use crate::ports::IdGenerator;
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 
 /// A batch a runner closed (or took over), with the payouts it must submit.
 #[derive(Debug, Clone, PartialEq)]
@@ -201,7 +199,7 @@ pub trait BatchStore: Send + Sync {
     /// (or was finished already).
     async fn finish_batch(
         &self,
-        batch: Uuid,
+        batch: BatchId,
         now: DateTime<Utc>,
         event_id: EventId,
     ) -> Result<Option<Batch>, PortError>;
@@ -219,13 +217,13 @@ pub trait BatchStore: Send + Sync {
     async fn find_batch(
         &self,
         subaccount: SubaccountId,
-        id: Uuid,
+        id: BatchId,
     ) -> Result<Option<Batch>, PortError>;
 
     /// The batch's payouts that are `in_progress`.
     async fn in_progress_payouts(
         &self,
         subaccount: SubaccountId,
-        batch: Uuid,
+        batch: BatchId,
     ) -> Result<Vec<Payout>, PortError>;
 }

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use chrono::Duration;
-use uuid::Uuid;
 
 use super::ports::{BatchStore, ClosePlanner, ClosedBatch, PayoutRail, RailResult};
 use super::{Batch, BatchStatus};
@@ -14,7 +13,7 @@ use crate::auth::Caller;
 use crate::error::PortError;
 use crate::events::{EventKind, OutboxEvent};
 use crate::idempotency::WriteKey;
-use crate::ids::{EventId, PayoutId};
+use crate::ids::{BatchId, EventId, PayoutId};
 use crate::money::Asset;
 use crate::payout::change::{AccountFailure, plan_change};
 use crate::payout::ports::PayoutStore;
@@ -242,7 +241,7 @@ impl BatchRunner {
         }))
     }
 
-    async fn finish(&self, batch: Uuid) -> Result<Option<Batch>, PortError> {
+    async fn finish(&self, batch: BatchId) -> Result<Option<Batch>, PortError> {
         self.batches
             .finish_batch(
                 batch,
@@ -317,7 +316,7 @@ impl BatchRunner {
     pub async fn settle_batch(
         &self,
         caller: &Caller,
-        batch: Uuid,
+        batch: BatchId,
         result: &RailResult,
         key: &WriteKey<Payout>,
     ) -> Result<usize, SettleError> {
@@ -346,38 +345,28 @@ mod tests {
     use crate::account::ports::MockAccountStore;
     use crate::account::{AccountData, ConfirmStatus, PayoutMethod, ReceiverAccount};
     use crate::batch::ports::{MockBatchStore, MockPayoutRail};
-    use crate::ids::{ReceiverAccountId, ReceiverId, SubaccountId};
-    use crate::money::MinorUnits;
+    use crate::builders::PayoutBuilder;
+    use crate::ids::{ReceiverId, SubaccountId};
     use crate::payout::ports::MockPayoutStore;
     use crate::ports::{MockClock, MockIdGenerator};
     use chrono::{DateTime, Utc};
+    use uuid::Uuid;
 
     fn now() -> DateTime<Utc> {
         DateTime::from_timestamp(1_700_000_000, 0).unwrap_or_default()
     }
 
+    /// Payout 1 of subaccount 2, to receiver 3's account 4 (the builder's ids), submitted in
+    /// batch 5.
     fn in_progress() -> Payout {
-        Payout {
-            id: PayoutId::from_uuid(Uuid::from_u128(1)),
-            subaccount_id: SubaccountId::from_uuid(Uuid::from_u128(2)),
-            receiver_id: ReceiverId::from_uuid(Uuid::from_u128(3)),
-            account_id: ReceiverAccountId::from_uuid(Uuid::from_u128(4)),
-            asset: Asset::Aud,
-            amount: MinorUnits::new(1_013).unwrap_or_else(|e| panic!("{e}")),
-            fee: 0,
-            fee_template: None,
-            reference: None,
-            note: String::new(),
-            status: PayoutStatus::InProgress,
-            batch_id: Some(Uuid::from_u128(5)),
-            provider_reference: "SBX-1".to_owned(),
-            duplicate: false,
-            submitted_at: Some(now()),
-            receiver_is_invalid: false,
-            failure_reason: None,
-            created_at: now(),
-            updated_at: now(),
-        }
+        PayoutBuilder::new()
+            .amount(1_013)
+            .status(PayoutStatus::InProgress)
+            .batch(BatchId::from_uuid(Uuid::from_u128(5)))
+            .provider_reference("SBX-1")
+            .submitted_at(now())
+            .created_at(now())
+            .build()
     }
 
     fn runner(
@@ -436,7 +425,7 @@ mod tests {
         let mut batches = MockBatchStore::new();
         batches
             .expect_finish_batch()
-            .withf(|batch, _, _| *batch == Uuid::from_u128(5))
+            .withf(|batch, _, _| *batch == BatchId::from_uuid(Uuid::from_u128(5)))
             .times(1)
             .returning(|_, _, _| Ok(None));
         let runner = runner(batches, payouts, accounts, MockPayoutRail::new());
@@ -484,7 +473,7 @@ mod tests {
     async fn a_rail_that_fails_leaves_the_batch_for_a_later_takeover() {
         let closed = ClosedBatch {
             batch: Batch {
-                id: Uuid::from_u128(5),
+                id: BatchId::from_uuid(Uuid::from_u128(5)),
                 subaccount_id: SubaccountId::from_uuid(Uuid::from_u128(2)),
                 asset: Asset::Aud,
                 status: BatchStatus::Queue,

@@ -78,8 +78,8 @@ fn hold_entries(
         created_at: now,
     };
     let mut entries = vec![entry(amount_kind, payout.amount.get())];
-    if payout.fee > 0 {
-        entries.push(entry(fee_kind, payout.fee));
+    if !payout.fee.is_zero() {
+        entries.push(entry(fee_kind, payout.fee.get()));
     }
     entries
 }
@@ -196,8 +196,7 @@ impl PayoutReaction {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::{PayoutId, ReceiverId, SubaccountId};
-    use crate::money::{Asset, MinorUnits};
+    use crate::builders::PayoutBuilder;
     use uuid::Uuid;
 
     struct Counter(std::sync::atomic::AtomicU64);
@@ -218,28 +217,7 @@ mod tests {
     }
 
     fn payout(status: PayoutStatus, fee: i64) -> Payout {
-        let at = DateTime::from_timestamp(1_700_000_000, 0).unwrap_or_default();
-        Payout {
-            id: PayoutId::from_uuid(Uuid::from_u128(100)),
-            subaccount_id: SubaccountId::from_uuid(Uuid::from_u128(200)),
-            receiver_id: ReceiverId::from_uuid(Uuid::from_u128(300)),
-            account_id: ReceiverAccountId::from_uuid(Uuid::from_u128(400)),
-            asset: Asset::Aud,
-            amount: MinorUnits::new(1_000).unwrap_or_else(|_| unreachable!()),
-            fee,
-            fee_template: None,
-            reference: None,
-            note: String::new(),
-            status,
-            batch_id: None,
-            provider_reference: String::new(),
-            duplicate: false,
-            submitted_at: None,
-            receiver_is_invalid: false,
-            failure_reason: None,
-            created_at: at,
-            updated_at: at,
-        }
+        PayoutBuilder::new().status(status).fee(fee).build()
     }
 
     fn now() -> DateTime<Utc> {

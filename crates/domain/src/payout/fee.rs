@@ -1,19 +1,23 @@
 //! The fee rule (contract §7.2): `max(fixed + round_half_up(amount × percentage / 100), min_amount)`
 //! in integer minor units, charged on top of the amount.
 
-use crate::money::{MinorUnits, Percentage};
+use crate::money::{Fee, MinorUnits, Percentage};
 use crate::subaccount::FeeTemplate;
 
 /// The fee for `amount` under `template`; no template means no fee.
-pub fn fee(amount: MinorUnits, template: Option<&FeeTemplate>) -> i64 {
+pub fn fee(amount: MinorUnits, template: Option<&FeeTemplate>) -> Fee {
     let Some(template) = template else {
-        return 0;
+        return Fee::ZERO;
     };
     let variable = percentage_of(amount.get(), template.percentage);
-    template
-        .fixed
-        .saturating_add(variable)
-        .max(template.min_amount)
+    // A template's parts are never negative (the operator command and the table's checks
+    // refuse it), so neither is their sum.
+    Fee::at_least_zero(
+        template
+            .fixed
+            .saturating_add(variable)
+            .max(template.min_amount),
+    )
 }
 
 /// `round_half_up(amount × percentage / 100)`, exactly, in integers.
@@ -44,6 +48,11 @@ mod tests {
 
     fn amount(cents: i64) -> MinorUnits {
         MinorUnits::new(cents).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The fee, in minor units.
+    fn fee(amount: MinorUnits, template: Option<&FeeTemplate>) -> i64 {
+        super::fee(amount, template).get()
     }
 
     #[test]

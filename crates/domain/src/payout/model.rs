@@ -1,11 +1,10 @@
 //! The payout entity.
 
 use chrono::{DateTime, Utc};
-use uuid::Uuid;
 
 use super::status::PayoutStatus;
-use crate::ids::{PayoutId, ReceiverAccountId, ReceiverId, SubaccountId};
-use crate::money::{Asset, MinorUnits};
+use crate::ids::{BatchId, PayoutId, ReceiverAccountId, ReceiverId, SubaccountId};
+use crate::money::{Asset, Fee, MinorUnits};
 use crate::subaccount::FeeTemplate;
 
 /// Money sent from a subaccount's balance to one of its receivers' accounts.
@@ -24,7 +23,7 @@ pub struct Payout {
     /// What the receiver gets, minor units.
     pub amount: MinorUnits,
     /// What the subaccount pays on top, minor units.
-    pub fee: i64,
+    pub fee: Fee,
     /// The fee template applied, if any (shown as `fee_data`).
     pub fee_template: Option<FeeTemplate>,
     /// The caller's reference, unique among the subaccount's payouts.
@@ -34,7 +33,7 @@ pub struct Payout {
     /// Where it is.
     pub status: PayoutStatus,
     /// The batch it joined, once it did.
-    pub batch_id: Option<Uuid>,
+    pub batch_id: Option<BatchId>,
     /// The rail's reference, once submitted.
     pub provider_reference: String,
     /// Another payout to the same account with the same amount and currency was created in the
@@ -55,6 +54,6 @@ pub struct Payout {
 impl Payout {
     /// What the subaccount is debited: amount plus fee.
     pub fn total(&self) -> i64 {
-        self.amount.get().saturating_add(self.fee)
+        self.amount.get().saturating_add(self.fee.get())
     }
 }

@@ -2,7 +2,6 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use uuid::Uuid;
 
 use super::change::PayoutChange;
 use super::model::Payout;
@@ -10,7 +9,7 @@ use super::query::PayoutFilter;
 use crate::account::ReceiverAccount;
 use crate::error::PortError;
 use crate::events::OutboxEvent;
-use crate::ids::{PayoutId, ReceiverAccountId, SubaccountId};
+use crate::ids::{BatchId, PayoutId, ReceiverAccountId, SubaccountId};
 use crate::money::{Asset, MinorUnits};
 use crate::paging::PageRequest;
 use crate::ports::LedgerEntry;
@@ -123,5 +122,5 @@ pub trait PayoutStore: Send + Sync {
         entries: &[LedgerEntry],
         events: &[OutboxEvent],
         key: &crate::idempotency::WriteKey<Payout>,
-    ) -> Result<Option<Uuid>, InsertPayoutError>;
+    ) -> Result<Option<BatchId>, InsertPayoutError>;
 }

@@ -468,8 +468,8 @@ impl PayoutService {
             created_at: now,
         };
         let mut entries = vec![hold(LedgerEntryKind::PayoutHold, amount.get())];
-        if payout.fee > 0 {
-            entries.push(hold(LedgerEntryKind::FeeHold, payout.fee));
+        if !payout.fee.is_zero() {
+            entries.push(hold(LedgerEntryKind::FeeHold, payout.fee.get()));
         }
         let event = OutboxEvent::payout(
             EventKind::PayoutCreated,

@@ -8,8 +8,9 @@ use uuid::Uuid;
 use super::*;
 use crate::account::ports::MockAccountStore;
 use crate::account::{AccountData, PayoutMethod, ReceiverAccount};
+use crate::builders::PayoutBuilder;
 use crate::country::CountryCode;
-use crate::ids::{ApiKeyId, PayoutId, SubaccountId};
+use crate::ids::{ApiKeyId, BatchId, PayoutId, SubaccountId};
 use crate::money::Percentage;
 use crate::paging::cursor::CursorKey;
 use crate::payout::PayoutStatus;
@@ -91,7 +92,7 @@ fn raw(amount: &str, currency: &str) -> RawPayout {
 }
 
 /// What the store's insert answers (the batch joined, or why not).
-type InsertResult = fn() -> Result<Option<Uuid>, InsertPayoutError>;
+type InsertResult = fn() -> Result<Option<BatchId>, InsertPayoutError>;
 
 struct World {
     receiver: Option<Receiver>,
@@ -195,7 +196,7 @@ async fn holds_amount_and_fee_with_ledger_entries_and_announces_it() {
     };
     let service = service(world, |payout, entries, events| {
         assert_eq!(
-            (payout.amount.get(), payout.fee, payout.total()),
+            (payout.amount.get(), payout.fee.get(), payout.total()),
             (10_000, 180, 10_180)
         );
         let moves: Vec<_> = entries
@@ -393,27 +394,15 @@ async fn the_stores_refusals_map_to_their_codes() {
 }
 
 fn stored_payout(status: PayoutStatus, fee: i64) -> Payout {
-    Payout {
-        id: PayoutId::from_uuid(Uuid::from_u128(0xF)),
-        subaccount_id: caller().subaccount_id,
-        receiver_id: ReceiverId::from_uuid(Uuid::from_u128(RECEIVER)),
-        account_id: ReceiverAccountId::from_uuid(Uuid::from_u128(ACCOUNT)),
-        asset: Asset::Aud,
-        amount: MinorUnits::new(1000).unwrap_or_else(|e| panic!("{e}")),
-        fee,
-        fee_template: None,
-        reference: None,
-        note: String::new(),
-        status,
-        batch_id: None,
-        provider_reference: String::new(),
-        duplicate: false,
-        submitted_at: None,
-        receiver_is_invalid: false,
-        failure_reason: None,
-        created_at: now(),
-        updated_at: now(),
-    }
+    PayoutBuilder::new()
+        .id(PayoutId::from_uuid(Uuid::from_u128(0xF)))
+        .subaccount(caller().subaccount_id)
+        .receiver(ReceiverId::from_uuid(Uuid::from_u128(RECEIVER)))
+        .account(ReceiverAccountId::from_uuid(Uuid::from_u128(ACCOUNT)))
+        .status(status)
+        .fee(fee)
+        .created_at(now())
+        .build()
 }
 
 fn cancel_service(payouts: MockPayoutStore) -> PayoutService {
@@ -434,7 +423,7 @@ fn cancel_service(payouts: MockPayoutStore) -> PayoutService {
 
 #[tokio::test]
 async fn cancel_voids_the_hold_from_cancellable_statuses_only() {
-    for status in PayoutStatus::ALL {
+    for &status in PayoutStatus::ALL {
         let mut payouts = MockPayoutStore::new();
         payouts
             .expect_find_payout()

@@ -1,80 +1,32 @@
 //! Payout statuses (seed §3.1) and the transitions of contract §7.4, as one explicit table.
 
-/// Where a payout is. Codes are the seed's filter codes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum PayoutStatus {
-    /// Waiting for the account's details to be confirmed.
-    Awaiting,
-    /// Ready for the next batch.
-    Pending,
-    /// Waiting for the receiver's KYC.
-    Unassessed,
-    /// Submitted to the payout rail.
-    InProgress,
-    /// Paid.
-    Successful,
-    /// Cancelled before submission.
-    Cancelled,
-    /// Not paid.
-    Failed,
-    /// Reserved (accepted as a filter; never produced by this version).
-    SuccessfulPendingKyc,
-}
+use strum::VariantArray;
+
+use crate::coded_status::coded_status;
+
+coded_status!(
+    /// Where a payout is. Codes are the seed's filter codes.
+    PayoutStatus {
+        /// Waiting for the account's details to be confirmed.
+        Awaiting = (0, "awaiting"),
+        /// Ready for the next batch.
+        Pending = (1, "pending"),
+        /// Waiting for the receiver's KYC.
+        Unassessed = (2, "unassessed"),
+        /// Submitted to the payout rail.
+        InProgress = (3, "in_progress"),
+        /// Paid.
+        Successful = (4, "successful"),
+        /// Cancelled before submission.
+        Cancelled = (5, "cancelled"),
+        /// Not paid.
+        Failed = (6, "failed"),
+        /// Reserved (accepted as a filter; never produced by this version).
+        SuccessfulPendingKyc = (7, "successful_pending_kyc"),
+    }
+);
 
 impl PayoutStatus {
-    /// Every status, in code order.
-    pub const ALL: [PayoutStatus; 8] = [
-        PayoutStatus::Awaiting,
-        PayoutStatus::Pending,
-        PayoutStatus::Unassessed,
-        PayoutStatus::InProgress,
-        PayoutStatus::Successful,
-        PayoutStatus::Cancelled,
-        PayoutStatus::Failed,
-        PayoutStatus::SuccessfulPendingKyc,
-    ];
-
-    /// The seed's numeric filter code.
-    pub const fn code(self) -> u8 {
-        match self {
-            PayoutStatus::Awaiting => 0,
-            PayoutStatus::Pending => 1,
-            PayoutStatus::Unassessed => 2,
-            PayoutStatus::InProgress => 3,
-            PayoutStatus::Successful => 4,
-            PayoutStatus::Cancelled => 5,
-            PayoutStatus::Failed => 6,
-            PayoutStatus::SuccessfulPendingKyc => 7,
-        }
-    }
-
-    /// The lower-case name responses show.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            PayoutStatus::Awaiting => "awaiting",
-            PayoutStatus::Pending => "pending",
-            PayoutStatus::Unassessed => "unassessed",
-            PayoutStatus::InProgress => "in_progress",
-            PayoutStatus::Successful => "successful",
-            PayoutStatus::Cancelled => "cancelled",
-            PayoutStatus::Failed => "failed",
-            PayoutStatus::SuccessfulPendingKyc => "successful_pending_kyc",
-        }
-    }
-
-    /// The status with this code.
-    pub fn from_code(code: u8) -> Option<Self> {
-        Self::ALL.into_iter().find(|s| s.code() == code)
-    }
-
-    /// Parses a filter value: the code as one digit.
-    pub fn parse_code(raw: &str) -> Option<Self> {
-        if raw.len() != 1 {
-            return None;
-        }
-        raw.parse::<u8>().ok().and_then(Self::from_code)
-    }
-
     /// Whether the payout's money has reached its end (posted or released).
     pub const fn is_final(self) -> bool {
         matches!(
@@ -87,7 +39,7 @@ impl PayoutStatus {
 /// What moves a payout from one status to another: the input of the state machine of
 /// contract §7.4 ([`transition`]). Not an [`OutboxEvent`](crate::events::OutboxEvent), though a
 /// change it causes writes some (see [`plan_change`](super::change::plan_change)).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, VariantArray)]
 pub enum PayoutTrigger {
     /// The receiver's KYC completed; the account is confirmed.
     KycCompletedConfirmed,
@@ -109,16 +61,7 @@ pub enum PayoutTrigger {
 
 impl PayoutTrigger {
     /// Every trigger.
-    pub const ALL: [PayoutTrigger; 8] = [
-        PayoutTrigger::KycCompletedConfirmed,
-        PayoutTrigger::KycCompletedUnconfirmed,
-        PayoutTrigger::KycFailed,
-        PayoutTrigger::AccountConfirmed,
-        PayoutTrigger::Submitted,
-        PayoutTrigger::RailSucceeded,
-        PayoutTrigger::RailFailed,
-        PayoutTrigger::Cancel,
-    ];
+    pub const ALL: &'static [PayoutTrigger] = Self::VARIANTS;
 }
 
 /// A transition the table does not allow.
@@ -258,8 +201,8 @@ mod tests {
             }
         };
         let mut allowed = 0;
-        for from in PayoutStatus::ALL {
-            for trigger in PayoutTrigger::ALL {
+        for &from in PayoutStatus::ALL {
+            for &trigger in PayoutTrigger::ALL {
                 let got = transition(from, trigger).ok();
                 assert_eq!(got, expected(from, trigger), "{from:?} on {trigger:?}");
                 allowed += usize::from(got.is_some());
@@ -270,8 +213,8 @@ mod tests {
 
     #[test]
     fn final_statuses_take_nothing() {
-        for from in PayoutStatus::ALL.into_iter().filter(|s| s.is_final()) {
-            for trigger in PayoutTrigger::ALL {
+        for &from in PayoutStatus::ALL.iter().filter(|s| s.is_final()) {
+            for &trigger in PayoutTrigger::ALL {
                 assert!(transition(from, trigger).is_err(), "{from:?} {trigger:?}");
             }
         }

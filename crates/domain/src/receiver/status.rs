@@ -2,46 +2,7 @@
 //! contract §4: a new receiver is `pending`/`pending`; KYC `completed` makes it `active`, KYC
 //! `failed` makes it `failed`. Nothing else moves a receiver in this version.
 
-macro_rules! coded_status {
-    ($(#[$doc:meta])* $name:ident { $($variant:ident = ($code:literal, $wire:literal),)+ }) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum $name {
-            $(
-                #[doc = $wire]
-                $variant,
-            )+
-        }
-
-        impl $name {
-            /// Every status, in code order.
-            pub const ALL: &'static [$name] = &[$($name::$variant,)+];
-
-            /// The numeric filter code of the seed.
-            pub const fn code(self) -> u8 {
-                match self { $($name::$variant => $code,)+ }
-            }
-
-            /// The lower-case name responses and webhooks show.
-            pub const fn as_str(self) -> &'static str {
-                match self { $($name::$variant => $wire,)+ }
-            }
-
-            /// The status with this numeric code.
-            pub fn from_code(code: u8) -> Option<Self> {
-                Self::ALL.iter().copied().find(|s| s.code() == code)
-            }
-
-            /// Parses a filter value: the code as a string of digits (`"2"`).
-            pub fn parse_code(raw: &str) -> Option<Self> {
-                if raw.len() != 1 {
-                    return None;
-                }
-                raw.parse::<u8>().ok().and_then(Self::from_code)
-            }
-        }
-    };
-}
+use crate::coded_status::coded_status;
 
 coded_status!(
     /// Where a receiver is in its life (seed §3.2).

@@ -407,30 +407,26 @@ pub enum GenderError {
 }
 
 /// A receiver's gender as the API records it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumString)]
+#[strum(const_into_str, ascii_case_insensitive)]
 pub enum Gender {
     /// `M`.
+    #[strum(serialize = "M")]
     Male,
     /// `F`.
+    #[strum(serialize = "F")]
     Female,
 }
 
 impl Gender {
     /// Parses `M` or `F`, case-insensitively, ignoring surrounding whitespace.
     pub fn parse(raw: &str) -> Result<Self, GenderError> {
-        match raw.trim() {
-            "M" | "m" => Ok(Self::Male),
-            "F" | "f" => Ok(Self::Female),
-            _ => Err(GenderError::Invalid),
-        }
+        raw.trim().parse().map_err(|_| GenderError::Invalid)
     }
 
     /// `M` or `F`.
     pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Male => "M",
-            Self::Female => "F",
-        }
+        self.into_str()
     }
 }
 

@@ -253,7 +253,7 @@ impl Modify for ApiConventions {
                  (v2).",
             ))),
         );
-        for method in PayoutMethod::ALL {
+        for &method in PayoutMethod::ALL {
             doc.paths.add_path_operation(
                 format!("/api/receiver-account/{}", method.route()),
                 vec![HttpMethod::Post],

@@ -175,12 +175,14 @@ fn account_data_description() -> String {
         .map(|field| format!("`{}`", field.name()))
         .collect();
     let descriptive: Vec<&str> = AccountField::ALL
-        .into_iter()
+        .iter()
+        .copied()
         .filter(|field| !field.matchable())
         .map(AccountField::name)
         .collect();
     let carriers: Vec<&str> = PayoutMethod::ALL
-        .into_iter()
+        .iter()
+        .copied()
         .filter(|method| method.fields().iter().any(|spec| !spec.field.matchable()))
         .map(PayoutMethod::name)
         .collect();
@@ -201,7 +203,7 @@ impl PartialSchema for AccountDataSchema {
             .description(Some(account_data_description()))
             .additional_properties(Some(AdditionalProperties::FreeForm(false)))
             .min_properties(Some(1));
-        for field in AccountField::ALL {
+        for &field in AccountField::ALL {
             object = object.property(field.name(), ObjectBuilder::new().schema_type(Type::String));
         }
         object.into()

@@ -1,0 +1,10 @@
+//! Builders of domain entities for tests, in the manner of crates.io's test-utils builders:
+//! every field starts at a plausible value, and a test sets only the fields it is about, so a
+//! new field is added here once rather than in every test that builds the entity.
+//!
+//! Compiled for the domain's own tests and, through the `mock` feature, for other crates'
+//! tests (which enable it only as a dev-dependency).
+
+mod payout;
+
+pub use payout::{BUILT_AT_SECS, PayoutBuilder};
