@@ -4,11 +4,17 @@ use chrono::{DateTime, NaiveDate, Utc};
 use diesel::prelude::*;
 use uuid::Uuid;
 
-use crate::schema::{receivers, subaccounts};
+use crate::schema::{payouts, receivers, subaccounts};
+use domain::PortError;
 use domain::country::CountryCode;
+use domain::ids::{BatchId, PayoutId, ReceiverAccountId};
 use domain::ids::{MerchantId, ReceiverId, SubaccountId};
+use domain::ledger::{LedgerEntry, LedgerEntryKind};
+use domain::money::{Asset, Fee, MinorUnits, Percentage};
+use domain::payout::{Payout, PayoutStatus};
 use domain::receiver::values::{Gender, normalize_email};
 use domain::receiver::{Address, KycStatus, Receiver, ReceiverStatus};
+use domain::subaccount::FeeTemplate;
 use domain::subaccount::{Subaccount, SubaccountAddress};
 
 /// A `receivers` row, read and written whole.
@@ -235,4 +241,157 @@ impl From<SubaccountRow> for Subaccount {
             created_at: row.created_at,
         }
     }
+}
+
+fn unknown(message: String) -> PortError {
+    PortError::Unknown(anyhow::anyhow!(message))
+}
+
+/// A `payouts` row.
+#[derive(Debug, Queryable, Selectable, Insertable)]
+#[diesel(table_name = payouts, check_for_backend(diesel::pg::Pg))]
+#[diesel(treat_none_as_default_value = false)]
+pub(crate) struct PayoutRow {
+    pub(crate) id: Uuid,
+    pub(crate) subaccount_id: Uuid,
+    pub(crate) receiver_id: Uuid,
+    pub(crate) account_id: Uuid,
+    pub(crate) asset: String,
+    pub(crate) amount: i64,
+    pub(crate) fee: i64,
+    pub(crate) fee_template_id: Option<Uuid>,
+    pub(crate) fee_group_id: Option<Uuid>,
+    pub(crate) fee_fixed: Option<i64>,
+    pub(crate) fee_percentage: Option<i32>,
+    pub(crate) fee_min_amount: Option<i64>,
+    pub(crate) reference: Option<String>,
+    pub(crate) note: String,
+    pub(crate) status: i16,
+    pub(crate) batch_id: Option<Uuid>,
+    pub(crate) provider_reference: String,
+    pub(crate) duplicate: bool,
+    pub(crate) created_at: DateTime<Utc>,
+    pub(crate) updated_at: DateTime<Utc>,
+    pub(crate) submitted_at: Option<DateTime<Utc>>,
+    pub(crate) receiver_is_invalid: bool,
+    pub(crate) failure_reason: Option<String>,
+}
+
+impl From<&Payout> for PayoutRow {
+    fn from(p: &Payout) -> Self {
+        let t = p.fee_template.as_ref();
+        Self {
+            id: p.id.as_uuid(),
+            subaccount_id: p.subaccount_id.as_uuid(),
+            receiver_id: p.receiver_id.as_uuid(),
+            account_id: p.account_id.as_uuid(),
+            asset: p.asset.code().to_owned(),
+            amount: p.amount.get(),
+            fee: p.fee.get(),
+            fee_template_id: t.map(|t| t.id),
+            fee_group_id: t.map(|t| t.group_id),
+            fee_fixed: t.map(|t| t.fixed),
+            fee_percentage: t.and_then(|t| i32::try_from(t.percentage.ten_thousandths()).ok()),
+            fee_min_amount: t.map(|t| t.min_amount),
+            reference: p.reference.clone(),
+            note: p.note.clone(),
+            status: i16::from(p.status.code()),
+            batch_id: p.batch_id.map(|b| b.as_uuid()),
+            provider_reference: p.provider_reference.clone(),
+            duplicate: p.duplicate,
+            created_at: p.created_at,
+            updated_at: p.updated_at,
+            submitted_at: p.submitted_at,
+            receiver_is_invalid: p.receiver_is_invalid,
+            failure_reason: p.failure_reason.clone(),
+        }
+    }
+}
+
+impl TryFrom<PayoutRow> for Payout {
+    type Error = PortError;
+
+    fn try_from(r: PayoutRow) -> Result<Self, PortError> {
+        let asset = Asset::parse(&r.asset)
+            .ok_or_else(|| unknown(format!("payout {} has asset {}", r.id, r.asset)))?;
+        let fee_template = match (
+            r.fee_template_id,
+            r.fee_group_id,
+            r.fee_fixed,
+            r.fee_percentage,
+            r.fee_min_amount,
+        ) {
+            (Some(id), Some(group_id), Some(fixed), Some(percentage), Some(min_amount)) => {
+                Some(FeeTemplate {
+                    id,
+                    group_id,
+                    asset,
+                    fixed,
+                    percentage: u32::try_from(percentage)
+                        .ok()
+                        .and_then(|p| Percentage::from_ten_thousandths(p).ok())
+                        .ok_or_else(|| {
+                            unknown(format!("payout {} has fee percentage {percentage}", r.id))
+                        })?,
+                    min_amount,
+                })
+            }
+            _ => None,
+        };
+        Ok(Payout {
+            id: PayoutId::from_uuid(r.id),
+            subaccount_id: SubaccountId::from_uuid(r.subaccount_id),
+            receiver_id: ReceiverId::from_uuid(r.receiver_id),
+            account_id: ReceiverAccountId::from_uuid(r.account_id),
+            asset,
+            amount: MinorUnits::new(r.amount)
+                .map_err(|_| unknown(format!("payout {} has amount {}", r.id, r.amount)))?,
+            fee: Fee::new(r.fee)
+                .map_err(|_| unknown(format!("payout {} has fee {}", r.id, r.fee)))?,
+            fee_template,
+            reference: r.reference,
+            note: r.note,
+            status: u8::try_from(r.status)
+                .ok()
+                .and_then(PayoutStatus::from_code)
+                .ok_or_else(|| unknown(format!("payout {} has status {}", r.id, r.status)))?,
+            batch_id: r.batch_id.map(BatchId::from_uuid),
+            provider_reference: r.provider_reference,
+            duplicate: r.duplicate,
+            submitted_at: r.submitted_at,
+            receiver_is_invalid: r.receiver_is_invalid,
+            failure_reason: r.failure_reason,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        })
+    }
+}
+
+/// A `ledger_entries` row as the payout reads select it.
+pub(crate) type EntryRow = (
+    Uuid,
+    Uuid,
+    String,
+    String,
+    i64,
+    i64,
+    Option<Uuid>,
+    DateTime<Utc>,
+);
+
+/// The ledger entry of an [`EntryRow`].
+pub(crate) fn entry(row: EntryRow) -> Result<LedgerEntry, PortError> {
+    let (id, subaccount, asset, kind, available_delta, pending_delta, payout_id, created_at) = row;
+    Ok(LedgerEntry {
+        id,
+        subaccount_id: SubaccountId::from_uuid(subaccount),
+        asset: Asset::parse(&asset)
+            .ok_or_else(|| unknown(format!("ledger entry {id} has asset {asset}")))?,
+        kind: LedgerEntryKind::parse(&kind)
+            .ok_or_else(|| unknown(format!("ledger entry {id} has kind {kind}")))?,
+        available_delta,
+        pending_delta,
+        payout_id: payout_id.map(PayoutId::from_uuid),
+        created_at,
+    })
 }

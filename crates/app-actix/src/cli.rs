@@ -7,9 +7,9 @@ use adapters_postgres::{Vault, create_database_if_missing, create_pool, run_migr
 use anyhow::Context;
 use chrono::{DateTime, Utc};
 use clap::{Parser, Subcommand};
-use domain::admin::{AdminError, AdminService};
+use domain::admin::{AdminError, AdminPorts, AdminService};
+use domain::delivery::history::EventSummary;
 use domain::ids::{EventId, SubaccountId};
-use domain::ports::EventSummary;
 use domain::ports::{Clock, IdGenerator};
 use serde_json::{Value, json};
 
@@ -273,7 +273,7 @@ async fn admin(command: AdminCommand) -> anyhow::Result<Value> {
     let store = adapters_postgres::PgStore::new(create_pool(&db)?, Arc::new(vault));
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let ids: Arc<dyn IdGenerator> = Arc::new(RandomIds::default());
-    let service = AdminService::new(Arc::new(store), clock, ids);
+    let service = AdminService::new(AdminPorts::all(Arc::new(store)), clock, ids);
     let result: Result<Value, AdminError> = match command {
         AdminCommand::CreateSubaccount { name, email, postback_url } => {
             create_subaccount(&service, &name, email.as_deref(), postback_url.as_deref()).await

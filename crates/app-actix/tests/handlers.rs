@@ -12,6 +12,7 @@ use chrono::{DateTime, Utc};
 use domain::PortError;
 use domain::account::ports::{MockAccountStore, MockNotifier};
 use domain::account::service::AccountService;
+use domain::auth::ports::MockCredentialStore;
 use domain::auth::signature::{SignatureVersion, SignedParts, sign};
 use domain::auth::{AuthService, Credential};
 use domain::batch::ports::{MockBatchStore, MockPayoutRail};
@@ -22,11 +23,10 @@ use domain::masking::Secret;
 use domain::paging::cursor::CursorKey;
 use domain::payout::ports::MockPayoutStore;
 use domain::payout::service::PayoutService;
-use domain::ports::{
-    MockClock, MockCredentialStore, MockIdGenerator, MockKycProvider, MockReceiverStore,
-    MockSubaccountStore,
-};
+use domain::ports::{MockClock, MockIdGenerator, MockKycProvider};
+use domain::receiver::ports::MockReceiverStore;
 use domain::receiver::service::ReceiverService;
+use domain::subaccount::ports::MockSubaccountStore;
 use domain::subaccount::service::SubaccountService;
 use uuid::Uuid;
 

@@ -7,15 +7,21 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use crate::auth::ports::ApiKeyStore;
+use crate::delivery::history::EventHistoryStore;
+use crate::delivery::history::{EventStatus, EventSummary, ResendSelection};
+use crate::delivery::ports::WebhookEndpointStore;
+use crate::error::OperatorError;
 use crate::error::PortError;
 use crate::ids::{ApiKeyId, EventId, MerchantId, SubaccountId};
+use crate::ledger::LedgerStore;
+use crate::ledger::{LedgerCheck, LedgerEntry, LedgerEntryKind};
 use crate::masking::Secret;
 use crate::money::{Asset, MinorUnits, Percentage};
-use crate::ports::{
-    Clock, EventStatus, EventSummary, IdGenerator, LedgerCheck, LedgerEntry, LedgerEntryKind,
-    NewSubaccount, OperatorError, OperatorStore, ResendSelection,
-};
+use crate::ports::{Clock, IdGenerator};
 use crate::receiver::values::EmailAddress;
+use crate::subaccount::ports::NewSubaccount;
+use crate::subaccount::ports::SubaccountSetupStore;
 use crate::subaccount::{Balance, FeeTemplate, Subaccount, SubaccountAddress};
 
 /// Why an operator command failed; the message is what the CLI prints.
@@ -66,9 +72,45 @@ pub struct IssuedKey {
     pub api_secret: Secret<String>,
 }
 
+/// The stores the operator commands use, one per job.
+#[derive(Clone)]
+pub struct AdminPorts {
+    /// Subaccounts, fee templates and the signature policy.
+    pub subaccounts: Arc<dyn SubaccountSetupStore>,
+    /// API credentials.
+    pub keys: Arc<dyn ApiKeyStore>,
+    /// Webhook endpoints.
+    pub webhooks: Arc<dyn WebhookEndpointStore>,
+    /// Funding and the ledger check.
+    pub ledger: Arc<dyn LedgerStore>,
+    /// The outbox's history and resends.
+    pub events: Arc<dyn EventHistoryStore>,
+}
+
+impl AdminPorts {
+    /// Every job served by one store that implements them all (the PostgreSQL adapter).
+    pub fn all<S>(store: Arc<S>) -> Self
+    where
+        S: SubaccountSetupStore
+            + ApiKeyStore
+            + WebhookEndpointStore
+            + LedgerStore
+            + EventHistoryStore
+            + 'static,
+    {
+        Self {
+            subaccounts: store.clone(),
+            keys: store.clone(),
+            webhooks: store.clone(),
+            ledger: store.clone(),
+            events: store,
+        }
+    }
+}
+
 /// Runs operator commands.
 pub struct AdminService {
-    store: Arc<dyn OperatorStore>,
+    ports: AdminPorts,
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdGenerator>,
 }
@@ -99,12 +141,8 @@ pub fn parse_postback_url(raw: &str) -> Result<String, AdminError> {
 
 impl AdminService {
     /// Wires the service to its ports.
-    pub fn new(
-        store: Arc<dyn OperatorStore>,
-        clock: Arc<dyn Clock>,
-        ids: Arc<dyn IdGenerator>,
-    ) -> Self {
-        Self { store, clock, ids }
+    pub fn new(ports: AdminPorts, clock: Arc<dyn Clock>, ids: Arc<dyn IdGenerator>) -> Self {
+        Self { ports, clock, ids }
     }
 
     /// Creates a subaccount (and a merchant id for it).
@@ -152,7 +190,8 @@ impl AdminService {
             require_signature_v2: false,
             created_at: self.clock.now(),
         };
-        self.store
+        self.ports
+            .subaccounts
             .create_subaccount(&NewSubaccount {
                 subaccount: subaccount.clone(),
             })
@@ -169,7 +208,8 @@ impl AdminService {
             "sk_{}",
             URL_SAFE_NO_PAD.encode(self.ids.random_bytes())
         ));
-        self.store
+        self.ports
+            .keys
             .insert_credential(
                 ApiKeyId::from_uuid(self.ids.new_id()),
                 subaccount,
@@ -187,7 +227,8 @@ impl AdminService {
     /// Revokes an API key; it stops working at once.
     pub async fn revoke_key(&self, api_key: &str) -> Result<(), AdminError> {
         Ok(self
-            .store
+            .ports
+            .keys
             .revoke_credential(api_key.trim(), self.clock.now())
             .await?)
     }
@@ -203,7 +244,10 @@ impl AdminService {
             "whsec_{}",
             STANDARD.encode(self.ids.random_bytes())
         ));
-        self.store.set_webhook(subaccount, &url, &secret).await?;
+        self.ports
+            .webhooks
+            .set_webhook(subaccount, &url, &secret)
+            .await?;
         Ok((url, secret))
     }
 
@@ -220,7 +264,8 @@ impl AdminService {
             "whsec_{}",
             STANDARD.encode(self.ids.random_bytes())
         ));
-        self.store
+        self.ports
+            .webhooks
             .rotate_webhook_secret(subaccount, &secret, self.clock.now() + overlap)
             .await?;
         Ok(secret)
@@ -241,20 +286,22 @@ impl AdminService {
             })
             .transpose()?;
         Ok(self
-            .store
+            .ports
+            .events
             .list_events(subaccount, status, since, limit)
             .await?)
     }
 
     /// Compares every balance with the sum of its ledger entries.
     pub async fn check_ledger(&self) -> Result<LedgerCheck, AdminError> {
-        Ok(self.store.check_ledger().await?)
+        Ok(self.ports.ledger.check_ledger().await?)
     }
 
     /// Queues one event for delivery again, with a fresh retry schedule.
     pub async fn resend_event(&self, event: EventId) -> Result<u64, AdminError> {
         match self
-            .store
+            .ports
+            .events
             .resend_events(&ResendSelection::One(event), self.clock.now())
             .await?
         {
@@ -279,7 +326,8 @@ impl AdminService {
             until,
         };
         Ok(self
-            .store
+            .ports
+            .events
             .resend_events(&selection, self.clock.now())
             .await?)
     }
@@ -305,7 +353,7 @@ impl AdminService {
             payout_id: None,
             created_at: self.clock.now(),
         };
-        Ok(self.store.apply_ledger_entry(&entry).await?)
+        Ok(self.ports.ledger.apply_ledger_entry(&entry).await?)
     }
 
     /// Sets the subaccount's fee template for an asset.
@@ -341,7 +389,8 @@ impl AdminService {
             group_id: self.ids.new_id(),
             ..template
         };
-        self.store
+        self.ports
+            .subaccounts
             .upsert_fee_template(subaccount, &template)
             .await?;
         Ok(template)
@@ -349,7 +398,11 @@ impl AdminService {
 
     /// Makes every request of the subaccount require signature version 2.
     pub async fn require_signature_v2(&self, subaccount: SubaccountId) -> Result<(), AdminError> {
-        Ok(self.store.require_signature_v2(subaccount).await?)
+        Ok(self
+            .ports
+            .subaccounts
+            .require_signature_v2(subaccount)
+            .await?)
     }
 }
 

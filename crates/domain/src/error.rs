@@ -14,3 +14,20 @@ pub enum PortError {
     #[error(transparent)]
     Unknown(#[from] anyhow::Error),
 }
+
+/// Why an operator command could not be applied.
+#[derive(Debug, thiserror::Error)]
+pub enum OperatorError {
+    /// The subaccount does not exist.
+    #[error("subaccount not found")]
+    SubaccountNotFound,
+    /// The API key does not exist or is already revoked.
+    #[error("API key not found or already revoked")]
+    KeyNotFound,
+    /// The subaccount has no webhook secret yet.
+    #[error("the subaccount has no webhook configured; use set-webhook first")]
+    NoWebhook,
+    /// Infrastructure failure.
+    #[error(transparent)]
+    Port(#[from] PortError),
+}

@@ -19,6 +19,7 @@ pub mod error;
 pub mod events;
 pub mod idempotency;
 pub mod ids;
+pub mod ledger;
 pub mod masking;
 pub mod money;
 pub mod paging;

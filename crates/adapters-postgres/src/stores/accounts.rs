@@ -19,7 +19,7 @@ use uuid::Uuid;
 
 use super::PgStore;
 use super::outbox::insert_events;
-use super::payouts::{Waiting, react};
+use super::transitions::{Waiting, react};
 use crate::cached::CachedExt;
 use crate::errors::{TxError, from_diesel, from_tx};
 use crate::schema::{account_confirmations, receiver_accounts};
@@ -208,7 +208,7 @@ fn fingerprint_equals(field: AccountField, fp: Vec<u8>) -> Option<FingerprintFil
 enum ConfirmAbort {
     Tx(TxError),
     NotApplicable,
-    Payouts(super::payouts::PayoutAbort),
+    Payouts(super::transitions::PayoutAbort),
 }
 
 impl From<diesel::result::Error> for ConfirmAbort {

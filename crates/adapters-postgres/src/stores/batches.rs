@@ -19,9 +19,10 @@ use uuid::Uuid;
 
 use super::PgStore;
 use super::outbox::insert_events;
-use super::payouts::{PayoutAbort, PayoutRow, apply_changes};
+use super::transitions::{PayoutAbort, apply_changes};
 use crate::cached::CachedExt;
 use crate::errors::{TxError, from_diesel, from_tx};
+use crate::rows::PayoutRow;
 use crate::schema::{batches, payouts};
 
 /// A `batches` row.

@@ -7,9 +7,9 @@ use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use domain::PortError;
+use domain::auth::ports::CredentialStore;
 use domain::auth::{Credential, NonceOutcome};
 use domain::ids::{ApiKeyId, SubaccountId};
-use domain::ports::CredentialStore;
 use uuid::Uuid;
 
 use super::PgStore;

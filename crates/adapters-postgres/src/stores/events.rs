@@ -3,11 +3,10 @@
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
+use domain::delivery::history::{AttemptSummary, EventStatus, EventSummary, ResendSelection};
+use domain::error::OperatorError;
 use domain::ids::{EventId, SubaccountId};
-use domain::ports::{
-    AttemptSummary, EventStatus, EventSummary, LedgerCheck, LedgerDiscrepancy, OperatorError,
-    ResendSelection,
-};
+use domain::ledger::{LedgerCheck, LedgerDiscrepancy};
 use uuid::Uuid;
 
 use super::PgStore;

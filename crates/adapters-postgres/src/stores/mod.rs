@@ -11,6 +11,7 @@ mod outbox;
 mod payouts;
 mod receivers;
 mod subaccounts;
+mod transitions;
 
 use std::sync::Arc;
 

@@ -1,4 +1,5 @@
-//! `OperatorStore` on PostgreSQL: the admin CLI's writes.
+//! The operator ports on PostgreSQL (the admin CLI's jobs): subaccount set-up, API keys,
+//! webhook endpoints, the ledger, and the outbox's history.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -9,10 +10,12 @@ use domain::PortError;
 use domain::ids::{ApiKeyId, SubaccountId};
 use domain::masking::Secret;
 
-use domain::ports::{
-    EventStatus, EventSummary, LedgerCheck, LedgerEntry, NewSubaccount, OperatorError,
-    OperatorStore, ResendSelection,
-};
+use domain::auth::ports::ApiKeyStore;
+use domain::delivery::history::{EventHistoryStore, EventStatus, EventSummary, ResendSelection};
+use domain::delivery::ports::WebhookEndpointStore;
+use domain::error::OperatorError;
+use domain::ledger::{LedgerCheck, LedgerEntry, LedgerStore};
+use domain::subaccount::ports::{NewSubaccount, SubaccountSetupStore};
 use domain::subaccount::{Balance, FeeTemplate};
 
 use super::PgStore;
@@ -44,7 +47,7 @@ fn exactly_one(updated: usize) -> Result<(), OperatorError> {
 }
 
 #[async_trait]
-impl OperatorStore for PgStore {
+impl SubaccountSetupStore for PgStore {
     #[tracing::instrument(level = "debug", skip_all)]
     async fn create_subaccount(&self, new: &NewSubaccount) -> Result<(), PortError> {
         let row = SubaccountRow::from(&new.subaccount);
@@ -57,6 +60,56 @@ impl OperatorStore for PgStore {
         Ok(())
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %subaccount))]
+    async fn upsert_fee_template(
+        &self,
+        subaccount: SubaccountId,
+        template: &FeeTemplate,
+    ) -> Result<(), OperatorError> {
+        let mut conn = self.conn().await?;
+        let percentage = i32::try_from(template.percentage.ten_thousandths())
+            .map_err(|e| OperatorError::Port(PortError::Unknown(e.into())))?;
+        diesel::insert_into(fee_templates::table)
+            .values((
+                fee_templates::subaccount_id.eq(subaccount.as_uuid()),
+                fee_templates::asset.eq(template.asset.code()),
+                fee_templates::id.eq(template.id),
+                fee_templates::group_id.eq(template.group_id),
+                fee_templates::fixed.eq(template.fixed),
+                fee_templates::percentage.eq(percentage),
+                fee_templates::min_amount.eq(template.min_amount),
+                fee_templates::updated_at.eq(Utc::now()),
+            ))
+            .on_conflict((fee_templates::subaccount_id, fee_templates::asset))
+            .do_update()
+            .set((
+                fee_templates::id.eq(excluded(fee_templates::id)),
+                fee_templates::group_id.eq(excluded(fee_templates::group_id)),
+                fee_templates::fixed.eq(excluded(fee_templates::fixed)),
+                fee_templates::percentage.eq(excluded(fee_templates::percentage)),
+                fee_templates::min_amount.eq(excluded(fee_templates::min_amount)),
+                fee_templates::updated_at.eq(excluded(fee_templates::updated_at)),
+            ))
+            .execute(&mut conn)
+            .await
+            .map_err(fk_or_port)?;
+        Ok(())
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %subaccount))]
+    async fn require_signature_v2(&self, subaccount: SubaccountId) -> Result<(), OperatorError> {
+        let mut conn = self.conn().await?;
+        let updated = diesel::update(subaccounts::table.find(subaccount.as_uuid()))
+            .set(subaccounts::require_signature_v2.eq(true))
+            .execute(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        exactly_one(updated)
+    }
+}
+
+#[async_trait]
+impl ApiKeyStore for PgStore {
     #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %subaccount))]
     async fn insert_credential(
         &self,
@@ -105,7 +158,10 @@ impl OperatorStore for PgStore {
             Err(OperatorError::KeyNotFound)
         }
     }
+}
 
+#[async_trait]
+impl WebhookEndpointStore for PgStore {
     #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %subaccount))]
     async fn set_webhook(
         &self,
@@ -161,6 +217,50 @@ impl OperatorStore for PgStore {
         }
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %subaccount))]
+    async fn rotate_webhook_secret(
+        &self,
+        subaccount: SubaccountId,
+        secret: &Secret<String>,
+        previous_until: DateTime<Utc>,
+    ) -> Result<(), OperatorError> {
+        let id = subaccount.as_uuid();
+        let sealed = self
+            .vault
+            .seal(secret.expose().as_bytes(), &webhook_context(id))
+            .map_err(vault_error)?;
+        let mut conn = self.conn().await?;
+        // The current secret becomes the previous one in the same statement, so a delivery
+        // signs with either the old pair or the new pair, never with a secret already gone.
+        let updated = diesel::update(webhook_endpoints::table.find(id))
+            .set((
+                webhook_endpoints::previous_secret.eq(webhook_endpoints::secret.nullable()),
+                webhook_endpoints::previous_until.eq(Some(previous_until)),
+                webhook_endpoints::secret.eq(sealed),
+                webhook_endpoints::updated_at.eq(Utc::now()),
+            ))
+            .execute(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        if updated == 1 {
+            return Ok(());
+        }
+        let exists: i64 = subaccounts::table
+            .filter(subaccounts::id.eq(id))
+            .count()
+            .get_result(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        Err(if exists == 0 {
+            OperatorError::SubaccountNotFound
+        } else {
+            OperatorError::NoWebhook
+        })
+    }
+}
+
+#[async_trait]
+impl LedgerStore for PgStore {
     #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %entry.subaccount_id))]
     async fn apply_ledger_entry(&self, entry: &LedgerEntry) -> Result<Balance, OperatorError> {
         let entry = *entry;
@@ -207,94 +307,14 @@ impl OperatorStore for PgStore {
         })
     }
 
-    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %subaccount))]
-    async fn upsert_fee_template(
-        &self,
-        subaccount: SubaccountId,
-        template: &FeeTemplate,
-    ) -> Result<(), OperatorError> {
-        let mut conn = self.conn().await?;
-        let percentage = i32::try_from(template.percentage.ten_thousandths())
-            .map_err(|e| OperatorError::Port(PortError::Unknown(e.into())))?;
-        diesel::insert_into(fee_templates::table)
-            .values((
-                fee_templates::subaccount_id.eq(subaccount.as_uuid()),
-                fee_templates::asset.eq(template.asset.code()),
-                fee_templates::id.eq(template.id),
-                fee_templates::group_id.eq(template.group_id),
-                fee_templates::fixed.eq(template.fixed),
-                fee_templates::percentage.eq(percentage),
-                fee_templates::min_amount.eq(template.min_amount),
-                fee_templates::updated_at.eq(Utc::now()),
-            ))
-            .on_conflict((fee_templates::subaccount_id, fee_templates::asset))
-            .do_update()
-            .set((
-                fee_templates::id.eq(excluded(fee_templates::id)),
-                fee_templates::group_id.eq(excluded(fee_templates::group_id)),
-                fee_templates::fixed.eq(excluded(fee_templates::fixed)),
-                fee_templates::percentage.eq(excluded(fee_templates::percentage)),
-                fee_templates::min_amount.eq(excluded(fee_templates::min_amount)),
-                fee_templates::updated_at.eq(excluded(fee_templates::updated_at)),
-            ))
-            .execute(&mut conn)
-            .await
-            .map_err(fk_or_port)?;
-        Ok(())
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn check_ledger(&self) -> Result<LedgerCheck, OperatorError> {
+        self.ledger_check().await
     }
+}
 
-    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %subaccount))]
-    async fn require_signature_v2(&self, subaccount: SubaccountId) -> Result<(), OperatorError> {
-        let mut conn = self.conn().await?;
-        let updated = diesel::update(subaccounts::table.find(subaccount.as_uuid()))
-            .set(subaccounts::require_signature_v2.eq(true))
-            .execute(&mut conn)
-            .await
-            .map_err(from_diesel)?;
-        exactly_one(updated)
-    }
-
-    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %subaccount))]
-    async fn rotate_webhook_secret(
-        &self,
-        subaccount: SubaccountId,
-        secret: &Secret<String>,
-        previous_until: DateTime<Utc>,
-    ) -> Result<(), OperatorError> {
-        let id = subaccount.as_uuid();
-        let sealed = self
-            .vault
-            .seal(secret.expose().as_bytes(), &webhook_context(id))
-            .map_err(vault_error)?;
-        let mut conn = self.conn().await?;
-        // The current secret becomes the previous one in the same statement, so a delivery
-        // signs with either the old pair or the new pair, never with a secret already gone.
-        let updated = diesel::update(webhook_endpoints::table.find(id))
-            .set((
-                webhook_endpoints::previous_secret.eq(webhook_endpoints::secret.nullable()),
-                webhook_endpoints::previous_until.eq(Some(previous_until)),
-                webhook_endpoints::secret.eq(sealed),
-                webhook_endpoints::updated_at.eq(Utc::now()),
-            ))
-            .execute(&mut conn)
-            .await
-            .map_err(from_diesel)?;
-        if updated == 1 {
-            return Ok(());
-        }
-        let exists: i64 = subaccounts::table
-            .filter(subaccounts::id.eq(id))
-            .count()
-            .get_result(&mut conn)
-            .await
-            .map_err(from_diesel)?;
-        Err(if exists == 0 {
-            OperatorError::SubaccountNotFound
-        } else {
-            OperatorError::NoWebhook
-        })
-    }
-
+#[async_trait]
+impl EventHistoryStore for PgStore {
     #[tracing::instrument(
         level = "debug",
         skip_all,
@@ -308,11 +328,6 @@ impl OperatorStore for PgStore {
         limit: u32,
     ) -> Result<Vec<EventSummary>, OperatorError> {
         self.event_summaries(subaccount, status, since, limit).await
-    }
-
-    #[tracing::instrument(level = "debug", skip_all)]
-    async fn check_ledger(&self) -> Result<LedgerCheck, OperatorError> {
-        self.ledger_check().await
     }
 
     #[tracing::instrument(level = "debug", skip_all)]

@@ -10,14 +10,14 @@ use domain::events::OutboxEvent;
 use domain::idempotency::WriteKey;
 use domain::ids::{ReceiverId, SubaccountId};
 use domain::paging::PageRequest;
-use domain::ports::{InsertReceiverError, ReceiverStore};
+use domain::receiver::ports::{InsertReceiverError, ReceiverStore};
 use domain::receiver::query::ReceiverFilter;
 use domain::receiver::values::normalize_email;
 use domain::receiver::{KycStatus, Receiver};
 
 use super::PgStore;
 use super::outbox::insert_events;
-use super::payouts::{PayoutAbort, Waiting, react};
+use super::transitions::{PayoutAbort, Waiting, react};
 use crate::cached::CachedExt;
 use crate::errors::{TxError, from_diesel, from_tx};
 use crate::rows::ReceiverRow;

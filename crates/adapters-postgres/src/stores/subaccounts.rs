@@ -6,7 +6,7 @@ use diesel_async::RunQueryDsl;
 use domain::PortError;
 use domain::ids::SubaccountId;
 use domain::money::Asset;
-use domain::ports::SubaccountStore;
+use domain::subaccount::ports::SubaccountStore;
 use domain::subaccount::{Balance, Subaccount};
 
 use super::PgStore;

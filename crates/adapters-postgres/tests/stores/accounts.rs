@@ -16,8 +16,8 @@ use domain::account::{
 use domain::events::{EventKind, OutboxEvent};
 use domain::idempotency::WriteKey;
 use domain::ids::{EventId, ReceiverAccountId, SubaccountId};
-use domain::ports::ReceiverStore;
 use domain::receiver::Receiver;
+use domain::receiver::ports::ReceiverStore;
 use uuid::Uuid;
 
 use crate::support::{Count, Fixture, PlanLine, at, created_event, receiver, store_for};

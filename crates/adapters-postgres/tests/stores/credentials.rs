@@ -8,9 +8,12 @@ use diesel::sql_types::{Bytea, Uuid as SqlUuid};
 use diesel_async::RunQueryDsl;
 use domain::PortError;
 use domain::auth::NonceOutcome;
+use domain::auth::ports::ApiKeyStore;
+use domain::auth::ports::CredentialStore;
+use domain::error::OperatorError;
 use domain::ids::{ApiKeyId, SubaccountId};
 use domain::masking::Secret;
-use domain::ports::{CredentialStore, OperatorError, OperatorStore};
+use domain::subaccount::ports::SubaccountSetupStore;
 use uuid::Uuid;
 
 use crate::support::{Fixture, at, store_for};

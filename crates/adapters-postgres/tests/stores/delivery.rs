@@ -8,14 +8,16 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use diesel::sql_types::{Bytea, Integer, Nullable, SmallInt, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::RunQueryDsl;
+use domain::delivery::history::EventHistoryStore;
+use domain::delivery::history::{AttemptSummary, EventStatus, ResendSelection};
+use domain::delivery::ports::WebhookEndpointStore;
 use domain::delivery::ports::{AttemptRecord, Claim, ClaimedEvent, DeliveryStore};
 use domain::delivery::{DeliveryOutcome, NextStep};
+use domain::error::OperatorError;
 use domain::idempotency::WriteKey;
 use domain::ids::{EventId, SubaccountId};
 use domain::masking::Secret;
-use domain::ports::{
-    AttemptSummary, EventStatus, OperatorError, OperatorStore, ReceiverStore, ResendSelection,
-};
+use domain::receiver::ports::ReceiverStore;
 use uuid::Uuid;
 
 use crate::support::{Fixture, MASTER_KEY, at, created_event, receiver, store_for};

@@ -9,8 +9,8 @@ use domain::idempotency::{
     fingerprint,
 };
 use domain::ids::SubaccountId;
-use domain::ports::ReceiverStore;
 use domain::receiver::Receiver;
+use domain::receiver::ports::ReceiverStore;
 
 use crate::support::{Fixture, created_event, receiver};
 

@@ -8,10 +8,15 @@ use adapters_postgres::{DbConfig, PgStore, Vault, create_pool};
 use diesel::sql_types::{BigInt, Bytea, Integer, Nullable, Text, Uuid as SqlUuid};
 use diesel_async::RunQueryDsl;
 use domain::PortError;
+use domain::delivery::ports::WebhookEndpointStore;
+use domain::error::OperatorError;
 use domain::ids::SubaccountId;
+use domain::ledger::LedgerStore;
+use domain::ledger::{LedgerEntry, LedgerEntryKind};
 use domain::masking::Secret;
 use domain::money::{Asset, Percentage};
-use domain::ports::{LedgerEntry, LedgerEntryKind, OperatorError, OperatorStore, SubaccountStore};
+use domain::subaccount::ports::SubaccountSetupStore;
+use domain::subaccount::ports::SubaccountStore;
 use domain::subaccount::{Balance, FeeTemplate};
 use uuid::Uuid;
 

@@ -9,7 +9,7 @@ use domain::country::CountryCode;
 use domain::idempotency::WriteKey;
 use domain::ids::{ReceiverId, SubaccountId};
 use domain::paging::{PageRequest, Position};
-use domain::ports::{InsertReceiverError, ReceiverStore};
+use domain::receiver::ports::{InsertReceiverError, ReceiverStore};
 use domain::receiver::query::ReceiverFilter;
 use domain::receiver::{KycStatus, Receiver, ReceiverStatus};
 use uuid::Uuid;

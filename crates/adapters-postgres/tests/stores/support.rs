@@ -7,7 +7,7 @@ use adapters_postgres::{DbConfig, PgStore, Vault, create_pool};
 use chrono::{DateTime, NaiveDate, Utc};
 use diesel::sql_types::{BigInt, Text, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
-use domain::admin::AdminService;
+use domain::admin::{AdminPorts, AdminService};
 use domain::country::CountryCode;
 use domain::events::{EventKind, OutboxEvent};
 use domain::ids::{EventId, ReceiverId, SubaccountId};
@@ -72,7 +72,7 @@ pub fn store_for(url: &str, master_key: [u8; 32]) -> PgStore {
 /// `AdminService` over `store` with a fixed clock and random ids.
 pub fn admin(store: &PgStore) -> AdminService {
     AdminService::new(
-        Arc::new(store.clone()),
+        AdminPorts::all(Arc::new(store.clone())),
         Arc::new(FixedClock(at(1_700_000_000_000_000))),
         Arc::new(RandomIds),
     )

@@ -1,5 +1,6 @@
 //! Receiver accounts: the six create routes, reads, verify.
 
+use super::error::Envelope;
 use actix_web::web::{Data, Path};
 use actix_web::{HttpResponse, http::StatusCode};
 use domain::ErrorCode;
@@ -11,17 +12,20 @@ use domain::time::unix_millis;
 use domain::validation::ValidationErrors;
 use serde::Serialize;
 use serde_json::{Map, Value};
+use utoipa::PartialSchema;
 use utoipa::ToSchema;
+use utoipa::openapi::schema::{AnyOfBuilder, Schema};
+use utoipa::openapi::{Ref, RefOr};
 
 use super::auth::Authenticated;
 use super::body::{fields_by_name, json_object, merge_field_errors};
 use super::envelope::{self, Success};
 use super::error::ApiError;
 use super::idempotency::written;
-use super::openapi::{
+use super::receivers::AddressData;
+use super::schemas::{
     AccountDataSchema, AccountStatusName, AssetCode, ConfirmStatusName, MethodName,
 };
-use super::receivers::AddressData;
 use crate::state::AppState;
 
 const CREATE: &str = "Create receiver account";
@@ -313,7 +317,7 @@ fn verify_request(body: &[u8]) -> Option<VerifyRequest> {
         (status = 200, description = "The match, or `exists: false`", body = VerifyResult),
         (status = 400, description = "A refused body (`message` only), or the failure envelope \
             of the shared checks (`REQ001` is not used: a body that is not an object is \
-            refused; `IDEM201`)", body = super::openapi::VerifyFailure),
+            refused; `IDEM201`)", body = VerifyFailure),
     ),
 )]
 pub async fn verify(
@@ -338,5 +342,26 @@ pub async fn verify(
         })),
         Err(VerifyError::Invalid) => Ok(verify_refused()),
         Err(VerifyError::Port(e)) => Err(ApiError::port(VERIFY, &e)),
+    }
+}
+
+/// The 400 of verify: refused (`message` only), or the failure envelope of a shared check.
+pub struct VerifyFailure;
+
+impl PartialSchema for VerifyFailure {
+    fn schema() -> RefOr<Schema> {
+        AnyOfBuilder::new()
+            .item(Ref::from_schema_name(VerifyRefused::name()))
+            .item(Ref::from_schema_name(Envelope::name()))
+            .into()
+    }
+}
+
+impl ToSchema for VerifyFailure {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push((VerifyRefused::name().into(), VerifyRefused::schema()));
+        schemas.push((Envelope::name().into(), Envelope::schema()));
+        VerifyRefused::schemas(schemas);
+        Envelope::schemas(schemas);
     }
 }

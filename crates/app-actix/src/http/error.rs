@@ -9,9 +9,11 @@ use actix_web::{HttpResponse, ResponseError};
 use domain::validation::{FieldError, ValidationErrors};
 use domain::{ErrorCode, PortError};
 use serde::Serialize;
-use utoipa::ToSchema;
-
-use super::openapi::CatalogueCode;
+use serde_json::json;
+use utoipa::openapi::RefOr;
+use utoipa::openapi::extensions::Extensions;
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
+use utoipa::{PartialSchema, ToSchema};
 
 /// One problem with the request.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -168,5 +170,46 @@ impl ResponseError for ApiError {
             message: format!("{} failed", self.operation),
             error: &self.errors,
         })
+    }
+}
+
+/// A code of the error catalogue (`domain::codes`): the enum lists every code, the
+/// description and `x-catalogue` give each one's HTTP status and message.
+pub struct CatalogueCode;
+
+impl PartialSchema for CatalogueCode {
+    fn schema() -> RefOr<Schema> {
+        let mut table = String::from(
+            "A code of the error catalogue. Prefixes: `REQ` request shape, `AUTH` \
+             authentication, `IDEM` idempotency, `REVR` receiver, `REAC` receiver account, \
+             `PAYO` payout, `SUBA` subaccount, `SYS` internal; within a prefix 1xx = not found, \
+             2xx = validation on create, 3xx = other rules.\n\n| Code | HTTP | Message |\n|---|---|---|\n",
+        );
+        for code in ErrorCode::ALL {
+            table.push_str(&format!(
+                "| `{}` | {} | {} |\n",
+                code.as_str(),
+                code.http_status(),
+                code.message()
+            ));
+        }
+        let catalogue: Vec<_> = ErrorCode::ALL
+            .iter()
+            .map(|c| json!({"code": c.as_str(), "status": c.http_status(), "message": c.message()}))
+            .collect();
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .enum_values(Some(ErrorCode::ALL.iter().map(|c| c.as_str())))
+            .description(Some(table))
+            .extensions(Some(
+                Extensions::builder().add("x-catalogue", catalogue).build(),
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for CatalogueCode {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("ErrorCode")
     }
 }

@@ -39,8 +39,8 @@ pub async fn healthz() -> HttpResponse {
     summary = "Readiness: the database is reachable and every migration applied",
     responses(
         (status = 200, description = "`Service is ready`", body = Success<Probe>),
-        (status = 500, response = super::openapi::InternalError),
-        (status = 503, response = super::openapi::ServiceUnavailable),
+        (status = 500, response = super::schemas::InternalError),
+        (status = 503, response = super::schemas::ServiceUnavailable),
     ),
 )]
 pub async fn readyz(state: Data<AppState>) -> Result<HttpResponse, ApiError> {

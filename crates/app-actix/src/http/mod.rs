@@ -14,6 +14,7 @@ pub mod payouts;
 pub mod query;
 pub mod rate_limit;
 pub mod receivers;
+pub mod schemas;
 pub mod subaccounts;
 pub mod test_helpers;
 

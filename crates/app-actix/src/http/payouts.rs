@@ -6,13 +6,13 @@ use actix_web::{HttpRequest, HttpResponse};
 use domain::ErrorCode;
 use domain::account::{PayoutAccountSlot, ReceiverAccount};
 use domain::ids::MerchantId;
+use domain::ledger::LedgerEntry;
+use domain::ledger::LedgerEntryKind;
 use domain::payout::query::ListPayoutsQuery;
 use domain::payout::service::{
     CancelPayoutError, CreatePayoutError, GetPayoutError, ListPayoutsError, RawPayout,
 };
 use domain::payout::{Payout, PayoutStatus};
-use domain::ports::LedgerEntry;
-use domain::ports::LedgerEntryKind;
 use domain::receiver::Receiver;
 use domain::time::unix_millis;
 use domain::validation::ValidationErrors;
@@ -25,7 +25,7 @@ use super::body::{fields_by_name, json_object, merge_field_errors};
 use super::envelope::{self, Listing, Success};
 use super::error::ApiError;
 use super::idempotency::written;
-use super::openapi::{AmountInput, AssetCode, AssetInput, PayoutStatusName};
+use super::schemas::{AmountInput, AssetCode, AssetInput, PayoutStatusName};
 use crate::state::AppState;
 
 const CREATE: &str = "Create payout";

@@ -17,8 +17,8 @@ use super::body::{json_object, merge_field_errors, string_fields};
 use super::envelope::{self, Listing, Success};
 use super::error::ApiError;
 use super::idempotency::written;
-use super::openapi::{KycStatusName, ReceiverStatusName};
 use super::query::query_pairs;
+use super::schemas::{KycStatusName, ReceiverStatusName};
 use crate::state::AppState;
 
 /// `address_data` of a receiver.

@@ -11,8 +11,8 @@ use utoipa::ToSchema;
 use super::auth::Authenticated;
 use super::envelope::{self, Success};
 use super::error::ApiError;
-use super::openapi::{AssetCode, AssetInput};
 use super::query::{only_known, query_pairs};
+use super::schemas::{AssetCode, AssetInput};
 use crate::state::AppState;
 
 /// `address_data` of a subaccount.

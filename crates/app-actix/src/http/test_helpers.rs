@@ -21,7 +21,7 @@ use super::body::{json_object, string_fields};
 use super::envelope::{self, Success};
 use super::error::ApiError;
 use super::idempotency::written;
-use super::openapi::{AssetCode, AssetInput, BatchStatusName, Nothing};
+use super::schemas::{AssetCode, AssetInput, BatchStatusName, Nothing};
 use crate::state::AppState;
 
 const ACCOUNT: &str = "Test helper";

@@ -10,7 +10,7 @@ use adapters_postgres::test_db::TestDb;
 use app_actix::config::{BatchConfig, Config, DeliveryConfig};
 use app_actix::startup::{Application, Sandbox, build_store};
 use app_actix::system::{RandomIds, SystemClock};
-use domain::admin::AdminService;
+use domain::admin::{AdminPorts, AdminService};
 use domain::ids::SubaccountId;
 use domain::masking::Secret;
 use hmac::{KeyInit, Mac};
@@ -137,7 +137,7 @@ pub async fn spawn_app_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
     tokio::spawn(app.run_until_stopped());
     let store = build_store(&config).unwrap();
     let admin = AdminService::new(
-        Arc::new(store),
+        AdminPorts::all(Arc::new(store)),
         Arc::new(SystemClock),
         Arc::new(RandomIds::default()),
     );

@@ -307,7 +307,7 @@ pub async fn check_with_store(
 ) -> anyhow::Result<()> {
     use domain::account::ports::AccountStore;
     use domain::ids::{ReceiverAccountId, ReceiverId, SubaccountId};
-    use domain::ports::ReceiverStore;
+    use domain::receiver::ports::ReceiverStore;
 
     let mut config = adapters_postgres::DbConfig::new(db.url.clone());
     config.max_size = 1;

@@ -23,8 +23,9 @@ use crate::idempotency::WriteKey;
 use crate::ids::{EventId, ReceiverAccountId, ReceiverId};
 use crate::masking::Secret;
 use crate::payout::change::{PayoutReaction, ReactionTrigger};
-use crate::ports::{Clock, IdGenerator, ReceiverStore};
+use crate::ports::{Clock, IdGenerator};
 use crate::receiver::Receiver;
+use crate::receiver::ports::ReceiverStore;
 use crate::validation::ValidationErrors;
 
 /// How long a confirmation link works (contract §5.6).

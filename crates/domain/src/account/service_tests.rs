@@ -9,7 +9,8 @@ use super::*;
 use crate::account::ports::{MockAccountStore, MockNotifier, TokenLookup};
 use crate::country::CountryCode;
 use crate::ids::{ApiKeyId, SubaccountId};
-use crate::ports::{MockClock, MockIdGenerator, MockReceiverStore};
+use crate::ports::{MockClock, MockIdGenerator};
+use crate::receiver::ports::MockReceiverStore;
 use crate::receiver::{Address, KycStatus, ReceiverStatus};
 
 const NOW_MS: i64 = 1_700_000_000_000;

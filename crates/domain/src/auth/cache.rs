@@ -15,9 +15,10 @@ use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
 
 use super::{Credential, NonceOutcome};
+use crate::auth::ports::CredentialStore;
 use crate::error::PortError;
 use crate::ids::{ApiKeyId, SubaccountId};
-use crate::ports::{Clock, CredentialStore};
+use crate::ports::Clock;
 
 /// Most credentials kept at once. Past it, expired entries are dropped, and if that is not
 /// enough, all of them (the next requests look their keys up again).
@@ -117,8 +118,8 @@ mod tests {
     use std::sync::atomic::{AtomicI64, Ordering};
 
     use super::*;
+    use crate::auth::ports::MockCredentialStore;
     use crate::masking::Secret;
-    use crate::ports::MockCredentialStore;
 
     /// A clock the test moves by hand.
     struct Manual(AtomicI64);

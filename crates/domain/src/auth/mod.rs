@@ -2,6 +2,7 @@
 //! freshness window and single-use POST nonces.
 
 pub mod cache;
+pub mod ports;
 pub mod service;
 pub mod signature;
 

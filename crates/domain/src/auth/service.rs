@@ -6,9 +6,10 @@ use chrono::Duration;
 
 use super::signature::{self, SignatureHeader, SignatureVersion, SignedParts};
 use super::{Caller, NonceOutcome};
+use crate::auth::ports::CredentialStore;
 use crate::codes::ErrorCode;
 use crate::error::PortError;
-use crate::ports::{Clock, CredentialStore};
+use crate::ports::Clock;
 
 /// The authentication-relevant parts of an HTTP request.
 #[derive(Debug, Clone, Copy)]
@@ -121,9 +122,10 @@ impl AuthService {
 mod tests {
     use super::*;
     use crate::auth::Credential;
+    use crate::auth::ports::MockCredentialStore;
     use crate::ids::{ApiKeyId, SubaccountId};
     use crate::masking::Secret;
-    use crate::ports::{MockClock, MockCredentialStore};
+    use crate::ports::MockClock;
     use chrono::{DateTime, Utc};
     use mockall::predicate::eq;
     use uuid::Uuid;

@@ -3,6 +3,7 @@
 //! policy lives here; the store makes each step durable with conditional updates, so several
 //! workers (in one or many instances) never make the same attempt twice.
 
+pub mod history;
 pub mod policy;
 pub mod ports;
 pub mod sender;

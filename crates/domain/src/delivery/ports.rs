@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 
 use super::policy::NextStep;
 use super::sender::DeliveryOutcome;
-use crate::error::PortError;
+use crate::error::{OperatorError, PortError};
 use crate::ids::{EventId, SubaccountId};
 use crate::masking::Secret;
 
@@ -104,4 +104,33 @@ pub trait DeliveryStore: Send + Sync {
         &self,
         done: &[(ClaimedEvent, AttemptRecord)],
     ) -> Result<Vec<bool>, PortError>;
+}
+
+/// Webhook endpoints as operators set them up (admin CLI): URL and signing secrets.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait WebhookEndpointStore: Send + Sync {
+    /// Sets the postback URL and the webhook signing secret (encrypted at rest).
+    ///
+    /// # Errors
+    /// `SubaccountNotFound` when the subaccount does not exist.
+    async fn set_webhook(
+        &self,
+        subaccount: SubaccountId,
+        url: &str,
+        secret: &Secret<String>,
+    ) -> Result<(), OperatorError>;
+
+    /// Makes `secret` the webhook signing secret and keeps the current one as the previous
+    /// secret until `previous_until`: deliveries until then carry both signatures.
+    ///
+    /// # Errors
+    /// `SubaccountNotFound` when the subaccount does not exist; `NoWebhook` when it has no
+    /// webhook secret to rotate (use `set_webhook`).
+    async fn rotate_webhook_secret(
+        &self,
+        subaccount: SubaccountId,
+        secret: &Secret<String>,
+        previous_until: DateTime<Utc>,
+    ) -> Result<(), OperatorError>;
 }

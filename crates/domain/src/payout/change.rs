@@ -11,7 +11,8 @@ use super::model::Payout;
 use super::status::{IllegalTransition, PayoutStatus, PayoutTrigger, transition};
 use crate::events::{EventKind, OutboxEvent};
 use crate::ids::{EventId, ReceiverAccountId};
-use crate::ports::{IdGenerator, LedgerEntry, LedgerEntryKind};
+use crate::ledger::{LedgerEntry, LedgerEntryKind};
+use crate::ports::IdGenerator;
 
 /// One planned transition. The store applies it only where the payout is still in
 /// `expected` (a conditional update), so it can never apply twice.

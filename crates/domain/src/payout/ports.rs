@@ -10,9 +10,9 @@ use crate::account::ReceiverAccount;
 use crate::error::PortError;
 use crate::events::OutboxEvent;
 use crate::ids::{BatchId, PayoutId, ReceiverAccountId, SubaccountId};
+use crate::ledger::LedgerEntry;
 use crate::money::{Asset, MinorUnits};
 use crate::paging::PageRequest;
-use crate::ports::LedgerEntry;
 use crate::receiver::Receiver;
 use crate::subaccount::FeeTemplate;
 

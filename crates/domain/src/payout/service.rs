@@ -19,13 +19,14 @@ use crate::error::PortError;
 use crate::events::{EventKind, OutboxEvent};
 use crate::idempotency::WriteKey;
 use crate::ids::{EventId, PayoutId, ReceiverAccountId, ReceiverId};
+use crate::ledger::{LedgerEntry, LedgerEntryKind};
 use crate::money::{Asset, MinorUnits};
 use crate::paging::cursor::CursorKey;
 use crate::paging::{Page, PageRequest, Position, list_start};
-use crate::ports::{
-    Clock, IdGenerator, LedgerEntry, LedgerEntryKind, ReceiverStore, SubaccountStore,
-};
+use crate::ports::{Clock, IdGenerator};
+use crate::receiver::ports::ReceiverStore;
 use crate::receiver::{KycStatus, ReceiverStatus};
+use crate::subaccount::ports::SubaccountStore;
 use crate::validation::ValidationErrors;
 
 /// Raw create-payout fields (`amount` already as text: the HTTP layer accepts a JSON integer or

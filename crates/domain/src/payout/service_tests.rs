@@ -15,9 +15,11 @@ use crate::money::Percentage;
 use crate::paging::cursor::CursorKey;
 use crate::payout::PayoutStatus;
 use crate::payout::ports::MockPayoutStore;
-use crate::ports::{MockClock, MockIdGenerator, MockReceiverStore, MockSubaccountStore};
+use crate::ports::{MockClock, MockIdGenerator};
+use crate::receiver::ports::MockReceiverStore;
 use crate::receiver::{Address, Receiver};
 use crate::subaccount::FeeTemplate;
+use crate::subaccount::ports::MockSubaccountStore;
 
 fn now() -> DateTime<Utc> {
     DateTime::from_timestamp(1_700_000_000, 0).unwrap_or_default()

@@ -11,10 +11,9 @@ use crate::ids::{EventId, ReceiverId, SubaccountId};
 use crate::paging::cursor::CursorKey;
 use crate::paging::{Page, PageRequest, Position, list_start};
 use crate::payout::change::{PayoutReaction, ReactionTrigger};
-use crate::ports::{
-    Clock, IdGenerator, InsertReceiverError, KycCheckRequest, KycProvider, ReceiverStore,
-};
+use crate::ports::{Clock, IdGenerator, KycCheckRequest, KycProvider};
 use crate::receiver::input::{RawReceiver, ReceiverInput};
+use crate::receiver::ports::{InsertReceiverError, ReceiverStore};
 use crate::receiver::query::ListReceiversQuery;
 use crate::receiver::{Address, KycOutcome, KycStatus, Receiver, ReceiverStatus};
 use crate::validation::ValidationErrors;

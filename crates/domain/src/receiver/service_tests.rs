@@ -8,8 +8,9 @@ use uuid::Uuid;
 
 use super::*;
 use crate::ids::ApiKeyId;
-use crate::ports::{MockClock, MockIdGenerator, MockKycProvider, MockReceiverStore};
+use crate::ports::{MockClock, MockIdGenerator, MockKycProvider};
 use crate::receiver::KycOutcome;
+use crate::receiver::ports::MockReceiverStore;
 
 const NOW_MS: i64 = 1_700_000_000_000;
 

@@ -1,5 +1,6 @@
 //! Subaccounts (the tenants), their balances and fee templates.
 
+pub mod ports;
 pub mod service;
 
 use chrono::{DateTime, NaiveDate, Utc};

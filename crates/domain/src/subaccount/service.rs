@@ -6,7 +6,7 @@ use crate::auth::Caller;
 use crate::codes::ErrorCode;
 use crate::error::PortError;
 use crate::money::Asset;
-use crate::ports::SubaccountStore;
+use crate::subaccount::ports::SubaccountStore;
 use crate::subaccount::{Balance, Subaccount};
 use crate::validation::ValidationErrors;
 
@@ -93,7 +93,7 @@ impl SubaccountService {
 mod tests {
     use super::*;
     use crate::ids::{ApiKeyId, SubaccountId};
-    use crate::ports::MockSubaccountStore;
+    use crate::subaccount::ports::MockSubaccountStore;
     use uuid::Uuid;
 
     fn caller() -> Caller {

@@ -15,7 +15,7 @@ use actix_web::http::header::CONTENT_TYPE;
 use domain::ErrorCode;
 use domain::account::PayoutMethod;
 use domain::idempotency::{HEADER as IDEMPOTENCY_HEADER, REPLAYED_HEADER};
-use utoipa::openapi::header::{Header, HeaderBuilder};
+use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::path::{
     HttpMethod, Operation, OperationBuilder, Parameter, ParameterBuilder, ParameterIn,
 };
@@ -24,101 +24,13 @@ use utoipa::openapi::response::{Response, ResponseBuilder};
 use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, SchemaType, Type};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, OpenApi as Document, Ref, RefOr, Required};
-use utoipa::{Modify, OpenApi, PartialSchema, ToResponse, ToSchema};
+use utoipa::{Modify, OpenApi, PartialSchema, ToResponse};
 
 use super::accounts::{AccountCreated, VerifyRefused};
 use super::envelope::Success;
-use super::error::{ApiError, Envelope, ErrorItem};
+use super::error::{ApiError, CatalogueCode, Envelope, ErrorItem};
+use super::schemas::*;
 use super::{accounts, health, payouts, receivers, subaccounts, test_helpers};
-
-mod schemas;
-
-pub use schemas::*;
-
-const REQUEST_ID: &str = "x-request-id";
-
-fn request_id_header() -> Header {
-    HeaderBuilder::new()
-        .schema(
-            ObjectBuilder::new()
-                .schema_type(Type::String)
-                .min_length(Some(1)),
-        )
-        .description(Some(
-            "The request's id: the client's `x-request-id` when it sent 1-128 visible ASCII \
-             characters, else a generated UUID. It also appears in the request's log line.",
-        ))
-        .build()
-}
-
-/// A failure response in the envelope, listing the catalogue codes of `status`.
-fn failure(status: u16, what: &str) -> ResponseBuilder {
-    let mut description = format!("{what}. Codes with this status:");
-    for code in ErrorCode::ALL.iter().filter(|c| c.http_status() == status) {
-        description.push_str(&format!(" `{}` {};", code.as_str(), code.message()));
-    }
-    description.pop();
-    description.push('.');
-    ResponseBuilder::new()
-        .description(description)
-        .header(REQUEST_ID, request_id_header())
-        .content(
-            "application/json",
-            ContentBuilder::new()
-                .schema(Some(Ref::from_schema_name(Envelope::name())))
-                .build(),
-        )
-}
-
-/// Reusable failure responses, one per status.
-macro_rules! failure_responses {
-    ($($(#[doc = $doc:literal])+ $name:ident => ($status:literal, $what:literal $(, $extra:expr)?);)+) => {$(
-        $(#[doc = $doc])+
-        pub struct $name;
-
-        impl<'r> ToResponse<'r> for $name {
-            fn response() -> (&'r str, RefOr<Response>) {
-                let response = failure($status, $what);
-                $(let response = $extra(response);)?
-                (stringify!($name), RefOr::T(response.build()))
-            }
-        }
-    )+};
-}
-
-failure_responses! {
-    /// 400.
-    BadRequest => (400, "Validation failed or a resource was not found (contract §1: \
-        not-found codes are 400)");
-    /// 401.
-    Unauthorized => (401, "Authentication failed; only the first failing check is reported");
-    /// 404.
-    NotFound => (404, "No route matches the path (e.g. a path segment that is not valid UTF-8)");
-    /// 405.
-    MethodNotAllowed => (405, "The path names another route that has no such method (e.g. \
-        an id of `single` or `verify`)");
-    /// 409.
-    Conflict => (409, "The idempotency key is in use by a request still running, was used \
-        with a different request, or belongs to a request that was processed but whose response \
-        was lost");
-    /// 413.
-    PayloadTooLarge => (413, "The request body is larger than 64 KiB (checked before \
-        authentication)");
-    /// 429.
-    TooManyRequests => (429, "This API key is over its rate limit", |r: ResponseBuilder| r.header(
-        "retry-after",
-        HeaderBuilder::new()
-            .schema(ObjectBuilder::new().schema_type(Type::String).pattern(Some("^[1-9][0-9]*$")))
-            .description(Some("Whole seconds until a request would be accepted (at least 1)."))
-            .build(),
-    ));
-    /// 500.
-    InternalError => (500, "Internal error: the cause is logged with the request id, never \
-        sent");
-    /// 503.
-    ServiceUnavailable => (503, "The database is unreachable or its pool exhausted, or the KYC \
-        provider is unavailable");
-}
 
 /// `GET /openapi.json`.
 #[utoipa::path(

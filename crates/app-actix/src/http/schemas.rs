@@ -1,6 +1,7 @@
-//! Schema-only types of the OpenAPI document: the value lists rendered from domain enums, the
-//! error-code catalogue, the amount input, `account_data` and the other schemas no DTO type
-//! derives.
+//! Schema-only types of the OpenAPI document that the handlers' annotations name: the value
+//! lists rendered from domain enums, the amount input, `account_data`, and the shared failure
+//! responses. They depend on no handler, so handlers and the document (`openapi`) both use
+//! them without a cycle.
 
 use std::borrow::Cow;
 
@@ -10,15 +11,12 @@ use domain::batch::BatchStatus;
 use domain::money::Asset;
 use domain::payout::PayoutStatus;
 use domain::receiver::{KycStatus, ReceiverStatus};
-use serde_json::json;
-use utoipa::openapi::extensions::Extensions;
-use utoipa::openapi::schema::{
-    AdditionalProperties, AnyOfBuilder, ObjectBuilder, OneOfBuilder, Schema, Type,
-};
-use utoipa::openapi::{Ref, RefOr};
-use utoipa::{PartialSchema, ToSchema};
+use utoipa::openapi::header::{Header, HeaderBuilder};
+use utoipa::openapi::response::{Response, ResponseBuilder};
+use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, OneOfBuilder, Schema, Type};
+use utoipa::openapi::{ContentBuilder, Ref, RefOr};
+use utoipa::{PartialSchema, ToResponse, ToSchema};
 
-use crate::http::accounts::VerifyRefused;
 use crate::http::error::Envelope;
 
 /// A string schema whose values are `values`, with `description`.
@@ -75,47 +73,6 @@ value_list! {
     AssetInput = Asset::ALL
         .iter()
         .flat_map(|a| [a.code().to_owned(), a.code().to_ascii_lowercase()]);
-}
-
-/// A code of the error catalogue (`domain::codes`): the enum lists every code, the
-/// description and `x-catalogue` give each one's HTTP status and message.
-pub struct CatalogueCode;
-
-impl PartialSchema for CatalogueCode {
-    fn schema() -> RefOr<Schema> {
-        let mut table = String::from(
-            "A code of the error catalogue. Prefixes: `REQ` request shape, `AUTH` \
-             authentication, `IDEM` idempotency, `REVR` receiver, `REAC` receiver account, \
-             `PAYO` payout, `SUBA` subaccount, `SYS` internal; within a prefix 1xx = not found, \
-             2xx = validation on create, 3xx = other rules.\n\n| Code | HTTP | Message |\n|---|---|---|\n",
-        );
-        for code in ErrorCode::ALL {
-            table.push_str(&format!(
-                "| `{}` | {} | {} |\n",
-                code.as_str(),
-                code.http_status(),
-                code.message()
-            ));
-        }
-        let catalogue: Vec<_> = ErrorCode::ALL
-            .iter()
-            .map(|c| json!({"code": c.as_str(), "status": c.http_status(), "message": c.message()}))
-            .collect();
-        ObjectBuilder::new()
-            .schema_type(Type::String)
-            .enum_values(Some(ErrorCode::ALL.iter().map(|c| c.as_str())))
-            .description(Some(table))
-            .extensions(Some(
-                Extensions::builder().add("x-catalogue", catalogue).build(),
-            ))
-            .into()
-    }
-}
-
-impl ToSchema for CatalogueCode {
-    fn name() -> Cow<'static, str> {
-        Cow::Borrowed("ErrorCode")
-    }
 }
 
 /// `amount` on input: a JSON integer or a string of digits (minor units, 1 to 10^12;
@@ -216,23 +173,87 @@ impl ToSchema for AccountDataSchema {
     }
 }
 
-/// The 400 of verify: refused (`message` only), or the failure envelope of a shared check.
-pub struct VerifyFailure;
+pub(super) const REQUEST_ID: &str = "x-request-id";
 
-impl PartialSchema for VerifyFailure {
-    fn schema() -> RefOr<Schema> {
-        AnyOfBuilder::new()
-            .item(Ref::from_schema_name(VerifyRefused::name()))
-            .item(Ref::from_schema_name(Envelope::name()))
-            .into()
-    }
+pub(super) fn request_id_header() -> Header {
+    HeaderBuilder::new()
+        .schema(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .min_length(Some(1)),
+        )
+        .description(Some(
+            "The request's id: the client's `x-request-id` when it sent 1-128 visible ASCII \
+             characters, else a generated UUID. It also appears in the request's log line.",
+        ))
+        .build()
 }
 
-impl ToSchema for VerifyFailure {
-    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        schemas.push((VerifyRefused::name().into(), VerifyRefused::schema()));
-        schemas.push((Envelope::name().into(), Envelope::schema()));
-        VerifyRefused::schemas(schemas);
-        Envelope::schemas(schemas);
+/// A failure response in the envelope, listing the catalogue codes of `status`.
+fn failure(status: u16, what: &str) -> ResponseBuilder {
+    let mut description = format!("{what}. Codes with this status:");
+    for code in ErrorCode::ALL.iter().filter(|c| c.http_status() == status) {
+        description.push_str(&format!(" `{}` {};", code.as_str(), code.message()));
     }
+    description.pop();
+    description.push('.');
+    ResponseBuilder::new()
+        .description(description)
+        .header(REQUEST_ID, request_id_header())
+        .content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name(Envelope::name())))
+                .build(),
+        )
+}
+
+/// Reusable failure responses, one per status.
+macro_rules! failure_responses {
+    ($($(#[doc = $doc:literal])+ $name:ident => ($status:literal, $what:literal $(, $extra:expr)?);)+) => {$(
+        $(#[doc = $doc])+
+        pub struct $name;
+
+        impl<'r> ToResponse<'r> for $name {
+            fn response() -> (&'r str, RefOr<Response>) {
+                let response = failure($status, $what);
+                $(let response = $extra(response);)?
+                (stringify!($name), RefOr::T(response.build()))
+            }
+        }
+    )+};
+}
+
+failure_responses! {
+    /// 400.
+    BadRequest => (400, "Validation failed or a resource was not found (contract §1: \
+        not-found codes are 400)");
+    /// 401.
+    Unauthorized => (401, "Authentication failed; only the first failing check is reported");
+    /// 404.
+    NotFound => (404, "No route matches the path (e.g. a path segment that is not valid UTF-8)");
+    /// 405.
+    MethodNotAllowed => (405, "The path names another route that has no such method (e.g. \
+        an id of `single` or `verify`)");
+    /// 409.
+    Conflict => (409, "The idempotency key is in use by a request still running, was used \
+        with a different request, or belongs to a request that was processed but whose response \
+        was lost");
+    /// 413.
+    PayloadTooLarge => (413, "The request body is larger than 64 KiB (checked before \
+        authentication)");
+    /// 429.
+    TooManyRequests => (429, "This API key is over its rate limit", |r: ResponseBuilder| r.header(
+        "retry-after",
+        HeaderBuilder::new()
+            .schema(ObjectBuilder::new().schema_type(Type::String).pattern(Some("^[1-9][0-9]*$")))
+            .description(Some("Whole seconds until a request would be accepted (at least 1)."))
+            .build(),
+    ));
+    /// 500.
+    InternalError => (500, "Internal error: the cause is logged with the request id, never \
+        sent");
+    /// 503.
+    ServiceUnavailable => (503, "The database is unreachable or its pool exhausted, or the KYC \
+        provider is unavailable");
 }

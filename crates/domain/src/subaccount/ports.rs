@@ -1,0 +1,50 @@
+//! Where subaccounts, their balances and their settings are kept.
+
+use async_trait::async_trait;
+
+use super::{Balance, FeeTemplate, Subaccount};
+use crate::error::{OperatorError, PortError};
+use crate::ids::SubaccountId;
+use crate::money::Asset;
+
+/// Subaccounts and their balances.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait SubaccountStore: Send + Sync {
+    /// The subaccount with this id, or `Ok(None)`.
+    async fn find_subaccount(&self, id: SubaccountId) -> Result<Option<Subaccount>, PortError>;
+
+    /// The balance of `subaccount` in `asset`; zero when it never had activity in that asset.
+    async fn balance(&self, subaccount: SubaccountId, asset: Asset) -> Result<Balance, PortError>;
+}
+
+/// A subaccount as an operator creates it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewSubaccount {
+    /// The full record; fields the operator did not set are empty.
+    pub subaccount: Subaccount,
+}
+
+/// Setting subaccounts up (admin CLI): creation, fee templates and the signature policy.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait SubaccountSetupStore: Send + Sync {
+    /// Stores a new subaccount.
+    async fn create_subaccount(&self, new: &NewSubaccount) -> Result<(), PortError>;
+
+    /// Creates or replaces the subaccount's fee template for the template's asset.
+    ///
+    /// # Errors
+    /// `SubaccountNotFound` when the subaccount does not exist.
+    async fn upsert_fee_template(
+        &self,
+        subaccount: SubaccountId,
+        template: &FeeTemplate,
+    ) -> Result<(), OperatorError>;
+
+    /// Makes every request of the subaccount require signature version 2.
+    ///
+    /// # Errors
+    /// `SubaccountNotFound` when the subaccount does not exist.
+    async fn require_signature_v2(&self, subaccount: SubaccountId) -> Result<(), OperatorError>;
+}
