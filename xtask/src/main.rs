@@ -7,6 +7,7 @@ mod bench;
 mod cmd;
 mod flags;
 mod fuzz;
+mod iso20022;
 mod paths;
 mod postgres;
 mod serve;
@@ -25,7 +26,8 @@ Usage: cargo xtask <command> [args]
 Commands:
   db               Provision PostgreSQL, print DATABASE_URL=<url>, leave it running
   db-stop          Stop the private PostgreSQL cluster if it is running
-  test [ARGS...]   Run `cargo test --workspace ARGS...` against PostgreSQL
+  test [ARGS...]   Run `cargo test --workspace ARGS...` against PostgreSQL (also
+                   installs xmllint and fetches the ISO 20022 XSDs the tests need)
   serve            Migrate, create a funded demo subaccount and API key, run payoutd
   bench <scenario> [--smoke] [flags]
                    Build payoutd in release mode and benchmark it against

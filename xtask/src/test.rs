@@ -1,14 +1,17 @@
 //! `cargo xtask test`: the workspace tests against a real PostgreSQL.
 //!
 //! Tests use `DATABASE_URL` as a maintenance database and create their own
-//! databases in it, so one server serves every test binary.
+//! databases in it, so one server serves every test binary. The ISO 20022 tests of
+//! `bank-formats` also get `xmllint` and the official XSDs (`iso20022.rs`).
 
 use std::{env, process::ExitCode};
 
-use crate::{cmd, paths, postgres::Postgres};
+use crate::{cmd, iso20022, paths, postgres::Postgres};
 
 /// Provisions PostgreSQL and runs `cargo test --workspace ARGS...`.
 pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
+    // Before PostgreSQL, so a failed download leaves no database running.
+    let iso20022 = iso20022::provision()?;
     let mut pg = Postgres::provision()?;
     let keep = env::var("PAYOUT_KEEP_PG").is_ok_and(|keep| keep == "1");
     if !keep {
@@ -23,6 +26,7 @@ pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
         cargo.arg("--workspace");
     }
     cargo.args(&args).env("DATABASE_URL", &pg.url);
+    iso20022.apply(&mut cargo);
     let mut child = cargo
         .spawn()
         .map_err(|err| format!("cannot run `{}`: {err}", cmd::display(&cargo)))?;
