@@ -7,7 +7,7 @@ use uuid::Uuid;
 use crate::schema::{payouts, receivers, subaccounts};
 use domain::PortError;
 use domain::country::CountryCode;
-use domain::ids::{BatchId, PayoutId, ReceiverAccountId};
+use domain::ids::{BatchId, FeeGroupId, FeeTemplateId, LedgerEntryId, PayoutId, ReceiverAccountId};
 use domain::ids::{MerchantId, ReceiverId, SubaccountId};
 use domain::ledger::{LedgerEntry, LedgerEntryKind};
 use domain::money::{Asset, Fee, MinorUnits, Percentage};
@@ -288,8 +288,8 @@ impl From<&Payout> for PayoutRow {
             asset: p.asset.code().to_owned(),
             amount: p.amount.get(),
             fee: p.fee.get(),
-            fee_template_id: t.map(|t| t.id),
-            fee_group_id: t.map(|t| t.group_id),
+            fee_template_id: t.map(|t| t.id.as_uuid()),
+            fee_group_id: t.map(|t| t.group_id.as_uuid()),
             fee_fixed: t.map(|t| t.fixed),
             fee_percentage: t.and_then(|t| i32::try_from(t.percentage.ten_thousandths()).ok()),
             fee_min_amount: t.map(|t| t.min_amount),
@@ -323,8 +323,8 @@ impl TryFrom<PayoutRow> for Payout {
         ) {
             (Some(id), Some(group_id), Some(fixed), Some(percentage), Some(min_amount)) => {
                 Some(FeeTemplate {
-                    id,
-                    group_id,
+                    id: FeeTemplateId::from_uuid(id),
+                    group_id: FeeGroupId::from_uuid(group_id),
                     asset,
                     fixed,
                     percentage: u32::try_from(percentage)
@@ -383,7 +383,7 @@ pub(crate) type EntryRow = (
 pub(crate) fn entry(row: EntryRow) -> Result<LedgerEntry, PortError> {
     let (id, subaccount, asset, kind, available_delta, pending_delta, payout_id, created_at) = row;
     Ok(LedgerEntry {
-        id,
+        id: LedgerEntryId::from_uuid(id),
         subaccount_id: SubaccountId::from_uuid(subaccount),
         asset: Asset::parse(&asset)
             .ok_or_else(|| unknown(format!("ledger entry {id} has asset {asset}")))?,

@@ -13,7 +13,9 @@ use crate::delivery::history::{EventStatus, EventSummary, ResendSelection};
 use crate::delivery::ports::WebhookEndpointStore;
 use crate::error::OperatorError;
 use crate::error::PortError;
-use crate::ids::{ApiKeyId, EventId, MerchantId, SubaccountId};
+use crate::ids::{
+    ApiKeyId, EventId, FeeGroupId, FeeTemplateId, LedgerEntryId, MerchantId, SubaccountId,
+};
 use crate::ledger::LedgerStore;
 use crate::ledger::{LedgerCheck, LedgerEntry, LedgerEntryKind};
 use crate::masking::Secret;
@@ -344,7 +346,7 @@ impl AdminService {
         let amount = MinorUnits::parse(amount)
             .map_err(|_| invalid("amount", "must be a whole number from 1 to 10^12"))?;
         let entry = LedgerEntry {
-            id: self.ids.new_id(),
+            id: LedgerEntryId::from_uuid(self.ids.new_id()),
             subaccount_id: subaccount,
             asset,
             kind: LedgerEntryKind::Funding,
@@ -377,8 +379,8 @@ impl AdminService {
                 .map_err(|_| invalid(field, "must be a whole number from 0 to 10^12"))
         };
         let template = FeeTemplate {
-            id: self.ids.new_id(),
-            group_id: Uuid::from_u128(0),
+            id: FeeTemplateId::from_uuid(self.ids.new_id()),
+            group_id: FeeGroupId::from_uuid(Uuid::from_u128(0)),
             asset,
             fixed: minor(fixed, "fixed")?,
             percentage: Percentage::parse(percentage)
@@ -386,7 +388,7 @@ impl AdminService {
             min_amount: minor(min_amount, "min-amount")?,
         };
         let template = FeeTemplate {
-            group_id: self.ids.new_id(),
+            group_id: FeeGroupId::from_uuid(self.ids.new_id()),
             ..template
         };
         self.ports

@@ -73,6 +73,18 @@ id_type!(
     /// An outbox event; also the `webhook-id` of its deliveries.
     EventId
 );
+id_type!(
+    /// A ledger entry.
+    LedgerEntryId
+);
+id_type!(
+    /// A fee template (`feetemplate_id`).
+    FeeTemplateId
+);
+id_type!(
+    /// The fee group a fee template belongs to (`feegroup_id`).
+    FeeGroupId
+);
 
 #[cfg(test)]
 mod tests {

@@ -4,10 +4,9 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use strum::{EnumString, IntoStaticStr};
-use uuid::Uuid;
 
 use crate::error::OperatorError;
-use crate::ids::{PayoutId, SubaccountId};
+use crate::ids::{LedgerEntryId, PayoutId, SubaccountId};
 use crate::money::Asset;
 use crate::subaccount::Balance;
 
@@ -15,7 +14,7 @@ use crate::subaccount::Balance;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LedgerEntry {
     /// Entry id.
-    pub id: Uuid,
+    pub id: LedgerEntryId,
     /// The subaccount whose balance moves.
     pub subaccount_id: SubaccountId,
     /// The asset.

@@ -73,8 +73,8 @@ impl SubaccountSetupStore for PgStore {
             .values((
                 fee_templates::subaccount_id.eq(subaccount.as_uuid()),
                 fee_templates::asset.eq(template.asset.code()),
-                fee_templates::id.eq(template.id),
-                fee_templates::group_id.eq(template.group_id),
+                fee_templates::id.eq(template.id.as_uuid()),
+                fee_templates::group_id.eq(template.group_id.as_uuid()),
                 fee_templates::fixed.eq(template.fixed),
                 fee_templates::percentage.eq(percentage),
                 fee_templates::min_amount.eq(template.min_amount),
@@ -269,7 +269,7 @@ impl LedgerStore for PgStore {
             .transaction::<_, diesel::result::Error, _>(async |conn| {
                 diesel::insert_into(ledger_entries::table)
                     .values((
-                        ledger_entries::id.eq(entry.id),
+                        ledger_entries::id.eq(entry.id.as_uuid()),
                         ledger_entries::subaccount_id.eq(entry.subaccount_id.as_uuid()),
                         ledger_entries::asset.eq(entry.asset.code()),
                         ledger_entries::kind.eq(entry.kind.as_str()),

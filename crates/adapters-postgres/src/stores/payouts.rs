@@ -8,7 +8,7 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use domain::PortError;
 use domain::events::OutboxEvent;
 use domain::idempotency::WriteKey;
-use domain::ids::{BatchId, PayoutId, ReceiverAccountId, SubaccountId};
+use domain::ids::{BatchId, FeeGroupId, FeeTemplateId, PayoutId, ReceiverAccountId, SubaccountId};
 use domain::ledger::LedgerEntry;
 use domain::money::{Asset, MinorUnits, Percentage};
 use domain::payout::ports::{InsertPayoutError, PayoutStore};
@@ -75,8 +75,8 @@ impl PayoutStore for PgStore {
                 .and_then(|p| Percentage::from_ten_thousandths(p).ok())
                 .ok_or_else(|| unknown(format!("fee template {id} has percentage {percentage}")))?;
             Ok(FeeTemplate {
-                id,
-                group_id,
+                id: FeeTemplateId::from_uuid(id),
+                group_id: FeeGroupId::from_uuid(group_id),
                 asset,
                 fixed,
                 percentage,

@@ -39,7 +39,7 @@ pub(crate) async fn insert_entries(
     if entries.is_empty() {
         return Ok(());
     }
-    let ids: Vec<Uuid> = entries.iter().map(|e| e.id).collect();
+    let ids: Vec<Uuid> = entries.iter().map(|e| e.id.as_uuid()).collect();
     let subaccounts: Vec<Uuid> = entries.iter().map(|e| e.subaccount_id.as_uuid()).collect();
     let assets: Vec<&str> = entries.iter().map(|e| e.asset.code()).collect();
     let kinds: Vec<&str> = entries.iter().map(|e| e.kind.as_str()).collect();
@@ -553,7 +553,7 @@ mod tests {
     ) -> PayoutChange {
         let id = PayoutId::from_uuid(Uuid::new_v4());
         let entry = LedgerEntry {
-            id: Uuid::new_v4(),
+            id: domain::ids::LedgerEntryId::from_uuid(Uuid::new_v4()),
             subaccount_id: SubaccountId::from_uuid(sub),
             asset,
             kind: LedgerEntryKind::PayoutVoid,

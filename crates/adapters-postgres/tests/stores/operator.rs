@@ -10,7 +10,7 @@ use diesel_async::RunQueryDsl;
 use domain::PortError;
 use domain::delivery::ports::WebhookEndpointStore;
 use domain::error::OperatorError;
-use domain::ids::SubaccountId;
+use domain::ids::{FeeGroupId, FeeTemplateId, LedgerEntryId, SubaccountId};
 use domain::ledger::LedgerStore;
 use domain::ledger::{LedgerEntry, LedgerEntryKind};
 use domain::masking::Secret;
@@ -27,7 +27,7 @@ const NOW: i64 = 1_700_000_000_000_000;
 fn funding(subaccount: SubaccountId, asset: Asset, amount: i64) -> LedgerEntry {
     LedgerEntry {
         payout_id: None,
-        id: Uuid::new_v4(),
+        id: LedgerEntryId::from_uuid(Uuid::new_v4()),
         subaccount_id: subaccount,
         asset,
         kind: LedgerEntryKind::Funding,
@@ -187,16 +187,16 @@ async fn upserting_a_fee_template_replaces_the_one_of_its_asset() {
     let fx = Fixture::new().await;
     let sub = fx.subaccount("Acme").await.id;
     let first = FeeTemplate {
-        id: Uuid::new_v4(),
-        group_id: Uuid::new_v4(),
+        id: FeeTemplateId::from_uuid(Uuid::new_v4()),
+        group_id: FeeGroupId::from_uuid(Uuid::new_v4()),
         asset: Asset::Aud,
         fixed: 100,
         percentage: Percentage::parse("1.25").unwrap(),
         min_amount: 50,
     };
     let second = FeeTemplate {
-        id: Uuid::new_v4(),
-        group_id: Uuid::new_v4(),
+        id: FeeTemplateId::from_uuid(Uuid::new_v4()),
+        group_id: FeeGroupId::from_uuid(Uuid::new_v4()),
         asset: Asset::Aud,
         fixed: 30,
         percentage: Percentage::parse("0.5").unwrap(),
@@ -229,7 +229,7 @@ async fn upserting_a_fee_template_replaces_the_one_of_its_asset() {
             row.percentage,
             row.min_amount
         ),
-        (second.id, second.group_id, 30, 5_000, 0)
+        (second.id.as_uuid(), second.group_id.as_uuid(), 30, 5_000, 0)
     );
     // The other asset's template is untouched.
     assert_eq!(

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use super::model::Payout;
 use super::status::{IllegalTransition, PayoutStatus, PayoutTrigger, transition};
 use crate::events::{EventKind, OutboxEvent};
-use crate::ids::{EventId, ReceiverAccountId};
+use crate::ids::{EventId, LedgerEntryId, ReceiverAccountId};
 use crate::ledger::{LedgerEntry, LedgerEntryKind};
 use crate::ports::IdGenerator;
 
@@ -69,7 +69,7 @@ fn hold_entries(
         _ => return Vec::new(),
     };
     let entry = |kind, amount: i64| LedgerEntry {
-        id: ids.new_id(),
+        id: LedgerEntryId::from_uuid(ids.new_id()),
         subaccount_id: payout.subaccount_id,
         asset: payout.asset,
         kind,

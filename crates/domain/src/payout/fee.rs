@@ -32,13 +32,14 @@ fn percentage_of(amount: i64, percentage: Percentage) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::{FeeGroupId, FeeTemplateId};
     use crate::money::Asset;
     use uuid::Uuid;
 
     fn template(fixed: i64, percentage: &str, min_amount: i64) -> FeeTemplate {
         FeeTemplate {
-            id: Uuid::from_u128(1),
-            group_id: Uuid::from_u128(2),
+            id: FeeTemplateId::from_uuid(Uuid::from_u128(1)),
+            group_id: FeeGroupId::from_uuid(Uuid::from_u128(2)),
             asset: Asset::Aud,
             fixed,
             percentage: Percentage::parse(percentage).unwrap_or_default(),

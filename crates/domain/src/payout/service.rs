@@ -18,7 +18,7 @@ use crate::codes::ErrorCode;
 use crate::error::PortError;
 use crate::events::{EventKind, OutboxEvent};
 use crate::idempotency::WriteKey;
-use crate::ids::{EventId, PayoutId, ReceiverAccountId, ReceiverId};
+use crate::ids::{EventId, LedgerEntryId, PayoutId, ReceiverAccountId, ReceiverId};
 use crate::ledger::{LedgerEntry, LedgerEntryKind};
 use crate::money::{Asset, MinorUnits};
 use crate::paging::cursor::CursorKey;
@@ -459,7 +459,7 @@ impl PayoutService {
             updated_at: now,
         };
         let hold = |kind, delta: i64| LedgerEntry {
-            id: self.ids.new_id(),
+            id: LedgerEntryId::from_uuid(self.ids.new_id()),
             subaccount_id: payout.subaccount_id,
             asset,
             kind,

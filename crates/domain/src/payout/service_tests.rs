@@ -184,8 +184,8 @@ fn codes(result: Result<Payout, CreatePayoutError>) -> Vec<ErrorCode> {
 #[tokio::test]
 async fn holds_amount_and_fee_with_ledger_entries_and_announces_it() {
     let template = FeeTemplate {
-        id: Uuid::from_u128(1),
-        group_id: Uuid::from_u128(2),
+        id: crate::ids::FeeTemplateId::from_uuid(Uuid::from_u128(1)),
+        group_id: crate::ids::FeeGroupId::from_uuid(Uuid::from_u128(2)),
         asset: Asset::Aud,
         fixed: 30,
         percentage: Percentage::parse("1.5").unwrap_or_default(),

@@ -4,9 +4,8 @@ pub mod ports;
 pub mod service;
 
 use chrono::{DateTime, NaiveDate, Utc};
-use uuid::Uuid;
 
-use crate::ids::{MerchantId, SubaccountId};
+use crate::ids::{FeeGroupId, FeeTemplateId, MerchantId, SubaccountId};
 use crate::money::{Asset, Percentage};
 
 /// A merchant's subaccount: the tenant every receiver, account and payout belongs to.
@@ -103,9 +102,9 @@ impl Balance {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FeeTemplate {
     /// `feetemplate_id`.
-    pub id: Uuid,
+    pub id: FeeTemplateId,
     /// `feegroup_id`.
-    pub group_id: Uuid,
+    pub group_id: FeeGroupId,
     /// The asset it applies to.
     pub asset: Asset,
     /// Fixed part, minor units.
