@@ -1,8 +1,10 @@
 //! NACHA (ACH) files, from the published NACHA record layouts: 94-character records in blocks
-//! of ten. [`write()`] turns typed contents into a credit origination file.
+//! of ten. [`write()`] turns typed contents into a credit origination file; [`parse`] reads
+//! credit, return and notification-of-change files and checks their control records.
 
 mod codes;
 mod error;
+mod parse;
 mod text;
 mod types;
 mod write;
@@ -11,6 +13,7 @@ pub use codes::{
     AccountType, ChangeCode, ReturnCode, ReturnKind, SecCode, ServiceClass, TransactionCode,
 };
 pub use error::{Field, Location, ParseError, ParseErrorKind, Problem, WriteError};
+pub use parse::{ParseOptions, parse, parse_with};
 pub use text::{
     ALLOWED_SYMBOLS, clean_text, is_allowed_char, is_valid_routing_number, routing_check_digit,
 };
