@@ -1,5 +1,6 @@
 //! Tests of `bank_formats::nacha`, one module per concern.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod roundtrip;
 mod support;
 mod writer;
