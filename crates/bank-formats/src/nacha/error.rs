@@ -106,6 +106,8 @@ pub enum Field {
     ReturnTraceNumber,
     /// Original return reason code (dishonored and contested addenda 99, 57–58).
     OriginalReturnReasonCode,
+    /// Dishonored return trace number (contested addenda 99, 59–73).
+    DishonoredReturnTraceNumber,
     /// Dishonored return reason code (contested addenda 99, 77–78).
     DishonoredReturnReasonCode,
     // Control records.
@@ -176,6 +178,7 @@ impl Field {
             Self::AddendaInformation => "addenda information",
             Self::ReturnTraceNumber => "return trace number",
             Self::OriginalReturnReasonCode => "original return reason code",
+            Self::DishonoredReturnTraceNumber => "dishonored return trace number",
             Self::DishonoredReturnReasonCode => "dishonored return reason code",
             Self::EntryAddendaCount => "entry/addenda count",
             Self::EntryHash => "entry hash",
@@ -212,7 +215,7 @@ pub enum Problem {
         digits: usize,
     },
     /// A routing number whose ninth digit is not its check digit.
-    #[error("has a wrong check digit (expected {expected})")]
+    #[error("fails the routing number check (the check digit should be {expected})")]
     CheckDigit {
         /// The check digit the first eight digits call for.
         expected: u8,

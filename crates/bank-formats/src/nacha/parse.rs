@@ -659,7 +659,7 @@ fn addenda_99(line: &Line) -> Result<Addenda> {
             return_settlement_date: line.text(54, 56),
             original_return_code: line.short_return_code(57, Field::OriginalReturnReasonCode)?,
             dishonored_return_trace_number: line
-                .digits(59, 73, Field::ReturnTraceNumber)?
+                .digits(59, 73, Field::DishonoredReturnTraceNumber)?
                 .to_owned(),
             dishonored_return_settlement_date: line.text(74, 76),
             dishonored_return_code: line

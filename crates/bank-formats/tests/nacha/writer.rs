@@ -626,7 +626,7 @@ fn errors_name_the_field() {
     file.batches[0].entries[0].receiving_dfi = "011000016".into();
     assert_eq!(
         error_of(&file).to_string(),
-        "batches[0].entries[0]: check digit has a wrong check digit (expected 5)"
+        "batches[0].entries[0]: check digit fails the routing number check (the check digit should be 5)"
     );
     file.batches[0].entries[0].receiving_dfi = "011000015".into();
     file.batches[0].entries[0].account_number = "x".into();
