@@ -171,7 +171,7 @@ impl Line {
         })
     }
 
-    fn expect(&self, start: usize, end: usize, field: Field, expected: &'static str) -> Result<()> {
+    fn fixed(&self, start: usize, end: usize, field: Field, expected: &'static str) -> Result<()> {
         let found = self.get(start, end);
         if found == expected {
             Ok(())
@@ -342,7 +342,7 @@ impl<'a> Parser<'a> {
 }
 
 fn file_header(line: &Line) -> Result<FileHeader> {
-    line.expect(2, 3, Field::PriorityCode, "01")?;
+    line.fixed(2, 3, Field::PriorityCode, "01")?;
     let destination = line.get(4, 13);
     let routing = destination
         .strip_prefix(' ')
@@ -404,9 +404,9 @@ fn file_header(line: &Line) -> Result<FileHeader> {
             },
         ));
     }
-    line.expect(35, 37, Field::RecordSize, "094")?;
-    line.expect(38, 39, Field::BlockingFactor, "10")?;
-    line.expect(40, 40, Field::FormatCode, "1")?;
+    line.fixed(35, 37, Field::RecordSize, "094")?;
+    line.fixed(38, 39, Field::BlockingFactor, "10")?;
+    line.fixed(40, 40, Field::FormatCode, "1")?;
     Ok(FileHeader {
         immediate_destination: routing.to_owned(),
         immediate_origin: origin.to_owned(),
