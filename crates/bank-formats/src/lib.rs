@@ -1,4 +1,6 @@
 //! Bank file formats payoutd writes and reads, each from its published layout: pure functions
 //! from typed file contents to bytes and back, with no I/O and no knowledge of payoutd's domain
 //! (the rails adapter maps payouts and account fields onto these types).
+
 pub mod iso20022;
+pub mod nacha;
