@@ -8,6 +8,8 @@ mod cmd;
 mod flags;
 mod fuzz;
 mod iso20022;
+#[cfg(test)]
+mod modgraph;
 mod paths;
 mod postgres;
 mod serve;

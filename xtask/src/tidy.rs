@@ -4,12 +4,18 @@
 //!   dependencies; dev-dependencies may use tokio and mockall).
 //! - An adapter depends on `domain`, never on another adapter or on `app-actix`.
 //! - Nothing links libpq or OpenSSL (`pq-sys`, `openssl-sys`, `native-tls` never in Cargo.lock).
+//! - No import cycles between modules where they were removed: `adapters-postgres` and
+//!   `app-actix` at depth 2 (`stores::payouts`, `http::accounts`); in `domain` at depth 1 the
+//!   foundation modules are in no cycle and the entity cycles are exactly the known ones.
 
-use std::process::Command;
+use std::{fs, path::PathBuf, process::Command};
 
 use serde_json::Value;
 
-use crate::paths::workspace_root;
+use crate::{
+    modgraph::{self, Cycle, Graph},
+    paths::workspace_root,
+};
 
 const FORBIDDEN_IN_DOMAIN: &[&str] = &[
     "actix",
@@ -124,4 +130,192 @@ fn the_rules_can_fail() {
             .iter()
             .any(|(name, kind)| name == "tokio" && kind == "dev")
     );
+}
+
+/// Domain modules every entity module may use: they must be in no import cycle.
+const DOMAIN_FOUNDATION: &[&str] = &[
+    "ports",
+    "error",
+    "ledger",
+    "idempotency",
+    "ids",
+    "money",
+    "masking",
+    "codes",
+    "validation",
+    "time",
+    "paging",
+    "country",
+    "rail",
+];
+
+/// The import cycles among domain entity modules (depth 1) that are known and accepted, one
+/// strongly connected component each. Outbox events are built from the entities they describe
+/// (`events` imports `payout`, `receiver`, `account`, `batch`), and the entities' services and
+/// ports build events, so the two sides import each other. The test fails if a module joins a
+/// cycle or a new one appears, and also if one listed here is gone: then shorten this list.
+const DOMAIN_KNOWN_CYCLES: &[&[&str]] = &[&["account", "batch", "events", "payout", "receiver"]];
+
+fn module_graph(krate: &str, depth: usize) -> Graph {
+    let src = workspace_root().join("crates").join(krate).join("src");
+    let graph = modgraph::read(&src, depth)
+        .unwrap_or_else(|e| panic!("reading the modules of {}: {e}", src.display()));
+    // The reader works on text: make sure it found the imports that are there.
+    assert!(
+        graph.edges.len() > 20,
+        "{krate}: only {} imports found",
+        graph.edges.len()
+    );
+    graph
+}
+
+fn show<'a>(cycles: impl IntoIterator<Item = &'a Cycle>) -> String {
+    cycles.into_iter().map(Cycle::to_string).collect()
+}
+
+#[test]
+fn adapters_postgres_modules_have_no_import_cycle() {
+    let cycles = module_graph("adapters-postgres", 2).cycles();
+    assert!(
+        cycles.is_empty(),
+        "adapters-postgres, depth 2:\n{}",
+        show(&cycles)
+    );
+}
+
+#[test]
+fn app_actix_modules_have_no_import_cycle() {
+    let cycles = module_graph("app-actix", 2).cycles();
+    assert!(cycles.is_empty(), "app-actix, depth 2:\n{}", show(&cycles));
+}
+
+#[test]
+fn domain_foundation_is_in_no_import_cycle_and_entity_cycles_are_the_known_ones() {
+    let graph = module_graph("domain", 1);
+    for module in DOMAIN_FOUNDATION {
+        assert!(graph.modules.contains(*module), "no domain module {module}");
+    }
+    let cycles = graph.cycles();
+    let foundation_in_cycle = cycles.iter().filter(|c| {
+        c.modules
+            .iter()
+            .any(|m| DOMAIN_FOUNDATION.contains(&m.as_str()))
+    });
+    let foundation_in_cycle = show(foundation_in_cycle);
+    assert!(
+        foundation_in_cycle.is_empty(),
+        "foundation modules of domain must be in no import cycle (entity modules use them):\n\
+         {foundation_in_cycle}"
+    );
+    let mut known: Vec<Vec<String>> = (DOMAIN_KNOWN_CYCLES.iter())
+        .map(|cycle| cycle.iter().map(|m| m.to_string()).collect())
+        .collect();
+    known.iter_mut().for_each(|cycle| cycle.sort());
+    let new = show(cycles.iter().filter(|c| !known.contains(&c.modules)));
+    let gone: Vec<_> = (known.iter())
+        .filter(|k| !cycles.iter().any(|c| &c.modules == *k))
+        .collect();
+    assert!(
+        new.is_empty() && gone.is_empty(),
+        "domain import cycles (depth 1) are not DOMAIN_KNOWN_CYCLES.\n\
+         New, or a module joined a known cycle:\n{new}\
+         Known but gone (remove from DOMAIN_KNOWN_CYCLES): {gone:?}"
+    );
+}
+
+/// A tiny crate `src/` tree in a temp dir, removed on drop.
+struct Fixture(PathBuf);
+
+impl Fixture {
+    fn new(name: &str, files: &[(&str, &str)]) -> Self {
+        let dir = std::env::temp_dir().join(format!("xtask-{name}-{}", std::process::id()));
+        for (path, text) in files {
+            let path = dir.join("src").join(path);
+            let parent = path.parent().unwrap_or(&dir);
+            fs::create_dir_all(parent).unwrap_or_else(|e| panic!("{}: {e}", parent.display()));
+            fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        }
+        Fixture(dir)
+    }
+
+    fn graph(&self, depth: usize) -> Graph {
+        modgraph::read(&self.0.join("src"), depth).unwrap_or_else(|e| panic!("modgraph: {e}"))
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+fn edges(graph: &Graph) -> Vec<String> {
+    graph
+        .edges
+        .keys()
+        .map(|(from, to)| format!("{from} -> {to}"))
+        .collect()
+}
+
+const FIXTURE: &[(&str, &str)] = &[
+    ("lib.rs", "pub mod a;\npub mod b;\npub mod c;\npub mod d;\n"),
+    ("a/mod.rs", "pub mod inner;\nuse crate::b::Thing;\n"),
+    (
+        "a/inner.rs",
+        "use super::Local;\nuse super::super::c::{self, Other};\n",
+    ),
+    (
+        "b.rs",
+        "use crate::{\n    a::inner::Deep,\n    c::{self as see, g},\n};\n\
+         #[cfg(test)]\nmod tests {\n    use crate::d::f;\n}\n",
+    ),
+    (
+        "c.rs",
+        "//! Mentions crate::a in docs only.\n// use crate::a::X;\n/// See crate::b::Y.\n\
+         pub fn g() -> u32 { crate::c::h() }\npub fn h() -> u32 { 1 }\n\
+         #[cfg(test)]\n#[path = \"c_tests.rs\"]\nmod tests;\nuse crate::b::AfterTests;\n",
+    ),
+    ("c_tests.rs", "use crate::a::Z;\n"),
+    ("d.rs", "pub fn f() -> u32 {\n    crate::c::g()\n}\n"),
+];
+
+#[test]
+fn modgraph_finds_a_two_module_cycle_and_ignores_comments_and_tests() {
+    let fixture = Fixture::new("modgraph-depth1", FIXTURE);
+    let graph = fixture.graph(1);
+    let expected = ["a -> b", "a -> c", "b -> a", "b -> c", "d -> c"];
+    assert_eq!(edges(&graph), expected);
+    let at = &graph.edges[&("b".to_owned(), "c".to_owned())];
+    assert_eq!((at.file.ends_with("src/b.rs"), at.line), (true, 3));
+    let cycles = graph.cycles();
+    assert_eq!(cycles.len(), 1, "{}", show(&cycles));
+    assert_eq!(cycles[0].modules, ["a", "b"]);
+    let shown = cycles[0].to_string();
+    assert!(
+        shown.contains("a -> b  at ") && shown.contains("a/mod.rs:2"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("b -> a  at ") && shown.contains("b.rs:2"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn modgraph_resolves_super_relative_to_the_file_module() {
+    let fixture = Fixture::new("modgraph-depth2", FIXTURE);
+    let graph = fixture.graph(2);
+    let expected = [
+        "a -> b",
+        "a::inner -> a",
+        "a::inner -> c",
+        "b -> a::inner",
+        "b -> c",
+        "d -> c",
+    ];
+    assert_eq!(edges(&graph), expected);
+    let cycles = graph.cycles();
+    assert_eq!(cycles.len(), 1, "{}", show(&cycles));
+    assert_eq!(cycles[0].modules, ["a", "a::inner", "b"]);
+    assert_eq!(cycles[0].edges.len(), 3);
 }
