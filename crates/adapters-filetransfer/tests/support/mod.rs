@@ -1,9 +1,10 @@
 //! What the transport tests share: the bank's side of a drop (its two directories on disk),
-//! and the behaviours every transport must show.
+//! the behaviours every transport must show, and a private sshd for the SFTP transport.
 
 #![allow(dead_code)] // each test binary uses part of it
 
 pub mod behaviour;
+pub mod sshd;
 
 use std::{
     fs,
