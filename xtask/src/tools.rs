@@ -87,7 +87,9 @@ fn install(apt_get: &Path, package: &str) -> Result<(), String> {
     let ssh_was_listening = listening_on_22();
     let apt = |args: &[&str]| {
         let mut command = Command::new(apt_get);
+        // Wait for another apt or dpkg run (another install, say) instead of failing at once.
         command
+            .args(["-o", "DPkg::Lock::Timeout=300"])
             .args(args)
             .env("DEBIAN_FRONTEND", "noninteractive")
             .env("NEEDRESTART_MODE", "l");
