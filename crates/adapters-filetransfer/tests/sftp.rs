@@ -127,13 +127,10 @@ async fn the_host_key_can_be_pinned_by_fingerprint() {
         UploadOutcome::Uploaded
     );
 
-    // One character off is another key.
-    let last = fingerprint.chars().last().unwrap();
-    let other = format!(
-        "{}{}",
-        &fingerprint[..fingerprint.len() - 1],
-        if last == 'A' { 'B' } else { 'A' }
-    );
+    // One character off is another key (the first of the hash: all its six bits count).
+    let (prefix, hash) = fingerprint.split_at("SHA256:".len());
+    let first = if hash.starts_with('A') { 'B' } else { 'A' };
+    let other = format!("{prefix}{first}{}", &hash[1..]);
     settings.host_key = HostKeyPin::parse(&other).unwrap();
     let transport = SftpTransport::new(settings).unwrap();
     let message = behaviour::unknown(transport.list_inbound().await);
