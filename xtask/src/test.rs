@@ -3,13 +3,29 @@
 //! Tests use `DATABASE_URL` as a maintenance database and create their own
 //! databases in it, so one server serves every test binary. The ISO 20022 tests of
 //! `bank-formats` also get `xmllint` and the official XSDs (`iso20022.rs`).
+//!
+//! The SFTP tests of `adapters-filetransfer` run a private OpenSSH sshd: when they are among
+//! the tests to run, `sshd` and `ssh-keygen` are found (installed from Debian's
+//! `openssh-server` and `openssh-client` when missing and we are root, see `tools.rs`) and
+//! passed as `PAYOUT_SSHD` and `PAYOUT_SSH_KEYGEN`.
 
 use std::{env, process::ExitCode};
 
-use crate::{cmd, iso20022, paths, postgres::Postgres};
+use crate::{cmd, iso20022, paths, postgres::Postgres, tools};
 
-/// Provisions PostgreSQL and runs `cargo test --workspace ARGS...`.
+/// The crate whose tests need OpenSSH.
+const SFTP_TESTS_PACKAGE: &str = "adapters-filetransfer";
+
+/// Provisions PostgreSQL (and OpenSSH when needed) and runs `cargo test --workspace ARGS...`.
 pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
+    let openssh = if !selects_packages(&args) || selects_package(&args, SFTP_TESTS_PACKAGE) {
+        Some((
+            tools::ensure_debian_tool("/usr/sbin/sshd", "openssh-server")?,
+            tools::ensure_debian_tool("ssh-keygen", "openssh-client")?,
+        ))
+    } else {
+        None
+    };
     // Before PostgreSQL, so a failed download leaves no database running.
     let iso20022 = iso20022::provision()?;
     let mut pg = Postgres::provision()?;
@@ -27,6 +43,11 @@ pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
     }
     cargo.args(&args).env("DATABASE_URL", &pg.url);
     iso20022.apply(&mut cargo);
+    if let Some((sshd, ssh_keygen)) = &openssh {
+        cargo
+            .env("PAYOUT_SSHD", sshd)
+            .env("PAYOUT_SSH_KEYGEN", ssh_keygen);
+    }
     let mut child = cargo
         .spawn()
         .map_err(|err| format!("cannot run `{}`: {err}", cmd::display(&cargo)))?;
@@ -54,9 +75,27 @@ fn selects_packages(args: &[String]) -> bool {
     })
 }
 
+/// Whether cargo arguments (before any `--`) choose the package `name` with `-p`.
+fn selects_package(args: &[String], name: &str) -> bool {
+    let args: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .take_while(|arg| *arg != "--")
+        .collect();
+    args.iter().enumerate().any(|(i, arg)| {
+        let value = match *arg {
+            "-p" | "--package" => args.get(i + 1).copied(),
+            _ => arg
+                .strip_prefix("--package=")
+                .or_else(|| arg.strip_prefix("-p").filter(|_| !arg.starts_with("--"))),
+        };
+        value.is_some_and(|value| value == name)
+    })
+}
+
 #[cfg(test)]
 mod tests {
-    use super::selects_packages;
+    use super::{selects_package, selects_packages};
 
     fn args(args: &[&str]) -> Vec<String> {
         args.iter().map(|arg| (*arg).to_owned()).collect()
@@ -69,5 +108,24 @@ mod tests {
         assert!(selects_packages(&args(&["--package=xtask"])));
         assert!(!selects_packages(&args(&["--release", "--", "-p"])));
         assert!(!selects_packages(&args(&[])));
+    }
+
+    #[test]
+    fn one_package_selected() {
+        let name = "adapters-filetransfer";
+        assert!(selects_package(&args(&["-p", name]), name));
+        assert!(selects_package(&args(&["-p", "domain", "-p", name]), name));
+        assert!(selects_package(&args(&["-padapters-filetransfer"]), name));
+        assert!(selects_package(&args(&["--package", name]), name));
+        assert!(selects_package(
+            &args(&["--package=adapters-filetransfer"]),
+            name
+        ));
+        assert!(!selects_package(&args(&["-p", "domain"]), name));
+        assert!(!selects_package(
+            &args(&["-p", "domain", "--", "-p", name]),
+            name
+        ));
+        assert!(!selects_package(&args(&[name]), name));
     }
 }

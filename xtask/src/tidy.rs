@@ -87,7 +87,12 @@ fn domain_depends_on_no_framework_database_http_or_runtime_crate() {
 #[test]
 fn adapters_depend_on_domain_but_not_on_each_other_or_the_app() {
     let metadata = metadata();
-    for adapter in ["adapters-postgres", "adapters-webhook", "adapters-sandbox"] {
+    for adapter in [
+        "adapters-postgres",
+        "adapters-webhook",
+        "adapters-sandbox",
+        "adapters-filetransfer",
+    ] {
         let deps = dependencies(&metadata, adapter);
         let normal: Vec<&str> = deps
             .iter()

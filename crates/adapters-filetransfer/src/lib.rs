@@ -1,0 +1,21 @@
+//! payoutd's bank file drops: [`FileTransport`](domain::rail::transport::FileTransport) over
+//! local directories ([`DirectoryTransport`], for a connection run by a managed file-transfer
+//! agent) and over SFTP ([`SftpTransport`]).
+//!
+//! Both behave the same way:
+//!
+//! - names are checked with [`is_plain_file_name`](domain::rail::transport::is_plain_file_name)
+//!   before anything is touched (or connected);
+//! - an upload of `<name>` is written as `.<name>.part` and then moved to `<name>` without ever
+//!   replacing a file: when `<name>` exists with the same bytes the upload is
+//!   [`AlreadyThere`](domain::rail::transport::UploadOutcome::AlreadyThere), with other bytes it
+//!   is refused;
+//! - inbound listings hold regular files only, sorted, without dot files or files still being
+//!   written (`*.part`, `*.filepart`).
+
+mod directory;
+mod names;
+mod sftp;
+
+pub use directory::DirectoryTransport;
+pub use sftp::{HostKeyPin, PrivateKeySource, SftpConfigError, SftpSettings, SftpTransport};
