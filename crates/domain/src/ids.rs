@@ -78,6 +78,10 @@ id_type!(
     LedgerEntryId
 );
 id_type!(
+    /// A bank file of a production rail.
+    RailFileId
+);
+id_type!(
     /// A fee template (`feetemplate_id`).
     FeeTemplateId
 );

@@ -11,7 +11,7 @@ use crate::account::field::AccountField;
 use crate::money::Asset;
 
 /// How a receiver account is paid.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, VariantArray)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, VariantArray)]
 pub enum PayoutMethod {
     /// Australian direct entry (BECS): BSB and account number, AUD.
     DirectEntry,

@@ -6,5 +6,7 @@
 //! tests (which enable it only as a dev-dependency).
 
 mod payout;
+mod receiver;
 
 pub use payout::{BUILT_AT_SECS, PayoutBuilder};
+pub use receiver::ReceiverBuilder;

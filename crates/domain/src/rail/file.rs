@@ -1,0 +1,160 @@
+//! A bank file as payoutd keeps it: written once per closed batch and payout method, stored
+//! before it is sent, and moved through its states by what the transport and the bank say.
+
+use chrono::{DateTime, NaiveDate, Utc};
+use sha2::{Digest, Sha256};
+use strum::{EnumString, IntoStaticStr, VariantArray};
+
+use crate::account::PayoutMethod;
+use crate::ids::{BatchId, PayoutId, RailFileId, SubaccountId};
+
+/// Where a file is (contract §15.1): `generated` → `uploaded` → `acknowledged` or `rejected`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, VariantArray, IntoStaticStr, EnumString)]
+#[strum(serialize_all = "snake_case", const_into_str)]
+pub enum RailFileState {
+    /// Written and stored; not yet in the bank's drop.
+    Generated,
+    /// In the bank's drop.
+    Uploaded,
+    /// The bank accepted the file.
+    Acknowledged,
+    /// The bank rejected the whole file.
+    Rejected,
+}
+
+impl RailFileState {
+    /// Every state.
+    pub const ALL: &'static [RailFileState] = Self::VARIANTS;
+
+    /// The stored name.
+    pub const fn as_str(self) -> &'static str {
+        self.into_str()
+    }
+
+    /// The state with this stored name.
+    pub fn parse(raw: &str) -> Option<Self> {
+        raw.parse().ok()
+    }
+
+    /// Whether a file may move from `self` to `to`. Nothing moves backwards, and an
+    /// acknowledgement or rejection only follows an upload.
+    pub const fn may_become(self, to: RailFileState) -> bool {
+        matches!(
+            (self, to),
+            (RailFileState::Generated, RailFileState::Uploaded)
+                | (
+                    RailFileState::Uploaded,
+                    RailFileState::Acknowledged | RailFileState::Rejected
+                )
+        )
+    }
+}
+
+/// One payout's line in a file, and the reference the bank will quote back for it (a NACHA
+/// trace number, an ISO 20022 end-to-end id).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RailFileItem {
+    /// The payout.
+    pub payout_id: PayoutId,
+    /// Its reference in the file; also the payout's `provider_reference`.
+    pub reference: String,
+}
+
+/// A bank file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RailFile {
+    /// Identifier.
+    pub id: RailFileId,
+    /// The batch it pays.
+    pub batch_id: BatchId,
+    /// The batch's subaccount.
+    pub subaccount_id: SubaccountId,
+    /// The payout method (one file per batch and method).
+    pub method: PayoutMethod,
+    /// The file name in the bank's drop, derived from the batch and method.
+    pub name: String,
+    /// SHA-256 of `bytes`.
+    pub sha256: [u8; 32],
+    /// The file, exactly as sent.
+    pub bytes: Vec<u8>,
+    /// Where it is.
+    pub state: RailFileState,
+    /// When the payments take effect (the settlement date of rails without positive
+    /// confirmation).
+    pub effective_date: NaiveDate,
+    /// Its payouts, in file order.
+    pub items: Vec<RailFileItem>,
+    /// Why the bank rejected it, when it did.
+    pub reason: Option<String>,
+    /// When it was written.
+    pub created_at: DateTime<Utc>,
+    /// When it was uploaded.
+    pub uploaded_at: Option<DateTime<Utc>>,
+    /// When the bank acknowledged or rejected it.
+    pub answered_at: Option<DateTime<Utc>>,
+}
+
+impl RailFile {
+    /// The file's name: `<prefix>-<batch id, 32 hex digits>-<method, `/` as `-`>.<extension>`.
+    /// A batch has at most one file per method, so a retried upload finds its own file under
+    /// this name and never adds a second.
+    pub fn name_for(prefix: &str, batch: BatchId, method: PayoutMethod, extension: &str) -> String {
+        format!(
+            "{prefix}-{}-{}.{extension}",
+            batch.as_uuid().simple(),
+            method.route().replace('/', "-")
+        )
+    }
+
+    /// SHA-256 of `bytes`.
+    pub fn digest(bytes: &[u8]) -> [u8; 32] {
+        Sha256::digest(bytes).into()
+    }
+
+    /// The reference of `payout` in this file.
+    pub fn reference_of(&self, payout: PayoutId) -> Option<&str> {
+        self.items
+            .iter()
+            .find(|item| item.payout_id == payout)
+            .map(|item| item.reference.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use uuid::Uuid;
+
+    #[test]
+    fn states_move_forward_only() {
+        use RailFileState::*;
+        let allowed = [
+            (Generated, Uploaded),
+            (Uploaded, Acknowledged),
+            (Uploaded, Rejected),
+        ];
+        for &from in RailFileState::ALL {
+            for &to in RailFileState::ALL {
+                assert_eq!(
+                    from.may_become(to),
+                    allowed.contains(&(from, to)),
+                    "{from:?} -> {to:?}"
+                );
+            }
+            assert_eq!(RailFileState::parse(from.as_str()), Some(from));
+        }
+        assert_eq!(RailFileState::parse("sent"), None);
+    }
+
+    #[test]
+    fn names_derive_from_batch_and_method() {
+        let batch = BatchId::from_uuid(Uuid::from_u128(0xABC));
+        let name = RailFile::name_for("PAYOUTD", batch, PayoutMethod::Ach, "ach");
+        assert_eq!(name, "PAYOUTD-00000000000000000000000000000abc-usd-ach.ach");
+        assert!(crate::rail::transport::is_plain_file_name(&name));
+        assert_ne!(
+            name,
+            RailFile::name_for("PAYOUTD", batch, PayoutMethod::Sepa, "xml")
+        );
+    }
+}

@@ -1,0 +1,352 @@
+//! The file rail framework behind the [`PayoutRail`] port: each closed batch becomes one file per
+//! payout method, stored before it is sent, uploaded under a name derived from the batch, and
+//! settled from what the file and the bank say.
+//!
+//! Every step can be interrupted and run again (a runner that dies leaves its batch `queue`,
+//! and another runner submits it again once its lease ends):
+//! - **after generating**: the file is in the store as `generated`; the retry finds it, never
+//!   writes a second one, and uploads the stored bytes;
+//! - **during the upload**: the transport writes a temporary name and renames it, so the bank
+//!   never sees half a file; the retry uploads again;
+//! - **after the upload, before recording it**: the retry's upload finds the same bytes under
+//!   the same name ([`UploadOutcome::AlreadyThere`]) and sends nothing; then the file is
+//!   recorded `uploaded`.
+//!
+//! The payouts' receipts are the references in the stored file, so a retried submission answers
+//! exactly as the first; the batch runner records them only after the upload, so a payout is
+//! never `in_progress` with a reference of a file the bank does not have.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::{DateTime, NaiveDate, Utc};
+
+use super::file::{RailFile, RailFileItem, RailFileState};
+use super::instruction::{BankFileWriter, CreditInstruction, FileRequest};
+use super::ports::RailFileStore;
+use super::transport::FileTransport;
+use crate::account::ports::AccountStore;
+use crate::account::{PayoutMethod, ReceiverAccount};
+use crate::batch::Batch;
+use crate::batch::ports::{PayoutRail, RailOutcome, RailReceipt, RailResult};
+use crate::error::PortError;
+use crate::ids::RailFileId;
+use crate::payout::Payout;
+use crate::ports::{Clock, IdGenerator};
+use crate::receiver::ports::ReceiverStore;
+
+/// How a method's files are numbered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileNumbering {
+    /// From 1 each day (the NACHA file id modifier).
+    PerDay,
+    /// From 1, over all time (the CPA-005 file creation number).
+    Overall,
+}
+
+/// How a method's payouts become `successful`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settlement {
+    /// On the file's effective date, unless returned (ABA, NACHA, CPA-005, IB4B).
+    OnEffectiveDate,
+    /// When the bank confirms it (pain.002 `ACSC`, a partner callback).
+    OnConfirmation,
+}
+
+/// The effective date of a file written at a given instant (from the rail's calendar).
+pub type EffectiveDate = Arc<dyn Fn(DateTime<Utc>) -> NaiveDate + Send + Sync>;
+
+/// A method's rail settings.
+pub struct FileRailSettings {
+    /// The method.
+    pub method: PayoutMethod,
+    /// File name prefix (e.g. `PAYOUTD`).
+    pub prefix: String,
+    /// How files are numbered.
+    pub numbering: FileNumbering,
+    /// How payouts settle.
+    pub settlement: Settlement,
+    /// The effective date of a file written at an instant.
+    pub effective_date: EffectiveDate,
+}
+
+/// One method's file rail.
+pub struct FileRail {
+    settings: FileRailSettings,
+    writer: Arc<dyn BankFileWriter>,
+    transport: Arc<dyn FileTransport>,
+    files: Arc<dyn RailFileStore>,
+    receivers: Arc<dyn ReceiverStore>,
+    clock: Arc<dyn Clock>,
+    ids: Arc<dyn IdGenerator>,
+}
+
+fn unknown(message: String) -> PortError {
+    PortError::Unknown(anyhow::anyhow!(message))
+}
+
+impl FileRail {
+    /// Wires the rail to its ports.
+    pub fn new(
+        settings: FileRailSettings,
+        writer: Arc<dyn BankFileWriter>,
+        transport: Arc<dyn FileTransport>,
+        files: Arc<dyn RailFileStore>,
+        receivers: Arc<dyn ReceiverStore>,
+        clock: Arc<dyn Clock>,
+        ids: Arc<dyn IdGenerator>,
+    ) -> Self {
+        Self {
+            settings,
+            writer,
+            transport,
+            files,
+            receivers,
+            clock,
+            ids,
+        }
+    }
+
+    /// The method.
+    pub fn method(&self) -> PayoutMethod {
+        self.settings.method
+    }
+
+    /// Submits `payouts` (each with its account, all of this method) of `batch`: the batch's
+    /// file for the method, written and stored once, then uploaded unless it was; returns each
+    /// payout's reference in it.
+    pub async fn submit_payouts(
+        &self,
+        batch: &Batch,
+        payouts: &[(Payout, ReceiverAccount)],
+    ) -> Result<Vec<RailReceipt>, PortError> {
+        if payouts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let method = self.settings.method;
+        let file = match self.files.find_file(batch.id, method).await? {
+            Some(file) => file,
+            None => self.generate(batch, payouts).await?,
+        };
+        if file.state == RailFileState::Generated {
+            self.transport.upload(&file.name, &file.bytes).await?;
+            self.files
+                .move_file(
+                    file.id,
+                    RailFileState::Generated,
+                    RailFileState::Uploaded,
+                    self.clock.now(),
+                    None,
+                )
+                .await?;
+        }
+        payouts
+            .iter()
+            .map(|(payout, _)| {
+                file.reference_of(payout.id)
+                    .map(|reference| RailReceipt {
+                        payout_id: payout.id,
+                        provider_reference: reference.to_owned(),
+                    })
+                    .ok_or_else(|| {
+                        unknown(format!(
+                            "payout {} of batch {} is not in its file {}",
+                            payout.id, batch.id, file.name
+                        ))
+                    })
+            })
+            .collect()
+    }
+
+    async fn generate(
+        &self,
+        batch: &Batch,
+        payouts: &[(Payout, ReceiverAccount)],
+    ) -> Result<RailFile, PortError> {
+        let method = self.settings.method;
+        let mut instructions = Vec::with_capacity(payouts.len());
+        for (payout, account) in payouts {
+            let receiver = self
+                .receivers
+                .find_receiver(payout.subaccount_id, payout.receiver_id)
+                .await?
+                .ok_or_else(|| unknown(format!("payout {} has no receiver", payout.id)))?;
+            instructions.push(
+                CreditInstruction::build(payout, account, &receiver)
+                    .map_err(|e| PortError::Unknown(e.into()))?,
+            );
+        }
+        let now = self.clock.now();
+        let day = match self.settings.numbering {
+            FileNumbering::PerDay => Some(now.date_naive()),
+            FileNumbering::Overall => None,
+        };
+        let sequence = self.files.next_file_number(method, day).await?;
+        let request = FileRequest {
+            batch_id: batch.id,
+            subaccount_id: batch.subaccount_id,
+            method,
+            asset: batch.asset,
+            created_at: now,
+            effective_date: (self.settings.effective_date)(now),
+            sequence,
+            instructions,
+        };
+        let written = self.writer.write(&request)?;
+        if written.references.len() != request.instructions.len() {
+            return Err(unknown(format!(
+                "the {} writer gave {} references for {} payouts",
+                method.route(),
+                written.references.len(),
+                request.instructions.len()
+            )));
+        }
+        let items = request
+            .instructions
+            .iter()
+            .zip(written.references)
+            .map(|(instruction, reference)| RailFileItem {
+                payout_id: instruction.payout_id,
+                reference,
+            })
+            .collect();
+        let file = RailFile {
+            id: RailFileId::from_uuid(self.ids.new_id()),
+            batch_id: batch.id,
+            subaccount_id: batch.subaccount_id,
+            method,
+            name: RailFile::name_for(&self.settings.prefix, batch.id, method, written.extension),
+            sha256: RailFile::digest(&written.bytes),
+            bytes: written.bytes,
+            state: RailFileState::Generated,
+            effective_date: request.effective_date,
+            items,
+            reason: None,
+            created_at: now,
+            uploaded_at: None,
+            answered_at: None,
+        };
+        self.files.insert_file(&file).await
+    }
+
+    /// The results this rail's files give `payouts` (those of this method): a rejected file
+    /// fails its payouts; with [`Settlement::OnEffectiveDate`], an uploaded or acknowledged
+    /// file pays them from its effective date on.
+    pub async fn results_of(&self, payouts: &[Payout]) -> Result<Vec<RailOutcome>, PortError> {
+        if payouts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<_> = payouts.iter().map(|p| p.id).collect();
+        let files = self.files.files_of_payouts(&ids).await?;
+        let today = self.clock.now().date_naive();
+        let mut outcomes = Vec::new();
+        for file in files.iter().filter(|f| f.method == self.settings.method) {
+            let result = match file.state {
+                RailFileState::Generated => None,
+                RailFileState::Rejected => Some(RailResult::Failed {
+                    receiver_is_invalid: false,
+                    reason: format!(
+                        "the bank rejected file {}: {}",
+                        file.name,
+                        file.reason.as_deref().unwrap_or("no reason given")
+                    ),
+                }),
+                RailFileState::Uploaded | RailFileState::Acknowledged => (self.settings.settlement
+                    == Settlement::OnEffectiveDate
+                    && file.effective_date <= today)
+                    .then_some(RailResult::Paid),
+            };
+            let Some(result) = result else { continue };
+            outcomes.extend(
+                file.items
+                    .iter()
+                    .filter(|item| ids.contains(&item.payout_id))
+                    .map(|item| RailOutcome {
+                        payout_id: item.payout_id,
+                        result: result.clone(),
+                    }),
+            );
+        }
+        Ok(outcomes)
+    }
+}
+
+/// The production [`PayoutRail`]: routes each payout to the file rail of its account's method.
+/// A batch (one subaccount, one asset) of a currency with two methods (CAD) becomes one file per
+/// method.
+pub struct MethodRails {
+    rails: BTreeMap<PayoutMethod, FileRail>,
+    accounts: Arc<dyn AccountStore>,
+}
+
+impl MethodRails {
+    /// The rails, one per enabled method.
+    pub fn new(rails: Vec<FileRail>, accounts: Arc<dyn AccountStore>) -> Self {
+        Self {
+            rails: rails.into_iter().map(|r| (r.method(), r)).collect(),
+            accounts,
+        }
+    }
+
+    /// Whether `method` has a rail (is enabled).
+    pub fn enables(&self, method: PayoutMethod) -> bool {
+        self.rails.contains_key(&method)
+    }
+
+    async fn by_method(
+        &self,
+        payouts: &[Payout],
+    ) -> Result<BTreeMap<PayoutMethod, Vec<(Payout, ReceiverAccount)>>, PortError> {
+        let mut grouped: BTreeMap<PayoutMethod, Vec<(Payout, ReceiverAccount)>> = BTreeMap::new();
+        for payout in payouts {
+            let account = self
+                .accounts
+                .find_account(payout.subaccount_id, payout.account_id)
+                .await?
+                .ok_or_else(|| unknown(format!("payout {} has no account", payout.id)))?;
+            grouped
+                .entry(account.method)
+                .or_default()
+                .push((payout.clone(), account));
+        }
+        Ok(grouped)
+    }
+
+    fn rail(&self, method: PayoutMethod) -> Result<&FileRail, PortError> {
+        self.rails.get(&method).ok_or_else(|| {
+            unknown(format!(
+                "payout method {} has no rail configured",
+                method.route()
+            ))
+        })
+    }
+}
+
+#[async_trait]
+impl PayoutRail for MethodRails {
+    async fn submit(
+        &self,
+        batch: &Batch,
+        payouts: &[Payout],
+    ) -> Result<Vec<RailReceipt>, PortError> {
+        let mut receipts = Vec::with_capacity(payouts.len());
+        for (method, group) in self.by_method(payouts).await? {
+            receipts.extend(self.rail(method)?.submit_payouts(batch, &group).await?);
+        }
+        Ok(receipts)
+    }
+
+    async fn results(&self, payouts: &[Payout]) -> Result<Vec<RailOutcome>, PortError> {
+        let mut outcomes = Vec::new();
+        for (method, group) in self.by_method(payouts).await? {
+            let group: Vec<Payout> = group.into_iter().map(|(p, _)| p).collect();
+            outcomes.extend(self.rail(method)?.results_of(&group).await?);
+        }
+        Ok(outcomes)
+    }
+}
+
+#[cfg(test)]
+#[path = "file_rail_tests.rs"]
+mod tests;

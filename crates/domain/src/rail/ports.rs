@@ -1,0 +1,88 @@
+//! Where bank files are kept.
+
+use async_trait::async_trait;
+use chrono::{DateTime, NaiveDate, Utc};
+
+use super::file::{RailFile, RailFileState};
+use crate::account::PayoutMethod;
+use crate::error::PortError;
+use crate::ids::{BatchId, PayoutId, RailFileId};
+
+/// A file without its bytes, for listings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RailFileSummary {
+    /// The file.
+    pub id: RailFileId,
+    /// Its batch.
+    pub batch_id: BatchId,
+    /// Its method.
+    pub method: PayoutMethod,
+    /// Its name in the bank's drop.
+    pub name: String,
+    /// SHA-256 of its bytes.
+    pub sha256: [u8; 32],
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its payouts.
+    pub payouts: u32,
+    /// Where it is.
+    pub state: RailFileState,
+    /// When its payments take effect.
+    pub effective_date: NaiveDate,
+    /// When it was written.
+    pub created_at: DateTime<Utc>,
+}
+
+/// Bank files (contract §15.1): every file is stored here before it is sent.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait RailFileStore: Send + Sync {
+    /// The file of `batch` for `method`, with its bytes and items, if one was written.
+    async fn find_file(
+        &self,
+        batch: BatchId,
+        method: PayoutMethod,
+    ) -> Result<Option<RailFile>, PortError>;
+
+    /// Takes the next number of `method`'s files: counted per `day` when one is given (the
+    /// NACHA file id modifier), else over all time (the CPA-005 file creation number); the
+    /// first is 1. Each call takes a number, also when its file is never stored.
+    async fn next_file_number(
+        &self,
+        method: PayoutMethod,
+        day: Option<NaiveDate>,
+    ) -> Result<u32, PortError>;
+
+    /// Stores a `generated` file with its items and returns it; when the batch already has a
+    /// file for the method (another runner stored one first), stores nothing and returns that
+    /// one, so a batch never has two files of a method.
+    async fn insert_file(&self, file: &RailFile) -> Result<RailFile, PortError>;
+
+    /// Moves the file from `from` to `to` at `at` (`uploaded_at` for an upload, `answered_at`
+    /// and `reason` for an acknowledgement or rejection) where it is still in `from`.
+    /// `Ok(false)` when it is not (moved meanwhile); then nothing changed.
+    ///
+    /// # Errors
+    /// `PortError::Unknown` when `from` may not become `to` ([`RailFileState::may_become`]).
+    async fn move_file(
+        &self,
+        id: RailFileId,
+        from: RailFileState,
+        to: RailFileState,
+        at: DateTime<Utc>,
+        reason: Option<String>,
+    ) -> Result<bool, PortError>;
+
+    /// The files, newest first, optionally only those in `state`, at most `limit`.
+    async fn list_files(
+        &self,
+        state: Option<RailFileState>,
+        limit: u32,
+    ) -> Result<Vec<RailFileSummary>, PortError>;
+
+    /// One file with its bytes and items, or `Ok(None)`.
+    async fn get_file(&self, id: RailFileId) -> Result<Option<RailFile>, PortError>;
+
+    /// The files that carry any of `payouts`, with their items (bytes left empty).
+    async fn files_of_payouts(&self, payouts: &[PayoutId]) -> Result<Vec<RailFile>, PortError>;
+}
