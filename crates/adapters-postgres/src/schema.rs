@@ -264,6 +264,42 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    rail_files (id) {
+        id -> Uuid,
+        subaccount_id -> Uuid,
+        batch_id -> Uuid,
+        method -> Text,
+        name -> Text,
+        sha256 -> Bytea,
+        bytes -> Bytea,
+        state -> Text,
+        effective_date -> Date,
+        reason -> Nullable<Text>,
+        created_at -> Timestamptz,
+        uploaded_at -> Nullable<Timestamptz>,
+        answered_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    rail_file_items (file_id, position) {
+        file_id -> Uuid,
+        position -> Int4,
+        subaccount_id -> Uuid,
+        payout_id -> Uuid,
+        reference -> Text,
+    }
+}
+
+diesel::table! {
+    rail_file_numbers (method, day) {
+        method -> Text,
+        day -> Date,
+        last -> Int4,
+    }
+}
+
 diesel::joinable!(account_confirmations -> receiver_accounts (account_id));
 diesel::joinable!(api_keys -> subaccounts (subaccount_id));
 diesel::joinable!(balances -> subaccounts (subaccount_id));
@@ -276,6 +312,7 @@ diesel::joinable!(payouts -> receivers (receiver_id));
 diesel::joinable!(payouts -> subaccounts (subaccount_id));
 diesel::joinable!(receiver_accounts -> receivers (receiver_id));
 diesel::joinable!(receiver_accounts -> subaccounts (subaccount_id));
+diesel::joinable!(rail_file_items -> rail_files (file_id));
 diesel::joinable!(receivers -> subaccounts (subaccount_id));
 diesel::joinable!(webhook_attempts -> outbox_events (event_id));
 diesel::joinable!(webhook_endpoints -> subaccounts (subaccount_id));
@@ -291,6 +328,9 @@ diesel::allow_tables_to_appear_in_same_query!(
     outbox_events,
     outbox_sequences,
     payouts,
+    rail_file_items,
+    rail_file_numbers,
+    rail_files,
     receiver_accounts,
     receivers,
     request_nonces,

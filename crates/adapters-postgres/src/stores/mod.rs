@@ -9,6 +9,7 @@ pub mod idempotency;
 mod operator;
 mod outbox;
 mod payouts;
+mod rail_files;
 mod receivers;
 mod subaccounts;
 mod transitions;

@@ -30,7 +30,7 @@ const WEEK: i64 = 7 * 24 * 3600 * SECOND;
 // Helpers
 
 /// Stores a new receiver of `subaccount` (an account needs one: foreign key).
-async fn new_receiver(fx: &Fixture, subaccount: SubaccountId, email: &str) -> Receiver {
+pub(crate) async fn new_receiver(fx: &Fixture, subaccount: SubaccountId, email: &str) -> Receiver {
     let r = receiver(subaccount, email, at(T0));
     fx.store
         .insert_receiver(&r, &[created_event(&r)], &WriteKey::none())
@@ -85,7 +85,13 @@ fn direct_entry(owner: &Receiver, bsb: &str, number: &str, micros: i64) -> Recei
     )
 }
 
-fn ach(owner: &Receiver, routing: &str, number: &str, kind: &str, micros: i64) -> ReceiverAccount {
+pub(crate) fn ach(
+    owner: &Receiver,
+    routing: &str,
+    number: &str,
+    kind: &str,
+    micros: i64,
+) -> ReceiverAccount {
     account(
         owner,
         PayoutMethod::Ach,
@@ -141,7 +147,10 @@ fn event(kind: EventKind, account: &ReceiverAccount, when: DateTime<Utc>) -> Out
 }
 
 /// Inserts `account` with its token and `accountCreated` event, as the create use case does.
-async fn insert(fx: &Fixture, account: &ReceiverAccount) -> Result<(), InsertAccountError> {
+pub(crate) async fn insert(
+    fx: &Fixture,
+    account: &ReceiverAccount,
+) -> Result<(), InsertAccountError> {
     fx.store
         .insert_account(
             account,

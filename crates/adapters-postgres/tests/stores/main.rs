@@ -9,5 +9,6 @@ mod credentials;
 mod delivery;
 mod idempotency;
 mod operator;
+mod rail_files;
 mod receivers;
 mod support;

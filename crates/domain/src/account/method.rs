@@ -200,6 +200,11 @@ impl PayoutMethod {
         Self::ALL.iter().copied().find(|m| m.name() == name)
     }
 
+    /// The method with this route (`usd/ach`), case-sensitively.
+    pub fn from_route(route: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|m| m.route() == route)
+    }
+
     /// The currency the method pays in.
     pub const fn asset(self) -> Asset {
         self.spec().asset

@@ -1,0 +1,375 @@
+//! `RailFileStore` on PostgreSQL: bank files with their items, stored before they are sent.
+
+use async_trait::async_trait;
+use chrono::{DateTime, NaiveDate, Utc};
+use diesel::prelude::*;
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use domain::PortError;
+use domain::account::PayoutMethod;
+use domain::ids::{BatchId, PayoutId, RailFileId, SubaccountId};
+use domain::rail::file::{RailFile, RailFileItem, RailFileState};
+use domain::rail::ports::{RailFileStore, RailFileSummary};
+use uuid::Uuid;
+
+use super::PgStore;
+use crate::cached::CachedExt;
+use crate::errors::from_diesel;
+use crate::schema::{rail_file_items, rail_file_numbers, rail_files};
+
+/// The day that stands for "over all time" in `rail_file_numbers`: 0001-01-01.
+const ALL_TIME: NaiveDate = match NaiveDate::from_ymd_opt(1, 1, 1) {
+    Some(day) => day,
+    None => NaiveDate::MIN,
+};
+
+fn unknown(message: String) -> PortError {
+    PortError::Unknown(anyhow::anyhow!(message))
+}
+
+/// A `rail_files` row without its bytes.
+#[derive(Debug, Queryable, Selectable)]
+#[diesel(table_name = rail_files, check_for_backend(diesel::pg::Pg))]
+struct FileHead {
+    id: Uuid,
+    subaccount_id: Uuid,
+    batch_id: Uuid,
+    method: String,
+    name: String,
+    sha256: Vec<u8>,
+    state: String,
+    effective_date: NaiveDate,
+    reason: Option<String>,
+    created_at: DateTime<Utc>,
+    uploaded_at: Option<DateTime<Utc>>,
+    answered_at: Option<DateTime<Utc>>,
+}
+
+impl FileHead {
+    fn method(&self) -> Result<PayoutMethod, PortError> {
+        PayoutMethod::from_route(&self.method)
+            .ok_or_else(|| unknown(format!("rail file {} has method {}", self.id, self.method)))
+    }
+
+    fn state(&self) -> Result<RailFileState, PortError> {
+        RailFileState::parse(&self.state)
+            .ok_or_else(|| unknown(format!("rail file {} has state {}", self.id, self.state)))
+    }
+
+    fn sha256(&self) -> Result<[u8; 32], PortError> {
+        <[u8; 32]>::try_from(self.sha256.as_slice())
+            .map_err(|_| unknown(format!("rail file {} has a bad digest", self.id)))
+    }
+
+    fn into_file(self, bytes: Vec<u8>, items: Vec<RailFileItem>) -> Result<RailFile, PortError> {
+        Ok(RailFile {
+            id: RailFileId::from_uuid(self.id),
+            batch_id: BatchId::from_uuid(self.batch_id),
+            subaccount_id: SubaccountId::from_uuid(self.subaccount_id),
+            method: self.method()?,
+            sha256: self.sha256()?,
+            state: self.state()?,
+            name: self.name,
+            bytes,
+            effective_date: self.effective_date,
+            items,
+            reason: self.reason,
+            created_at: self.created_at,
+            uploaded_at: self.uploaded_at,
+            answered_at: self.answered_at,
+        })
+    }
+}
+
+/// The items of `files`, by file, in file order.
+async fn items_of(
+    conn: &mut AsyncPgConnection,
+    files: &[Uuid],
+) -> Result<Vec<(Uuid, RailFileItem)>, diesel::result::Error> {
+    let rows: Vec<(Uuid, Uuid, String)> = rail_file_items::table
+        .filter(rail_file_items::file_id.eq_any(files))
+        .order((rail_file_items::file_id, rail_file_items::position))
+        .select((
+            rail_file_items::file_id,
+            rail_file_items::payout_id,
+            rail_file_items::reference,
+        ))
+        .load(conn)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(file, payout, reference)| {
+            (
+                file,
+                RailFileItem {
+                    payout_id: PayoutId::from_uuid(payout),
+                    reference,
+                },
+            )
+        })
+        .collect())
+}
+
+/// Files from their heads (with bytes when given) and items.
+async fn complete(
+    conn: &mut AsyncPgConnection,
+    heads: Vec<(FileHead, Vec<u8>)>,
+) -> Result<Vec<RailFile>, PortError> {
+    let ids: Vec<Uuid> = heads.iter().map(|(h, _)| h.id).collect();
+    let mut items = items_of(conn, &ids).await.map_err(from_diesel)?;
+    heads
+        .into_iter()
+        .map(|(head, bytes)| {
+            let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut items)
+                .into_iter()
+                .partition(|(f, _)| *f == head.id);
+            items = rest;
+            head.into_file(bytes, mine.into_iter().map(|(_, item)| item).collect())
+        })
+        .collect()
+}
+
+async fn load_file(
+    conn: &mut AsyncPgConnection,
+    filter: rail_files::BoxedQuery<'static, diesel::pg::Pg>,
+) -> Result<Option<RailFile>, PortError> {
+    let found: Option<(FileHead, Vec<u8>)> = filter
+        .select((FileHead::as_select(), rail_files::bytes))
+        .first(conn)
+        .await
+        .optional()
+        .map_err(from_diesel)?;
+    let Some(found) = found else {
+        return Ok(None);
+    };
+    Ok(complete(conn, vec![found]).await?.pop())
+}
+
+#[async_trait]
+impl RailFileStore for PgStore {
+    #[tracing::instrument(level = "debug", skip_all, fields(batch = %batch))]
+    async fn find_file(
+        &self,
+        batch: BatchId,
+        method: PayoutMethod,
+    ) -> Result<Option<RailFile>, PortError> {
+        let mut conn = self.conn().await?;
+        let query = rail_files::table
+            .filter(rail_files::batch_id.eq(batch.as_uuid()))
+            .filter(rail_files::method.eq(method.route()))
+            .into_boxed();
+        load_file(&mut conn, query).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn next_file_number(
+        &self,
+        method: PayoutMethod,
+        day: Option<NaiveDate>,
+    ) -> Result<u32, PortError> {
+        let mut conn = self.conn().await?;
+        let last: i32 = diesel::insert_into(rail_file_numbers::table)
+            .values((
+                rail_file_numbers::method.eq(method.route()),
+                rail_file_numbers::day.eq(day.unwrap_or(ALL_TIME)),
+                rail_file_numbers::last.eq(1),
+            ))
+            .on_conflict((rail_file_numbers::method, rail_file_numbers::day))
+            .do_update()
+            .set(rail_file_numbers::last.eq(rail_file_numbers::last + 1))
+            .returning(rail_file_numbers::last)
+            .get_result(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        u32::try_from(last).map_err(|_| unknown(format!("file number {last}")))
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(batch = %file.batch_id))]
+    async fn insert_file(&self, file: &RailFile) -> Result<RailFile, PortError> {
+        let mut conn = self.conn().await?;
+        let (id, sub) = (file.id.as_uuid(), file.subaccount_id.as_uuid());
+        let inserted = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                let inserted = diesel::insert_into(rail_files::table)
+                    .values((
+                        rail_files::id.eq(id),
+                        rail_files::subaccount_id.eq(sub),
+                        rail_files::batch_id.eq(file.batch_id.as_uuid()),
+                        rail_files::method.eq(file.method.route()),
+                        rail_files::name.eq(&file.name),
+                        rail_files::sha256.eq(file.sha256.as_slice()),
+                        rail_files::bytes.eq(&file.bytes),
+                        rail_files::state.eq(RailFileState::Generated.as_str()),
+                        rail_files::effective_date.eq(file.effective_date),
+                        rail_files::created_at.eq(file.created_at),
+                    ))
+                    .on_conflict_do_nothing()
+                    .execute(conn)
+                    .await?;
+                if inserted == 0 {
+                    return Ok(false);
+                }
+                let rows: Vec<_> = file
+                    .items
+                    .iter()
+                    .enumerate()
+                    .map(|(position, item)| {
+                        (
+                            rail_file_items::file_id.eq(id),
+                            rail_file_items::position
+                                .eq(i32::try_from(position).unwrap_or(i32::MAX)),
+                            rail_file_items::subaccount_id.eq(sub),
+                            rail_file_items::payout_id.eq(item.payout_id.as_uuid()),
+                            rail_file_items::reference.eq(&item.reference),
+                        )
+                    })
+                    .collect();
+                diesel::insert_into(rail_file_items::table)
+                    .values(rows)
+                    .execute(conn)
+                    .await?;
+                Ok(true)
+            })
+            .await
+            .map_err(from_diesel)?;
+        if inserted {
+            return Ok(RailFile {
+                state: RailFileState::Generated,
+                uploaded_at: None,
+                answered_at: None,
+                reason: None,
+                ..file.clone()
+            });
+        }
+        // Another runner stored the batch's file first: that one is the file.
+        let query = rail_files::table
+            .filter(rail_files::batch_id.eq(file.batch_id.as_uuid()))
+            .filter(rail_files::method.eq(file.method.route()))
+            .into_boxed();
+        load_file(&mut conn, query).await?.ok_or_else(|| {
+            unknown(format!(
+                "rail file {} was neither stored nor found (its name may belong to another batch)",
+                file.name
+            ))
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(file = %id, to = to.as_str()))]
+    async fn move_file(
+        &self,
+        id: RailFileId,
+        from: RailFileState,
+        to: RailFileState,
+        at: DateTime<Utc>,
+        reason: Option<String>,
+    ) -> Result<bool, PortError> {
+        if !from.may_become(to) {
+            return Err(unknown(format!(
+                "a rail file cannot go from {} to {}",
+                from.as_str(),
+                to.as_str()
+            )));
+        }
+        let mut conn = self.conn().await?;
+        let target = rail_files::table
+            .filter(rail_files::id.eq(id.as_uuid()))
+            .filter(rail_files::state.eq(from.as_str()));
+        let moved = if to == RailFileState::Uploaded {
+            diesel::update(target)
+                .set((
+                    rail_files::state.eq(to.as_str()),
+                    rail_files::uploaded_at.eq(Some(at)),
+                ))
+                .cached()
+                .execute(&mut conn)
+                .await
+        } else {
+            diesel::update(target)
+                .set((
+                    rail_files::state.eq(to.as_str()),
+                    rail_files::answered_at.eq(Some(at)),
+                    rail_files::reason.eq(reason),
+                ))
+                .execute(&mut conn)
+                .await
+        }
+        .map_err(from_diesel)?;
+        Ok(moved == 1)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(limit = limit))]
+    async fn list_files(
+        &self,
+        state: Option<RailFileState>,
+        limit: u32,
+    ) -> Result<Vec<RailFileSummary>, PortError> {
+        use diesel::dsl::sql;
+        use diesel::sql_types::{BigInt, Integer};
+        let mut conn = self.conn().await?;
+        let mut query = rail_files::table
+            .select((
+                FileHead::as_select(),
+                sql::<BigInt>("octet_length(rail_files.bytes)::int8"),
+                sql::<Integer>(
+                    "(SELECT count(*)::int4 FROM rail_file_items i WHERE i.file_id = rail_files.id)",
+                ),
+            ))
+            .order((rail_files::created_at.desc(), rail_files::id.desc()))
+            .limit(i64::from(limit))
+            .into_boxed();
+        if let Some(state) = state {
+            query = query.filter(rail_files::state.eq(state.as_str()));
+        }
+        let rows: Vec<(FileHead, i64, i32)> = query.load(&mut conn).await.map_err(from_diesel)?;
+        rows.into_iter()
+            .map(|(head, size, payouts)| {
+                Ok(RailFileSummary {
+                    id: RailFileId::from_uuid(head.id),
+                    batch_id: BatchId::from_uuid(head.batch_id),
+                    method: head.method()?,
+                    sha256: head.sha256()?,
+                    state: head.state()?,
+                    size: u64::try_from(size).unwrap_or(0),
+                    payouts: u32::try_from(payouts).unwrap_or(0),
+                    name: head.name,
+                    effective_date: head.effective_date,
+                    created_at: head.created_at,
+                })
+            })
+            .collect()
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(file = %id))]
+    async fn get_file(&self, id: RailFileId) -> Result<Option<RailFile>, PortError> {
+        let mut conn = self.conn().await?;
+        let query = rail_files::table
+            .filter(rail_files::id.eq(id.as_uuid()))
+            .into_boxed();
+        load_file(&mut conn, query).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(payouts = payouts.len()))]
+    async fn files_of_payouts(&self, payouts: &[PayoutId]) -> Result<Vec<RailFile>, PortError> {
+        if payouts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<Uuid> = payouts.iter().map(|p| p.as_uuid()).collect();
+        let mut conn = self.conn().await?;
+        let heads: Vec<FileHead> = rail_files::table
+            .filter(
+                rail_files::id.eq_any(
+                    rail_file_items::table
+                        .filter(rail_file_items::payout_id.eq_any(&ids))
+                        .select(rail_file_items::file_id),
+                ),
+            )
+            .select(FileHead::as_select())
+            .load(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        complete(
+            &mut conn,
+            heads.into_iter().map(|h| (h, Vec::new())).collect(),
+        )
+        .await
+    }
+}

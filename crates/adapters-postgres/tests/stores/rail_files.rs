@@ -1,0 +1,407 @@
+//! `RailFileStore`: a file is stored with its items before it is sent, a batch never has two
+//! files of a method, states only move forward and only from where they are, and file numbers
+//! are handed out once each.
+
+use std::collections::BTreeSet;
+
+use chrono::NaiveDate;
+use diesel::sql_types::{Timestamptz, Uuid as SqlUuid};
+use diesel_async::RunQueryDsl;
+use domain::account::PayoutMethod;
+use domain::ids::{BatchId, PayoutId, RailFileId, SubaccountId};
+use domain::rail::file::{RailFile, RailFileItem, RailFileState};
+use domain::rail::ports::RailFileStore;
+use uuid::Uuid;
+
+use crate::accounts::{ach, insert, new_receiver};
+use crate::support::{Fixture, at};
+
+const T0: i64 = 1_700_000_000_123_456;
+const SECOND: i64 = 1_000_000;
+
+/// A closed batch of `subaccount` with `n` payouts to one ACH account (rows written directly:
+/// the file store only needs them to exist).
+async fn batch_with_payouts(
+    fx: &Fixture,
+    subaccount: SubaccountId,
+    n: usize,
+) -> (BatchId, Vec<PayoutId>) {
+    let owner = new_receiver(fx, subaccount, &format!("{}@example.com", Uuid::new_v4())).await;
+    let account = ach(&owner, "011000015", "123456789", "checking", T0);
+    insert(fx, &account).await.expect("insert account");
+    let batch = Uuid::new_v4();
+    let mut conn = fx.raw().await;
+    diesel::sql_query(
+        "INSERT INTO batches (id, subaccount_id, asset, status, batch_run_time, created_at, \
+         updated_at) VALUES ($1, $2, 'USD', 'in_progress', $3, $3, $3)",
+    )
+    .bind::<SqlUuid, _>(batch)
+    .bind::<SqlUuid, _>(subaccount.as_uuid())
+    .bind::<Timestamptz, _>(at(T0))
+    .execute(&mut conn)
+    .await
+    .expect("insert batch");
+    let mut payouts = Vec::new();
+    for _ in 0..n {
+        let id = Uuid::new_v4();
+        diesel::sql_query(
+            "INSERT INTO payouts (id, subaccount_id, receiver_id, account_id, asset, amount, fee, \
+             status, batch_id, duplicate, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, 'USD', 1000, 0, 2, $5, false, $6, $6)",
+        )
+        .bind::<SqlUuid, _>(id)
+        .bind::<SqlUuid, _>(subaccount.as_uuid())
+        .bind::<SqlUuid, _>(owner.id.as_uuid())
+        .bind::<SqlUuid, _>(account.id.as_uuid())
+        .bind::<SqlUuid, _>(batch)
+        .bind::<Timestamptz, _>(at(T0))
+        .execute(&mut conn)
+        .await
+        .expect("insert payout");
+        payouts.push(PayoutId::from_uuid(id));
+    }
+    (BatchId::from_uuid(batch), payouts)
+}
+
+fn file_of(
+    subaccount: SubaccountId,
+    batch: BatchId,
+    payouts: &[PayoutId],
+    bytes: &[u8],
+) -> RailFile {
+    RailFile {
+        id: RailFileId::from_uuid(Uuid::new_v4()),
+        batch_id: batch,
+        subaccount_id: subaccount,
+        method: PayoutMethod::Ach,
+        name: RailFile::name_for("PAYOUTD", batch, PayoutMethod::Ach, "ach"),
+        sha256: RailFile::digest(bytes),
+        bytes: bytes.to_vec(),
+        state: RailFileState::Generated,
+        effective_date: NaiveDate::from_ymd_opt(2026, 11, 26).unwrap(),
+        items: payouts
+            .iter()
+            .enumerate()
+            .map(|(i, p)| RailFileItem {
+                payout_id: *p,
+                reference: format!("09100001{:07}", i + 1),
+            })
+            .collect(),
+        reason: None,
+        created_at: at(T0),
+        uploaded_at: None,
+        answered_at: None,
+    }
+}
+
+#[tokio::test]
+async fn a_stored_file_comes_back_with_its_bytes_and_items_in_order() {
+    let fx = Fixture::new().await;
+    let sub = fx.subaccount("files").await.id;
+    let (batch, payouts) = batch_with_payouts(&fx, sub, 3).await;
+    let file = file_of(sub, batch, &payouts, b"101 NACHA bytes\n");
+
+    let stored = fx.store.insert_file(&file).await.unwrap();
+    assert_eq!(stored, file);
+
+    let found = fx
+        .store
+        .find_file(batch, PayoutMethod::Ach)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(found, file);
+    assert_eq!(
+        fx.store.get_file(file.id).await.unwrap(),
+        Some(file.clone())
+    );
+    assert_eq!(
+        found.reference_of(payouts[2]),
+        Some("091000010000003"),
+        "items keep their order and references"
+    );
+
+    // Another method of the same batch has no file; nor has an unknown id.
+    assert_eq!(
+        fx.store.find_file(batch, PayoutMethod::Sepa).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        fx.store
+            .get_file(RailFileId::from_uuid(Uuid::new_v4()))
+            .await
+            .unwrap(),
+        None
+    );
+}
+
+#[tokio::test]
+async fn a_batch_never_has_two_files_of_a_method() {
+    let fx = Fixture::new().await;
+    let sub = fx.subaccount("files").await.id;
+    let (batch, payouts) = batch_with_payouts(&fx, sub, 2).await;
+    let first = file_of(sub, batch, &payouts, b"first");
+    fx.store.insert_file(&first).await.unwrap();
+
+    // A second runner wrote the batch's file again (other id, other bytes): it gets the first.
+    let second = file_of(sub, batch, &payouts, b"second");
+    let got = fx.store.insert_file(&second).await.unwrap();
+    assert_eq!(got, first);
+    let n = fx
+        .count_where(
+            "SELECT count(*) AS n FROM rail_files WHERE batch_id = $1",
+            batch.as_uuid(),
+        )
+        .await;
+    assert_eq!(n, 1);
+    let items = fx
+        .count_where(
+            "SELECT count(*) AS n FROM rail_file_items WHERE file_id = $1",
+            second.id.as_uuid(),
+        )
+        .await;
+    assert_eq!(items, 0, "the losing file's items are not stored");
+}
+
+#[tokio::test]
+async fn concurrent_inserts_of_a_batch_file_store_exactly_one() {
+    let fx = Fixture::new().await;
+    let sub = fx.subaccount("files").await.id;
+    let (batch, payouts) = batch_with_payouts(&fx, sub, 4).await;
+    let tasks: Vec<_> = (0..6)
+        .map(|i| {
+            let store = fx.store.clone();
+            let file = file_of(sub, batch, &payouts, format!("runner {i}").as_bytes());
+            tokio::spawn(async move { store.insert_file(&file).await.unwrap() })
+        })
+        .collect();
+    let mut winners = BTreeSet::new();
+    for task in tasks {
+        winners.insert(task.await.unwrap().id);
+    }
+    assert_eq!(winners.len(), 1, "every runner sees the same file");
+    let n = fx
+        .count_where(
+            "SELECT count(*) AS n FROM rail_file_items WHERE file_id IN \
+             (SELECT id FROM rail_files WHERE batch_id = $1)",
+            batch.as_uuid(),
+        )
+        .await;
+    assert_eq!(n, 4);
+}
+
+#[tokio::test]
+async fn states_move_only_forward_and_only_from_where_they_are() {
+    let fx = Fixture::new().await;
+    let sub = fx.subaccount("files").await.id;
+    let (batch, payouts) = batch_with_payouts(&fx, sub, 1).await;
+    let file = file_of(sub, batch, &payouts, b"bytes");
+    fx.store.insert_file(&file).await.unwrap();
+    let up = at(T0 + 10 * SECOND);
+    let ack = at(T0 + 20 * SECOND);
+
+    // Acknowledged before uploaded: refused by the state machine.
+    assert!(
+        fx.store
+            .move_file(
+                file.id,
+                RailFileState::Generated,
+                RailFileState::Acknowledged,
+                ack,
+                None
+            )
+            .await
+            .is_err()
+    );
+    // From a state it is not in: nothing changes.
+    assert!(
+        !fx.store
+            .move_file(
+                file.id,
+                RailFileState::Uploaded,
+                RailFileState::Rejected,
+                ack,
+                Some("R".into())
+            )
+            .await
+            .unwrap()
+    );
+    assert!(
+        fx.store
+            .move_file(
+                file.id,
+                RailFileState::Generated,
+                RailFileState::Uploaded,
+                up,
+                None
+            )
+            .await
+            .unwrap()
+    );
+    // The second upload record is a no-op (a retried job).
+    assert!(
+        !fx.store
+            .move_file(
+                file.id,
+                RailFileState::Generated,
+                RailFileState::Uploaded,
+                ack,
+                None
+            )
+            .await
+            .unwrap()
+    );
+    assert!(
+        fx.store
+            .move_file(
+                file.id,
+                RailFileState::Uploaded,
+                RailFileState::Rejected,
+                ack,
+                Some("bad batch header".into())
+            )
+            .await
+            .unwrap()
+    );
+    // Rejected is final: no acknowledgement may follow.
+    assert!(
+        !fx.store
+            .move_file(
+                file.id,
+                RailFileState::Uploaded,
+                RailFileState::Acknowledged,
+                ack,
+                None
+            )
+            .await
+            .unwrap()
+    );
+    let got = fx.store.get_file(file.id).await.unwrap().unwrap();
+    assert_eq!(got.state, RailFileState::Rejected);
+    assert_eq!(got.uploaded_at, Some(up));
+    assert_eq!(got.answered_at, Some(ack));
+    assert_eq!(got.reason.as_deref(), Some("bad batch header"));
+}
+
+#[tokio::test]
+async fn listings_are_newest_first_with_sizes_and_payout_counts() {
+    let fx = Fixture::new().await;
+    let sub = fx.subaccount("files").await.id;
+    let mut ids = Vec::new();
+    for (i, n) in [1usize, 3, 2].into_iter().enumerate() {
+        let (batch, payouts) = batch_with_payouts(&fx, sub, n).await;
+        let mut file = file_of(sub, batch, &payouts, &vec![b'x'; 10 * (i + 1)]);
+        file.created_at = at(T0 + i64::try_from(i).unwrap() * SECOND);
+        fx.store.insert_file(&file).await.unwrap();
+        ids.push(file.id);
+    }
+    fx.store
+        .move_file(
+            ids[1],
+            RailFileState::Generated,
+            RailFileState::Uploaded,
+            at(T0 + 9 * SECOND),
+            None,
+        )
+        .await
+        .unwrap();
+
+    let all = fx.store.list_files(None, 10).await.unwrap();
+    assert_eq!(
+        all.iter().map(|f| f.id).collect::<Vec<_>>(),
+        vec![ids[2], ids[1], ids[0]]
+    );
+    assert_eq!(
+        all.iter().map(|f| (f.size, f.payouts)).collect::<Vec<_>>(),
+        vec![(30, 2), (20, 3), (10, 1)]
+    );
+    assert_eq!(fx.store.list_files(None, 2).await.unwrap().len(), 2);
+    let uploaded = fx
+        .store
+        .list_files(Some(RailFileState::Uploaded), 10)
+        .await
+        .unwrap();
+    assert_eq!(uploaded.len(), 1);
+    assert_eq!(uploaded[0].id, ids[1]);
+    assert_eq!(uploaded[0].state, RailFileState::Uploaded);
+}
+
+#[tokio::test]
+async fn files_of_payouts_finds_each_file_once_without_bytes() {
+    let fx = Fixture::new().await;
+    let sub = fx.subaccount("files").await.id;
+    let (b1, p1) = batch_with_payouts(&fx, sub, 2).await;
+    let (b2, p2) = batch_with_payouts(&fx, sub, 1).await;
+    let f1 = file_of(sub, b1, &p1, b"one");
+    let f2 = file_of(sub, b2, &p2, b"two");
+    fx.store.insert_file(&f1).await.unwrap();
+    fx.store.insert_file(&f2).await.unwrap();
+
+    let found = fx.store.files_of_payouts(&[p1[0], p1[1]]).await.unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].id, f1.id);
+    assert_eq!(found[0].items, f1.items);
+    assert!(found[0].bytes.is_empty());
+
+    let mut both: Vec<_> = fx
+        .store
+        .files_of_payouts(&[p1[1], p2[0]])
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|f| f.id)
+        .collect();
+    both.sort_by_key(|id| id.as_uuid());
+    let mut expected = vec![f1.id, f2.id];
+    expected.sort_by_key(|id| id.as_uuid());
+    assert_eq!(both, expected);
+    assert!(fx.store.files_of_payouts(&[]).await.unwrap().is_empty());
+    assert!(
+        fx.store
+            .files_of_payouts(&[PayoutId::from_uuid(Uuid::new_v4())])
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn file_numbers_count_per_day_or_over_all_time_and_never_repeat() {
+    let fx = Fixture::new().await;
+    let day = NaiveDate::from_ymd_opt(2026, 11, 25).unwrap();
+    let next_day = day.succ_opt().unwrap();
+    let ach = PayoutMethod::Ach;
+    assert_eq!(fx.store.next_file_number(ach, Some(day)).await.unwrap(), 1);
+    assert_eq!(fx.store.next_file_number(ach, Some(day)).await.unwrap(), 2);
+    assert_eq!(
+        fx.store
+            .next_file_number(ach, Some(next_day))
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(fx.store.next_file_number(ach, None).await.unwrap(), 1);
+    assert_eq!(
+        fx.store
+            .next_file_number(PayoutMethod::Sepa, Some(day))
+            .await
+            .unwrap(),
+        1,
+        "each method counts its own files"
+    );
+
+    let tasks: Vec<_> = (0..20)
+        .map(|_| {
+            let store = fx.store.clone();
+            tokio::spawn(async move { store.next_file_number(ach, None).await.unwrap() })
+        })
+        .collect();
+    let mut numbers = BTreeSet::new();
+    for task in tasks {
+        assert!(
+            numbers.insert(task.await.unwrap()),
+            "a number was handed out twice"
+        );
+    }
+    assert_eq!(numbers, (2..=21).collect());
+}
