@@ -1,0 +1,19 @@
+//! The production rails' file formats: each implements the domain's
+//! [`BankFileWriter`](domain::rail::instruction::BankFileWriter) port by mapping the batch's
+//! credit instructions (built from the payout-method descriptors' rail roles) onto the typed
+//! file contents of `bank-formats`, with the originator details of the rail's settings.
+//!
+//! | method | format | module |
+//! |---|---|---|
+//! | `usd/ach` | NACHA, PPD (or CCD) credits 22 / 32 | [`nacha`] |
+//! | `eur/sepa` | ISO 20022 pain.001.001.09 | [`sepa`] |
+
+pub mod nacha;
+pub mod sepa;
+
+use domain::PortError;
+
+/// A request the format cannot carry: nothing is written or sent.
+pub(crate) fn refused(message: impl Into<String>) -> PortError {
+    PortError::Unknown(anyhow::anyhow!(message.into()))
+}

@@ -1,0 +1,316 @@
+//! `usd/ach`: one NACHA file per closed batch, one batch of PPD (or CCD) credits in it.
+//!
+//! Field mapping (positions as in the NACHA layout):
+//! - file header: immediate destination and origin with their names from the settings; the
+//!   creation date and time of the file (UTC); the file id modifier from the file's number of
+//!   the day (1 → `A` … 26 → `Z`, 27 → `0` … 36 → `9`: a 37th file on one day is refused); the
+//!   reference code is the first eight hex digits of the batch id.
+//! - batch header: service class 220 (credits only), company name, id and entry description
+//!   from the settings, the payoutd batch's first 20 hex digits as discretionary data, the
+//!   effective entry date of the file, the originating DFI from the settings, batch number 1.
+//! - one entry per payout: transaction code 22 (checking) or 32 (savings) from the account's
+//!   `account_type`, the `routing_number` as receiving DFI and check digit, the
+//!   `account_number`, the amount in cents, the payout id's first 15 hex digits as individual
+//!   id, the payee's name, and one addenda 05 with the remittance text.
+//! - trace numbers: the originating DFI's eight digits, then a sequence unique among the day's
+//!   files: `(file number of the day − 1) × 100 000 + position`, so a return's trace number
+//!   names one entry of one file of its day. They are the payouts' references.
+
+use bank_formats::nacha::{
+    self, Addenda, Addenda05, Batch, BatchHeader, EntryDetail, FileHeader, LineEnding, NachaFile,
+    SecCode, ServiceClass, TransactionCode, WriteOptions,
+};
+use domain::PortError;
+use domain::money::Asset;
+use domain::rail::file_rail::{FileNumbering, Settlement};
+use domain::rail::instruction::{BankFileWriter, CreditInstruction, FileRequest, WrittenFile};
+
+use crate::refused;
+
+/// Files a day can have: the file id modifier's 36 values.
+pub const MAX_FILES_PER_DAY: u32 = 36;
+
+/// Entries one file can have with day-unique trace numbers.
+pub const MAX_ENTRIES_PER_FILE: usize = 99_999;
+
+/// How NACHA files are numbered: per day (the file id modifier).
+pub const NUMBERING: FileNumbering = FileNumbering::PerDay;
+
+/// How NACHA payouts settle: on the effective date unless returned (no positive confirmation).
+pub const SETTLEMENT: Settlement = Settlement::OnEffectiveDate;
+
+/// The file name extension.
+pub const EXTENSION: &str = "ach";
+
+/// The standard entry class of the rail's credits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryClass {
+    /// Consumer accounts (receivers are people): the default.
+    Ppd,
+    /// Business accounts.
+    Ccd,
+}
+
+/// The originator details a bank gives for NACHA origination.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NachaSettings {
+    /// The bank the files go to: its nine-digit routing number.
+    pub immediate_destination: String,
+    /// Its name (23 characters).
+    pub immediate_destination_name: String,
+    /// The originator's identification at that bank: nine or ten digits.
+    pub immediate_origin: String,
+    /// The originator's name (23 characters).
+    pub immediate_origin_name: String,
+    /// The name receivers see (16 characters).
+    pub company_name: String,
+    /// The company identification (10 characters, often `1` and a tax id).
+    pub company_id: String,
+    /// The originating bank: the first eight digits of its routing number.
+    pub originating_dfi: String,
+    /// The purpose receivers see (10 characters), e.g. `PAYOUT`.
+    pub entry_description: String,
+    /// PPD or CCD.
+    pub entry_class: EntryClass,
+    /// What separates records.
+    pub line_ending: LineEnding,
+}
+
+/// Why NACHA settings are wrong, naming the setting.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{setting}: {problem}")]
+pub struct SettingsError {
+    /// The setting's name.
+    pub setting: &'static str,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+fn setting_error(setting: &'static str, problem: impl Into<String>) -> SettingsError {
+    SettingsError {
+        setting,
+        problem: problem.into(),
+    }
+}
+
+fn digits(value: &str, lengths: &[usize]) -> bool {
+    lengths.contains(&value.len()) && value.bytes().all(|b| b.is_ascii_digit())
+}
+
+fn text(setting: &'static str, value: &str, width: usize) -> Result<(), SettingsError> {
+    if value.trim().is_empty() {
+        return Err(setting_error(setting, "is empty"));
+    }
+    if value.chars().count() > width {
+        return Err(setting_error(
+            setting,
+            format!("is longer than the {width} characters of its NACHA field"),
+        ));
+    }
+    if let Some(c) = value.chars().find(|c| !nacha::is_allowed_char(*c)) {
+        return Err(setting_error(
+            setting,
+            format!("{c:?} is not allowed in a NACHA file"),
+        ));
+    }
+    Ok(())
+}
+
+impl NachaSettings {
+    /// Checks every setting against the NACHA layout.
+    ///
+    /// # Errors
+    /// The first wrong setting, by name.
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        if !nacha::is_valid_routing_number(&self.immediate_destination) {
+            return Err(setting_error(
+                "immediate_destination",
+                "must be a nine-digit routing number with a valid check digit",
+            ));
+        }
+        text(
+            "immediate_destination_name",
+            &self.immediate_destination_name,
+            23,
+        )?;
+        if !digits(&self.immediate_origin, &[9, 10]) {
+            return Err(setting_error("immediate_origin", "must be 9 or 10 digits"));
+        }
+        text("immediate_origin_name", &self.immediate_origin_name, 23)?;
+        text("company_name", &self.company_name, 16)?;
+        text("company_id", &self.company_id, 10)?;
+        if !digits(&self.originating_dfi, &[8]) {
+            return Err(setting_error(
+                "originating_dfi",
+                "must be the first 8 digits of the originating bank's routing number",
+            ));
+        }
+        text("entry_description", &self.entry_description, 10)?;
+        Ok(())
+    }
+}
+
+/// The NACHA writer of a rail.
+#[derive(Debug, Clone)]
+pub struct NachaWriter {
+    settings: NachaSettings,
+}
+
+impl NachaWriter {
+    /// A writer with checked settings.
+    ///
+    /// # Errors
+    /// The first wrong setting ([`NachaSettings::validate`]).
+    pub fn new(settings: NachaSettings) -> Result<Self, SettingsError> {
+        settings.validate()?;
+        Ok(Self { settings })
+    }
+}
+
+/// The file id modifier of the day's `sequence`th file.
+pub fn file_id_modifier(sequence: u32) -> Option<char> {
+    match sequence {
+        1..=26 => char::from_u32(u32::from(b'A') + sequence - 1),
+        27..=36 => char::from_digit(sequence - 27, 10),
+        _ => None,
+    }
+}
+
+/// The trace sequence (last seven digits of the trace number) of the entry at `position` of
+/// the day's `sequence`th file.
+pub fn trace_sequence(sequence: u32, position: usize) -> Option<u32> {
+    if position >= MAX_ENTRIES_PER_FILE || !(1..=MAX_FILES_PER_DAY).contains(&sequence) {
+        return None;
+    }
+    let position = u32::try_from(position).ok()?;
+    Some((sequence - 1) * 100_000 + position + 1)
+}
+
+fn transaction_code(instruction: &CreditInstruction) -> Result<TransactionCode, PortError> {
+    match instruction.account_kind.as_deref() {
+        Some("checking") | None => Ok(TransactionCode::CheckingCredit),
+        Some("savings") => Ok(TransactionCode::SavingsCredit),
+        Some(other) => Err(refused(format!(
+            "payout {}: account type {other:?} has no NACHA transaction code",
+            instruction.payout_id
+        ))),
+    }
+}
+
+impl NachaWriter {
+    fn entry(
+        &self,
+        request: &FileRequest,
+        position: usize,
+        instruction: &CreditInstruction,
+    ) -> Result<EntryDetail, PortError> {
+        let sequence = trace_sequence(request.sequence, position).ok_or_else(|| {
+            refused(format!(
+                "entry {} of file {} of the day: more than {MAX_ENTRIES_PER_FILE} entries",
+                position + 1,
+                request.sequence
+            ))
+        })?;
+        let trace = nacha::trace_number(&self.settings.originating_dfi, sequence)
+            .ok_or_else(|| refused("the originating DFI cannot start a trace number"))?;
+        let receiving_dfi = instruction
+            .receiving_bank
+            .as_ref()
+            .map(|bank| bank.expose().clone())
+            .ok_or_else(|| {
+                refused(format!(
+                    "payout {} has no routing number",
+                    instruction.payout_id
+                ))
+            })?;
+        let amount = u64::try_from(instruction.amount.get())
+            .map_err(|_| refused(format!("payout {}: negative amount", instruction.payout_id)))?;
+        let payout_id = instruction.payout_id.as_uuid().simple().to_string();
+        Ok(EntryDetail {
+            transaction_code: transaction_code(instruction)?,
+            receiving_dfi,
+            account_number: instruction.account.expose().clone(),
+            amount,
+            individual_id: payout_id[..15].to_ascii_uppercase(),
+            individual_name: nacha::clean_text(&instruction.payee_name, 22),
+            discretionary_data: String::new(),
+            trace_number: trace,
+            addenda: vec![Addenda::PaymentRelated(Addenda05 {
+                payment_related_information: nacha::clean_text(&instruction.remittance, 80),
+            })],
+        })
+    }
+}
+
+impl BankFileWriter for NachaWriter {
+    fn write(&self, request: &FileRequest) -> Result<WrittenFile, PortError> {
+        if request.asset != Asset::Usd {
+            return Err(refused(format!(
+                "a NACHA file pays USD, not {}",
+                request.asset.code()
+            )));
+        }
+        let modifier = file_id_modifier(request.sequence).ok_or_else(|| {
+            refused(format!(
+                "file {} of the day: NACHA allows {MAX_FILES_PER_DAY} files a day",
+                request.sequence
+            ))
+        })?;
+        let entries = request
+            .instructions
+            .iter()
+            .enumerate()
+            .map(|(position, instruction)| self.entry(request, position, instruction))
+            .collect::<Result<Vec<_>, _>>()?;
+        let references = entries.iter().map(|e| e.trace_number.clone()).collect();
+        let batch = request
+            .batch_id
+            .as_uuid()
+            .simple()
+            .to_string()
+            .to_ascii_uppercase();
+        let s = &self.settings;
+        let file = NachaFile {
+            header: FileHeader {
+                immediate_destination: s.immediate_destination.clone(),
+                immediate_origin: s.immediate_origin.clone(),
+                creation_date: request.created_at.date_naive(),
+                creation_time: Some(request.created_at.time()),
+                file_id_modifier: modifier,
+                immediate_destination_name: s.immediate_destination_name.clone(),
+                immediate_origin_name: s.immediate_origin_name.clone(),
+                reference_code: batch[..8].to_owned(),
+            },
+            batches: vec![Batch {
+                header: BatchHeader {
+                    service_class: ServiceClass::CreditsOnly,
+                    company_name: s.company_name.clone(),
+                    company_discretionary_data: batch[..20].to_owned(),
+                    company_identification: s.company_id.clone(),
+                    sec_code: match s.entry_class {
+                        EntryClass::Ppd => SecCode::Ppd,
+                        EntryClass::Ccd => SecCode::Ccd,
+                    },
+                    company_entry_description: s.entry_description.clone(),
+                    company_descriptive_date: String::new(),
+                    effective_entry_date: Some(request.effective_date),
+                    originating_dfi: s.originating_dfi.clone(),
+                    batch_number: 1,
+                },
+                entries,
+            }],
+        };
+        let bytes = nacha::write(
+            &file,
+            &WriteOptions {
+                line_ending: s.line_ending,
+            },
+        )
+        .map_err(|e| refused(format!("the NACHA file cannot be written: {e}")))?;
+        Ok(WrittenFile {
+            extension: EXTENSION,
+            bytes,
+            references,
+        })
+    }
+}
