@@ -80,7 +80,7 @@ fn ach_request(sequence: u32) -> FileRequest {
         vec![
             instruction(1, 125_050, "011000015", "123456789", Some("checking")),
             instruction(2, 99, "021000021", "000111222333", Some("savings")),
-            instruction(3, 10_000_00, "091000019", "55-66", None),
+            instruction(3, 1_000_000, "091000019", "55-66", None),
         ],
     )
 }
