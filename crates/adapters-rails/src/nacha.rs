@@ -314,3 +314,81 @@ impl BankFileWriter for NachaWriter {
         })
     }
 }
+
+/// The reader of NACHA files from the bank: returns (Addenda99) and notifications of change
+/// (Addenda98), with records shortened by trailing-blank stripping read as blank-filled. Return entries name the returned entry by its trace number, which is the
+/// payout's reference. Dishonored and contested returns (R61–R77) concern returns payoutd
+/// never dishonours and are recorded as notices.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NachaReader;
+
+/// Whether `bytes` start like a NACHA file: a file header record (`101`).
+pub fn looks_like_nacha(bytes: &[u8]) -> bool {
+    bytes.starts_with(b"101")
+}
+
+impl domain::rail::report::BankFileReader for NachaReader {
+    fn read(
+        &self,
+        _name: &str,
+        bytes: &[u8],
+    ) -> Result<domain::rail::report::ReadOutcome, PortError> {
+        use bank_formats::nacha::ReturnKind;
+        use domain::money::MinorUnits;
+        use domain::rail::report::{
+            BankReport, ItemOutcome, ItemReport, ReadOutcome, ReturnReason,
+        };
+
+        if !looks_like_nacha(bytes) {
+            return Ok(ReadOutcome::NotMine);
+        }
+        // Some banks' systems strip each record's trailing blanks: read those as blank-filled.
+        let lenient = nacha::ParseOptions {
+            allow_short_records: true,
+        };
+        let file = match nacha::parse_with(bytes, &lenient) {
+            Ok(file) => file,
+            Err(e) => {
+                return Ok(ReadOutcome::Unreadable(format!(
+                    "not a valid NACHA file: {e}"
+                )));
+            }
+        };
+        let mut items = Vec::new();
+        for returned in file.returns() {
+            let code = returned.return_code.to_string();
+            let reason = returned
+                .reason
+                .map_or_else(|| format!("return reason {code}"), str::to_owned);
+            let outcome = match returned.kind {
+                ReturnKind::Return => ItemOutcome::Returned {
+                    reason: ReturnReason {
+                        code,
+                        reason,
+                        account_is_invalid: returned.account_error,
+                    },
+                    amount: i64::try_from(returned.amount)
+                        .ok()
+                        .and_then(|cents| MinorUnits::new(cents).ok()),
+                },
+                ReturnKind::Dishonored | ReturnKind::Contested => {
+                    ItemOutcome::Notice { code, reason }
+                }
+            };
+            items.push(ItemReport {
+                reference: returned.original_trace_number,
+                outcome,
+            });
+        }
+        for change in file.notifications_of_change() {
+            items.push(ItemReport {
+                reference: change.original_trace_number,
+                outcome: ItemOutcome::Notice {
+                    code: change.change_code.to_string(),
+                    reason: change.reason.to_owned(),
+                },
+            });
+        }
+        Ok(ReadOutcome::Report(BankReport { file: None, items }))
+    }
+}

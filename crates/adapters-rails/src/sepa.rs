@@ -218,3 +218,139 @@ impl BankFileWriter for SepaWriter {
         })
     }
 }
+
+/// The meaning of the ISO 20022 external status reason codes banks most often give for SEPA
+/// credit transfers.
+pub fn reason_text(code: &str) -> Option<&'static str> {
+    Some(match code {
+        "AC01" => "Incorrect account number",
+        "AC04" => "Closed account number",
+        "AC06" => "Blocked account",
+        "AG01" => "Transaction forbidden on this account",
+        "AG02" => "Invalid bank operation code",
+        "AM04" => "Insufficient funds",
+        "AM05" => "Duplication",
+        "BE04" => "Missing creditor address",
+        "DUPL" => "Duplicate payment",
+        "FF01" => "Invalid file format",
+        "MD07" => "End customer deceased",
+        "MS02" => "Reason not specified, by the customer",
+        "MS03" => "Reason not specified, by the bank",
+        "RC01" => "Bank identifier incorrect",
+        "RR04" => "Regulatory reason",
+        "TM01" => "Received after the cut-off time",
+        _ => return None,
+    })
+}
+
+/// The reader of pain.002 payment status reports (versions 03, 09 and 10): the file's verdict
+/// (by its `OrgnlMsgId`, the batch id) and each listed transaction's (by its
+/// `OrgnlEndToEndId`, the payout id).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Pain002Reader;
+
+/// The batch whose file has `message_id` as its `MsgId` (the batch id's 32 hex digits).
+pub fn batch_of(message_id: &str) -> Option<domain::ids::BatchId> {
+    if message_id.len() != 32 || !message_id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    uuid::Uuid::try_parse(message_id)
+        .ok()
+        .map(domain::ids::BatchId::from_uuid)
+}
+
+/// Whether `bytes` look like a pain.002 document.
+pub fn looks_like_pain002(bytes: &[u8]) -> bool {
+    let head = &bytes[..bytes.len().min(4096)];
+    String::from_utf8_lossy(head).contains("urn:iso:std:iso:20022:tech:xsd:pain.002.")
+}
+
+fn reason_of(reasons: &[bank_formats::iso20022::StatusReason]) -> (Option<String>, String) {
+    let Some(first) = reasons.first() else {
+        return (None, "no reason given".to_owned());
+    };
+    let code = first.code.as_ref().map(|c| c.as_str().to_owned());
+    let text = code
+        .as_deref()
+        .and_then(reason_text)
+        .map(str::to_owned)
+        .or_else(|| first.proprietary.clone())
+        .or_else(|| first.additional_info.first().cloned())
+        .unwrap_or_else(|| match &code {
+            Some(code) => format!("ISO 20022 reason {code}"),
+            None => "no reason given".to_owned(),
+        });
+    (code, text)
+}
+
+impl domain::rail::report::BankFileReader for Pain002Reader {
+    fn read(
+        &self,
+        _name: &str,
+        bytes: &[u8],
+    ) -> Result<domain::rail::report::ReadOutcome, PortError> {
+        use bank_formats::iso20022::{Status, parse_pain002};
+        use domain::rail::report::{
+            BankReport, FileMention, FileVerdict, ItemOutcome, ItemReport, ReadOutcome,
+            ReturnReason,
+        };
+
+        if !looks_like_pain002(bytes) {
+            return Ok(ReadOutcome::NotMine);
+        }
+        let report = match parse_pain002(bytes) {
+            Ok(report) => report,
+            Err(e) => {
+                return Ok(ReadOutcome::Unreadable(format!(
+                    "not a valid pain.002: {e}"
+                )));
+            }
+        };
+        let mention = batch_of(&report.original_message_id).map_or_else(
+            || FileMention::Unknown(report.original_message_id.clone()),
+            FileMention::Batch,
+        );
+        // The group's status, else (one block per file) the block's.
+        let (status, reasons) = match (&report.group_status, report.payment_infos.first()) {
+            (Some(status), _) => (Some(status), report.group_reasons.as_slice()),
+            (None, Some(block)) => (block.status.as_ref(), block.reasons.as_slice()),
+            (None, None) => (None, &[][..]),
+        };
+        let verdict = status.and_then(|status| match status {
+            Status::Rejected => {
+                let (code, reason) = reason_of(reasons);
+                Some(FileVerdict::Rejected { code, reason })
+            }
+            Status::AcceptedSettlementCompleted | Status::AcceptedCreditSettlementCompleted => {
+                Some(FileVerdict::Settled)
+            }
+            s if s.is_accepted() || *s == Status::PartiallyAccepted => Some(FileVerdict::Accepted),
+            _ => None,
+        });
+        let mut items = Vec::new();
+        for tx in report.transactions() {
+            let Some(reference) = tx.original_end_to_end_id.clone() else {
+                continue;
+            };
+            let outcome = match &tx.status {
+                Some(
+                    Status::AcceptedSettlementCompleted | Status::AcceptedCreditSettlementCompleted,
+                ) => ItemOutcome::Settled,
+                Some(Status::Rejected) => {
+                    let (code, reason) = reason_of(&tx.reasons);
+                    ItemOutcome::Rejected(ReturnReason {
+                        code: code.unwrap_or_else(|| "RJCT".to_owned()),
+                        reason,
+                        account_is_invalid: tx.means_wrong_account(),
+                    })
+                }
+                _ => continue,
+            };
+            items.push(ItemReport { reference, outcome });
+        }
+        Ok(ReadOutcome::Report(BankReport {
+            file: verdict.map(|v| (mention, v)),
+            items,
+        }))
+    }
+}

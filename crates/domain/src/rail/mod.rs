@@ -4,4 +4,5 @@ pub mod file;
 pub mod file_rail;
 pub mod instruction;
 pub mod ports;
+pub mod report;
 pub mod transport;
