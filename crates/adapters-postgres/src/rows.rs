@@ -275,6 +275,7 @@ pub(crate) struct PayoutRow {
     pub(crate) submitted_at: Option<DateTime<Utc>>,
     pub(crate) receiver_is_invalid: bool,
     pub(crate) failure_reason: Option<String>,
+    pub(crate) return_code: Option<String>,
 }
 
 impl From<&Payout> for PayoutRow {
@@ -304,6 +305,7 @@ impl From<&Payout> for PayoutRow {
             submitted_at: p.submitted_at,
             receiver_is_invalid: p.receiver_is_invalid,
             failure_reason: p.failure_reason.clone(),
+            return_code: p.return_code.clone(),
         }
     }
 }
@@ -361,6 +363,7 @@ impl TryFrom<PayoutRow> for Payout {
             submitted_at: r.submitted_at,
             receiver_is_invalid: r.receiver_is_invalid,
             failure_reason: r.failure_reason,
+            return_code: r.return_code,
             created_at: r.created_at,
             updated_at: r.updated_at,
         })

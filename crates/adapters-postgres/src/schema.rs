@@ -142,6 +142,7 @@ diesel::table! {
         submitted_at -> Nullable<Timestamptz>,
         receiver_is_invalid -> Bool,
         failure_reason -> Nullable<Text>,
+        return_code -> Nullable<Text>,
     }
 }
 

@@ -148,7 +148,7 @@ impl OutboxEvent {
         at: DateTime<Utc>,
     ) -> Self {
         let subaccount = payout.subaccount_id.to_string();
-        let payload = json!({
+        let mut payload = json!({
             "event": kind.name(),
             "event_id": id.to_string(),
             "payout_id": payout.id.to_string(),
@@ -165,6 +165,15 @@ impl OutboxEvent {
             "subccount_id": subaccount,
             "timestamp": unix_millis(at),
         });
+        // A bank's refusal or return (production rails) names its code and meaning; payloads
+        // without one keep the compatible shape.
+        if let (Some(code), Some(object)) = (&payout.return_code, payload.as_object_mut()) {
+            object.insert("return_code".to_owned(), json!(code));
+            object.insert(
+                "return_reason".to_owned(),
+                json!(payout.failure_reason.clone().unwrap_or_default()),
+            );
+        }
         Self {
             id,
             subaccount_id: payout.subaccount_id,

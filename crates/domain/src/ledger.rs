@@ -56,6 +56,10 @@ pub enum LedgerEntryKind {
     /// A paid payout's held fee left the balance (pending decreases).
     #[strum(serialize = "fee_post")]
     FeePost,
+    /// A paid payout's amount came back to available: the bank returned it. Its fee stays
+    /// charged.
+    #[strum(serialize = "payout_return")]
+    PayoutReturn,
 }
 
 impl LedgerEntryKind {

@@ -251,8 +251,11 @@ pub(crate) async fn apply_changes(
                 .collect::<Vec<_>>(),
         )
         .bind::<Array<Nullable<Text>>, _>(
-            ps.map(|p| p.failure_reason.as_deref()).collect::<Vec<_>>(),
+            ps.clone()
+                .map(|p| p.failure_reason.as_deref())
+                .collect::<Vec<_>>(),
         )
+        .bind::<Array<Nullable<Text>>, _>(ps.map(|p| p.return_code.as_deref()).collect::<Vec<_>>())
         .cached()
         .execute(conn)
         .await?;
@@ -367,17 +370,17 @@ fn set_movements(changes: &[PayoutChange]) -> Option<Vec<Movement>> {
     Some(movements)
 }
 
-/// Moves a set of payouts, each only from the status it must still have (`$1`–`$9`: ids,
+/// Moves a set of payouts, each only from the status it must still have (`$1`–`$10`: ids,
 /// subaccounts, expected statuses, new statuses, updated at, batches, submitted at, receiver
-/// invalid, failure reasons); the row count says how many moved.
+/// invalid, failure reasons, return codes); the row count says how many moved.
 const APPLY_CHANGES: &str = "\
     UPDATE payouts p SET status = i.status, updated_at = i.updated_at, batch_id = i.batch_id, \
       submitted_at = i.submitted_at, receiver_is_invalid = i.receiver_is_invalid, \
-      failure_reason = i.failure_reason \
+      failure_reason = i.failure_reason, return_code = i.return_code \
     FROM unnest($1::uuid[], $2::uuid[], $3::int2[], $4::int2[], $5::timestamptz[], $6::uuid[], \
-                $7::timestamptz[], $8::bool[], $9::text[]) \
+                $7::timestamptz[], $8::bool[], $9::text[], $10::text[]) \
       AS i(id, subaccount_id, expected, status, updated_at, batch_id, submitted_at, \
-           receiver_is_invalid, failure_reason) \
+           receiver_is_invalid, failure_reason, return_code) \
     WHERE p.id = i.id AND p.subaccount_id = i.subaccount_id AND p.status = i.expected";
 
 /// Applies one planned change inside the caller's transaction: the conditional status update
@@ -417,6 +420,7 @@ pub(crate) async fn apply_change(
             payouts::submitted_at.eq(p.submitted_at),
             payouts::receiver_is_invalid.eq(p.receiver_is_invalid),
             payouts::failure_reason.eq(&p.failure_reason),
+            payouts::return_code.eq(&p.return_code),
         ))
         .cached()
         .execute(conn)

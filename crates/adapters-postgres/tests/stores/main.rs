@@ -9,6 +9,7 @@ mod credentials;
 mod delivery;
 mod idempotency;
 mod operator;
+mod payouts;
 mod rail_files;
 mod receivers;
 mod support;

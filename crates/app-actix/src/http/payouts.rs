@@ -453,13 +453,16 @@ fn payout_item(p: &Payout, receiver: &Receiver, account: &ReceiverAccount) -> Pa
     }
 }
 
-/// The payout's money movements: holds negative, reversals positive (contract §7.7).
+/// The payout's money movements: holds negative, reversals (and a bank's return of a paid
+/// payout's amount) positive (contract §7.7).
 fn transactions(entries: &[LedgerEntry]) -> Vec<Transaction> {
     entries
         .iter()
         .filter_map(|e| {
             let kind = match e.kind {
-                LedgerEntryKind::PayoutHold | LedgerEntryKind::PayoutVoid => "payout",
+                LedgerEntryKind::PayoutHold
+                | LedgerEntryKind::PayoutVoid
+                | LedgerEntryKind::PayoutReturn => "payout",
                 LedgerEntryKind::FeeHold | LedgerEntryKind::FeeVoid => "fee",
                 // Posting moves the held money out of `pending`; the hold already shows it.
                 LedgerEntryKind::Funding

@@ -128,6 +128,16 @@ pub enum RailResult {
         /// The rail's reason.
         reason: String,
     },
+    /// The bank refused it, or sent it back after paying it, with a code (production rails).
+    Returned {
+        /// The bank's code (`R03`, `AC04`).
+        code: String,
+        /// What the code means.
+        reason: String,
+        /// The code says the account details are wrong or the account is gone (the account
+        /// becomes `failed`).
+        receiver_is_invalid: bool,
+    },
 }
 
 /// The rail's result for one payout.

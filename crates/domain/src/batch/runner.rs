@@ -167,9 +167,11 @@ impl BatchRunner {
 
     /// Records the rail's `result` for an `in_progress` payout: `successful` (hold posted) or
     /// `failed` (hold voided, and the account failed when the rail says the receiver is
-    /// invalid), then finishes its batch if that was the last result. Returns whether the result
-    /// was applied (not already recorded) and whether the batch finished. `key` is applied with
-    /// the payout's transition.
+    /// invalid), then finishes its batch if that was the last result. A
+    /// [`RailResult::Returned`] for a `successful` payout is the bank's return of a paid payout:
+    /// `failed`, its amount back in available (`payout_return`), its fee kept, its batch left as
+    /// it finished. Returns whether the result was applied (not already recorded) and whether
+    /// the batch finished. `key` is applied with the payout's transition.
     #[tracing::instrument(level = "debug", skip_all, fields(payout = %payout.id))]
     pub async fn settle(
         &self,
@@ -178,8 +180,8 @@ impl BatchRunner {
         key: &WriteKey<Payout>,
     ) -> Result<(bool, bool), PortError> {
         let now = self.clock.now();
-        let (trigger, invalid, reason) = match result {
-            RailResult::Paid => (PayoutTrigger::RailSucceeded, false, None),
+        let (trigger, invalid, reason, code) = match result {
+            RailResult::Paid => (PayoutTrigger::RailSucceeded, false, None, None),
             RailResult::Failed {
                 receiver_is_invalid,
                 reason,
@@ -187,11 +189,28 @@ impl BatchRunner {
                 PayoutTrigger::RailFailed,
                 *receiver_is_invalid,
                 Some(reason.clone()),
+                None,
+            ),
+            RailResult::Returned {
+                code,
+                reason,
+                receiver_is_invalid,
+            } => (
+                // A payout the rail reported paid can still come back (contract §7.4).
+                if payout.status == PayoutStatus::Successful {
+                    PayoutTrigger::Returned
+                } else {
+                    PayoutTrigger::RailFailed
+                },
+                *receiver_is_invalid,
+                Some(reason.clone()),
+                Some(code.clone()),
             ),
         };
         let Ok(mut change) = plan_change(payout, trigger, now, self.ids.as_ref(), |p| {
             p.receiver_is_invalid = invalid;
             p.failure_reason = reason;
+            p.return_code = code;
         }) else {
             // Not in progress any more: the result was recorded already.
             return Ok((false, false));
@@ -202,9 +221,13 @@ impl BatchRunner {
         if !self.payouts.apply_transition(&change, key).await? {
             return Ok((false, false));
         }
+        // A return after settlement changes the payout and the balance, not its finished
+        // batch, which reports what was sent and settled.
         let finished = match payout.batch_id {
-            Some(batch) => self.finish(batch).await?.is_some(),
-            None => false,
+            Some(batch) if trigger != PayoutTrigger::Returned => {
+                self.finish(batch).await?.is_some()
+            }
+            _ => false,
         };
         Ok((true, finished))
     }
@@ -437,6 +460,96 @@ mod tests {
             .settle(&in_progress(), &result, &WriteKey::none())
             .await;
         assert_eq!(outcome.ok(), Some((true, false)));
+    }
+
+    fn returned(code: &str, invalid: bool) -> RailResult {
+        RailResult::Returned {
+            code: code.to_owned(),
+            reason: "Insufficient funds".to_owned(),
+            receiver_is_invalid: invalid,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_return_of_a_paid_payout_gives_the_amount_back_and_leaves_the_batch() {
+        let paid = Payout {
+            status: PayoutStatus::Successful,
+            ..in_progress()
+        };
+        let mut payouts = MockPayoutStore::new();
+        payouts
+            .expect_apply_transition()
+            .withf(|change, _| {
+                change.expected == PayoutStatus::Successful
+                    && change.payout.status == PayoutStatus::Failed
+                    && change.payout.return_code.as_deref() == Some("R01")
+                    && change.payout.failure_reason.as_deref() == Some("Insufficient funds")
+                    && change.balance_delta() == (1_013, 0)
+                    && change.account_failure.is_none()
+            })
+            .times(1)
+            .returning(|_, _| Ok(true));
+        // No finish_batch expectation: the settled batch is not touched.
+        let runner = runner(
+            MockBatchStore::new(),
+            payouts,
+            MockAccountStore::new(),
+            MockPayoutRail::new(),
+        );
+        let outcome = runner
+            .settle(&paid, &returned("R01", false), &WriteKey::none())
+            .await;
+        assert_eq!(outcome.ok(), Some((true, false)));
+    }
+
+    #[tokio::test]
+    async fn a_bank_refusal_of_a_payout_in_progress_fails_it_with_its_code() {
+        let mut payouts = MockPayoutStore::new();
+        payouts
+            .expect_apply_transition()
+            .withf(|change, _| {
+                change.expected == PayoutStatus::InProgress
+                    && change.payout.status == PayoutStatus::Failed
+                    && change.payout.return_code.as_deref() == Some("R01")
+                    && change.balance_delta() == (1_013, -1_013)
+            })
+            .times(1)
+            .returning(|_, _| Ok(true));
+        let mut batches = MockBatchStore::new();
+        batches
+            .expect_finish_batch()
+            .times(1)
+            .returning(|_, _, _| Ok(None));
+        let runner = runner(
+            batches,
+            payouts,
+            MockAccountStore::new(),
+            MockPayoutRail::new(),
+        );
+        let outcome = runner
+            .settle(&in_progress(), &returned("R01", false), &WriteKey::none())
+            .await;
+        assert_eq!(outcome.ok(), Some((true, false)));
+    }
+
+    #[tokio::test]
+    async fn a_return_of_a_failed_payout_is_never_applied_again() {
+        let failed = Payout {
+            status: PayoutStatus::Failed,
+            return_code: Some("R01".to_owned()),
+            ..in_progress()
+        };
+        // No store expectation at all: nothing is written.
+        let runner = runner(
+            MockBatchStore::new(),
+            MockPayoutStore::new(),
+            MockAccountStore::new(),
+            MockPayoutRail::new(),
+        );
+        let outcome = runner
+            .settle(&failed, &returned("R01", false), &WriteKey::none())
+            .await;
+        assert_eq!(outcome.ok(), Some((false, false)));
     }
 
     #[tokio::test]

@@ -45,6 +45,7 @@ impl Default for PayoutBuilder {
                 submitted_at: None,
                 receiver_is_invalid: false,
                 failure_reason: None,
+                return_code: None,
                 created_at: at,
                 updated_at: at,
             },

@@ -53,14 +53,32 @@ impl PayoutChange {
     }
 }
 
-/// How a change to `to` moves the payout's hold: voided back to available when it fails or is
-/// cancelled, posted out of pending when it is paid, untouched otherwise.
+/// How a change from `from` to `to` moves the payout's money: its hold voided back to available
+/// when it fails or is cancelled, posted out of pending when it is paid; a paid payout the bank
+/// returns gets its amount back in available (`payout_return`; the fee stays charged);
+/// untouched otherwise.
 fn hold_entries(
     payout: &Payout,
+    from: PayoutStatus,
     to: PayoutStatus,
     now: DateTime<Utc>,
     ids: &dyn IdGenerator,
 ) -> Vec<LedgerEntry> {
+    if from == PayoutStatus::Successful {
+        return match to {
+            PayoutStatus::Failed => vec![LedgerEntry {
+                id: LedgerEntryId::from_uuid(ids.new_id()),
+                subaccount_id: payout.subaccount_id,
+                asset: payout.asset,
+                kind: LedgerEntryKind::PayoutReturn,
+                available_delta: payout.amount.get(),
+                pending_delta: 0,
+                payout_id: Some(payout.id),
+                created_at: now,
+            }],
+            _ => Vec::new(),
+        };
+    }
     let (amount_kind, fee_kind, released) = match to {
         PayoutStatus::Failed | PayoutStatus::Cancelled => {
             (LedgerEntryKind::PayoutVoid, LedgerEntryKind::FeeVoid, true)
@@ -102,7 +120,7 @@ pub fn plan_change(
         ..payout.clone()
     };
     adjust(&mut after);
-    let entries = hold_entries(&after, to, now, ids);
+    let entries = hold_entries(&after, payout.status, to, now, ids);
     let mut events = vec![OutboxEvent::payout(
         EventKind::PayoutUpdated,
         EventId::from_uuid(ids.new_id()),
@@ -283,6 +301,68 @@ mod tests {
         assert_eq!(names, [EventKind::PayoutUpdated, EventKind::PayoutFailure]);
         assert_eq!(change.events[1].payload["status"], "failed");
         assert_ne!(change.events[0].id, change.events[1].id);
+    }
+
+    #[test]
+    fn a_returned_payout_gets_its_amount_back_and_keeps_its_fee_charged() {
+        let ids = ids();
+        let change = plan_change(
+            &payout(PayoutStatus::Successful, 50),
+            PayoutTrigger::Returned,
+            now(),
+            ids.as_ref(),
+            |p| {
+                p.receiver_is_invalid = true;
+                p.failure_reason = Some("Account closed".to_owned());
+                p.return_code = Some("R02".to_owned());
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(change.expected, PayoutStatus::Successful);
+        assert_eq!(change.payout.status, PayoutStatus::Failed);
+        // Posted already, so nothing is pending: the amount goes straight back to available.
+        assert_eq!(kinds(&change), [(LedgerEntryKind::PayoutReturn, 1_000, 0)]);
+        assert_eq!(change.balance_delta(), (1_000, 0));
+        let names: Vec<_> = change.events.iter().map(|e| e.kind).collect();
+        assert_eq!(names, [EventKind::PayoutUpdated, EventKind::PayoutFailure]);
+        for event in &change.events {
+            assert_eq!(event.payload["status"], "failed");
+            assert_eq!(event.payload["return_code"], "R02");
+            assert_eq!(event.payload["return_reason"], "Account closed");
+        }
+        // Only a paid payout can be returned.
+        for status in [
+            PayoutStatus::InProgress,
+            PayoutStatus::Failed,
+            PayoutStatus::Pending,
+        ] {
+            assert!(
+                plan_change(
+                    &payout(status, 0),
+                    PayoutTrigger::Returned,
+                    now(),
+                    ids.as_ref(),
+                    |_| {}
+                )
+                .is_err(),
+                "{status:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn payloads_without_a_bank_code_keep_their_shape() {
+        let ids = ids();
+        let change = plan_change(
+            &payout(PayoutStatus::InProgress, 0),
+            PayoutTrigger::RailFailed,
+            now(),
+            ids.as_ref(),
+            |p| p.failure_reason = Some("sandbox".to_owned()),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert!(change.events[1].payload.get("return_code").is_none());
+        assert!(change.events[1].payload.get("return_reason").is_none());
     }
 
     #[test]

@@ -45,6 +45,9 @@ pub struct Payout {
     pub receiver_is_invalid: bool,
     /// Why the rail failed it.
     pub failure_reason: Option<String>,
+    /// The bank's code when it refused or returned the payment (a NACHA return code such as
+    /// `R03`, an ISO 20022 reason such as `AC04`); `failure_reason` says what it means.
+    pub return_code: Option<String>,
     /// When it was created.
     pub created_at: DateTime<Utc>,
     /// When it last changed.

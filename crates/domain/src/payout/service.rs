@@ -455,6 +455,7 @@ impl PayoutService {
             submitted_at: None,
             receiver_is_invalid: false,
             failure_reason: None,
+            return_code: None,
             created_at: now,
             updated_at: now,
         };

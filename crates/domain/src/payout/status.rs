@@ -27,7 +27,8 @@ coded_status!(
 );
 
 impl PayoutStatus {
-    /// Whether the payout's money has reached its end (posted or released).
+    /// Whether the payout's money has reached its end (posted or released). Only a bank's
+    /// return moves a final payout again: `successful` → `failed` ([`PayoutTrigger::Returned`]).
     pub const fn is_final(self) -> bool {
         matches!(
             self,
@@ -57,6 +58,8 @@ pub enum PayoutTrigger {
     RailFailed,
     /// The subaccount cancelled it.
     Cancel,
+    /// The bank sent a paid payout back (production rails' returns).
+    Returned,
 }
 
 impl PayoutTrigger {
@@ -125,6 +128,11 @@ pub const TRANSITIONS: &[(PayoutStatus, PayoutTrigger, PayoutStatus)] = &[
         PayoutStatus::Pending,
         PayoutTrigger::Cancel,
         PayoutStatus::Cancelled,
+    ),
+    (
+        PayoutStatus::Successful,
+        PayoutTrigger::Returned,
+        PayoutStatus::Failed,
     ),
 ];
 
@@ -197,6 +205,7 @@ mod tests {
                 (S::InProgress, T::RailSucceeded) => Some(S::Successful),
                 (S::InProgress, T::RailFailed) => Some(S::Failed),
                 (S::Awaiting | S::Unassessed | S::Pending, T::Cancel) => Some(S::Cancelled),
+                (S::Successful, T::Returned) => Some(S::Failed),
                 _ => None,
             }
         };
@@ -212,12 +221,26 @@ mod tests {
     }
 
     #[test]
-    fn final_statuses_take_nothing() {
+    fn final_statuses_take_nothing_but_a_return_of_a_paid_payout() {
         for &from in PayoutStatus::ALL.iter().filter(|s| s.is_final()) {
             for &trigger in PayoutTrigger::ALL {
-                assert!(transition(from, trigger).is_err(), "{from:?} {trigger:?}");
+                let returned =
+                    from == PayoutStatus::Successful && trigger == PayoutTrigger::Returned;
+                assert_eq!(
+                    transition(from, trigger).is_ok(),
+                    returned,
+                    "{from:?} {trigger:?}"
+                );
             }
         }
+        assert_eq!(
+            transition(PayoutStatus::Failed, PayoutTrigger::Returned),
+            Err(IllegalTransition {
+                from: PayoutStatus::Failed,
+                trigger: PayoutTrigger::Returned
+            }),
+            "a return is applied once"
+        );
     }
 
     #[test]

@@ -1,0 +1,195 @@
+//! `PayoutStore::apply_transition` for a bank's return of a paid payout: the amount comes back
+//! to `available` as a `payout_return` entry, the fee stays charged, the return code is stored
+//! and announced, the ledger still adds up, and a second return writes nothing.
+
+use diesel::sql_types::Uuid as SqlUuid;
+use diesel_async::RunQueryDsl;
+use domain::builders::PayoutBuilder;
+use domain::events::{EventKind, OutboxEvent};
+use domain::idempotency::WriteKey;
+use domain::ids::{EventId, LedgerEntryId};
+use domain::ledger::{LedgerEntry, LedgerEntryKind};
+use domain::money::Asset;
+use domain::payout::change::plan_change;
+use domain::payout::ports::PayoutStore;
+use domain::payout::{Payout, PayoutStatus, PayoutTrigger};
+use domain::subaccount::ports::SubaccountStore;
+use uuid::Uuid;
+
+use crate::accounts::{ach, insert, new_receiver};
+use crate::support::{Fixture, RandomIds, admin, at};
+
+const T0: i64 = 1_700_000_000_123_456;
+const SECOND: i64 = 1_000_000;
+
+/// A stored payout of 1 000 with a fee of 50, from a balance of 10 000 USD, `unassessed` (its
+/// receiver's KYC is pending).
+async fn new_payout(fx: &Fixture) -> Payout {
+    let sub = fx.subaccount("returns").await.id;
+    admin(&fx.store)
+        .fund(sub, "USD", "10000")
+        .await
+        .expect("fund");
+    let owner = new_receiver(fx, sub, "payee@example.com").await;
+    let account = ach(&owner, "011000015", "123456789", "checking", T0);
+    insert(fx, &account).await.expect("account");
+    let payout = PayoutBuilder::new()
+        .id(domain::ids::PayoutId::from_uuid(Uuid::new_v4()))
+        .subaccount(sub)
+        .receiver(owner.id)
+        .account(account.id)
+        .asset(Asset::Usd)
+        .amount(1_000)
+        .fee(50)
+        .status(PayoutStatus::Unassessed)
+        .created_at(at(T0))
+        .updated_at(at(T0))
+        .build();
+    let hold = |kind, amount: i64| LedgerEntry {
+        id: LedgerEntryId::from_uuid(Uuid::new_v4()),
+        subaccount_id: sub,
+        asset: Asset::Usd,
+        kind,
+        available_delta: -amount,
+        pending_delta: amount,
+        payout_id: Some(payout.id),
+        created_at: at(T0),
+    };
+    let created = OutboxEvent::payout(
+        EventKind::PayoutCreated,
+        EventId::from_uuid(Uuid::new_v4()),
+        &payout,
+        at(T0),
+    );
+    let batch = fx
+        .store
+        .insert_payout(
+            &payout,
+            &[
+                hold(LedgerEntryKind::PayoutHold, 1_000),
+                hold(LedgerEntryKind::FeeHold, 50),
+            ],
+            &[created],
+            &WriteKey::none(),
+        )
+        .await
+        .expect("insert payout");
+    Payout {
+        batch_id: batch,
+        ..payout
+    }
+}
+
+async fn step(
+    fx: &Fixture,
+    payout: &Payout,
+    trigger: PayoutTrigger,
+    micros: i64,
+) -> (bool, Payout) {
+    let ids = RandomIds;
+    let change = plan_change(payout, trigger, at(micros), &ids, |p| {
+        if trigger == PayoutTrigger::Returned {
+            p.failure_reason = Some("Account closed".to_owned());
+            p.return_code = Some("R02".to_owned());
+            p.receiver_is_invalid = true;
+        }
+    })
+    .expect("allowed");
+    let applied = fx
+        .store
+        .apply_transition(&change, &WriteKey::none())
+        .await
+        .expect("apply");
+    (applied, change.payout)
+}
+
+#[tokio::test]
+async fn a_returned_payout_gets_its_amount_back_once_and_keeps_its_fee_charged() {
+    let fx = Fixture::new().await;
+    let payout = new_payout(&fx).await;
+    let sub = payout.subaccount_id;
+    let (_, pending) = step(
+        &fx,
+        &payout,
+        PayoutTrigger::KycCompletedConfirmed,
+        T0 + SECOND,
+    )
+    .await;
+    let (_, submitted) = step(&fx, &pending, PayoutTrigger::Submitted, T0 + SECOND).await;
+    let (_, paid) = step(
+        &fx,
+        &submitted,
+        PayoutTrigger::RailSucceeded,
+        T0 + 2 * SECOND,
+    )
+    .await;
+    let before = fx.store.balance(sub, Asset::Usd).await.unwrap();
+    assert_eq!((before.available, before.pending), (10_000 - 1_050, 0));
+
+    let (applied, returned) = step(&fx, &paid, PayoutTrigger::Returned, T0 + 3 * SECOND).await;
+    assert!(applied);
+    let after = fx.store.balance(sub, Asset::Usd).await.unwrap();
+    assert_eq!(
+        (after.available, after.pending),
+        (10_000 - 50, 0),
+        "the amount is back, the fee stays charged"
+    );
+    let (stored, entries) = fx.store.find_payout(sub, paid.id).await.unwrap().unwrap();
+    assert_eq!(stored.status, PayoutStatus::Failed);
+    assert_eq!(stored.return_code.as_deref(), Some("R02"));
+    assert_eq!(stored.failure_reason.as_deref(), Some("Account closed"));
+    let kinds: Vec<_> = entries
+        .iter()
+        .map(|e| (e.kind, e.available_delta))
+        .collect();
+    assert!(
+        kinds.contains(&(LedgerEntryKind::PayoutReturn, 1_000)),
+        "{kinds:?}"
+    );
+    assert!(
+        admin(&fx.store)
+            .check_ledger()
+            .await
+            .unwrap()
+            .discrepancies
+            .is_empty()
+    );
+
+    // The events announce the return with its code.
+    let mut conn = fx.raw().await;
+    #[derive(diesel::QueryableByName)]
+    struct Payload {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        kind: String,
+        #[diesel(sql_type = diesel::sql_types::Jsonb)]
+        payload: serde_json::Value,
+    }
+    let events: Vec<Payload> = diesel::sql_query(
+        "SELECT event_type AS kind, payload FROM outbox_events WHERE object_id = $1 \
+         AND payload ? 'return_code' \
+         ORDER BY event_type",
+    )
+    .bind::<SqlUuid, _>(paid.id.as_uuid())
+    .load(&mut conn)
+    .await
+    .unwrap();
+    let kinds: Vec<_> = events.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["payoutFailure", "payoutUpdated"]);
+    assert!(events.iter().all(|e| e.payload["return_code"] == "R02"
+        && e.payload["return_reason"] == "Account closed"
+        && e.payload["status"] == "failed"));
+
+    // The same return again (a repeated return file): planned from the stale paid payout, it
+    // finds the payout failed already and writes nothing.
+    let (again, _) = step(&fx, &paid, PayoutTrigger::Returned, T0 + 4 * SECOND).await;
+    assert!(!again);
+    assert_eq!(fx.store.balance(sub, Asset::Usd).await.unwrap(), after);
+    let returns = fx
+        .count_where(
+            "SELECT count(*) AS n FROM ledger_entries WHERE payout_id = $1 AND kind = 'payout_return'",
+            paid.id.as_uuid(),
+        )
+        .await;
+    assert_eq!(returns, 1);
+    assert_eq!(returned.status, PayoutStatus::Failed);
+}
