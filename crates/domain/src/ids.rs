@@ -117,3 +117,11 @@ mod tests {
         }
     }
 }
+id_type!(
+    /// A file read from a production rail's inbound directory.
+    InboundFileId
+);
+id_type!(
+    /// One line of what an inbound bank file said.
+    BankReportId
+);

@@ -2,6 +2,8 @@
 
 pub mod file;
 pub mod file_rail;
+pub mod inbound;
+pub mod inbound_ports;
 pub mod instruction;
 pub mod ports;
 pub mod report;

@@ -1,0 +1,209 @@
+//! Where inbound bank files and what they said are recorded.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use strum::{EnumString, IntoStaticStr, VariantArray};
+
+use crate::account::PayoutMethod;
+use crate::error::PortError;
+use crate::ids::{BankReportId, InboundFileId, PayoutId, RailFileId, SubaccountId};
+
+/// What reading an inbound file gave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, VariantArray, IntoStaticStr, EnumString)]
+#[strum(serialize_all = "snake_case", const_into_str)]
+pub enum InboundOutcome {
+    /// A report in the rail's format.
+    Read,
+    /// Not the rail's format: left alone.
+    Foreign,
+    /// The rail's format, but broken.
+    Unreadable,
+}
+
+impl InboundOutcome {
+    /// The stored name.
+    pub const fn as_str(self) -> &'static str {
+        self.into_str()
+    }
+
+    /// The outcome with this stored name.
+    pub fn parse(raw: &str) -> Option<Self> {
+        raw.parse().ok()
+    }
+}
+
+/// A file read from a rail's inbound directory. Recorded once per method, name and content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InboundFile {
+    /// Identifier.
+    pub id: InboundFileId,
+    /// The rail it came from.
+    pub method: PayoutMethod,
+    /// Its name in the inbound directory.
+    pub name: String,
+    /// SHA-256 of its bytes.
+    pub sha256: [u8; 32],
+    /// What reading it gave.
+    pub outcome: InboundOutcome,
+    /// Why it could not be read, when it could not.
+    pub detail: Option<String>,
+    /// When it was read.
+    pub received_at: DateTime<Utc>,
+}
+
+/// What one line of a report is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, VariantArray, IntoStaticStr, EnumString)]
+#[strum(serialize_all = "snake_case", const_into_str)]
+pub enum ReportKind {
+    /// The bank accepted a file.
+    FileAccepted,
+    /// The bank settled every payment of a file.
+    FileSettled,
+    /// The bank rejected a file.
+    FileRejected,
+    /// A payment was settled.
+    Settled,
+    /// A payment was refused before it was paid.
+    Rejected,
+    /// A paid payment came back.
+    Returned,
+    /// A notice to record only (notification of change, dishonored return).
+    Notice,
+}
+
+impl ReportKind {
+    /// The stored name.
+    pub const fn as_str(self) -> &'static str {
+        self.into_str()
+    }
+
+    /// The kind with this stored name.
+    pub fn parse(raw: &str) -> Option<Self> {
+        raw.parse().ok()
+    }
+}
+
+/// What payoutd did with a line of a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, VariantArray, IntoStaticStr, EnumString)]
+#[strum(serialize_all = "snake_case", const_into_str)]
+pub enum Resolution {
+    /// It changed the payout or the file.
+    Applied,
+    /// The payout or file was so already (a report read twice, a repeated return): nothing was
+    /// applied again.
+    Repeated,
+    /// No file or payout of ours has that reference.
+    Unmatched,
+    /// Recorded only.
+    Noted,
+    /// It contradicts what happened (a settlement of a failed payout, a rejection of an
+    /// acknowledged file): nothing was applied; an operator should look.
+    Conflicting,
+}
+
+impl Resolution {
+    /// Every resolution.
+    pub const ALL: &'static [Resolution] = Self::VARIANTS;
+
+    /// The stored name.
+    pub const fn as_str(self) -> &'static str {
+        self.into_str()
+    }
+
+    /// The resolution with this stored name.
+    pub fn parse(raw: &str) -> Option<Self> {
+        raw.parse().ok()
+    }
+}
+
+/// One line of what an inbound file said, with what it matched and what was done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedReport {
+    /// Identifier.
+    pub id: BankReportId,
+    /// Its place in the file, from 0.
+    pub position: u32,
+    /// What it is about.
+    pub kind: ReportKind,
+    /// The payment's reference, or the file's identifier for file lines.
+    pub reference: String,
+    /// The bank's code.
+    pub code: Option<String>,
+    /// Its meaning.
+    pub reason: Option<String>,
+    /// The code says the account is wrong.
+    pub account_invalid: bool,
+    /// The amount the report states, minor units.
+    pub amount: Option<i64>,
+    /// The subaccount of what it matched.
+    pub subaccount_id: Option<SubaccountId>,
+    /// The payout it matched.
+    pub payout_id: Option<PayoutId>,
+    /// The file it matched (or the payout's file).
+    pub rail_file_id: Option<RailFileId>,
+    /// What was done.
+    pub resolution: Resolution,
+    /// When.
+    pub created_at: DateTime<Utc>,
+}
+
+/// A payment of a stored file, found by its reference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentItem {
+    /// The file.
+    pub file_id: RailFileId,
+    /// When the file was written.
+    pub file_created_at: DateTime<Utc>,
+    /// The payout's subaccount.
+    pub subaccount_id: SubaccountId,
+    /// The payout.
+    pub payout_id: PayoutId,
+}
+
+/// A recorded report line with the name of the file it came in, for operators.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportListing {
+    /// The rail.
+    pub method: PayoutMethod,
+    /// The inbound file's name.
+    pub file_name: String,
+    /// The line.
+    pub report: RecordedReport,
+}
+
+/// Inbound files and their reports (contract §15.2, §15.3).
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait InboundStore: Send + Sync {
+    /// Whether a file of `method` with this name and content was recorded already.
+    async fn inbound_known(
+        &self,
+        method: PayoutMethod,
+        name: &str,
+        sha256: [u8; 32],
+    ) -> Result<bool, PortError>;
+
+    /// The payments of `method`'s stored files whose reference is `reference`, newest file
+    /// first (NACHA trace numbers repeat from one day to the next).
+    async fn sent_items(
+        &self,
+        method: PayoutMethod,
+        reference: &str,
+    ) -> Result<Vec<SentItem>, PortError>;
+
+    /// Records `file` and its `reports` in one transaction. `Ok(false)` when the file (method,
+    /// name, content) was recorded already; then nothing was written.
+    async fn record_inbound(
+        &self,
+        file: &InboundFile,
+        reports: &[RecordedReport],
+    ) -> Result<bool, PortError>;
+
+    /// Recorded report lines, newest first, optionally only those with `resolution`, at most
+    /// `limit`.
+    async fn list_reports(
+        &self,
+        resolution: Option<Resolution>,
+        limit: u32,
+    ) -> Result<Vec<ReportListing>, PortError>;
+}
