@@ -301,6 +301,38 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    inbound_files (id) {
+        id -> Uuid,
+        method -> Text,
+        name -> Text,
+        sha256 -> Bytea,
+        outcome -> Text,
+        detail -> Nullable<Text>,
+        received_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    bank_reports (id) {
+        id -> Uuid,
+        inbound_file_id -> Uuid,
+        position -> Int4,
+        method -> Text,
+        kind -> Text,
+        reference -> Text,
+        code -> Nullable<Text>,
+        reason -> Nullable<Text>,
+        account_invalid -> Bool,
+        amount -> Nullable<Int8>,
+        subaccount_id -> Nullable<Uuid>,
+        payout_id -> Nullable<Uuid>,
+        rail_file_id -> Nullable<Uuid>,
+        resolution -> Text,
+        created_at -> Timestamptz,
+    }
+}
+
 diesel::joinable!(account_confirmations -> receiver_accounts (account_id));
 diesel::joinable!(api_keys -> subaccounts (subaccount_id));
 diesel::joinable!(balances -> subaccounts (subaccount_id));
@@ -314,6 +346,7 @@ diesel::joinable!(payouts -> subaccounts (subaccount_id));
 diesel::joinable!(receiver_accounts -> receivers (receiver_id));
 diesel::joinable!(receiver_accounts -> subaccounts (subaccount_id));
 diesel::joinable!(rail_file_items -> rail_files (file_id));
+diesel::joinable!(bank_reports -> inbound_files (inbound_file_id));
 diesel::joinable!(receivers -> subaccounts (subaccount_id));
 diesel::joinable!(webhook_attempts -> outbox_events (event_id));
 diesel::joinable!(webhook_endpoints -> subaccounts (subaccount_id));
@@ -322,9 +355,11 @@ diesel::allow_tables_to_appear_in_same_query!(
     account_confirmations,
     api_keys,
     balances,
+    bank_reports,
     batches,
     fee_templates,
     idempotency_keys,
+    inbound_files,
     ledger_entries,
     outbox_events,
     outbox_sequences,

@@ -8,6 +8,7 @@ mod accounts;
 mod credentials;
 mod delivery;
 mod idempotency;
+mod inbound;
 mod operator;
 mod payouts;
 mod rail_files;

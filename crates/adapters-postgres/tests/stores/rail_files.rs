@@ -21,7 +21,7 @@ const SECOND: i64 = 1_000_000;
 
 /// A closed batch of `subaccount` with `n` payouts to one ACH account (rows written directly:
 /// the file store only needs them to exist).
-async fn batch_with_payouts(
+pub(crate) async fn batch_with_payouts(
     fx: &Fixture,
     subaccount: SubaccountId,
     n: usize,
@@ -63,7 +63,7 @@ async fn batch_with_payouts(
     (BatchId::from_uuid(batch), payouts)
 }
 
-fn file_of(
+pub(crate) fn file_of(
     subaccount: SubaccountId,
     batch: BatchId,
     payouts: &[PayoutId],

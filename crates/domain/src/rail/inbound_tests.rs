@@ -154,10 +154,7 @@ type Recorded = Arc<Mutex<Vec<(InboundFile, Vec<RecordedReport>)>>>;
 
 /// An inbound store that knows no file yet, finds `sent` items by reference and keeps what is
 /// recorded.
-fn inbound(
-    sent: Vec<(&'static str, SentItem)>,
-    recorded: Recorded,
-) -> Arc<MockInboundStore> {
+fn inbound(sent: Vec<(&'static str, SentItem)>, recorded: Recorded) -> Arc<MockInboundStore> {
     let mut store = MockInboundStore::new();
     let seen = recorded.clone();
     store.expect_inbound_known().returning(move |_, name, sha| {
