@@ -548,6 +548,19 @@ fn smtp_settings_are_checked() {
         "from = \"payouts at example\"",
     ));
     assert_problem(&p, "smtp.from", "mailbox");
+    let p = problems(&example_with(
+        "from = \"Acme Payouts <payouts@example.com>\"",
+        "from = \"payouts@localhost\"",
+    ));
+    assert_problem(&p, "smtp.from", "mailbox");
+    let bare = example_with(
+        "from = \"Acme Payouts <payouts@example.com>\"",
+        "from = \"payouts@example.com\"",
+    );
+    assert_eq!(
+        parse(&bare).unwrap().smtp.from_address,
+        "payouts@example.com"
+    );
     let p = problems(&example_with("username = \"payoutd@example.com\"", ""));
     assert_problem(&p, "smtp.username", "needed with smtp.password");
     let p = problems(&example_with("max_attempts = 5", "max_attempts = 0"));
