@@ -8,12 +8,13 @@ use std::time::Duration;
 use adapters_filetransfer::{
     HostKeyPin, PrivateKeySource, SftpConfigError, SftpSettings, SftpTransport,
 };
+use chrono::NaiveDate;
 use domain::account::PayoutMethod;
-use domain::rail::calendar::{RailCalendar, parse_cutoff, parse_date};
+use domain::rail::calendar::{CalendarError, RailCalendar, parse_cutoff, parse_date};
 use domain::rail::file_rail::EffectiveDate;
 use serde::Deserialize;
 
-use super::problems::{Env, Problems, Sourced, key_path, seconds, sourced, table, text};
+use super::problems::{Env, Problems, Sourced, key_path, seconds, sourced, table, text, type_name};
 
 /// One enabled method's rail.
 #[derive(Debug, Clone)]
@@ -142,9 +143,9 @@ pub const DEFAULT_POLL_SECS: u64 = 300;
 #[serde(deny_unknown_fields)]
 struct RawAch {
     file_prefix: String,
-    cutoffs: Vec<String>,
+    cutoffs: Vec<toml::Value>,
     #[serde(default)]
-    holidays: Vec<String>,
+    holidays: Vec<toml::Value>,
     transport: toml::Table,
     immediate_destination: String,
     immediate_destination_name: String,
@@ -160,9 +161,9 @@ struct RawAch {
 #[serde(deny_unknown_fields)]
 struct RawSepa {
     file_prefix: String,
-    cutoffs: Vec<String>,
+    cutoffs: Vec<toml::Value>,
     #[serde(default)]
-    holidays: Vec<String>,
+    holidays: Vec<toml::Value>,
     transport: toml::Table,
     debtor_name: String,
     debtor_iban: String,
@@ -269,8 +270,8 @@ pub fn rail(
 
 struct Common {
     file_prefix: String,
-    cutoffs: Vec<String>,
-    holidays: Vec<String>,
+    cutoffs: Vec<toml::Value>,
+    holidays: Vec<toml::Value>,
     transport: toml::Table,
 }
 
@@ -311,8 +312,8 @@ fn file_prefix(value: &str, setting: &str, problems: &mut Problems) -> Option<St
 }
 
 fn calendar(
-    cutoffs: &[String],
-    holidays: &[String],
+    cutoffs: &[toml::Value],
+    holidays: &[toml::Value],
     path: &str,
     problems: &mut Problems,
 ) -> Option<RailCalendar> {
@@ -320,22 +321,47 @@ fn calendar(
     let holidays_path = key_path(path, "holidays");
     let mut ok = true;
     let mut times = Vec::new();
-    for (i, text) in cutoffs.iter().enumerate() {
-        match parse_cutoff(text) {
+    for (i, value) in cutoffs.iter().enumerate() {
+        let time = match value {
+            toml::Value::String(text) => parse_cutoff(text).map_err(|e| e.to_string()),
+            other => Err(format!(
+                "must be a string \"HH:MM\" (UTC), got {}",
+                type_name(other)
+            )),
+        };
+        match time {
             Ok(time) => times.push(time),
-            Err(e) => {
+            Err(message) => {
                 ok = false;
-                problems.push(format!("{cutoffs_path}[{i}]"), e.to_string());
+                problems.push(format!("{cutoffs_path}[{i}]"), message);
             }
         }
     }
     let mut dates = Vec::new();
-    for (i, text) in holidays.iter().enumerate() {
-        match parse_date(text) {
+    for (i, value) in holidays.iter().enumerate() {
+        // A quoted "2026-12-25" or a TOML local date 2026-12-25.
+        let date = match value {
+            toml::Value::String(text) => parse_date(text).map_err(|e| e.to_string()),
+            toml::Value::Datetime(toml::value::Datetime {
+                date: Some(date),
+                time: None,
+                offset: None,
+            }) => NaiveDate::from_ymd_opt(
+                i32::from(date.year),
+                u32::from(date.month),
+                u32::from(date.day),
+            )
+            .ok_or_else(|| format!("{date} is not a date that exists")),
+            other => Err(format!(
+                "must be a date YYYY-MM-DD, got {}",
+                type_name(other)
+            )),
+        };
+        match date {
             Ok(date) => dates.push(date),
-            Err(e) => {
+            Err(message) => {
                 ok = false;
-                problems.push(format!("{holidays_path}[{i}]"), e.to_string());
+                problems.push(format!("{holidays_path}[{i}]"), message);
             }
         }
     }
@@ -345,7 +371,7 @@ fn calendar(
     RailCalendar::new(times, dates)
         .map_err(|e| {
             let setting = match e {
-                domain::rail::calendar::CalendarError::ClosedTooLong(_) => holidays_path,
+                CalendarError::ClosedTooLong(_) => holidays_path,
                 _ => cutoffs_path,
             };
             problems.push(setting, e.to_string());
@@ -396,13 +422,13 @@ fn sftp(
     problems: &mut Problems,
 ) -> Option<TransportSettings> {
     let at = |key: &str| key_path(path, key);
-    let host = required(&raw.host, &at("host"), problems).filter(|host| {
-        let plain = !host.contains(char::is_whitespace) && !host.contains('/');
-        if !plain {
+    let host = match required(&raw.host, &at("host"), problems) {
+        Some(host) if host.contains(char::is_whitespace) || host.contains('/') => {
             problems.push(at("host"), "must be a host name or an IP address");
+            None
         }
-        plain
-    });
+        host => host,
+    };
     let port = match raw.port {
         Some(0) => {
             problems.push(at("port"), "must be from 1 to 65535");

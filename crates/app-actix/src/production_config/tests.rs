@@ -235,6 +235,21 @@ fn a_bad_cutoff_or_holiday_is_named_by_its_index() {
     assert_problem(&p, "rails.\"eur/sepa\".cutoffs", "listed twice");
     let p = problems(&example_with("\"2027-01-18\"", "\"2027-02-29\""));
     assert_problem(&p, "rails.\"usd/ach\".holidays[3]", "YYYY-MM-DD");
+    let p = problems(&example_with("cutoffs = [\"13:00\"]", "cutoffs = [1300]"));
+    assert_problem(
+        &p,
+        "rails.\"eur/sepa\".cutoffs[0]",
+        "must be a string \"HH:MM\"",
+    );
+    let p = problems(&example_with("\"2027-01-18\"", "2027-01-18T00:00:00"));
+    assert_problem(&p, "rails.\"usd/ach\".holidays[3]", "must be a date");
+    // Unquoted TOML dates are dates too.
+    let settings = parse(&example_with("\"2027-01-18\"", "2027-01-18")).unwrap();
+    let holidays: Vec<NaiveDate> = settings.rails[&PayoutMethod::Ach]
+        .calendar
+        .holidays()
+        .collect();
+    assert!(holidays.contains(&NaiveDate::from_ymd_opt(2027, 1, 18).unwrap()));
 }
 
 #[test]
