@@ -1,4 +1,4 @@
-//! The command line: `payoutd serve | migrate | openapi | admin <command>`. Admin commands print JSON on
+//! The command line: `payoutd serve | migrate | check-config | openapi | admin <command>`. Admin commands print JSON on
 //! stdout and exit non-zero with a message on stderr on failure.
 
 use std::sync::Arc;
@@ -14,6 +14,7 @@ use domain::ports::{Clock, IdGenerator};
 use serde_json::{Value, json};
 
 use crate::config::{Config, database_from_env, master_key_from_env};
+use crate::production_config::ProductionSettings;
 use crate::startup::Application;
 use crate::system::{RandomIds, SystemClock};
 
@@ -42,6 +43,10 @@ pub enum Command {
         #[arg(long)]
         create_database: bool,
     },
+    /// Check the production configuration file named by PAYOUT_CONFIG and print a summary
+    /// (enabled methods, transports with secrets masked, next cut-offs, SMTP); exits 1 with
+    /// every problem on stderr when it is wrong.
+    CheckConfig,
     /// Print the OpenAPI 3.1 document (as served at /openapi.json); `payoutd openapi >
     /// docs/openapi.json` regenerates the committed copy.
     Openapi,
@@ -205,6 +210,23 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve => {
             let config = Config::from_env()?;
+            if !config.sandbox {
+                // Production mode: the file is checked first, so a wrong setting stops here
+                // with its name. The production adapters (rails, SMTP, manual KYC) are not
+                // wired into the application yet.
+                let production = ProductionSettings::from_env()?;
+                anyhow::bail!(
+                    "{} is valid (enabled: {}), but the production adapters are not wired yet: \
+                     payoutd serve runs only with PAYOUT_SANDBOX=true in this version",
+                    production.path.display(),
+                    production
+                        .enabled_methods()
+                        .iter()
+                        .map(|m| m.route())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
             let app = Application::build(&config)?;
             tracing::info!(
                 port = app.port(),
@@ -221,6 +243,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             let applied = run_migrations(&db.url).await?;
             println!("{}", json!({ "applied": applied }));
+            Ok(())
+        }
+        Command::CheckConfig => {
+            let production = ProductionSettings::from_env()?;
+            let summary = serde_json::to_string_pretty(&production.summary(Utc::now()))
+                .context("rendering the summary")?;
+            println!("{summary}");
             Ok(())
         }
         Command::Openapi => {

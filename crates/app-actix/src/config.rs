@@ -8,6 +8,7 @@
 //! | `PAYOUT_MASTER_KEY` | required for `serve` and `admin` | 64 hex characters (32 bytes): encrypts secrets at rest, seals cursors |
 //! | `PAYOUT_BIND` | `127.0.0.1:8080` | listen address |
 //! | `PAYOUT_SANDBOX` | `false` | sandbox mode: simulated KYC provider |
+//! | `PAYOUT_CONFIG` | required unless sandbox | the production configuration file (rails, SMTP, KYC): read and checked by [`ProductionSettings::from_env`] |
 //! | `PAYOUT_PUBLIC_URL` | `http://<PAYOUT_BIND>` | public base URL of this service, for confirmation links |
 //! | `PAYOUT_WORKERS` | number of cores | HTTP worker threads |
 //! | `PAYOUT_SIGNATURE_WINDOW_SECS` | `300` | accepted distance of a signature nonce from server time (1..=1800) |
@@ -35,6 +36,8 @@ use std::time::Duration;
 use adapters_postgres::DbConfig;
 use domain::masking::Secret;
 use domain::receiver::KycOutcome;
+
+pub use crate::production_config::{ProductionConfigError, ProductionSettings};
 
 /// A configuration problem, naming the variable.
 #[derive(Debug, thiserror::Error)]

@@ -6,6 +6,7 @@ pub mod config;
 pub mod http;
 pub mod jobs;
 pub mod metrics;
+pub mod production_config;
 pub mod startup;
 pub mod state;
 pub mod system;

@@ -1,0 +1,715 @@
+//! `[rails."<method>"]`: one bank file rail per enabled payout method, with its calendar, its
+//! transport and its file format's originator details.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use adapters_filetransfer::{
+    HostKeyPin, PrivateKeySource, SftpConfigError, SftpSettings, SftpTransport,
+};
+use chrono::NaiveDate;
+use domain::account::PayoutMethod;
+use domain::rail::calendar::{CalendarError, RailCalendar, parse_cutoff, parse_date};
+use domain::rail::file_rail::EffectiveDate;
+use serde::Deserialize;
+
+use super::problems::{Env, Problems, Sourced, key_path, seconds, sourced, table, text, type_name};
+
+/// One enabled method's rail.
+#[derive(Debug, Clone)]
+pub struct RailSettings {
+    /// The method.
+    pub method: PayoutMethod,
+    /// The file name prefix.
+    pub file_prefix: String,
+    /// Cut-offs and business days.
+    pub calendar: Arc<RailCalendar>,
+    /// How files reach the bank and its answers come back.
+    pub transport: TransportSettings,
+    /// The file format and the originator details written into each file.
+    pub format: FormatSettings,
+}
+
+impl RailSettings {
+    /// The file rail's effective date of a file written at an instant (from the calendar).
+    pub fn effective_date(&self) -> EffectiveDate {
+        self.calendar.clone().effective_date_fn()
+    }
+}
+
+/// A rail's transport.
+#[derive(Debug, Clone)]
+pub enum TransportSettings {
+    /// SFTP to the bank's host.
+    Sftp(Box<SftpTransportSettings>),
+    /// Local directories served by a managed file-transfer agent.
+    Directory(DirectoryTransportSettings),
+}
+
+impl TransportSettings {
+    /// How often the inbound directory is read for the bank's answers.
+    pub fn poll_interval(&self) -> Duration {
+        match self {
+            Self::Sftp(s) => s.poll_interval,
+            Self::Directory(d) => d.poll_interval,
+        }
+    }
+}
+
+/// `kind = "sftp"`.
+#[derive(Debug, Clone)]
+pub struct SftpTransportSettings {
+    /// What [`SftpTransport::new`] takes (already checked by it: the key loads).
+    pub settings: SftpSettings,
+    /// How often the bank's inbound directory is read.
+    pub poll_interval: Duration,
+    /// Where the private key came from, for the summary: the file, or `env:NAME`.
+    pub private_key_source: String,
+    /// The SHA256 fingerprint of the client's key (to give the bank).
+    pub client_fingerprint: String,
+}
+
+/// `kind = "directory"`.
+#[derive(Debug, Clone)]
+pub struct DirectoryTransportSettings {
+    /// Where files for the bank are written.
+    pub outbound_dir: PathBuf,
+    /// Where the bank's files are read from.
+    pub inbound_dir: PathBuf,
+    /// How often the inbound directory is read.
+    pub poll_interval: Duration,
+}
+
+/// A rail's file format and originator details.
+#[derive(Debug, Clone)]
+pub enum FormatSettings {
+    /// `usd/ach`: NACHA.
+    Nacha(NachaOriginator),
+    /// `eur/sepa`: ISO 20022 pain.001.001.09.
+    Pain001(SepaOriginator),
+}
+
+impl FormatSettings {
+    /// The format's name in summaries.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Nacha(_) => "nacha",
+            Self::Pain001(_) => "pain.001.001.09",
+        }
+    }
+}
+
+/// The NACHA file and batch header fields that come from the originator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NachaOriginator {
+    /// The receiving bank's routing number (9 digits, check digit verified).
+    pub immediate_destination: String,
+    /// Its name (at most 23 characters).
+    pub immediate_destination_name: String,
+    /// The identification the bank assigned the sender (9 or 10 digits).
+    pub immediate_origin: String,
+    /// The sender's name (at most 23 characters).
+    pub immediate_origin_name: String,
+    /// The company name of each batch (at most 16 characters).
+    pub company_name: String,
+    /// The company identification (exactly 10 characters).
+    pub company_id: String,
+    /// The originating bank's routing number without its check digit (8 digits).
+    pub odfi_routing: String,
+    /// The company entry description (at most 10 characters, e.g. `PAYOUT`).
+    pub entry_description: String,
+}
+
+/// The pain.001 fields that come from the originator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SepaOriginator {
+    /// `Dbtr/Nm` (at most 70 characters).
+    pub debtor_name: String,
+    /// `DbtrAcct/Id/IBAN`, in electronic form (no spaces, upper case).
+    pub debtor_iban: String,
+    /// `DbtrAgt/FinInstnId/BICFI` (8 or 11 characters); `None` writes `NOTPROVIDED`.
+    pub debtor_bic: Option<String>,
+    /// `GrpHdr/InitgPty/Nm` (at most 70 characters).
+    pub initiating_party_name: String,
+    /// `GrpHdr/InitgPty/Id/OrgId/Othr/Id`, when the bank assigned one (at most 35 characters).
+    pub initiating_party_id: Option<String>,
+}
+
+/// Default of `poll_interval_secs`.
+pub const DEFAULT_POLL_SECS: u64 = 300;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAch {
+    file_prefix: String,
+    cutoffs: Vec<toml::Value>,
+    #[serde(default)]
+    holidays: Vec<toml::Value>,
+    transport: toml::Table,
+    immediate_destination: String,
+    immediate_destination_name: String,
+    immediate_origin: String,
+    immediate_origin_name: String,
+    company_name: String,
+    company_id: String,
+    odfi_routing: String,
+    entry_description: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSepa {
+    file_prefix: String,
+    cutoffs: Vec<toml::Value>,
+    #[serde(default)]
+    holidays: Vec<toml::Value>,
+    transport: toml::Table,
+    debtor_name: String,
+    debtor_iban: String,
+    debtor_bic: Option<String>,
+    initiating_party_name: String,
+    initiating_party_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSftp {
+    host: String,
+    port: Option<u16>,
+    user: String,
+    private_key: toml::Value,
+    host_key: String,
+    outbound_dir: String,
+    inbound_dir: String,
+    poll_interval_secs: Option<u64>,
+    connect_timeout_secs: Option<u64>,
+    operation_timeout_secs: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDirectory {
+    outbound_dir: String,
+    inbound_dir: String,
+    poll_interval_secs: Option<u64>,
+}
+
+/// Reads the rail of the route `key` (a table already known to be one).
+pub fn rail(
+    key: &str,
+    body: toml::Table,
+    env: Env<'_>,
+    problems: &mut Problems,
+) -> Option<RailSettings> {
+    let path = key_path("rails", key);
+    let Some(method) = PayoutMethod::from_route(key) else {
+        let routes: Vec<String> = PayoutMethod::ALL
+            .iter()
+            .map(|m| format!("\"{}\"", m.route()))
+            .collect();
+        problems.push(
+            path,
+            format!(
+                "unknown payout method; rails are keyed by route: {}",
+                routes.join(", ")
+            ),
+        );
+        return None;
+    };
+    match method {
+        PayoutMethod::Ach => {
+            let raw: RawAch = table(body, &path, problems)?;
+            let format = nacha(&raw, &path, problems);
+            common(
+                method,
+                &path,
+                Common {
+                    file_prefix: raw.file_prefix,
+                    cutoffs: raw.cutoffs,
+                    holidays: raw.holidays,
+                    transport: raw.transport,
+                },
+                format.map(FormatSettings::Nacha),
+                env,
+                problems,
+            )
+        }
+        PayoutMethod::Sepa => {
+            let raw: RawSepa = table(body, &path, problems)?;
+            let format = sepa(&raw, &path, problems);
+            common(
+                method,
+                &path,
+                Common {
+                    file_prefix: raw.file_prefix,
+                    cutoffs: raw.cutoffs,
+                    holidays: raw.holidays,
+                    transport: raw.transport,
+                },
+                format.map(FormatSettings::Pain001),
+                env,
+                problems,
+            )
+        }
+        PayoutMethod::DirectEntry
+        | PayoutMethod::Eft
+        | PayoutMethod::Digital
+        | PayoutMethod::DirectCredit => {
+            problems.push(
+                path,
+                format!(
+                    "payout method {} has no file format in this version",
+                    method.route()
+                ),
+            );
+            None
+        }
+    }
+}
+
+struct Common {
+    file_prefix: String,
+    cutoffs: Vec<toml::Value>,
+    holidays: Vec<toml::Value>,
+    transport: toml::Table,
+}
+
+fn common(
+    method: PayoutMethod,
+    path: &str,
+    raw: Common,
+    format: Option<FormatSettings>,
+    env: Env<'_>,
+    problems: &mut Problems,
+) -> Option<RailSettings> {
+    let prefix = file_prefix(&raw.file_prefix, &key_path(path, "file_prefix"), problems);
+    let calendar = calendar(&raw.cutoffs, &raw.holidays, path, problems);
+    let transport = transport(raw.transport, &key_path(path, "transport"), env, problems);
+    Some(RailSettings {
+        method,
+        file_prefix: prefix?,
+        calendar: Arc::new(calendar?),
+        transport: transport?,
+        format: format?,
+    })
+}
+
+fn file_prefix(value: &str, setting: &str, problems: &mut Problems) -> Option<String> {
+    let ok = (1..=32).contains(&value.len())
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if ok {
+        Some(value.to_owned())
+    } else {
+        problems.push(
+            setting,
+            format!("must be 1 to 32 ASCII letters, digits, '_' or '-', got {value:?}"),
+        );
+        None
+    }
+}
+
+fn calendar(
+    cutoffs: &[toml::Value],
+    holidays: &[toml::Value],
+    path: &str,
+    problems: &mut Problems,
+) -> Option<RailCalendar> {
+    let cutoffs_path = key_path(path, "cutoffs");
+    let holidays_path = key_path(path, "holidays");
+    let mut ok = true;
+    let mut times = Vec::new();
+    for (i, value) in cutoffs.iter().enumerate() {
+        let time = match value {
+            toml::Value::String(text) => parse_cutoff(text).map_err(|e| e.to_string()),
+            other => Err(format!(
+                "must be a string \"HH:MM\" (UTC), got {}",
+                type_name(other)
+            )),
+        };
+        match time {
+            Ok(time) => times.push(time),
+            Err(message) => {
+                ok = false;
+                problems.push(format!("{cutoffs_path}[{i}]"), message);
+            }
+        }
+    }
+    let mut dates = Vec::new();
+    for (i, value) in holidays.iter().enumerate() {
+        // A quoted "2026-12-25" or a TOML local date 2026-12-25.
+        let date = match value {
+            toml::Value::String(text) => parse_date(text).map_err(|e| e.to_string()),
+            toml::Value::Datetime(toml::value::Datetime {
+                date: Some(date),
+                time: None,
+                offset: None,
+            }) => NaiveDate::from_ymd_opt(
+                i32::from(date.year),
+                u32::from(date.month),
+                u32::from(date.day),
+            )
+            .ok_or_else(|| format!("{date} is not a date that exists")),
+            other => Err(format!(
+                "must be a date YYYY-MM-DD, got {}",
+                type_name(other)
+            )),
+        };
+        match date {
+            Ok(date) => dates.push(date),
+            Err(message) => {
+                ok = false;
+                problems.push(format!("{holidays_path}[{i}]"), message);
+            }
+        }
+    }
+    if !ok {
+        return None;
+    }
+    RailCalendar::new(times, dates)
+        .map_err(|e| {
+            let setting = match e {
+                CalendarError::ClosedTooLong(_) => holidays_path,
+                _ => cutoffs_path,
+            };
+            problems.push(setting, e.to_string());
+        })
+        .ok()
+}
+
+fn transport(
+    mut body: toml::Table,
+    path: &str,
+    env: Env<'_>,
+    problems: &mut Problems,
+) -> Option<TransportSettings> {
+    let kind_path = key_path(path, "kind");
+    let kind = match body.remove("kind") {
+        Some(toml::Value::String(kind)) => kind,
+        Some(_) | None => {
+            problems.push(kind_path, "must be \"sftp\" or \"directory\"");
+            return None;
+        }
+    };
+    match kind.as_str() {
+        "sftp" => sftp(table(body, path, problems)?, path, env, problems),
+        "directory" => directory(table(body, path, problems)?, path, problems),
+        other => {
+            problems.push(
+                kind_path,
+                format!("must be \"sftp\" or \"directory\", got {other:?}"),
+            );
+            None
+        }
+    }
+}
+
+fn required(value: &str, setting: &str, problems: &mut Problems) -> Option<String> {
+    if value.trim().is_empty() {
+        problems.push(setting, "must not be empty");
+        None
+    } else {
+        Some(value.trim().to_owned())
+    }
+}
+
+fn sftp(
+    raw: RawSftp,
+    path: &str,
+    env: Env<'_>,
+    problems: &mut Problems,
+) -> Option<TransportSettings> {
+    let at = |key: &str| key_path(path, key);
+    let host = match required(&raw.host, &at("host"), problems) {
+        Some(host) if host.contains(char::is_whitespace) || host.contains('/') => {
+            problems.push(at("host"), "must be a host name or an IP address");
+            None
+        }
+        host => host,
+    };
+    let port = match raw.port {
+        Some(0) => {
+            problems.push(at("port"), "must be from 1 to 65535");
+            None
+        }
+        port => Some(port.unwrap_or(SftpSettings::DEFAULT_PORT)),
+    };
+    let user = required(&raw.user, &at("user"), problems);
+    let outbound = required(&raw.outbound_dir, &at("outbound_dir"), problems);
+    let inbound = required(&raw.inbound_dir, &at("inbound_dir"), problems);
+    let host_key = match HostKeyPin::parse(&raw.host_key) {
+        Ok(pin) => Some(pin),
+        Err(e) => {
+            problems.push(at("host_key"), e.to_string());
+            None
+        }
+    };
+    let (private_key, private_key_source) =
+        match sourced(raw.private_key, &at("private_key"), env, problems) {
+            Some(Sourced::Inline(file)) => {
+                let file = PathBuf::from(file);
+                if file.is_absolute() {
+                    let source = file.display().to_string();
+                    (Some(PrivateKeySource::File(file)), source)
+                } else {
+                    problems.push(
+                    at("private_key"),
+                    "must be an absolute path to the key file, or \"env:NAME\" for the key text",
+                );
+                    (None, String::new())
+                }
+            }
+            Some(Sourced::FromEnv { variable, value }) => (
+                Some(PrivateKeySource::Text(value)),
+                format!("env:{variable}"),
+            ),
+            None => (None, String::new()),
+        };
+    let poll = seconds(
+        raw.poll_interval_secs,
+        DEFAULT_POLL_SECS,
+        10..=86_400,
+        &at("poll_interval_secs"),
+        problems,
+    );
+    let connect = seconds(
+        raw.connect_timeout_secs,
+        SftpSettings::DEFAULT_CONNECT_TIMEOUT.as_secs(),
+        1..=600,
+        &at("connect_timeout_secs"),
+        problems,
+    );
+    let operation = seconds(
+        raw.operation_timeout_secs,
+        SftpSettings::DEFAULT_OPERATION_TIMEOUT.as_secs(),
+        1..=3_600,
+        &at("operation_timeout_secs"),
+        problems,
+    );
+    let mut settings =
+        SftpSettings::new(host?, user?, private_key?, host_key?, outbound?, inbound?);
+    settings.port = port?;
+    settings.connect_timeout = connect?;
+    settings.operation_timeout = operation?;
+    // The transport's own check: the settings it refuses, and the key (read and decoded here,
+    // never connected).
+    let transport = SftpTransport::new(settings.clone())
+        .map_err(|e| {
+            let setting = match e {
+                SftpConfigError::Empty(name) => at(name),
+                SftpConfigError::HostKeyPin => at("host_key"),
+                _ => at("private_key"),
+            };
+            problems.push(setting, e.to_string());
+        })
+        .ok()?;
+    Some(TransportSettings::Sftp(Box::new(SftpTransportSettings {
+        settings,
+        poll_interval: poll?,
+        private_key_source,
+        client_fingerprint: transport.client_fingerprint(),
+    })))
+}
+
+fn local_dir(value: &str, setting: &str, problems: &mut Problems) -> Option<PathBuf> {
+    let dir = Path::new(value);
+    if !dir.is_absolute() {
+        problems.push(setting, format!("must be an absolute path, got {value:?}"));
+        None
+    } else if !dir.is_dir() {
+        problems.push(setting, format!("{value} is not an existing directory"));
+        None
+    } else {
+        Some(dir.to_path_buf())
+    }
+}
+
+fn directory(raw: RawDirectory, path: &str, problems: &mut Problems) -> Option<TransportSettings> {
+    let outbound = local_dir(&raw.outbound_dir, &key_path(path, "outbound_dir"), problems);
+    let inbound = local_dir(&raw.inbound_dir, &key_path(path, "inbound_dir"), problems);
+    let poll = seconds(
+        raw.poll_interval_secs,
+        DEFAULT_POLL_SECS,
+        1..=86_400,
+        &key_path(path, "poll_interval_secs"),
+        problems,
+    );
+    Some(TransportSettings::Directory(DirectoryTransportSettings {
+        outbound_dir: outbound?,
+        inbound_dir: inbound?,
+        poll_interval: poll?,
+    }))
+}
+
+/// A NACHA alphanumeric name or description: at most `width` characters that the writer keeps
+/// as they are once upper-cased (so nothing is silently changed in the bank's file).
+fn nacha_text(value: &str, width: usize, setting: &str, problems: &mut Problems) -> Option<String> {
+    let value = text(value, width, setting, problems)?;
+    if let Some(c) = value
+        .chars()
+        .find(|c| !bank_formats::nacha::is_allowed_char(c.to_ascii_uppercase()))
+    {
+        problems.push(
+            setting,
+            format!(
+                "{c:?} is not allowed in a NACHA file (letters, digits, space and {})",
+                bank_formats::nacha::ALLOWED_SYMBOLS
+            ),
+        );
+        return None;
+    }
+    Some(value.to_ascii_uppercase())
+}
+
+fn digits(value: &str, lengths: &[usize]) -> bool {
+    lengths.contains(&value.len()) && value.bytes().all(|b| b.is_ascii_digit())
+}
+
+fn nacha(raw: &RawAch, path: &str, problems: &mut Problems) -> Option<NachaOriginator> {
+    let at = |key: &str| key_path(path, key);
+    let destination = if bank_formats::nacha::is_valid_routing_number(&raw.immediate_destination) {
+        Some(raw.immediate_destination.clone())
+    } else {
+        problems.push(
+            at("immediate_destination"),
+            format!(
+                "must be a 9-digit ABA routing number with a valid check digit, got {:?}",
+                raw.immediate_destination
+            ),
+        );
+        None
+    };
+    let origin = if digits(&raw.immediate_origin, &[9, 10]) {
+        Some(raw.immediate_origin.clone())
+    } else {
+        problems.push(
+            at("immediate_origin"),
+            format!("must be 9 or 10 digits, got {:?}", raw.immediate_origin),
+        );
+        None
+    };
+    let company_id = if raw.company_id.chars().count() != 10 {
+        problems.push(
+            at("company_id"),
+            format!(
+                "must be 10 characters, got {}",
+                raw.company_id.chars().count()
+            ),
+        );
+        None
+    } else if let Some(c) = raw
+        .company_id
+        .chars()
+        .find(|c| !bank_formats::nacha::is_allowed_char(*c))
+    {
+        problems.push(
+            at("company_id"),
+            format!(
+                "{c:?} is not allowed: upper-case letters, digits, space and {}",
+                bank_formats::nacha::ALLOWED_SYMBOLS
+            ),
+        );
+        None
+    } else {
+        Some(raw.company_id.clone())
+    };
+    let odfi = if digits(&raw.odfi_routing, &[8]) {
+        Some(raw.odfi_routing.clone())
+    } else {
+        problems.push(
+            at("odfi_routing"),
+            format!(
+                "must be 8 digits (the routing number without its check digit), got {:?}",
+                raw.odfi_routing
+            ),
+        );
+        None
+    };
+    let destination_name = nacha_text(
+        &raw.immediate_destination_name,
+        23,
+        &at("immediate_destination_name"),
+        problems,
+    );
+    let origin_name = nacha_text(
+        &raw.immediate_origin_name,
+        23,
+        &at("immediate_origin_name"),
+        problems,
+    );
+    let company_name = nacha_text(&raw.company_name, 16, &at("company_name"), problems);
+    let description = nacha_text(
+        &raw.entry_description,
+        10,
+        &at("entry_description"),
+        problems,
+    );
+    Some(NachaOriginator {
+        immediate_destination: destination?,
+        immediate_destination_name: destination_name?,
+        immediate_origin: origin?,
+        immediate_origin_name: origin_name?,
+        company_name: company_name?,
+        company_id: company_id?,
+        odfi_routing: odfi?,
+        entry_description: description?,
+    })
+}
+
+fn sepa(raw: &RawSepa, path: &str, problems: &mut Problems) -> Option<SepaOriginator> {
+    let at = |key: &str| key_path(path, key);
+    let iban = match raw.debtor_iban.parse::<iban::Iban>() {
+        Ok(iban) => Some(iban::IbanLike::electronic_str(&iban).to_owned()),
+        Err(_) => {
+            problems.push(
+                at("debtor_iban"),
+                "must be an IBAN with valid check digits (spaces allowed in groups of four)",
+            );
+            None
+        }
+    };
+    let bic = match &raw.debtor_bic {
+        None => Some(None),
+        Some(bic) if bank_formats::iso20022::pain001::is_valid_bic(bic) => Some(Some(bic.clone())),
+        Some(bic) => {
+            problems.push(
+                at("debtor_bic"),
+                format!(
+                    "must be a BIC of 8 or 11 characters (4 letters or digits, a 2-letter country, 2 letters or digits, an optional 3-character branch), got {bic:?}"
+                ),
+            );
+            None
+        }
+    };
+    let debtor_name = text(&raw.debtor_name, 70, &at("debtor_name"), problems);
+    let party_name = text(
+        &raw.initiating_party_name,
+        70,
+        &at("initiating_party_name"),
+        problems,
+    );
+    let party_id = match &raw.initiating_party_id {
+        None => Some(None),
+        Some(id) => match bank_formats::iso20022::text::check_id(id, 35) {
+            Ok(()) => Some(Some(id.clone())),
+            Err(problem) => {
+                problems.push(
+                    at("initiating_party_id"),
+                    format!(
+                        "must be 1 to 35 characters of the SEPA set, not starting or ending with '/' nor containing '//' ({problem:?})"
+                    ),
+                );
+                None
+            }
+        },
+    };
+    Some(SepaOriginator {
+        debtor_name: debtor_name?,
+        debtor_iban: iban?,
+        debtor_bic: bic?,
+        initiating_party_name: party_name?,
+        initiating_party_id: party_id?,
+    })
+}

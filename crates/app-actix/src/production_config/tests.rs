@@ -1,0 +1,657 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use base64::Engine;
+use chrono::{NaiveDate, TimeZone, Utc};
+use ring::signature::{Ed25519KeyPair, KeyPair};
+
+use super::*;
+
+const EXAMPLE: &str = include_str!("../../../../docs/examples/payoutd.toml");
+const SMTP_PASSWORD: &str = "smtp-pa55word-never-shown";
+
+/// A fresh ed25519 key: its PKCS#8 PEM and its OpenSSH public-key line.
+fn ed25519() -> (String, String) {
+    let rng = ring::rand::SystemRandom::new();
+    let pkcs8 = Ed25519KeyPair::generate_pkcs8(&rng).unwrap();
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let body = b64.encode(pkcs8.as_ref());
+    let lines: Vec<&str> = body
+        .as_bytes()
+        .chunks(64)
+        .map(|c| std::str::from_utf8(c).unwrap())
+        .collect();
+    let pem = format!(
+        "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+        lines.join("\n")
+    );
+    let pair = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).unwrap();
+    let mut blob = Vec::new();
+    for part in [b"ssh-ed25519".as_slice(), pair.public_key().as_ref()] {
+        blob.extend_from_slice(&u32::try_from(part.len()).unwrap().to_be_bytes());
+        blob.extend_from_slice(part);
+    }
+    (pem, format!("ssh-ed25519 {} test", b64.encode(blob)))
+}
+
+struct Env(HashMap<String, String>);
+
+impl Env {
+    /// The variables the example references.
+    fn example() -> Self {
+        let (ach, _) = ed25519();
+        let (sepa, _) = ed25519();
+        Self(HashMap::from([
+            ("PAYOUT_ACH_SFTP_KEY".to_owned(), ach),
+            ("PAYOUT_SEPA_SFTP_KEY".to_owned(), sepa),
+            ("PAYOUT_SMTP_PASSWORD".to_owned(), SMTP_PASSWORD.to_owned()),
+        ]))
+    }
+
+    fn without(mut self, name: &str) -> Self {
+        self.0.remove(name);
+        self
+    }
+
+    fn get(&self, name: &str) -> Option<String> {
+        self.0.get(name).cloned()
+    }
+}
+
+fn parse_with(text: &str, env: &Env) -> Result<ProductionSettings, Vec<Problem>> {
+    ProductionSettings::parse(text, Path::new("/etc/payoutd.toml"), &|n| env.get(n))
+}
+
+fn parse(text: &str) -> Result<ProductionSettings, Vec<Problem>> {
+    parse_with(text, &Env::example())
+}
+
+/// The example with `from` replaced by `to` (which must be there).
+fn example_with(from: &str, to: &str) -> String {
+    assert!(EXAMPLE.contains(from), "the example has no {from:?}");
+    EXAMPLE.replacen(from, to, 1)
+}
+
+/// The problems of `text`, which must be refused.
+fn problems(text: &str) -> Vec<Problem> {
+    problems_with(text, &Env::example())
+}
+
+fn problems_with(text: &str, env: &Env) -> Vec<Problem> {
+    match parse_with(text, env) {
+        Ok(_) => panic!("accepted:\n{text}"),
+        Err(problems) => problems,
+    }
+}
+
+/// The one problem of `setting`, whose message contains `needle`.
+fn assert_problem(problems: &[Problem], setting: &str, needle: &str) {
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.setting == setting && p.message.contains(needle)),
+        "no `{setting}: …{needle}…` in {problems:#?}"
+    );
+}
+
+#[test]
+fn the_example_file_is_valid() {
+    let settings = parse(EXAMPLE).unwrap();
+    assert_eq!(
+        settings.enabled_methods(),
+        [PayoutMethod::Ach, PayoutMethod::Sepa]
+    );
+    let ach = &settings.rails[&PayoutMethod::Ach];
+    assert_eq!(ach.file_prefix, "ACME");
+    assert_eq!(ach.calendar.cutoff_texts(), ["14:00", "20:00"]);
+    let FormatSettings::Nacha(nacha) = &ach.format else {
+        panic!("ach is NACHA")
+    };
+    assert_eq!(nacha.immediate_destination, "021000021");
+    assert_eq!(nacha.company_id, "1234567890");
+    assert_eq!(nacha.company_name, "ACME PAYOUTS");
+    let TransportSettings::Sftp(sftp) = &ach.transport else {
+        panic!("ach is sftp")
+    };
+    assert_eq!(sftp.settings.host, "sftp.bank.example");
+    assert_eq!(sftp.settings.port, 22);
+    assert_eq!(sftp.poll_interval.as_secs(), 300);
+    assert!(sftp.client_fingerprint.starts_with("SHA256:"));
+    // Thursday 2026-11-26 is a listed holiday (Thanksgiving): a file of Wednesday's last
+    // cut-off settles on Friday.
+    let effective = ach.effective_date();
+    assert_eq!(
+        effective(Utc.with_ymd_and_hms(2026, 11, 25, 20, 0, 0).unwrap()),
+        NaiveDate::from_ymd_opt(2026, 11, 27).unwrap()
+    );
+
+    let sepa = &settings.rails[&PayoutMethod::Sepa];
+    let FormatSettings::Pain001(pain) = &sepa.format else {
+        panic!("sepa is pain.001")
+    };
+    assert_eq!(pain.debtor_iban, "DE89370400440532013000");
+    assert_eq!(pain.debtor_bic.as_deref(), Some("COBADEFFXXX"));
+    let TransportSettings::Sftp(sftp) = &sepa.transport else {
+        panic!("sepa is sftp")
+    };
+    assert_eq!(sftp.settings.port, 22, "the default port");
+
+    assert_eq!(settings.smtp.tls, SmtpTls::StartTls);
+    assert_eq!(settings.smtp.port, 587);
+    assert_eq!(settings.smtp.from_address, "payouts@example.com");
+    let credentials = settings.smtp.credentials.as_ref().unwrap();
+    assert_eq!(credentials.password.value.expose(), SMTP_PASSWORD);
+    assert_eq!(settings.kyc, KycProviderSetting::Manual);
+}
+
+#[test]
+fn the_summary_shows_rails_cutoffs_and_smtp_but_no_secret() {
+    let env = Env::example();
+    let settings = parse_with(EXAMPLE, &env).unwrap();
+    // Friday 2026-11-27 at 15:00 UTC: after the ACH's 14:00 cut-off, before its 20:00 one.
+    let now = Utc.with_ymd_and_hms(2026, 11, 27, 15, 0, 0).unwrap();
+    let summary = settings.summary(now);
+    assert_eq!(summary["enabled_methods"], json!(["usd/ach", "eur/sepa"]));
+    let ach = &summary["rails"]["usd/ach"];
+    assert_eq!(ach["next_cutoff"], "2026-11-27T20:00:00Z");
+    assert_eq!(ach["effective_date_of_next_cutoff"], "2026-11-30");
+    assert_eq!(ach["format"], "nacha");
+    assert_eq!(ach["transport"]["kind"], "sftp");
+    assert_eq!(
+        ach["transport"]["private_key"],
+        "[REDACTED] (env:PAYOUT_ACH_SFTP_KEY)"
+    );
+    // SEPA's 13:00 has passed: Monday's.
+    assert_eq!(
+        summary["rails"]["eur/sepa"]["next_cutoff"],
+        "2026-11-30T13:00:00Z"
+    );
+    assert_eq!(
+        summary["rails"]["eur/sepa"]["originator"]["debtor_iban"],
+        "DE8 ***"
+    );
+    assert_eq!(
+        summary["smtp"],
+        json!({
+            "host": "smtp.example.com",
+            "port": 587,
+            "tls": "starttls",
+            "from": "Acme Payouts <payouts@example.com>",
+            "username": "payoutd@example.com",
+            "password": "[REDACTED] (env:PAYOUT_SMTP_PASSWORD)",
+            "timeout_secs": 30,
+            "max_attempts": 5,
+        })
+    );
+    assert_eq!(summary["kyc"]["provider"], "manual");
+    let text = summary.to_string();
+    let debug = format!("{settings:?}");
+    for secret in env.0.values() {
+        let core = secret.lines().nth(1).unwrap_or(secret);
+        assert!(!text.contains(core), "the summary shows a secret");
+        assert!(!debug.contains(core), "Debug shows a secret");
+    }
+    assert!(!text.contains("DE89370400440532013000"));
+}
+
+#[test]
+fn unknown_keys_are_refused_with_their_table() {
+    let p = problems(&example_with(
+        "company_id = \"1234567890\"",
+        "company_id = \"1234567890\"\ncompnay_id = \"x\"",
+    ));
+    assert_problem(&p, "rails.\"usd/ach\"", "unknown field `compnay_id`");
+    let p = problems(&example_with("port = 22\n", "port = 22\nproxy = \"x\"\n"));
+    assert_problem(&p, "rails.\"usd/ach\".transport", "unknown field `proxy`");
+    let p = problems(&example_with(
+        "tls = \"starttls\"",
+        "tls = \"starttls\"\nssl = true",
+    ));
+    assert_problem(&p, "smtp", "unknown field `ssl`");
+    let p = problems(&format!("{EXAMPLE}\n[metrics]\nport = 1\n"));
+    assert_problem(&p, "top level", "unknown field `metrics`");
+}
+
+#[test]
+fn a_bad_cutoff_or_holiday_is_named_by_its_index() {
+    let p = problems(&example_with(
+        "cutoffs = [\"14:00\", \"20:00\"]",
+        "cutoffs = [\"14:00\", \"25:00\"]",
+    ));
+    assert_problem(&p, "rails.\"usd/ach\".cutoffs[1]", "HH:MM");
+    let p = problems(&example_with(
+        "cutoffs = [\"13:00\"]",
+        "cutoffs = [\"1pm\"]",
+    ));
+    assert_problem(&p, "rails.\"eur/sepa\".cutoffs[0]", "\"1pm\"");
+    let p = problems(&example_with("cutoffs = [\"13:00\"]", "cutoffs = []"));
+    assert_problem(&p, "rails.\"eur/sepa\".cutoffs", "at least one cut-off");
+    let p = problems(&example_with(
+        "cutoffs = [\"13:00\"]",
+        "cutoffs = [\"13:00\", \"13:00\"]",
+    ));
+    assert_problem(&p, "rails.\"eur/sepa\".cutoffs", "listed twice");
+    let p = problems(&example_with("\"2027-01-18\"", "\"2027-02-29\""));
+    assert_problem(&p, "rails.\"usd/ach\".holidays[3]", "YYYY-MM-DD");
+    let p = problems(&example_with("cutoffs = [\"13:00\"]", "cutoffs = [1300]"));
+    assert_problem(
+        &p,
+        "rails.\"eur/sepa\".cutoffs[0]",
+        "must be a string \"HH:MM\"",
+    );
+    let p = problems(&example_with("\"2027-01-18\"", "2027-01-18T00:00:00"));
+    assert_problem(&p, "rails.\"usd/ach\".holidays[3]", "must be a date");
+    // Unquoted TOML dates are dates too.
+    let settings = parse(&example_with("\"2027-01-18\"", "2027-01-18")).unwrap();
+    let holidays: Vec<NaiveDate> = settings.rails[&PayoutMethod::Ach]
+        .calendar
+        .holidays()
+        .collect();
+    assert!(holidays.contains(&NaiveDate::from_ymd_opt(2027, 1, 18).unwrap()));
+}
+
+#[test]
+fn a_month_of_holidays_is_refused() {
+    let days: Vec<String> = NaiveDate::from_ymd_opt(2027, 7, 1)
+        .unwrap()
+        .iter_days()
+        .take(40)
+        .map(|d| format!("\"{d}\""))
+        .collect();
+    let p = problems(&example_with(
+        "holidays = [\"2026-12-25\", \"2026-12-26\"",
+        &format!("holidays = [{}, \"2026-12-26\"", days.join(", ")),
+    ));
+    assert_problem(
+        &p,
+        "rails.\"eur/sepa\".holidays",
+        "no business day within 31 days",
+    );
+}
+
+#[test]
+fn nacha_settings_are_checked() {
+    let p = problems(&example_with(
+        "immediate_destination = \"021000021\"",
+        "immediate_destination = \"021000022\"",
+    ));
+    assert_problem(
+        &p,
+        "rails.\"usd/ach\".immediate_destination",
+        "valid check digit",
+    );
+    let p = problems(&example_with(
+        "company_id = \"1234567890\"",
+        "company_id = \"123456789\"",
+    ));
+    assert_eq!(
+        p.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        ["rails.\"usd/ach\".company_id: must be 10 characters, got 9"]
+    );
+    let p = problems(&example_with(
+        "odfi_routing = \"02100002\"",
+        "odfi_routing = \"021000021\"",
+    ));
+    assert_problem(&p, "rails.\"usd/ach\".odfi_routing", "8 digits");
+    let p = problems(&example_with(
+        "immediate_origin = \"1234567890\"",
+        "immediate_origin = \"12345\"",
+    ));
+    assert_problem(&p, "rails.\"usd/ach\".immediate_origin", "9 or 10 digits");
+    let p = problems(&example_with(
+        "company_name = \"ACME PAYOUTS\"",
+        "company_name = \"ACME PAYOUTS INTERNATIONAL\"",
+    ));
+    assert_problem(&p, "rails.\"usd/ach\".company_name", "at most 16");
+    let p = problems(&example_with(
+        "entry_description = \"PAYOUT\"",
+        "entry_description = \"PAY~OUT\"",
+    ));
+    assert_problem(&p, "rails.\"usd/ach\".entry_description", "'~'");
+    let p = problems(&example_with(
+        "entry_description = \"PAYOUT\"",
+        "entry_description = \"  \"",
+    ));
+    assert_problem(&p, "rails.\"usd/ach\".entry_description", "empty");
+    let p = problems(&example_with("company_id = \"1234567890\"", ""));
+    assert_problem(&p, "rails.\"usd/ach\"", "missing field `company_id`");
+}
+
+#[test]
+fn sepa_settings_are_checked() {
+    let p = problems(&example_with(
+        "\"DE89 3704 0044 0532 0130 00\"",
+        "\"DE88 3704 0044 0532 0130 00\"",
+    ));
+    assert_problem(&p, "rails.\"eur/sepa\".debtor_iban", "valid check digits");
+    let p = problems(&example_with("\"COBADEFFXXX\"", "\"COBADEFFX\""));
+    assert_problem(&p, "rails.\"eur/sepa\".debtor_bic", "8 or 11");
+    let p = problems(&example_with(
+        "initiating_party_id = \"ACME0001\"",
+        "initiating_party_id = \"/ACME\"",
+    ));
+    assert_problem(&p, "rails.\"eur/sepa\".initiating_party_id", "'/'");
+    // Both optional settings may be left out.
+    let text = example_with("debtor_bic = \"COBADEFFXXX\"", "").replacen(
+        "initiating_party_id = \"ACME0001\"",
+        "",
+        1,
+    );
+    let settings = parse(&text).unwrap();
+    let FormatSettings::Pain001(pain) = &settings.rails[&PayoutMethod::Sepa].format else {
+        panic!("pain.001")
+    };
+    assert_eq!(
+        (pain.debtor_bic.as_ref(), pain.initiating_party_id.as_ref()),
+        (None, None)
+    );
+}
+
+#[test]
+fn every_problem_is_reported_not_only_the_first() {
+    let text = example_with(
+        "cutoffs = [\"14:00\", \"20:00\"]",
+        "cutoffs = [\"14:00\", \"20:60\"]",
+    )
+    .replacen("\"021000021\"", "\"021000022\"", 1)
+    .replacen("\"DE89 3704", "\"DE88 3704", 1)
+    .replacen("tls = \"starttls\"", "tls = \"ssl\"", 1);
+    let p = problems(&text);
+    assert_eq!(p.len(), 4, "{p:#?}");
+    assert_problem(&p, "rails.\"usd/ach\".cutoffs[1]", "HH:MM");
+    assert_problem(&p, "rails.\"usd/ach\".immediate_destination", "check digit");
+    assert_problem(&p, "rails.\"eur/sepa\".debtor_iban", "IBAN");
+    assert_problem(&p, "smtp.tls", "\"ssl\"");
+}
+
+#[test]
+fn a_missing_environment_variable_is_named_with_the_setting() {
+    let p = problems_with(EXAMPLE, &Env::example().without("PAYOUT_SMTP_PASSWORD"));
+    assert_problem(
+        &p,
+        "smtp.password",
+        "environment variable PAYOUT_SMTP_PASSWORD is not set",
+    );
+    let p = problems_with(EXAMPLE, &Env::example().without("PAYOUT_SEPA_SFTP_KEY"));
+    assert_problem(
+        &p,
+        "rails.\"eur/sepa\".transport.private_key",
+        "PAYOUT_SEPA_SFTP_KEY",
+    );
+    // Set but empty counts as not set.
+    let mut env = Env::example();
+    env.0
+        .insert("PAYOUT_SMTP_PASSWORD".to_owned(), " ".to_owned());
+    assert_problem(&problems_with(EXAMPLE, &env), "smtp.password", "not set");
+}
+
+#[test]
+fn the_private_key_is_loaded_and_its_problems_never_show_it() {
+    let mut env = Env::example();
+    let junk = "-----BEGIN PRIVATE KEY-----\nbm90IGEga2V5IGF0IGFsbA==\n-----END PRIVATE KEY-----\n";
+    env.0
+        .insert("PAYOUT_ACH_SFTP_KEY".to_owned(), junk.to_owned());
+    let p = problems_with(EXAMPLE, &env);
+    assert_problem(
+        &p,
+        "rails.\"usd/ach\".transport.private_key",
+        "not an OpenSSH or PKCS#8",
+    );
+    assert!(!format!("{p:?}").contains("bm90IGEga2V5"));
+
+    let relative = example_with(
+        "private_key = \"env:PAYOUT_ACH_SFTP_KEY\"",
+        "private_key = \"keys/ach\"",
+    );
+    assert_problem(
+        &problems(&relative),
+        "rails.\"usd/ach\".transport.private_key",
+        "absolute path",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("absent");
+    let text = example_with(
+        "private_key = \"env:PAYOUT_ACH_SFTP_KEY\"",
+        &format!("private_key = {:?}", missing.display().to_string()),
+    );
+    assert_problem(
+        &problems(&text),
+        "rails.\"usd/ach\".transport.private_key",
+        "cannot read the SFTP private key file",
+    );
+    let file = dir.path().join("ach_ed25519");
+    std::fs::write(&file, ed25519().0).unwrap();
+    let text = example_with(
+        "private_key = \"env:PAYOUT_ACH_SFTP_KEY\"",
+        &format!("private_key = {:?}", file.display().to_string()),
+    );
+    let settings = parse(&text).unwrap();
+    let summary = settings.summary(Utc::now());
+    assert_eq!(
+        summary["rails"]["usd/ach"]["transport"]["private_key"],
+        format!("file {}", file.display())
+    );
+    // A secret of the wrong type is refused without echoing it.
+    let p = problems(&example_with(
+        "password = \"env:PAYOUT_SMTP_PASSWORD\"",
+        "password = 98765432",
+    ));
+    assert_problem(&p, "smtp.password", "must be a string");
+    assert!(!format!("{p:?}").contains("98765432"));
+}
+
+#[test]
+fn the_host_key_must_be_an_openssh_line_or_fingerprint() {
+    let (_, line) = ed25519();
+    let text = example_with(
+        "host_key = \"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIM3Vw4tr6pcC/vKH4gtce4Q3vAzPYqC8XW4Mu0lzyXo8 bank-host\"\noutbound_dir = \"/outbound\"",
+        &format!("host_key = {line:?}\noutbound_dir = \"/outbound\""),
+    );
+    parse(&text).unwrap();
+    let p = problems(&example_with(
+        "host_key = \"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIM3Vw4tr6pcC/vKH4gtce4Q3vAzPYqC8XW4Mu0lzyXo8 bank-host\"\noutbound_dir = \"/outbound\"",
+        "host_key = \"bank.example ssh-ed25519\"\noutbound_dir = \"/outbound\"",
+    ));
+    assert_problem(
+        &p,
+        "rails.\"usd/ach\".transport.host_key",
+        "OpenSSH public-key line",
+    );
+}
+
+#[test]
+fn transports_are_checked() {
+    let p = problems(&example_with(
+        "kind = \"sftp\"\nhost = \"sftp",
+        "kind = \"ftp\"\nhost = \"sftp",
+    ));
+    assert_problem(&p, "rails.\"usd/ach\".transport.kind", "\"ftp\"");
+    let p = problems(&example_with("user = \"acme-ach\"", "user = \"\""));
+    assert_problem(&p, "rails.\"usd/ach\".transport.user", "empty");
+    let p = problems(&example_with(
+        "poll_interval_secs = 300",
+        "poll_interval_secs = 0",
+    ));
+    assert_problem(
+        &p,
+        "rails.\"usd/ach\".transport.poll_interval_secs",
+        "from 10",
+    );
+    let p = problems(&example_with("port = 22\n", "port = 70000\n"));
+    assert_problem(&p, "rails.\"usd/ach\".transport", "70000");
+
+    let inbound = tempfile::tempdir().unwrap();
+    let outbound = tempfile::tempdir().unwrap();
+    let directory = |out: &str, inb: &str| {
+        let start = EXAMPLE.find("[rails.\"usd/ach\".transport]").unwrap();
+        let end = EXAMPLE.find("[rails.\"eur/sepa\"]").unwrap();
+        format!(
+            "{}[rails.\"usd/ach\".transport]\nkind = \"directory\"\noutbound_dir = {out:?}\ninbound_dir = {inb:?}\n\n{}",
+            &EXAMPLE[..start],
+            &EXAMPLE[end..]
+        )
+    };
+    let out = outbound.path().display().to_string();
+    let inb = inbound.path().display().to_string();
+    let settings = parse(&directory(&out, &inb)).unwrap();
+    let TransportSettings::Directory(dir) = &settings.rails[&PayoutMethod::Ach].transport else {
+        panic!("directory")
+    };
+    assert_eq!(dir.outbound_dir, outbound.path());
+    assert_eq!(dir.poll_interval.as_secs(), 300);
+    let absent = format!("{inb}/absent");
+    let p = problems(&directory("relative/out", &absent));
+    assert_problem(
+        &p,
+        "rails.\"usd/ach\".transport.outbound_dir",
+        "absolute path",
+    );
+    assert_problem(
+        &p,
+        "rails.\"usd/ach\".transport.inbound_dir",
+        "not an existing directory",
+    );
+}
+
+#[test]
+fn methods_without_a_file_format_and_unknown_routes_are_refused() {
+    for route in [
+        "aud/direct-entry",
+        "cad/eft",
+        "cad/digital",
+        "nzd/direct-credit",
+    ] {
+        let p = problems(&format!(
+            "{EXAMPLE}\n[rails.\"{route}\"]\nfile_prefix = \"ACME\"\n"
+        ));
+        assert_problem(
+            &p,
+            &format!("rails.\"{route}\""),
+            &format!("payout method {route} has no file format in this version"),
+        );
+    }
+    let p = problems(&format!(
+        "{EXAMPLE}\n[rails.\"usd/wire\"]\nfile_prefix = \"X\"\n"
+    ));
+    assert_problem(&p, "rails.\"usd/wire\"", "unknown payout method");
+    let p = problems(&format!(
+        "{EXAMPLE}\n[rails.usd-ach]\nfile_prefix = \"X\"\n"
+    ));
+    assert_problem(&p, "rails.usd-ach", "\"usd/ach\"");
+}
+
+#[test]
+fn tls_none_is_only_for_loopback_hosts() {
+    let p = problems(&example_with("tls = \"starttls\"", "tls = \"none\""));
+    assert_problem(&p, "smtp.tls", "only for a loopback host");
+    let local = example_with("tls = \"starttls\"", "tls = \"none\"")
+        .replacen("host = \"smtp.example.com\"", "host = \"127.0.0.1\"", 1)
+        .replacen("port = 587 ", "", 1);
+    let settings = parse(&local).unwrap();
+    assert_eq!((settings.smtp.tls, settings.smtp.port), (SmtpTls::None, 25));
+    let implicit =
+        example_with("tls = \"starttls\"", "tls = \"implicit\"").replacen("port = 587 ", "", 1);
+    assert_eq!(parse(&implicit).unwrap().smtp.port, 465);
+}
+
+#[test]
+fn smtp_settings_are_checked() {
+    let p = problems(&example_with(
+        "from = \"Acme Payouts <payouts@example.com>\"",
+        "from = \"payouts at example\"",
+    ));
+    assert_problem(&p, "smtp.from", "mailbox");
+    let p = problems(&example_with(
+        "from = \"Acme Payouts <payouts@example.com>\"",
+        "from = \"payouts@localhost\"",
+    ));
+    assert_problem(&p, "smtp.from", "mailbox");
+    let bare = example_with(
+        "from = \"Acme Payouts <payouts@example.com>\"",
+        "from = \"payouts@example.com\"",
+    );
+    assert_eq!(
+        parse(&bare).unwrap().smtp.from_address,
+        "payouts@example.com"
+    );
+    let p = problems(&example_with("username = \"payoutd@example.com\"", ""));
+    assert_problem(&p, "smtp.username", "needed with smtp.password");
+    let p = problems(&example_with("max_attempts = 5", "max_attempts = 0"));
+    assert_problem(&p, "smtp.max_attempts", "from 1 to 20");
+    let p = problems(&example_with("timeout_secs = 30", "timeout_secs = 3000"));
+    assert_problem(&p, "smtp.timeout_secs", "from 1 to 300");
+    let p = problems(&example_with(
+        "host = \"smtp.example.com\"",
+        "host = \"smtp example\"",
+    ));
+    assert_problem(&p, "smtp.host", "host name");
+    // No login at all is fine.
+    let open = example_with("username = \"payoutd@example.com\"", "").replacen(
+        "password = \"env:PAYOUT_SMTP_PASSWORD\"",
+        "",
+        1,
+    );
+    assert!(parse(&open).unwrap().smtp.credentials.is_none());
+}
+
+#[test]
+fn sections_are_required_and_kyc_is_manual() {
+    let start = EXAMPLE.find("[smtp]").unwrap();
+    let end = EXAMPLE.find("[kyc]").unwrap();
+    let no_smtp = format!("{}{}", &EXAMPLE[..start], &EXAMPLE[end..]);
+    assert_problem(&problems(&no_smtp), "smtp", "is missing");
+    let no_kyc = &EXAMPLE[..end];
+    assert_problem(&problems(no_kyc), "kyc", "is missing");
+    let p = problems(&example_with(
+        "provider = \"manual\"",
+        "provider = \"acme-kyc\"",
+    ));
+    assert_problem(&p, "kyc.provider", "\"manual\"");
+    let rails_start = EXAMPLE.find("[rails.\"usd/ach\"]").unwrap();
+    let no_rails = format!("{}{}", &EXAMPLE[..rails_start], &EXAMPLE[start..]);
+    assert_problem(&problems(&no_rails), "rails", "no payout method is enabled");
+}
+
+#[test]
+fn syntax_errors_give_the_position_but_not_the_line() {
+    let p = problems(&example_with(
+        "from = \"Acme Payouts <payouts@example.com>\"",
+        "from = \"Acme Payouts <payouts@example.com>\"\npassword2 = \"hunter2",
+    ));
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(p[0].setting.starts_with("line "), "{p:?}");
+    assert!(p[0].message.starts_with("not valid TOML"), "{p:?}");
+    assert!(!format!("{p:?}").contains("hunter2"));
+}
+
+#[test]
+fn loading_names_the_file_and_the_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("absent.toml");
+    let err = ProductionSettings::load(&missing, &|_| None).unwrap_err();
+    assert!(matches!(err, ProductionConfigError::Unreadable { .. }));
+    assert!(err.to_string().contains("PAYOUT_CONFIG") && err.to_string().contains("absent.toml"));
+
+    let file = dir.path().join("payoutd.toml");
+    std::fs::write(
+        &file,
+        example_with("company_id = \"1234567890\"", "company_id = \"1\""),
+    )
+    .unwrap();
+    let env = Env::example();
+    let err = ProductionSettings::load(&file, &|n| env.get(n)).unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("payoutd.toml has 1 problem:"), "{text}");
+    assert!(
+        text.contains("\n  rails.\"usd/ach\".company_id: must be 10 characters, got 1"),
+        "{text}"
+    );
+    assert!(ProductionSettings::load(&file, &|_| None).is_err());
+    assert!(
+        ProductionConfigError::NotSet
+            .to_string()
+            .contains("PAYOUT_CONFIG is not set")
+    );
+}

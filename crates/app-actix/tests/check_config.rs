@@ -1,0 +1,176 @@
+//! `payoutd check-config` and `payoutd serve` outside sandbox mode, as an operator runs them:
+//! the production configuration file named by `PAYOUT_CONFIG` is checked, summarised on
+//! stdout, and every problem is reported on stderr naming its setting.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use base64::Engine;
+use serde_json::Value;
+
+const MASTER_KEY: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+const SMTP_PASSWORD: &str = "correct-horse-battery-staple";
+
+fn example() -> PathBuf {
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/examples/payoutd.toml"
+    ))
+}
+
+/// A fresh ed25519 private key as PKCS#8 PEM.
+fn private_key() -> String {
+    let rng = ring::rand::SystemRandom::new();
+    let pkcs8 = ring::signature::Ed25519KeyPair::generate_pkcs8(&rng).unwrap();
+    let body = base64::engine::general_purpose::STANDARD.encode(pkcs8.as_ref());
+    format!("-----BEGIN PRIVATE KEY-----\n{body}\n-----END PRIVATE KEY-----\n")
+}
+
+/// The variables the example's `env:` settings name.
+fn secrets() -> Vec<(String, String)> {
+    vec![
+        ("PAYOUT_ACH_SFTP_KEY".to_owned(), private_key()),
+        ("PAYOUT_SEPA_SFTP_KEY".to_owned(), private_key()),
+        ("PAYOUT_SMTP_PASSWORD".to_owned(), SMTP_PASSWORD.to_owned()),
+    ]
+}
+
+fn payoutd(env: &[(String, String)], args: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_payoutd"));
+    command
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command.output().expect("payoutd runs")
+}
+
+fn with(mut env: Vec<(String, String)>, name: &str, value: &str) -> Vec<(String, String)> {
+    env.push((name.to_owned(), value.to_owned()));
+    env
+}
+
+fn stderr_of_failure(output: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(!output.status.success(), "succeeded; stderr: {stderr}");
+    assert!(output.stdout.is_empty(), "nothing on stdout on failure");
+    stderr
+}
+
+#[test]
+fn check_config_prints_the_summary_of_the_example_without_secrets() {
+    let env = with(secrets(), "PAYOUT_CONFIG", example().to_str().unwrap());
+    let output = payoutd(&env, &["check-config"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "stderr: {stderr}");
+    let summary: Value = serde_json::from_slice(&output.stdout).expect("stdout is JSON");
+    assert_eq!(
+        summary["enabled_methods"],
+        serde_json::json!(["usd/ach", "eur/sepa"])
+    );
+    for route in ["usd/ach", "eur/sepa"] {
+        let rail = &summary["rails"][route];
+        assert_eq!(rail["transport"]["kind"], "sftp", "{route}");
+        let next = rail["next_cutoff"].as_str().expect("a next cut-off");
+        let next = chrono::DateTime::parse_from_rfc3339(next).unwrap();
+        assert!(next > chrono::Utc::now(), "{route}: {next}");
+        assert!(
+            rail["transport"]["private_key"]
+                .as_str()
+                .unwrap()
+                .starts_with("[REDACTED] (env:")
+        );
+    }
+    assert_eq!(summary["smtp"]["host"], "smtp.example.com");
+    assert_eq!(summary["smtp"]["port"], 587);
+    assert_eq!(summary["smtp"]["tls"], "starttls");
+    let everything = format!("{}{stderr}", String::from_utf8_lossy(&output.stdout));
+    assert!(!everything.contains(SMTP_PASSWORD));
+    for (_, value) in secrets().iter().take(2) {
+        // Fresh keys, but make sure no PEM body ever appears.
+        assert!(!everything.contains(value.lines().nth(1).unwrap()));
+    }
+    assert!(!everything.contains("BEGIN PRIVATE KEY"));
+}
+
+#[test]
+fn check_config_fails_on_a_broken_file_naming_every_setting() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("payoutd.toml");
+    let text = std::fs::read_to_string(example())
+        .unwrap()
+        .replacen("company_id = \"1234567890\"", "company_id = \"12345\"", 1)
+        .replacen("tls = \"starttls\"", "tls = \"none\"", 1);
+    std::fs::write(&file, text).unwrap();
+    let env = with(secrets(), "PAYOUT_CONFIG", file.to_str().unwrap());
+    let stderr = stderr_of_failure(&payoutd(&env, &["check-config"]));
+    assert!(stderr.contains("has 2 problems"), "{stderr}");
+    assert!(
+        stderr.contains("rails.\"usd/ach\".company_id: must be 10 characters, got 5"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("smtp.tls: \"none\" is allowed only for a loopback host"),
+        "{stderr}"
+    );
+
+    // A missing env: variable names the setting and the variable, never the other secrets.
+    let env: Vec<_> = secrets()
+        .into_iter()
+        .filter(|(name, _)| name != "PAYOUT_SMTP_PASSWORD")
+        .chain([("PAYOUT_CONFIG".to_owned(), example().display().to_string())])
+        .collect();
+    let stderr = stderr_of_failure(&payoutd(&env, &["check-config"]));
+    assert!(
+        stderr.contains("smtp.password: environment variable PAYOUT_SMTP_PASSWORD is not set"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("BEGIN PRIVATE KEY"));
+
+    let stderr = stderr_of_failure(&payoutd(&secrets(), &["check-config"]));
+    assert!(stderr.contains("PAYOUT_CONFIG is not set"), "{stderr}");
+    let absent = dir.path().join("absent.toml");
+    let env = with(secrets(), "PAYOUT_CONFIG", absent.to_str().unwrap());
+    let stderr = stderr_of_failure(&payoutd(&env, &["check-config"]));
+    assert!(
+        stderr.contains("cannot read") && stderr.contains("absent.toml"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn serve_outside_the_sandbox_checks_the_file_first() {
+    let base = with(
+        with(secrets(), "DATABASE_URL", "postgres://127.0.0.1:1/unused"),
+        "PAYOUT_MASTER_KEY",
+        MASTER_KEY,
+    );
+    let stderr = stderr_of_failure(&payoutd(&base, &["serve"]));
+    assert!(stderr.contains("PAYOUT_CONFIG is not set"), "{stderr}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("payoutd.toml");
+    let text =
+        std::fs::read_to_string(example())
+            .unwrap()
+            .replacen("\"021000021\"", "\"021000022\"", 1);
+    std::fs::write(&file, text).unwrap();
+    let env = with(base.clone(), "PAYOUT_CONFIG", file.to_str().unwrap());
+    let stderr = stderr_of_failure(&payoutd(&env, &["serve"]));
+    assert!(
+        stderr.contains("rails.\"usd/ach\".immediate_destination"),
+        "{stderr}"
+    );
+
+    // A valid file: still refused, with the reason, before anything is bound.
+    let env = with(base, "PAYOUT_CONFIG", example().to_str().unwrap());
+    let stderr = stderr_of_failure(&payoutd(&env, &["serve"]));
+    assert!(
+        stderr.contains("is valid (enabled: usd/ach, eur/sepa)")
+            && stderr.contains("production adapters are not wired yet"),
+        "{stderr}"
+    );
+}
