@@ -395,7 +395,7 @@ impl AccountStore for PgStore {
         reaction: &PayoutReaction,
         key: &WriteKey<ReceiverAccount>,
     ) -> Result<bool, PortError> {
-        let interval = self.batch_interval;
+        let schedule = &self.batch_schedule;
         let commit = key.commit(account);
         let id = account.id.as_uuid();
         let subaccount = account.subaccount_id.as_uuid();
@@ -439,7 +439,7 @@ impl AccountStore for PgStore {
                     return Err(ConfirmAbort::NotApplicable);
                 }
                 insert_events(conn, events, commit.as_ref()).await?;
-                react(conn, subaccount, Waiting::OfAccount(id), reaction, interval)
+                react(conn, subaccount, Waiting::OfAccount(id), reaction, schedule)
                     .await
                     .map_err(ConfirmAbort::Payouts)
             })

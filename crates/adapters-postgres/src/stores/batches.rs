@@ -107,7 +107,7 @@ impl BatchStore for PgStore {
         planner: &ClosePlanner,
         lease_until: DateTime<Utc>,
     ) -> Result<Option<ClosedBatch>, PortError> {
-        let interval = self.batch_interval;
+        let schedule = &self.batch_schedule;
         let now = planner.now();
         let mut conn = self.conn().await?;
         let result = conn
@@ -132,7 +132,7 @@ impl BatchStore for PgStore {
                 )
                 .map_err(corrupt)?;
                 let plan = planner.plan(&batch, &pending).map_err(TxError::invariant)?;
-                apply_changes(conn, &plan.changes, interval).await?;
+                apply_changes(conn, &plan.changes, schedule).await?;
                 let leased = plan.batch.status == BatchStatus::Queue;
                 diesel::update(batches::table.find(batch.id.as_uuid()))
                     .set((

@@ -23,6 +23,8 @@ use diesel_async::AsyncPgConnection;
 use diesel_async::pooled_connection::deadpool::Object;
 use domain::PortError;
 
+use domain::rail::schedule::BatchSchedule;
+
 use crate::errors::from_pool;
 use crate::pool::DbPool;
 use crate::vault::Vault;
@@ -32,7 +34,7 @@ use crate::vault::Vault;
 pub struct PgStore {
     pool: DbPool,
     vault: Arc<Vault>,
-    batch_interval: chrono::Duration,
+    batch_schedule: BatchSchedule,
     events_committed: Arc<Notify>,
 }
 
@@ -45,7 +47,7 @@ impl PgStore {
         Self {
             pool,
             vault,
-            batch_interval: DEFAULT_BATCH_INTERVAL,
+            batch_schedule: BatchSchedule::Every(DEFAULT_BATCH_INTERVAL),
             events_committed: Arc::new(Notify::new()),
         }
     }
@@ -80,8 +82,14 @@ impl PgStore {
 
     /// The same store, opening new batches to run `interval` after they open.
     pub fn with_batch_interval(self, interval: chrono::Duration) -> Self {
+        self.with_batch_schedule(BatchSchedule::Every(interval))
+    }
+
+    /// The same store, giving new batches their run time from `schedule` (the production
+    /// rails' cut-offs).
+    pub fn with_batch_schedule(self, schedule: BatchSchedule) -> Self {
         Self {
-            batch_interval: interval,
+            batch_schedule: schedule,
             ..self
         }
     }

@@ -168,11 +168,11 @@ impl PayoutStore for PgStore {
         change: &PayoutChange,
         key: &WriteKey<Payout>,
     ) -> Result<bool, PortError> {
-        let interval = self.batch_interval;
+        let schedule = &self.batch_schedule;
         let mut conn = self.conn().await?;
         let result = conn
             .transaction::<_, PayoutAbort, _>(async |conn| {
-                apply_change(conn, change, interval, key).await
+                apply_change(conn, change, schedule, key).await
             })
             .await;
         let result = self.after_commit(result);
@@ -290,7 +290,7 @@ impl PayoutStore for PgStore {
     ) -> Result<Option<BatchId>, InsertPayoutError> {
         let row = PayoutRow::from(payout);
         let total = payout.total();
-        let interval = self.batch_interval;
+        let schedule = &self.batch_schedule;
         let mut conn = self.conn().await?;
         let result = conn
             .transaction::<_, PayoutAbort, _>(async |conn| {
@@ -302,7 +302,7 @@ impl PayoutStore for PgStore {
                             row.subaccount_id,
                             &row.asset,
                             row.created_at,
-                            interval,
+                            schedule,
                         )
                         .await?,
                     )

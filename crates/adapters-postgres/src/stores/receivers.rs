@@ -99,7 +99,7 @@ impl ReceiverStore for PgStore {
         reaction: &PayoutReaction,
         key: &WriteKey<Receiver>,
     ) -> Result<bool, PortError> {
-        let interval = self.batch_interval;
+        let schedule = &self.batch_schedule;
         let commit = key.commit(receiver);
         let id = receiver.id.as_uuid();
         let subaccount = receiver.subaccount_id.as_uuid();
@@ -134,7 +134,7 @@ impl ReceiverStore for PgStore {
                     subaccount,
                     Waiting::OfReceiver(id),
                     reaction,
-                    interval,
+                    schedule,
                 )
                 .await
             })

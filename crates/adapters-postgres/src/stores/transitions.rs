@@ -16,8 +16,10 @@ use domain::events::OutboxEvent;
 use domain::idempotency::{KeyCommit, WriteKey};
 use domain::ids::{BatchId, PayoutId};
 use domain::ledger::LedgerEntry;
+use domain::money::Asset;
 use domain::payout::change::{PayoutChange, PayoutReaction};
 use domain::payout::{Payout, PayoutStatus};
+use domain::rail::schedule::BatchSchedule;
 use uuid::Uuid;
 
 use super::outbox::insert_events;
@@ -118,7 +120,7 @@ pub(crate) async fn join_open_batch(
     subaccount: Uuid,
     asset: &str,
     now: DateTime<Utc>,
-    interval: chrono::Duration,
+    schedule: &BatchSchedule,
 ) -> Result<(Uuid, DateTime<Utc>), TxError> {
     // Two rounds suffice: a concurrent creator's batch is visible once its insert has made ours
     // wait and do nothing. A third round means that batch closed at once; try again anyway.
@@ -136,7 +138,10 @@ pub(crate) async fn join_open_batch(
             return Ok(open);
         }
         let id = Uuid::new_v4();
-        let run_at = now + interval;
+        let run_at = Asset::parse(asset).map_or_else(
+            || schedule.without_calendar(now),
+            |asset| schedule.run_time(asset, now),
+        );
         let created = diesel::insert_into(batches::table)
             .values((
                 batches::id.eq(id),
@@ -187,12 +192,12 @@ pub(crate) fn with_batch(
 pub(crate) async fn apply_changes(
     conn: &mut AsyncPgConnection,
     changes: &[PayoutChange],
-    interval: chrono::Duration,
+    schedule: &BatchSchedule,
 ) -> Result<(), PayoutAbort> {
     use diesel::sql_types::{Array, Bool, Nullable, SmallInt, Text, Timestamptz, Uuid as SqlUuid};
     let Some(movements) = set_movements(changes) else {
         for change in changes {
-            apply_change(conn, change, interval, &WriteKey::none()).await?;
+            apply_change(conn, change, schedule, &WriteKey::none()).await?;
         }
         return Ok(());
     };
@@ -390,7 +395,7 @@ const APPLY_CHANGES: &str = "\
 pub(crate) async fn apply_change(
     conn: &mut AsyncPgConnection,
     change: &PayoutChange,
-    interval: chrono::Duration,
+    schedule: &BatchSchedule,
     key: &WriteKey<Payout>,
 ) -> Result<(), PayoutAbort> {
     let p = &change.payout;
@@ -398,7 +403,7 @@ pub(crate) async fn apply_change(
     let asset = p.asset.code();
     let batch = match p.batch_id {
         None if p.status == PayoutStatus::Pending => {
-            Some(join_open_batch(conn, subaccount, asset, at, interval).await?)
+            Some(join_open_batch(conn, subaccount, asset, at, schedule).await?)
         }
         None => None,
         Some(batch) => batches::table
@@ -469,7 +474,7 @@ pub(crate) async fn react(
     subaccount: Uuid,
     waiting: Waiting,
     reaction: &PayoutReaction,
-    interval: chrono::Duration,
+    schedule: &BatchSchedule,
 ) -> Result<(), PayoutAbort> {
     let waiting_status = i16::from(reaction.waiting_status().code());
     // Two statements rather than one with optional tests: a cached generic plan of the latter
@@ -509,7 +514,7 @@ pub(crate) async fn react(
         let change = reaction
             .plan(&payout, account_confirmed)
             .map_err(TxError::invariant)?;
-        apply_change(conn, &change, interval, &WriteKey::none()).await?;
+        apply_change(conn, &change, schedule, &WriteKey::none()).await?;
     }
     Ok(())
 }

@@ -8,4 +8,5 @@ pub mod inbound_ports;
 pub mod instruction;
 pub mod ports;
 pub mod report;
+pub mod schedule;
 pub mod transport;
