@@ -5,6 +5,7 @@ mod accounts;
 mod auth;
 mod batches;
 mod bodies;
+mod confirm;
 mod envelope;
 mod fuzz_regressions;
 mod helpers;
