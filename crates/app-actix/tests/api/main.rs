@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod accounts;
+mod admin_kyc;
 mod auth;
 mod batches;
 mod bodies;
