@@ -9,8 +9,15 @@ use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, spawn_app, subaccount};
 
+/// Runs the binary as the OS user `alice`.
 fn payoutd(app: &TestApp, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_payoutd"))
+    payoutd_as(app, Some("alice"), args)
+}
+
+/// Runs the binary on the app's database, with `USER` set to `user` or unset.
+fn payoutd_as(app: &TestApp, user: Option<&str>, args: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_payoutd"));
+    command
         .args(args)
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -18,10 +25,11 @@ fn payoutd(app: &TestApp, args: &[&str]) -> Output {
         .env(
             "PAYOUT_MASTER_KEY",
             hex::encode(app.config.master_key.expose()),
-        )
-        .env("USER", "alice")
-        .output()
-        .expect("payoutd runs")
+        );
+    if let Some(user) = user {
+        command.env("USER", user);
+    }
+    command.output().expect("payoutd runs")
 }
 
 fn decide(app: &TestApp, receiver: &str, decision: &str, reason: Option<&str>) -> Output {
@@ -224,7 +232,19 @@ async fn the_operator_decides_kyc_like_the_provider_and_each_decision_is_audited
 async fn the_operator_finds_receivers_of_any_subaccount() {
     let app = spawn_app().await;
     let theirs = app.create_receiver(&app.b, "bea@example.com").await;
-    let done = success(&decide(&app, &theirs, "completed", None));
+    // Without USER, the decider is recorded as `operator`.
+    let done = success(&payoutd_as(
+        &app,
+        None,
+        &[
+            "admin",
+            "kyc",
+            "--receiver",
+            &theirs,
+            "--decision",
+            "completed",
+        ],
+    ));
     assert_eq!(done["receiver_id"], theirs.as_str());
     let got = app.get(&app.b, &format!("/api/receiver/{theirs}")).await;
     assert_eq!(got.body["payload"]["kyc_status"], "completed");
@@ -234,4 +254,5 @@ async fn the_operator_finds_receivers_of_any_subaccount() {
     let rows = audit(&app).await;
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].subaccount, app.b.subaccount_id);
+    assert_eq!(rows[0].decided_by, "operator");
 }
