@@ -78,6 +78,18 @@ diesel::table! {
 }
 
 diesel::table! {
+    kyc_decisions (id) {
+        id -> Uuid,
+        receiver_id -> Uuid,
+        subaccount_id -> Uuid,
+        decision -> Text,
+        reason -> Nullable<Text>,
+        decided_by -> Text,
+        decided_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     ledger_entries (id) {
         id -> Uuid,
         subaccount_id -> Uuid,
@@ -339,6 +351,8 @@ diesel::joinable!(balances -> subaccounts (subaccount_id));
 diesel::joinable!(batches -> subaccounts (subaccount_id));
 diesel::joinable!(payouts -> batches (batch_id));
 diesel::joinable!(fee_templates -> subaccounts (subaccount_id));
+diesel::joinable!(kyc_decisions -> receivers (receiver_id));
+diesel::joinable!(kyc_decisions -> subaccounts (subaccount_id));
 diesel::joinable!(ledger_entries -> subaccounts (subaccount_id));
 diesel::joinable!(payouts -> receiver_accounts (account_id));
 diesel::joinable!(payouts -> receivers (receiver_id));
@@ -360,6 +374,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     fee_templates,
     idempotency_keys,
     inbound_files,
+    kyc_decisions,
     ledger_entries,
     outbox_events,
     outbox_sequences,

@@ -58,6 +58,9 @@ pub enum Command {
 /// Operator commands (contract §13).
 #[derive(Debug, Subcommand)]
 pub enum AdminCommand {
+    /// Decide a receiver's KYC (manual KYC), with the same effects as the provider's decision;
+    /// recorded in `kyc_decisions`. Prints {receiver_id, kyc_status, status}.
+    Kyc(crate::admin_kyc::KycArgs),
     /// Create a subaccount; prints {subaccount_id, merchant_id}.
     CreateSubaccount {
         /// Display name.
@@ -299,11 +302,15 @@ async fn admin(command: AdminCommand) -> anyhow::Result<Value> {
     let vault = Vault::new(&master_key_from_env()?)?;
     let mut db = db;
     db.max_size = 2;
-    let store = adapters_postgres::PgStore::new(create_pool(&db)?, Arc::new(vault));
+    let store = Arc::new(adapters_postgres::PgStore::new(
+        create_pool(&db)?,
+        Arc::new(vault),
+    ));
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let ids: Arc<dyn IdGenerator> = Arc::new(RandomIds::default());
-    let service = AdminService::new(AdminPorts::all(Arc::new(store)), clock, ids);
+    let service = AdminService::new(AdminPorts::all(store.clone()), clock, ids);
     let result: Result<Value, AdminError> = match command {
+        AdminCommand::Kyc(args) => return crate::admin_kyc::run(store, &args).await,
         AdminCommand::CreateSubaccount { name, email, postback_url } => {
             create_subaccount(&service, &name, email.as_deref(), postback_url.as_deref()).await
         }

@@ -28,6 +28,7 @@
 //! | `PAYOUT_DB_POOL_SIZE` | `16` | database connections for requests, split among the HTTP workers (the background jobs get up to 8 more) |
 //! | `PAYOUT_DB_WAIT_TIMEOUT_MS` | `2000` | wait for a free connection before answering 503 |
 //! | `PAYOUT_DB_STATEMENT_TIMEOUT_MS` | `5000` | per-statement timeout |
+//! | `USER` | unset | `admin kyc`: the operating system user recorded with the decision (`operator:<USER>`) |
 
 use std::net::SocketAddr;
 use std::str::FromStr;
@@ -109,6 +110,17 @@ pub fn database_from_env() -> Result<DbConfig, ConfigError> {
         "milliseconds from 1 to 600000",
     )?);
     Ok(db)
+}
+
+/// Who `admin kyc` records as the decider: `operator`, plus the OS user from `USER` when it is
+/// set and printable (`operator:alice`), at most 100 characters.
+pub fn operator_from_env() -> String {
+    match var("USER") {
+        Some(user) if !user.chars().any(char::is_control) && user.trim().chars().count() <= 90 => {
+            format!("operator:{}", user.trim())
+        }
+        _ => "operator".to_owned(),
+    }
 }
 
 /// Parses 64 hex characters into the 32-byte master key.

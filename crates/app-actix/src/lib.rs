@@ -1,6 +1,7 @@
 //! The `payoutd` application: the HTTP surface over the domain's use cases, configuration, the
 //! operator CLI and the wiring of adapters into ports. The binary is `src/main.rs`.
 
+pub mod admin_kyc;
 pub mod cli;
 pub mod config;
 pub mod http;

@@ -72,9 +72,16 @@ async fn no_secret_or_raw_account_value_is_ever_logged() {
     );
     let token_url = app.sandbox.notifier.sent()[0].confirm_url.expose().clone();
     let token = token_url.rsplit('/').next().unwrap().to_owned();
-    let confirm = app
+    let shown = app
         .client
         .get(format!("{}/confirm/{token}", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(shown.status().as_u16(), 200);
+    let confirm = app
+        .client
+        .post(format!("{}/confirm/{token}", app.base))
         .send()
         .await
         .unwrap();

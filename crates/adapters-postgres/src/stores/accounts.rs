@@ -407,19 +407,8 @@ impl AccountStore for PgStore {
         let mut conn = self.conn().await?;
         let result = conn
             .transaction::<_, ConfirmAbort, _>(async |conn| {
-                if let Some(hash) = token {
-                    let used = diesel::update(account_confirmations::table)
-                        .filter(account_confirmations::token_hash.eq(hash.to_vec()))
-                        .filter(account_confirmations::account_id.eq(id))
-                        .filter(account_confirmations::used_at.is_null())
-                        .set(account_confirmations::used_at.eq(at))
-                        .cached()
-                        .execute(conn)
-                        .await?;
-                    if used != 1 {
-                        return Err(ConfirmAbort::NotApplicable);
-                    }
-                }
+                // The account row first, in every confirmation (with a token or without), so
+                // concurrent ones queue on it instead of deadlocking over token rows.
                 let updated = diesel::update(receiver_accounts::table)
                     .filter(receiver_accounts::id.eq(id))
                     .filter(receiver_accounts::subaccount_id.eq(subaccount))
@@ -438,6 +427,27 @@ impl AccountStore for PgStore {
                 if updated != 1 {
                     return Err(ConfirmAbort::NotApplicable);
                 }
+                if let Some(hash) = token {
+                    let used = diesel::update(account_confirmations::table)
+                        .filter(account_confirmations::token_hash.eq(hash.to_vec()))
+                        .filter(account_confirmations::account_id.eq(id))
+                        .filter(account_confirmations::used_at.is_null())
+                        .set(account_confirmations::used_at.eq(at))
+                        .cached()
+                        .execute(conn)
+                        .await?;
+                    if used != 1 {
+                        return Err(ConfirmAbort::NotApplicable);
+                    }
+                }
+                // A confirmed account's other links are spent too (contract §5.6).
+                diesel::update(account_confirmations::table)
+                    .filter(account_confirmations::account_id.eq(id))
+                    .filter(account_confirmations::used_at.is_null())
+                    .set(account_confirmations::used_at.eq(at))
+                    .cached()
+                    .execute(conn)
+                    .await?;
                 insert_events(conn, events, commit.as_ref()).await?;
                 react(conn, subaccount, Waiting::OfAccount(id), reaction, schedule)
                     .await

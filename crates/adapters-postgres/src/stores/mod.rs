@@ -7,6 +7,7 @@ mod delivery;
 mod events;
 pub mod idempotency;
 mod inbound;
+mod kyc_decisions;
 mod operator;
 mod outbox;
 mod payouts;

@@ -4,12 +4,13 @@ use async_trait::async_trait;
 use diesel::dsl::sql;
 use diesel::prelude::*;
 use diesel::sql_types::{Bool, Timestamptz, Uuid as SqlUuid};
-use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use domain::PortError;
 use domain::events::OutboxEvent;
-use domain::idempotency::WriteKey;
+use domain::idempotency::{KeyCommit, WriteKey};
 use domain::ids::{ReceiverId, SubaccountId};
 use domain::paging::PageRequest;
+use domain::rail::schedule::BatchSchedule;
 use domain::receiver::ports::{InsertReceiverError, ReceiverStore};
 use domain::receiver::query::ReceiverFilter;
 use domain::receiver::values::normalize_email;
@@ -23,6 +24,49 @@ use crate::errors::{TxError, from_diesel, from_tx};
 use crate::rows::ReceiverRow;
 use crate::schema::receivers;
 use domain::payout::change::PayoutReaction;
+
+/// Inside a transaction: applies a KYC decision to `receiver` (its `status`, `kyc_status` and
+/// `updated_at`) where its stored KYC status is still `expected`, writes `events` (applying
+/// `commit`), and applies `reaction` to the receiver's waiting payouts.
+/// `PayoutAbort::Superseded` when the receiver is no longer `expected` (nothing written).
+/// Shared by `ReceiverStore::apply_kyc` and the operator's `KycDecisionStore`.
+pub(super) async fn decide_kyc(
+    conn: &mut AsyncPgConnection,
+    receiver: &Receiver,
+    expected: KycStatus,
+    events: &[OutboxEvent],
+    commit: Option<&KeyCommit<'_>>,
+    reaction: &PayoutReaction,
+    schedule: &BatchSchedule,
+) -> Result<(), PayoutAbort> {
+    let id = receiver.id.as_uuid();
+    let subaccount = receiver.subaccount_id.as_uuid();
+    let updated = diesel::update(receivers::table)
+        .filter(receivers::id.eq(id))
+        .filter(receivers::subaccount_id.eq(subaccount))
+        .filter(receivers::kyc_status.eq(i16::from(expected.code())))
+        .set((
+            receivers::status.eq(i16::from(receiver.status.code())),
+            receivers::kyc_status.eq(i16::from(receiver.kyc_status.code())),
+            receivers::updated_at.eq(receiver.updated_at),
+        ))
+        .cached()
+        .execute(conn)
+        .await?;
+    if updated != 1 {
+        // Decided meanwhile: nothing to write, and nothing written.
+        return Err(PayoutAbort::Superseded);
+    }
+    insert_events(conn, events, commit).await?;
+    react(
+        conn,
+        subaccount,
+        Waiting::OfReceiver(id),
+        reaction,
+        schedule,
+    )
+    .await
+}
 
 fn to_domain(row: ReceiverRow) -> Result<Receiver, PortError> {
     Receiver::try_from(row).map_err(PortError::Unknown)
@@ -101,38 +145,15 @@ impl ReceiverStore for PgStore {
     ) -> Result<bool, PortError> {
         let schedule = &self.batch_schedule;
         let commit = key.commit(receiver);
-        let id = receiver.id.as_uuid();
-        let subaccount = receiver.subaccount_id.as_uuid();
-        let (status, kyc, at) = (
-            i16::from(receiver.status.code()),
-            i16::from(receiver.kyc_status.code()),
-            receiver.updated_at,
-        );
-        let expected = i16::from(expected.code());
         let mut conn = self.conn().await?;
         let result = conn
             .transaction::<_, PayoutAbort, _>(async |conn| {
-                let updated = diesel::update(receivers::table)
-                    .filter(receivers::id.eq(id))
-                    .filter(receivers::subaccount_id.eq(subaccount))
-                    .filter(receivers::kyc_status.eq(expected))
-                    .set((
-                        receivers::status.eq(status),
-                        receivers::kyc_status.eq(kyc),
-                        receivers::updated_at.eq(at),
-                    ))
-                    .cached()
-                    .execute(conn)
-                    .await?;
-                if updated != 1 {
-                    // Decided meanwhile: nothing to write, and nothing written.
-                    return Err(PayoutAbort::Superseded);
-                }
-                insert_events(conn, events, commit.as_ref()).await?;
-                react(
+                decide_kyc(
                     conn,
-                    subaccount,
-                    Waiting::OfReceiver(id),
+                    receiver,
+                    expected,
+                    events,
+                    commit.as_ref(),
                     reaction,
                     schedule,
                 )

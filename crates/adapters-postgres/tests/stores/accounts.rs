@@ -1054,7 +1054,7 @@ async fn confirm_account_applies_once_then_writes_nothing() {
     let stored = fx.store.find_account(sub, a.id).await.unwrap().unwrap();
     assert_eq!(stored.updated_at, at(T0 + 2 * SECOND), "not written again");
 
-    // Without a token (the sandbox helper): confirms, and leaves the account's token unused.
+    // Without a token (the sandbox helper): confirms, and spends the account's token too.
     let (updated_b, update) = confirmed(&b, T0 + 5 * SECOND);
     assert!(
         fx.store
@@ -1069,9 +1069,9 @@ async fn confirm_account_applies_once_then_writes_nothing() {
             .unwrap()
     );
     let token = fx.store.find_token(&token_of(&b)).await.unwrap().unwrap();
-    assert!(!token.used);
+    assert!(token.used, "a confirmed account's links are spent");
     assert_eq!(token.account.confirm_status, ConfirmStatus::Confirmed);
-    // Its unused token cannot confirm it a second time.
+    // Its token cannot confirm it a second time.
     let (again, update) = confirmed(&b, T0 + 6 * SECOND);
     assert!(
         !fx.store
@@ -1085,15 +1085,76 @@ async fn confirm_account_applies_once_then_writes_nothing() {
             .await
             .unwrap()
     );
+    assert_eq!(outbox_rows_of(&fx, &b).await, 2);
+}
+
+/// Adds another confirmation token (text `text`) to `account`, as a resent link would.
+async fn add_token(fx: &Fixture, account: &ReceiverAccount, text: &str) {
+    let mut conn = fx.raw().await;
+    diesel::sql_query(
+        "INSERT INTO account_confirmations (token_hash, account_id, subaccount_id, expires_at, created_at) \
+         VALUES ($1, $2, $3, now() + interval '7 days', now())",
+    )
+    .bind::<Bytea, _>(token_hash(text).to_vec())
+    .bind::<SqlUuid, _>(account.id.as_uuid())
+    .bind::<SqlUuid, _>(account.subaccount_id.as_uuid())
+    .execute(&mut conn)
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn confirming_spends_every_token_of_the_account_and_looking_one_up_spends_none() {
+    let fx = Fixture::new().await;
+    let sub = fx.subaccount("Acme").await.id;
+    let owner = new_receiver(&fx, sub, "ada@example.com").await;
+    let a = direct_entry(&owner, "012002", "123456789", T0);
+    let other = sepa(&owner, T0 + 1);
+    insert(&fx, &a).await.unwrap();
+    insert(&fx, &other).await.unwrap();
+    add_token(&fx, &a, "second link").await;
+
+    // Looking tokens up, however often, spends nothing.
+    for _ in 0..3 {
+        assert!(
+            !fx.store
+                .find_token(&token_of(&a))
+                .await
+                .unwrap()
+                .unwrap()
+                .used
+        );
+        let second = fx.store.find_token(&token_hash("second link")).await;
+        assert!(!second.unwrap().unwrap().used);
+    }
+
+    let (updated, update) = confirmed(&a, T0 + SECOND);
+    assert!(
+        fx.store
+            .confirm_account(
+                &updated,
+                Some(token_of(&a)),
+                &[update],
+                &confirmed_reaction(),
+                &WriteKey::none()
+            )
+            .await
+            .unwrap()
+    );
+    for hash in [token_of(&a), token_hash("second link")] {
+        let token = fx.store.find_token(&hash).await.unwrap().unwrap();
+        assert!(token.used);
+        assert_eq!(token.account.confirm_status, ConfirmStatus::Confirmed);
+    }
+    // Another account's token is untouched.
     assert!(
         !fx.store
-            .find_token(&token_of(&b))
+            .find_token(&token_of(&other))
             .await
             .unwrap()
             .unwrap()
             .used
     );
-    assert_eq!(outbox_rows_of(&fx, &b).await, 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

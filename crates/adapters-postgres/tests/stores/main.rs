@@ -9,6 +9,7 @@ mod credentials;
 mod delivery;
 mod idempotency;
 mod inbound;
+mod kyc_decisions;
 mod operator;
 mod payouts;
 mod rail_files;

@@ -123,7 +123,8 @@ pub fn route_table(t: &mut impl RouteTable) {
         "/api/receiver-account/receiver/{id}",
         accounts::list,
     );
-    t.route(Method::GET, "/confirm/{token}", confirm::confirm);
+    t.route(Method::GET, "/confirm/{token}", confirm::show);
+    t.route(Method::POST, "/confirm/{token}", confirm::confirm);
     t.route(Method::POST, "/api/payout/single", payouts::create);
     t.route(Method::GET, "/api/payout/", payouts::list);
     t.route(Method::GET, "/api/payout", payouts::list_without_slash);

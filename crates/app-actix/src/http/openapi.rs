@@ -99,6 +99,7 @@ lower-case UUIDs; money is integer minor units.";
         subaccounts::get,
         accounts::verify,
         accounts::list,
+        super::confirm::show,
         super::confirm::confirm,
         payouts::create,
         payouts::list,

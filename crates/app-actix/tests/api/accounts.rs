@@ -377,10 +377,11 @@ async fn the_confirmation_link_confirms_once_and_the_helper_too() {
         .unwrap()
         .to_owned();
 
+    // The form's post confirms (opening the link only shows the page: tests/api/confirm.rs).
     let page = |path: String| {
         let client = app.client.clone();
         async move {
-            let response = client.get(path).send().await.unwrap();
+            let response = client.post(path).send().await.unwrap();
             let status = response.status().as_u16();
             let kind = response.headers()["content-type"]
                 .to_str()
@@ -406,7 +407,7 @@ async fn the_confirmation_link_confirms_once_and_the_helper_too() {
         (Some("completed"), Some("confirmed"))
     );
     let again = page(format!("{}/confirm/{token}", app.base)).await;
-    assert_eq!(again.0, 200, "a used link shows the account confirmed");
+    assert_eq!(again.0, 200, "a second post shows the account confirmed");
 
     let second = create(&app, &app.a, "usd/ach", &json!({"receiver_id": receiver, "routing_number": "021000021", "account_number": "987654321", "account_type": "checking"})).await;
     let second_id = second.body["payload"]["receiver_account_id"]

@@ -2,9 +2,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod accounts;
+mod admin_kyc;
 mod auth;
 mod batches;
 mod bodies;
+mod confirm;
 mod envelope;
 mod fuzz_regressions;
 mod helpers;

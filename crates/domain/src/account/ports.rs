@@ -84,12 +84,14 @@ pub trait AccountStore: Send + Sync {
         fields: &[(AccountField, String)],
     ) -> Result<Option<ReceiverAccount>, PortError>;
 
-    /// The token with this hash and its account, or `Ok(None)`.
+    /// The token with this hash and its account, or `Ok(None)`. Reads only: looking a token up
+    /// never spends it.
     async fn find_token(&self, hash: &[u8; 32]) -> Result<Option<TokenLookup>, PortError>;
 
     /// Applies a confirmation decided by the domain: sets `account`'s statuses where the stored
     /// account is still `unconfirmed` (and, with `token`, where that token is unused, marking it
-    /// used), and writes `events`, in one transaction. `Ok(false)` when the conditions no longer
+    /// used), marks every other unused token of the account used too (a confirmed account's
+    /// links are spent, however it was confirmed), and writes `events`, in one transaction. `Ok(false)` when the conditions no longer
     /// hold (confirmed meanwhile, token used); then nothing was written. In the same
     /// transaction it locks the account's `awaiting` payouts and applies `reaction` to each, so
     /// they become `pending` with the confirmation. `key` is applied in the same transaction

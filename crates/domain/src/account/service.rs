@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use crate::account::data::AccountData;
 use crate::account::input::{AccountInput, RawAccount};
 use crate::account::ports::{
-    AccountStore, ConfirmationRequest, ConfirmationToken, InsertAccountError, Notifier,
+    AccountStore, ConfirmationRequest, ConfirmationToken, InsertAccountError, Notifier, TokenLookup,
 };
 use crate::account::status::confirm;
 use crate::account::{AccountField, AccountStatus, ConfirmStatus, PayoutMethod, ReceiverAccount};
@@ -97,6 +97,46 @@ pub struct VerifyRequest {
     pub subaccount_id: Option<String>,
     /// `account_data` as sent (strings only; the HTTP layer refuses other types).
     pub account_data: Vec<(String, String)>,
+}
+
+/// The longest token text looked up; anything longer is not a token this service issued.
+const MAX_TOKEN_LEN: usize = 128;
+
+/// What a confirmation link can still do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkState {
+    /// It confirms its account when the receiver asks (the page shows a Confirm button).
+    Confirmable,
+    /// Its account is confirmed already; there is nothing left to do.
+    AlreadyConfirmed,
+}
+
+/// What the confirmation page shows: never an unmasked value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfirmationView {
+    /// The account's payout method.
+    pub method: PayoutMethod,
+    /// Its details, masked as everywhere else ([`AccountData::masked`]).
+    pub masked_details: Vec<(AccountField, String)>,
+    /// Whether the link can still confirm.
+    pub state: LinkState,
+}
+
+/// What a found token can do at `now`; `None` when nothing: expired, or spent or unusable on
+/// an account that is not confirmed. An expired link shows nothing, not even that its account
+/// was confirmed.
+fn link_state(found: &TokenLookup, now: chrono::DateTime<chrono::Utc>) -> Option<LinkState> {
+    if found.expires_at <= now {
+        return None;
+    }
+    let account = &found.account;
+    if account.confirm_status == ConfirmStatus::Confirmed {
+        return Some(LinkState::AlreadyConfirmed);
+    }
+    if found.used {
+        return None;
+    }
+    confirm(account.status, account.confirm_status).map(|_| LinkState::Confirmable)
 }
 
 /// The receiver-account use cases.
@@ -397,31 +437,47 @@ impl AccountService {
         }
     }
 
-    /// Confirms through the link sent to the receiver. A token works once, for
-    /// [`TOKEN_LIFETIME_DAYS`]; opening it again after it worked shows the account confirmed.
-    #[tracing::instrument(level = "debug", skip_all)]
-    pub async fn confirm_with_token(&self, token: &str) -> Result<ReceiverAccount, ConfirmError> {
-        if token.is_empty() || token.len() > 128 {
-            return Err(ConfirmError::Invalid);
+    /// Looks the link's token up: `None` when it is malformed or unknown.
+    async fn lookup(&self, token: &str) -> Result<Option<(TokenLookup, [u8; 32])>, PortError> {
+        if token.is_empty() || token.len() > MAX_TOKEN_LEN {
+            return Ok(None);
         }
         let hash = token_hash(token);
-        let found = self
+        Ok(self
             .accounts
             .find_token(&hash)
             .await?
-            .ok_or(ConfirmError::Invalid)?;
-        if found.used {
-            return if found.account.confirm_status == ConfirmStatus::Confirmed {
-                Ok(found.account)
-            } else {
-                Err(ConfirmError::Invalid)
-            };
+            .map(|found| (found, hash)))
+    }
+
+    /// What the confirmation link shows, changing nothing (contract §5.6: e-mail link scanners
+    /// fetch every link, so opening it must not confirm). `Invalid` for an unknown, malformed
+    /// or expired token, and for one that can no longer confirm its account.
+    #[tracing::instrument(level = "debug", skip_all)]
+    pub async fn show_confirmation(&self, token: &str) -> Result<ConfirmationView, ConfirmError> {
+        let (found, _) = self.lookup(token).await?.ok_or(ConfirmError::Invalid)?;
+        let state = link_state(&found, self.clock.now()).ok_or(ConfirmError::Invalid)?;
+        Ok(ConfirmationView {
+            method: found.account.method,
+            masked_details: found.account.data.masked(),
+            state,
+        })
+    }
+
+    /// Confirms through the link sent to the receiver (its form's `POST`). A token works for
+    /// [`TOKEN_LIFETIME_DAYS`]; once its account is confirmed (by it or otherwise) it only
+    /// shows the account confirmed, writing nothing.
+    #[tracing::instrument(level = "debug", skip_all)]
+    pub async fn confirm_with_token(&self, token: &str) -> Result<ReceiverAccount, ConfirmError> {
+        let (found, hash) = self.lookup(token).await?.ok_or(ConfirmError::Invalid)?;
+        match link_state(&found, self.clock.now()) {
+            Some(LinkState::Confirmable) => {
+                self.apply_confirmation(found.account, Some(hash), &WriteKey::none())
+                    .await
+            }
+            Some(LinkState::AlreadyConfirmed) => Ok(found.account),
+            None => Err(ConfirmError::Invalid),
         }
-        if found.expires_at <= self.clock.now() {
-            return Err(ConfirmError::Invalid);
-        }
-        self.apply_confirmation(found.account, Some(hash), &WriteKey::none())
-            .await
     }
 
     /// Confirms an account of the caller's subaccount directly (sandbox helper), applying `key`

@@ -489,3 +489,172 @@ async fn losing_a_confirmation_race_reports_what_is_stored() {
         Some(ConfirmStatus::Confirmed)
     );
 }
+
+type Lookup = Box<dyn FnMut(&[u8; 32]) -> Result<Option<TokenLookup>, PortError> + Send>;
+
+fn lookup_of(
+    used: bool,
+    confirm_status: ConfirmStatus,
+    status: AccountStatus,
+    expires_ms: i64,
+) -> Lookup {
+    Box::new(move |_| {
+        Ok(Some(TokenLookup {
+            account: stored_account(confirm_status, status),
+            expires_at: DateTime::from_timestamp_millis(expires_ms).unwrap_or_default(),
+            used,
+        }))
+    })
+}
+
+/// A store that answers `find_token` with `lookup` and fails the test on any write.
+fn read_only_store(lookup: Lookup) -> MockAccountStore {
+    let mut accounts = MockAccountStore::new();
+    accounts
+        .expect_find_token()
+        .withf(|hash| *hash == token_hash("t0ken"))
+        .times(1)
+        .returning(lookup);
+    accounts.expect_confirm_account().never();
+    accounts.expect_insert_account().never();
+    accounts
+}
+
+#[tokio::test]
+async fn showing_a_link_reports_what_it_can_do_and_writes_nothing() {
+    async fn show(lookup: Lookup) -> Result<ConfirmationView, ConfirmError> {
+        service(read_only_store(lookup), MockNotifier::new(), NOW_MS)
+            .show_confirmation("t0ken")
+            .await
+    }
+
+    // Valid and unused on an unconfirmed account: confirmable, details masked.
+    let view = show(lookup_of(
+        false,
+        ConfirmStatus::Unconfirmed,
+        AccountStatus::Pending,
+        NOW_MS + 1,
+    ))
+    .await;
+    let Ok(view) = view else { panic!("{view:?}") };
+    assert_eq!(view.state, LinkState::Confirmable);
+    assert_eq!(view.method, PayoutMethod::DirectEntry);
+    assert_eq!(
+        view.masked_details,
+        vec![(crate::account::AccountField::Bsb, "012 ***".to_owned())]
+    );
+
+    // Spent by the confirmation, or unused on an account confirmed otherwise: already confirmed.
+    for used in [true, false] {
+        let view = show(lookup_of(
+            used,
+            ConfirmStatus::Confirmed,
+            AccountStatus::Completed,
+            NOW_MS + 1,
+        ))
+        .await;
+        assert_eq!(
+            view.map(|v| v.state).ok(),
+            Some(LinkState::AlreadyConfirmed),
+            "used: {used}"
+        );
+    }
+
+    // Expired (even on a confirmed account), spent on an unconfirmed account, or on an account
+    // that cannot be confirmed: nothing to show.
+    for (used, confirm_status, status, expires) in [
+        (
+            false,
+            ConfirmStatus::Unconfirmed,
+            AccountStatus::Pending,
+            NOW_MS,
+        ),
+        (
+            true,
+            ConfirmStatus::Confirmed,
+            AccountStatus::Completed,
+            NOW_MS - 1,
+        ),
+        (
+            true,
+            ConfirmStatus::Unconfirmed,
+            AccountStatus::Pending,
+            NOW_MS + 1,
+        ),
+        (
+            false,
+            ConfirmStatus::Unconfirmed,
+            AccountStatus::Failed,
+            NOW_MS + 1,
+        ),
+    ] {
+        let view = show(lookup_of(used, confirm_status, status, expires)).await;
+        assert!(
+            matches!(view, Err(ConfirmError::Invalid)),
+            "{used} {confirm_status:?} {status:?} {expires}: {view:?}"
+        );
+    }
+
+    // Unknown.
+    assert!(matches!(
+        show(Box::new(|_| Ok(None))).await,
+        Err(ConfirmError::Invalid)
+    ));
+    // An outage is not "invalid".
+    assert!(matches!(
+        show(Box::new(|_| Err(PortError::Unavailable(anyhow::anyhow!(
+            "down"
+        )))))
+        .await,
+        Err(ConfirmError::Port(_))
+    ));
+
+    // Empty or absurd tokens are not even looked up.
+    let mut accounts = MockAccountStore::new();
+    accounts.expect_find_token().never();
+    let service = service(accounts, MockNotifier::new(), NOW_MS);
+    for token in ["", &"x".repeat(129)] {
+        assert!(matches!(
+            service.show_confirmation(token).await,
+            Err(ConfirmError::Invalid)
+        ));
+        assert!(matches!(
+            service.confirm_with_token(token).await,
+            Err(ConfirmError::Invalid)
+        ));
+    }
+}
+
+#[tokio::test]
+async fn an_expired_link_confirms_nothing_even_on_a_confirmed_account() {
+    let posted = service(
+        read_only_store(lookup_of(
+            true,
+            ConfirmStatus::Confirmed,
+            AccountStatus::Completed,
+            NOW_MS,
+        )),
+        MockNotifier::new(),
+        NOW_MS,
+    )
+    .confirm_with_token("t0ken")
+    .await;
+    assert!(matches!(posted, Err(ConfirmError::Invalid)), "{posted:?}");
+    // Unused on an account confirmed otherwise: shows it confirmed, writes nothing.
+    let posted = service(
+        read_only_store(lookup_of(
+            false,
+            ConfirmStatus::Confirmed,
+            AccountStatus::Completed,
+            NOW_MS + 1,
+        )),
+        MockNotifier::new(),
+        NOW_MS,
+    )
+    .confirm_with_token("t0ken")
+    .await;
+    assert_eq!(
+        posted.map(|a| a.confirm_status).ok(),
+        Some(ConfirmStatus::Confirmed)
+    );
+}

@@ -1,6 +1,7 @@
 //! Receivers: the people a subaccount pays, with their KYC state.
 
 pub mod input;
+pub mod operator;
 pub mod ports;
 pub mod query;
 pub mod service;

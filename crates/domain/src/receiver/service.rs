@@ -83,6 +83,60 @@ pub struct ReceiverPage {
 
 const CURSOR_SCOPE: &str = "receivers";
 
+/// A KYC decision planned for a receiver: what the store applies, in one transaction, while the
+/// receiver's KYC is still `expected`.
+#[derive(Debug)]
+pub struct KycPlan {
+    /// The receiver with its new `status`, `kyc_status` and `updated_at`.
+    pub updated: Receiver,
+    /// The KYC status it must still have (`pending`).
+    pub expected: KycStatus,
+    /// Its `receiverKycUpdate` event.
+    pub events: Vec<OutboxEvent>,
+    /// What happens to its payouts waiting for the decision (`unassessed`): on to `awaiting`
+    /// or `pending`, or `failed` with the hold voided.
+    pub reaction: PayoutReaction,
+}
+
+/// Plans `outcome` for `receiver` at `now`: the one decision rule shared by the provider's
+/// outcomes, the sandbox helper and the operator's `admin kyc`. `Err` with the stored status
+/// when its KYC is already decided.
+pub fn plan_kyc(
+    receiver: Receiver,
+    outcome: KycOutcome,
+    now: chrono::DateTime<chrono::Utc>,
+    ids: &Arc<dyn IdGenerator>,
+) -> Result<KycPlan, KycStatus> {
+    let transition = receiver.kyc_status.apply(outcome).map_err(|e| e.from)?;
+    let expected = receiver.kyc_status;
+    let updated = Receiver {
+        status: transition.status,
+        kyc_status: transition.kyc_status,
+        updated_at: now,
+        ..receiver
+    };
+    let event = OutboxEvent::receiver(
+        EventKind::ReceiverKycUpdate,
+        EventId::from_uuid(ids.new_id()),
+        &updated,
+        now,
+    );
+    let reaction = PayoutReaction::new(
+        match outcome {
+            KycOutcome::Completed => ReactionTrigger::KycCompleted,
+            KycOutcome::Failed => ReactionTrigger::KycFailed,
+        },
+        now,
+        ids.clone(),
+    );
+    Ok(KycPlan {
+        updated,
+        expected,
+        events: vec![event],
+        reaction,
+    })
+}
+
 /// Creates and reads receivers.
 pub struct ReceiverService {
     store: Arc<dyn ReceiverStore>,
@@ -243,38 +297,20 @@ impl ReceiverService {
             .find_receiver(subaccount, id)
             .await?
             .ok_or(KycOutcomeError::NotFound)?;
-        let transition = receiver
-            .kyc_status
-            .apply(outcome)
-            .map_err(|e| KycOutcomeError::AlreadyDecided(e.from))?;
-        let now = self.clock.now();
-        let expected = receiver.kyc_status;
-        let updated = Receiver {
-            status: transition.status,
-            kyc_status: transition.kyc_status,
-            updated_at: now,
-            ..receiver
-        };
-        let event = OutboxEvent::receiver(
-            EventKind::ReceiverKycUpdate,
-            EventId::from_uuid(self.ids.new_id()),
-            &updated,
-            now,
-        );
-        let reaction = PayoutReaction::new(
-            match outcome {
-                KycOutcome::Completed => ReactionTrigger::KycCompleted,
-                KycOutcome::Failed => ReactionTrigger::KycFailed,
-            },
-            now,
-            self.ids.clone(),
-        );
+        let plan = plan_kyc(receiver, outcome, self.clock.now(), &self.ids)
+            .map_err(KycOutcomeError::AlreadyDecided)?;
         if self
             .store
-            .apply_kyc(&updated, expected, &[event], &reaction, key)
+            .apply_kyc(
+                &plan.updated,
+                plan.expected,
+                &plan.events,
+                &plan.reaction,
+                key,
+            )
             .await?
         {
-            return Ok(updated);
+            return Ok(plan.updated);
         }
         // Decided concurrently: report what is stored now.
         let stored = self
