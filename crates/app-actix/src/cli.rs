@@ -13,6 +13,7 @@ use domain::ids::{EventId, SubaccountId};
 use domain::ports::{Clock, IdGenerator};
 use serde_json::{Value, json};
 
+use crate::admin_rails::Output;
 use crate::config::{Config, database_from_env, master_key_from_env};
 use crate::production_config::ProductionSettings;
 use crate::startup::Application;
@@ -61,6 +62,12 @@ pub enum AdminCommand {
     /// Decide a receiver's KYC (manual KYC), with the same effects as the provider's decision;
     /// recorded in `kyc_decisions`. Prints {receiver_id, kyc_status, status}.
     Kyc(crate::admin_kyc::KycArgs),
+    /// List the production rails' bank files, newest first (without their bytes).
+    RailFiles(crate::admin_rails::RailFilesArgs),
+    /// Show one bank file with its payouts and references; with --raw, its bytes as sent.
+    RailFile(crate::admin_rails::RailFileArgs),
+    /// List what the bank's inbound files said and what was done with each line, newest first.
+    BankReports(crate::admin_rails::BankReportsArgs),
     /// Create a subaccount; prints {subaccount_id, merchant_id}.
     CreateSubaccount {
         /// Display name.
@@ -261,11 +268,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("{document}");
             Ok(())
         }
-        Command::Admin(command) => {
-            let output = admin(command).await?;
-            println!("{output}");
-            Ok(())
-        }
+        Command::Admin(command) => admin(command).await?.print(),
     }
 }
 
@@ -297,7 +300,7 @@ async fn create_subaccount(
     Ok(output)
 }
 
-async fn admin(command: AdminCommand) -> anyhow::Result<Value> {
+async fn admin(command: AdminCommand) -> anyhow::Result<Output> {
     let db = database_from_env()?;
     let vault = Vault::new(&master_key_from_env()?)?;
     let mut db = db;
@@ -310,7 +313,14 @@ async fn admin(command: AdminCommand) -> anyhow::Result<Value> {
     let ids: Arc<dyn IdGenerator> = Arc::new(RandomIds::default());
     let service = AdminService::new(AdminPorts::all(store.clone()), clock, ids);
     let result: Result<Value, AdminError> = match command {
-        AdminCommand::Kyc(args) => return crate::admin_kyc::run(store, &args).await,
+        AdminCommand::Kyc(args) => {
+            return crate::admin_kyc::run(store, &args).await.map(Output::Json);
+        }
+        AdminCommand::RailFiles(args) => return crate::admin_rails::list_files(store, &args).await,
+        AdminCommand::RailFile(args) => return crate::admin_rails::show_file(store, &args).await,
+        AdminCommand::BankReports(args) => {
+            return crate::admin_rails::list_reports(store, &args).await;
+        }
         AdminCommand::CreateSubaccount { name, email, postback_url } => {
             create_subaccount(&service, &name, email.as_deref(), postback_url.as_deref()).await
         }
@@ -399,5 +409,5 @@ async fn admin(command: AdminCommand) -> anyhow::Result<Value> {
                 .map(|()| json!({"subaccount_id": id.to_string(), "require_signature_v2": true}))
         }
     };
-    Ok(result?)
+    Ok(Output::Json(result?))
 }

@@ -2,11 +2,13 @@
 //! operator CLI and the wiring of adapters into ports. The binary is `src/main.rs`.
 
 pub mod admin_kyc;
+pub mod admin_rails;
 pub mod cli;
 pub mod config;
 pub mod http;
 pub mod jobs;
 pub mod metrics;
+pub mod production;
 pub mod production_config;
 pub mod startup;
 pub mod state;

@@ -8,6 +8,7 @@ use domain::PortError;
 use domain::batch::runner::RunnerPass;
 use domain::delivery::NextStep;
 use domain::payout::PayoutStatus;
+use domain::rail::inbound::InboundPass;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -141,6 +142,8 @@ pub struct Metrics {
     batches_submitted: Counter,
     batches_finished: Counter,
     payouts_settled: Counter,
+    inbound_files: Family<OutcomeLabels, Counter>,
+    bank_report_lines: Family<OutcomeLabels, Counter>,
     pool: Family<StateLabels, Gauge>,
     pool_waiting: Gauge,
     outbox_pending: Gauge,
@@ -202,6 +205,18 @@ impl Metrics {
             "Payout results from the rail applied",
             payouts_settled.clone(),
         );
+        let inbound_files = Family::<OutcomeLabels, Counter>::default();
+        registry.register(
+            "inbound_bank_files",
+            "Files read from the production rails' inbound directories, by outcome (read, unreadable)",
+            inbound_files.clone(),
+        );
+        let bank_report_lines = Family::<OutcomeLabels, Counter>::default();
+        registry.register(
+            "bank_report_lines",
+            "Lines of the banks' reports, by what was done (applied, repeated, unmatched, noted, conflicting)",
+            bank_report_lines.clone(),
+        );
         let pool = Family::<StateLabels, Gauge>::default();
         registry.register(
             "db_pool_connections",
@@ -242,6 +257,8 @@ impl Metrics {
             batches_submitted,
             batches_finished,
             payouts_settled,
+            inbound_files,
+            bank_report_lines,
             pool,
             pool_waiting,
             outbox_pending,
@@ -290,6 +307,31 @@ impl Metrics {
                 outcome: outcome.to_owned(),
             })
             .inc();
+    }
+
+    /// Counts what a poll of the inbound bank files did.
+    pub fn observe_inbound_pass(&self, pass: &InboundPass) {
+        let wide = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+        let count = |family: &Family<OutcomeLabels, Counter>, outcome: &str, n: usize| {
+            if n > 0 {
+                family
+                    .get_or_create(&OutcomeLabels {
+                        outcome: outcome.to_owned(),
+                    })
+                    .inc_by(wide(n));
+            }
+        };
+        count(
+            &self.inbound_files,
+            "read",
+            pass.files.saturating_sub(pass.unreadable),
+        );
+        count(&self.inbound_files, "unreadable", pass.unreadable);
+        count(&self.bank_report_lines, "applied", pass.applied);
+        count(&self.bank_report_lines, "repeated", pass.repeated);
+        count(&self.bank_report_lines, "unmatched", pass.unmatched);
+        count(&self.bank_report_lines, "noted", pass.noted);
+        count(&self.bank_report_lines, "conflicting", pass.conflicting);
     }
 
     /// Counts what a batch job pass did.

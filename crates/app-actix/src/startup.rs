@@ -1,5 +1,6 @@
 //! Wiring: adapters into ports, ports into services, services into the HTTP server.
 
+use std::collections::BTreeSet;
 use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,15 +12,18 @@ use adapters_postgres::{PgStore, Vault, create_pool};
 use adapters_sandbox::{SandboxKyc, SandboxNotifier, SandboxRail};
 use adapters_webhook::{HttpWebhookSender, WebhookSenderConfig};
 use anyhow::Context;
+use domain::account::PayoutMethod;
 use domain::account::ports::Notifier;
 use domain::account::service::AccountService;
 use domain::auth::{AuthService, CachedCredentials};
+use domain::batch::ports::PayoutRail;
 use domain::batch::runner::BatchRunner;
 use domain::delivery::worker::{DeliveryWorker, WorkerSettings};
 use domain::idempotency::IdempotencyService;
 use domain::paging::cursor::CursorKey;
 use domain::payout::service::PayoutService;
 use domain::ports::{Clock, IdGenerator, KycProvider};
+use domain::rail::schedule::BatchSchedule;
 use domain::receiver::service::ReceiverService;
 use domain::subaccount::service::SubaccountService;
 
@@ -27,6 +31,7 @@ use crate::config::Config;
 use crate::http;
 use crate::jobs;
 use crate::metrics::Metrics;
+use crate::production::Production;
 use crate::state::AppState;
 use crate::system::{RandomIds, SystemClock};
 
@@ -35,14 +40,45 @@ pub fn build_store(config: &Config) -> anyhow::Result<PgStore> {
     build_store_sized(config, config.database.max_size)
 }
 
-/// [`build_store`] with a pool of at most `connections`.
+/// [`build_store`] with a pool of at most `connections` (new batches run the configured interval
+/// after they open).
 pub fn build_store_sized(config: &Config, connections: usize) -> anyhow::Result<PgStore> {
+    let interval = chrono::Duration::from_std(config.batches.interval).context("batch interval")?;
+    build_store_scheduled(config, connections, BatchSchedule::Every(interval))
+}
+
+/// [`build_store`] with a pool of at most `connections` whose new batches run on `schedule`.
+fn build_store_scheduled(
+    config: &Config,
+    connections: usize,
+    schedule: BatchSchedule,
+) -> anyhow::Result<PgStore> {
     let mut database = config.database.clone();
     database.max_size = connections.max(1);
     let pool = create_pool(&database).context("building the database pool")?;
     let vault = Vault::new(&config.master_key).context("deriving keys from PAYOUT_MASTER_KEY")?;
-    let interval = chrono::Duration::from_std(config.batches.interval).context("batch interval")?;
-    Ok(PgStore::new(pool, Arc::new(vault)).with_batch_interval(interval))
+    Ok(PgStore::new(pool, Arc::new(vault)).with_batch_schedule(schedule))
+}
+
+/// The outside world the application talks to.
+#[derive(Clone)]
+pub enum World {
+    /// Sandbox mode: the simulators (contract §9, §10).
+    Sandbox(Sandbox),
+    /// Production mode: the bank file rails, the SMTP notifier and manual KYC (contract §15).
+    Production(Arc<Production>),
+}
+
+impl World {
+    /// When new batches run: the configured interval (sandbox) or the rails' cut-offs.
+    fn schedule(&self, config: &Config) -> anyhow::Result<BatchSchedule> {
+        let interval =
+            chrono::Duration::from_std(config.batches.interval).context("batch interval")?;
+        Ok(match self {
+            Self::Sandbox(_) => BatchSchedule::Every(interval),
+            Self::Production(production) => production.schedule(interval),
+        })
+    }
 }
 
 /// The simulated outside world of sandbox mode, reachable by tests and the sandbox helpers.
@@ -100,18 +136,39 @@ impl Shared {
     }
 }
 
+/// The outside world's ports: KYC provider, notifier, payout rail, and the methods enabled
+/// (`None`: all).
+type OutsidePorts = (
+    Arc<dyn KycProvider>,
+    Arc<dyn Notifier>,
+    Arc<dyn PayoutRail>,
+    Option<BTreeSet<PayoutMethod>>,
+);
+
 /// The handler state over a store and the outside world's adapters.
 pub fn build_state(
     config: &Config,
     store: &PgStore,
-    sandbox: &Sandbox,
+    world: &World,
     shared: &Shared,
 ) -> anyhow::Result<AppState> {
     shared.pools.register(store.pool().clone());
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let ids: Arc<dyn IdGenerator> = Arc::new(RandomIds::default());
-    let kyc: Arc<dyn KycProvider> = sandbox.kyc.clone();
-    let notifier: Arc<dyn Notifier> = sandbox.notifier.clone();
+    let (kyc, notifier, rail, enabled): OutsidePorts = match world {
+        World::Sandbox(sandbox) => (
+            sandbox.kyc.clone(),
+            sandbox.notifier.clone(),
+            sandbox.rail.clone(),
+            None,
+        ),
+        World::Production(production) => (
+            production.kyc.clone(),
+            production.notifier.clone(),
+            Arc::new(production.payout_rail(Arc::new(store.clone()), clock.clone(), ids.clone())),
+            Some(production.enabled()),
+        ),
+    };
     let cursor_key = adapters_postgres::vault::derive_key(&config.master_key, b"cursor")
         .context("deriving the cursor key")?;
     let store = Arc::new(store.clone());
@@ -131,14 +188,20 @@ pub fn build_state(
             CursorKey::new(cursor_key),
         ),
         subaccounts: SubaccountService::new(store.clone()),
-        accounts: AccountService::new(
-            store.clone(),
-            store.clone(),
-            notifier,
-            clock.clone(),
-            ids.clone(),
-            config.public_url.clone(),
-        ),
+        accounts: {
+            let accounts = AccountService::new(
+                store.clone(),
+                store.clone(),
+                notifier,
+                clock.clone(),
+                ids.clone(),
+                config.public_url.clone(),
+            );
+            match enabled {
+                Some(methods) => accounts.enabling(methods),
+                None => accounts,
+            }
+        },
         payouts: PayoutService::new(
             store.clone(),
             store.clone(),
@@ -152,7 +215,7 @@ pub fn build_state(
             store.clone(),
             store.clone(),
             store.clone(),
-            sandbox.rail.clone(),
+            rail,
             clock,
             ids,
             chrono::Duration::from_std(config.batches.lease).context("batch lease")?,
@@ -173,7 +236,7 @@ pub struct Application {
     server: Server,
     port: u16,
     store: PgStore,
-    sandbox: Sandbox,
+    world: World,
     worker: Arc<DeliveryWorker>,
     poll: Duration,
     batch_poll: Duration,
@@ -203,37 +266,57 @@ pub fn build_worker(config: &Config, store: &PgStore) -> anyhow::Result<Delivery
 }
 
 impl Application {
-    /// Binds `config.bind` (port 0 picks a free port) and wires everything. The KYC provider
-    /// and notifier are the sandbox simulators: real provider adapters do not exist yet, so
-    /// `serve` refuses to start outside sandbox mode.
+    /// Binds `config.bind` (port 0 picks a free port) and wires everything to the sandbox
+    /// simulators (`PAYOUT_SANDBOX=true`).
     pub fn build(config: &Config) -> anyhow::Result<Self> {
         anyhow::ensure!(
             config.sandbox,
-            "PAYOUT_SANDBOX must be true: only the sandbox KYC provider and notifier are implemented so far"
+            "Application::build wires the sandbox simulators: PAYOUT_SANDBOX must be true \
+             (production mode is Application::build_production)"
         );
+        Self::build_in(config, World::Sandbox(Sandbox::new(config)))
+    }
+
+    /// Binds `config.bind` and wires everything to the production adapters (`PAYOUT_SANDBOX`
+    /// unset or false): the bank file rails, the notifier and manual KYC. The sandbox helpers
+    /// do not exist (404).
+    pub fn build_production(config: &Config, production: Production) -> anyhow::Result<Self> {
+        anyhow::ensure!(
+            !config.sandbox,
+            "production adapters with PAYOUT_SANDBOX=true: the sandbox would be used"
+        );
+        Self::build_in(config, World::Production(Arc::new(production)))
+    }
+
+    fn build_in(config: &Config, world: World) -> anyhow::Result<Self> {
+        let schedule = world.schedule(config)?;
         // One pool per HTTP worker: a diesel-async connection's I/O runs on the runtime that
         // opened it, so a pool shared by the workers hands queries between threads (measured
         // in the stack notes). The background jobs get a pool of their own.
         let workers = config.workers.max(1);
         let per_worker = config.database.max_size.div_ceil(workers).max(2);
-        let store = build_store_sized(config, (config.database.max_size / 2).clamp(2, 8))?;
-        let sandbox = Sandbox::new(config);
+        let store = build_store_scheduled(
+            config,
+            (config.database.max_size / 2).clamp(2, 8),
+            schedule.clone(),
+        )?;
         let shared = Shared::new(config);
-        let jobs_state = web::Data::new(build_state(config, &store, &sandbox, &shared)?);
+        let jobs_state = web::Data::new(build_state(config, &store, &world, &shared)?);
         let app_state = jobs_state.clone();
         let sandbox_mode = config.sandbox;
         let listener =
             TcpListener::bind(config.bind).with_context(|| format!("binding {}", config.bind))?;
         let port = listener.local_addr()?.port();
         let worker_config = config.clone();
-        let worker_sandbox = sandbox.clone();
+        let worker_world = world.clone();
         // Every worker's store wakes the one delivery loop when it commits events.
         let commit_signal = store.commit_signal();
         let server = HttpServer::new(move || {
-            let state = match build_store_sized(&worker_config, per_worker).and_then(|store| {
-                let store = store.with_commit_signal(commit_signal.clone());
-                build_state(&worker_config, &store, &worker_sandbox, &shared)
-            }) {
+            let state = match build_store_scheduled(&worker_config, per_worker, schedule.clone())
+                .and_then(|store| {
+                    let store = store.with_commit_signal(commit_signal.clone());
+                    build_state(&worker_config, &store, &worker_world, &shared)
+                }) {
                 Ok(state) => web::Data::new(state),
                 Err(e) => {
                     // Cannot happen with a configuration the first build accepted; the jobs'
@@ -263,7 +346,7 @@ impl Application {
             server,
             port,
             store,
-            sandbox,
+            world,
             worker,
             poll: config.delivery.poll,
             batch_poll: config.batches.poll,
@@ -276,9 +359,12 @@ impl Application {
         self.port
     }
 
-    /// The sandbox simulators this application talks to.
-    pub fn sandbox(&self) -> &Sandbox {
-        &self.sandbox
+    /// The sandbox simulators this application talks to (`None` in production mode).
+    pub fn sandbox(&self) -> Option<&Sandbox> {
+        match &self.world {
+            World::Sandbox(sandbox) => Some(sandbox),
+            World::Production(_) => None,
+        }
     }
 
     /// Serves until SIGINT/SIGTERM (actix stops accepting and lets in-flight requests finish),
@@ -296,19 +382,43 @@ impl Application {
             stopped.clone(),
             self.state.metrics.clone(),
         ));
+        let stopped_inbound = stopped.clone();
         let batches = tokio::spawn(jobs::batches::run(
             self.state.batches.clone(),
             self.batch_poll,
             stopped,
             self.state.metrics.clone(),
         ));
-        let sandbox_kyc = tokio::spawn(jobs::sandbox_kyc::run(
-            self.state.clone(),
-            self.sandbox.kyc.clone(),
-        ));
+        let sandbox_kyc = match &self.world {
+            World::Sandbox(sandbox) => Some(tokio::spawn(jobs::sandbox_kyc::run(
+                self.state.clone(),
+                sandbox.kyc.clone(),
+            ))),
+            World::Production(_) => None,
+        };
+        let inbound = match &self.world {
+            World::Production(production) => {
+                let store = Arc::new(self.store.clone());
+                let processor = production.inbound(
+                    store,
+                    self.state.batches.clone(),
+                    Arc::new(SystemClock),
+                    Arc::new(RandomIds::default()),
+                );
+                Some(tokio::spawn(jobs::inbound::run(
+                    Arc::new(processor),
+                    production.poll_interval(),
+                    stopped_inbound,
+                    self.state.metrics.clone(),
+                )))
+            }
+            World::Sandbox(_) => None,
+        };
         let result = self.server.await;
         housekeeping.abort();
-        sandbox_kyc.abort();
+        if let Some(task) = sandbox_kyc {
+            task.abort();
+        }
         // The server has drained its requests; let the delivery pass in hand finish.
         let _ = stop.send(true);
         if let Err(e) = delivery.await {
@@ -316,6 +426,11 @@ impl Application {
         }
         if let Err(e) = batches.await {
             tracing::warn!(error = %e, "batch runner task ended abnormally");
+        }
+        if let Some(task) = inbound
+            && let Err(e) = task.await
+        {
+            tracing::warn!(error = %e, "inbound bank file task ended abnormally");
         }
         result
     }

@@ -130,6 +130,7 @@ catalogue! {
     Reac226 => ("REAC226", 400, "Field is longer than 255 characters"),
     Reac230 => ("REAC230", 400, "Receiver account already exists"),
     Reac301 => ("REAC301", 400, "Receiver account cannot be confirmed in its status"),
+    Reac302 => ("REAC302", 400, "Payout method <method> is not enabled"),
     Suba101 => ("SUBA101", 400, "SubAccount not found"),
     Suba303 => ("SUBA303", 400, "Asset is required"),
     Suba304 => ("SUBA304", 400, "Asset is not valid"),

@@ -149,6 +149,15 @@ impl<'a> AccountDto<'a> {
     }
 }
 
+/// `REAC302`, naming the method.
+fn not_enabled(method: PayoutMethod) -> ApiError {
+    ApiError::code_with_message(
+        CREATE,
+        ErrorCode::Reac302,
+        format!("Payout method {} is not enabled", method.route()),
+    )
+}
+
 /// `POST /api/receiver-account/<asset>/<method>`.
 pub async fn create(
     state: Data<AppState>,
@@ -172,6 +181,7 @@ pub async fn create(
         match state.accounts.validate(&request.caller, method, &raw).await {
             Err(CreateAccountError::Invalid(invalid)) => merge_field_errors(&mut errors, invalid),
             Err(CreateAccountError::Port(e)) => return Err(ApiError::port(CREATE, &e)),
+            Err(CreateAccountError::NotEnabled(method)) => return Err(not_enabled(method)),
             Ok(()) | Err(CreateAccountError::Duplicate) => {}
         }
         return Err(ApiError::fields(CREATE, &errors));
@@ -199,6 +209,7 @@ pub async fn create(
         Err(CreateAccountError::Duplicate) => {
             return Err(ApiError::code(CREATE, ErrorCode::Reac230));
         }
+        Err(CreateAccountError::NotEnabled(method)) => return Err(not_enabled(method)),
         Err(CreateAccountError::Port(e)) => return Err(ApiError::port(CREATE, &e)),
     };
     if !created.confirmation_sent {

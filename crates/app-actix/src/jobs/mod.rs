@@ -1,10 +1,12 @@
 //! The loops that run the background jobs next to the HTTP server, one module per job: batch
-//! passes ([`batches`]), webhook delivery ([`delivery`]), housekeeping ([`housekeeping`]) and
-//! the sandbox KYC provider's decisions ([`sandbox_kyc`]). The jobs themselves are the domain's
+//! passes ([`batches`]), webhook delivery ([`delivery`]), housekeeping ([`housekeeping`]), the
+//! production rails' inbound files ([`inbound`]) and the sandbox KYC provider's decisions
+//! ([`sandbox_kyc`]). The jobs themselves are the domain's
 //! (`BatchRunner`, `DeliveryWorker`); these loops only schedule them, on tokio. `startup`
 //! wires them.
 
 pub mod batches;
 pub mod delivery;
 pub mod housekeeping;
+pub mod inbound;
 pub mod sandbox_kyc;

@@ -133,7 +133,7 @@ pub async fn spawn_app_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
     adjust(&mut config);
     let app = Application::build(&config).expect("app builds");
     let base = format!("http://127.0.0.1:{}", app.port());
-    let sandbox = app.sandbox().clone();
+    let sandbox = app.sandbox().expect("a sandbox application").clone();
     tokio::spawn(app.run_until_stopped());
     let store = build_store(&config).unwrap();
     let admin = AdminService::new(

@@ -1,6 +1,7 @@
 //! The receiver-account use cases: create (with a confirmation request), read, list, verify,
 //! confirm.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use base64::Engine;
@@ -40,6 +41,9 @@ pub enum CreateAccountError {
     /// The receiver already has an account with these details (`REAC230`).
     #[error("account already exists")]
     Duplicate,
+    /// The payout method has no rail in this deployment (`REAC302`).
+    #[error("payout method {} is not enabled", .0.route())]
+    NotEnabled(PayoutMethod),
     /// Infrastructure failure.
     #[error(transparent)]
     Port(#[from] PortError),
@@ -147,6 +151,7 @@ pub struct AccountService {
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdGenerator>,
     confirm_base_url: String,
+    enabled: Option<BTreeSet<PayoutMethod>>,
 }
 
 /// SHA-256 of a confirmation token's text: what the store keeps.
@@ -171,6 +176,17 @@ impl AccountService {
             clock,
             ids,
             confirm_base_url,
+            enabled: None,
+        }
+    }
+
+    /// The same service accepting new accounts of `methods` only (production mode: the methods
+    /// with a rail); others are refused with [`CreateAccountError::NotEnabled`]. Without it
+    /// every method is accepted (sandbox mode).
+    pub fn enabling(self, methods: BTreeSet<PayoutMethod>) -> Self {
+        Self {
+            enabled: Some(methods),
+            ..self
         }
     }
 
@@ -207,6 +223,13 @@ impl AccountService {
         method: PayoutMethod,
         raw: &RawAccount,
     ) -> Result<(AccountInput, Receiver), CreateAccountError> {
+        if self
+            .enabled
+            .as_ref()
+            .is_some_and(|enabled| !enabled.contains(&method))
+        {
+            return Err(CreateAccountError::NotEnabled(method));
+        }
         let parsed = AccountInput::parse(method, raw);
         let receiver_id = raw
             .receiver_id

@@ -1,0 +1,188 @@
+//! The production rails' operator commands (contract §15.1, §15.3):
+//! `payoutd admin rail-files [--state S] [--limit N]` lists the bank files, newest first;
+//! `payoutd admin rail-file --id X [--raw]` shows one (with `--raw`, its bytes exactly as sent);
+//! `payoutd admin bank-reports [--resolution R] [--limit N]` lists what the bank's files said
+//! and what was done with each line (`unmatched` and `conflicting` ones need an operator).
+
+use std::io::Write;
+use std::sync::Arc;
+
+use adapters_postgres::PgStore;
+use anyhow::Context;
+use clap::Args;
+use domain::ids::RailFileId;
+use domain::rail::file::{RailFile, RailFileState};
+use domain::rail::inbound_ports::{InboundStore, Resolution};
+use domain::rail::ports::{RailFileStore, RailFileSummary};
+use serde_json::{Value, json};
+
+/// What an admin command prints: JSON, or a file's raw bytes.
+pub enum Output {
+    /// One JSON document and a newline.
+    Json(Value),
+    /// The bytes, exactly.
+    Raw(Vec<u8>),
+}
+
+impl Output {
+    /// Writes it to stdout.
+    ///
+    /// # Errors
+    /// When stdout cannot be written.
+    pub fn print(&self) -> anyhow::Result<()> {
+        let mut out = std::io::stdout().lock();
+        match self {
+            Self::Json(value) => writeln!(out, "{value}"),
+            Self::Raw(bytes) => out.write_all(bytes),
+        }
+        .context("writing to stdout")?;
+        out.flush().context("writing to stdout")
+    }
+}
+
+/// `admin rail-files`.
+#[derive(Debug, Args)]
+pub struct RailFilesArgs {
+    /// Only files in this state: generated, uploaded, acknowledged or rejected.
+    #[arg(long)]
+    pub state: Option<String>,
+    /// At most this many (1 to 1000).
+    #[arg(long, default_value_t = 100)]
+    pub limit: u32,
+}
+
+/// `admin rail-file`.
+#[derive(Debug, Args)]
+pub struct RailFileArgs {
+    /// The file's id.
+    #[arg(long)]
+    pub id: String,
+    /// Print the file's bytes exactly as sent instead of its description.
+    #[arg(long)]
+    pub raw: bool,
+}
+
+/// `admin bank-reports`.
+#[derive(Debug, Args)]
+pub struct BankReportsArgs {
+    /// Only lines with this resolution: applied, repeated, unmatched, noted or conflicting.
+    #[arg(long)]
+    pub resolution: Option<String>,
+    /// At most this many (1 to 1000).
+    #[arg(long, default_value_t = 100)]
+    pub limit: u32,
+}
+
+fn limit(raw: u32) -> anyhow::Result<u32> {
+    anyhow::ensure!(
+        (1..=1000).contains(&raw),
+        "invalid --limit {raw}: must be 1 to 1000"
+    );
+    Ok(raw)
+}
+
+fn summary_json(file: &RailFileSummary) -> Value {
+    json!({
+        "id": file.id.to_string(),
+        "name": file.name,
+        "method": file.method.route(),
+        "batch_id": file.batch_id.to_string(),
+        "state": file.state.as_str(),
+        "payouts": file.payouts,
+        "size": file.size,
+        "sha256": hex::encode(file.sha256),
+        "effective_date": file.effective_date.to_string(),
+        "created_at": file.created_at.to_rfc3339(),
+    })
+}
+
+fn file_json(file: &RailFile) -> Value {
+    json!({
+        "id": file.id.to_string(),
+        "name": file.name,
+        "method": file.method.route(),
+        "batch_id": file.batch_id.to_string(),
+        "subaccount_id": file.subaccount_id.to_string(),
+        "state": file.state.as_str(),
+        "reason": file.reason,
+        "size": file.bytes.len(),
+        "sha256": hex::encode(file.sha256),
+        "effective_date": file.effective_date.to_string(),
+        "created_at": file.created_at.to_rfc3339(),
+        "uploaded_at": file.uploaded_at.map(|t| t.to_rfc3339()),
+        "answered_at": file.answered_at.map(|t| t.to_rfc3339()),
+        "payouts": file.items.iter().map(|item| json!({
+            "payout_id": item.payout_id.to_string(),
+            "reference": item.reference,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// `admin rail-files`: the files, newest first, without their bytes.
+pub async fn list_files(store: Arc<PgStore>, args: &RailFilesArgs) -> anyhow::Result<Output> {
+    let state = match &args.state {
+        Some(raw) => Some(RailFileState::parse(raw).with_context(|| {
+            format!(
+                "invalid --state {raw:?}: expected generated, uploaded, acknowledged or rejected"
+            )
+        })?),
+        None => None,
+    };
+    let files = store.list_files(state, limit(args.limit)?).await?;
+    Ok(Output::Json(Value::Array(
+        files.iter().map(summary_json).collect(),
+    )))
+}
+
+/// `admin rail-file`: one file's description with its payouts, or its bytes.
+pub async fn show_file(store: Arc<PgStore>, args: &RailFileArgs) -> anyhow::Result<Output> {
+    let id = RailFileId::parse(&args.id)
+        .with_context(|| format!("invalid --id {:?}: not a UUID", args.id))?;
+    let file = store
+        .get_file(id)
+        .await?
+        .with_context(|| format!("no rail file {id}"))?;
+    Ok(if args.raw {
+        Output::Raw(file.bytes)
+    } else {
+        Output::Json(file_json(&file))
+    })
+}
+
+/// `admin bank-reports`: what the bank's files said, newest first.
+pub async fn list_reports(store: Arc<PgStore>, args: &BankReportsArgs) -> anyhow::Result<Output> {
+    let resolution = match &args.resolution {
+        Some(raw) => Some(Resolution::parse(raw).with_context(|| {
+            format!(
+                "invalid --resolution {raw:?}: expected applied, repeated, unmatched, noted or conflicting"
+            )
+        })?),
+        None => None,
+    };
+    let reports = store.list_reports(resolution, limit(args.limit)?).await?;
+    Ok(Output::Json(Value::Array(
+        reports
+            .iter()
+            .map(|listing| {
+                let r = &listing.report;
+                json!({
+                    "id": r.id.to_string(),
+                    "method": listing.method.route(),
+                    "file": listing.file_name,
+                    "position": r.position,
+                    "kind": r.kind.as_str(),
+                    "reference": r.reference,
+                    "code": r.code,
+                    "reason": r.reason,
+                    "account_invalid": r.account_invalid,
+                    "amount": r.amount,
+                    "subaccount_id": r.subaccount_id.map(|s| s.to_string()),
+                    "payout_id": r.payout_id.map(|p| p.to_string()),
+                    "rail_file_id": r.rail_file_id.map(|f| f.to_string()),
+                    "resolution": r.resolution.as_str(),
+                    "created_at": r.created_at.to_rfc3339(),
+                })
+            })
+            .collect(),
+    )))
+}
