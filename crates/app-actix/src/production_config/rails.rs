@@ -10,7 +10,9 @@ use adapters_filetransfer::{
 };
 use chrono::NaiveDate;
 use domain::account::PayoutMethod;
-use domain::rail::calendar::{CalendarError, RailCalendar, parse_cutoff, parse_date};
+use domain::rail::calendar::{
+    CalendarError, MAX_SETTLEMENT_DAYS, RailCalendar, parse_cutoff, parse_date,
+};
 use domain::rail::file_rail::EffectiveDate;
 use serde::Deserialize;
 
@@ -146,6 +148,7 @@ struct RawAch {
     cutoffs: Vec<toml::Value>,
     #[serde(default)]
     holidays: Vec<toml::Value>,
+    settlement_days: Option<i64>,
     transport: toml::Table,
     immediate_destination: String,
     immediate_destination_name: String,
@@ -164,6 +167,7 @@ struct RawSepa {
     cutoffs: Vec<toml::Value>,
     #[serde(default)]
     holidays: Vec<toml::Value>,
+    settlement_days: Option<i64>,
     transport: toml::Table,
     debtor_name: String,
     debtor_iban: String,
@@ -228,6 +232,7 @@ pub fn rail(
                     file_prefix: raw.file_prefix,
                     cutoffs: raw.cutoffs,
                     holidays: raw.holidays,
+                    settlement_days: raw.settlement_days,
                     transport: raw.transport,
                 },
                 format.map(FormatSettings::Nacha),
@@ -245,6 +250,7 @@ pub fn rail(
                     file_prefix: raw.file_prefix,
                     cutoffs: raw.cutoffs,
                     holidays: raw.holidays,
+                    settlement_days: raw.settlement_days,
                     transport: raw.transport,
                 },
                 format.map(FormatSettings::Pain001),
@@ -272,6 +278,7 @@ struct Common {
     file_prefix: String,
     cutoffs: Vec<toml::Value>,
     holidays: Vec<toml::Value>,
+    settlement_days: Option<i64>,
     transport: toml::Table,
 }
 
@@ -284,7 +291,24 @@ fn common(
     problems: &mut Problems,
 ) -> Option<RailSettings> {
     let prefix = file_prefix(&raw.file_prefix, &key_path(path, "file_prefix"), problems);
-    let calendar = calendar(&raw.cutoffs, &raw.holidays, path, problems);
+    let days_path = key_path(path, "settlement_days");
+    let days = match raw.settlement_days {
+        None => Some(1),
+        Some(days) => match u32::try_from(days) {
+            Ok(days) if days <= MAX_SETTLEMENT_DAYS => Some(days),
+            _ => {
+                problems.push(
+                    days_path,
+                    format!(
+                        "must be 0 (same-day settlement) to {MAX_SETTLEMENT_DAYS} business days, got {days}"
+                    ),
+                );
+                None
+            }
+        },
+    };
+    let calendar = calendar(&raw.cutoffs, &raw.holidays, path, problems)
+        .and_then(|calendar| Some(calendar.with_settlement_days(days?)));
     let transport = transport(raw.transport, &key_path(path, "transport"), env, problems);
     Some(RailSettings {
         method,

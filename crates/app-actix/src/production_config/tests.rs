@@ -272,6 +272,35 @@ fn a_month_of_holidays_is_refused() {
 }
 
 #[test]
+fn settlement_days_default_to_one_and_are_bounded() {
+    let Ok(settings) = parse(EXAMPLE) else {
+        panic!("the example is valid");
+    };
+    let days: Vec<u32> = settings
+        .rails
+        .values()
+        .map(|rail| rail.calendar.settlement_days())
+        .collect();
+    assert_eq!(days, [1, 1], "set to 1 for usd/ach, defaulted for eur/sepa");
+    let Ok(same_day) = parse(&example_with("settlement_days = 1", "settlement_days = 0")) else {
+        panic!("0 is same-day settlement");
+    };
+    assert_eq!(
+        same_day.rails[&PayoutMethod::Ach]
+            .calendar
+            .settlement_days(),
+        0
+    );
+    for bad in ["6", "-1"] {
+        let p = problems(&example_with(
+            "settlement_days = 1",
+            &format!("settlement_days = {bad}"),
+        ));
+        assert_problem(&p, "rails.\"usd/ach\".settlement_days", "must be 0");
+    }
+}
+
+#[test]
 fn nacha_settings_are_checked() {
     let p = problems(&example_with(
         "immediate_destination = \"021000021\"",

@@ -106,7 +106,13 @@ pub struct RailCalendar {
     /// Sorted, distinct, at least one.
     cutoffs: Vec<NaiveTime>,
     holidays: BTreeSet<NaiveDate>,
+    /// Business days from a cut-off's day to its files' effective date (1 by default; 0 for
+    /// same-day settlement).
+    settlement_days: u32,
 }
+
+/// The most business days a rail may take to settle.
+pub const MAX_SETTLEMENT_DAYS: u32 = 5;
 
 impl fmt::Debug for RailCalendar {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -143,6 +149,7 @@ impl RailCalendar {
         let calendar = Self {
             cutoffs: sorted,
             holidays: holidays.into_iter().collect(),
+            settlement_days: 1,
         };
         for holiday in &calendar.holidays {
             // A run of closed days longer than the bound holds a holiday within its first three
@@ -219,12 +226,31 @@ impl RailCalendar {
         Some(day.and_time(*first).and_utc())
     }
 
-    /// The day a file written at `written_at` settles: the next business day after the day of
-    /// its cut-off (the first cut-off at or after `written_at`). `None` as for
+    /// The same calendar settling `days` business days after a cut-off's day (0: the same day,
+    /// as Same Day ACH; at most [`MAX_SETTLEMENT_DAYS`], which larger values become).
+    pub fn with_settlement_days(self, days: u32) -> Self {
+        Self {
+            settlement_days: days.min(MAX_SETTLEMENT_DAYS),
+            ..self
+        }
+    }
+
+    /// Business days from a cut-off's day to its files' effective date.
+    pub fn settlement_days(&self) -> u32 {
+        self.settlement_days
+    }
+
+    /// The day a file written at `written_at` settles: [`settlement_days`](Self::settlement_days)
+    /// business days after the day of its cut-off (the first cut-off at or after `written_at`);
+    /// by default the next business day. `None` as for
     /// [`next_business_day`](Self::next_business_day).
     pub fn effective_date(&self, written_at: DateTime<Utc>) -> Option<NaiveDate> {
         let cutoff = self.next_cutoff(written_at)?;
-        self.next_business_day(cutoff.date_naive())
+        let mut day = cutoff.date_naive();
+        for _ in 0..self.settlement_days {
+            day = self.next_business_day(day)?;
+        }
+        Some(day)
     }
 
     /// [`effective_date`](Self::effective_date) as the file rail's
@@ -558,12 +584,37 @@ mod tests {
         let unchecked = RailCalendar {
             cutoffs: times(&["15:00"]),
             holidays: year.into_iter().collect(),
+            settlement_days: 1,
         };
         assert_eq!(unchecked.next_business_day(date(2026, 12, 31)), None);
         assert_eq!(unchecked.next_cutoff(at(2026, 12, 31, 16, 0, 0)), None);
         assert_eq!(unchecked.effective_date(at(2026, 12, 31, 16, 0, 0)), None);
         let f = Arc::new(unchecked).effective_date_fn();
         assert_eq!(f(at(2026, 12, 31, 16, 0, 0)), date(2027, 1, 1));
+    }
+
+    #[test]
+    fn settlement_days_count_business_days_from_the_cutoffs_day() {
+        // Friday 2026-11-27, the Monday after a holiday.
+        let c = calendar(&["15:00"], &[date(2026, 11, 30)]);
+        let friday_noon = at(2026, 11, 27, 12, 0, 0);
+        let same_day = c.clone().with_settlement_days(0);
+        assert_eq!(
+            same_day.effective_date(friday_noon),
+            Some(date(2026, 11, 27))
+        );
+        assert_eq!(c.effective_date(friday_noon), Some(date(2026, 12, 1)));
+        let two = c.clone().with_settlement_days(2);
+        assert_eq!(two.effective_date(friday_noon), Some(date(2026, 12, 2)));
+        // After the cut-off, same-day settlement is the next cut-off's day.
+        assert_eq!(
+            same_day.effective_date(at(2026, 11, 27, 16, 0, 0)),
+            Some(date(2026, 12, 1))
+        );
+        assert_eq!(
+            c.with_settlement_days(99).settlement_days(),
+            MAX_SETTLEMENT_DAYS
+        );
     }
 
     #[test]
