@@ -70,7 +70,10 @@ async fn no_secret_or_raw_account_value_is_ever_logged() {
             .body["exists"],
         true
     );
-    let token_url = app.sandbox.notifier.sent()[0].confirm_url.expose().clone();
+    let token_url = app.sandbox().notifier.sent()[0]
+        .confirm_url
+        .expose()
+        .clone();
     let token = token_url.rsplit('/').next().unwrap().to_owned();
     let shown = app
         .client

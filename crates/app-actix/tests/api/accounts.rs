@@ -361,7 +361,7 @@ async fn the_confirmation_link_confirms_once_and_the_helper_too() {
         .as_str()
         .unwrap()
         .to_owned();
-    let sent = app.sandbox.notifier.sent();
+    let sent = app.sandbox().notifier.sent();
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0].to_email, "ada@example.com");
     assert_eq!(

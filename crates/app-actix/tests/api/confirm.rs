@@ -42,7 +42,10 @@ async fn submit(app: &TestApp, token: &str) -> Page {
 
 /// The token of the `n`th confirmation request the sandbox notifier recorded.
 fn token(app: &TestApp, n: usize) -> String {
-    let url = app.sandbox.notifier.sent()[n].confirm_url.expose().clone();
+    let url = app.sandbox().notifier.sent()[n]
+        .confirm_url
+        .expose()
+        .clone();
     url.strip_prefix("http://payoutd.test/confirm/")
         .unwrap()
         .to_owned()

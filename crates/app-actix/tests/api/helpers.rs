@@ -28,7 +28,8 @@ pub struct Tenant {
 pub struct TestApp {
     pub base: String,
     pub config: Config,
-    pub sandbox: Sandbox,
+    /// The simulators (`None` for a production-mode application).
+    pub simulators: Option<Sandbox>,
     pub client: reqwest::Client,
     pub admin: AdminService,
     pub a: Tenant,
@@ -92,6 +93,29 @@ pub async fn spawn_app() -> TestApp {
 
 /// [`spawn_app`] with the configuration adjusted first.
 pub async fn spawn_app_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
+    spawn_built(adjust, Application::build).await
+}
+
+/// A production-mode application (no sandbox) over `production`'s adapters.
+#[allow(dead_code)]
+pub async fn spawn_production_app(
+    production: app_actix::production::Production,
+    adjust: impl FnOnce(&mut Config),
+) -> TestApp {
+    spawn_built(
+        |config| {
+            config.sandbox = false;
+            adjust(config);
+        },
+        move |config| Application::build_production(config, production),
+    )
+    .await
+}
+
+async fn spawn_built(
+    adjust: impl FnOnce(&mut Config),
+    build: impl FnOnce(&Config) -> anyhow::Result<Application>,
+) -> TestApp {
     // reqwest's rustls backend is unified into this build by adapters-webhook: a client needs
     // a crypto provider installed first.
     adapters_webhook::install_crypto_provider();
@@ -131,9 +155,9 @@ pub async fn spawn_app_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
     };
     let mut config = config;
     adjust(&mut config);
-    let app = Application::build(&config).expect("app builds");
+    let app = build(&config).expect("app builds");
     let base = format!("http://127.0.0.1:{}", app.port());
-    let sandbox = app.sandbox().expect("a sandbox application").clone();
+    let simulators = app.sandbox().cloned();
     tokio::spawn(app.run_until_stopped());
     let store = build_store(&config).unwrap();
     let admin = AdminService::new(
@@ -146,7 +170,7 @@ pub async fn spawn_app_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
     TestApp {
         base,
         config,
-        sandbox,
+        simulators,
         client: reqwest::Client::new(),
         admin,
         a,
@@ -180,6 +204,13 @@ pub fn subaccount(tenant: &Tenant) -> SubaccountId {
 }
 
 impl TestApp {
+    /// The sandbox simulators; panics for a production-mode application.
+    pub fn sandbox(&self) -> &Sandbox {
+        self.simulators
+            .as_ref()
+            .expect("a sandbox-mode application")
+    }
+
     /// Starts another server instance on the same database (as a second process would), and
     /// returns its base URL.
     pub fn second_instance(&self) -> String {

@@ -14,6 +14,7 @@ mod idempotency;
 mod kyc;
 mod metrics;
 mod payouts;
+mod production;
 mod rate_limit;
 mod receivers;
 mod subaccounts;

@@ -1,0 +1,364 @@
+//! Production mode end to end over directory transports: no sandbox helpers, methods without a
+//! rail refused with REAC302, manual KYC decided by the operator, a batch that waits for its
+//! rail's cut-off, a pain.001 file stored and placed in the bank's drop, and the bank's pain.002
+//! answers applied: a settlement, then a return after settlement (the amount back, the fee
+//! kept, the account failed, `return_code` in the events), a repeated answer applied once.
+//!
+//! The notifier is the recording one: this test is about the rails (the SMTP notifier has its
+//! own tests against a real SMTP server).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use adapters_sandbox::SandboxNotifier;
+use app_actix::production::Production;
+use app_actix::production_config::ProductionSettings;
+use app_actix::startup::build_store;
+use app_actix::system::{RandomIds, SystemClock};
+use domain::ids::SubaccountId;
+use domain::rail::file::RailFileState;
+use domain::rail::inbound_ports::{InboundStore, Resolution};
+use domain::rail::ports::RailFileStore;
+use domain::receiver::operator::{OperatorKycService, parse_decision};
+use serde_json::json;
+
+use crate::helpers::{TestApp, receiver_body, spawn_production_app};
+
+/// Every minute of the day is a cut-off, so a batch runs within a minute; same-day settlement.
+fn config(outbound: &Path, inbound: &Path) -> String {
+    let cutoffs: Vec<String> = (0..24 * 60)
+        .map(|m| format!("\"{:02}:{:02}\"", m / 60, m % 60))
+        .collect();
+    format!(
+        r#"
+[rails."eur/sepa"]
+file_prefix = "TEST"
+cutoffs = [{cutoffs}]
+settlement_days = 0
+debtor_name = "Payoutd Test GmbH"
+debtor_iban = "DE02120300000000202051"
+debtor_bic = "BYLADEMM"
+initiating_party_name = "Payoutd Test GmbH"
+
+[rails."eur/sepa".transport]
+kind = "directory"
+outbound_dir = "{outbound}"
+inbound_dir = "{inbound}"
+poll_interval_secs = 1
+
+[smtp]
+host = "127.0.0.1"
+port = 2525
+tls = "none"
+from = "payouts@example.com"
+
+[kyc]
+provider = "manual"
+"#,
+        cutoffs = cutoffs.join(", "),
+        outbound = outbound.display(),
+        inbound = inbound.display(),
+    )
+}
+
+async fn wait_for(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    for _ in 0..900 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+fn pain002(batch: &str, end_to_end: &str, status: &str, reason: Option<&str>) -> String {
+    let reason = reason
+        .map(|code| format!("<StsRsnInf><Rsn><Cd>{code}</Cd></Rsn></StsRsnInf>"))
+        .unwrap_or_default();
+    format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<Document xmlns="urn:iso:std:iso:20022:tech:xsd:pain.002.001.09"><CstmrPmtStsRpt>
+<GrpHdr><MsgId>STS-{end_to_end}-{status}</MsgId><CreDtTm>2026-11-27T06:00:00</CreDtTm></GrpHdr>
+<OrgnlGrpInfAndSts><OrgnlMsgId>{batch}</OrgnlMsgId><OrgnlMsgNmId>pain.001.001.09</OrgnlMsgNmId><GrpSts>PART</GrpSts></OrgnlGrpInfAndSts>
+<OrgnlPmtInfAndSts><OrgnlPmtInfId>{batch}-1</OrgnlPmtInfId>
+<TxInfAndSts><OrgnlEndToEndId>{end_to_end}</OrgnlEndToEndId><TxSts>{status}</TxSts>{reason}</TxInfAndSts>
+</OrgnlPmtInfAndSts></CstmrPmtStsRpt></Document>"#
+    )
+}
+
+/// The payloads of the payout's events, in order.
+async fn event_payloads(app: &TestApp, payout: &str) -> Vec<serde_json::Value> {
+    use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+    #[derive(diesel::QueryableByName)]
+    struct Row {
+        #[diesel(sql_type = diesel::sql_types::Jsonb)]
+        payload: serde_json::Value,
+    }
+    let mut conn = AsyncPgConnection::establish(&app.config.database.url)
+        .await
+        .unwrap();
+    let rows: Vec<Row> = diesel::sql_query(
+        "SELECT payload FROM outbox_events WHERE object_id = $1::uuid ORDER BY sequence",
+    )
+    .bind::<diesel::sql_types::Text, _>(payout)
+    .load(&mut conn)
+    .await
+    .unwrap();
+    rows.into_iter().map(|r| r.payload).collect()
+}
+
+async fn payout(app: &TestApp, id: &str) -> serde_json::Value {
+    let reply = app.get(&app.a, &format!("/api/payout/{id}")).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    reply.body["payload"].clone()
+}
+
+async fn eur_balance(app: &TestApp) -> (i64, i64) {
+    let reply = app
+        .get(
+            &app.a,
+            &format!("/api/subaccount/balance/{}?asset=EUR", app.a.subaccount_id),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    (
+        reply.body["payload"]["available"].as_i64().unwrap(),
+        reply.body["payload"]["pending"].as_i64().unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn a_sepa_payout_is_filed_at_the_cutoff_settled_and_returned_by_the_bank() {
+    let drop = tempfile::tempdir().unwrap();
+    let (outbound, inbound) = (drop.path().join("out"), drop.path().join("in"));
+    std::fs::create_dir_all(&outbound).unwrap();
+    std::fs::create_dir_all(&inbound).unwrap();
+    let settings = ProductionSettings::parse(
+        &config(&outbound, &inbound),
+        Path::new("payoutd.toml"),
+        &|_| None,
+    )
+    .unwrap_or_else(|problems| panic!("{problems:#?}"));
+    let notifier = Arc::new(SandboxNotifier::new());
+    let production = Production::build(settings, notifier.clone()).unwrap();
+    let app = spawn_production_app(production, |_| {}).await;
+    let store = Arc::new(build_store(&app.config).unwrap());
+    let sub = SubaccountId::parse(&app.a.subaccount_id).unwrap();
+    app.admin.fund(sub, "EUR", "100000").await.unwrap();
+    app.admin.set_fee(sub, "EUR", "50", "0", "0").await.unwrap();
+
+    // No sandbox: the test helpers do not exist.
+    let helper = app
+        .post(&app.a, "/api/test-helpers/batch/run", &json!({}))
+        .await;
+    assert_eq!(helper.status, 404, "{}", helper.body);
+
+    // A receiver, decided by the operator (manual KYC: nothing decides by itself).
+    let created = app
+        .post(
+            &app.a,
+            "/api/receiver",
+            &receiver_body(&app.a, "payee@example.com"),
+        )
+        .await;
+    assert_eq!(created.status, 200, "{}", created.body);
+    let receiver = created.body["payload"]["receiver_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    OperatorKycService::new(
+        store.clone(),
+        Arc::new(SystemClock),
+        Arc::new(RandomIds::default()),
+    )
+    .decide(
+        &receiver,
+        parse_decision("completed").unwrap(),
+        None,
+        "operator:test",
+    )
+    .await
+    .unwrap();
+
+    // Methods without a rail are not enabled.
+    let eft = app
+        .post(
+            &app.a,
+            "/api/receiver-account/cad/eft",
+            &json!({"receiver_id": receiver, "routing_number": "000100002", "account_number": "1234567", "account_type": "checking"}),
+        )
+        .await;
+    assert_eq!(eft.status, 400, "{}", eft.body);
+    assert_eq!(eft.codes(), ["REAC302"]);
+    assert_eq!(
+        eft.body["error"][0]["message"],
+        "Payout method cad/eft is not enabled"
+    );
+
+    // A SEPA account, confirmed through its link: GET shows, POST confirms.
+    let account = app
+        .post(
+            &app.a,
+            "/api/receiver-account/eur/sepa",
+            &json!({"receiver_id": receiver, "iban": "DE89 3704 0044 0532 0130 00", "bic": "DEUTDEFF"}),
+        )
+        .await;
+    assert_eq!(account.status, 200, "{}", account.body);
+    let account_id = account.body["payload"]["receiver_account_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let link = notifier.sent()[0].confirm_url.expose().clone();
+    let path = link.trim_start_matches(&app.config.public_url);
+    let confirmed = app
+        .client
+        .post(format!("{}{path}", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(confirmed.status(), 200);
+
+    // A payout: pending in a batch that runs at the next cut-off.
+    let created = app
+        .post(
+            &app.a,
+            "/api/payout/single",
+            &json!({"receiver_id": receiver, "account_id": account_id, "amount": 1000, "currency": "EUR"}),
+        )
+        .await;
+    assert_eq!(created.status, 200, "{}", created.body);
+    let payout_id = created.body["payload"]["payout_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(payout(&app, &payout_id).await["status"], "pending");
+    assert_eq!(eur_balance(&app).await, (100_000 - 1_050, 1_050));
+
+    // At the cut-off the batch's file is written, stored and uploaded.
+    wait_for("the payout to be filed", async || {
+        payout(&app, &payout_id).await["status"] == "in_progress"
+    })
+    .await;
+    let files = store.list_files(None, 10).await.unwrap();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let file = store.get_file(files[0].id).await.unwrap().unwrap();
+    assert_eq!(file.state, RailFileState::Uploaded);
+    let sent = std::fs::read(outbound.join(&file.name)).unwrap();
+    assert_eq!(sent, file.bytes, "the drop holds exactly the stored bytes");
+    let xml = String::from_utf8(sent).unwrap();
+    let end_to_end = uuid::Uuid::parse_str(&payout_id)
+        .unwrap()
+        .simple()
+        .to_string();
+    assert!(xml.contains(&format!("<EndToEndId>{end_to_end}</EndToEndId>")));
+    assert!(xml.contains("<IBAN>DE89370400440532013000</IBAN>"));
+    assert_eq!(
+        payout(&app, &payout_id).await["provider_reference"],
+        end_to_end
+    );
+    let batch = file.batch_id.as_uuid().simple().to_string();
+
+    // The bank settles it.
+    std::fs::write(
+        inbound.join("status-1.xml"),
+        pain002(&batch, &end_to_end, "ACSC", None),
+    )
+    .unwrap();
+    wait_for("the settlement", async || {
+        payout(&app, &payout_id).await["status"] == "successful"
+    })
+    .await;
+    assert_eq!(eur_balance(&app).await, (100_000 - 1_050, 0));
+
+    // Then returns it: closed account.
+    std::fs::write(
+        inbound.join("status-2.xml"),
+        pain002(&batch, &end_to_end, "RJCT", Some("AC04")),
+    )
+    .unwrap();
+    wait_for("the return", async || {
+        payout(&app, &payout_id).await["status"] == "failed"
+    })
+    .await;
+    assert_eq!(
+        eur_balance(&app).await,
+        (100_000 - 50, 0),
+        "the amount is back, the fee stays charged"
+    );
+    let account = app
+        .get(&app.a, &format!("/api/receiver-account/{account_id}"))
+        .await;
+    assert_eq!(
+        account.body["payload"]["status"], "failed",
+        "{}",
+        account.body
+    );
+    let payloads = event_payloads(&app, &payout_id).await;
+    let returned: Vec<_> = payloads
+        .iter()
+        .filter(|p| p.get("return_code").is_some())
+        .collect();
+    assert_eq!(
+        returned.len(),
+        2,
+        "payoutUpdated and payoutFailure: {payloads:#?}"
+    );
+    for payload in returned {
+        assert_eq!(payload["return_code"], "AC04");
+        assert_eq!(payload["return_reason"], "Closed account number");
+        assert_eq!(payload["status"], "failed");
+    }
+
+    // The same return again under another name: recorded as repeated, applied once.
+    std::fs::write(
+        inbound.join("status-3.xml"),
+        pain002(&batch, &end_to_end, "RJCT", Some("AC04")),
+    )
+    .unwrap();
+    wait_for("the repeated return to be recorded", async || {
+        store
+            .list_reports(None, 100)
+            .await
+            .unwrap()
+            .iter()
+            .any(|l| l.file_name == "status-3.xml")
+    })
+    .await;
+    assert_eq!(eur_balance(&app).await, (100_000 - 50, 0));
+    let reports = store.list_reports(None, 100).await.unwrap();
+    let of = |name: &str| -> Vec<Resolution> {
+        let mut lines: Vec<_> = reports
+            .iter()
+            .filter(|l| l.file_name == name)
+            .map(|l| (l.report.position, l.report.resolution))
+            .collect();
+        lines.sort_by_key(|(position, _)| *position);
+        lines.into_iter().map(|(_, r)| r).collect()
+    };
+    // Each report names the file (accepted: PART) and the payment.
+    assert_eq!(
+        of("status-1.xml"),
+        [Resolution::Applied, Resolution::Applied]
+    );
+    assert_eq!(
+        of("status-2.xml"),
+        [Resolution::Repeated, Resolution::Applied]
+    );
+    assert_eq!(
+        of("status-3.xml"),
+        [Resolution::Repeated, Resolution::Repeated]
+    );
+    assert_eq!(
+        store.get_file(file.id).await.unwrap().unwrap().state,
+        RailFileState::Acknowledged
+    );
+    assert!(
+        app.admin
+            .check_ledger()
+            .await
+            .unwrap()
+            .discrepancies
+            .is_empty()
+    );
+}
