@@ -17,6 +17,7 @@ use domain::auth::{AuthService, CachedCredentials};
 use domain::batch::runner::BatchRunner;
 use domain::delivery::worker::{DeliveryWorker, WorkerSettings};
 use domain::idempotency::IdempotencyService;
+use domain::notification::worker::{NotificationSettings, NotificationWorker};
 use domain::paging::cursor::CursorKey;
 use domain::payout::service::PayoutService;
 use domain::ports::{Clock, IdGenerator, KycProvider};
@@ -134,7 +135,11 @@ pub fn build_state(
         accounts: AccountService::new(
             store.clone(),
             store.clone(),
-            notifier,
+            Arc::new(build_notification_worker(
+                store.clone(),
+                notifier,
+                NotificationSettings::default(),
+            )),
             clock.clone(),
             ids.clone(),
             config.public_url.clone(),
@@ -168,6 +173,25 @@ pub fn build_state(
     })
 }
 
+/// The worker that sends confirmation requests through `notifier` and records each attempt in
+/// `store` (the queue in `notifications`): the account use case makes each request's first
+/// attempt with it, the retry job ([`jobs::notifications`]) the others. Production wiring
+/// passes the SMTP notifier (`adapters_smtp::SmtpNotifier::new(settings)`) and its
+/// `max_attempts`; sandbox mode passes the sandbox notifier.
+pub fn build_notification_worker(
+    store: Arc<PgStore>,
+    notifier: Arc<dyn Notifier>,
+    settings: NotificationSettings,
+) -> NotificationWorker {
+    NotificationWorker::new(
+        store,
+        notifier,
+        Arc::new(SystemClock),
+        Arc::new(RandomIds::default()),
+        settings,
+    )
+}
+
 /// A bound, not yet running, HTTP server and its background jobs.
 pub struct Application {
     server: Server,
@@ -175,6 +199,7 @@ pub struct Application {
     store: PgStore,
     sandbox: Sandbox,
     worker: Arc<DeliveryWorker>,
+    notifications: Arc<NotificationWorker>,
     poll: Duration,
     batch_poll: Duration,
     state: web::Data<AppState>,
@@ -259,12 +284,18 @@ impl Application {
         .listen(listener)?
         .run();
         let worker = Arc::new(build_worker(config, &store)?);
+        let notifications = Arc::new(build_notification_worker(
+            Arc::new(store.clone()),
+            sandbox.notifier.clone(),
+            NotificationSettings::default(),
+        ));
         Ok(Self {
             server,
             port,
             store,
             sandbox,
             worker,
+            notifications,
             poll: config.delivery.poll,
             batch_poll: config.batches.poll,
             state: app_state,
@@ -299,8 +330,13 @@ impl Application {
         let batches = tokio::spawn(jobs::batches::run(
             self.state.batches.clone(),
             self.batch_poll,
-            stopped,
+            stopped.clone(),
             self.state.metrics.clone(),
+        ));
+        let notifications = tokio::spawn(jobs::notifications::run(
+            self.notifications.clone(),
+            jobs::notifications::POLL,
+            stopped,
         ));
         let sandbox_kyc = tokio::spawn(jobs::sandbox_kyc::run(
             self.state.clone(),
@@ -316,6 +352,9 @@ impl Application {
         }
         if let Err(e) = batches.await {
             tracing::warn!(error = %e, "batch runner task ended abnormally");
+        }
+        if let Err(e) = notifications.await {
+            tracing::warn!(error = %e, "notification retry task ended abnormally");
         }
         result
     }

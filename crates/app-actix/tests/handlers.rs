@@ -20,6 +20,8 @@ use domain::batch::runner::BatchRunner;
 use domain::idempotency::{IdempotencyService, MockIdempotencyStore};
 use domain::ids::{ApiKeyId, SubaccountId};
 use domain::masking::Secret;
+use domain::notification::ports::MockNotificationStore;
+use domain::notification::worker::{NotificationSettings, NotificationWorker};
 use domain::paging::cursor::CursorKey;
 use domain::payout::ports::MockPayoutStore;
 use domain::payout::service::PayoutService;
@@ -78,6 +80,7 @@ struct StateBuilder {
     rail: MockPayoutRail,
     kyc: MockKycProvider,
     notifier: MockNotifier,
+    notifications: MockNotificationStore,
     idempotency: MockIdempotencyStore,
     ids: MockIdGenerator,
 }
@@ -117,7 +120,13 @@ impl StateBuilder {
             accounts: AccountService::new(
                 accounts.clone(),
                 receivers.clone(),
-                Arc::new(self.notifier),
+                Arc::new(NotificationWorker::new(
+                    Arc::new(self.notifications),
+                    Arc::new(self.notifier),
+                    clock.clone(),
+                    ids.clone(),
+                    NotificationSettings::default(),
+                )),
                 clock.clone(),
                 ids.clone(),
                 "http://payoutd.test".to_owned(),

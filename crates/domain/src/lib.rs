@@ -22,6 +22,7 @@ pub mod ids;
 pub mod ledger;
 pub mod masking;
 pub mod money;
+pub mod notification;
 pub mod paging;
 pub mod payout;
 pub mod ports;

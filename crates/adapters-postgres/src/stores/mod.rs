@@ -6,6 +6,7 @@ pub mod credentials;
 mod delivery;
 mod events;
 pub mod idempotency;
+mod notifications;
 mod operator;
 mod outbox;
 mod payouts;

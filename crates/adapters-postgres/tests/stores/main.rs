@@ -8,6 +8,7 @@ mod accounts;
 mod credentials;
 mod delivery;
 mod idempotency;
+mod notifications;
 mod operator;
 mod rail_files;
 mod receivers;

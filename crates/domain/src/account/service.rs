@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use crate::account::data::AccountData;
 use crate::account::input::{AccountInput, RawAccount};
 use crate::account::ports::{
-    AccountStore, ConfirmationRequest, ConfirmationToken, InsertAccountError, Notifier,
+    AccountStore, ConfirmationRequest, ConfirmationToken, InsertAccountError,
 };
 use crate::account::status::confirm;
 use crate::account::{AccountField, AccountStatus, ConfirmStatus, PayoutMethod, ReceiverAccount};
@@ -22,6 +22,8 @@ use crate::events::{EventKind, OutboxEvent};
 use crate::idempotency::WriteKey;
 use crate::ids::{EventId, ReceiverAccountId, ReceiverId};
 use crate::masking::Secret;
+use crate::notification::worker::NotificationWorker;
+use crate::notification::{NotificationId, NotificationOutcome};
 use crate::payout::change::{PayoutReaction, ReactionTrigger};
 use crate::ports::{Clock, IdGenerator};
 use crate::receiver::Receiver;
@@ -86,7 +88,8 @@ pub enum ConfirmError {
 pub struct CreatedAccount {
     /// The account.
     pub account: ReceiverAccount,
-    /// False when the notifier failed; the account exists regardless.
+    /// False when the first attempt to send it failed; the account exists regardless, and the
+    /// request stays queued for the retry job (unless refused for good).
     pub confirmation_sent: bool,
 }
 
@@ -103,7 +106,7 @@ pub struct VerifyRequest {
 pub struct AccountService {
     accounts: Arc<dyn AccountStore>,
     receivers: Arc<dyn ReceiverStore>,
-    notifier: Arc<dyn Notifier>,
+    notifications: Arc<NotificationWorker>,
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdGenerator>,
     confirm_base_url: String,
@@ -115,11 +118,12 @@ pub fn token_hash(token: &str) -> [u8; 32] {
 }
 
 impl AccountService {
-    /// `confirm_base_url` is the public base URL confirmation links start with.
+    /// `confirm_base_url` is the public base URL confirmation links start with; `notifications`
+    /// sends (and records) the confirmation requests.
     pub fn new(
         accounts: Arc<dyn AccountStore>,
         receivers: Arc<dyn ReceiverStore>,
-        notifier: Arc<dyn Notifier>,
+        notifications: Arc<NotificationWorker>,
         clock: Arc<dyn Clock>,
         ids: Arc<dyn IdGenerator>,
         confirm_base_url: String,
@@ -127,7 +131,7 @@ impl AccountService {
         Self {
             accounts,
             receivers,
-            notifier,
+            notifications,
             clock,
             ids,
             confirm_base_url,
@@ -190,8 +194,8 @@ impl AccountService {
     }
 
     /// Validates the details, checks the receiver is the caller's, stores the account
-    /// (`pending`/`unconfirmed`) with its token and `accountCreated` event, then asks the
-    /// receiver to confirm.
+    /// (`pending`/`unconfirmed`) with its token, `accountCreated` event and queued confirmation
+    /// request, then makes the request's first attempt.
     #[tracing::instrument(
         level = "debug",
         skip_all,
@@ -228,13 +232,6 @@ impl AccountService {
             &account,
             now,
         );
-        self.accounts
-            .insert_account(&account, &stored_token, &[event], key)
-            .await
-            .map_err(|e| match e {
-                InsertAccountError::Duplicate => CreateAccountError::Duplicate,
-                InsertAccountError::Port(e) => CreateAccountError::Port(e),
-            })?;
         let request = ConfirmationRequest {
             account_id: account.id,
             subaccount_id: account.subaccount_id,
@@ -247,7 +244,22 @@ impl AccountService {
             )),
             masked_details: account.data.masked(),
         };
-        let confirmation_sent = self.notifier.send_confirmation(&request).await.is_ok();
+        let queued =
+            self.notifications
+                .prepare(NotificationId::from_uuid(self.ids.new_id()), request, now);
+        self.accounts
+            .insert_account(&account, &stored_token, &[event], &queued, key)
+            .await
+            .map_err(|e| match e {
+                InsertAccountError::Duplicate => CreateAccountError::Duplicate,
+                InsertAccountError::Port(e) => CreateAccountError::Port(e),
+            })?;
+        // The request is recorded with the account; its first attempt is made now, and the
+        // retry job makes the others.
+        let confirmation_sent = matches!(
+            self.notifications.attempt(&queued).await,
+            NotificationOutcome::Sent { .. }
+        );
         Ok(CreatedAccount {
             account,
             confirmation_sent,
