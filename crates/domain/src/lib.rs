@@ -22,7 +22,6 @@ pub mod ids;
 pub mod ledger;
 pub mod masking;
 pub mod money;
-pub mod notification;
 pub mod paging;
 pub mod payout;
 pub mod ports;

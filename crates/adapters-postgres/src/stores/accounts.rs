@@ -8,6 +8,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{Bool, Nullable};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use domain::PortError;
+use domain::account::notification::Notification;
 use domain::account::ports::{AccountStore, ConfirmationToken, InsertAccountError, TokenLookup};
 use domain::account::{
     AccountData, AccountField, AccountStatus, ConfirmStatus, PayoutMethod, ReceiverAccount,
@@ -15,7 +16,6 @@ use domain::account::{
 use domain::events::OutboxEvent;
 use domain::idempotency::WriteKey;
 use domain::ids::{ReceiverAccountId, ReceiverId, SubaccountId};
-use domain::notification::Notification;
 use uuid::Uuid;
 
 use super::PgStore;

@@ -9,14 +9,14 @@ use diesel::sql_types::{Bytea, Integer, Jsonb, Text, Timestamptz, Uuid as SqlUui
 use diesel_async::RunQueryDsl;
 use domain::PortError;
 use domain::account::AccountField;
-use domain::account::ports::ConfirmationRequest;
-use domain::ids::{ReceiverAccountId, SubaccountId};
-use domain::masking::Secret;
-use domain::notification::ports::NotificationStore;
-use domain::notification::{
+use domain::account::notification::ports::NotificationStore;
+use domain::account::notification::{
     Channel, Notification, NotificationId, NotificationOutcome, NotificationStatus,
     NotificationSummary,
 };
+use domain::account::ports::ConfirmationRequest;
+use domain::ids::{ReceiverAccountId, SubaccountId};
+use domain::masking::Secret;
 use uuid::Uuid;
 
 use super::PgStore;

@@ -8,6 +8,7 @@ use diesel::sql_types::{Bytea, Integer, Jsonb, Text, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use domain::PortError;
 use domain::account::input::{AccountInput, RawAccount};
+use domain::account::notification::{Channel, Notification, NotificationId};
 use domain::account::ports::{
     AccountStore, ConfirmationRequest, ConfirmationToken, InsertAccountError,
 };
@@ -19,7 +20,6 @@ use domain::events::{EventKind, OutboxEvent};
 use domain::idempotency::WriteKey;
 use domain::ids::{EventId, ReceiverAccountId, SubaccountId};
 use domain::masking::Secret;
-use domain::notification::{Channel, Notification, NotificationId};
 use domain::receiver::Receiver;
 use domain::receiver::ports::ReceiverStore;
 use uuid::Uuid;

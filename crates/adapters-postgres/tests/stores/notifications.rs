@@ -9,9 +9,9 @@ use chrono::Duration;
 use diesel::sql_types::{Text, Uuid as SqlUuid};
 use diesel_async::RunQueryDsl;
 use domain::PortError;
+use domain::account::notification::ports::NotificationStore;
+use domain::account::notification::{Notification, NotificationOutcome, NotificationStatus};
 use domain::ids::SubaccountId;
-use domain::notification::ports::NotificationStore;
-use domain::notification::{Notification, NotificationOutcome, NotificationStatus};
 use uuid::Uuid;
 
 use crate::accounts::{direct_entry, insert, link_token, new_receiver, queued};
@@ -103,7 +103,7 @@ async fn an_account_queues_its_request_with_the_link_and_recipient_sealed() {
     assert!(row.text.contains(r#""attempts":1"#), "{}", row.text);
     assert!(row.text.contains(r#""channel":"email""#), "{}", row.text);
     assert!(
-        row.text.contains("6789"),
+        row.text.contains(r#"["account_number", "123 ***"]"#),
         "the masked details are kept: {}",
         row.text
     );

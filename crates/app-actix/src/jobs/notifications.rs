@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use domain::notification::worker::NotificationWorker;
+use domain::account::notification::worker::NotificationWorker;
 
 /// How often the retry job looks for due notifications when the last pass found few.
 pub const POLL: Duration = Duration::from_secs(5);

@@ -57,7 +57,7 @@ pub trait AccountStore: Send + Sync {
         account: &ReceiverAccount,
         token: &ConfirmationToken,
         events: &[OutboxEvent],
-        notification: &crate::notification::Notification,
+        notification: &crate::account::notification::Notification,
         key: &crate::idempotency::WriteKey<ReceiverAccount>,
     ) -> Result<(), InsertAccountError>;
 

@@ -10,6 +10,8 @@ use sha2::{Digest, Sha256};
 
 use crate::account::data::AccountData;
 use crate::account::input::{AccountInput, RawAccount};
+use crate::account::notification::worker::NotificationWorker;
+use crate::account::notification::{NotificationId, NotificationOutcome};
 use crate::account::ports::{
     AccountStore, ConfirmationRequest, ConfirmationToken, InsertAccountError,
 };
@@ -22,8 +24,6 @@ use crate::events::{EventKind, OutboxEvent};
 use crate::idempotency::WriteKey;
 use crate::ids::{EventId, ReceiverAccountId, ReceiverId};
 use crate::masking::Secret;
-use crate::notification::worker::NotificationWorker;
-use crate::notification::{NotificationId, NotificationOutcome};
 use crate::payout::change::{PayoutReaction, ReactionTrigger};
 use crate::ports::{Clock, IdGenerator};
 use crate::receiver::Receiver;

@@ -6,10 +6,10 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::*;
+use crate::account::notification::ports::MockNotificationStore;
 use crate::account::ports::{MockAccountStore, MockNotifier, NotifyError, TokenLookup};
 use crate::country::CountryCode;
 use crate::ids::{ApiKeyId, SubaccountId};
-use crate::notification::ports::MockNotificationStore;
 use crate::ports::{MockClock, MockIdGenerator};
 use crate::receiver::ports::MockReceiverStore;
 use crate::receiver::{Address, KycStatus, ReceiverStatus};
@@ -127,7 +127,7 @@ fn service_with(
         Arc::new(notifier),
         clock_at(now_ms),
         ids(),
-        crate::notification::worker::NotificationSettings::default(),
+        crate::account::notification::worker::NotificationSettings::default(),
     );
     AccountService::new(
         Arc::new(accounts),

@@ -3,10 +3,10 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use crate::error::PortError;
-use crate::notification::{
+use crate::account::notification::{
     Notification, NotificationOutcome, NotificationStatus, NotificationSummary,
 };
+use crate::error::PortError;
 
 /// Queued notifications. A new one is written with its account
 /// ([`AccountStore::insert_account`](crate::account::ports::AccountStore::insert_account)); this

@@ -7,11 +7,11 @@ use uuid::Uuid;
 
 use super::*;
 use crate::account::AccountField;
+use crate::account::notification::NotificationStatus;
+use crate::account::notification::ports::MockNotificationStore;
 use crate::account::ports::MockNotifier;
 use crate::ids::{ReceiverAccountId, SubaccountId};
 use crate::masking::Secret;
-use crate::notification::NotificationStatus;
-use crate::notification::ports::MockNotificationStore;
 use crate::ports::{MockClock, MockIdGenerator};
 
 const NOW_MS: i64 = 1_700_000_000_000;

@@ -6,10 +6,10 @@ use std::time::Duration;
 use chrono::{DateTime, SubsecRound, Utc};
 use futures_util::future::join_all;
 
+use crate::account::notification::ports::NotificationStore;
+use crate::account::notification::{Channel, Notification, NotificationId, NotificationOutcome};
 use crate::account::ports::{ConfirmationRequest, Notifier, NotifyError};
 use crate::error::PortError;
-use crate::notification::ports::NotificationStore;
-use crate::notification::{Channel, Notification, NotificationId, NotificationOutcome};
 use crate::ports::{Clock, IdGenerator};
 
 /// The longest error text recorded for an attempt.
