@@ -9,7 +9,7 @@
 //! `openssh-server` and `openssh-client` when missing and we are root, see `tools.rs`) and
 //! passed as `PAYOUT_SSHD` and `PAYOUT_SSH_KEYGEN`.
 //!
-//! The SMTP tests of `adapters-smtp` run Debian's aiosmtpd as a test mail server and make
+//! The SMTP tests of `adapters-smtp` (and `app-actix`'s retry test) run Debian's aiosmtpd as a test mail server and make
 //! certificates with the `openssl` command: a `python3` that imports `aiosmtpd` (installed
 //! from `python3-aiosmtpd` when missing and we are root) and `openssl` are passed as
 //! `PAYOUT_PYTHON3` and `PAYOUT_OPENSSL`.
@@ -21,8 +21,8 @@ use crate::{cmd, iso20022, paths, postgres::Postgres, tools};
 /// The crate whose tests need OpenSSH.
 const SFTP_TESTS_PACKAGE: &str = "adapters-filetransfer";
 
-/// The crate whose tests need aiosmtpd and openssl.
-const SMTP_TESTS_PACKAGE: &str = "adapters-smtp";
+/// The crates whose tests need aiosmtpd and openssl (app-actix: the retry job against it).
+const SMTP_TESTS_PACKAGES: [&str; 2] = ["adapters-smtp", "app-actix"];
 
 /// Provisions PostgreSQL (and OpenSSH when needed) and runs `cargo test --workspace ARGS...`.
 pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
@@ -34,7 +34,11 @@ pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
     } else {
         None
     };
-    let smtp = if !selects_packages(&args) || selects_package(&args, SMTP_TESTS_PACKAGE) {
+    let smtp = if !selects_packages(&args)
+        || SMTP_TESTS_PACKAGES
+            .iter()
+            .any(|package| selects_package(&args, package))
+    {
         Some((
             tools::ensure_debian_python_module("aiosmtpd", "python3-aiosmtpd")?,
             tools::ensure_debian_tool("openssl", "openssl")?,

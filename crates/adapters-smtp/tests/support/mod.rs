@@ -17,7 +17,12 @@ use std::time::{Duration, Instant};
 use adapters_smtp::{SmtpCredentials, SmtpNotifier, SmtpSettings, TlsMode};
 use domain::masking::Secret;
 
-const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/smtp_server.py");
+/// The server script, from this crate's directory or a sibling's (app-actix includes this
+/// module too).
+const SCRIPT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../adapters-smtp/tests/support/smtp_server.py"
+);
 
 fn imports_aiosmtpd(python: &Path) -> bool {
     Command::new(python)
