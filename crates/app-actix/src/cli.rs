@@ -166,6 +166,15 @@ pub enum AdminCommand {
         #[arg(long)]
         until: Option<String>,
     },
+    /// List queued confirmation requests (newest first), without recipients or links.
+    Notifications {
+        /// pending, sent or failed.
+        #[arg(long)]
+        status: Option<String>,
+        /// Most notifications listed.
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+    },
 }
 
 fn timestamp(flag: &str, raw: &str) -> anyhow::Result<DateTime<Utc>> {
@@ -176,6 +185,43 @@ fn timestamp(flag: &str, raw: &str) -> anyhow::Result<DateTime<Utc>> {
                 "invalid {flag} {raw:?}: expected an RFC 3339 time such as 2026-11-21T12:00:00Z"
             )
         })
+}
+
+/// `payoutd admin notifications`: what an operator sees of each one, no recipient, no link.
+async fn notifications(
+    store: &adapters_postgres::PgStore,
+    status: Option<&str>,
+    limit: u32,
+) -> anyhow::Result<Value> {
+    use domain::account::notification::NotificationStatus;
+    use domain::account::notification::ports::NotificationStore;
+    let status = status
+        .map(|raw| {
+            NotificationStatus::parse(raw).with_context(|| {
+                format!("invalid --status {raw:?}: expected pending, sent or failed")
+            })
+        })
+        .transpose()?;
+    let listed = store.list_notifications(status, limit).await?;
+    Ok(Value::Array(
+        listed
+            .iter()
+            .map(|n| {
+                json!({
+                    "notification_id": n.id.to_string(),
+                    "subaccount_id": n.subaccount_id.to_string(),
+                    "account_id": n.account_id.to_string(),
+                    "channel": n.channel.as_str(),
+                    "status": n.status.as_str(),
+                    "attempts": n.attempts,
+                    "next_attempt_at": n.next_attempt_at.map(|t| t.to_rfc3339()),
+                    "last_error": n.last_error,
+                    "created_at": n.created_at.to_rfc3339(),
+                    "sent_at": n.sent_at.map(|t| t.to_rfc3339()),
+                })
+            })
+            .collect(),
+    ))
 }
 
 fn event_json(event: &EventSummary) -> Value {
@@ -273,6 +319,7 @@ async fn admin(command: AdminCommand) -> anyhow::Result<Value> {
     let store = adapters_postgres::PgStore::new(create_pool(&db)?, Arc::new(vault));
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let ids: Arc<dyn IdGenerator> = Arc::new(RandomIds::default());
+    let listing = store.clone();
     let service = AdminService::new(AdminPorts::all(Arc::new(store)), clock, ids);
     let result: Result<Value, AdminError> = match command {
         AdminCommand::CreateSubaccount { name, email, postback_url } => {
@@ -354,6 +401,9 @@ async fn admin(command: AdminCommand) -> anyhow::Result<Value> {
                     check.discrepancies.len()
                 );
             }
+        }
+        AdminCommand::Notifications { status, limit } => {
+            return notifications(&listing, status.as_deref(), limit).await;
         }
         AdminCommand::RequireSignatureV2 { subaccount } => {
             let id = subaccount_id(&subaccount)?;

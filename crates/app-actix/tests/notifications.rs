@@ -238,6 +238,43 @@ async fn a_refused_recipient_is_recorded_failed_and_not_retried() {
     world.clock.advance(chrono::Duration::days(1));
     assert_eq!(world.worker.run_due().await.unwrap().claimed, 0);
     assert!(server.received().is_empty());
+
+    // What an operator sees: the failed one with its reason, no recipient and no link.
+    let env = [
+        ("DATABASE_URL", world._db.url()),
+        ("PAYOUT_MASTER_KEY", &"07".repeat(32)),
+    ];
+    let listed = payoutd(&env, &["admin", "notifications", "--status", "failed"]);
+    assert!(
+        listed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    let text = String::from_utf8(listed.stdout).unwrap();
+    let listed: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{text}");
+    assert_eq!(listed[0]["status"], "failed");
+    assert_eq!(listed[0]["account_id"], created.account.id.to_string());
+    assert_eq!(listed[0]["attempts"], 1);
+    assert!(listed[0]["last_error"].as_str().unwrap().contains("550"));
+    for hidden in ["gone@example.com", "confirm", "Lovelace", "123456789"] {
+        assert!(!text.contains(hidden), "{hidden} in {text}");
+    }
+    let none = payoutd(&env, &["admin", "notifications", "--status", "sent"]);
+    assert_eq!(String::from_utf8_lossy(&none.stdout).trim(), "[]");
+    let bad = payoutd(&env, &["admin", "notifications", "--status", "lost"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--status"));
+}
+
+fn payoutd(env: &[(&str, &str)], args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_payoutd"))
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .envs(env.iter().copied())
+        .output()
+        .expect("payoutd runs")
 }
 
 #[tokio::test]
