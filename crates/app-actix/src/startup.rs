@@ -192,6 +192,28 @@ pub fn build_notification_worker(
     )
 }
 
+/// The notification worker over the SMTP notifier: what production wiring calls with the relay
+/// settings (host, port, TLS mode, credentials, sender, timeout, optional CA) and the number of
+/// attempts before a request is `failed`; the other retry settings keep their defaults.
+///
+/// # Errors
+/// When the SMTP settings are refused (see `adapters_smtp::SmtpNotifier::new`).
+pub fn build_smtp_notification_worker(
+    store: Arc<PgStore>,
+    smtp: &adapters_smtp::SmtpSettings,
+    max_attempts: u32,
+) -> anyhow::Result<NotificationWorker> {
+    let notifier = adapters_smtp::SmtpNotifier::new(smtp).context("SMTP notifier settings")?;
+    Ok(build_notification_worker(
+        store,
+        Arc::new(notifier),
+        NotificationSettings {
+            max_attempts: max_attempts.max(1),
+            ..NotificationSettings::default()
+        },
+    ))
+}
+
 /// A bound, not yet running, HTTP server and its background jobs.
 pub struct Application {
     server: Server,

@@ -121,13 +121,20 @@ async fn world(port: u16, email: &str, max_attempts: u32) -> World {
 
 impl World {
     async fn create_account(&self) -> domain::account::service::CreatedAccount {
+        self.create_account_with(&self.accounts).await
+    }
+
+    async fn create_account_with(
+        &self,
+        accounts: &AccountService,
+    ) -> domain::account::service::CreatedAccount {
         let raw = RawAccount {
             receiver_id: Some(self.receiver.id.to_string()),
             bsb: Some("012-002".to_owned()),
             account_number: Some("123456789".to_owned()),
             ..RawAccount::default()
         };
-        self.accounts
+        accounts
             .create(
                 &self.caller,
                 PayoutMethod::DirectEntry,
@@ -275,6 +282,62 @@ fn payoutd(env: &[(&str, &str)], args: &[&str]) -> std::process::Output {
         .envs(env.iter().copied())
         .output()
         .expect("payoutd runs")
+}
+
+#[tokio::test]
+async fn the_production_constructor_sends_through_smtp_with_its_attempts() {
+    let server = SmtpServer::start(&Options::default());
+    let world = world(server.port, "ada@example.com", 8).await;
+    let worker = app_actix::startup::build_smtp_notification_worker(
+        Arc::new(world.store.clone()),
+        &settings(server.port, TlsMode::None),
+        3,
+    )
+    .unwrap();
+    assert_eq!(worker.settings().max_attempts, 3);
+    let mut bad = settings(server.port, TlsMode::None);
+    bad.from = "nobody".to_owned();
+    assert!(
+        app_actix::startup::build_smtp_notification_worker(Arc::new(world.store.clone()), &bad, 3)
+            .is_err()
+    );
+    // A request that could not be sent at first (the test world's notifier points at a port
+    // nothing listens on), once due, is sent by the production worker.
+    let down = world_with_store(free_port(), &world).await;
+    assert!(!world.create_account_with(&down).await.confirmation_sent);
+    {
+        use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+        let mut conn = AsyncPgConnection::establish(world._db.url()).await.unwrap();
+        diesel::sql_query(
+            "UPDATE notifications SET next_attempt_at = now() - interval '1 second' \
+             WHERE status = 'pending'",
+        )
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    }
+    let report = worker.run_due().await.unwrap();
+    assert_eq!((report.claimed, report.sent), (1, 1), "{report:?}");
+    assert_eq!(server.wait_for(1).len(), 1);
+    assert_eq!(world.listed(NotificationStatus::Sent).await.len(), 1);
+}
+
+/// An account service over `world`'s store and receiver, sending to `port`.
+async fn world_with_store(port: u16, world: &World) -> AccountService {
+    AccountService::new(
+        Arc::new(world.store.clone()),
+        Arc::new(world.store.clone()),
+        Arc::new(NotificationWorker::new(
+            Arc::new(world.store.clone()),
+            Arc::new(notifier(&settings(port, TlsMode::None))),
+            world.clock.clone(),
+            Arc::new(RandomIds::default()),
+            NotificationSettings::default(),
+        )),
+        world.clock.clone(),
+        Arc::new(RandomIds::default()),
+        "https://pay.example.com".to_owned(),
+    )
 }
 
 #[tokio::test]
