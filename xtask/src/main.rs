@@ -52,7 +52,8 @@ else a private cluster in <target dir>/pg on 127.0.0.1:$PAYOUT_PG_PORT
 (default 25432), built from the installed server binaries.
 PAYOUT_KEEP_PG=1 keeps a cluster started by `test` running afterwards.
 `test` also needs OpenSSH's sshd and ssh-keygen for the SFTP tests; as root
-it installs them (Debian: openssh-server, openssh-client) when missing.
+it installs them (Debian: openssh-server, openssh-client) when missing; and
+aiosmtpd and openssl for the SMTP tests (Debian: python3-aiosmtpd, openssl).
 ";
 
 fn main() -> ExitCode {

@@ -8,6 +8,11 @@
 //! the tests to run, `sshd` and `ssh-keygen` are found (installed from Debian's
 //! `openssh-server` and `openssh-client` when missing and we are root, see `tools.rs`) and
 //! passed as `PAYOUT_SSHD` and `PAYOUT_SSH_KEYGEN`.
+//!
+//! The SMTP tests of `adapters-smtp` (and `app-actix`'s retry test) run Debian's aiosmtpd as a test mail server and make
+//! certificates with the `openssl` command: a `python3` that imports `aiosmtpd` (installed
+//! from `python3-aiosmtpd` when missing and we are root) and `openssl` are passed as
+//! `PAYOUT_PYTHON3` and `PAYOUT_OPENSSL`.
 
 use std::{env, process::ExitCode};
 
@@ -16,12 +21,27 @@ use crate::{cmd, iso20022, paths, postgres::Postgres, tools};
 /// The crate whose tests need OpenSSH.
 const SFTP_TESTS_PACKAGE: &str = "adapters-filetransfer";
 
+/// The crates whose tests need aiosmtpd and openssl (app-actix: the retry job against it).
+const SMTP_TESTS_PACKAGES: [&str; 2] = ["adapters-smtp", "app-actix"];
+
 /// Provisions PostgreSQL (and OpenSSH when needed) and runs `cargo test --workspace ARGS...`.
 pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
     let openssh = if !selects_packages(&args) || selects_package(&args, SFTP_TESTS_PACKAGE) {
         Some((
             tools::ensure_debian_tool("/usr/sbin/sshd", "openssh-server")?,
             tools::ensure_debian_tool("ssh-keygen", "openssh-client")?,
+        ))
+    } else {
+        None
+    };
+    let smtp = if !selects_packages(&args)
+        || SMTP_TESTS_PACKAGES
+            .iter()
+            .any(|package| selects_package(&args, package))
+    {
+        Some((
+            tools::ensure_debian_python_module("aiosmtpd", "python3-aiosmtpd")?,
+            tools::ensure_debian_tool("openssl", "openssl")?,
         ))
     } else {
         None
@@ -47,6 +67,11 @@ pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
         cargo
             .env("PAYOUT_SSHD", sshd)
             .env("PAYOUT_SSH_KEYGEN", ssh_keygen);
+    }
+    if let Some((python3, openssl)) = &smtp {
+        cargo
+            .env("PAYOUT_PYTHON3", python3)
+            .env("PAYOUT_OPENSSL", openssl);
     }
     let mut child = cargo
         .spawn()

@@ -61,6 +61,52 @@ pub fn ensure_debian_tool(binary: &str, package: &str) -> Result<PathBuf, String
     })
 }
 
+/// A `python3` that can import `module` (the first of `PAYOUT_PYTHON3`, `python3` on `PATH`
+/// and Debian's `/usr/bin/python3`), installing the Debian package `package` (which installs
+/// for `/usr/bin/python3`) if none can and we are root.
+///
+/// # Errors
+/// When no Python imports the module and it cannot be installed here; the message names the
+/// package.
+pub fn ensure_debian_python_module(module: &str, package: &str) -> Result<PathBuf, String> {
+    let imports = |python: &Path| {
+        Command::new(python)
+            .args(["-c", &format!("import {module}")])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success())
+    };
+    let candidates = || {
+        std::env::var_os("PAYOUT_PYTHON3")
+            .map(PathBuf::from)
+            .into_iter()
+            .chain(find("python3"))
+            .chain(Some(PathBuf::from("/usr/bin/python3")))
+    };
+    if let Some(found) = candidates().find(|python| imports(python)) {
+        return Ok(found);
+    }
+    let missing =
+        format!("no python3 imports `{module}`: it comes with the Debian package `{package}`");
+    if !is_root()? {
+        return Err(format!(
+            "{missing}; install it (`sudo apt-get install {package}`) or run `cargo xtask` as root, \
+             which installs it"
+        ));
+    }
+    let Some(apt_get) = find("apt-get") else {
+        return Err(format!(
+            "{missing}, and there is no `apt-get` to install it with; install it by hand"
+        ));
+    };
+    eprintln!("xtask: no python3 imports `{module}`; installing the Debian package `{package}`");
+    install(&apt_get, package).map_err(|err| format!("{missing}; installing it failed: {err}"))?;
+    candidates().find(|python| imports(python)).ok_or_else(|| {
+        format!("installed the Debian package `{package}`, but no python3 imports `{module}`")
+    })
+}
+
 /// The executable `binary`: itself when it is a path, else the first on `PATH`, `/usr/sbin` or
 /// `/sbin` (root's tools are not on every user's `PATH`).
 fn find(binary: &str) -> Option<PathBuf> {

@@ -345,6 +345,25 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    notifications (id) {
+        id -> Uuid,
+        subaccount_id -> Uuid,
+        account_id -> Uuid,
+        channel -> Text,
+        recipient_ciphertext -> Bytea,
+        link_ciphertext -> Bytea,
+        masked_details -> Jsonb,
+        status -> Text,
+        attempts -> Int4,
+        next_attempt_at -> Nullable<Timestamptz>,
+        last_error -> Nullable<Text>,
+        created_at -> Timestamptz,
+        sent_at -> Nullable<Timestamptz>,
+        updated_at -> Timestamptz,
+    }
+}
+
 diesel::joinable!(account_confirmations -> receiver_accounts (account_id));
 diesel::joinable!(api_keys -> subaccounts (subaccount_id));
 diesel::joinable!(balances -> subaccounts (subaccount_id));
@@ -354,6 +373,8 @@ diesel::joinable!(fee_templates -> subaccounts (subaccount_id));
 diesel::joinable!(kyc_decisions -> receivers (receiver_id));
 diesel::joinable!(kyc_decisions -> subaccounts (subaccount_id));
 diesel::joinable!(ledger_entries -> subaccounts (subaccount_id));
+diesel::joinable!(notifications -> receiver_accounts (account_id));
+diesel::joinable!(notifications -> subaccounts (subaccount_id));
 diesel::joinable!(payouts -> receiver_accounts (account_id));
 diesel::joinable!(payouts -> receivers (receiver_id));
 diesel::joinable!(payouts -> subaccounts (subaccount_id));
@@ -376,6 +397,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     inbound_files,
     kyc_decisions,
     ledger_entries,
+    notifications,
     outbox_events,
     outbox_sequences,
     payouts,

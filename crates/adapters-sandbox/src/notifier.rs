@@ -5,7 +5,7 @@ use std::sync::{Mutex, PoisonError};
 
 use async_trait::async_trait;
 use domain::PortError;
-use domain::account::ports::{ConfirmationRequest, Notifier};
+use domain::account::ports::{ConfirmationRequest, Notifier, NotifyError};
 
 /// The sandbox notifier. `fail_next_call` makes the next send fail as an outage would.
 #[derive(Debug, Default)]
@@ -39,7 +39,7 @@ impl SandboxNotifier {
 
 #[async_trait]
 impl Notifier for SandboxNotifier {
-    async fn send_confirmation(&self, request: &ConfirmationRequest) -> Result<(), PortError> {
+    async fn send_confirmation(&self, request: &ConfirmationRequest) -> Result<(), NotifyError> {
         let fail = std::mem::take(
             &mut *self
                 .fail_next
@@ -47,9 +47,9 @@ impl Notifier for SandboxNotifier {
                 .unwrap_or_else(PoisonError::into_inner),
         );
         if fail {
-            return Err(PortError::Unavailable(anyhow::anyhow!(
+            return Err(NotifyError::Port(PortError::Unavailable(anyhow::anyhow!(
                 "sandbox notifier is unavailable"
-            )));
+            ))));
         }
         self.sent
             .lock()

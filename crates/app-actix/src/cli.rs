@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use crate::admin_rails::Output;
 use crate::config::{Config, database_from_env, master_key_from_env};
+use crate::production::Production;
 use crate::production_config::ProductionSettings;
 use crate::startup::Application;
 use crate::system::{RandomIds, SystemClock};
@@ -181,6 +182,15 @@ pub enum AdminCommand {
         #[arg(long)]
         until: Option<String>,
     },
+    /// List queued confirmation requests (newest first), without recipients or links.
+    Notifications {
+        /// pending, sent or failed.
+        #[arg(long)]
+        status: Option<String>,
+        /// Most notifications listed.
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+    },
 }
 
 fn timestamp(flag: &str, raw: &str) -> anyhow::Result<DateTime<Utc>> {
@@ -191,6 +201,43 @@ fn timestamp(flag: &str, raw: &str) -> anyhow::Result<DateTime<Utc>> {
                 "invalid {flag} {raw:?}: expected an RFC 3339 time such as 2026-11-21T12:00:00Z"
             )
         })
+}
+
+/// `payoutd admin notifications`: what an operator sees of each one, no recipient, no link.
+async fn notifications(
+    store: &adapters_postgres::PgStore,
+    status: Option<&str>,
+    limit: u32,
+) -> anyhow::Result<Value> {
+    use domain::account::notification::NotificationStatus;
+    use domain::account::notification::ports::NotificationStore;
+    let status = status
+        .map(|raw| {
+            NotificationStatus::parse(raw).with_context(|| {
+                format!("invalid --status {raw:?}: expected pending, sent or failed")
+            })
+        })
+        .transpose()?;
+    let listed = store.list_notifications(status, limit).await?;
+    Ok(Value::Array(
+        listed
+            .iter()
+            .map(|n| {
+                json!({
+                    "notification_id": n.id.to_string(),
+                    "subaccount_id": n.subaccount_id.to_string(),
+                    "account_id": n.account_id.to_string(),
+                    "channel": n.channel.as_str(),
+                    "status": n.status.as_str(),
+                    "attempts": n.attempts,
+                    "next_attempt_at": n.next_attempt_at.map(|t| t.to_rfc3339()),
+                    "last_error": n.last_error,
+                    "created_at": n.created_at.to_rfc3339(),
+                    "sent_at": n.sent_at.map(|t| t.to_rfc3339()),
+                })
+            })
+            .collect(),
+    ))
 }
 
 fn event_json(event: &EventSummary) -> Value {
@@ -220,24 +267,20 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve => {
             let config = Config::from_env()?;
-            if !config.sandbox {
+            let app = if config.sandbox {
+                Application::build(&config)?
+            } else {
                 // Production mode: the file is checked first, so a wrong setting stops here
-                // with its name. The production adapters (rails, SMTP, manual KYC) are not
-                // wired into the application yet.
+                // with its name; then the adapters are built (nothing is connected yet).
                 let production = ProductionSettings::from_env()?;
-                anyhow::bail!(
-                    "{} is valid (enabled: {}), but the production adapters are not wired yet: \
-                     payoutd serve runs only with PAYOUT_SANDBOX=true in this version",
-                    production.path.display(),
-                    production
-                        .enabled_methods()
-                        .iter()
-                        .map(|m| m.route())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                );
-            }
-            let app = Application::build(&config)?;
+                let enabled: Vec<String> = production
+                    .enabled_methods()
+                    .iter()
+                    .map(|m| m.route())
+                    .collect();
+                tracing::info!(config = %production.path.display(), enabled = ?enabled, "production mode");
+                Application::build_production(&config, Production::from_settings(production)?)?
+            };
             tracing::info!(
                 port = app.port(),
                 sandbox = config.sandbox,
@@ -400,6 +443,11 @@ async fn admin(command: AdminCommand) -> anyhow::Result<Output> {
                     check.discrepancies.len()
                 );
             }
+        }
+        AdminCommand::Notifications { status, limit } => {
+            return notifications(&store, status.as_deref(), limit)
+                .await
+                .map(Output::Json);
         }
         AdminCommand::RequireSignatureV2 { subaccount } => {
             let id = subaccount_id(&subaccount)?;

@@ -30,7 +30,8 @@ use domain::rail::transport::FileTransport;
 use domain::receiver::ports::ReceiverStore;
 
 use crate::production_config::{
-    FormatSettings, NachaOriginator, RailSettings, SepaOriginator, TransportSettings,
+    FormatSettings, NachaOriginator, RailSettings, SepaOriginator, SmtpSettings, SmtpTls,
+    TransportSettings,
 };
 use crate::production_config::{KycProviderSetting, ProductionSettings};
 
@@ -72,6 +73,29 @@ pub struct Production {
     pub kyc: Arc<dyn KycProvider>,
     /// The notifier of confirmation requests.
     pub notifier: Arc<dyn Notifier>,
+}
+
+/// The SMTP notifier's settings from the checked `[smtp]` section.
+pub fn smtp_settings(s: &SmtpSettings) -> adapters_smtp::SmtpSettings {
+    adapters_smtp::SmtpSettings {
+        host: s.host.clone(),
+        port: s.port,
+        tls: match s.tls {
+            SmtpTls::StartTls => adapters_smtp::TlsMode::Starttls,
+            SmtpTls::Implicit => adapters_smtp::TlsMode::Implicit,
+            SmtpTls::None => adapters_smtp::TlsMode::None,
+        },
+        credentials: s
+            .credentials
+            .as_ref()
+            .map(|c| adapters_smtp::SmtpCredentials {
+                username: c.username.clone(),
+                password: c.password.value.clone(),
+            }),
+        from: s.from.clone(),
+        timeout: s.timeout,
+        ca_certificate_pem: None,
+    }
 }
 
 fn nacha_settings(o: &NachaOriginator) -> NachaSettings {
@@ -150,8 +174,19 @@ fn build_rail(settings: &RailSettings) -> anyhow::Result<BuiltRail> {
 }
 
 impl Production {
+    /// Builds the production adapters from checked settings (nothing is connected yet): the
+    /// rails, manual KYC, and the SMTP notifier of `[smtp]`.
+    ///
+    /// # Errors
+    /// A setting the adapters refuse, named by its path.
+    pub fn from_settings(settings: ProductionSettings) -> anyhow::Result<Self> {
+        let notifier = adapters_smtp::SmtpNotifier::new(&smtp_settings(&settings.smtp))
+            .map_err(|e| anyhow::anyhow!("smtp: {e}"))?;
+        Self::build(settings, Arc::new(notifier))
+    }
+
     /// Builds every enabled rail's adapters from checked settings (nothing is connected yet),
-    /// with `notifier` sending the confirmation requests.
+    /// with `notifier` sending the confirmation requests (tests pass a recording one).
     ///
     /// # Errors
     /// A setting the adapters refuse, named by its path.

@@ -13,6 +13,7 @@ use adapters_sandbox::{SandboxKyc, SandboxNotifier, SandboxRail};
 use adapters_webhook::{HttpWebhookSender, WebhookSenderConfig};
 use anyhow::Context;
 use domain::account::PayoutMethod;
+use domain::account::notification::worker::{NotificationSettings, NotificationWorker};
 use domain::account::ports::Notifier;
 use domain::account::service::AccountService;
 use domain::auth::{AuthService, CachedCredentials};
@@ -70,6 +71,25 @@ pub enum World {
 }
 
 impl World {
+    /// The notifier of confirmation requests.
+    pub fn notifier(&self) -> Arc<dyn Notifier> {
+        match self {
+            Self::Sandbox(sandbox) => sandbox.notifier.clone(),
+            Self::Production(production) => production.notifier.clone(),
+        }
+    }
+
+    /// How confirmation requests are retried: the defaults, with production's `max_attempts`.
+    pub fn notification_settings(&self) -> NotificationSettings {
+        match self {
+            Self::Sandbox(_) => NotificationSettings::default(),
+            Self::Production(production) => NotificationSettings {
+                max_attempts: production.settings.smtp.max_attempts.max(1),
+                ..NotificationSettings::default()
+            },
+        }
+    }
+
     /// When new batches run: the configured interval (sandbox) or the rails' cut-offs.
     fn schedule(&self, config: &Config) -> anyhow::Result<BatchSchedule> {
         let interval =
@@ -192,7 +212,11 @@ pub fn build_state(
             let accounts = AccountService::new(
                 store.clone(),
                 store.clone(),
-                notifier,
+                Arc::new(build_notification_worker(
+                    store.clone(),
+                    notifier,
+                    world.notification_settings(),
+                )),
                 clock.clone(),
                 ids.clone(),
                 config.public_url.clone(),
@@ -231,6 +255,47 @@ pub fn build_state(
     })
 }
 
+/// The worker that sends confirmation requests through `notifier` and records each attempt in
+/// `store` (the queue in `notifications`): the account use case makes each request's first
+/// attempt with it, the retry job ([`jobs::notifications`]) the others. Production wiring
+/// passes the SMTP notifier (`adapters_smtp::SmtpNotifier::new(settings)`) and its
+/// `max_attempts`; sandbox mode passes the sandbox notifier.
+pub fn build_notification_worker(
+    store: Arc<PgStore>,
+    notifier: Arc<dyn Notifier>,
+    settings: NotificationSettings,
+) -> NotificationWorker {
+    NotificationWorker::new(
+        store,
+        notifier,
+        Arc::new(SystemClock),
+        Arc::new(RandomIds::default()),
+        settings,
+    )
+}
+
+/// The notification worker over the SMTP notifier: what production wiring calls with the relay
+/// settings (host, port, TLS mode, credentials, sender, timeout, optional CA) and the number of
+/// attempts before a request is `failed`; the other retry settings keep their defaults.
+///
+/// # Errors
+/// When the SMTP settings are refused (see `adapters_smtp::SmtpNotifier::new`).
+pub fn build_smtp_notification_worker(
+    store: Arc<PgStore>,
+    smtp: &adapters_smtp::SmtpSettings,
+    max_attempts: u32,
+) -> anyhow::Result<NotificationWorker> {
+    let notifier = adapters_smtp::SmtpNotifier::new(smtp).context("SMTP notifier settings")?;
+    Ok(build_notification_worker(
+        store,
+        Arc::new(notifier),
+        NotificationSettings {
+            max_attempts: max_attempts.max(1),
+            ..NotificationSettings::default()
+        },
+    ))
+}
+
 /// A bound, not yet running, HTTP server and its background jobs.
 pub struct Application {
     server: Server,
@@ -238,6 +303,7 @@ pub struct Application {
     store: PgStore,
     world: World,
     worker: Arc<DeliveryWorker>,
+    notifications: Arc<NotificationWorker>,
     poll: Duration,
     batch_poll: Duration,
     state: web::Data<AppState>,
@@ -342,12 +408,18 @@ impl Application {
         .listen(listener)?
         .run();
         let worker = Arc::new(build_worker(config, &store)?);
+        let notifications = Arc::new(build_notification_worker(
+            Arc::new(store.clone()),
+            world.notifier(),
+            world.notification_settings(),
+        ));
         Ok(Self {
             server,
             port,
             store,
             world,
             worker,
+            notifications,
             poll: config.delivery.poll,
             batch_poll: config.batches.poll,
             state: app_state,
@@ -386,8 +458,13 @@ impl Application {
         let batches = tokio::spawn(jobs::batches::run(
             self.state.batches.clone(),
             self.batch_poll,
-            stopped,
+            stopped.clone(),
             self.state.metrics.clone(),
+        ));
+        let notifications = tokio::spawn(jobs::notifications::run(
+            self.notifications.clone(),
+            jobs::notifications::POLL,
+            stopped,
         ));
         let sandbox_kyc = match &self.world {
             World::Sandbox(sandbox) => Some(tokio::spawn(jobs::sandbox_kyc::run(
@@ -426,6 +503,9 @@ impl Application {
         }
         if let Err(e) = batches.await {
             tracing::warn!(error = %e, "batch runner task ended abnormally");
+        }
+        if let Err(e) = notifications.await {
+            tracing::warn!(error = %e, "notification retry task ended abnormally");
         }
         if let Some(task) = inbound
             && let Err(e) = task.await

@@ -10,6 +10,8 @@ use app_actix::state::{AppState, Readiness};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use domain::PortError;
+use domain::account::notification::ports::MockNotificationStore;
+use domain::account::notification::worker::{NotificationSettings, NotificationWorker};
 use domain::account::ports::{MockAccountStore, MockNotifier};
 use domain::account::service::AccountService;
 use domain::auth::ports::MockCredentialStore;
@@ -78,6 +80,7 @@ struct StateBuilder {
     rail: MockPayoutRail,
     kyc: MockKycProvider,
     notifier: MockNotifier,
+    notifications: MockNotificationStore,
     idempotency: MockIdempotencyStore,
     ids: MockIdGenerator,
 }
@@ -117,7 +120,13 @@ impl StateBuilder {
             accounts: AccountService::new(
                 accounts.clone(),
                 receivers.clone(),
-                Arc::new(self.notifier),
+                Arc::new(NotificationWorker::new(
+                    Arc::new(self.notifications),
+                    Arc::new(self.notifier),
+                    clock.clone(),
+                    ids.clone(),
+                    NotificationSettings::default(),
+                )),
                 clock.clone(),
                 ids.clone(),
                 "http://payoutd.test".to_owned(),

@@ -8,6 +8,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{Bool, Nullable};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use domain::PortError;
+use domain::account::notification::Notification;
 use domain::account::ports::{AccountStore, ConfirmationToken, InsertAccountError, TokenLookup};
 use domain::account::{
     AccountData, AccountField, AccountStatus, ConfirmStatus, PayoutMethod, ReceiverAccount,
@@ -18,11 +19,12 @@ use domain::ids::{ReceiverAccountId, ReceiverId, SubaccountId};
 use uuid::Uuid;
 
 use super::PgStore;
+use super::notifications::NewNotificationRow;
 use super::outbox::insert_events;
 use super::transitions::{Waiting, react};
 use crate::cached::CachedExt;
 use crate::errors::{TxError, from_diesel, from_tx};
-use crate::schema::{account_confirmations, receiver_accounts};
+use crate::schema::{account_confirmations, notifications, receiver_accounts};
 use crate::vault::Vault;
 use domain::payout::change::PayoutReaction;
 
@@ -235,9 +237,11 @@ impl AccountStore for PgStore {
         account: &ReceiverAccount,
         token: &ConfirmationToken,
         events: &[OutboxEvent],
+        notification: &Notification,
         key: &WriteKey<ReceiverAccount>,
     ) -> Result<(), InsertAccountError> {
         let row = AccountRow::new(&self.vault, account)?;
+        let notification = NewNotificationRow::new(&self.vault, notification)?;
         let commit = key.commit(account);
         let token = *token;
         let mut conn = self.conn().await?;
@@ -255,6 +259,10 @@ impl AccountStore for PgStore {
                         account_confirmations::expires_at.eq(token.expires_at),
                         account_confirmations::created_at.eq(row.created_at),
                     ))
+                    .execute(conn)
+                    .await?;
+                diesel::insert_into(notifications::table)
+                    .values(&notification)
                     .execute(conn)
                     .await?;
                 insert_events(conn, events, commit.as_ref()).await

@@ -8,6 +8,7 @@ mod events;
 pub mod idempotency;
 mod inbound;
 mod kyc_decisions;
+mod notifications;
 mod operator;
 mod outbox;
 mod payouts;

@@ -8,7 +8,10 @@ use diesel::sql_types::{Bytea, Integer, Jsonb, Text, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use domain::PortError;
 use domain::account::input::{AccountInput, RawAccount};
-use domain::account::ports::{AccountStore, ConfirmationToken, InsertAccountError};
+use domain::account::notification::{Channel, Notification, NotificationId};
+use domain::account::ports::{
+    AccountStore, ConfirmationRequest, ConfirmationToken, InsertAccountError,
+};
 use domain::account::service::token_hash;
 use domain::account::{
     AccountData, AccountField, AccountStatus, ConfirmStatus, PayoutMethod, ReceiverAccount,
@@ -16,6 +19,7 @@ use domain::account::{
 use domain::events::{EventKind, OutboxEvent};
 use domain::idempotency::WriteKey;
 use domain::ids::{EventId, ReceiverAccountId, SubaccountId};
+use domain::masking::Secret;
 use domain::receiver::Receiver;
 use domain::receiver::ports::ReceiverStore;
 use uuid::Uuid;
@@ -76,7 +80,12 @@ fn account(
     }
 }
 
-fn direct_entry(owner: &Receiver, bsb: &str, number: &str, micros: i64) -> ReceiverAccount {
+pub(crate) fn direct_entry(
+    owner: &Receiver,
+    bsb: &str,
+    number: &str,
+    micros: i64,
+) -> ReceiverAccount {
     account(
         owner,
         PayoutMethod::DirectEntry,
@@ -142,6 +151,41 @@ fn confirmation(account: &ReceiverAccount) -> ConfirmationToken {
     }
 }
 
+/// The token in `account`'s confirmation link (in tests: its id's hex digits, reversed).
+pub(crate) fn link_token(account: &ReceiverAccount) -> String {
+    account
+        .id
+        .as_uuid()
+        .simple()
+        .to_string()
+        .chars()
+        .rev()
+        .collect()
+}
+
+/// The confirmation request of `account` as create queues it: attempt 1, claimed for a minute.
+pub(crate) fn queued(account: &ReceiverAccount) -> Notification {
+    Notification {
+        id: NotificationId::from_uuid(Uuid::new_v4()),
+        channel: Channel::Email,
+        request: ConfirmationRequest {
+            account_id: account.id,
+            subaccount_id: account.subaccount_id,
+            to_email: "ada@example.com".to_owned(),
+            to_phone: "+61412345678".to_owned(),
+            receiver_name: "Ada Lovelace".to_owned(),
+            confirm_url: Secret::new(format!(
+                "https://pay.example.com/confirm/{}",
+                link_token(account)
+            )),
+            masked_details: account.data.masked(),
+        },
+        attempt: 1,
+        created_at: account.created_at,
+        claimed_until: account.created_at + chrono::Duration::minutes(1),
+    }
+}
+
 fn event(kind: EventKind, account: &ReceiverAccount, when: DateTime<Utc>) -> OutboxEvent {
     OutboxEvent::account(kind, EventId::from_uuid(Uuid::new_v4()), account, when)
 }
@@ -160,6 +204,7 @@ pub(crate) async fn insert(
                 account,
                 account.created_at,
             )],
+            &queued(account),
             &WriteKey::none(),
         )
         .await
@@ -581,7 +626,7 @@ async fn concurrent_inserts_of_the_same_details_store_exactly_one() {
                 let events = [event(EventKind::AccountCreated, &a, a.created_at)];
                 barrier.wait().await;
                 store
-                    .insert_account(&a, &token, &events, &WriteKey::none())
+                    .insert_account(&a, &token, &events, &queued(&a), &WriteKey::none())
                     .await
             })
         })
@@ -599,6 +644,11 @@ async fn concurrent_inserts_of_the_same_details_store_exactly_one() {
     assert_eq!(account_rows_of_receiver(&fx, &owner).await, 1);
     assert_eq!(token_rows(&fx, sub).await, 1);
     assert_eq!(account_created_rows(&fx, sub).await, 1);
+    assert_eq!(
+        crate::notifications::rows(&fx, sub).await,
+        1,
+        "only the stored account's confirmation request is queued"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -616,6 +666,7 @@ async fn inserting_writes_an_account_created_event_with_masked_identifiers() {
             &a,
             &confirmation(&a),
             std::slice::from_ref(&created),
+            &queued(&a),
             &WriteKey::none(),
         )
         .await
@@ -850,7 +901,13 @@ async fn verify_and_duplicate_lookups_use_their_indexes() {
                 for a in batch {
                     let events = [event(EventKind::AccountCreated, &a, a.created_at)];
                     store
-                        .insert_account(&a, &confirmation(&a), &events, &WriteKey::none())
+                        .insert_account(
+                            &a,
+                            &confirmation(&a),
+                            &events,
+                            &queued(&a),
+                            &WriteKey::none(),
+                        )
                         .await
                         .unwrap();
                 }

@@ -10,6 +10,7 @@ mod delivery;
 mod idempotency;
 mod inbound;
 mod kyc_decisions;
+mod notifications;
 mod operator;
 mod payouts;
 mod rail_files;

@@ -6,6 +6,7 @@
 pub mod data;
 pub mod field;
 pub mod method;
+pub mod notification;
 pub mod ports;
 pub mod service;
 pub mod status;

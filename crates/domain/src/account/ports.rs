@@ -44,8 +44,10 @@ pub enum InsertAccountError {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait AccountStore: Send + Sync {
-    /// Stores a new account, its confirmation token and its events in one transaction, applying
-    /// `key` to the request's idempotency key there ([`WriteKey::commit`] of `account`).
+    /// Stores a new account, its confirmation token, its events and the notification that asks
+    /// the receiver to confirm it (`pending`, attempt 1, due at its `claimed_until`) in one
+    /// transaction, applying `key` to the request's idempotency key there
+    /// ([`WriteKey::commit`] of `account`).
     ///
     /// # Errors
     /// `Duplicate` when the receiver already has an account of the same method with the same
@@ -55,6 +57,7 @@ pub trait AccountStore: Send + Sync {
         account: &ReceiverAccount,
         token: &ConfirmationToken,
         events: &[OutboxEvent],
+        notification: &crate::account::notification::Notification,
         key: &crate::idempotency::WriteKey<ReceiverAccount>,
     ) -> Result<(), InsertAccountError>;
 
@@ -125,6 +128,20 @@ pub struct ConfirmationRequest {
     pub masked_details: Vec<(AccountField, String)>,
 }
 
+/// Why a confirmation request was not sent.
+#[derive(Debug, thiserror::Error)]
+pub enum NotifyError {
+    /// The provider refused this request for good (a `5xx` answer such as an unknown or
+    /// refused recipient, or an address it cannot take): sending it again cannot succeed. The
+    /// text is the provider's answer, never the link.
+    #[error("the provider rejected the confirmation request: {0}")]
+    Rejected(String),
+    /// The provider could not be reached or failed for now (`Unavailable`: connection,
+    /// timeout, `4xx`); sending again later may succeed.
+    #[error(transparent)]
+    Port(#[from] PortError),
+}
+
 /// Sends confirmation requests by e-mail or SMS.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
@@ -132,6 +149,7 @@ pub trait Notifier: Send + Sync {
     /// Sends one confirmation request.
     ///
     /// # Errors
-    /// `PortError::Unavailable` when the provider cannot be reached; nothing was sent.
-    async fn send_confirmation(&self, request: &ConfirmationRequest) -> Result<(), PortError>;
+    /// `Port(PortError::Unavailable)` when the provider cannot be reached or refuses for now;
+    /// `Rejected` when it refuses this request for good. Nothing was sent either way.
+    async fn send_confirmation(&self, request: &ConfirmationRequest) -> Result<(), NotifyError>;
 }

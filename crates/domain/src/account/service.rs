@@ -11,8 +11,10 @@ use sha2::{Digest, Sha256};
 
 use crate::account::data::AccountData;
 use crate::account::input::{AccountInput, RawAccount};
+use crate::account::notification::worker::NotificationWorker;
+use crate::account::notification::{NotificationId, NotificationOutcome};
 use crate::account::ports::{
-    AccountStore, ConfirmationRequest, ConfirmationToken, InsertAccountError, Notifier, TokenLookup,
+    AccountStore, ConfirmationRequest, ConfirmationToken, InsertAccountError, TokenLookup,
 };
 use crate::account::status::confirm;
 use crate::account::{AccountField, AccountStatus, ConfirmStatus, PayoutMethod, ReceiverAccount};
@@ -90,7 +92,8 @@ pub enum ConfirmError {
 pub struct CreatedAccount {
     /// The account.
     pub account: ReceiverAccount,
-    /// False when the notifier failed; the account exists regardless.
+    /// False when the first attempt to send it failed; the account exists regardless, and the
+    /// request stays queued for the retry job (unless refused for good).
     pub confirmation_sent: bool,
 }
 
@@ -147,7 +150,7 @@ fn link_state(found: &TokenLookup, now: chrono::DateTime<chrono::Utc>) -> Option
 pub struct AccountService {
     accounts: Arc<dyn AccountStore>,
     receivers: Arc<dyn ReceiverStore>,
-    notifier: Arc<dyn Notifier>,
+    notifications: Arc<NotificationWorker>,
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdGenerator>,
     confirm_base_url: String,
@@ -160,11 +163,12 @@ pub fn token_hash(token: &str) -> [u8; 32] {
 }
 
 impl AccountService {
-    /// `confirm_base_url` is the public base URL confirmation links start with.
+    /// `confirm_base_url` is the public base URL confirmation links start with; `notifications`
+    /// sends (and records) the confirmation requests.
     pub fn new(
         accounts: Arc<dyn AccountStore>,
         receivers: Arc<dyn ReceiverStore>,
-        notifier: Arc<dyn Notifier>,
+        notifications: Arc<NotificationWorker>,
         clock: Arc<dyn Clock>,
         ids: Arc<dyn IdGenerator>,
         confirm_base_url: String,
@@ -172,7 +176,7 @@ impl AccountService {
         Self {
             accounts,
             receivers,
-            notifier,
+            notifications,
             clock,
             ids,
             confirm_base_url,
@@ -253,8 +257,8 @@ impl AccountService {
     }
 
     /// Validates the details, checks the receiver is the caller's, stores the account
-    /// (`pending`/`unconfirmed`) with its token and `accountCreated` event, then asks the
-    /// receiver to confirm.
+    /// (`pending`/`unconfirmed`) with its token, `accountCreated` event and queued confirmation
+    /// request, then makes the request's first attempt.
     #[tracing::instrument(
         level = "debug",
         skip_all,
@@ -291,13 +295,6 @@ impl AccountService {
             &account,
             now,
         );
-        self.accounts
-            .insert_account(&account, &stored_token, &[event], key)
-            .await
-            .map_err(|e| match e {
-                InsertAccountError::Duplicate => CreateAccountError::Duplicate,
-                InsertAccountError::Port(e) => CreateAccountError::Port(e),
-            })?;
         let request = ConfirmationRequest {
             account_id: account.id,
             subaccount_id: account.subaccount_id,
@@ -310,7 +307,22 @@ impl AccountService {
             )),
             masked_details: account.data.masked(),
         };
-        let confirmation_sent = self.notifier.send_confirmation(&request).await.is_ok();
+        let queued =
+            self.notifications
+                .prepare(NotificationId::from_uuid(self.ids.new_id()), request, now);
+        self.accounts
+            .insert_account(&account, &stored_token, &[event], &queued, key)
+            .await
+            .map_err(|e| match e {
+                InsertAccountError::Duplicate => CreateAccountError::Duplicate,
+                InsertAccountError::Port(e) => CreateAccountError::Port(e),
+            })?;
+        // The request is recorded with the account; its first attempt is made now, and the
+        // retry job makes the others.
+        let confirmation_sent = matches!(
+            self.notifications.attempt(&queued).await,
+            NotificationOutcome::Sent { .. }
+        );
         Ok(CreatedAccount {
             account,
             confirmation_sent,

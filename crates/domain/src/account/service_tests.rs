@@ -6,7 +6,8 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::*;
-use crate::account::ports::{MockAccountStore, MockNotifier, TokenLookup};
+use crate::account::notification::ports::MockNotificationStore;
+use crate::account::ports::{MockAccountStore, MockNotifier, NotifyError, TokenLookup};
 use crate::country::CountryCode;
 use crate::ids::{ApiKeyId, SubaccountId};
 use crate::ports::{MockClock, MockIdGenerator};
@@ -91,11 +92,47 @@ fn ids() -> Arc<MockIdGenerator> {
     Arc::new(ids)
 }
 
+/// A notification store that records every outcome (and expects nothing else).
+fn recording_store() -> (MockNotificationStore, Arc<Mutex<Vec<NotificationOutcome>>>) {
+    let outcomes = Arc::new(Mutex::new(Vec::new()));
+    let seen = outcomes.clone();
+    let mut store = MockNotificationStore::new();
+    store
+        .expect_record_outcome()
+        .returning(move |notification, outcome| {
+            assert_eq!(
+                notification.attempt, 1,
+                "the creator makes the first attempt"
+            );
+            seen.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(outcome.clone());
+            Ok(true)
+        });
+    (store, outcomes)
+}
+
 fn service(accounts: MockAccountStore, notifier: MockNotifier, now_ms: i64) -> AccountService {
+    service_with(accounts, notifier, recording_store().0, now_ms)
+}
+
+fn service_with(
+    accounts: MockAccountStore,
+    notifier: MockNotifier,
+    notifications: MockNotificationStore,
+    now_ms: i64,
+) -> AccountService {
+    let worker = NotificationWorker::new(
+        Arc::new(notifications),
+        Arc::new(notifier),
+        clock_at(now_ms),
+        ids(),
+        crate::account::notification::worker::NotificationSettings::default(),
+    );
     AccountService::new(
         Arc::new(accounts),
         receivers_knowing_ours(),
-        Arc::new(notifier),
+        Arc::new(worker),
         clock_at(now_ms),
         ids(),
         "https://pay.example.com/".to_owned(),
@@ -116,7 +153,7 @@ async fn creates_a_pending_account_stores_only_the_token_hash_and_sends_the_link
     let mut accounts = MockAccountStore::new();
     accounts
         .expect_insert_account()
-        .withf(|account, token, events, _| {
+        .withf(|account, token, events, queued, _| {
             let text = events[0].payload.to_string();
             account.status == AccountStatus::Pending
                 && account.confirm_status == ConfirmStatus::Unconfirmed
@@ -126,9 +163,13 @@ async fn creates_a_pending_account_stores_only_the_token_hash_and_sends_the_link
                 && events[0].kind == EventKind::AccountCreated
                 && events[0].payload["bsb"] == "012 ***"
                 && !text.contains("123456789")
+                && queued.attempt == 1
+                && queued.request.account_id == account.id
+                && queued.request.masked_details == account.data.masked()
+                && queued.claimed_until == now() + Duration::minutes(2)
         })
         .times(1)
-        .returning(move |_, token, _, _| {
+        .returning(move |_, token, _, _, _| {
             *seen
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(token.hash);
@@ -146,7 +187,8 @@ async fn creates_a_pending_account_stores_only_the_token_hash_and_sends_the_link
                 .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(request.clone());
             Ok(())
         });
-    let created = service(accounts, notifier, NOW_MS)
+    let (store, outcomes) = recording_store();
+    let created = service_with(accounts, notifier, store, NOW_MS)
         .create(
             &caller(),
             PayoutMethod::DirectEntry,
@@ -178,6 +220,11 @@ async fn creates_a_pending_account_stores_only_the_token_hash_and_sends_the_link
         "the store gets the token's hash, never the token"
     );
     assert_eq!(request.to_email, "ada@example.com");
+    let outcomes = outcomes
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    assert_eq!(outcomes, [NotificationOutcome::Sent { at: now() }]);
 }
 
 #[tokio::test]
@@ -186,12 +233,15 @@ async fn a_notifier_outage_leaves_the_account_created() {
     accounts
         .expect_insert_account()
         .times(1)
-        .returning(|_, _, _, _| Ok(()));
+        .returning(|_, _, _, _, _| Ok(()));
     let mut notifier = MockNotifier::new();
-    notifier
-        .expect_send_confirmation()
-        .returning(|_| Err(PortError::Unavailable(anyhow::anyhow!("smtp down"))));
-    let created = service(accounts, notifier, NOW_MS)
+    notifier.expect_send_confirmation().returning(|_| {
+        Err(NotifyError::Port(PortError::Unavailable(anyhow::anyhow!(
+            "smtp down"
+        ))))
+    });
+    let (store, outcomes) = recording_store();
+    let created = service_with(accounts, notifier, store, NOW_MS)
         .create(
             &caller(),
             PayoutMethod::DirectEntry,
@@ -200,6 +250,51 @@ async fn a_notifier_outage_leaves_the_account_created() {
         )
         .await;
     assert_eq!(created.map(|c| c.confirmation_sent).ok(), Some(false));
+    let outcomes = outcomes
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    // Kept for the retry job: rescheduled within the first retry delay, with the cause.
+    match outcomes.as_slice() {
+        [NotificationOutcome::Retry { retry_at, error }] => {
+            assert!(*retry_at >= now() + Duration::seconds(15), "{retry_at}");
+            assert!(*retry_at <= now() + Duration::seconds(30), "{retry_at}");
+            assert!(error.contains("smtp down"), "{error}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_refused_request_is_recorded_failed_and_the_account_stays_created() {
+    let mut accounts = MockAccountStore::new();
+    accounts
+        .expect_insert_account()
+        .times(1)
+        .returning(|_, _, _, _, _| Ok(()));
+    let mut notifier = MockNotifier::new();
+    notifier
+        .expect_send_confirmation()
+        .times(1)
+        .returning(|_| Err(NotifyError::Rejected("550 no such user".to_owned())));
+    let (store, outcomes) = recording_store();
+    let created = service_with(accounts, notifier, store, NOW_MS)
+        .create(
+            &caller(),
+            PayoutMethod::DirectEntry,
+            &raw(&receiver().id.to_string()),
+            &WriteKey::none(),
+        )
+        .await;
+    assert_eq!(created.map(|c| c.confirmation_sent).ok(), Some(false));
+    let outcomes = outcomes
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    assert!(
+        matches!(outcomes.as_slice(), [NotificationOutcome::Failed { error, .. }] if error.contains("550")),
+        "{outcomes:?}"
+    );
 }
 
 #[tokio::test]
@@ -257,7 +352,7 @@ async fn a_duplicate_is_its_own_error() {
     let mut accounts = MockAccountStore::new();
     accounts
         .expect_insert_account()
-        .returning(|_, _, _, _| Err(InsertAccountError::Duplicate));
+        .returning(|_, _, _, _, _| Err(InsertAccountError::Duplicate));
     let mut notifier = MockNotifier::new();
     notifier.expect_send_confirmation().never();
     let result = service(accounts, notifier, NOW_MS)
