@@ -535,3 +535,39 @@ proptest! {
         let _ = write_answer_file(&origination(), &decisions, &options());
     }
 }
+
+/// Returns of debits (a file the parser reads but payoutd does not write): code 26 for a
+/// checking debit 27, 36 for a savings debit 37, service class 225, debit totals.
+#[test]
+fn returned_debits_are_debits() {
+    let mut file = origination();
+    for batch in &mut file.batches {
+        batch.header.service_class = ServiceClass::DebitsOnly;
+        for entry in &mut batch.entries {
+            entry.transaction_code = match entry.transaction_code {
+                TransactionCode::SavingsCredit => TransactionCode::SavingsDebit,
+                _ => TransactionCode::CheckingDebit,
+            };
+        }
+    }
+    let bytes = write_answer_file(&file, &[ret(1, 1, ""), ret(2, 10, "")], &options()).unwrap();
+    let answer = parse(&bytes).unwrap();
+    let codes: Vec<_> = answer
+        .returns()
+        .iter()
+        .map(|r| r.transaction_code)
+        .collect();
+    assert_eq!(
+        codes,
+        vec![
+            TransactionCode::CheckingDebitReturn,
+            TransactionCode::SavingsDebitReturn
+        ]
+    );
+    assert_eq!(
+        answer.batches[0].header.service_class,
+        ServiceClass::DebitsOnly
+    );
+    assert_eq!(answer.control().total_debit, 12_345 + 2_500);
+    assert_eq!(answer.control().total_credit, 0);
+}
