@@ -428,18 +428,18 @@ fn reasons(parent: &Node) -> Vec<StatusReason> {
 
 /// An element of the report's namespace: its local name, its text and its children.
 #[derive(Debug, Default)]
-struct Node {
-    name: String,
-    text: String,
-    children: Vec<Node>,
+pub(super) struct Node {
+    pub(super) name: String,
+    pub(super) text: String,
+    pub(super) children: Vec<Node>,
 }
 
 impl Node {
-    fn child(&self, name: &str) -> Option<&Node> {
+    pub(super) fn child(&self, name: &str) -> Option<&Node> {
         self.children.iter().find(|c| c.name == name)
     }
 
-    fn children<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Node> + Clone {
+    pub(super) fn children<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Node> + Clone {
         self.children.iter().filter(move |c| c.name == name)
     }
 }
@@ -447,7 +447,7 @@ impl Node {
 /// Reads the whole document into a tree of the root's namespace, checking that it is
 /// well-formed. Elements of any other namespace (and their content) are left out. Returns the
 /// root's namespace and the root.
-fn read_tree(text: &str) -> Result<(String, Node), Pain002Error> {
+pub(super) fn read_tree(text: &str) -> Result<(String, Node), Pain002Error> {
     let mut reader = NsReader::from_str(text);
     let mut tree = TreeBuilder::default();
     loop {

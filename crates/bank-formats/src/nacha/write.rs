@@ -115,10 +115,10 @@ fn write_batch(b: usize, batch: &Batch, out: &mut Vec<String>) -> Result<()> {
 }
 
 /// A record under construction: fields are appended left to right.
-struct Record(String);
+pub(super) struct Record(String);
 
 impl Record {
-    fn new(record_type: char) -> Self {
+    pub(super) fn new(record_type: char) -> Self {
         let mut record = String::with_capacity(RECORD_LENGTH);
         record.push(record_type);
         Self(record)
@@ -126,32 +126,37 @@ impl Record {
 
     /// Appends `value`, checked to be ASCII and at most `width` long, left-justified and
     /// blank-filled.
-    fn text(mut self, value: &str, width: usize) -> Self {
+    pub(super) fn text(mut self, value: &str, width: usize) -> Self {
         let value = value.get(..width.min(value.len())).unwrap_or_default();
         let _ = write!(self.0, "{value:<width$}");
         self
     }
 
     /// Appends `value`, checked to fit, right-justified and zero-filled.
-    fn number(mut self, value: u64, width: usize) -> Self {
+    pub(super) fn number(mut self, value: u64, width: usize) -> Self {
         let _ = write!(self.0, "{value:0width$}");
         self
     }
 
-    fn blank(self, width: usize) -> Self {
+    pub(super) fn blank(self, width: usize) -> Self {
         self.text("", width)
     }
 
-    fn finish(self) -> String {
+    pub(super) fn finish(self) -> String {
         debug_assert_eq!(self.0.len(), RECORD_LENGTH, "{}", self.0);
         self.0
     }
 }
 
-type Result<T> = std::result::Result<T, WriteError>;
+pub(super) type Result<T> = std::result::Result<T, WriteError>;
 
 /// A nine-digit routing number with a valid check digit.
-fn routing_number(location: Location, field: Field, check: Field, value: &str) -> Result<()> {
+pub(super) fn routing_number(
+    location: Location,
+    field: Field,
+    check: Field,
+    value: &str,
+) -> Result<()> {
     if value.len() != 9 || !is_digits(value) {
         return Err(WriteError::field(
             location,
@@ -170,7 +175,7 @@ fn routing_number(location: Location, field: Field, check: Field, value: &str) -
     Ok(())
 }
 
-fn digits(location: Location, field: Field, value: &str, count: usize) -> Result<()> {
+pub(super) fn digits(location: Location, field: Field, value: &str, count: usize) -> Result<()> {
     if value.len() == count && is_digits(value) {
         Ok(())
     } else {
@@ -185,7 +190,7 @@ fn digits(location: Location, field: Field, value: &str, count: usize) -> Result
 /// An identifier (account number, company identification, individual identification): written
 /// as given, so it must already fit and use only allowed characters. Cutting or changing it
 /// could send money to another account or break reconciliation.
-fn identifier(
+pub(super) fn identifier(
     location: Location,
     field: Field,
     value: &str,
@@ -217,7 +222,7 @@ fn identifier(
 }
 
 /// Free text, cleaned up and cut to `width` ([`clean_text`]).
-fn text(
+pub(super) fn text(
     location: Location,
     field: Field,
     value: &str,
@@ -231,7 +236,7 @@ fn text(
     Ok(cleaned)
 }
 
-fn yymmdd(location: Location, field: Field, date: NaiveDate) -> Result<String> {
+pub(super) fn yymmdd(location: Location, field: Field, date: NaiveDate) -> Result<String> {
     if (2000..=2099).contains(&date.year()) {
         Ok(date.format("%y%m%d").to_string())
     } else {
@@ -239,7 +244,7 @@ fn yymmdd(location: Location, field: Field, date: NaiveDate) -> Result<String> {
     }
 }
 
-fn at_most(location: Location, field: Field, value: u64, max: u64) -> Result<u64> {
+pub(super) fn at_most(location: Location, field: Field, value: u64, max: u64) -> Result<u64> {
     if value <= max {
         Ok(value)
     } else {
@@ -251,7 +256,7 @@ fn at_most(location: Location, field: Field, value: u64, max: u64) -> Result<u64
     }
 }
 
-fn file_header(header: &FileHeader) -> Result<String> {
+pub(super) fn file_header(header: &FileHeader) -> Result<String> {
     let at = Location::FileHeader;
     routing_number(
         at,
@@ -520,7 +525,7 @@ fn addenda_05(
         .finish())
 }
 
-fn batch_control(b: usize, batch: &Batch) -> Result<String> {
+pub(super) fn batch_control(b: usize, batch: &Batch) -> Result<String> {
     let at = Location::BatchControl { batch: b };
     let control = batch.control();
     let count = at_most(
@@ -550,7 +555,7 @@ fn batch_control(b: usize, batch: &Batch) -> Result<String> {
         .finish())
 }
 
-fn file_control(file: &NachaFile) -> Result<String> {
+pub(super) fn file_control(file: &NachaFile) -> Result<String> {
     let at = Location::FileControl;
     let control = file.control();
     let batches = at_most(at, Field::BatchCount, control.batch_count, 999_999)?;
