@@ -4,6 +4,10 @@
 //! answers applied: a settlement, then a return after settlement (the amount back, the fee
 //! kept, the account failed, `return_code` in the events), a repeated answer applied once.
 //!
+//! A second test runs the `usd/ach` rail: a NACHA file checked with the project's parser, and
+//! the receiving bank's return file (written by `bank-formats`' bank side) failing one payout
+//! in progress with its account, a notification of change recorded, and the file read once.
+//!
 //! The notifier is the recording one: this test is about the rails (the SMTP notifier has its
 //! own tests against a real SMTP server).
 
@@ -25,11 +29,16 @@ use serde_json::json;
 
 use crate::helpers::{TestApp, receiver_body, spawn_production_app};
 
-/// Every minute of the day is a cut-off, so a batch runs within a minute; same-day settlement.
-fn config(outbound: &Path, inbound: &Path) -> String {
+/// Every minute of the day.
+fn every_minute() -> String {
     let cutoffs: Vec<String> = (0..24 * 60)
         .map(|m| format!("\"{:02}:{:02}\"", m / 60, m % 60))
         .collect();
+    cutoffs.join(", ")
+}
+
+/// Every minute of the day is a cut-off, so a batch runs within a minute; same-day settlement.
+fn config(outbound: &Path, inbound: &Path) -> String {
     format!(
         r#"
 [rails."eur/sepa"]
@@ -56,7 +65,7 @@ from = "payouts@example.com"
 [kyc]
 provider = "manual"
 "#,
-        cutoffs = cutoffs.join(", "),
+        cutoffs = every_minute(),
         outbound = outbound.display(),
         inbound = inbound.display(),
     )
@@ -115,10 +124,17 @@ async fn payout(app: &TestApp, id: &str) -> serde_json::Value {
 }
 
 async fn eur_balance(app: &TestApp) -> (i64, i64) {
+    balance_in(app, "EUR").await
+}
+
+async fn balance_in(app: &TestApp, asset: &str) -> (i64, i64) {
     let reply = app
         .get(
             &app.a,
-            &format!("/api/subaccount/balance/{}?asset=EUR", app.a.subaccount_id),
+            &format!(
+                "/api/subaccount/balance/{}?asset={asset}",
+                app.a.subaccount_id
+            ),
         )
         .await;
     assert_eq!(reply.status, 200, "{}", reply.body);
@@ -353,6 +369,253 @@ async fn a_sepa_payout_is_filed_at_the_cutoff_settled_and_returned_by_the_bank()
         store.get_file(file.id).await.unwrap().unwrap().state,
         RailFileState::Acknowledged
     );
+    assert!(
+        app.admin
+            .check_ledger()
+            .await
+            .unwrap()
+            .discrepancies
+            .is_empty()
+    );
+}
+
+/// A `usd/ach` rail with a cut-off every minute, settling the next business day.
+fn ach_config(outbound: &Path, inbound: &Path) -> String {
+    format!(
+        r#"
+[rails."usd/ach"]
+file_prefix = "TEST"
+cutoffs = [{cutoffs}]
+immediate_destination = "021000021"
+immediate_destination_name = "TEST BANK"
+immediate_origin = "1234567890"
+immediate_origin_name = "PAYOUTD TEST"
+company_name = "PAYOUTD TEST"
+company_id = "1234567890"
+odfi_routing = "02100002"
+entry_description = "PAYOUT"
+
+[rails."usd/ach".transport]
+kind = "directory"
+outbound_dir = "{outbound}"
+inbound_dir = "{inbound}"
+poll_interval_secs = 1
+
+[smtp]
+host = "127.0.0.1"
+port = 2525
+tls = "none"
+from = "payouts@example.com"
+
+[kyc]
+provider = "manual"
+"#,
+        cutoffs = every_minute(),
+        outbound = outbound.display(),
+        inbound = inbound.display(),
+    )
+}
+
+#[tokio::test]
+async fn ach_payouts_are_filed_in_nacha_and_a_return_fails_one_in_progress() {
+    use bank_formats::nacha::{
+        self, AnswerOptions, EntryDecision, LineEnding, ReturnCode, TransactionCode,
+    };
+
+    let drop = tempfile::tempdir().unwrap();
+    let (outbound, inbound) = (drop.path().join("out"), drop.path().join("in"));
+    std::fs::create_dir_all(&outbound).unwrap();
+    std::fs::create_dir_all(&inbound).unwrap();
+    let settings = ProductionSettings::parse(
+        &ach_config(&outbound, &inbound),
+        Path::new("payoutd.toml"),
+        &|_| None,
+    )
+    .unwrap_or_else(|problems| panic!("{problems:#?}"));
+    let notifier = Arc::new(SandboxNotifier::new());
+    let production = Production::build(settings, notifier.clone()).unwrap();
+    let app = spawn_production_app(production, |_| {}).await;
+    let store = Arc::new(build_store(&app.config).unwrap());
+    let sub = SubaccountId::parse(&app.a.subaccount_id).unwrap();
+    app.admin.fund(sub, "USD", "100000").await.unwrap();
+    let kyc = OperatorKycService::new(
+        store.clone(),
+        Arc::new(SystemClock),
+        Arc::new(RandomIds::default()),
+    );
+
+    // Two payees, each with a confirmed checking / savings account and a payout.
+    let mut payouts = Vec::new();
+    let mut accounts = Vec::new();
+    for (n, kind) in ["checking", "savings"].into_iter().enumerate() {
+        let created = app
+            .post(
+                &app.a,
+                "/api/receiver",
+                &receiver_body(&app.a, &format!("payee{n}@example.com")),
+            )
+            .await;
+        assert_eq!(created.status, 200, "{}", created.body);
+        let receiver = created.body["payload"]["receiver_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        kyc.decide(
+            &receiver,
+            parse_decision("completed").unwrap(),
+            None,
+            "operator:test",
+        )
+        .await
+        .unwrap();
+        let account = app
+            .post(
+                &app.a,
+                "/api/receiver-account/usd/ach",
+                &json!({"receiver_id": receiver, "routing_number": "011000015", "account_number": format!("12345678{n}"), "account_type": kind}),
+            )
+            .await;
+        assert_eq!(account.status, 200, "{}", account.body);
+        let account_id = account.body["payload"]["receiver_account_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let link = notifier.sent()[n].confirm_url.expose().clone();
+        let path = link.trim_start_matches(&app.config.public_url);
+        let confirmed = app
+            .client
+            .post(format!("{}{path}", app.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(confirmed.status(), 200);
+        let created = app
+            .post(
+                &app.a,
+                "/api/payout/single",
+                &json!({"receiver_id": receiver, "account_id": account_id, "amount": 1000 + n, "currency": "USD"}),
+            )
+            .await;
+        assert_eq!(created.status, 200, "{}", created.body);
+        payouts.push(
+            created.body["payload"]["payout_id"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+        accounts.push(account_id);
+    }
+
+    wait_for("both payouts to be filed", async || {
+        for id in &payouts {
+            if payout(&app, id).await["status"] != "in_progress" {
+                return false;
+            }
+        }
+        true
+    })
+    .await;
+    let files = store.list_files(None, 10).await.unwrap();
+    assert_eq!(files.len(), 1, "one file for the batch: {files:?}");
+    let file = store.get_file(files[0].id).await.unwrap().unwrap();
+    assert_eq!(
+        std::fs::read(outbound.join(&file.name)).unwrap(),
+        file.bytes
+    );
+    let parsed = nacha::parse(&file.bytes).unwrap();
+    let entries = &parsed.batches[0].entries;
+    let codes: Vec<_> = entries.iter().map(|e| e.transaction_code).collect();
+    assert_eq!(
+        codes,
+        [
+            TransactionCode::CheckingCredit,
+            TransactionCode::SavingsCredit
+        ]
+    );
+    let traces: Vec<String> = entries.iter().map(|e| e.trace_number.clone()).collect();
+    for (id, trace) in payouts.iter().zip(&traces) {
+        assert_eq!(
+            &payout(&app, id).await["provider_reference"],
+            trace.as_str()
+        );
+    }
+
+    // The receiving bank returns the first (no account) and notifies a change on the second.
+    let answer = nacha::write_answer_file(
+        &parsed,
+        &[
+            EntryDecision {
+                original_trace_number: traces[0].clone(),
+                answer: nacha::Answer::Return {
+                    code: ReturnCode::parse("R03").unwrap(),
+                    date_of_death: None,
+                    addenda_information: String::new(),
+                },
+            },
+            EntryDecision {
+                original_trace_number: traces[1].clone(),
+                answer: nacha::Answer::Notification {
+                    code: nacha::ChangeCode::parse("C01").unwrap(),
+                    corrected_data: "99887766".to_owned(),
+                },
+            },
+        ],
+        &AnswerOptions {
+            creation_date: chrono::Utc::now().date_naive(),
+            creation_time: None,
+            file_id_modifier: 'A',
+            line_ending: LineEnding::Lf,
+        },
+    )
+    .unwrap();
+    std::fs::write(inbound.join("returns.ach"), &answer).unwrap();
+    wait_for("the return", async || {
+        payout(&app, &payouts[0]).await["status"] == "failed"
+    })
+    .await;
+    assert_eq!(payout(&app, &payouts[1]).await["status"], "in_progress");
+    let account = app
+        .get(&app.a, &format!("/api/receiver-account/{}", accounts[0]))
+        .await;
+    assert_eq!(
+        account.body["payload"]["status"], "failed",
+        "{}",
+        account.body
+    );
+    let payloads = event_payloads(&app, &payouts[0]).await;
+    let failure = payloads.last().unwrap();
+    assert_eq!(failure["return_code"], "R03");
+    // The hold of the returned payout is voided (fee 0): 1000 back.
+    let (available, pending) = balance_in(&app, "USD").await;
+    assert_eq!((available, pending), (100_000 - 1_001, 1_001));
+
+    // The same file again under another name: nothing applied twice.
+    std::fs::write(inbound.join("returns-again.ach"), &answer).unwrap();
+    wait_for("the second copy to be recorded", async || {
+        store
+            .list_reports(None, 100)
+            .await
+            .unwrap()
+            .iter()
+            .any(|l| l.file_name == "returns-again.ach")
+    })
+    .await;
+    let reports = store.list_reports(None, 100).await.unwrap();
+    let of = |name: &str| -> Vec<Resolution> {
+        let mut lines: Vec<_> = reports
+            .iter()
+            .filter(|l| l.file_name == name)
+            .map(|l| (l.report.position, l.report.resolution))
+            .collect();
+        lines.sort_by_key(|(position, _)| *position);
+        lines.into_iter().map(|(_, r)| r).collect()
+    };
+    assert_eq!(of("returns.ach"), [Resolution::Applied, Resolution::Noted]);
+    assert_eq!(
+        of("returns-again.ach"),
+        [Resolution::Repeated, Resolution::Noted]
+    );
+    assert_eq!(balance_in(&app, "USD").await, (100_000 - 1_001, 1_001));
     assert!(
         app.admin
             .check_ledger()
