@@ -198,7 +198,7 @@ fn demo(pg: &Postgres, options: &Options, started: Instant) -> Result<Value, Str
     let payoutd = Payoutd {
         bin: paths::target_dir().join("debug").join("payoutd"),
         env: vec![
-            ("DATABASE_URL", database_url),
+            ("DATABASE_URL", database_url.clone()),
             ("PAYOUT_MASTER_KEY", master_key()?),
             ("PAYOUT_CONFIG", config_path.display().to_string()),
             ("PAYOUT_BIND", bind.clone()),
@@ -226,7 +226,16 @@ fn demo(pg: &Postgres, options: &Options, started: Instant) -> Result<Value, Str
     })
     .map_err(|err| format!("{err} (its log: {})", log_path.display()))?;
 
-    let outcome = drive(&payoutd, addr, &mail_dir, &responder, options, deadline).map_err(|err| {
+    let outcome = drive(
+        &payoutd,
+        &database_url,
+        addr,
+        &mail_dir,
+        &responder,
+        options,
+        deadline,
+    )
+    .map_err(|err| {
         format!(
             "{err}\n(payoutd's log: {}, the bank: {})",
             log_path.display(),
@@ -248,6 +257,14 @@ fn demo(pg: &Postgres, options: &Options, started: Instant) -> Result<Value, Str
             let path = rail.written.join(&name);
             let bytes =
                 fs::read(&path).map_err(|err| format!("cannot read {}: {err}", path.display()))?;
+            if rail.kind == RailKind::Ach {
+                bank_formats::nacha::parse(&bytes).map_err(|err| {
+                    format!("the bank wrote {name}, not a valid NACHA file: {err}")
+                })?;
+            } else {
+                bank_formats::iso20022::parse_pain002(&bytes)
+                    .map_err(|err| format!("the bank wrote {name}, not a valid pain.002: {err}"))?;
+            }
             bank::copy_into(&received_dir, &name, &bytes)?;
             received += 1;
         }
@@ -289,6 +306,7 @@ fn summary_line(summary: &Value) -> String {
 /// without `files` and `ledger`.
 fn drive(
     payoutd: &Payoutd,
+    database_url: &str,
     addr: SocketAddr,
     mail_dir: &Path,
     responder: &ResponderThread,
@@ -434,7 +452,7 @@ fn drive(
     let tally = responder.tally()?;
     let successful = last.values().filter(|(s, _)| s == "successful").count();
     let failed = last.values().filter(|(s, _)| s == "failed").count();
-    let returned = last
+    let seen_returned = last
         .iter()
         .filter(|(id, (s, _))| s == "failed" && seen_successful.contains(*id))
         .count();
@@ -454,9 +472,12 @@ fn drive(
             "payoutd failed the payouts {failed_refs:?}, but the bank rejected or returned {bank_failed:?}"
         ));
     }
-    if returned != tally.returned_late.len() {
+    // Returned: failed after settlement, with the amount credited back (`payout_return`).
+    let returned = returned_payouts(database_url)?;
+    if returned < tally.returned_late.len().max(seen_returned) || returned > failed {
         return Err(format!(
-            "the bank returned {} settled payouts, but {returned} were seen successful and then failed",
+            "{returned} payouts have a payout_return ledger entry, but the bank returned {} after \
+             settlement, {seen_returned} were seen successful then failed, and {failed} failed",
             tally.returned_late.len()
         ));
     }
@@ -701,6 +722,19 @@ fn wait_until(
         }
         thread::sleep(Duration::from_secs(1));
     }
+}
+
+/// How many payouts were returned after settlement: those with a `payout_return` ledger entry.
+fn returned_payouts(database_url: &str) -> Result<usize, String> {
+    let psql = postgres::find_client("psql")
+        .ok_or_else(|| "psql (PostgreSQL's client) is missing".to_owned())?;
+    let out = cmd::stdout(Command::new(psql).arg(database_url).args([
+        "-Atc",
+        "SELECT count(DISTINCT payout_id) FROM ledger_entries WHERE kind = 'payout_return'",
+    ]))?;
+    out.trim()
+        .parse()
+        .map_err(|_| format!("psql printed {out:?} for the count of returns"))
 }
 
 /// Drops the demo's database so each run starts empty.
