@@ -166,6 +166,8 @@ pub struct Tally {
     pub returned_late: Vec<String>,
     /// Late returns not written yet.
     pub late_pending: usize,
+    /// Files that could not be read or answered.
+    pub unreadable: Vec<String>,
 }
 
 /// A NACHA file whose late returns are still to be written.
@@ -219,9 +221,14 @@ impl Responder {
                     .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
                 copy_into(&dirs.read, &name, &bytes)?;
                 self.tally.files_read += 1;
-                match dirs.kind {
-                    RailKind::Sepa => self.answer_pain001(&dirs, &name, &bytes)?,
-                    RailKind::Ach => self.answer_nacha(&dirs, &name, &bytes)?,
+                let answered = match dirs.kind {
+                    RailKind::Sepa => self.answer_pain001(&dirs, &name, &bytes),
+                    RailKind::Ach => self.answer_nacha(&dirs, &name, &bytes),
+                };
+                // A file the bank cannot read is reported and left unanswered, as a bank would.
+                if let Err(err) = answered {
+                    eprintln!("bank: {}: cannot answer {name}: {err}", dirs.kind.route());
+                    self.tally.unreadable.push(name);
                 }
             }
         }
@@ -665,8 +672,171 @@ pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
+    use bank_formats::{
+        iso20022::{
+            CreditTransfer, CreditTransferInitiation, DebtorAgent, InitiatingParty, PaymentBatch,
+            parse_pain002, write_pain001,
+        },
+        nacha::{
+            Batch, BatchHeader, EntryDetail, FileHeader, SecCode, ServiceClass, TransactionCode,
+            WriteOptions,
+        },
+    };
+
     use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("xtask-bank-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        dir
+    }
+
+    fn nacha_file(entries: u32) -> Vec<u8> {
+        let date = Utc::now().date_naive();
+        let file = NachaFile {
+            header: FileHeader {
+                immediate_destination: "021000021".into(),
+                immediate_origin: "1234567890".into(),
+                creation_date: date,
+                creation_time: None,
+                file_id_modifier: 'A',
+                immediate_destination_name: "BANK".into(),
+                immediate_origin_name: "PAYOUTD".into(),
+                reference_code: String::new(),
+            },
+            batches: vec![Batch {
+                header: BatchHeader {
+                    service_class: ServiceClass::CreditsOnly,
+                    company_name: "PAYOUTD".into(),
+                    company_discretionary_data: String::new(),
+                    company_identification: "1234567890".into(),
+                    sec_code: SecCode::Ppd,
+                    company_entry_description: "PAYOUT".into(),
+                    company_descriptive_date: String::new(),
+                    effective_entry_date: Some(date),
+                    originating_dfi: "02100002".into(),
+                    batch_number: 1,
+                },
+                entries: (1..=entries)
+                    .map(|n| EntryDetail {
+                        transaction_code: TransactionCode::CheckingCredit,
+                        receiving_dfi: "021000021".into(),
+                        account_number: format!("{}", 100_000 + n),
+                        amount: u64::from(1_000 + n),
+                        individual_id: format!("P{n}"),
+                        individual_name: "RECEIVER".into(),
+                        discretionary_data: String::new(),
+                        trace_number: format!("02100002{n:07}"),
+                        addenda: Vec::new(),
+                    })
+                    .collect(),
+            }],
+        };
+        nacha::write(&file, &WriteOptions::default()).unwrap()
+    }
+
+    fn pain001_file(transactions: u32) -> Vec<u8> {
+        let now = Utc::now();
+        write_pain001(&CreditTransferInitiation {
+            message_id: "MSG1".into(),
+            created_at: now.naive_utc(),
+            initiating_party: InitiatingParty {
+                name: "Payoutd".into(),
+                id: None,
+            },
+            batches: vec![PaymentBatch {
+                payment_info_id: "MSG1-1".into(),
+                batch_booking: false,
+                execution_date: now.date_naive(),
+                debtor_name: "Payoutd".into(),
+                debtor_iban: "DE89370400440532013000".into(),
+                debtor_agent: DebtorAgent::NotProvided,
+                transactions: (1..=transactions)
+                    .map(|n| CreditTransfer {
+                        instruction_id: format!("I{n}"),
+                        end_to_end_id: format!("E2E{n}"),
+                        amount_cents: u64::from(1_000 + n),
+                        creditor_agent_bic: None,
+                        creditor_name: "Receiver".into(),
+                        creditor_iban: "DE89370400440532013000".into(),
+                        remittance: None,
+                    })
+                    .collect(),
+            }],
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn the_responder_answers_each_file_once_with_the_share() {
+        let root = scratch("responder");
+        let rails: Vec<RailDirs> = RailKind::ALL
+            .iter()
+            .map(|k| RailDirs::create(&root, *k).unwrap())
+            .collect();
+        let (ach, sepa) = (rails[0].clone(), rails[1].clone());
+        let mut responder = Responder::new(rails, 0.2, Duration::ZERO);
+        fs::write(ach.outbound.join("F1-usd-ach.ach"), nacha_file(10)).unwrap();
+        fs::write(ach.outbound.join(".F2-usd-ach.ach.part"), b"half").unwrap();
+        fs::write(sepa.outbound.join("F1-eur-sepa.xml"), pain001_file(10)).unwrap();
+        fs::write(sepa.outbound.join("broken.xml"), b"<not pain").unwrap();
+        responder.poll().unwrap();
+        responder.poll().unwrap();
+
+        let tally = responder.tally().clone();
+        assert_eq!(tally.files_read, 3, "the .part file is not read");
+        assert_eq!(tally.payments, 20);
+        assert_eq!(tally.unreadable, ["broken.xml"]);
+        // 2 of 10 rejected per rail at once; 2 of the 8 settled ACH entries returned later.
+        assert_eq!(tally.rejected.len(), 4);
+        assert_eq!(tally.returned_late.len(), 2);
+        assert_eq!(tally.late_pending, 0);
+        assert!(
+            tally
+                .rejected
+                .iter()
+                .all(|r| !tally.returned_late.contains(r))
+        );
+        assert_eq!(
+            complete_files(&ach.inbound).unwrap(),
+            ["F1-usd-ach-late-returns.ach", "F1-usd-ach-returns.ach"]
+        );
+        assert_eq!(complete_files(&ach.written).unwrap().len(), 2);
+        assert_eq!(complete_files(&ach.read).unwrap(), ["F1-usd-ach.ach"]);
+
+        let returns = nacha::parse(&fs::read(ach.inbound.join("F1-usd-ach-returns.ach")).unwrap())
+            .unwrap()
+            .returns();
+        let mut returned: Vec<String> = returns
+            .iter()
+            .map(|r| r.original_trace_number.clone())
+            .collect();
+        returned.sort();
+        let mut rejected: Vec<String> = tally
+            .rejected
+            .iter()
+            .filter(|r| r.starts_with("0210"))
+            .cloned()
+            .collect();
+        rejected.sort();
+        assert_eq!(returned, rejected);
+
+        let report =
+            parse_pain002(&fs::read(sepa.inbound.join("F1-eur-sepa-pain002.xml")).unwrap())
+                .unwrap();
+        assert_eq!(report.original_message_id, "MSG1");
+        assert_eq!(report.group_status, Some(Status::AcceptedCustomerProfile));
+        let rejected: Vec<_> = report
+            .transactions()
+            .filter(|t| t.status == Some(Status::Rejected))
+            .collect();
+        assert_eq!(rejected.len(), 2);
+        assert!(rejected.iter().all(|t| t.means_wrong_account()));
+        assert_eq!(report.transactions().count(), 10);
+        let _ = fs::remove_dir_all(&root);
+    }
 
     #[test]
     fn picks_are_deterministic_and_exactly_the_share() {

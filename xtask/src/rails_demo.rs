@@ -427,6 +427,9 @@ fn drive(
     let mut last: BTreeMap<String, (String, String)> = BTreeMap::new();
     wait_until(deadline, "every payout to be final", || {
         let tally = responder.tally()?;
+        if !tally.unreadable.is_empty() {
+            return Err(format!("the bank could not read {:?}", tally.unreadable));
+        }
         for id in &payouts {
             let shown = api.get(&format!("/api/payout/{id}"))?;
             let status = payload_str(&shown, "status")?;
@@ -450,6 +453,9 @@ fn drive(
         Ok(all_final && late_applied && tally.payments == payouts.len())
     })?;
     let tally = responder.tally()?;
+    if !tally.unreadable.is_empty() {
+        return Err(format!("the bank could not read {:?}", tally.unreadable));
+    }
     let successful = last.values().filter(|(s, _)| s == "successful").count();
     let failed = last.values().filter(|(s, _)| s == "failed").count();
     let seen_returned = last
