@@ -58,6 +58,29 @@ impl Tools {
             cmd.env(env, path);
         }
     }
+
+    /// Validates the pain.001.001.09 file at `file` against the official schema with xmllint.
+    pub fn validate_pain001(&self, file: &Path) -> Result<(), String> {
+        let (_, xsd) = self
+            .schemas
+            .iter()
+            .find(|(env, _)| *env == "PAYOUTD_PAIN001_XSD")
+            .ok_or_else(|| "the pain.001 schema is not provisioned".to_owned())?;
+        cmd::stdout(
+            Command::new(&self.xmllint)
+                .args(["--noout", "--schema"])
+                .arg(xsd)
+                .arg(file),
+        )
+        .map(drop)
+        .map_err(|err| {
+            format!(
+                "{} does not validate against {}: {err}",
+                file.display(),
+                xsd.display()
+            )
+        })
+    }
 }
 
 /// Makes sure `xmllint` is installed and the schemas are in `<target dir>/iso20022-xsd/`.

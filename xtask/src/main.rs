@@ -3,6 +3,7 @@
 //! Plain Rust with hand-parsed arguments, in the spirit of rust-analyzer's
 //! xtask. `cargo xtask help` lists the commands.
 
+mod bank;
 mod bench;
 mod cmd;
 mod flags;
@@ -12,6 +13,7 @@ mod iso20022;
 mod modgraph;
 mod paths;
 mod postgres;
+mod rails_demo;
 mod serve;
 mod sign;
 mod test;
@@ -42,6 +44,14 @@ Commands:
   fuzz [--examples N] [--seed S] [-- ARGS...]
                    Run schemathesis against a fresh payoutd (sandbox mode): no 5xx,
                    every response as /openapi.json documents it
+  bank [--dir D] [--return-share S] [--port P] [--late-after-secs N]
+                   Run a local bank for the production rails: sshd (SFTP) on
+                   127.0.0.1 and a responder answering payoutd's NACHA and pain.001
+                   files (returns, pain.002); prints its settings as JSON
+  rails-demo       Run payoutd in production mode against that bank: receivers,
+                   KYC, confirmed accounts, ACH and SEPA payouts, the bank's answers;
+                   prints one JSON line of counts (payouts, successful, failed,
+                   returned, files, ledger); files under target/rails-demo/
   sign --api-key K --api-secret S [--v2 --method M --path P --body B] [--nonce N]
                    Print a `signature` header value (v2 also needs the header
                    `x-signature-version: 2` on the request)
@@ -101,6 +111,8 @@ fn run() -> Result<ExitCode, String> {
             bench::run(args)
         }
         Some("fuzz") => fuzz::run(args),
+        Some("bank") => bank::run(args),
+        Some("rails-demo") => rails_demo::run(args),
         Some("sign") => sign::run(args),
         Some(postgres::REAPER_COMMAND) => {
             postgres::reap(&args)?;

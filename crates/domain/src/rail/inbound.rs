@@ -287,9 +287,32 @@ impl InboundProcessor {
             .map(|(p, _)| p))
     }
 
-    /// Applies `result` to `payout`: `applied` when it changed it, `repeated` when the payout is
-    /// where the result would put it, `conflicting` otherwise.
+    /// Applies `result` to `payout`, as it is now: the batch runner can move it meanwhile (to
+    /// `successful` on its file's effective date, while a return of it is being read), and the
+    /// conditional write then finds nothing to do. So when the result was not applied and the
+    /// payout has moved since it was read, it is decided again on the payout as it is now.
     async fn settle(&self, payout: &Payout, result: &RailResult) -> Result<Resolution, PortError> {
+        let mut current = payout.clone();
+        for _ in 0..3 {
+            let resolution = self.settle_as_read(&current, result).await?;
+            if resolution == Resolution::Applied {
+                return Ok(resolution);
+            }
+            match self.payout(current.subaccount_id, current.id).await? {
+                Some(fresh) if fresh.status != current.status => current = fresh,
+                _ => return Ok(resolution),
+            }
+        }
+        self.settle_as_read(&current, result).await
+    }
+
+    /// Applies `result` to `payout` as read: `applied` when it changed it, `repeated` when the
+    /// payout is where the result would put it, `conflicting` otherwise.
+    async fn settle_as_read(
+        &self,
+        payout: &Payout,
+        result: &RailResult,
+    ) -> Result<Resolution, PortError> {
         let allowed = match result {
             RailResult::Paid => payout.status == PayoutStatus::InProgress,
             RailResult::Failed { .. } => payout.status == PayoutStatus::InProgress,

@@ -49,6 +49,8 @@ fn payout(n: u128, status: PayoutStatus, amount: i64) -> Payout {
 struct Ledger {
     payouts: Arc<Mutex<BTreeMap<PayoutId, Payout>>>,
     applied: Arc<Mutex<Vec<PayoutChange>>>,
+    /// Outdated copies the next reads return first (a payout another job moved meanwhile).
+    stale: Arc<Mutex<Vec<Payout>>>,
 }
 
 impl Ledger {
@@ -66,8 +68,12 @@ impl Ledger {
 
     fn store(&self) -> Arc<MockPayoutStore> {
         let mut store = MockPayoutStore::new();
-        let payouts = self.payouts.clone();
+        let (payouts, stale) = (self.payouts.clone(), self.stale.clone());
         store.expect_find_payout().returning(move |_, id| {
+            let mut stale = stale.lock().unwrap();
+            if let Some(at) = stale.iter().position(|p| p.id == id) {
+                return Ok(Some((stale.remove(at), Vec::new())));
+            }
             Ok(payouts
                 .lock()
                 .unwrap()
@@ -317,6 +323,43 @@ async fn a_return_of_a_paid_payout_is_applied_once_even_when_the_bank_sends_it_a
     assert_eq!(line.rail_file_id, Some(RailFileId::from_uuid(id(900))));
     assert_eq!(line.code.as_deref(), Some("R02"));
     assert_eq!(line.amount, Some(1_000));
+}
+
+#[tokio::test]
+async fn a_return_read_while_the_payout_is_being_settled_is_applied_to_the_settled_payout() {
+    // The payout was in progress when the return's line was matched, and the batch runner
+    // settled it (its effective date came) before the return was written.
+    let ledger = Ledger::with(vec![payout(1, PayoutStatus::Successful, 1_000)]);
+    ledger
+        .stale
+        .lock()
+        .unwrap()
+        .push(payout(1, PayoutStatus::InProgress, 1_000));
+    let s = setup(
+        &ledger,
+        MockRailFileStore::new(),
+        vec![("T1", sent(1, 900, 0))],
+    );
+    let rail = rail(reader(items(vec![return_of(
+        "T1",
+        "R01",
+        false,
+        Some(1_000),
+    )])));
+    let mut pass = InboundPass::default();
+    s.processor
+        .process(&rail, "returns-1.ach", b"first", &mut pass)
+        .await
+        .unwrap();
+    assert_eq!(
+        ledger.status(1),
+        PayoutStatus::Failed,
+        "the return is not lost"
+    );
+    let applied = ledger.applied.lock().unwrap().clone();
+    assert_eq!(applied.len(), 1);
+    assert_eq!(applied[0].entries[0].kind, LedgerEntryKind::PayoutReturn);
+    assert_eq!(resolutions(&s), [Resolution::Applied]);
 }
 
 #[tokio::test]

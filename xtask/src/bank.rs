@@ -1,0 +1,893 @@
+//! `cargo xtask bank`: a local bank for payoutd's production rails.
+//!
+//! A real OpenSSH `sshd` on a loopback port (its own config, host key and authorized client
+//! key; the running user; key authentication only; `internal-sftp`) serves a drop with an
+//! `outbound` and an `inbound` directory per rail. A responder reads every complete file payoutd
+//! puts in a rail's `outbound` directory with the project's parsers (`bank_formats`) and
+//! answers in `inbound`:
+//!
+//! - **pain.001** (`eur-sepa`): a pain.002.001.09 with group status `ACCP`, `ACSC` for most
+//!   transactions and `RJCT` (reason `AC04`, closed account) for a share of them.
+//! - **NACHA** (`usd-ach`): at once, a return file (R01 or R03) for a share of the entries; then,
+//!   once the entries' effective date has come and a delay has passed (after settlement), a
+//!   second return file for another share of the entries that were not returned at once.
+//!
+//! Which entries are answered how is decided by a hash of the trace number or `EndToEndId`
+//! ([`pick`]: exactly the share of a file's payments, rounded), so a run's numbers are
+//! predictable. Every file read is copied to the rail's
+//! `read` directory and every file written to its `written` directory.
+
+use std::{
+    collections::HashSet,
+    fs,
+    net::TcpListener,
+    path::{Path, PathBuf},
+    process::{Child, Command, ExitCode, Stdio},
+    thread,
+    time::{Duration, Instant},
+};
+
+use bank_formats::{
+    iso20022::{
+        ReasonCode, ReportDecisions, Status, StatusReason, TransactionDecision, read_pain001,
+        status_report, write_pain002,
+    },
+    nacha::{self, Answer, AnswerOptions, EntryDecision, LineEnding, NachaFile, ReturnCode},
+};
+use chrono::{NaiveDate, Utc};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use crate::{cmd, flags::Flags, paths, tools};
+
+/// The default share of payments the bank rejects or returns.
+pub const DEFAULT_RETURN_SHARE: f64 = 0.2;
+
+/// The default wait after a file's effective date before its late returns are written.
+pub const DEFAULT_LATE_AFTER: Duration = Duration::from_secs(20);
+
+/// The rails the bank serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RailKind {
+    /// `usd/ach`: NACHA files, answered with return files.
+    Ach,
+    /// `eur/sepa`: pain.001 files, answered with pain.002 reports.
+    Sepa,
+}
+
+impl RailKind {
+    pub const ALL: [Self; 2] = [Self::Ach, Self::Sepa];
+
+    /// The rail's directory name under the bank's directory.
+    pub fn dir_name(self) -> &'static str {
+        match self {
+            Self::Ach => "usd-ach",
+            Self::Sepa => "eur-sepa",
+        }
+    }
+
+    /// payoutd's route of the method.
+    pub fn route(self) -> &'static str {
+        match self {
+            Self::Ach => "usd/ach",
+            Self::Sepa => "eur/sepa",
+        }
+    }
+}
+
+/// One rail's directories.
+#[derive(Debug, Clone)]
+pub struct RailDirs {
+    pub kind: RailKind,
+    /// Where payoutd uploads.
+    pub outbound: PathBuf,
+    /// Where the bank answers.
+    pub inbound: PathBuf,
+    /// Copies of the files the bank read.
+    pub read: PathBuf,
+    /// Copies of the files the bank wrote.
+    pub written: PathBuf,
+}
+
+impl RailDirs {
+    fn create(root: &Path, kind: RailKind) -> Result<Self, String> {
+        let base = root.join(kind.dir_name());
+        let dirs = Self {
+            kind,
+            outbound: base.join("outbound"),
+            inbound: base.join("inbound"),
+            read: base.join("read"),
+            written: base.join("written"),
+        };
+        for dir in [&dirs.outbound, &dirs.inbound, &dirs.read, &dirs.written] {
+            fs::create_dir_all(dir)
+                .map_err(|err| format!("cannot create {}: {err}", dir.display()))?;
+        }
+        Ok(dirs)
+    }
+}
+
+/// The references of `ids` picked for the answer `what`: the `share` of them (rounded) whose
+/// SHA-256(`what`:`id`) is smallest. Deterministic for given ids, and exactly the share.
+pub fn pick(what: &str, ids: &[String], share: f64) -> HashSet<String> {
+    let mut ranked: Vec<(f64, &String)> = ids.iter().map(|id| (fraction(what, id), id)).collect();
+    ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(b.1)));
+    // The count is at most ids.len(): share is from 0 to 1.
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss
+    )]
+    let count = (ids.len() as f64 * share).round() as usize;
+    ranked
+        .into_iter()
+        .take(count)
+        .map(|(_, id)| id.clone())
+        .collect()
+}
+
+/// Whether `id` is picked by a coin of weight `share` for the answer `what`.
+fn decide(what: &str, id: &str, share: f64) -> bool {
+    fraction(what, id) < share
+}
+
+fn fraction(what: &str, id: &str) -> f64 {
+    let digest = Sha256::digest(format!("{what}:{id}").as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    // Precision loss is fine: this is a fraction, not an identity.
+    #[allow(clippy::cast_precision_loss)]
+    let value = u64::from_be_bytes(first) as f64 / 18_446_744_073_709_551_616.0;
+    value
+}
+
+/// The NACHA return code for a returned entry: R01 (insufficient funds) or R03 (no account),
+/// by hash.
+pub fn ach_return_code(trace: &str) -> &'static str {
+    if decide("ach-code", trace, 0.5) {
+        "R03"
+    } else {
+        "R01"
+    }
+}
+
+/// What the bank decided, for the demo to check payoutd's results against.
+#[derive(Debug, Default, Clone)]
+pub struct Tally {
+    /// Files read from the outbound directories.
+    pub files_read: usize,
+    /// Files written to the inbound directories.
+    pub files_written: usize,
+    /// Payments in the files read.
+    pub payments: usize,
+    /// References rejected or returned before settlement.
+    pub rejected: Vec<String>,
+    /// References returned after settlement (written).
+    pub returned_late: Vec<String>,
+    /// Late returns not written yet.
+    pub late_pending: usize,
+    /// Files that could not be read or answered.
+    pub unreadable: Vec<String>,
+}
+
+/// A NACHA file whose late returns are still to be written.
+struct LateReturns {
+    dirs: RailDirs,
+    stem: String,
+    original: NachaFile,
+    decisions: Vec<EntryDecision>,
+    effective: Option<NaiveDate>,
+    received: Instant,
+}
+
+/// Reads what payoutd uploads and answers it.
+pub struct Responder {
+    rails: Vec<RailDirs>,
+    share: f64,
+    late_after: Duration,
+    seen: HashSet<PathBuf>,
+    late: Vec<LateReturns>,
+    tally: Tally,
+    sequence: u32,
+}
+
+impl Responder {
+    pub fn new(rails: Vec<RailDirs>, share: f64, late_after: Duration) -> Self {
+        Self {
+            rails,
+            share,
+            late_after,
+            seen: HashSet::new(),
+            late: Vec::new(),
+            tally: Tally::default(),
+            sequence: 0,
+        }
+    }
+
+    pub fn tally(&self) -> &Tally {
+        &self.tally
+    }
+
+    /// Answers every new file, and writes the late returns that are due; one line per file on
+    /// stderr.
+    pub fn poll(&mut self) -> Result<(), String> {
+        for dirs in self.rails.clone() {
+            for name in complete_files(&dirs.outbound)? {
+                let path = dirs.outbound.join(&name);
+                if !self.seen.insert(path.clone()) {
+                    continue;
+                }
+                let bytes = fs::read(&path)
+                    .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
+                copy_into(&dirs.read, &name, &bytes)?;
+                self.tally.files_read += 1;
+                let answered = match dirs.kind {
+                    RailKind::Sepa => self.answer_pain001(&dirs, &name, &bytes),
+                    RailKind::Ach => self.answer_nacha(&dirs, &name, &bytes),
+                };
+                // A file the bank cannot read is reported and left unanswered, as a bank would.
+                if let Err(err) = answered {
+                    eprintln!("bank: {}: cannot answer {name}: {err}", dirs.kind.route());
+                    self.tally.unreadable.push(name);
+                }
+            }
+        }
+        self.write_due_late_returns()
+    }
+
+    fn answer_pain001(&mut self, dirs: &RailDirs, name: &str, bytes: &[u8]) -> Result<(), String> {
+        let summary = read_pain001(bytes).map_err(|err| format!("bank: {name}: {err}"))?;
+        let ids: Vec<String> = summary
+            .transactions()
+            .map(|(_, tx)| tx.end_to_end_id.clone())
+            .collect();
+        let rejected = pick("sepa-reject", &ids, self.share);
+        let mut transactions = Vec::new();
+        for id in &ids {
+            self.tally.payments += 1;
+            let reject = rejected.contains(id);
+            if reject {
+                self.tally.rejected.push(id.clone());
+            }
+            transactions.push(TransactionDecision {
+                end_to_end_id: id.clone(),
+                status: if reject {
+                    Status::Rejected
+                } else {
+                    Status::AcceptedSettlementCompleted
+                },
+                reasons: if reject {
+                    vec![StatusReason {
+                        code: Some(ReasonCode::new("AC04")),
+                        proprietary: None,
+                        additional_info: vec!["Closed account (bank simulator)".to_owned()],
+                    }]
+                } else {
+                    Vec::new()
+                },
+            });
+        }
+        self.sequence += 1;
+        let decisions = ReportDecisions {
+            message_id: format!(
+                "BANKSIM-{}-{}",
+                Utc::now().format("%Y%m%d%H%M%S"),
+                self.sequence
+            ),
+            created_at: Utc::now().naive_utc(),
+            group_status: Status::AcceptedCustomerProfile,
+            group_reasons: Vec::new(),
+            transactions,
+        };
+        let report =
+            status_report(&summary, &decisions).map_err(|err| format!("bank: {name}: {err}"))?;
+        let xml = write_pain002(&report).map_err(|err| format!("bank: {name}: {err}"))?;
+        self.write_answer(dirs, &format!("{}-pain002.xml", stem(name)), &xml)
+    }
+
+    fn answer_nacha(&mut self, dirs: &RailDirs, name: &str, bytes: &[u8]) -> Result<(), String> {
+        let file = nacha::parse(bytes).map_err(|err| format!("bank: {name}: {err}"))?;
+        let effective = file
+            .batches
+            .iter()
+            .filter_map(|batch| batch.header.effective_entry_date)
+            .max();
+        let traces: Vec<String> = file
+            .batches
+            .iter()
+            .flat_map(|batch| batch.entries.iter().map(|e| e.trace_number.clone()))
+            .collect();
+        self.tally.payments += traces.len();
+        let returned_now = pick("ach-return", &traces, self.share);
+        let settled: Vec<String> = traces
+            .iter()
+            .filter(|t| !returned_now.contains(*t))
+            .cloned()
+            .collect();
+        let returned_later = pick("ach-late-return", &settled, self.share);
+        let mut now = Vec::new();
+        let mut later = Vec::new();
+        for trace in &traces {
+            if returned_now.contains(trace) {
+                self.tally.rejected.push(trace.clone());
+                now.push(return_decision(trace)?);
+            } else if returned_later.contains(trace) {
+                later.push(return_decision(trace)?);
+            }
+        }
+        let stem = stem(name).to_owned();
+        if !now.is_empty() {
+            let answer =
+                answer_bytes(&file, &now, 'A').map_err(|err| format!("bank: {name}: {err}"))?;
+            self.write_answer(dirs, &format!("{stem}-returns.ach"), &answer)?;
+        }
+        if !later.is_empty() {
+            self.tally.late_pending += later.len();
+            self.late.push(LateReturns {
+                dirs: dirs.clone(),
+                stem,
+                original: file,
+                decisions: later,
+                effective,
+                received: Instant::now(),
+            });
+        }
+        Ok(())
+    }
+
+    fn write_due_late_returns(&mut self) -> Result<(), String> {
+        let today = Utc::now().date_naive();
+        let (due, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.late)
+            .into_iter()
+            .partition(|late| {
+                late.effective.is_none_or(|date| date <= today)
+                    && late.received.elapsed() >= self.late_after
+            });
+        self.late = waiting;
+        for late in due {
+            let answer = answer_bytes(&late.original, &late.decisions, 'B')
+                .map_err(|err| format!("bank: {}: {err}", late.stem))?;
+            self.write_answer(
+                &late.dirs,
+                &format!("{}-late-returns.ach", late.stem),
+                &answer,
+            )?;
+            self.tally.late_pending -= late.decisions.len();
+            self.tally
+                .returned_late
+                .extend(late.decisions.into_iter().map(|d| d.original_trace_number));
+        }
+        Ok(())
+    }
+
+    /// Writes `name` into the inbound directory (under a dot name, then renamed) and copies it.
+    fn write_answer(&mut self, dirs: &RailDirs, name: &str, bytes: &[u8]) -> Result<(), String> {
+        let temporary = dirs.inbound.join(format!(".{name}.part"));
+        let path = dirs.inbound.join(name);
+        fs::write(&temporary, bytes)
+            .and_then(|()| fs::rename(&temporary, &path))
+            .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
+        copy_into(&dirs.written, name, bytes)?;
+        self.tally.files_written += 1;
+        eprintln!("bank: {}: wrote {name}", dirs.kind.route());
+        Ok(())
+    }
+}
+
+fn return_decision(trace: &str) -> Result<EntryDecision, String> {
+    let code = ach_return_code(trace);
+    let code = ReturnCode::parse(code).ok_or_else(|| format!("unknown return code {code}"))?;
+    Ok(EntryDecision {
+        original_trace_number: trace.to_owned(),
+        answer: Answer::Return {
+            code,
+            date_of_death: None,
+            addenda_information: "BANK SIMULATOR".to_owned(),
+        },
+    })
+}
+
+fn answer_bytes(
+    original: &NachaFile,
+    decisions: &[EntryDecision],
+    modifier: char,
+) -> Result<Vec<u8>, nacha::AnswerError> {
+    let now = Utc::now();
+    nacha::write_answer_file(
+        original,
+        decisions,
+        &AnswerOptions {
+            creation_date: now.date_naive(),
+            creation_time: Some(now.time()),
+            file_id_modifier: modifier,
+            line_ending: LineEnding::Lf,
+        },
+    )
+}
+
+/// `name` without its extension.
+fn stem(name: &str) -> &str {
+    name.rsplit_once('.').map_or(name, |(stem, _)| stem)
+}
+
+/// The complete regular files of `dir`, sorted: no dot files, no `.part`/`.filepart`.
+pub fn complete_files(dir: &Path) -> Result<Vec<String>, String> {
+    let entries =
+        fs::read_dir(dir).map_err(|err| format!("cannot list {}: {err}", dir.display()))?;
+    let mut names = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|err| format!("cannot list {}: {err}", dir.display()))?;
+        let Ok(name) = entry.file_name().into_string() else {
+            continue;
+        };
+        let is_file = entry.file_type().is_ok_and(|t| t.is_file());
+        if is_file && is_complete_name(&name) {
+            names.push(name);
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
+/// Whether a file of this name is finished (uploads go to a dot name or `.part` first).
+pub fn is_complete_name(name: &str) -> bool {
+    !name.starts_with('.') && !name.ends_with(".part") && !name.ends_with(".filepart")
+}
+
+pub fn copy_into(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), String> {
+    let path = dir.join(name);
+    fs::write(&path, bytes).map_err(|err| format!("cannot write {}: {err}", path.display()))
+}
+
+/// The running bank: sshd and the responder's settings.
+pub struct Bank {
+    sshd: Option<Child>,
+    pub dir: PathBuf,
+    pub port: u16,
+    pub user: String,
+    pub client_key: PathBuf,
+    pub host_key: String,
+    pub rails: Vec<RailDirs>,
+}
+
+impl Bank {
+    /// Creates keys and directories under `dir` (emptied first) and starts sshd on `port` (or
+    /// a free one).
+    pub fn start(dir: &Path, port: Option<u16>) -> Result<Self, String> {
+        let sshd = tools::ensure_debian_tool("/usr/sbin/sshd", "openssh-server")?;
+        let keygen = tools::ensure_debian_tool("ssh-keygen", "openssh-client")?;
+        if dir.exists() {
+            fs::remove_dir_all(dir)
+                .map_err(|err| format!("cannot empty {}: {err}", dir.display()))?;
+        }
+        let ssh = dir.join("ssh");
+        fs::create_dir_all(&ssh)
+            .map_err(|err| format!("cannot create {}: {err}", ssh.display()))?;
+        let dir = fs::canonicalize(dir).map_err(|err| format!("{}: {err}", dir.display()))?;
+        let ssh = dir.join("ssh");
+        for key in ["host_ed25519", "client_ed25519"] {
+            cmd::stdout(
+                Command::new(&keygen)
+                    .args(["-q", "-t", "ed25519", "-N", "", "-C", "payoutd-bank", "-f"])
+                    .arg(ssh.join(key))
+                    .stdin(Stdio::null()),
+            )?;
+        }
+        let read = |name: &str| {
+            let path = ssh.join(name);
+            fs::read_to_string(&path)
+                .map_err(|err| format!("cannot read {}: {err}", path.display()))
+        };
+        fs::write(ssh.join("authorized_keys"), read("client_ed25519.pub")?)
+            .map_err(|err| format!("cannot write authorized_keys: {err}"))?;
+        let host_key = read("host_ed25519.pub")?.trim().to_owned();
+        let user = cmd::stdout(Command::new("id").arg("-un"))?
+            .trim()
+            .to_owned();
+        if cmd::stdout(Command::new("id").arg("-u"))?.trim() == "0" {
+            // sshd running as root wants its privilege-separation directory.
+            fs::create_dir_all("/run/sshd")
+                .map_err(|err| format!("cannot create /run/sshd: {err}"))?;
+        }
+        let rails = RailKind::ALL
+            .iter()
+            .map(|kind| RailDirs::create(&dir, *kind))
+            .collect::<Result<Vec<_>, _>>()?;
+
+        let mut last_log = String::new();
+        for _ in 0..5 {
+            let port = match port {
+                Some(port) => port,
+                None => free_port()?,
+            };
+            let config = ssh.join("sshd_config");
+            fs::write(&config, sshd_config(&ssh, port))
+                .map_err(|err| format!("cannot write {}: {err}", config.display()))?;
+            let log = ssh.join("sshd.log");
+            let log_file = fs::File::create(&log)
+                .map_err(|err| format!("cannot create {}: {err}", log.display()))?;
+            let mut child = Command::new(&sshd)
+                .args(["-D", "-e", "-f"])
+                .arg(&config)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(log_file)
+                .spawn()
+                .map_err(|err| format!("cannot start {}: {err}", sshd.display()))?;
+            if wait_listening(&mut child, &log, port) {
+                return Ok(Self {
+                    sshd: Some(child),
+                    client_key: ssh.join("client_ed25519"),
+                    dir,
+                    port,
+                    user,
+                    host_key,
+                    rails,
+                });
+            }
+            last_log = fs::read_to_string(&log).unwrap_or_default();
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        Err(format!("sshd did not start; its log:\n{last_log}"))
+    }
+
+    /// The rail's directories.
+    pub fn rail(&self, kind: RailKind) -> Option<&RailDirs> {
+        self.rails.iter().find(|r| r.kind == kind)
+    }
+
+    /// What payoutd needs to reach the bank, as JSON.
+    pub fn describe(&self) -> serde_json::Value {
+        let rails: serde_json::Map<String, serde_json::Value> = self
+            .rails
+            .iter()
+            .map(|r| {
+                (
+                    r.kind.route().to_owned(),
+                    json!({"outbound_dir": r.outbound, "inbound_dir": r.inbound}),
+                )
+            })
+            .collect();
+        json!({
+            "host": "127.0.0.1",
+            "port": self.port,
+            "user": self.user,
+            "private_key": self.client_key,
+            "host_key": self.host_key,
+            "rails": rails,
+            "dir": self.dir,
+        })
+    }
+
+    /// Stops sshd.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.sshd.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Bank {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// sshd's configuration: loopback only, key authentication for the running user, no chroot.
+pub fn sshd_config(ssh: &Path, port: u16) -> String {
+    let path = |name: &str| ssh.join(name).display().to_string();
+    format!(
+        "ListenAddress 127.0.0.1\n\
+         Port {port}\n\
+         HostKey {host_key}\n\
+         PidFile {pid}\n\
+         AuthorizedKeysFile {authorized}\n\
+         PubkeyAuthentication yes\n\
+         PasswordAuthentication no\n\
+         KbdInteractiveAuthentication no\n\
+         PermitRootLogin prohibit-password\n\
+         StrictModes no\n\
+         UsePAM no\n\
+         UseDNS no\n\
+         LogLevel VERBOSE\n\
+         Subsystem sftp internal-sftp\n",
+        host_key = path("host_ed25519"),
+        pid = path("sshd.pid"),
+        authorized = path("authorized_keys"),
+    )
+}
+
+fn wait_listening(child: &mut Child, log: &Path, port: u16) -> bool {
+    let ready = format!("Server listening on 127.0.0.1 port {port}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if fs::read_to_string(log).is_ok_and(|text| text.contains(&ready)) {
+            return true;
+        }
+        if !matches!(child.try_wait(), Ok(None)) {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+/// A free port on 127.0.0.1 (free when asked; another process can take it before us).
+pub fn free_port() -> Result<u16, String> {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .map_err(|err| format!("cannot find a free port: {err}"))
+}
+
+/// Parses a share between 0 and 1.
+pub fn parse_share(raw: &str) -> Result<f64, String> {
+    match raw.parse::<f64>() {
+        Ok(share) if (0.0..=1.0).contains(&share) => Ok(share),
+        _ => Err(format!(
+            "--return-share must be a number from 0 to 1, got {raw:?}"
+        )),
+    }
+}
+
+/// `cargo xtask bank [--dir D] [--return-share S] [--port P] [--late-after-secs N]`: runs
+/// until killed.
+pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
+    let mut flags = Flags::new(args);
+    let dir = flags
+        .value("--dir")?
+        .map_or_else(|| paths::target_dir().join("bank"), PathBuf::from);
+    let share = flags
+        .value("--return-share")?
+        .map_or(Ok(DEFAULT_RETURN_SHARE), |raw| parse_share(&raw))?;
+    let port = flags
+        .value("--port")?
+        .map(|raw| {
+            raw.parse::<u16>()
+                .map_err(|_| format!("--port: not a port: {raw:?}"))
+        })
+        .transpose()?;
+    let late_after = flags
+        .value("--late-after-secs")?
+        .map(|raw| {
+            raw.parse::<u64>()
+                .map_err(|_| format!("--late-after-secs: not a number: {raw:?}"))
+        })
+        .transpose()?
+        .map_or(DEFAULT_LATE_AFTER, Duration::from_secs);
+    flags.finish()?;
+    let bank = Bank::start(&dir, port)?;
+    println!("{}", bank.describe());
+    eprintln!(
+        "bank: listening on 127.0.0.1:{}; Ctrl-C stops it",
+        bank.port
+    );
+    let mut responder = Responder::new(bank.rails.clone(), share, late_after);
+    loop {
+        responder.poll()?;
+        thread::sleep(Duration::from_millis(500));
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use bank_formats::{
+        iso20022::{
+            CreditTransfer, CreditTransferInitiation, DebtorAgent, InitiatingParty, PaymentBatch,
+            parse_pain002, write_pain001,
+        },
+        nacha::{
+            Batch, BatchHeader, EntryDetail, FileHeader, SecCode, ServiceClass, TransactionCode,
+            WriteOptions,
+        },
+    };
+
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("xtask-bank-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        dir
+    }
+
+    fn nacha_file(entries: u32) -> Vec<u8> {
+        let date = Utc::now().date_naive();
+        let file = NachaFile {
+            header: FileHeader {
+                immediate_destination: "021000021".into(),
+                immediate_origin: "1234567890".into(),
+                creation_date: date,
+                creation_time: None,
+                file_id_modifier: 'A',
+                immediate_destination_name: "BANK".into(),
+                immediate_origin_name: "PAYOUTD".into(),
+                reference_code: String::new(),
+            },
+            batches: vec![Batch {
+                header: BatchHeader {
+                    service_class: ServiceClass::CreditsOnly,
+                    company_name: "PAYOUTD".into(),
+                    company_discretionary_data: String::new(),
+                    company_identification: "1234567890".into(),
+                    sec_code: SecCode::Ppd,
+                    company_entry_description: "PAYOUT".into(),
+                    company_descriptive_date: String::new(),
+                    effective_entry_date: Some(date),
+                    originating_dfi: "02100002".into(),
+                    batch_number: 1,
+                },
+                entries: (1..=entries)
+                    .map(|n| EntryDetail {
+                        transaction_code: TransactionCode::CheckingCredit,
+                        receiving_dfi: "021000021".into(),
+                        account_number: format!("{}", 100_000 + n),
+                        amount: u64::from(1_000 + n),
+                        individual_id: format!("P{n}"),
+                        individual_name: "RECEIVER".into(),
+                        discretionary_data: String::new(),
+                        trace_number: format!("02100002{n:07}"),
+                        addenda: Vec::new(),
+                    })
+                    .collect(),
+            }],
+        };
+        nacha::write(&file, &WriteOptions::default()).unwrap()
+    }
+
+    fn pain001_file(transactions: u32) -> Vec<u8> {
+        let now = Utc::now();
+        write_pain001(&CreditTransferInitiation {
+            message_id: "MSG1".into(),
+            created_at: now.naive_utc(),
+            initiating_party: InitiatingParty {
+                name: "Payoutd".into(),
+                id: None,
+            },
+            batches: vec![PaymentBatch {
+                payment_info_id: "MSG1-1".into(),
+                batch_booking: false,
+                execution_date: now.date_naive(),
+                debtor_name: "Payoutd".into(),
+                debtor_iban: "DE89370400440532013000".into(),
+                debtor_agent: DebtorAgent::NotProvided,
+                transactions: (1..=transactions)
+                    .map(|n| CreditTransfer {
+                        instruction_id: format!("I{n}"),
+                        end_to_end_id: format!("E2E{n}"),
+                        amount_cents: u64::from(1_000 + n),
+                        creditor_agent_bic: None,
+                        creditor_name: "Receiver".into(),
+                        creditor_iban: "DE89370400440532013000".into(),
+                        remittance: None,
+                    })
+                    .collect(),
+            }],
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn the_responder_answers_each_file_once_with_the_share() {
+        let root = scratch("responder");
+        let rails: Vec<RailDirs> = RailKind::ALL
+            .iter()
+            .map(|k| RailDirs::create(&root, *k).unwrap())
+            .collect();
+        let (ach, sepa) = (rails[0].clone(), rails[1].clone());
+        let mut responder = Responder::new(rails, 0.2, Duration::ZERO);
+        fs::write(ach.outbound.join("F1-usd-ach.ach"), nacha_file(10)).unwrap();
+        fs::write(ach.outbound.join(".F2-usd-ach.ach.part"), b"half").unwrap();
+        fs::write(sepa.outbound.join("F1-eur-sepa.xml"), pain001_file(10)).unwrap();
+        fs::write(sepa.outbound.join("broken.xml"), b"<not pain").unwrap();
+        responder.poll().unwrap();
+        responder.poll().unwrap();
+
+        let tally = responder.tally().clone();
+        assert_eq!(tally.files_read, 3, "the .part file is not read");
+        assert_eq!(tally.payments, 20);
+        assert_eq!(tally.unreadable, ["broken.xml"]);
+        // 2 of 10 rejected per rail at once; 2 of the 8 settled ACH entries returned later.
+        assert_eq!(tally.rejected.len(), 4);
+        assert_eq!(tally.returned_late.len(), 2);
+        assert_eq!(tally.late_pending, 0);
+        assert!(
+            tally
+                .rejected
+                .iter()
+                .all(|r| !tally.returned_late.contains(r))
+        );
+        assert_eq!(
+            complete_files(&ach.inbound).unwrap(),
+            ["F1-usd-ach-late-returns.ach", "F1-usd-ach-returns.ach"]
+        );
+        assert_eq!(complete_files(&ach.written).unwrap().len(), 2);
+        assert_eq!(complete_files(&ach.read).unwrap(), ["F1-usd-ach.ach"]);
+
+        let returns = nacha::parse(&fs::read(ach.inbound.join("F1-usd-ach-returns.ach")).unwrap())
+            .unwrap()
+            .returns();
+        let mut returned: Vec<String> = returns
+            .iter()
+            .map(|r| r.original_trace_number.clone())
+            .collect();
+        returned.sort();
+        let mut rejected: Vec<String> = tally
+            .rejected
+            .iter()
+            .filter(|r| r.starts_with("0210"))
+            .cloned()
+            .collect();
+        rejected.sort();
+        assert_eq!(returned, rejected);
+
+        let report =
+            parse_pain002(&fs::read(sepa.inbound.join("F1-eur-sepa-pain002.xml")).unwrap())
+                .unwrap();
+        assert_eq!(report.original_message_id, "MSG1");
+        assert_eq!(report.group_status, Some(Status::AcceptedCustomerProfile));
+        let rejected: Vec<_> = report
+            .transactions()
+            .filter(|t| t.status == Some(Status::Rejected))
+            .collect();
+        assert_eq!(rejected.len(), 2);
+        assert!(rejected.iter().all(|t| t.means_wrong_account()));
+        assert_eq!(report.transactions().count(), 10);
+        let _ = fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn picks_are_deterministic_and_exactly_the_share() {
+        let ids: Vec<String> = (0..10).map(|i| format!("02100002{i:07}")).collect();
+        let picked = pick("ach-return", &ids, 0.2);
+        assert_eq!(picked.len(), 2);
+        assert_eq!(picked, pick("ach-return", &ids, 0.2));
+        assert!(picked.iter().all(|id| ids.contains(id)));
+        // Another answer ranks the ids otherwise; the share is rounded.
+        assert_eq!(pick("ach-late-return", &ids[..8], 0.2).len(), 2);
+        assert_eq!(pick("x", &ids, 0.04).len(), 0);
+        assert_eq!(pick("x", &ids, 1.0).len(), 10);
+        assert!(pick("x", &[], 0.5).is_empty());
+        // A larger share picks a superset.
+        assert!(picked.is_subset(&pick("ach-return", &ids, 0.5)));
+        // Different answers pick independently.
+        let both = (0..10_000)
+            .filter(|i| {
+                let id = format!("{i:015}");
+                decide("a", &id, 0.5) == decide("b", &id, 0.5)
+            })
+            .count();
+        assert!((4_500..5_500).contains(&both), "{both}");
+        assert!(["R01", "R03"].contains(&ach_return_code("021000020000001")));
+    }
+
+    #[test]
+    fn shares_are_checked() {
+        assert_eq!(parse_share("0.2"), Ok(0.2));
+        assert_eq!(parse_share("1"), Ok(1.0));
+        assert!(parse_share("1.5").is_err());
+        assert!(parse_share("-0.1").is_err());
+        assert!(parse_share("x").is_err());
+    }
+
+    #[test]
+    fn incomplete_names_are_skipped() {
+        assert!(is_complete_name("ACME-1-usd-ach.ach"));
+        assert!(!is_complete_name(".ACME-1-usd-ach.ach.part"));
+        assert!(!is_complete_name("x.part"));
+        assert!(!is_complete_name("x.filepart"));
+        assert_eq!(stem("a.b.xml"), "a.b");
+        assert_eq!(stem("plain"), "plain");
+    }
+
+    #[test]
+    fn sshd_accepts_keys_only_on_loopback() {
+        let config = sshd_config(Path::new("/b/ssh"), 2222);
+        assert!(config.contains("ListenAddress 127.0.0.1\nPort 2222\n"));
+        assert!(config.contains("PasswordAuthentication no"));
+        assert!(config.contains("AuthorizedKeysFile /b/ssh/authorized_keys"));
+        assert!(config.contains("Subsystem sftp internal-sftp"));
+    }
+}

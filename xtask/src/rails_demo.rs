@@ -1,0 +1,959 @@
+//! `cargo xtask rails-demo`: payoutd in production mode against the local bank.
+//!
+//! Provisions PostgreSQL, builds payoutd, starts the bank simulator ([`crate::bank`]) in this
+//! process and a mail catcher (Debian's aiosmtpd), writes a production configuration enabling
+//! `usd/ach` and `eur/sepa` over SFTP to the bank (a cut-off every minute, same-day
+//! settlement), runs `payoutd serve` without sandbox, and drives it as an operator and a
+//! client would: a subaccount, funds, receivers, KYC decided with `payoutd admin kyc`, ACH and
+//! SEPA accounts confirmed through the e-mailed links, payouts. It waits until every payout is
+//! final and the bank's returns after settlement are applied, validates the files payoutd sent
+//! (pain.001 against the XSD with xmllint, NACHA with the project's parser), checks the ledger
+//! and prints one JSON line. Copies: `target/rails-demo/sent/` and `target/rails-demo/received/`.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    fs,
+    io::{BufRead, BufReader, Read, Write},
+    net::{SocketAddr, TcpStream},
+    path::Path,
+    process::{Child, Command, ExitCode, Stdio},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
+    thread,
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+use serde_json::{Value, json};
+
+use crate::{
+    bank::{self, Bank, RailKind, Responder, Tally},
+    cmd,
+    flags::Flags,
+    iso20022, paths,
+    postgres::{self, Postgres},
+    serve::{Payoutd, field, master_key, with_database},
+    sign::{self, Request},
+    tools,
+};
+
+/// The database the demo uses (dropped and created again on each run).
+const DATABASE: &str = "payoutd_rails_demo";
+/// Everything must be done within this.
+const OVERALL_TIMEOUT: Duration = Duration::from_secs(300);
+/// Receivers created; each gets one ACH and one SEPA account.
+const RECEIVERS: usize = 4;
+
+/// The receivers' last names.
+const LAST_NAMES: [&str; 4] = ["Lovelace", "Hopper", "Noether", "Turing"];
+
+/// The demo's options.
+struct Options {
+    per_method: usize,
+    share: f64,
+    late_after: Duration,
+}
+
+pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
+    let mut flags = Flags::new(args);
+    let per_method = flags
+        .value("--payouts")?
+        .map(|raw| {
+            raw.parse::<usize>()
+                .ok()
+                .filter(|n| (1..=500).contains(n))
+                .ok_or_else(|| format!("--payouts must be 1 to 500, got {raw:?}"))
+        })
+        .transpose()?
+        .unwrap_or(10);
+    let share = flags
+        .value("--return-share")?
+        .map_or(Ok(bank::DEFAULT_RETURN_SHARE), |raw| {
+            bank::parse_share(&raw)
+        })?;
+    flags.finish()?;
+    let options = Options {
+        per_method,
+        share,
+        late_after: Duration::from_secs(10),
+    };
+    let started = Instant::now();
+    let mut pg = Postgres::provision()?;
+    pg.stop_on_exit();
+    eprintln!("rails-demo: using {}", pg.describe());
+    let result = demo(&pg, &options, started);
+    pg.shutdown();
+    let summary = result?;
+    println!("{}", summary_line(&summary));
+    eprintln!(
+        "rails-demo: done in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A child process killed on drop.
+struct Guard(Option<Child>);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The responder running on its own thread, stopped on drop.
+struct ResponderThread {
+    stop: Arc<AtomicBool>,
+    state: Arc<Mutex<(Tally, Option<String>)>>,
+    handle: Option<thread::JoinHandle<()>>,
+}
+
+impl ResponderThread {
+    fn start(mut responder: Responder) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let state = Arc::new(Mutex::new((Tally::default(), None)));
+        let (stop2, state2) = (stop.clone(), state.clone());
+        let handle = thread::spawn(move || {
+            while !stop2.load(Ordering::Relaxed) {
+                let result = responder.poll();
+                if let Ok(mut state) = state2.lock() {
+                    state.0 = responder.tally().clone();
+                    if let Err(err) = result {
+                        state.1 = Some(err);
+                        return;
+                    }
+                }
+                thread::sleep(Duration::from_millis(300));
+            }
+        });
+        Self {
+            stop,
+            state,
+            handle: Some(handle),
+        }
+    }
+
+    /// The bank's tally, or the error that stopped it.
+    fn tally(&self) -> Result<Tally, String> {
+        let state = self
+            .state
+            .lock()
+            .map_err(|_| "the bank's responder panicked".to_owned())?;
+        match &state.1 {
+            Some(err) => Err(format!("the bank's responder stopped: {err}")),
+            None => Ok(state.0.clone()),
+        }
+    }
+}
+
+impl Drop for ResponderThread {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(handle) = self.handle.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+fn demo(pg: &Postgres, options: &Options, started: Instant) -> Result<Value, String> {
+    let deadline = started + OVERALL_TIMEOUT;
+    let root = paths::target_dir().join("rails-demo");
+    if root.exists() {
+        fs::remove_dir_all(&root)
+            .map_err(|err| format!("cannot empty {}: {err}", root.display()))?;
+    }
+    let (sent_dir, received_dir) = (root.join("sent"), root.join("received"));
+    for dir in [&sent_dir, &received_dir] {
+        fs::create_dir_all(dir).map_err(|err| format!("cannot create {}: {err}", dir.display()))?;
+    }
+    let xml_tools = iso20022::provision()?;
+    let python = tools::ensure_debian_python_module("aiosmtpd", "python3-aiosmtpd")?;
+
+    let database_url = with_database(&pg.url, DATABASE);
+    drop_database(&pg.url)?;
+    cmd::run(paths::cargo().args(["build", "-p", "app-actix", "--bin", "payoutd"]))?;
+
+    // The bank and the mail catcher.
+    let mut bank = Bank::start(&root.join("bank"), None)?;
+    let responder = ResponderThread::start(Responder::new(
+        bank.rails.clone(),
+        options.share,
+        options.late_after,
+    ));
+    let mail_dir = root.join("mail");
+    fs::create_dir_all(&mail_dir)
+        .map_err(|err| format!("cannot create {}: {err}", mail_dir.display()))?;
+    let (smtp, smtp_port) = start_smtp(&python, &mail_dir)?;
+
+    // payoutd, production mode.
+    let port = bank::free_port()?;
+    let bind = format!("127.0.0.1:{port}");
+    let config_path = root.join("payoutd.toml");
+    fs::write(&config_path, render_config(&bank, smtp_port)?)
+        .map_err(|err| format!("cannot write {}: {err}", config_path.display()))?;
+    let payoutd = Payoutd {
+        bin: paths::target_dir().join("debug").join("payoutd"),
+        env: vec![
+            ("DATABASE_URL", database_url.clone()),
+            ("PAYOUT_MASTER_KEY", master_key()?),
+            ("PAYOUT_CONFIG", config_path.display().to_string()),
+            ("PAYOUT_BIND", bind.clone()),
+            ("PAYOUT_BATCH_INTERVAL_SECS", "5".to_owned()),
+            ("PAYOUT_SANDBOX", "false".to_owned()),
+        ],
+    };
+    // Captured: stdout is for the summary line only.
+    cmd::stdout(&mut payoutd.command(&["migrate", "--create-database"]))?;
+    cmd::stdout(&mut payoutd.command(&["check-config"]))?;
+    let log_path = root.join("payoutd.log");
+    let log = fs::File::create(&log_path)
+        .map_err(|err| format!("cannot create {}: {err}", log_path.display()))?;
+    let log_err = log
+        .try_clone()
+        .map_err(|err| format!("{}: {err}", log_path.display()))?;
+    let mut serve = payoutd.command(&["serve"]);
+    let server =
+        Guard(Some(serve.stdout(log).stderr(log_err).spawn().map_err(
+            |err| format!("cannot run `{}`: {err}", cmd::display(&serve)),
+        )?));
+    let addr: SocketAddr = bind.parse().map_err(|err| format!("{bind}: {err}"))?;
+    wait_until(deadline, "payoutd to listen", || {
+        Ok(TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok())
+    })
+    .map_err(|err| format!("{err} (its log: {})", log_path.display()))?;
+
+    let outcome = drive(
+        &payoutd,
+        &database_url,
+        addr,
+        &mail_dir,
+        &responder,
+        options,
+        deadline,
+    )
+    .map_err(|err| {
+        format!(
+            "{err}\n(payoutd's log: {}, the bank: {})",
+            log_path.display(),
+            bank.dir.display()
+        )
+    });
+    // Stop payoutd before collecting the files, so nothing changes under us.
+    drop(server);
+    drop(smtp);
+    let mut outcome = outcome?;
+    let tally = responder.tally()?;
+    drop(responder);
+    bank.stop();
+
+    let files = collect_sent(&payoutd, &bank, &sent_dir, &xml_tools)?;
+    let mut received = 0;
+    for rail in &bank.rails {
+        for name in bank::complete_files(&rail.written)? {
+            let path = rail.written.join(&name);
+            let bytes =
+                fs::read(&path).map_err(|err| format!("cannot read {}: {err}", path.display()))?;
+            if rail.kind == RailKind::Ach {
+                bank_formats::nacha::parse(&bytes).map_err(|err| {
+                    format!("the bank wrote {name}, not a valid NACHA file: {err}")
+                })?;
+            } else {
+                bank_formats::iso20022::parse_pain002(&bytes)
+                    .map_err(|err| format!("the bank wrote {name}, not a valid pain.002: {err}"))?;
+            }
+            bank::copy_into(&received_dir, &name, &bytes)?;
+            received += 1;
+        }
+    }
+    if files != tally.files_read || received != tally.files_written {
+        return Err(format!(
+            "payoutd sent {files} files and the bank read {}; the bank wrote {} and {received} were copied",
+            tally.files_read, tally.files_written
+        ));
+    }
+    let ledger = payoutd.command(&["admin", "check-ledger"]).output();
+    let ledger_ok = ledger.as_ref().is_ok_and(|out| out.status.success());
+    if !ledger_ok {
+        return Err(format!("`payoutd admin check-ledger` failed: {ledger:?}"));
+    }
+    outcome["files"] = json!(files);
+    outcome["ledger"] = json!("ok");
+    Ok(outcome)
+}
+
+/// The summary as one JSON line, its fields in a fixed order.
+fn summary_line(summary: &Value) -> String {
+    let fields = [
+        "payouts",
+        "successful",
+        "failed",
+        "returned",
+        "files",
+        "ledger",
+    ];
+    let parts: Vec<String> = fields
+        .iter()
+        .map(|name| format!("\"{name}\":{}", summary.get(name).unwrap_or(&Value::Null)))
+        .collect();
+    format!("{{{}}}", parts.join(","))
+}
+
+/// Everything a client and an operator do, then the wait for the results; the summary
+/// without `files` and `ledger`.
+fn drive(
+    payoutd: &Payoutd,
+    database_url: &str,
+    addr: SocketAddr,
+    mail_dir: &Path,
+    responder: &ResponderThread,
+    options: &Options,
+    deadline: Instant,
+) -> Result<Value, String> {
+    let created = payoutd.json(&[
+        "admin",
+        "create-subaccount",
+        "--name",
+        "Rails demo",
+        "--email",
+        "rails-demo@example.com",
+    ])?;
+    let subaccount = field(&created, "subaccount_id")?;
+    let key = payoutd.json(&["admin", "issue-key", "--subaccount", &subaccount])?;
+    let mut api = Api::new(addr, field(&key, "api_key")?, field(&key, "api_secret")?);
+    for asset in ["USD", "EUR"] {
+        payoutd.json(&[
+            "admin",
+            "fund",
+            "--subaccount",
+            &subaccount,
+            "--asset",
+            asset,
+            "--amount",
+            "10000000",
+        ])?;
+    }
+
+    // Receivers, KYC by the operator, one ACH and one SEPA account each.
+    let mut ach_accounts = Vec::new();
+    let mut sepa_accounts = Vec::new();
+    for i in 0..RECEIVERS {
+        let receiver = api.post(
+            "/api/receiver",
+            &json!({
+                "subaccount_id": subaccount, "first_name": "Demo", "last_name": LAST_NAMES[i % LAST_NAMES.len()],
+                "email": format!("receiver{i}@example.com"), "dob": "1990-12-10", "dialcode": "1",
+                "phone": "2025550100", "address": "1 Example Street", "city": "Springfield",
+                "state": "IL", "postcode": "62701", "country": "USA"
+            }),
+        )?;
+        let receiver = payload_str(&receiver, "receiver_id")?;
+        let decided = payoutd.json(&[
+            "admin",
+            "kyc",
+            "--receiver",
+            &receiver,
+            "--decision",
+            "completed",
+        ])?;
+        if field(&decided, "kyc_status")? != "completed" {
+            return Err(format!("KYC was not completed: {decided}"));
+        }
+        let ach = api.post(
+            "/api/receiver-account/usd/ach",
+            &json!({"receiver_id": receiver, "routing_number": "021000021",
+                    "account_number": format!("{}", 100_200_300 + i), "account_type": "checking"}),
+        )?;
+        ach_accounts.push((receiver.clone(), payload_str(&ach, "receiver_account_id")?));
+        let sepa = api.post(
+            "/api/receiver-account/eur/sepa",
+            &json!({"receiver_id": receiver, "iban": german_iban("37040044", 532_013_000 + i as u64), "bic": "COBADEFFXXX"}),
+        )?;
+        sepa_accounts.push((receiver, payload_str(&sepa, "receiver_account_id")?));
+    }
+
+    // The confirmation e-mails: one per account; POST each link.
+    let expected = 2 * RECEIVERS;
+    let mut links = Vec::new();
+    wait_until(deadline, "the confirmation e-mails", || {
+        links = confirmation_links(mail_dir)?;
+        Ok(links.len() >= expected)
+    })?;
+    for link in &links {
+        let path = link
+            .strip_prefix(&format!("http://{addr}"))
+            .ok_or_else(|| {
+                format!("the link {link:?} does not point at payoutd (http://{addr})")
+            })?;
+        let (status, body) = http(addr, "POST", path, &[], b"")?;
+        if status != 200 {
+            return Err(format!(
+                "POST of a confirmation link answered {status}: {body}"
+            ));
+        }
+    }
+    for (_, account) in ach_accounts.iter().chain(&sepa_accounts) {
+        let shown = api.get(&format!("/api/receiver-account/{account}"))?;
+        let status = payload_str(&shown, "confirm_status")?;
+        if status != "confirmed" {
+            return Err(format!(
+                "account {account} is {status} after its link was posted"
+            ));
+        }
+    }
+
+    // The payouts.
+    let mut payouts = Vec::new();
+    for (accounts, currency) in [(&ach_accounts, "USD"), (&sepa_accounts, "EUR")] {
+        for n in 0..options.per_method {
+            let (receiver, account) = &accounts[n % accounts.len()];
+            let created = api.post(
+                "/api/payout/single",
+                &json!({"receiver_id": receiver, "account_id": account, "amount": 1000 + n, "currency": currency}),
+            )?;
+            payouts.push(payload_str(&created, "payout_id")?);
+        }
+    }
+    eprintln!(
+        "rails-demo: {} payouts created; waiting for the cut-offs and the bank's answers",
+        payouts.len()
+    );
+
+    // Wait: every payout final, the late returns written and applied.
+    let mut seen_successful = BTreeSet::new();
+    let mut last: BTreeMap<String, (String, String)> = BTreeMap::new();
+    wait_until(deadline, "every payout to be final", || {
+        let tally = responder.tally()?;
+        if !tally.unreadable.is_empty() {
+            return Err(format!("the bank could not read {:?}", tally.unreadable));
+        }
+        for id in &payouts {
+            let shown = api.get(&format!("/api/payout/{id}"))?;
+            let status = payload_str(&shown, "status")?;
+            let reference = shown["payload"]["provider_reference"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            if status == "successful" {
+                seen_successful.insert(id.clone());
+            }
+            last.insert(id.clone(), (status, reference));
+        }
+        let all_final = last
+            .values()
+            .all(|(status, _)| status == "successful" || status == "failed");
+        let late_applied = tally.late_pending == 0
+            && tally.returned_late.iter().all(|reference| {
+                last.values()
+                    .any(|(status, r)| r == reference && status == "failed")
+            });
+        Ok(all_final && late_applied && tally.payments == payouts.len())
+    })?;
+    let tally = responder.tally()?;
+    if !tally.unreadable.is_empty() {
+        return Err(format!("the bank could not read {:?}", tally.unreadable));
+    }
+    let successful = last.values().filter(|(s, _)| s == "successful").count();
+    let failed = last.values().filter(|(s, _)| s == "failed").count();
+    let seen_returned = last
+        .iter()
+        .filter(|(id, (s, _))| s == "failed" && seen_successful.contains(*id))
+        .count();
+    // payoutd's results must be the bank's decisions.
+    let by_reference = |refs: &[String]| -> BTreeSet<String> { refs.iter().cloned().collect() };
+    let failed_refs: BTreeSet<String> = last
+        .values()
+        .filter(|(s, _)| s == "failed")
+        .map(|(_, r)| r.clone())
+        .collect();
+    let bank_failed: BTreeSet<String> = by_reference(&tally.rejected)
+        .union(&by_reference(&tally.returned_late))
+        .cloned()
+        .collect();
+    if failed_refs != bank_failed {
+        return Err(format!(
+            "payoutd failed the payouts {failed_refs:?}, but the bank rejected or returned {bank_failed:?}"
+        ));
+    }
+    // Returned: failed after settlement, with the amount credited back (`payout_return`).
+    let returned = returned_payouts(database_url)?;
+    if returned < tally.returned_late.len().max(seen_returned) || returned > failed {
+        return Err(format!(
+            "{returned} payouts have a payout_return ledger entry, but the bank returned {} after \
+             settlement, {seen_returned} were seen successful then failed, and {failed} failed",
+            tally.returned_late.len()
+        ));
+    }
+    Ok(json!({
+        "payouts": payouts.len(),
+        "successful": successful,
+        "failed": failed,
+        "returned": returned,
+    }))
+}
+
+/// Copies every file payoutd sent (its stored bytes) to `sent_dir`, checks each is what the
+/// bank received, and validates it; the number of files.
+fn collect_sent(
+    payoutd: &Payoutd,
+    bank: &Bank,
+    sent_dir: &Path,
+    xml_tools: &iso20022::Tools,
+) -> Result<usize, String> {
+    let mut command = payoutd.command(&["admin", "rail-files", "--limit", "1000"]);
+    let listing = cmd::stdout(&mut command)?;
+    let files: Vec<Value> = serde_json::from_str(listing.trim())
+        .map_err(|err| format!("`admin rail-files` printed no list: {err}"))?;
+    for file in &files {
+        let id = field(file, "id")?;
+        let name = field(file, "name")?;
+        let method = field(file, "method")?;
+        let raw = payoutd
+            .command(&["admin", "rail-file", "--id", &id, "--raw"])
+            .output()
+            .map_err(|err| format!("cannot run payoutd admin rail-file: {err}"))?;
+        if !raw.status.success() {
+            return Err(format!("`payoutd admin rail-file --id {id} --raw` failed"));
+        }
+        bank::copy_into(sent_dir, &name, &raw.stdout)?;
+        let kind = RailKind::ALL
+            .into_iter()
+            .find(|k| k.route() == method)
+            .ok_or_else(|| {
+                format!("file {name} is of method {method}, which the demo does not enable")
+            })?;
+        let rail = bank.rail(kind).ok_or_else(|| format!("no rail {method}"))?;
+        let at_bank = rail.read.join(&name);
+        if fs::read(&at_bank).ok().as_deref() != Some(raw.stdout.as_slice()) {
+            return Err(format!(
+                "{name}: the bank did not receive the bytes payoutd stored"
+            ));
+        }
+        match kind {
+            RailKind::Ach => {
+                bank_formats::nacha::parse(&raw.stdout)
+                    .map_err(|err| format!("{name} is not a valid NACHA file: {err}"))?;
+            }
+            RailKind::Sepa => xml_tools.validate_pain001(&sent_dir.join(&name))?,
+        }
+    }
+    Ok(files.len())
+}
+
+/// The production configuration: both rails over SFTP to the bank, a cut-off every minute,
+/// same-day settlement, the mail catcher on loopback, manual KYC.
+fn render_config(bank: &Bank, smtp_port: u16) -> Result<String, String> {
+    let dirs = |kind| {
+        bank.rail(kind)
+            .map(|r| {
+                (
+                    r.outbound.display().to_string(),
+                    r.inbound.display().to_string(),
+                )
+            })
+            .ok_or_else(|| format!("the bank has no {} rail", kind.route()))
+    };
+    Ok(config_text(&ConfigInputs {
+        port: bank.port,
+        user: bank.user.clone(),
+        private_key: bank.client_key.display().to_string(),
+        host_key: bank.host_key.clone(),
+        ach: dirs(RailKind::Ach)?,
+        sepa: dirs(RailKind::Sepa)?,
+        smtp_port,
+    }))
+}
+
+struct ConfigInputs {
+    port: u16,
+    user: String,
+    private_key: String,
+    host_key: String,
+    ach: (String, String),
+    sepa: (String, String),
+    smtp_port: u16,
+}
+
+/// A TOML basic string.
+fn toml_string(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned())
+}
+
+fn config_text(c: &ConfigInputs) -> String {
+    let cutoffs: Vec<String> = (0..24 * 60)
+        .map(|m| format!("\"{:02}:{:02}\"", m / 60, m % 60))
+        .collect();
+    let transport = |(outbound, inbound): &(String, String)| {
+        format!(
+            "kind = \"sftp\"\nhost = \"127.0.0.1\"\nport = {port}\nuser = {user}\nprivate_key = {key}\n\
+             host_key = {host_key}\noutbound_dir = {outbound}\ninbound_dir = {inbound}\npoll_interval_secs = 10\n",
+            port = c.port,
+            user = toml_string(&c.user),
+            key = toml_string(&c.private_key),
+            host_key = toml_string(&c.host_key),
+            outbound = toml_string(outbound),
+            inbound = toml_string(inbound),
+        )
+    };
+    format!(
+        "# Written by `cargo xtask rails-demo`: the local bank simulator's rails.\n\
+         [rails.\"usd/ach\"]\n\
+         file_prefix = \"DEMO\"\n\
+         cutoffs = [{cutoffs}]\n\
+         settlement_days = 0\n\
+         immediate_destination = \"021000021\"\n\
+         immediate_destination_name = \"BANK SIMULATOR\"\n\
+         immediate_origin = \"1234567890\"\n\
+         immediate_origin_name = \"PAYOUTD DEMO\"\n\
+         company_name = \"PAYOUTD DEMO\"\n\
+         company_id = \"1234567890\"\n\
+         odfi_routing = \"02100002\"\n\
+         entry_description = \"PAYOUT\"\n\
+         \n[rails.\"usd/ach\".transport]\n{ach}\
+         \n[rails.\"eur/sepa\"]\n\
+         file_prefix = \"DEMO\"\n\
+         cutoffs = [{cutoffs}]\n\
+         settlement_days = 0\n\
+         debtor_name = \"Payoutd Demo GmbH\"\n\
+         debtor_iban = \"DE89370400440532013000\"\n\
+         debtor_bic = \"COBADEFFXXX\"\n\
+         initiating_party_name = \"Payoutd Demo GmbH\"\n\
+         \n[rails.\"eur/sepa\".transport]\n{sepa}\
+         \n[smtp]\n\
+         host = \"127.0.0.1\"\n\
+         port = {smtp_port}\n\
+         tls = \"none\"\n\
+         from = \"payouts@example.com\"\n\
+         timeout_secs = 10\n\
+         \n[kyc]\n\
+         provider = \"manual\"\n",
+        cutoffs = cutoffs.join(", "),
+        ach = transport(&c.ach),
+        sepa = transport(&c.sepa),
+        smtp_port = c.smtp_port,
+    )
+}
+
+/// A German IBAN for bank code `blz` (8 digits) and `account` (up to 10 digits).
+fn german_iban(blz: &str, account: u64) -> String {
+    let bban = format!("{blz}{account:010}");
+    // Check digits: BBAN + "DE00" as digits (D = 13, E = 14), mod 97.
+    let digits = format!("{bban}131400");
+    let remainder = digits
+        .bytes()
+        .fold(0u32, |acc, b| (acc * 10 + u32::from(b - b'0')) % 97);
+    format!("DE{:02}{bban}", 98 - remainder)
+}
+
+/// Starts the mail catcher on a free port: `(process, port)`.
+fn start_smtp(python: &Path, out: &Path) -> Result<(Guard, u16), String> {
+    let script = paths::workspace_root().join("crates/adapters-smtp/tests/support/smtp_server.py");
+    let port = bank::free_port()?;
+    let mut child = Command::new(python)
+        .arg(&script)
+        .arg("--port")
+        .arg(port.to_string())
+        .arg("--out")
+        .arg(out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|err| {
+            format!(
+                "cannot run {} {}: {err}",
+                python.display(),
+                script.display()
+            )
+        })?;
+    let stdout = child.stdout.take();
+    let guard = Guard(Some(child));
+    let mut line = String::new();
+    if let Some(stdout) = stdout {
+        let _ = BufReader::new(stdout).read_line(&mut line);
+    }
+    if line.trim() != "READY" {
+        return Err(format!("the SMTP server did not start (it said {line:?})"));
+    }
+    Ok((guard, port))
+}
+
+/// The confirmation links in the captured messages.
+fn confirmation_links(dir: &Path) -> Result<Vec<String>, String> {
+    let mut links = Vec::new();
+    for name in bank::complete_files(dir)? {
+        let path = dir.join(&name);
+        let text = fs::read_to_string(&path)
+            .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
+        let record: Value =
+            serde_json::from_str(&text).map_err(|err| format!("{}: {err}", path.display()))?;
+        let data = record["data"].as_str().unwrap_or_default();
+        if let Some(link) = find_link(data) {
+            links.push(link);
+        }
+    }
+    Ok(links)
+}
+
+/// The first `http…/confirm/<token>` link in a message (soft line breaks of quoted-printable
+/// removed).
+fn find_link(message: &str) -> Option<String> {
+    let text = message.replace("=\r\n", "").replace("=\n", "");
+    let at = text.find("/confirm/")?;
+    let start = text[..at].rfind("http")?;
+    let end = text[at + "/confirm/".len()..]
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+        .map_or(text.len(), |i| at + "/confirm/".len() + i);
+    Some(text[start..end].to_owned())
+}
+
+/// Calls `check` every second until it says yes; an error at `deadline`.
+fn wait_until(
+    deadline: Instant,
+    what: &str,
+    mut check: impl FnMut() -> Result<bool, String>,
+) -> Result<(), String> {
+    loop {
+        if check()? {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "timed out after {} s waiting for {what}",
+                OVERALL_TIMEOUT.as_secs()
+            ));
+        }
+        thread::sleep(Duration::from_secs(1));
+    }
+}
+
+/// How many payouts were returned after settlement: those with a `payout_return` ledger entry.
+fn returned_payouts(database_url: &str) -> Result<usize, String> {
+    let psql = postgres::find_client("psql")
+        .ok_or_else(|| "psql (PostgreSQL's client) is missing".to_owned())?;
+    let out = cmd::stdout(Command::new(psql).arg(database_url).args([
+        "-Atc",
+        "SELECT count(DISTINCT payout_id) FROM ledger_entries WHERE kind = 'payout_return'",
+    ]))?;
+    out.trim()
+        .parse()
+        .map_err(|_| format!("psql printed {out:?} for the count of returns"))
+}
+
+/// Drops the demo's database so each run starts empty.
+fn drop_database(url: &str) -> Result<(), String> {
+    let psql = postgres::find_client("psql")
+        .ok_or_else(|| "psql (PostgreSQL's client) is missing".to_owned())?;
+    cmd::stdout(
+        Command::new(psql)
+            .arg(with_database(url, "postgres"))
+            .args([
+                "-q",
+                "-c",
+                &format!("DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)"),
+            ]),
+    )?;
+    Ok(())
+}
+
+/// Signed calls to payoutd's API (v2 signatures).
+struct Api {
+    addr: SocketAddr,
+    key: String,
+    secret: String,
+    last_nonce: u64,
+}
+
+impl Api {
+    fn new(addr: SocketAddr, key: String, secret: String) -> Self {
+        Self {
+            addr,
+            key,
+            secret,
+            last_nonce: 0,
+        }
+    }
+
+    fn call(&mut self, method: &str, path: &str, body: &[u8]) -> Result<Value, String> {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_err(|_| "the clock is before 1970".to_owned())?
+            .as_millis();
+        let now = u64::try_from(now).map_err(|_| "the clock is out of range".to_owned())?;
+        self.last_nonce = now.max(self.last_nonce + 1);
+        let signature = sign::signature(
+            &self.key,
+            &self.secret,
+            self.last_nonce,
+            Some(&Request { method, path, body }),
+        )?;
+        let headers = [
+            ("x-api-key", self.key.clone()),
+            ("x-signature-version", "2".to_owned()),
+            ("signature", signature),
+            ("content-type", "application/json".to_owned()),
+        ];
+        let (status, text) = http(self.addr, method, path, &headers, body)?;
+        if status != 200 {
+            return Err(format!("{method} {path} answered {status}: {text}"));
+        }
+        serde_json::from_str(&text)
+            .map_err(|err| format!("{method} {path}: not JSON ({err}): {text}"))
+    }
+
+    fn get(&mut self, path: &str) -> Result<Value, String> {
+        self.call("GET", path, b"")
+    }
+
+    fn post(&mut self, path: &str, body: &Value) -> Result<Value, String> {
+        self.call("POST", path, body.to_string().as_bytes())
+    }
+}
+
+/// `payload.<name>` of an answer, as a string.
+fn payload_str(answer: &Value, name: &str) -> Result<String, String> {
+    answer["payload"][name]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| format!("no payload.{name} in {answer}"))
+}
+
+/// One HTTP/1.1 request over loopback: `(status, body)`.
+fn http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, String)],
+    body: &[u8],
+) -> Result<(u16, String), String> {
+    let fail = |err: std::io::Error| format!("{method} {path}: {err}");
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(fail)?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .map_err(fail)?;
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).map_err(fail)?;
+    stream.write_all(body).map_err(fail)?;
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).map_err(fail)?;
+    parse_response(&answer).ok_or_else(|| format!("{method} {path}: not an HTTP response"))
+}
+
+fn parse_response(answer: &[u8]) -> Option<(u16, String)> {
+    let text = String::from_utf8_lossy(answer);
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let status = head.split(' ').nth(1)?.parse().ok()?;
+    let chunked = head
+        .lines()
+        .any(|l| l.to_ascii_lowercase().starts_with("transfer-encoding:") && l.contains("chunked"));
+    if !chunked {
+        return Some((status, body.to_owned()));
+    }
+    let mut rest = body;
+    let mut out = String::new();
+    loop {
+        let (size, after) = rest.split_once("\r\n")?;
+        let size = usize::from_str_radix(size.trim(), 16).ok()?;
+        if size == 0 {
+            return Some((status, out));
+        }
+        out.push_str(after.get(..size)?);
+        rest = after.get(size + 2..)?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_keeps_its_order() {
+        let summary = json!({"ledger": "ok", "files": 2, "returned": 1, "failed": 3, "successful": 17, "payouts": 20});
+        assert_eq!(
+            summary_line(&summary),
+            r#"{"payouts":20,"successful":17,"failed":3,"returned":1,"files":2,"ledger":"ok"}"#
+        );
+    }
+
+    #[test]
+    fn ibans_have_valid_check_digits() {
+        assert_eq!(
+            german_iban("37040044", 532_013_000),
+            "DE89370400440532013000"
+        );
+        let other = german_iban("37040044", 532_013_001);
+        assert!(other.starts_with("DE") && other.len() == 22, "{other}");
+        assert!(
+            bank_formats::iso20022::pain001::is_valid_iban(&other),
+            "{other}"
+        );
+    }
+
+    #[test]
+    fn the_config_enables_both_rails_over_sftp() {
+        let text = config_text(&ConfigInputs {
+            port: 2222,
+            user: "demo".to_owned(),
+            private_key: "/b/ssh/client_ed25519".to_owned(),
+            host_key: "ssh-ed25519 AAAA payoutd-bank".to_owned(),
+            ach: (
+                "/b/usd-ach/outbound".to_owned(),
+                "/b/usd-ach/inbound".to_owned(),
+            ),
+            sepa: (
+                "/b/eur-sepa/outbound".to_owned(),
+                "/b/eur-sepa/inbound".to_owned(),
+            ),
+            smtp_port: 2525,
+        });
+        assert!(text.contains(
+            "[rails.\"usd/ach\".transport]\nkind = \"sftp\"\nhost = \"127.0.0.1\"\nport = 2222\n"
+        ));
+        assert!(text.contains("[rails.\"eur/sepa\".transport]"));
+        assert!(text.contains("outbound_dir = \"/b/eur-sepa/outbound\""));
+        assert!(text.contains("host_key = \"ssh-ed25519 AAAA payoutd-bank\""));
+        assert_eq!(text.matches("settlement_days = 0").count(), 2);
+        assert!(text.contains("\"00:00\", \"00:01\""));
+        assert!(text.contains("\"23:59\"]"));
+        assert!(text.contains("port = 2525\ntls = \"none\""));
+    }
+
+    #[test]
+    fn confirmation_links_are_found() {
+        let plain =
+            "Confirm them by opening this link:\nhttp://127.0.0.1:8080/confirm/abc_DEF-1\n\nThe";
+        assert_eq!(
+            find_link(plain).as_deref(),
+            Some("http://127.0.0.1:8080/confirm/abc_DEF-1")
+        );
+        let wrapped = "link:\nhttp://127.0.0.1:8080/confirm/abc=\r\n_DEF\n";
+        assert_eq!(
+            find_link(wrapped).as_deref(),
+            Some("http://127.0.0.1:8080/confirm/abc_DEF")
+        );
+        assert_eq!(find_link("no link here"), None);
+    }
+
+    #[test]
+    fn responses_plain_and_chunked() {
+        assert_eq!(
+            parse_response(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}"),
+            Some((200, "{}".to_owned()))
+        );
+        assert_eq!(
+            parse_response(b"HTTP/1.1 400 Bad\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"),
+            Some((400, "abcde".to_owned()))
+        );
+        assert_eq!(parse_response(b"garbage"), None);
+    }
+}
