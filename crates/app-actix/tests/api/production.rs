@@ -117,6 +117,32 @@ async fn event_payloads(app: &TestApp, payout: &str) -> Vec<serde_json::Value> {
     rows.into_iter().map(|r| r.payload).collect()
 }
 
+/// `payoutd ARGS` against the application's database.
+fn admin_output(app: &TestApp, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_payoutd"))
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("DATABASE_URL", &app.config.database.url)
+        .env(
+            "PAYOUT_MASTER_KEY",
+            hex::encode(app.config.master_key.expose()),
+        )
+        .output()
+        .expect("payoutd runs")
+}
+
+/// Its stdout; it must succeed.
+fn admin_cli(app: &TestApp, args: &[&str]) -> Vec<u8> {
+    let output = admin_output(app, args);
+    assert!(
+        output.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output.stdout
+}
+
 async fn payout(app: &TestApp, id: &str) -> serde_json::Value {
     let reply = app.get(&app.a, &format!("/api/payout/{id}")).await;
     assert_eq!(reply.status, 200, "{}", reply.body);
@@ -252,8 +278,10 @@ async fn a_sepa_payout_is_filed_at_the_cutoff_settled_and_returned_by_the_bank()
     assert_eq!(eur_balance(&app).await, (100_000 - 1_050, 1_050));
 
     // At the cut-off the batch's file is written, stored and uploaded.
+    // The payout is `in_progress` from the close; its reference is recorded after the upload.
     wait_for("the payout to be filed", async || {
-        payout(&app, &payout_id).await["status"] == "in_progress"
+        let p = payout(&app, &payout_id).await;
+        p["status"] == "in_progress" && p["provider_reference"] != ""
     })
     .await;
     let files = store.list_files(None, 10).await.unwrap();
@@ -508,7 +536,8 @@ async fn ach_payouts_are_filed_in_nacha_and_a_return_fails_one_in_progress() {
 
     wait_for("both payouts to be filed", async || {
         for id in &payouts {
-            if payout(&app, id).await["status"] != "in_progress" {
+            let p = payout(&app, id).await;
+            if p["status"] != "in_progress" || p["provider_reference"] == "" {
                 return false;
             }
         }
@@ -616,6 +645,35 @@ async fn ach_payouts_are_filed_in_nacha_and_a_return_fails_one_in_progress() {
         [Resolution::Repeated, Resolution::Noted]
     );
     assert_eq!(balance_in(&app, "USD").await, (100_000 - 1_001, 1_001));
+
+    // The operator's view: the files, one file's bytes exactly as sent, the bank's reports.
+    let listed: serde_json::Value = serde_json::from_slice(&admin_cli(
+        &app,
+        &["admin", "rail-files", "--state", "uploaded"],
+    ))
+    .unwrap();
+    assert_eq!(listed[0]["id"], file.id.to_string());
+    assert_eq!(listed[0]["method"], "usd/ach");
+    assert_eq!(listed[0]["payouts"], 2);
+    let id = file.id.to_string();
+    assert_eq!(
+        admin_cli(&app, &["admin", "rail-file", "--id", &id, "--raw"]),
+        file.bytes
+    );
+    let shown: serde_json::Value =
+        serde_json::from_slice(&admin_cli(&app, &["admin", "rail-file", "--id", &id])).unwrap();
+    assert_eq!(shown["payouts"][0]["reference"], traces[0].as_str());
+    let repeated: serde_json::Value = serde_json::from_slice(&admin_cli(
+        &app,
+        &["admin", "bank-reports", "--resolution", "repeated"],
+    ))
+    .unwrap();
+    assert_eq!(repeated.as_array().map(Vec::len), Some(1), "{repeated}");
+    assert_eq!(repeated[0]["code"], "R03");
+    assert_eq!(repeated[0]["file"], "returns-again.ach");
+    let refused = admin_output(&app, &["admin", "bank-reports", "--resolution", "lost"]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--resolution"));
     assert!(
         app.admin
             .check_ledger()
