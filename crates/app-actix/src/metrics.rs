@@ -418,6 +418,13 @@ mod tests {
             settled: 5,
             finished: 1,
         });
+        metrics.observe_inbound_pass(&InboundPass {
+            files: 3,
+            unreadable: 1,
+            applied: 4,
+            unmatched: 1,
+            ..InboundPass::default()
+        });
         let sample = Sample {
             pool_size: 5,
             pool_idle: 3,
@@ -431,6 +438,10 @@ mod tests {
             "payoutd_http_request_duration_seconds_count{method=\"GET\",route=\"/api/payout/{id}\"} 2",
             "payoutd_webhook_attempts_total{outcome=\"delivered\"} 1",
             "payoutd_payouts_settled_total 5",
+            "payoutd_inbound_bank_files_total{outcome=\"read\"} 2",
+            "payoutd_inbound_bank_files_total{outcome=\"unreadable\"} 1",
+            "payoutd_bank_report_lines_total{outcome=\"applied\"} 4",
+            "payoutd_bank_report_lines_total{outcome=\"unmatched\"} 1",
             "payoutd_db_pool_connections{state=\"in_use\"} 2",
             "payoutd_db_pool_waiting 1",
             "payoutd_outbox_pending_events 7",

@@ -14,8 +14,8 @@ use super::types::{
 };
 use super::views::Correction;
 use super::write::{
-    LineEnding, RECORD_LENGTH, Record, at_most, batch_control, digits, file_control, file_header,
-    identifier, routing_number, text, yymmdd,
+    LineEnding, RECORD_LENGTH, Record, at_most, batch_control, batch_header_record, digits,
+    file_control, file_header, identifier, routing_number, text, yymmdd,
 };
 
 /// What the bank answers about one entry of the origination file.
@@ -431,60 +431,7 @@ fn answer_batch_header(b: usize, header: &BatchHeader) -> Result<String, WriteEr
             },
         ));
     }
-    let company_name = text(at, Field::CompanyName, &header.company_name, 16, true)?;
-    let discretionary = text(
-        at,
-        Field::CompanyDiscretionaryData,
-        &header.company_discretionary_data,
-        20,
-        false,
-    )?;
-    identifier(
-        at,
-        Field::CompanyIdentification,
-        &header.company_identification,
-        10,
-        true,
-    )?;
-    let description = text(
-        at,
-        Field::CompanyEntryDescription,
-        &header.company_entry_description,
-        10,
-        true,
-    )?;
-    let descriptive_date = text(
-        at,
-        Field::CompanyDescriptiveDate,
-        &header.company_descriptive_date,
-        6,
-        false,
-    )?;
-    let effective = header
-        .effective_entry_date
-        .ok_or_else(|| WriteError::field(at, Field::EffectiveEntryDate, Problem::Required))?;
-    let effective = yymmdd(at, Field::EffectiveEntryDate, effective)?;
-    digits(at, Field::OriginatingDfi, &header.originating_dfi, 8)?;
-    let batch_number = at_most(
-        at,
-        Field::BatchNumber,
-        u64::from(header.batch_number),
-        9_999_999,
-    )?;
-    Ok(Record::new('5')
-        .number(u64::from(header.service_class.code()), 3)
-        .text(&company_name, 16)
-        .text(&discretionary, 20)
-        .text(&header.company_identification, 10)
-        .text(header.sec_code.as_str(), 3)
-        .text(&description, 10)
-        .text(&descriptive_date, 6)
-        .text(&effective, 6)
-        .blank(3)
-        .text("1", 1)
-        .text(&header.originating_dfi, 8)
-        .number(batch_number, 7)
-        .finish())
+    batch_header_record(b, header)
 }
 
 fn answer_entry(

@@ -333,6 +333,22 @@ fn batch_header(b: usize, header: &BatchHeader) -> Result<String> {
             },
         ));
     }
+    if !matches!(header.sec_code, SecCode::Ppd | SecCode::Ccd) {
+        return Err(WriteError::field(
+            at,
+            Field::StandardEntryClassCode,
+            Problem::NotWritable {
+                found: header.sec_code.to_string(),
+            },
+        ));
+    }
+    batch_header_record(b, header)
+}
+
+/// The batch header record of `header`, every field checked against its layout (whatever the
+/// service class and entry class: callers decide which they write).
+pub(super) fn batch_header_record(b: usize, header: &BatchHeader) -> Result<String> {
+    let at = Location::BatchHeader { batch: b };
     let company_name = text(at, Field::CompanyName, &header.company_name, 16, true)?;
     let discretionary = text(
         at,
@@ -348,15 +364,6 @@ fn batch_header(b: usize, header: &BatchHeader) -> Result<String> {
         10,
         true,
     )?;
-    if !matches!(header.sec_code, SecCode::Ppd | SecCode::Ccd) {
-        return Err(WriteError::field(
-            at,
-            Field::StandardEntryClassCode,
-            Problem::NotWritable {
-                found: header.sec_code.to_string(),
-            },
-        ));
-    }
     let description = text(
         at,
         Field::CompanyEntryDescription,
