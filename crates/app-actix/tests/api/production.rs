@@ -671,6 +671,28 @@ async fn ach_payouts_are_filed_in_nacha_and_a_return_fails_one_in_progress() {
     assert_eq!(repeated.as_array().map(Vec::len), Some(1), "{repeated}");
     assert_eq!(repeated[0]["code"], "R03");
     assert_eq!(repeated[0]["file"], "returns-again.ach");
+    for (args, message) in [
+        (
+            vec!["admin", "rail-file", "--id", "not-a-uuid"],
+            "not a UUID",
+        ),
+        (
+            vec![
+                "admin",
+                "rail-file",
+                "--id",
+                "00000000-0000-4000-8000-000000000000",
+            ],
+            "no rail file",
+        ),
+        (vec!["admin", "rail-files", "--state", "sent"], "--state"),
+        (vec!["admin", "rail-files", "--limit", "0"], "--limit"),
+    ] {
+        let output = admin_output(&app, &args);
+        assert!(!output.status.success(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+    }
     let refused = admin_output(&app, &["admin", "bank-reports", "--resolution", "lost"]);
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--resolution"));
