@@ -243,10 +243,6 @@ impl From<SubaccountRow> for Subaccount {
     }
 }
 
-fn unknown(message: String) -> PortError {
-    PortError::Unknown(anyhow::anyhow!(message))
-}
-
 /// A `payouts` row.
 #[derive(Debug, Queryable, Selectable, Insertable)]
 #[diesel(table_name = payouts, check_for_backend(diesel::pg::Pg))]
@@ -315,7 +311,7 @@ impl TryFrom<PayoutRow> for Payout {
 
     fn try_from(r: PayoutRow) -> Result<Self, PortError> {
         let asset = Asset::parse(&r.asset)
-            .ok_or_else(|| unknown(format!("payout {} has asset {}", r.id, r.asset)))?;
+            .ok_or_else(|| PortError::unknown(format!("payout {} has asset {}", r.id, r.asset)))?;
         let fee_template = match (
             r.fee_template_id,
             r.fee_group_id,
@@ -333,7 +329,10 @@ impl TryFrom<PayoutRow> for Payout {
                         .ok()
                         .and_then(|p| Percentage::from_ten_thousandths(p).ok())
                         .ok_or_else(|| {
-                            unknown(format!("payout {} has fee percentage {percentage}", r.id))
+                            PortError::unknown(format!(
+                                "payout {} has fee percentage {percentage}",
+                                r.id
+                            ))
                         })?,
                     min_amount,
                 })
@@ -346,17 +345,20 @@ impl TryFrom<PayoutRow> for Payout {
             receiver_id: ReceiverId::from_uuid(r.receiver_id),
             account_id: ReceiverAccountId::from_uuid(r.account_id),
             asset,
-            amount: MinorUnits::new(r.amount)
-                .map_err(|_| unknown(format!("payout {} has amount {}", r.id, r.amount)))?,
+            amount: MinorUnits::new(r.amount).map_err(|_| {
+                PortError::unknown(format!("payout {} has amount {}", r.id, r.amount))
+            })?,
             fee: Fee::new(r.fee)
-                .map_err(|_| unknown(format!("payout {} has fee {}", r.id, r.fee)))?,
+                .map_err(|_| PortError::unknown(format!("payout {} has fee {}", r.id, r.fee)))?,
             fee_template,
             reference: r.reference,
             note: r.note,
             status: u8::try_from(r.status)
                 .ok()
                 .and_then(PayoutStatus::from_code)
-                .ok_or_else(|| unknown(format!("payout {} has status {}", r.id, r.status)))?,
+                .ok_or_else(|| {
+                    PortError::unknown(format!("payout {} has status {}", r.id, r.status))
+                })?,
             batch_id: r.batch_id.map(BatchId::from_uuid),
             provider_reference: r.provider_reference,
             duplicate: r.duplicate,
@@ -389,9 +391,9 @@ pub(crate) fn entry(row: EntryRow) -> Result<LedgerEntry, PortError> {
         id: LedgerEntryId::from_uuid(id),
         subaccount_id: SubaccountId::from_uuid(subaccount),
         asset: Asset::parse(&asset)
-            .ok_or_else(|| unknown(format!("ledger entry {id} has asset {asset}")))?,
+            .ok_or_else(|| PortError::unknown(format!("ledger entry {id} has asset {asset}")))?,
         kind: LedgerEntryKind::parse(&kind)
-            .ok_or_else(|| unknown(format!("ledger entry {id} has kind {kind}")))?,
+            .ok_or_else(|| PortError::unknown(format!("ledger entry {id} has kind {kind}")))?,
         available_delta,
         pending_delta,
         payout_id: payout_id.map(PayoutId::from_uuid),

@@ -11,9 +11,7 @@
 pub mod nacha;
 pub mod sepa;
 
-use domain::PortError;
-
 /// A request the format cannot carry: nothing is written or sent.
-pub(crate) fn refused(message: impl Into<String>) -> PortError {
-    PortError::Unknown(anyhow::anyhow!(message.into()))
+pub(crate) fn refused(message: impl Into<String>) -> domain::PortError {
+    domain::PortError::unknown(message)
 }

@@ -15,6 +15,14 @@ pub enum PortError {
     Unknown(#[from] anyhow::Error),
 }
 
+impl PortError {
+    /// An [`Unknown`](Self::Unknown) error with this message: a stored value the domain cannot
+    /// read, a request an adapter cannot carry out.
+    pub fn unknown(message: impl Into<String>) -> Self {
+        Self::Unknown(anyhow::anyhow!(message.into()))
+    }
+}
+
 /// Why an operator command could not be applied.
 #[derive(Debug, thiserror::Error)]
 pub enum OperatorError {

@@ -57,10 +57,6 @@ fn context(id: Uuid) -> Vec<u8> {
     [b"account:".as_slice(), id.as_bytes()].concat()
 }
 
-fn unknown(message: String) -> PortError {
-    PortError::Unknown(anyhow::anyhow!(message))
-}
-
 impl AccountRow {
     fn new(vault: &Vault, account: &ReceiverAccount) -> Result<Self, PortError> {
         let id = account.id.as_uuid();
@@ -73,7 +69,7 @@ impl AccountRow {
         let plain = serde_json::to_vec(&pairs).map_err(|e| PortError::Unknown(e.into()))?;
         let data_ciphertext = vault
             .seal(&plain, &context(id))
-            .map_err(|e| unknown(format!("sealing account {id}: {e}")))?;
+            .map_err(|e| PortError::unknown(format!("sealing account {id}: {e}")))?;
         // Only the matchable fields, in stored order, define "the same details"; each also gets
         // the fingerprint verify looks it up by.
         let mut details = account.method.name().to_owned();
@@ -84,7 +80,7 @@ impl AccountRow {
             details.push('=');
             details.push_str(value);
             let column = fingerprints.column(field).ok_or_else(|| {
-                unknown(format!(
+                PortError::unknown(format!(
                     "account field {} has no fingerprint column",
                     field.name()
                 ))
@@ -125,7 +121,7 @@ impl AccountRow {
     pub(crate) fn into_domain(self, vault: &Vault) -> Result<ReceiverAccount, PortError> {
         let plain = vault
             .open(&self.data_ciphertext, &context(self.id))
-            .map_err(|e| unknown(format!("opening account {}: {e}", self.id)))?;
+            .map_err(|e| PortError::unknown(format!("opening account {}: {e}", self.id)))?;
         let named: Vec<(String, String)> =
             serde_json::from_slice(&plain).map_err(|e| PortError::Unknown(e.into()))?;
         let pairs = named
@@ -133,7 +129,9 @@ impl AccountRow {
             .map(|(name, value)| {
                 AccountField::from_name(&name)
                     .map(|field| (field, value))
-                    .ok_or_else(|| unknown(format!("account {} has unknown field {name}", self.id)))
+                    .ok_or_else(|| {
+                        PortError::unknown(format!("account {} has unknown field {name}", self.id))
+                    })
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(ReceiverAccount {
@@ -141,16 +139,17 @@ impl AccountRow {
             receiver_id: ReceiverId::from_uuid(self.receiver_id),
             subaccount_id: SubaccountId::from_uuid(self.subaccount_id),
             method: PayoutMethod::from_name(&self.method).ok_or_else(|| {
-                unknown(format!(
+                PortError::unknown(format!(
                     "account {} has unknown method {}",
                     self.id, self.method
                 ))
             })?,
             data: AccountData::from_pairs(pairs),
-            status: AccountStatus::parse(&self.status)
-                .ok_or_else(|| unknown(format!("account {} has unknown status", self.id)))?,
+            status: AccountStatus::parse(&self.status).ok_or_else(|| {
+                PortError::unknown(format!("account {} has unknown status", self.id))
+            })?,
             confirm_status: ConfirmStatus::parse(&self.confirm_status).ok_or_else(|| {
-                unknown(format!("account {} has unknown confirm_status", self.id))
+                PortError::unknown(format!("account {} has unknown confirm_status", self.id))
             })?,
             created_at: self.created_at,
             updated_at: self.updated_at,
@@ -344,7 +343,7 @@ impl AccountStore for PgStore {
         for (field, value) in fields {
             let fp = self.vault.fingerprint(field.name(), value);
             let Some(filter) = fingerprint_equals(*field, fp) else {
-                return Err(unknown(format!(
+                return Err(PortError::unknown(format!(
                     "verify asked for {}, which is not matchable",
                     field.name()
                 )));

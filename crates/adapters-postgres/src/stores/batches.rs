@@ -42,10 +42,6 @@ struct BatchRow {
     updated_at: DateTime<Utc>,
 }
 
-fn unknown(message: String) -> PortError {
-    PortError::Unknown(anyhow::anyhow!(message))
-}
-
 impl TryFrom<BatchRow> for Batch {
     type Error = PortError;
 
@@ -53,10 +49,12 @@ impl TryFrom<BatchRow> for Batch {
         Ok(Batch {
             id: BatchId::from_uuid(r.id),
             subaccount_id: SubaccountId::from_uuid(r.subaccount_id),
-            asset: Asset::parse(&r.asset)
-                .ok_or_else(|| unknown(format!("batch {} has asset {}", r.id, r.asset)))?,
-            status: BatchStatus::parse(&r.status)
-                .ok_or_else(|| unknown(format!("batch {} has status {}", r.id, r.status)))?,
+            asset: Asset::parse(&r.asset).ok_or_else(|| {
+                PortError::unknown(format!("batch {} has asset {}", r.id, r.asset))
+            })?,
+            status: BatchStatus::parse(&r.status).ok_or_else(|| {
+                PortError::unknown(format!("batch {} has status {}", r.id, r.status))
+            })?,
             batch_run_time: r.batch_run_time,
             total_tx: r.total_tx,
             amount: r.amount,

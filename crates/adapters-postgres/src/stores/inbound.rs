@@ -17,10 +17,6 @@ use super::PgStore;
 use crate::errors::from_diesel;
 use crate::schema::{bank_reports, inbound_files, rail_file_items, rail_files};
 
-fn unknown(message: String) -> PortError {
-    PortError::Unknown(anyhow::anyhow!(message))
-}
-
 /// A `bank_reports` row with its file's method and name.
 #[derive(Debug, Queryable)]
 struct ReportRow {
@@ -44,15 +40,16 @@ struct ReportRow {
 impl ReportRow {
     fn into_listing(self) -> Result<ReportListing, PortError> {
         let method = PayoutMethod::from_route(&self.method).ok_or_else(|| {
-            unknown(format!(
+            PortError::unknown(format!(
                 "bank report {} has method {}",
                 self.id, self.method
             ))
         })?;
-        let kind = ReportKind::parse(&self.kind)
-            .ok_or_else(|| unknown(format!("bank report {} has kind {}", self.id, self.kind)))?;
+        let kind = ReportKind::parse(&self.kind).ok_or_else(|| {
+            PortError::unknown(format!("bank report {} has kind {}", self.id, self.kind))
+        })?;
         let resolution = Resolution::parse(&self.resolution).ok_or_else(|| {
-            unknown(format!(
+            PortError::unknown(format!(
                 "bank report {} has resolution {}",
                 self.id, self.resolution
             ))

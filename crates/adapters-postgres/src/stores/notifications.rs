@@ -57,10 +57,6 @@ fn link_context(id: Uuid) -> Vec<u8> {
     [b"notification-link:".as_slice(), id.as_bytes()].concat()
 }
 
-fn unknown(message: String) -> PortError {
-    PortError::Unknown(anyhow::anyhow!(message))
-}
-
 impl NewNotificationRow {
     /// The row of `new`, sealing its recipient and link.
     pub(crate) fn new(vault: &Vault, n: &Notification) -> Result<Self, PortError> {
@@ -73,10 +69,10 @@ impl NewNotificationRow {
         .map_err(|e| PortError::Unknown(e.into()))?;
         let recipient_ciphertext = vault
             .seal(&recipient, &recipient_context(id))
-            .map_err(|e| unknown(format!("sealing notification {id}: {e}")))?;
+            .map_err(|e| PortError::unknown(format!("sealing notification {id}: {e}")))?;
         let link_ciphertext = vault
             .seal(n.request.confirm_url.expose().as_bytes(), &link_context(id))
-            .map_err(|e| unknown(format!("sealing notification {id}: {e}")))?;
+            .map_err(|e| PortError::unknown(format!("sealing notification {id}: {e}")))?;
         let masked: Vec<(&str, &str)> = n
             .request
             .masked_details
@@ -131,12 +127,12 @@ impl ClaimedRow {
         let id = self.id;
         let recipient = vault
             .open(&self.recipient_ciphertext, &recipient_context(id))
-            .map_err(|e| unknown(format!("opening notification {id}: {e}")))?;
+            .map_err(|e| PortError::unknown(format!("opening notification {id}: {e}")))?;
         let (email, phone, name): Recipient =
             serde_json::from_slice(&recipient).map_err(|e| PortError::Unknown(e.into()))?;
         let link = vault
             .open_secret(&self.link_ciphertext, &link_context(id))
-            .map_err(|e| unknown(format!("opening notification {id}: {e}")))?;
+            .map_err(|e| PortError::unknown(format!("opening notification {id}: {e}")))?;
         let named: Vec<(String, String)> = serde_json::from_value(self.masked_details)
             .map_err(|e| PortError::Unknown(e.into()))?;
         let masked_details = named
@@ -144,13 +140,16 @@ impl ClaimedRow {
             .map(|(name, value)| {
                 AccountField::from_name(&name)
                     .map(|field| (field, value))
-                    .ok_or_else(|| unknown(format!("notification {id} has unknown field {name}")))
+                    .ok_or_else(|| {
+                        PortError::unknown(format!("notification {id} has unknown field {name}"))
+                    })
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Notification {
             id: NotificationId::from_uuid(id),
-            channel: Channel::parse(&self.channel)
-                .ok_or_else(|| unknown(format!("notification {id} has unknown channel")))?,
+            channel: Channel::parse(&self.channel).ok_or_else(|| {
+                PortError::unknown(format!("notification {id} has unknown channel"))
+            })?,
             request: ConfirmationRequest {
                 account_id: ReceiverAccountId::from_uuid(self.account_id),
                 subaccount_id: SubaccountId::from_uuid(self.subaccount_id),
@@ -205,10 +204,12 @@ impl SummaryRow {
             id: NotificationId::from_uuid(id),
             subaccount_id: SubaccountId::from_uuid(self.subaccount_id),
             account_id: ReceiverAccountId::from_uuid(self.account_id),
-            channel: Channel::parse(&self.channel)
-                .ok_or_else(|| unknown(format!("notification {id} has unknown channel")))?,
-            status: NotificationStatus::parse(&self.status)
-                .ok_or_else(|| unknown(format!("notification {id} has unknown status")))?,
+            channel: Channel::parse(&self.channel).ok_or_else(|| {
+                PortError::unknown(format!("notification {id} has unknown channel"))
+            })?,
+            status: NotificationStatus::parse(&self.status).ok_or_else(|| {
+                PortError::unknown(format!("notification {id} has unknown status"))
+            })?,
             attempts: u32::try_from(self.attempts).unwrap_or(0),
             next_attempt_at: self.next_attempt_at,
             last_error: self.last_error,

@@ -39,10 +39,6 @@ use domain::receiver::Receiver;
 use domain::receiver::{KycStatus, ReceiverStatus};
 use std::collections::HashMap;
 
-fn unknown(message: String) -> PortError {
-    PortError::Unknown(anyhow::anyhow!(message))
-}
-
 #[async_trait]
 impl PayoutStore for PgStore {
     #[tracing::instrument(
@@ -73,7 +69,9 @@ impl PayoutStore for PgStore {
             let percentage = u32::try_from(percentage)
                 .ok()
                 .and_then(|p| Percentage::from_ten_thousandths(p).ok())
-                .ok_or_else(|| unknown(format!("fee template {id} has percentage {percentage}")))?;
+                .ok_or_else(|| {
+                    PortError::unknown(format!("fee template {id} has percentage {percentage}"))
+                })?;
             Ok(FeeTemplate {
                 id: FeeTemplateId::from_uuid(id),
                 group_id: FeeGroupId::from_uuid(group_id),
@@ -179,7 +177,7 @@ impl PayoutStore for PgStore {
         match result {
             Ok(()) => Ok(true),
             Err(PayoutAbort::Superseded) => Ok(false),
-            Err(PayoutAbort::InsufficientBalance) => Err(unknown(format!(
+            Err(PayoutAbort::InsufficientBalance) => Err(PortError::unknown(format!(
                 "payout {}: the balance cannot absorb its transition; ledger and balance disagree",
                 change.payout.id
             ))),
@@ -262,7 +260,7 @@ impl PayoutStore for PgStore {
                 let receiver = receivers.get(&row.receiver_id).cloned();
                 let account = accounts.get(&row.account_id).cloned();
                 let (Some(receiver), Some(account)) = (receiver, account) else {
-                    return Err(unknown(format!(
+                    return Err(PortError::unknown(format!(
                         "payout {} lost its receiver or account",
                         row.id
                     )));

@@ -22,10 +22,6 @@ const ALL_TIME: NaiveDate = match NaiveDate::from_ymd_opt(1, 1, 1) {
     None => NaiveDate::MIN,
 };
 
-fn unknown(message: String) -> PortError {
-    PortError::Unknown(anyhow::anyhow!(message))
-}
-
 /// A `rail_files` row without its bytes.
 #[derive(Debug, Queryable, Selectable)]
 #[diesel(table_name = rail_files, check_for_backend(diesel::pg::Pg))]
@@ -46,18 +42,20 @@ struct FileHead {
 
 impl FileHead {
     fn method(&self) -> Result<PayoutMethod, PortError> {
-        PayoutMethod::from_route(&self.method)
-            .ok_or_else(|| unknown(format!("rail file {} has method {}", self.id, self.method)))
+        PayoutMethod::from_route(&self.method).ok_or_else(|| {
+            PortError::unknown(format!("rail file {} has method {}", self.id, self.method))
+        })
     }
 
     fn state(&self) -> Result<RailFileState, PortError> {
-        RailFileState::parse(&self.state)
-            .ok_or_else(|| unknown(format!("rail file {} has state {}", self.id, self.state)))
+        RailFileState::parse(&self.state).ok_or_else(|| {
+            PortError::unknown(format!("rail file {} has state {}", self.id, self.state))
+        })
     }
 
     fn sha256(&self) -> Result<[u8; 32], PortError> {
         <[u8; 32]>::try_from(self.sha256.as_slice())
-            .map_err(|_| unknown(format!("rail file {} has a bad digest", self.id)))
+            .map_err(|_| PortError::unknown(format!("rail file {} has a bad digest", self.id)))
     }
 
     fn into_file(self, bytes: Vec<u8>, items: Vec<RailFileItem>) -> Result<RailFile, PortError> {
@@ -180,7 +178,7 @@ impl RailFileStore for PgStore {
             .get_result(&mut conn)
             .await
             .map_err(from_diesel)?;
-        u32::try_from(last).map_err(|_| unknown(format!("file number {last}")))
+        u32::try_from(last).map_err(|_| PortError::unknown(format!("file number {last}")))
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(batch = %file.batch_id))]
@@ -246,7 +244,7 @@ impl RailFileStore for PgStore {
             .filter(rail_files::method.eq(file.method.route()))
             .into_boxed();
         load_file(&mut conn, query).await?.ok_or_else(|| {
-            unknown(format!(
+            PortError::unknown(format!(
                 "rail file {} was neither stored nor found (its name may belong to another batch)",
                 file.name
             ))
@@ -263,7 +261,7 @@ impl RailFileStore for PgStore {
         reason: Option<String>,
     ) -> Result<bool, PortError> {
         if !from.may_become(to) {
-            return Err(unknown(format!(
+            return Err(PortError::unknown(format!(
                 "a rail file cannot go from {} to {}",
                 from.as_str(),
                 to.as_str()

@@ -28,10 +28,6 @@ use crate::errors::{TxError, from_tx};
 use crate::rows::PayoutRow;
 use crate::schema::{balances, batches, payouts, receiver_accounts};
 
-fn unknown(message: String) -> PortError {
-    PortError::Unknown(anyhow::anyhow!(message))
-}
-
 /// Appends `entries` to the ledger in one statement, in their order (their `seq` follows it).
 pub(crate) async fn insert_entries(
     conn: &mut AsyncPgConnection,
@@ -95,7 +91,7 @@ impl PayoutAbort {
     pub(crate) fn into_port(self, what: &str) -> PortError {
         match self {
             PayoutAbort::Tx(e) => from_tx(e),
-            other => unknown(format!("{what}: unexpected {other:?}")),
+            other => PortError::unknown(format!("{what}: unexpected {other:?}")),
         }
     }
 }

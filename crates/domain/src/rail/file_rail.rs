@@ -82,10 +82,6 @@ pub struct FileRail {
     ids: Arc<dyn IdGenerator>,
 }
 
-fn unknown(message: String) -> PortError {
-    PortError::Unknown(anyhow::anyhow!(message))
-}
-
 impl FileRail {
     /// Wires the rail to its ports.
     pub fn new(
@@ -150,7 +146,7 @@ impl FileRail {
                         provider_reference: reference.to_owned(),
                     })
                     .ok_or_else(|| {
-                        unknown(format!(
+                        PortError::unknown(format!(
                             "payout {} of batch {} is not in its file {}",
                             payout.id, batch.id, file.name
                         ))
@@ -171,7 +167,9 @@ impl FileRail {
                 .receivers
                 .find_receiver(payout.subaccount_id, payout.receiver_id)
                 .await?
-                .ok_or_else(|| unknown(format!("payout {} has no receiver", payout.id)))?;
+                .ok_or_else(|| {
+                    PortError::unknown(format!("payout {} has no receiver", payout.id))
+                })?;
             instructions.push(
                 CreditInstruction::build(payout, account, &receiver)
                     .map_err(|e| PortError::Unknown(e.into()))?,
@@ -195,7 +193,7 @@ impl FileRail {
         };
         let written = self.writer.write(&request)?;
         if written.references.len() != request.instructions.len() {
-            return Err(unknown(format!(
+            return Err(PortError::unknown(format!(
                 "the {} writer gave {} references for {} payouts",
                 method.route(),
                 written.references.len(),
@@ -304,7 +302,9 @@ impl MethodRails {
                 .accounts
                 .find_account(payout.subaccount_id, payout.account_id)
                 .await?
-                .ok_or_else(|| unknown(format!("payout {} has no account", payout.id)))?;
+                .ok_or_else(|| {
+                    PortError::unknown(format!("payout {} has no account", payout.id))
+                })?;
             grouped
                 .entry(account.method)
                 .or_default()
@@ -315,7 +315,7 @@ impl MethodRails {
 
     fn rail(&self, method: PayoutMethod) -> Result<&FileRail, PortError> {
         self.rails.get(&method).ok_or_else(|| {
-            unknown(format!(
+            PortError::unknown(format!(
                 "payout method {} has no rail configured",
                 method.route()
             ))

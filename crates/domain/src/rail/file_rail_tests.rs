@@ -74,7 +74,7 @@ impl FileTransport for Drop {
             return if there == bytes {
                 Ok(UploadOutcome::AlreadyThere)
             } else {
-                Err(unknown(format!("{name} holds other bytes")))
+                Err(PortError::unknown(format!("{name} holds other bytes")))
             };
         }
         self.temporary.lock().unwrap().push(format!(".{name}.part"));
@@ -94,7 +94,7 @@ impl FileTransport for Drop {
     }
 
     async fn fetch_inbound(&self, name: &str) -> Result<Vec<u8>, PortError> {
-        Err(unknown(format!("no inbound file {name}")))
+        Err(PortError::unknown(format!("no inbound file {name}")))
     }
 }
 
@@ -157,7 +157,7 @@ impl RailFileStore for Files {
             return Err(PortError::Unavailable(anyhow::anyhow!("database gone")));
         }
         if !from.may_become(to) {
-            return Err(unknown(format!("{from:?} cannot become {to:?}")));
+            return Err(PortError::unknown(format!("{from:?} cannot become {to:?}")));
         }
         let mut files = self.files.lock().unwrap();
         let Some(file) = files.iter_mut().find(|f| f.id == id && f.state == from) else {
