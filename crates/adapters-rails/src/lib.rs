@@ -15,3 +15,21 @@ pub mod sepa;
 pub(crate) fn refused(message: impl Into<String>) -> domain::PortError {
     domain::PortError::unknown(message)
 }
+
+/// Why a rail's originator settings are wrong, naming the setting (its key in the rail's
+/// configuration table).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{setting}: {problem}")]
+pub struct SettingsError {
+    /// The setting's name.
+    pub setting: &'static str,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+pub(crate) fn setting_error(setting: &'static str, problem: impl Into<String>) -> SettingsError {
+    SettingsError {
+        setting,
+        problem: problem.into(),
+    }
+}

@@ -25,7 +25,8 @@ use domain::money::Asset;
 use domain::rail::file_rail::{FileNumbering, Settlement};
 use domain::rail::instruction::{BankFileWriter, CreditInstruction, FileRequest, WrittenFile};
 
-use crate::refused;
+pub use crate::SettingsError;
+use crate::{refused, setting_error};
 
 /// Files a day can have: the file id modifier's 36 values.
 pub const MAX_FILES_PER_DAY: u32 = 36;
@@ -74,23 +75,6 @@ pub struct NachaSettings {
     pub entry_class: EntryClass,
     /// What separates records.
     pub line_ending: LineEnding,
-}
-
-/// Why NACHA settings are wrong, naming the setting.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{setting}: {problem}")]
-pub struct SettingsError {
-    /// The setting's name.
-    pub setting: &'static str,
-    /// What is wrong with it.
-    pub problem: String,
-}
-
-fn setting_error(setting: &'static str, problem: impl Into<String>) -> SettingsError {
-    SettingsError {
-        setting,
-        problem: problem.into(),
-    }
 }
 
 fn digits(value: &str, lengths: &[usize]) -> bool {
