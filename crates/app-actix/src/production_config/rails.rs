@@ -141,15 +141,40 @@ pub struct SepaOriginator {
 /// Default of `poll_interval_secs`.
 pub const DEFAULT_POLL_SECS: u64 = 300;
 
+/// The keys every rail has, whatever its format.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawAch {
+struct Common {
     file_prefix: String,
     cutoffs: Vec<toml::Value>,
     #[serde(default)]
     holidays: Vec<toml::Value>,
     settlement_days: Option<i64>,
     transport: toml::Table,
+}
+
+impl Common {
+    const KEYS: [&'static str; 5] = [
+        "file_prefix",
+        "cutoffs",
+        "holidays",
+        "settlement_days",
+        "transport",
+    ];
+
+    /// Splits a rail's table into the common keys and the format's own.
+    fn split(mut body: toml::Table) -> (toml::Table, toml::Table) {
+        let common = Self::KEYS
+            .iter()
+            .filter_map(|key| body.remove(*key).map(|value| ((*key).to_owned(), value)))
+            .collect();
+        (common, body)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAch {
     immediate_destination: String,
     immediate_destination_name: String,
     immediate_origin: String,
@@ -163,12 +188,6 @@ struct RawAch {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawSepa {
-    file_prefix: String,
-    cutoffs: Vec<toml::Value>,
-    #[serde(default)]
-    holidays: Vec<toml::Value>,
-    settlement_days: Option<i64>,
-    transport: toml::Table,
     debtor_name: String,
     debtor_iban: String,
     debtor_bic: Option<String>,
@@ -221,43 +240,15 @@ pub fn rail(
         );
         return None;
     };
-    match method {
-        PayoutMethod::Ach => {
-            let raw: RawAch = table(body, &path, problems)?;
-            let format = nacha(&raw, &path, problems);
-            common(
-                method,
-                &path,
-                Common {
-                    file_prefix: raw.file_prefix,
-                    cutoffs: raw.cutoffs,
-                    holidays: raw.holidays,
-                    settlement_days: raw.settlement_days,
-                    transport: raw.transport,
-                },
-                format.map(FormatSettings::Nacha),
-                env,
-                problems,
-            )
-        }
-        PayoutMethod::Sepa => {
-            let raw: RawSepa = table(body, &path, problems)?;
-            let format = sepa(&raw, &path, problems);
-            common(
-                method,
-                &path,
-                Common {
-                    file_prefix: raw.file_prefix,
-                    cutoffs: raw.cutoffs,
-                    holidays: raw.holidays,
-                    settlement_days: raw.settlement_days,
-                    transport: raw.transport,
-                },
-                format.map(FormatSettings::Pain001),
-                env,
-                problems,
-            )
-        }
+    let (common_keys, format_keys) = Common::split(body);
+    let common: Option<Common> = table(common_keys, &path, problems);
+    let format = match method {
+        PayoutMethod::Ach => table::<RawAch>(format_keys, &path, problems)
+            .and_then(|raw| nacha(&raw, &path, problems))
+            .map(FormatSettings::Nacha),
+        PayoutMethod::Sepa => table::<RawSepa>(format_keys, &path, problems)
+            .and_then(|raw| sepa(&raw, &path, problems))
+            .map(FormatSettings::Pain001),
         PayoutMethod::DirectEntry
         | PayoutMethod::Eft
         | PayoutMethod::Digital
@@ -269,20 +260,13 @@ pub fn rail(
                     method.route()
                 ),
             );
-            None
+            return None;
         }
-    }
+    };
+    rail_settings(method, &path, common?, format, env, problems)
 }
 
-struct Common {
-    file_prefix: String,
-    cutoffs: Vec<toml::Value>,
-    holidays: Vec<toml::Value>,
-    settlement_days: Option<i64>,
-    transport: toml::Table,
-}
-
-fn common(
+fn rail_settings(
     method: PayoutMethod,
     path: &str,
     raw: Common,
