@@ -180,6 +180,29 @@ impl InboundProcessor {
         Ok(pass)
     }
 
+    /// Whether `method` has a rail here (a pushed report for another method is refused).
+    pub fn has_rail(&self, method: PayoutMethod) -> bool {
+        self.rails.iter().any(|rail| rail.method == method)
+    }
+
+    /// Reads, applies and records one document the rail's partner pushed (a status callback,
+    /// whose signature the caller verified), exactly as if it had been read from the rail's
+    /// inbound directory under `name`: the same document again (pushed twice, or pushed and
+    /// also polled) has no second effect. `Ok(None)` when `method` has no rail.
+    pub async fn receive(
+        &self,
+        method: PayoutMethod,
+        name: &str,
+        bytes: &[u8],
+    ) -> Result<Option<InboundPass>, PortError> {
+        let Some(rail) = self.rails.iter().find(|rail| rail.method == method) else {
+            return Ok(None);
+        };
+        let mut pass = InboundPass::default();
+        self.process(rail, name, bytes, &mut pass).await?;
+        Ok(Some(pass))
+    }
+
     /// Reads, applies and records one inbound file unless it was recorded already.
     pub async fn process(
         &self,

@@ -734,3 +734,50 @@ async fn a_poll_reads_every_rail_and_skips_an_unreachable_one() {
     let pass = processor.poll().await.unwrap();
     assert_eq!(pass, InboundPass::default());
 }
+
+#[tokio::test]
+async fn a_pushed_report_is_applied_once_and_only_for_a_method_with_a_rail() {
+    let ledger = Ledger::with(vec![payout(1, PayoutStatus::Successful, 1_000)]);
+    let recorded = Arc::new(Mutex::new(Vec::new()));
+    let store = ledger.store();
+    let processor = InboundProcessor::new(
+        vec![rail(reader(items(vec![return_of(
+            "T1",
+            "R02",
+            true,
+            Some(1_000),
+        )])))],
+        Arc::new(MockRailFileStore::new()),
+        inbound(vec![("T1", sent(1, 900, 0))], recorded.clone()),
+        store.clone(),
+        runner(store),
+        clock(),
+        ids(),
+    );
+    assert!(processor.has_rail(PayoutMethod::Sepa));
+    assert!(!processor.has_rail(PayoutMethod::Digital));
+    assert_eq!(
+        processor
+            .receive(PayoutMethod::Digital, "report-1", b"pushed")
+            .await
+            .unwrap(),
+        None,
+        "no rail, nothing read"
+    );
+    let first = processor
+        .receive(PayoutMethod::Sepa, "report-1", b"pushed")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((first.files, first.applied), (1, 1));
+    // Pushed again (a retried callback, or the same report polled): known, no effect.
+    let again = processor
+        .receive(PayoutMethod::Sepa, "report-1", b"pushed")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(again, InboundPass::default());
+    assert_eq!(ledger.applied.lock().unwrap().len(), 1);
+    assert_eq!(ledger.status(1), PayoutStatus::Failed);
+    assert_eq!(recorded.lock().unwrap().len(), 1);
+}
