@@ -170,14 +170,34 @@ pub struct Tally {
     pub unreadable: Vec<String>,
 }
 
-/// A NACHA file whose late returns are still to be written.
+/// A return file written when its original was read, put in the inbound directory once the
+/// original's effective date has come and a delay has passed (returns after settlement).
 struct LateReturns {
     dirs: RailDirs,
-    stem: String,
-    original: NachaFile,
-    decisions: Vec<EntryDecision>,
+    name: String,
+    bytes: Vec<u8>,
+    references: Vec<String>,
     effective: Option<NaiveDate>,
     received: Instant,
+}
+
+/// Writes a return file for some references of a file.
+type WriteReturns<'a> = dyn Fn(&[String], u8) -> Result<Vec<u8>, String> + 'a;
+
+/// A file of a format answered by return files: its payments' references and effective date,
+/// and how to write a return file for some of them.
+struct ReturnsAnswer<'a> {
+    /// The name of the file read.
+    name: &'a str,
+    /// The extension of the return files.
+    extension: &'a str,
+    /// The references of the payments, in file order.
+    references: Vec<String>,
+    /// When the payments take effect.
+    effective: Option<NaiveDate>,
+    /// Writes a return file for these references; the second argument tells the first return
+    /// file of an original (`0`) from the later one (`1`).
+    write: &'a WriteReturns<'a>,
 }
 
 /// Reads what payoutd uploads and answers it.
@@ -287,48 +307,79 @@ impl Responder {
 
     fn answer_nacha(&mut self, dirs: &RailDirs, name: &str, bytes: &[u8]) -> Result<(), String> {
         let file = nacha::parse(bytes).map_err(|err| format!("bank: {name}: {err}"))?;
-        let effective = file
-            .batches
+        let write = |references: &[String], which: u8| {
+            let decisions = references
+                .iter()
+                .map(|trace| return_decision(trace))
+                .collect::<Result<Vec<_>, _>>()?;
+            answer_bytes(&file, &decisions, if which == 0 { 'A' } else { 'B' })
+                .map_err(|err| err.to_string())
+        };
+        self.answer_with_returns(
+            dirs,
+            &ReturnsAnswer {
+                name,
+                extension: "ach",
+                references: file
+                    .batches
+                    .iter()
+                    .flat_map(|batch| batch.entries.iter().map(|e| e.trace_number.clone()))
+                    .collect(),
+                effective: file
+                    .batches
+                    .iter()
+                    .filter_map(|batch| batch.header.effective_entry_date)
+                    .max(),
+                write: &write,
+            },
+        )
+    }
+
+    /// Answers a file of a format without acknowledgements: a return file at once for a share
+    /// of its payments, and one after settlement for a share of the others.
+    fn answer_with_returns(
+        &mut self,
+        dirs: &RailDirs,
+        answer: &ReturnsAnswer<'_>,
+    ) -> Result<(), String> {
+        let what = dirs.kind.dir_name();
+        let references = &answer.references;
+        self.tally.payments += references.len();
+        let returned_now = pick(&format!("{what}-return"), references, self.share);
+        let settled: Vec<String> = references
             .iter()
-            .filter_map(|batch| batch.header.effective_entry_date)
-            .max();
-        let traces: Vec<String> = file
-            .batches
-            .iter()
-            .flat_map(|batch| batch.entries.iter().map(|e| e.trace_number.clone()))
-            .collect();
-        self.tally.payments += traces.len();
-        let returned_now = pick("ach-return", &traces, self.share);
-        let settled: Vec<String> = traces
-            .iter()
-            .filter(|t| !returned_now.contains(*t))
+            .filter(|r| !returned_now.contains(*r))
             .cloned()
             .collect();
-        let returned_later = pick("ach-late-return", &settled, self.share);
-        let mut now = Vec::new();
-        let mut later = Vec::new();
-        for trace in &traces {
-            if returned_now.contains(trace) {
-                self.tally.rejected.push(trace.clone());
-                now.push(return_decision(trace)?);
-            } else if returned_later.contains(trace) {
-                later.push(return_decision(trace)?);
-            }
-        }
-        let stem = stem(name).to_owned();
+        let returned_later = pick(&format!("{what}-late-return"), &settled, self.share);
+        let in_order = |set: &HashSet<String>| -> Vec<String> {
+            references
+                .iter()
+                .filter(|r| set.contains(*r))
+                .cloned()
+                .collect()
+        };
+        let (now, later) = (in_order(&returned_now), in_order(&returned_later));
+        let stem = stem(answer.name);
+        let fail = |err: String| format!("bank: {}: {err}", answer.name);
         if !now.is_empty() {
-            let answer =
-                answer_bytes(&file, &now, 'A').map_err(|err| format!("bank: {name}: {err}"))?;
-            self.write_answer(dirs, &format!("{stem}-returns.ach"), &answer)?;
+            let bytes = (answer.write)(&now, 0).map_err(fail)?;
+            self.tally.rejected.extend(now);
+            self.write_answer(
+                dirs,
+                &format!("{stem}-returns.{}", answer.extension),
+                &bytes,
+            )?;
         }
         if !later.is_empty() {
+            let bytes = (answer.write)(&later, 1).map_err(fail)?;
             self.tally.late_pending += later.len();
             self.late.push(LateReturns {
                 dirs: dirs.clone(),
-                stem,
-                original: file,
-                decisions: later,
-                effective,
+                name: format!("{stem}-late-returns.{}", answer.extension),
+                bytes,
+                references: later,
+                effective: answer.effective,
                 received: Instant::now(),
             });
         }
@@ -345,17 +396,9 @@ impl Responder {
             });
         self.late = waiting;
         for late in due {
-            let answer = answer_bytes(&late.original, &late.decisions, 'B')
-                .map_err(|err| format!("bank: {}: {err}", late.stem))?;
-            self.write_answer(
-                &late.dirs,
-                &format!("{}-late-returns.ach", late.stem),
-                &answer,
-            )?;
-            self.tally.late_pending -= late.decisions.len();
-            self.tally
-                .returned_late
-                .extend(late.decisions.into_iter().map(|d| d.original_trace_number));
+            self.write_answer(&late.dirs, &late.name, &late.bytes)?;
+            self.tally.late_pending -= late.references.len();
+            self.tally.returned_late.extend(late.references);
         }
         Ok(())
     }
