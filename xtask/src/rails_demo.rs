@@ -257,14 +257,8 @@ fn demo(pg: &Postgres, options: &Options, started: Instant) -> Result<Value, Str
             let path = rail.written.join(&name);
             let bytes =
                 fs::read(&path).map_err(|err| format!("cannot read {}: {err}", path.display()))?;
-            if rail.kind == RailKind::Ach {
-                bank_formats::nacha::parse(&bytes).map_err(|err| {
-                    format!("the bank wrote {name}, not a valid NACHA file: {err}")
-                })?;
-            } else {
-                bank_formats::iso20022::parse_pain002(&bytes)
-                    .map_err(|err| format!("the bank wrote {name}, not a valid pain.002: {err}"))?;
-            }
+            check_answer(rail.kind, &bytes)
+                .map_err(|err| format!("the bank wrote {name}: {err}"))?;
             bank::copy_into(&received_dir, &name, &bytes)?;
             received += 1;
         }
@@ -324,7 +318,7 @@ fn drive(
     let subaccount = field(&created, "subaccount_id")?;
     let key = payoutd.json(&["admin", "issue-key", "--subaccount", &subaccount])?;
     let mut api = Api::new(addr, field(&key, "api_key")?, field(&key, "api_secret")?);
-    for asset in ["USD", "EUR"] {
+    for asset in RailKind::ALL.map(currency) {
         payoutd.json(&[
             "admin",
             "fund",
@@ -337,9 +331,8 @@ fn drive(
         ])?;
     }
 
-    // Receivers, KYC by the operator, one ACH and one SEPA account each.
-    let mut ach_accounts = Vec::new();
-    let mut sepa_accounts = Vec::new();
+    // Receivers, KYC by the operator, one account of each method each.
+    let mut accounts: BTreeMap<&'static str, Vec<(String, String)>> = BTreeMap::new();
     for i in 0..RECEIVERS {
         let receiver = api.post(
             "/api/receiver",
@@ -362,21 +355,19 @@ fn drive(
         if field(&decided, "kyc_status")? != "completed" {
             return Err(format!("KYC was not completed: {decided}"));
         }
-        let ach = api.post(
-            "/api/receiver-account/usd/ach",
-            &json!({"receiver_id": receiver, "routing_number": "021000021",
-                    "account_number": format!("{}", 100_200_300 + i), "account_type": "checking"}),
-        )?;
-        ach_accounts.push((receiver.clone(), payload_str(&ach, "receiver_account_id")?));
-        let sepa = api.post(
-            "/api/receiver-account/eur/sepa",
-            &json!({"receiver_id": receiver, "iban": german_iban("37040044", 532_013_000 + i as u64), "bic": "COBADEFFXXX"}),
-        )?;
-        sepa_accounts.push((receiver, payload_str(&sepa, "receiver_account_id")?));
+        for kind in RailKind::ALL {
+            let mut body = account_body(kind, i);
+            body["receiver_id"] = json!(receiver);
+            let account = api.post(&format!("/api/receiver-account/{}", kind.route()), &body)?;
+            accounts.entry(kind.route()).or_default().push((
+                receiver.clone(),
+                payload_str(&account, "receiver_account_id")?,
+            ));
+        }
     }
 
     // The confirmation e-mails: one per account; POST each link.
-    let expected = 2 * RECEIVERS;
+    let expected = RailKind::ALL.len() * RECEIVERS;
     let mut links = Vec::new();
     wait_until(deadline, "the confirmation e-mails", || {
         links = confirmation_links(mail_dir)?;
@@ -395,7 +386,7 @@ fn drive(
             ));
         }
     }
-    for (_, account) in ach_accounts.iter().chain(&sepa_accounts) {
+    for (_, account) in accounts.values().flatten() {
         let shown = api.get(&format!("/api/receiver-account/{account}"))?;
         let status = payload_str(&shown, "confirm_status")?;
         if status != "confirmed" {
@@ -407,7 +398,11 @@ fn drive(
 
     // The payouts.
     let mut payouts = Vec::new();
-    for (accounts, currency) in [(&ach_accounts, "USD"), (&sepa_accounts, "EUR")] {
+    for kind in RailKind::ALL {
+        let accounts = accounts
+            .get(kind.route())
+            .ok_or_else(|| format!("no {} accounts", kind.route()))?;
+        let currency = currency(kind);
         for n in 0..options.per_method {
             let (receiver, account) = &accounts[n % accounts.len()];
             let created = api.post(
@@ -532,37 +527,34 @@ fn collect_sent(
                 "{name}: the bank did not receive the bytes payoutd stored"
             ));
         }
-        match kind {
-            RailKind::Ach => {
-                bank_formats::nacha::parse(&raw.stdout)
-                    .map_err(|err| format!("{name} is not a valid NACHA file: {err}"))?;
-            }
-            RailKind::Sepa => xml_tools.validate_pain001(&sent_dir.join(&name))?,
-        }
+        check_sent(kind, &raw.stdout, &sent_dir.join(&name), xml_tools)
+            .map_err(|err| format!("{name}: {err}"))?;
     }
     Ok(files.len())
 }
 
-/// The production configuration: both rails over SFTP to the bank, a cut-off every minute,
+/// The production configuration: every rail of the bank over SFTP, a cut-off every minute,
 /// same-day settlement, the mail catcher on loopback, manual KYC.
 fn render_config(bank: &Bank, smtp_port: u16) -> Result<String, String> {
-    let dirs = |kind| {
-        bank.rail(kind)
-            .map(|r| {
-                (
-                    r.outbound.display().to_string(),
-                    r.inbound.display().to_string(),
-                )
-            })
-            .ok_or_else(|| format!("the bank has no {} rail", kind.route()))
-    };
+    let rails = RailKind::ALL
+        .into_iter()
+        .map(|kind| {
+            let rail = bank
+                .rail(kind)
+                .ok_or_else(|| format!("the bank has no {} rail", kind.route()))?;
+            Ok((
+                kind,
+                rail.outbound.display().to_string(),
+                rail.inbound.display().to_string(),
+            ))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
     Ok(config_text(&ConfigInputs {
         port: bank.port,
         user: bank.user.clone(),
         private_key: bank.client_key.display().to_string(),
         host_key: bank.host_key.clone(),
-        ach: dirs(RailKind::Ach)?,
-        sepa: dirs(RailKind::Sepa)?,
+        rails,
         smtp_port,
     }))
 }
@@ -572,8 +564,8 @@ struct ConfigInputs {
     user: String,
     private_key: String,
     host_key: String,
-    ach: (String, String),
-    sepa: (String, String),
+    /// Each rail with its outbound and inbound directories.
+    rails: Vec<(RailKind, String, String)>,
     smtp_port: u16,
 }
 
@@ -582,47 +574,57 @@ fn toml_string(text: &str) -> String {
     serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned())
 }
 
+/// The originator settings of the rail of `kind` (TOML lines).
+fn format_settings(kind: RailKind) -> &'static str {
+    match kind {
+        RailKind::Ach => {
+            "immediate_destination = \"021000021\"\n\
+             immediate_destination_name = \"BANK SIMULATOR\"\n\
+             immediate_origin = \"1234567890\"\n\
+             immediate_origin_name = \"PAYOUTD DEMO\"\n\
+             company_name = \"PAYOUTD DEMO\"\n\
+             company_id = \"1234567890\"\n\
+             odfi_routing = \"02100002\"\n\
+             entry_description = \"PAYOUT\"\n"
+        }
+        RailKind::Sepa => {
+            "debtor_name = \"Payoutd Demo GmbH\"\n\
+             debtor_iban = \"DE89370400440532013000\"\n\
+             debtor_bic = \"COBADEFFXXX\"\n\
+             initiating_party_name = \"Payoutd Demo GmbH\"\n"
+        }
+    }
+}
+
 fn config_text(c: &ConfigInputs) -> String {
     let cutoffs: Vec<String> = (0..24 * 60)
         .map(|m| format!("\"{:02}:{:02}\"", m / 60, m % 60))
         .collect();
-    let transport = |(outbound, inbound): &(String, String)| {
-        format!(
-            "kind = \"sftp\"\nhost = \"127.0.0.1\"\nport = {port}\nuser = {user}\nprivate_key = {key}\n\
-             host_key = {host_key}\noutbound_dir = {outbound}\ninbound_dir = {inbound}\npoll_interval_secs = 10\n",
+    let cutoffs = cutoffs.join(", ");
+    let mut text =
+        String::from("# Written by `cargo xtask rails-demo`: the local bank simulator's rails.\n");
+    for (kind, outbound, inbound) in &c.rails {
+        let route = kind.route();
+        text.push_str(&format!(
+            "[rails.\"{route}\"]\n\
+             file_prefix = \"DEMO\"\n\
+             cutoffs = [{cutoffs}]\n\
+             settlement_days = 0\n\
+             {format}\
+             \n[rails.\"{route}\".transport]\n\
+             kind = \"sftp\"\nhost = \"127.0.0.1\"\nport = {port}\nuser = {user}\nprivate_key = {key}\n\
+             host_key = {host_key}\noutbound_dir = {outbound}\ninbound_dir = {inbound}\npoll_interval_secs = 10\n\n",
+            format = format_settings(*kind),
             port = c.port,
             user = toml_string(&c.user),
             key = toml_string(&c.private_key),
             host_key = toml_string(&c.host_key),
             outbound = toml_string(outbound),
             inbound = toml_string(inbound),
-        )
-    };
-    format!(
-        "# Written by `cargo xtask rails-demo`: the local bank simulator's rails.\n\
-         [rails.\"usd/ach\"]\n\
-         file_prefix = \"DEMO\"\n\
-         cutoffs = [{cutoffs}]\n\
-         settlement_days = 0\n\
-         immediate_destination = \"021000021\"\n\
-         immediate_destination_name = \"BANK SIMULATOR\"\n\
-         immediate_origin = \"1234567890\"\n\
-         immediate_origin_name = \"PAYOUTD DEMO\"\n\
-         company_name = \"PAYOUTD DEMO\"\n\
-         company_id = \"1234567890\"\n\
-         odfi_routing = \"02100002\"\n\
-         entry_description = \"PAYOUT\"\n\
-         \n[rails.\"usd/ach\".transport]\n{ach}\
-         \n[rails.\"eur/sepa\"]\n\
-         file_prefix = \"DEMO\"\n\
-         cutoffs = [{cutoffs}]\n\
-         settlement_days = 0\n\
-         debtor_name = \"Payoutd Demo GmbH\"\n\
-         debtor_iban = \"DE89370400440532013000\"\n\
-         debtor_bic = \"COBADEFFXXX\"\n\
-         initiating_party_name = \"Payoutd Demo GmbH\"\n\
-         \n[rails.\"eur/sepa\".transport]\n{sepa}\
-         \n[smtp]\n\
+        ));
+    }
+    text.push_str(&format!(
+        "[smtp]\n\
          host = \"127.0.0.1\"\n\
          port = {smtp_port}\n\
          tls = \"none\"\n\
@@ -630,11 +632,59 @@ fn config_text(c: &ConfigInputs) -> String {
          timeout_secs = 10\n\
          \n[kyc]\n\
          provider = \"manual\"\n",
-        cutoffs = cutoffs.join(", "),
-        ach = transport(&c.ach),
-        sepa = transport(&c.sepa),
         smtp_port = c.smtp_port,
-    )
+    ));
+    text
+}
+
+/// Checks a file payoutd sent on the rail of `kind` (its copy at `path`).
+fn check_sent(
+    kind: RailKind,
+    bytes: &[u8],
+    path: &Path,
+    xml_tools: &iso20022::Tools,
+) -> Result<(), String> {
+    match kind {
+        RailKind::Ach => bank_formats::nacha::parse(bytes)
+            .map(drop)
+            .map_err(|err| format!("not a valid NACHA file: {err}")),
+        RailKind::Sepa => xml_tools.validate_pain001(path),
+    }
+}
+
+/// Checks a file the bank wrote on the rail of `kind`.
+fn check_answer(kind: RailKind, bytes: &[u8]) -> Result<(), String> {
+    match kind {
+        RailKind::Ach => bank_formats::nacha::parse(bytes)
+            .map(drop)
+            .map_err(|err| format!("not a valid NACHA file: {err}")),
+        RailKind::Sepa => bank_formats::iso20022::parse_pain002(bytes)
+            .map(drop)
+            .map_err(|err| format!("not a valid pain.002: {err}")),
+    }
+}
+
+/// The currency of the method of `kind`.
+fn currency(kind: RailKind) -> &'static str {
+    match kind {
+        RailKind::Ach => "USD",
+        RailKind::Sepa => "EUR",
+    }
+}
+
+/// The account of the `i`th receiver for `kind`, without its `receiver_id`.
+fn account_body(kind: RailKind, i: usize) -> Value {
+    match kind {
+        RailKind::Ach => json!({
+            "routing_number": "021000021",
+            "account_number": format!("{}", 100_200_300 + i),
+            "account_type": "checking"
+        }),
+        RailKind::Sepa => json!({
+            "iban": german_iban("37040044", 532_013_000 + i as u64),
+            "bic": "COBADEFFXXX"
+        }),
+    }
 }
 
 /// A German IBAN for bank code `blz` (8 digits) and `account` (up to 10 digits).
@@ -900,20 +950,22 @@ mod tests {
     }
 
     #[test]
-    fn the_config_enables_both_rails_over_sftp() {
+    fn the_config_enables_every_rail_over_sftp() {
         let text = config_text(&ConfigInputs {
             port: 2222,
             user: "demo".to_owned(),
             private_key: "/b/ssh/client_ed25519".to_owned(),
             host_key: "ssh-ed25519 AAAA payoutd-bank".to_owned(),
-            ach: (
-                "/b/usd-ach/outbound".to_owned(),
-                "/b/usd-ach/inbound".to_owned(),
-            ),
-            sepa: (
-                "/b/eur-sepa/outbound".to_owned(),
-                "/b/eur-sepa/inbound".to_owned(),
-            ),
+            rails: RailKind::ALL
+                .into_iter()
+                .map(|kind| {
+                    (
+                        kind,
+                        format!("/b/{}/outbound", kind.dir_name()),
+                        format!("/b/{}/inbound", kind.dir_name()),
+                    )
+                })
+                .collect(),
             smtp_port: 2525,
         });
         assert!(text.contains(
@@ -922,7 +974,10 @@ mod tests {
         assert!(text.contains("[rails.\"eur/sepa\".transport]"));
         assert!(text.contains("outbound_dir = \"/b/eur-sepa/outbound\""));
         assert!(text.contains("host_key = \"ssh-ed25519 AAAA payoutd-bank\""));
-        assert_eq!(text.matches("settlement_days = 0").count(), 2);
+        assert_eq!(
+            text.matches("settlement_days = 0").count(),
+            RailKind::ALL.len()
+        );
         assert!(text.contains("\"00:00\", \"00:01\""));
         assert!(text.contains("\"23:59\"]"));
         assert!(text.contains("port = 2525\ntls = \"none\""));
