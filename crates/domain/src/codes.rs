@@ -49,6 +49,8 @@ catalogue! {
     Req008 => ("REQ008", 413, "Request body is larger than 64 KiB"),
     Req009 => ("REQ009", 400, "Field value is not allowed"),
     Req010 => ("REQ010", 429, "Too many requests: slow down and retry after the given seconds"),
+    Req011 => ("REQ011", 400, "Request body repeats a key"),
+    Req012 => ("REQ012", 400, "More problems were found than are listed"),
     Auth101 => ("AUTH101", 401, "Missing x-api-key or signature header"),
     Auth102 => ("AUTH102", 401, "Unknown or revoked API key"),
     Auth103 => ("AUTH103", 401, "Malformed signature"),

@@ -41,6 +41,9 @@ impl From<&FieldError> for ErrorItem {
     }
 }
 
+/// The most problems one response lists; the rest are counted in a last `REQ012` item.
+pub const MAX_ERROR_ITEMS: usize = 50;
+
 /// A failed request, rendered in the failure envelope.
 #[derive(Debug)]
 pub struct ApiError {
@@ -115,7 +118,18 @@ impl ApiError {
         Self::items(operation, errors.0.iter().map(ErrorItem::from).collect())
     }
 
-    fn items(operation: &'static str, errors: Vec<ErrorItem>) -> Self {
+    fn items(operation: &'static str, mut errors: Vec<ErrorItem>) -> Self {
+        // A response is never much larger than its request: past the cap, one item says how
+        // many more problems there were.
+        if errors.len() > MAX_ERROR_ITEMS {
+            let more = errors.len() - MAX_ERROR_ITEMS;
+            errors.truncate(MAX_ERROR_ITEMS);
+            errors.push(ErrorItem {
+                code: ErrorCode::Req012.as_str(),
+                message: Cow::Owned(format!("{more} more problems were found than are listed")),
+                field: None,
+            });
+        }
         let status = errors
             .first()
             .and_then(|item| ErrorCode::ALL.iter().find(|c| c.as_str() == item.code))

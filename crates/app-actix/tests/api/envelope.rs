@@ -128,3 +128,103 @@ async fn undecodable_path_segments_stay_in_the_envelope() {
         assert!(!reply.codes().is_empty(), "{path}: {}", reply.body);
     }
 }
+
+#[tokio::test]
+async fn a_repeated_key_is_refused_naming_it_and_never_read_as_the_last_value() {
+    let app = spawn_app().await;
+    let receiver = app.create_receiver(&app.a, "ada@example.com").await;
+    let account = app.create_account(&app.a, &receiver).await;
+    for (path, body, field) in [
+        (
+            "/api/payout/single",
+            format!(
+                r#"{{"receiver_id":"{receiver}","account_id":"{account}","amount":1,"amount":5000,"currency":"AUD"}}"#
+            ),
+            "amount",
+        ),
+        (
+            "/api/receiver",
+            format!(
+                r#"{{"subaccount_id":"{}","email":"a@example.com","email":"b@example.com"}}"#,
+                app.a.subaccount_id
+            ),
+            "email",
+        ),
+        ("/api/receiver", r#"{"x":{"y":1,"y":2}}"#.to_owned(), "x.y"),
+    ] {
+        let reply = app.post_raw(&app.a, path, body.into_bytes()).await;
+        assert_eq!(
+            (reply.status, reply.codes()),
+            (400, vec!["REQ011".to_owned()]),
+            "{path}: {}",
+            reply.body
+        );
+        assert_eq!(reply.body["error"][0]["field"], field);
+    }
+    // Nothing was paid.
+    let listed = app
+        .get(
+            &app.a,
+            &format!("/api/payout/?subaccount_id={}", app.a.subaccount_id),
+        )
+        .await;
+    assert_eq!(
+        listed.body["payload"].as_array().map(Vec::len),
+        Some(0),
+        "{}",
+        listed.body
+    );
+}
+
+#[tokio::test]
+async fn a_number_no_parser_can_hold_is_a_wrong_type_of_its_field() {
+    let app = spawn_app().await;
+    let receiver = app.create_receiver(&app.a, "ada@example.com").await;
+    let account = app.create_account(&app.a, &receiver).await;
+    let body = format!(
+        r#"{{"receiver_id":"{receiver}","account_id":"{account}","amount":1{},"currency":"AUD"}}"#,
+        "0".repeat(400)
+    );
+    let reply = app
+        .post_raw(&app.a, "/api/payout/single", body.into_bytes())
+        .await;
+    assert_eq!(
+        (reply.status, reply.codes()),
+        (400, vec!["REQ004".to_owned()]),
+        "{}",
+        reply.body
+    );
+    assert_eq!(reply.body["error"][0]["field"], "amount");
+}
+
+#[tokio::test]
+async fn an_error_response_lists_at_most_fifty_problems_and_counts_the_rest() {
+    let app = spawn_app().await;
+    let keys: Vec<String> = (0..4_000).map(|i| format!("\"k{i}\":\"v\"")).collect();
+    let body = format!("{{{}}}", keys.join(","));
+    let request_size = body.len();
+    let reply = app
+        .post_raw(&app.a, "/api/receiver", body.into_bytes())
+        .await;
+    assert_eq!(reply.status, 400);
+    let items = reply.body["error"].as_array().unwrap();
+    assert_eq!(items.len(), 51, "50 listed and one that counts the rest");
+    assert!(items[..50].iter().all(|item| item["code"] == "REQ005"));
+    let last = &items[50];
+    assert_eq!(last["code"], "REQ012");
+    let listed_fields = items
+        .iter()
+        .filter(|item| item["field"].is_string())
+        .count();
+    assert_eq!(listed_fields, 50);
+    // 4 000 unknown keys (and the missing required fields): the rest are counted.
+    let message = last["message"].as_str().unwrap();
+    let more: usize = message.split(' ').next().unwrap().parse().unwrap();
+    assert!(more >= 4_000 - 50, "{message}");
+    assert!(message.ends_with(" more problems were found than are listed"));
+    let response_size = reply.body.to_string().len();
+    assert!(
+        response_size < request_size / 10,
+        "{response_size} bytes answered {request_size}"
+    );
+}
