@@ -221,6 +221,7 @@ pub fn fields_by_name(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use serde_json::json;
