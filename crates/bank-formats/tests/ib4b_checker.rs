@@ -551,6 +551,43 @@ fn the_checker_rejects_broken_files() {
     }
 }
 
+#[test]
+fn the_checker_rejects_broken_dishonour_files() {
+    let good = golden("dishonour.csv");
+    assert_eq!(check(&good), Ok(Kind::Dishonour));
+    let item = "2,0865231954512001,50,500,Grace Hopper,PAYOUTS,FEDCBA987654,02,No account";
+    let broken: Vec<(&str, Vec<u8>)> = vec![
+        (
+            "unknown reason code",
+            replace_line(&good, 1, &item.replace(",02,", ",10,")),
+        ),
+        (
+            "blank reference",
+            replace_line(&good, 1, &item.replace("FEDCBA987654", "")),
+        ),
+        (
+            "wrong hash",
+            replace_line(&good, 3, "3,12845,2,74252022900"),
+        ),
+        (
+            "wrong total",
+            replace_line(&good, 3, "3,12844,2,74252022901"),
+        ),
+        (
+            "bad report date",
+            replace_line(&good, 0, "1,DISHONOUR,0102420100194000,261127,261300"),
+        ),
+        (
+            "missing field",
+            replace_line(&good, 1, &item.replace(",No account", "")),
+        ),
+    ];
+    for (what, bytes) in broken {
+        assert!(check(&bytes).is_err(), "{what}: accepted");
+        assert!(ib4b::parse(&bytes).is_err(), "{what}: parsed");
+    }
+}
+
 // ---- writer output passes the checker ----------------------------------------------------------
 
 #[test]

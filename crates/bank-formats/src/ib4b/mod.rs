@@ -22,7 +22,7 @@
 //! | Record | Field | Name | Type / width | Value |
 //! |---|---|---|---|---|
 //! | 1 header | 1 | record type | N 1 | `1` |
-//! | | 2 | auth code | N 8 | blank (direct debits only) |
+//! | | 2 | auth code | N | blank (direct debits only) |
 //! | | 3, 4 | spare (batch number) | | blank |
 //! | | 5 | originating account | N 16 | [`Header::originating_account`] |
 //! | | 6 | batch type | N 1 | `7` (direct credit) |
