@@ -7,7 +7,9 @@
 //! |---|---|---|
 //! | `usd/ach` | NACHA, PPD (or CCD) credits 22 / 32 | [`nacha`] |
 //! | `eur/sepa` | ISO 20022 pain.001.001.09 | [`sepa`] |
+//! | `nzd/direct-credit` | BNZ IB4B direct credit CSV, code 50 (dishonours: payoutd's IB4B-style file) | [`ib4b`] |
 
+pub mod ib4b;
 pub mod nacha;
 pub mod sepa;
 
