@@ -7,7 +7,9 @@
 //! |---|---|---|
 //! | `usd/ach` | NACHA, PPD (or CCD) credits 22 / 32 | [`nacha`] |
 //! | `eur/sepa` | ISO 20022 pain.001.001.09 | [`sepa`] |
+//! | `cad/eft` | Payments Canada Standard 005, `C` credits | [`cpa005`] |
 
+pub mod cpa005;
 pub mod nacha;
 pub mod sepa;
 
