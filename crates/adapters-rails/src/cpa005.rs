@@ -14,7 +14,7 @@
 //!   ID when not set), institution and account for returns; the payee's name; the payout's
 //!   reference as originator's cross reference; the remittance text as sundry information. The
 //!   account kind (`checking`/`savings`) has no field in Standard 005 and is not written.
-//! - the reference ([`reference`]): 19 upper-case hex digits of the payout id, its version and
+//! - the reference ([`reference()`]): 19 upper-case hex digits of the payout id, its version and
 //!   variant digits left out, so the 76 bits are random (UUID v4) and unique across the rail's
 //!   files. The bank's returned items repeat it.
 

@@ -298,7 +298,8 @@ fn the_parser_refuses_broken_files() {
 
     let mut r = valid.clone();
     r.pop();
-    assert_eq!(kind(&join(&r)), ParseErrorKind::Truncated);
+    let error = parse(&join(&r)).unwrap_err();
+    assert_eq!((error.record, error.kind), (3, ParseErrorKind::Truncated));
 
     let mut r = valid.clone();
     set(&mut r[2], 47, "00000000128458");

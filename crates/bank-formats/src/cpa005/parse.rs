@@ -37,7 +37,9 @@ pub fn parse(bytes: &[u8]) -> Result<Cpa005File, ParseError> {
     let at = |record: usize| move |kind: Kind| ParseError { record, kind };
     let header = header(first).map_err(at(1))?;
     let mut transactions = Vec::new();
+    let mut last = 1;
     for (number, record) in records.by_ref() {
+        last = number;
         let found = record_type(record).map_err(at(number))?;
         expect_count_and_origin(record, number, &header).map_err(at(number))?;
         match found {
@@ -75,7 +77,7 @@ pub fn parse(bytes: &[u8]) -> Result<Cpa005File, ParseError> {
         }
     }
     Err(ParseError {
-        record: transactions.len().saturating_add(2),
+        record: last.saturating_add(1),
         kind: Kind::Truncated,
     })
 }
