@@ -7,8 +7,10 @@
 //! |---|---|---|
 //! | `usd/ach` | NACHA, PPD (or CCD) credits 22 / 32 | [`nacha`] |
 //! | `eur/sepa` | ISO 20022 pain.001.001.09 | [`sepa`] |
+//! | `cad/eft` | Payments Canada Standard 005, `C` credits | [`cpa005`] |
 //! | `nzd/direct-credit` | BNZ IB4B direct credit CSV, code 50 (dishonours: payoutd's IB4B-style file) | [`ib4b`] |
 
+pub mod cpa005;
 pub mod ib4b;
 pub mod nacha;
 pub mod sepa;
