@@ -291,9 +291,9 @@ fn detail_record(at: Location, detail: &DetailRecord) -> Result<String> {
 fn total(file: &AbaFile) -> Result<String> {
     let at = Location::Total;
     let total = file.total();
-    let net = at_most(at, Field::NetTotal, total.net_total, MAX_AMOUNT)?;
     let credit = at_most(at, Field::CreditTotal, total.credit_total, MAX_AMOUNT)?;
     let debit = at_most(at, Field::DebitTotal, total.debit_total, MAX_AMOUNT)?;
+    let net = at_most(at, Field::NetTotal, total.net_total, MAX_AMOUNT)?;
     let count = at_most(at, Field::RecordCount, total.record_count, MAX_RECORDS)?;
     Ok(Record::new('7')
         .left("999-999", 7)
