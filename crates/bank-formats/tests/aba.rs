@@ -134,10 +134,13 @@ fn field_error(file: &AbaFile) -> (Location, Field, Problem) {
     }
 }
 
+/// A change that breaks [`sample`].
+type Change = Box<dyn Fn(&mut AbaFile)>;
+
 #[test]
 fn the_writer_refuses_what_the_layout_cannot_carry() {
     let at0 = Location::Detail { index: 0 };
-    let cases: Vec<(Box<dyn Fn(&mut AbaFile)>, Location, Field)> = vec![
+    let cases: Vec<(Change, Location, Field)> = vec![
         (
             Box::new(|f| f.details[0].bsb = "08200".into()),
             at0,
