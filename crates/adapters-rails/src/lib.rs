@@ -7,7 +7,9 @@
 //! |---|---|---|
 //! | `usd/ach` | NACHA, PPD (or CCD) credits 22 / 32 | [`nacha`] |
 //! | `eur/sepa` | ISO 20022 pain.001.001.09 | [`sepa`] |
+//! | `aud/direct-entry` | ABA (Cemtex) direct entry, credits 50 (and an optional self-balancing debit 13) | [`aba`] |
 
+pub mod aba;
 pub mod nacha;
 pub mod sepa;
 
