@@ -61,8 +61,8 @@ pub const EXTENSION: &str = "aba";
 const REFERENCE_LENGTH: usize = 18;
 
 /// The originator details a bank gives for direct entry. The field names are the keys of the
-/// rail's configuration table.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// rail's configuration table. `Debug` masks the trace BSB and account.
+#[derive(Clone, PartialEq, Eq)]
 pub struct AbaSettings {
     /// The bank's three-letter mnemonic, e.g. `CBA`, `WBC`, `NAB`, `ANZ`.
     pub bank_mnemonic: String,
@@ -81,6 +81,21 @@ pub struct AbaSettings {
     /// Whether each file ends with a debit of the trace account for the file's credit total
     /// (banks require it of some users; others refuse it).
     pub self_balancing: bool,
+}
+
+impl std::fmt::Debug for AbaSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AbaSettings")
+            .field("bank_mnemonic", &self.bank_mnemonic)
+            .field("user_name", &self.user_name)
+            .field("apca_user_id", &self.apca_user_id)
+            .field("description", &self.description)
+            .field("remitter_name", &self.remitter_name)
+            .field("trace_bsb", &"***")
+            .field("trace_account", &"***")
+            .field("self_balancing", &self.self_balancing)
+            .finish()
+    }
 }
 
 /// A free-text setting: written as it is, so it must already be in the writer's character

@@ -276,7 +276,12 @@ fn settings_are_checked_one_by_one() {
         assert_eq!(error.setting, setting, "{error}");
         assert!(AbaWriter::new(s).is_err());
     }
-    // Account values are not repeated.
+    // Account values are not repeated, nor shown by Debug.
+    let shown = format!("{:?}", AbaWriter::new(settings(false)).unwrap());
+    assert!(
+        !shown.contains("10203040") && !shown.contains("062000"),
+        "{shown}"
+    );
     let mut s = settings(false);
     s.trace_account = "1234567890".into();
     assert!(!s.validate().unwrap_err().to_string().contains("1234567890"));

@@ -292,6 +292,10 @@ fn errors_never_show_account_data() {
     broken.replace_range(131..138, "08X-001");
     let message = parse(broken.as_bytes()).unwrap_err().to_string();
     assert!(!message.contains("08X"), "{message}");
+    let shown = format!("{:?}", sample());
+    for secret in ["082001", "12345", "987654321", "062000", "12345678"] {
+        assert!(!shown.contains(secret), "{shown}");
+    }
 }
 
 fn parse_error(bytes: &[u8]) -> (usize, ParseErrorKind) {

@@ -1,5 +1,7 @@
 //! The typed contents of an ABA file, and the file total computed from them.
 
+use std::fmt;
+
 use chrono::NaiveDate;
 
 use super::codes::{Indicator, ReturnCode, TransactionCode};
@@ -40,8 +42,8 @@ pub struct DescriptiveRecord {
 /// The two types share the layout of positions 2–112; they differ in position 18 and in
 /// positions 113–120 ([`DetailKind`]).
 ///
-/// `Debug` shows the account fields: do not log a record.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `Debug` masks the BSBs and account numbers (account data must not reach logs).
+#[derive(Clone, PartialEq, Eq)]
 pub struct DetailRecord {
     /// The account's BSB, six digits (positions 2–8, written `xxx-xxx`).
     pub bsb: String,
@@ -87,6 +89,23 @@ pub enum DetailKind {
         /// The APCA user id of the original file (positions 115–120).
         original_user_id: String,
     },
+}
+
+impl fmt::Debug for DetailRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DetailRecord")
+            .field("bsb", &"***")
+            .field("account_number", &"***")
+            .field("transaction_code", &self.transaction_code)
+            .field("amount", &self.amount)
+            .field("account_title", &self.account_title)
+            .field("lodgement_reference", &self.lodgement_reference)
+            .field("trace_bsb", &"***")
+            .field("trace_account", &"***")
+            .field("remitter_name", &self.remitter_name)
+            .field("kind", &self.kind)
+            .finish()
+    }
 }
 
 impl DetailRecord {
