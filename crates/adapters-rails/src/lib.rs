@@ -7,9 +7,11 @@
 //! |---|---|---|
 //! | `usd/ach` | NACHA, PPD (or CCD) credits 22 / 32 | [`nacha`] |
 //! | `eur/sepa` | ISO 20022 pain.001.001.09 | [`sepa`] |
+//! | `aud/direct-entry` | ABA (Cemtex) direct entry, credits 50 (and an optional self-balancing debit 13) | [`aba`] |
 //! | `cad/eft` | Payments Canada Standard 005, `C` credits | [`cpa005`] |
 //! | `nzd/direct-credit` | BNZ IB4B direct credit CSV, code 50 (dishonours: payoutd's IB4B-style file) | [`ib4b`] |
 
+pub mod aba;
 pub mod cpa005;
 pub mod ib4b;
 pub mod nacha;

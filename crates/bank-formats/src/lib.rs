@@ -2,6 +2,7 @@
 //! from typed file contents to bytes and back, with no I/O and no knowledge of payoutd's domain
 //! (the rails adapter maps payouts and account fields onto these types).
 
+pub mod aba;
 pub mod cpa005;
 pub mod ib4b;
 pub mod iso20022;
