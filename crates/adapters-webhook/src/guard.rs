@@ -232,6 +232,8 @@ use ForbiddenRange as R;
 
 /// The IPv4 blocks, most specific first (the first that holds an address decides); an address
 /// in none of them is allowed.
+// One block a line, as in the registries.
+#[rustfmt::skip]
 const V4_BLOCKS: &[V4Block] = &[
     (v4(192, 0, 0, 9), 32, Verdict::Allowed),
     (v4(192, 0, 0, 10), 32, Verdict::Allowed),
@@ -242,11 +244,7 @@ const V4_BLOCKS: &[V4Block] = &[
     (v4(127, 0, 0, 0), 8, Verdict::Refused(R::Loopback)),
     (v4(169, 254, 0, 0), 16, Verdict::Refused(R::LinkLocal)),
     (v4(172, 16, 0, 0), 12, Verdict::Refused(R::Private)),
-    (
-        v4(192, 0, 0, 0),
-        24,
-        Verdict::Refused(R::ProtocolAssignments),
-    ),
+    (v4(192, 0, 0, 0), 24, Verdict::Refused(R::ProtocolAssignments)),
     (v4(192, 0, 2, 0), 24, Verdict::Refused(R::Documentation)),
     (v4(192, 88, 99, 0), 24, Verdict::Refused(R::Deprecated)),
     (v4(192, 168, 0, 0), 16, Verdict::Refused(R::Private)),
@@ -259,120 +257,38 @@ const V4_BLOCKS: &[V4Block] = &[
 
 /// The IPv6 blocks, most specific first (the first that holds an address decides). The last
 /// entry, `::/0`, refuses whatever is outside the global unicast space.
+// One block a line, as in the registries.
+#[rustfmt::skip]
 const V6_BLOCKS: &[V6Block] = &[
-    (
-        v6(0, 0, 0, 0, 0, 0, 0, 0),
-        128,
-        Verdict::Refused(R::Unspecified),
-    ),
-    (
-        v6(0, 0, 0, 0, 0, 0, 0, 1),
-        128,
-        Verdict::Refused(R::Loopback),
-    ),
-    (
-        v6(0, 0, 0, 0, 0, 0, 0, 0),
-        96,
-        Verdict::Embeds(Embedding::Compatible),
-    ),
-    (
-        v6(0, 0, 0, 0, 0, 0xffff, 0, 0),
-        96,
-        Verdict::Embeds(Embedding::Mapped),
-    ),
-    (
-        v6(0, 0, 0, 0, 0xffff, 0, 0, 0),
-        96,
-        Verdict::Embeds(Embedding::Translated),
-    ),
-    (
-        v6(0x64, 0xff9b, 0, 0, 0, 0, 0, 0),
-        96,
-        Verdict::Embeds(Embedding::Nat64WellKnown),
-    ),
-    (
-        v6(0x64, 0xff9b, 1, 0, 0, 0, 0, 0),
-        48,
-        Verdict::Embeds(Embedding::Nat64LocalUse),
-    ),
-    (
-        v6(0x100, 0, 0, 0, 0, 0, 0, 0),
-        64,
-        Verdict::Refused(R::Reserved),
-    ),
-    (
-        v6(0x100, 0, 0, 1, 0, 0, 0, 0),
-        64,
-        Verdict::Refused(R::Reserved),
-    ),
+    (v6(0, 0, 0, 0, 0, 0, 0, 0), 128, Verdict::Refused(R::Unspecified)),
+    (v6(0, 0, 0, 0, 0, 0, 0, 1), 128, Verdict::Refused(R::Loopback)),
+    (v6(0, 0, 0, 0, 0, 0, 0, 0), 96, Verdict::Embeds(Embedding::Compatible)),
+    (v6(0, 0, 0, 0, 0, 0xffff, 0, 0), 96, Verdict::Embeds(Embedding::Mapped)),
+    (v6(0, 0, 0, 0, 0xffff, 0, 0, 0), 96, Verdict::Embeds(Embedding::Translated)),
+    (v6(0x64, 0xff9b, 0, 0, 0, 0, 0, 0), 96, Verdict::Embeds(Embedding::Nat64WellKnown)),
+    (v6(0x64, 0xff9b, 1, 0, 0, 0, 0, 0), 48, Verdict::Embeds(Embedding::Nat64LocalUse)),
+    (v6(0x100, 0, 0, 0, 0, 0, 0, 0), 64, Verdict::Refused(R::Reserved)),
+    (v6(0x100, 0, 0, 1, 0, 0, 0, 0), 64, Verdict::Refused(R::Reserved)),
     (v6(0x2001, 1, 0, 0, 0, 0, 0, 1), 128, Verdict::Allowed),
     (v6(0x2001, 1, 0, 0, 0, 0, 0, 2), 128, Verdict::Allowed),
     (v6(0x2001, 1, 0, 0, 0, 0, 0, 3), 128, Verdict::Allowed),
-    (
-        v6(0x2001, 0, 0, 0, 0, 0, 0, 0),
-        32,
-        Verdict::Embeds(Embedding::Teredo),
-    ),
-    (
-        v6(0x2001, 2, 0, 0, 0, 0, 0, 0),
-        48,
-        Verdict::Refused(R::Benchmarking),
-    ),
+    (v6(0x2001, 0, 0, 0, 0, 0, 0, 0), 32, Verdict::Embeds(Embedding::Teredo)),
+    (v6(0x2001, 2, 0, 0, 0, 0, 0, 0), 48, Verdict::Refused(R::Benchmarking)),
     (v6(0x2001, 3, 0, 0, 0, 0, 0, 0), 32, Verdict::Allowed),
     (v6(0x2001, 4, 0x112, 0, 0, 0, 0, 0), 48, Verdict::Allowed),
-    (
-        v6(0x2001, 0x10, 0, 0, 0, 0, 0, 0),
-        28,
-        Verdict::Refused(R::Deprecated),
-    ),
+    (v6(0x2001, 0x10, 0, 0, 0, 0, 0, 0), 28, Verdict::Refused(R::Deprecated)),
     (v6(0x2001, 0x20, 0, 0, 0, 0, 0, 0), 28, Verdict::Allowed),
     (v6(0x2001, 0x30, 0, 0, 0, 0, 0, 0), 28, Verdict::Allowed),
-    (
-        v6(0x2001, 0, 0, 0, 0, 0, 0, 0),
-        23,
-        Verdict::Refused(R::ProtocolAssignments),
-    ),
-    (
-        v6(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0),
-        32,
-        Verdict::Refused(R::Documentation),
-    ),
-    (
-        v6(0x2002, 0, 0, 0, 0, 0, 0, 0),
-        16,
-        Verdict::Embeds(Embedding::SixToFour),
-    ),
-    (
-        v6(0x3fff, 0, 0, 0, 0, 0, 0, 0),
-        20,
-        Verdict::Refused(R::Documentation),
-    ),
+    (v6(0x2001, 0, 0, 0, 0, 0, 0, 0), 23, Verdict::Refused(R::ProtocolAssignments)),
+    (v6(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0), 32, Verdict::Refused(R::Documentation)),
+    (v6(0x2002, 0, 0, 0, 0, 0, 0, 0), 16, Verdict::Embeds(Embedding::SixToFour)),
+    (v6(0x3fff, 0, 0, 0, 0, 0, 0, 0), 20, Verdict::Refused(R::Documentation)),
     (v6(0x2000, 0, 0, 0, 0, 0, 0, 0), 3, Verdict::Allowed),
-    (
-        v6(0x5f00, 0, 0, 0, 0, 0, 0, 0),
-        16,
-        Verdict::Refused(R::Reserved),
-    ),
-    (
-        v6(0xfc00, 0, 0, 0, 0, 0, 0, 0),
-        7,
-        Verdict::Refused(R::Private),
-    ),
-    (
-        v6(0xfe80, 0, 0, 0, 0, 0, 0, 0),
-        10,
-        Verdict::Refused(R::LinkLocal),
-    ),
-    (
-        v6(0xfec0, 0, 0, 0, 0, 0, 0, 0),
-        10,
-        Verdict::Refused(R::Private),
-    ),
-    (
-        v6(0xff00, 0, 0, 0, 0, 0, 0, 0),
-        8,
-        Verdict::Refused(R::Multicast),
-    ),
+    (v6(0x5f00, 0, 0, 0, 0, 0, 0, 0), 16, Verdict::Refused(R::Reserved)),
+    (v6(0xfc00, 0, 0, 0, 0, 0, 0, 0), 7, Verdict::Refused(R::Private)),
+    (v6(0xfe80, 0, 0, 0, 0, 0, 0, 0), 10, Verdict::Refused(R::LinkLocal)),
+    (v6(0xfec0, 0, 0, 0, 0, 0, 0, 0), 10, Verdict::Refused(R::Private)),
+    (v6(0xff00, 0, 0, 0, 0, 0, 0, 0), 8, Verdict::Refused(R::Multicast)),
     (v6(0, 0, 0, 0, 0, 0, 0, 0), 0, Verdict::Refused(R::Reserved)),
 ];
 
