@@ -10,8 +10,10 @@ pub struct WebhookSenderConfig {
     /// §8.2: 15 s). Connecting alone gets at most [`WebhookSenderConfig::CONNECT_TIMEOUT_CAP`].
     /// Read from `PAYOUT_WEBHOOK_TIMEOUT_MS` (milliseconds).
     pub timeout: Duration,
-    /// Whether postback URLs may resolve to loopback, private, link-local, unspecified,
-    /// broadcast or CGNAT addresses. `false` in production; the app turns it on in sandbox
+    /// Whether postback URLs may reach addresses that are not globally reachable (loopback,
+    /// private, link-local, CGNAT, documentation, benchmarking, reserved...; see
+    /// [`crate::guard`]). Unspecified, broadcast and multicast addresses stay refused either
+    /// way: they are never one receiver. `false` in production; the app turns it on in sandbox
     /// mode. Read from `PAYOUT_WEBHOOK_ALLOW_PRIVATE` (`true`/`false`).
     pub allow_private_targets: bool,
     /// The `user-agent` header: `payoutd/<version>`. Not read from the environment.

@@ -1,6 +1,7 @@
 //! Webhook delivery (contract §8.2): Standard Webhooks signing and the HTTP sender that
 //! implements the core's [`domain::delivery::WebhookSender`] port, with an SSRF guard that
-//! refuses targets resolving to loopback, private or link-local addresses.
+//! refuses targets resolving to any address the IANA special-purpose registries do not mark
+//! globally reachable (loopback, private, link-local and the rest; see [`guard`]).
 
 pub mod config;
 pub mod guard;

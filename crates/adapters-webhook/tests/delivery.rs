@@ -361,6 +361,45 @@ async fn loopback_is_refused_without_a_connection_unless_allowed() {
 }
 
 #[tokio::test]
+async fn ipv6_forms_carrying_loopback_and_urls_with_credentials_are_refused_without_a_connection() {
+    let receiver = Receiver::start(vec![Reply::status(200)]).await;
+    let port = receiver.port();
+    let guarded = sender(Duration::from_secs(5), false);
+    for url in [
+        format!("http://[::127.0.0.1]:{port}/"),
+        format!("http://[::ffff:0:7f00:1]:{port}/"),
+        format!("http://[64:ff9b::7f00:1]:{port}/"),
+        format!("http://[2002:7f00:1::1]:{port}/"),
+        format!("http://0x7f.1:{port}/"),
+        format!("http://2130706433:{port}/"),
+    ] {
+        let attempt = guarded.send(&delivery(url, &[SECRET])).await;
+        assert_refused(&attempt.outcome, "loopback");
+    }
+    // Never sendable, even with private targets allowed: the receiver's own address with
+    // credentials, port 0, the unspecified address.
+    let local = local_sender();
+    let cases = [
+        (
+            format!("http://merchant:hunter2@127.0.0.1:{port}/"),
+            "user name or password",
+        ),
+        ("http://127.0.0.1:0/".to_owned(), "port 0"),
+        (format!("http://0.0.0.0:{port}/"), "unspecified"),
+        (format!("http://[::]:{port}/"), "unspecified"),
+    ];
+    for (url, needle) in &cases {
+        let attempt = local.send(&delivery(url.clone(), &[SECRET])).await;
+        assert_refused(&attempt.outcome, needle);
+        if let DeliveryOutcome::Refused { reason } = &attempt.outcome {
+            assert!(!reason.contains("hunter2"), "{reason}");
+        }
+    }
+    Receiver::settle().await;
+    assert_eq!(receiver.connections(), 0);
+}
+
+#[tokio::test]
 async fn unusable_urls_and_secrets_are_refused_without_a_connection() {
     let receiver = Receiver::start(vec![Reply::status(200)]).await;
     let sender = local_sender();
