@@ -7,6 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use adapters_filetransfer::{DirectoryTransport, SftpTransport};
+use adapters_rails::aba::{self, AbaReader, AbaWriter};
+use adapters_rails::cpa005::{self, Cpa005Reader, Cpa005Writer};
+use adapters_rails::ib4b::{self, Ib4bReader, Ib4bWriter};
 use adapters_rails::nacha::{self, EntryClass, NachaReader, NachaSettings, NachaWriter};
 use adapters_rails::sepa::{self, Pain002Reader, SepaSettings, SepaWriter};
 use anyhow::Context;
@@ -151,6 +154,33 @@ fn build_rail(settings: &RailSettings) -> anyhow::Result<BuiltRail> {
             Arc::new(Pain002Reader),
             sepa::NUMBERING,
             sepa::SETTLEMENT,
+        ),
+        FormatSettings::Aba(settings) => (
+            Arc::new(
+                AbaWriter::new(settings.clone())
+                    .map_err(|e| anyhow::anyhow!("{}: {}", at(e.setting), e.problem))?,
+            ),
+            Arc::new(AbaReader),
+            aba::NUMBERING,
+            aba::SETTLEMENT,
+        ),
+        FormatSettings::Cpa005(settings) => (
+            Arc::new(
+                Cpa005Writer::new(settings.clone())
+                    .map_err(|e| anyhow::anyhow!("{}: {}", at(e.setting), e.problem))?,
+            ),
+            Arc::new(Cpa005Reader),
+            cpa005::NUMBERING,
+            cpa005::SETTLEMENT,
+        ),
+        FormatSettings::Ib4b(settings) => (
+            Arc::new(
+                Ib4bWriter::new(settings.clone())
+                    .map_err(|e| anyhow::anyhow!("{}: {}", at(e.setting), e.problem))?,
+            ),
+            Arc::new(Ib4bReader),
+            ib4b::NUMBERING,
+            ib4b::SETTLEMENT,
         ),
     };
     let transport: Arc<dyn FileTransport> = match &settings.transport {

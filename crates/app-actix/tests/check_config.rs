@@ -29,11 +29,11 @@ fn private_key() -> String {
 
 /// The variables the example's `env:` settings name.
 fn secrets() -> Vec<(String, String)> {
-    vec![
-        ("PAYOUT_ACH_SFTP_KEY".to_owned(), private_key()),
-        ("PAYOUT_SEPA_SFTP_KEY".to_owned(), private_key()),
-        ("PAYOUT_SMTP_PASSWORD".to_owned(), SMTP_PASSWORD.to_owned()),
-    ]
+    let mut variables = vec![("PAYOUT_SMTP_PASSWORD".to_owned(), SMTP_PASSWORD.to_owned())];
+    for rail in ["ACH", "SEPA", "ABA", "EFT", "IB4B"] {
+        variables.push((format!("PAYOUT_{rail}_SFTP_KEY"), private_key()));
+    }
+    variables
 }
 
 fn payoutd(env: &[(String, String)], args: &[&str]) -> Output {
@@ -69,9 +69,21 @@ fn check_config_prints_the_summary_of_the_example_without_secrets() {
     let summary: Value = serde_json::from_slice(&output.stdout).expect("stdout is JSON");
     assert_eq!(
         summary["enabled_methods"],
-        serde_json::json!(["usd/ach", "eur/sepa"])
+        serde_json::json!([
+            "aud/direct-entry",
+            "usd/ach",
+            "cad/eft",
+            "eur/sepa",
+            "nzd/direct-credit"
+        ])
     );
-    for route in ["usd/ach", "eur/sepa"] {
+    for route in [
+        "aud/direct-entry",
+        "usd/ach",
+        "cad/eft",
+        "eur/sepa",
+        "nzd/direct-credit",
+    ] {
         let rail = &summary["rails"][route];
         assert_eq!(rail["transport"]["kind"], "sftp", "{route}");
         let next = rail["next_cutoff"].as_str().expect("a next cut-off");
@@ -89,9 +101,13 @@ fn check_config_prints_the_summary_of_the_example_without_secrets() {
     assert_eq!(summary["smtp"]["tls"], "starttls");
     let everything = format!("{}{stderr}", String::from_utf8_lossy(&output.stdout));
     assert!(!everything.contains(SMTP_PASSWORD));
-    for (_, value) in secrets().iter().take(2) {
-        // Fresh keys, but make sure no PEM body ever appears.
-        assert!(!everything.contains(value.lines().nth(1).unwrap()));
+    for (name, value) in &env {
+        if name.ends_with("_SFTP_KEY") {
+            assert!(
+                !everything.contains(value.lines().nth(1).unwrap()),
+                "{name}"
+            );
+        }
     }
     assert!(!everything.contains("BEGIN PRIVATE KEY"));
 }

@@ -335,6 +335,30 @@ fn rail_summary(rail: &RailSettings, now: DateTime<Utc>) -> Value {
             "initiating_party_name": o.initiating_party_name,
             "initiating_party_id": o.initiating_party_id,
         }),
+        FormatSettings::Aba(o) => json!({
+            "bank_mnemonic": o.bank_mnemonic,
+            "user_name": o.user_name,
+            "apca_user_id": o.apca_user_id,
+            "description": o.description,
+            "remitter_name": o.remitter_name,
+            "trace_bsb": MaskedValue::mask(&o.trace_bsb).as_str(),
+            "trace_account": MaskedValue::mask(&o.trace_account).as_str(),
+            "self_balancing": o.self_balancing,
+        }),
+        FormatSettings::Cpa005(o) => json!({
+            "originator_id": o.originator_id,
+            "data_centre": o.data_centre,
+            "originator_short_name": o.originator_short_name,
+            "originator_long_name": o.originator_long_name,
+            "direct_clearer_user_id": o.direct_clearer_user_id,
+            "return_institution": MaskedValue::mask(&o.return_institution).as_str(),
+            "return_account": MaskedValue::mask(&o.return_account).as_str(),
+            "transaction_code": o.transaction_code,
+        }),
+        FormatSettings::Ib4b(o) => json!({
+            "originating_account": MaskedValue::mask(&o.originating_account).as_str(),
+            "originator_name": o.originator_name,
+        }),
     };
     json!({
         "format": rail.format.name(),

@@ -8,6 +8,10 @@ use std::time::Duration;
 use adapters_filetransfer::{
     HostKeyPin, PrivateKeySource, SftpConfigError, SftpSettings, SftpTransport,
 };
+use adapters_rails::SettingsError;
+use adapters_rails::aba::AbaSettings;
+use adapters_rails::cpa005::Cpa005Settings;
+use adapters_rails::ib4b::Ib4bSettings;
 use chrono::NaiveDate;
 use domain::account::PayoutMethod;
 use domain::rail::calendar::{
@@ -90,6 +94,12 @@ pub enum FormatSettings {
     Nacha(NachaOriginator),
     /// `eur/sepa`: ISO 20022 pain.001.001.09.
     Pain001(SepaOriginator),
+    /// `aud/direct-entry`: ABA (Cemtex) direct entry.
+    Aba(AbaSettings),
+    /// `cad/eft`: Payments Canada Standard 005.
+    Cpa005(Cpa005Settings),
+    /// `nzd/direct-credit`: BNZ IB4B direct credit CSV.
+    Ib4b(Ib4bSettings),
 }
 
 impl FormatSettings {
@@ -98,6 +108,9 @@ impl FormatSettings {
         match self {
             Self::Nacha(_) => "nacha",
             Self::Pain001(_) => "pain.001.001.09",
+            Self::Aba(_) => "aba",
+            Self::Cpa005(_) => "cpa-005",
+            Self::Ib4b(_) => "ib4b",
         }
     }
 }
@@ -197,6 +210,41 @@ struct RawSepa {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct RawAba {
+    bank_mnemonic: String,
+    user_name: String,
+    apca_user_id: String,
+    description: String,
+    remitter_name: String,
+    trace_bsb: String,
+    trace_account: String,
+    #[serde(default)]
+    self_balancing: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCpa005 {
+    originator_id: String,
+    data_centre: String,
+    originator_short_name: String,
+    originator_long_name: String,
+    direct_clearer_user_id: Option<String>,
+    return_institution: String,
+    return_account: String,
+    transaction_code: u16,
+    line_ending: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawIb4b {
+    originating_account: String,
+    originator_name: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RawSftp {
     host: String,
     port: Option<u16>,
@@ -249,10 +297,42 @@ pub fn rail(
         PayoutMethod::Sepa => table::<RawSepa>(format_keys, &path, problems)
             .and_then(|raw| sepa(&raw, &path, problems))
             .map(FormatSettings::Pain001),
-        PayoutMethod::DirectEntry
-        | PayoutMethod::Eft
-        | PayoutMethod::Digital
-        | PayoutMethod::DirectCredit => {
+        PayoutMethod::DirectEntry => table::<RawAba>(format_keys, &path, problems)
+            .and_then(|raw| {
+                checked(
+                    AbaSettings {
+                        bank_mnemonic: raw.bank_mnemonic,
+                        user_name: raw.user_name,
+                        apca_user_id: raw.apca_user_id,
+                        description: raw.description,
+                        remitter_name: raw.remitter_name,
+                        trace_bsb: raw.trace_bsb,
+                        trace_account: raw.trace_account,
+                        self_balancing: raw.self_balancing,
+                    },
+                    AbaSettings::validate,
+                    &path,
+                    problems,
+                )
+            })
+            .map(FormatSettings::Aba),
+        PayoutMethod::Eft => table::<RawCpa005>(format_keys, &path, problems)
+            .and_then(|raw| cpa005(raw, &path, problems))
+            .map(FormatSettings::Cpa005),
+        PayoutMethod::DirectCredit => table::<RawIb4b>(format_keys, &path, problems)
+            .and_then(|raw| {
+                checked(
+                    Ib4bSettings {
+                        originating_account: raw.originating_account,
+                        originator_name: raw.originator_name,
+                    },
+                    Ib4bSettings::validate,
+                    &path,
+                    problems,
+                )
+            })
+            .map(FormatSettings::Ib4b),
+        PayoutMethod::Digital => {
             problems.push(
                 path,
                 format!(
@@ -720,4 +800,52 @@ fn sepa(raw: &RawSepa, path: &str, problems: &mut Problems) -> Option<SepaOrigin
         initiating_party_name: party_name?,
         initiating_party_id: party_id?,
     })
+}
+
+/// `settings` when the format's own check passes, else the problem at the setting it names.
+fn checked<T>(
+    settings: T,
+    validate: impl Fn(&T) -> Result<(), SettingsError>,
+    path: &str,
+    problems: &mut Problems,
+) -> Option<T> {
+    match validate(&settings) {
+        Ok(()) => Some(settings),
+        Err(e) => {
+            problems.push(key_path(path, e.setting), e.problem);
+            None
+        }
+    }
+}
+
+fn cpa005(raw: RawCpa005, path: &str, problems: &mut Problems) -> Option<Cpa005Settings> {
+    use bank_formats::cpa005::LineEnding;
+    let line_ending = match raw.line_ending.as_deref() {
+        None | Some("crlf") => LineEnding::CrLf,
+        Some("lf") => LineEnding::Lf,
+        Some("none") => LineEnding::None,
+        Some(other) => {
+            problems.push(
+                key_path(path, "line_ending"),
+                format!("must be \"crlf\" (the default), \"lf\" or \"none\", got {other:?}"),
+            );
+            return None;
+        }
+    };
+    checked(
+        Cpa005Settings {
+            originator_id: raw.originator_id,
+            data_centre: raw.data_centre,
+            originator_short_name: raw.originator_short_name,
+            originator_long_name: raw.originator_long_name,
+            direct_clearer_user_id: raw.direct_clearer_user_id,
+            return_institution: raw.return_institution,
+            return_account: raw.return_account,
+            transaction_code: raw.transaction_code,
+            line_ending,
+        },
+        Cpa005Settings::validate,
+        path,
+        problems,
+    )
 }

@@ -41,13 +41,12 @@ struct Env(HashMap<String, String>);
 impl Env {
     /// The variables the example references.
     fn example() -> Self {
-        let (ach, _) = ed25519();
-        let (sepa, _) = ed25519();
-        Self(HashMap::from([
-            ("PAYOUT_ACH_SFTP_KEY".to_owned(), ach),
-            ("PAYOUT_SEPA_SFTP_KEY".to_owned(), sepa),
-            ("PAYOUT_SMTP_PASSWORD".to_owned(), SMTP_PASSWORD.to_owned()),
-        ]))
+        let mut variables =
+            HashMap::from([("PAYOUT_SMTP_PASSWORD".to_owned(), SMTP_PASSWORD.to_owned())]);
+        for rail in ["ACH", "SEPA", "ABA", "EFT", "IB4B"] {
+            variables.insert(format!("PAYOUT_{rail}_SFTP_KEY"), ed25519().0);
+        }
+        Self(variables)
     }
 
     fn without(mut self, name: &str) -> Self {
@@ -101,7 +100,13 @@ fn the_example_file_is_valid() {
     let settings = parse(EXAMPLE).unwrap();
     assert_eq!(
         settings.enabled_methods(),
-        [PayoutMethod::Ach, PayoutMethod::Sepa]
+        [
+            PayoutMethod::DirectEntry,
+            PayoutMethod::Ach,
+            PayoutMethod::Eft,
+            PayoutMethod::Sepa,
+            PayoutMethod::DirectCredit
+        ]
     );
     let ach = &settings.rails[&PayoutMethod::Ach];
     assert_eq!(ach.file_prefix, "ACME");
@@ -153,7 +158,16 @@ fn the_summary_shows_rails_cutoffs_and_smtp_but_no_secret() {
     // Friday 2026-11-27 at 15:00 UTC: after the ACH's 14:00 cut-off, before its 20:00 one.
     let now = Utc.with_ymd_and_hms(2026, 11, 27, 15, 0, 0).unwrap();
     let summary = settings.summary(now);
-    assert_eq!(summary["enabled_methods"], json!(["usd/ach", "eur/sepa"]));
+    assert_eq!(
+        summary["enabled_methods"],
+        json!([
+            "aud/direct-entry",
+            "usd/ach",
+            "cad/eft",
+            "eur/sepa",
+            "nzd/direct-credit"
+        ])
+    );
     let ach = &summary["rails"]["usd/ach"];
     assert_eq!(ach["next_cutoff"], "2026-11-27T20:00:00Z");
     assert_eq!(ach["effective_date_of_next_cutoff"], "2026-11-30");
@@ -281,7 +295,11 @@ fn settlement_days_default_to_one_and_are_bounded() {
         .values()
         .map(|rail| rail.calendar.settlement_days())
         .collect();
-    assert_eq!(days, [1, 1], "set to 1 for usd/ach, defaulted for eur/sepa");
+    assert_eq!(
+        days,
+        [1, 1, 1, 1, 1],
+        "set to 1 for usd/ach, defaulted for the others"
+    );
     let Ok(same_day) = parse(&example_with("settlement_days = 1", "settlement_days = 0")) else {
         panic!("0 is same-day settlement");
     };
@@ -546,12 +564,7 @@ fn transports_are_checked() {
 
 #[test]
 fn methods_without_a_file_format_and_unknown_routes_are_refused() {
-    for route in [
-        "aud/direct-entry",
-        "cad/eft",
-        "cad/digital",
-        "nzd/direct-credit",
-    ] {
+    for route in ["cad/digital"] {
         let p = problems(&format!(
             "{EXAMPLE}\n[rails.\"{route}\"]\nfile_prefix = \"ACME\"\n"
         ));
@@ -683,4 +696,82 @@ fn loading_names_the_file_and_the_variable() {
             .to_string()
             .contains("PAYOUT_CONFIG is not set")
     );
+}
+
+#[test]
+fn aba_cpa005_and_ib4b_settings_are_read_and_checked_by_their_formats() {
+    let settings = parse(EXAMPLE).unwrap();
+    let FormatSettings::Aba(aba) = &settings.rails[&PayoutMethod::DirectEntry].format else {
+        panic!("aud/direct-entry is ABA")
+    };
+    assert_eq!(
+        (aba.bank_mnemonic.as_str(), aba.apca_user_id.as_str()),
+        ("CBA", "301500")
+    );
+    assert!(!aba.self_balancing);
+    let FormatSettings::Cpa005(cpa) = &settings.rails[&PayoutMethod::Eft].format else {
+        panic!("cad/eft is Standard 005")
+    };
+    assert_eq!(cpa.transaction_code, 450);
+    assert_eq!(cpa.line_ending, bank_formats::cpa005::LineEnding::CrLf);
+    let FormatSettings::Ib4b(ib4b) = &settings.rails[&PayoutMethod::DirectCredit].format else {
+        panic!("nzd/direct-credit is IB4B")
+    };
+    assert_eq!(ib4b.originating_account, "0109020068389000");
+
+    // Each format's own check names the setting under the rail's path.
+    for (from, to, setting) in [
+        (
+            "apca_user_id = \"301500\"",
+            "apca_user_id = \"30150\"",
+            "rails.\"aud/direct-entry\".apca_user_id",
+        ),
+        (
+            "trace_bsb = \"062000\"",
+            "trace_bsb = \"06200X\"",
+            "rails.\"aud/direct-entry\".trace_bsb",
+        ),
+        (
+            "data_centre = \"00310\"",
+            "data_centre = \"310\"",
+            "rails.\"cad/eft\".data_centre",
+        ),
+        (
+            "return_institution = \"000312345\"",
+            "return_institution = \"12345\"",
+            "rails.\"cad/eft\".return_institution",
+        ),
+        (
+            "# line_ending = \"crlf\"",
+            "line_ending = \"cr\"",
+            "rails.\"cad/eft\".line_ending",
+        ),
+        (
+            "originating_account = \"0109020068389000\"",
+            "originating_account = \"0109020068388000\"",
+            "rails.\"nzd/direct-credit\".originating_account",
+        ),
+        (
+            "originator_name = \"ACME PAYOUTS\"",
+            "originator_name = \"ACME PAYOUTS, AND SONS LIMITED\"",
+            "rails.\"nzd/direct-credit\".originator_name",
+        ),
+    ] {
+        let p = problems(&example_with(from, to));
+        assert!(
+            p.iter().any(|problem| problem.setting == setting),
+            "{to}: {p:#?}"
+        );
+    }
+    // Unknown keys are refused in the format's table too, and the secrets never show.
+    let p = problems(&example_with(
+        "self_balancing = false",
+        "self_balancing = false\nself_balance = true",
+    ));
+    assert_problem(&p, "rails.\"aud/direct-entry\"", "self_balance");
+    let summary = settings.summary(Utc.with_ymd_and_hms(2026, 11, 25, 12, 0, 0).unwrap());
+    let text = summary.to_string();
+    for secret in ["10203040", "0068389", "1234567\""] {
+        assert!(!text.contains(secret), "{secret} in {text}");
+    }
 }
