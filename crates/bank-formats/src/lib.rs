@@ -2,5 +2,6 @@
 //! from typed file contents to bytes and back, with no I/O and no knowledge of payoutd's domain
 //! (the rails adapter maps payouts and account fields onto these types).
 
+pub mod interac;
 pub mod iso20022;
 pub mod nacha;
