@@ -7,7 +7,9 @@
 //! |---|---|---|
 //! | `usd/ach` | NACHA, PPD (or CCD) credits 22 / 32 | [`nacha`] |
 //! | `eur/sepa` | ISO 20022 pain.001.001.09 | [`sepa`] |
+//! | `cad/digital` | Interac e-Transfer partner protocol, signed JSON batch requests | [`interac`] |
 
+pub mod interac;
 pub mod nacha;
 pub mod sepa;
 
