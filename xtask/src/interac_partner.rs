@@ -548,7 +548,13 @@ fn post_batch(request: &Request, shared: &Arc<Shared>) -> Answer {
     bump(&shared.counters.batches);
     // The first report is there before the upload is answered, so a poll right after the upload
     // finds it.
-    let sent = report_for(&batch, &mut book, shared, |_| (PaymentStatus::Sent, None));
+    let sent = report_for(
+        &batch,
+        &mut book,
+        shared,
+        Some(BatchVerdict::Accepted),
+        |_| (PaymentStatus::Sent, None),
+    );
     drop(book);
     shared.spawn(move |shared| {
         if let Some(sent) = sent {
@@ -561,7 +567,7 @@ fn post_batch(request: &Request, shared: &Arc<Shared>) -> Answer {
             }
             thread::sleep(Duration::from_millis(10).min(due - Instant::now()));
         }
-        let finals = report_for(&batch, &mut shared.book(), shared, |payment| {
+        let finals = report_for(&batch, &mut shared.book(), shared, None, |payment| {
             fate(
                 &shared.options,
                 &payment.payment_id,
@@ -578,19 +584,17 @@ fn post_batch(request: &Request, shared: &Arc<Shared>) -> Answer {
     }
 }
 
-/// Writes and keeps a report on `batch` with each payment's status from `status_of`; returns
-/// its bytes.
+/// Writes and keeps a report on `batch` with the batch verdict `verdict` and each payment's
+/// status from `status_of`; returns its bytes.
 fn report_for(
     batch: &BatchRequest,
     book: &mut Book,
     shared: &Shared,
+    verdict: Option<BatchVerdict>,
     status_of: impl Fn(&bank_formats::interac::Payment) -> (PaymentStatus, Option<FailureOrCode>),
 ) -> Option<Vec<u8>> {
     let now = Utc::now().trunc_subsecs(0);
     let report_id = format!("rpt_{:08}", book.reports.len() + 1);
-    let first = book.reports.iter().all(|(_, bytes)| {
-        StatusReport::parse(bytes).map_or(true, |r| r.batch_id != batch.batch_id)
-    });
     let payments = batch
         .payments
         .iter()
@@ -609,7 +613,7 @@ fn report_for(
         report_id: report_id.clone(),
         batch_id: batch.batch_id.clone(),
         created_at: now,
-        batch_status: first.then_some(BatchVerdict::Accepted),
+        batch_status: verdict,
         payments,
     };
     let bytes = report.to_bytes().ok()?;

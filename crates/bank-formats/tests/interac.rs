@@ -8,6 +8,7 @@ use bank_formats::interac::{
     MEMO_MAX, Payment, PaymentStatus, PaymentUpdate, ReportList, SignatureError, StatusReport,
     clean_memo, clean_name, is_email, looks_like_status_report, sign, verify_signature,
 };
+use bank_formats::interac::{CallbackError, verify_callback};
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use proptest::prelude::*;
 
@@ -391,6 +392,32 @@ fn malformed_headers_and_empty_secrets_are_refused() {
         verify_signature(&good, b"{}", b"", 1_000_000, 300),
         Err(SignatureError::EmptySecret)
     );
+}
+
+#[test]
+fn a_pushed_report_is_checked_signature_first() {
+    let body = report().to_bytes().unwrap();
+    let header = sign(SECRET, 1_000_000, &body).unwrap();
+    let got = verify_callback(Some(&header), &body, SECRET, 1_000_010, 300).unwrap();
+    assert_eq!(got.report_id, "rpt_0001");
+    assert_eq!(
+        verify_callback(None, &body, SECRET, 1_000_010, 300),
+        Err(CallbackError::Unsigned)
+    );
+    assert!(matches!(
+        verify_callback(Some(&header), &body, SECRET, 1_000_301, 300),
+        Err(CallbackError::Signature(SignatureError::Expired { .. }))
+    ));
+    let junk = b"{\"type\":\"status_report\"}";
+    let signed_junk = sign(SECRET, 1_000_000, junk).unwrap();
+    assert!(matches!(
+        verify_callback(Some(&signed_junk), junk, SECRET, 1_000_000, 300),
+        Err(CallbackError::NotAReport(_))
+    ));
+    assert!(matches!(
+        verify_callback(Some(&header), junk, SECRET, 1_000_000, 300),
+        Err(CallbackError::Signature(SignatureError::Mismatch))
+    ));
 }
 
 proptest! {

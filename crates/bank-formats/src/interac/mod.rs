@@ -24,11 +24,14 @@
 //! timestamps in whole seconds UTC (`2026-11-25T21:07:00Z`), so the same document is always the
 //! same bytes (and the same signature and SHA-256).
 //!
-//! Signatures: [`sign`] and [`verify_signature`] (see [`signature`]).
+//! Signatures: [`sign`] and [`verify_signature`] (see [`signature`]); a pushed report is
+//! checked whole by [`verify_callback`].
 
+mod callback;
 mod documents;
 pub mod signature;
 
+pub use callback::{CallbackError, verify_callback};
 pub use documents::{
     BatchReceipt, BatchRequest, BatchVerdict, Currency, ErrorAnswer, FailureCode, InteracError,
     MAX_AMOUNT, MAX_EXPIRY_DAYS, MAX_PAYMENTS, MEMO_MAX, NAME_MAX, Payment, PaymentStatus,
