@@ -565,7 +565,9 @@ fn post_batch(request: &Request, shared: &Arc<Shared>) -> Answer {
             if shared.stopping.load(Ordering::SeqCst) {
                 return;
             }
-            thread::sleep(Duration::from_millis(10).min(due - Instant::now()));
+            thread::sleep(
+                Duration::from_millis(10).min(due.saturating_duration_since(Instant::now())),
+            );
         }
         let finals = report_for(&batch, &mut shared.book(), shared, None, |payment| {
             fate(
