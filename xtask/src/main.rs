@@ -8,6 +8,7 @@ mod bench;
 mod cmd;
 mod flags;
 mod fuzz;
+mod interac_partner;
 mod iso20022;
 #[cfg(test)]
 mod modgraph;

@@ -1,8 +1,10 @@
 //! payoutd's bank file drops: [`FileTransport`](domain::rail::transport::FileTransport) over
 //! local directories ([`DirectoryTransport`], for a connection run by a managed file-transfer
-//! agent) and over SFTP ([`SftpTransport`]).
+//! agent), over SFTP ([`SftpTransport`]), and over a partner bank's signed HTTPS API
+//! ([`PartnerApiTransport`], for the Interac e-Transfer partner protocol, where a "file" is a
+//! batch request and the inbound "files" are the partner's status reports).
 //!
-//! Both behave the same way:
+//! The directory and SFTP transports behave the same way:
 //!
 //! - names are checked with [`is_plain_file_name`](domain::rail::transport::is_plain_file_name)
 //!   before anything is touched (or connected);
@@ -15,7 +17,12 @@
 
 mod directory;
 mod names;
+mod partner_api;
 mod sftp;
 
 pub use directory::DirectoryTransport;
+pub use partner_api::{
+    DEFAULT_MAX_PAGES, DEFAULT_MAX_RESPONSE_BYTES, PartnerApiConfigError, PartnerApiSettings,
+    PartnerApiTransport,
+};
 pub use sftp::{HostKeyPin, PrivateKeySource, SftpConfigError, SftpSettings, SftpTransport};

@@ -10,10 +10,12 @@
 //! | `aud/direct-entry` | ABA (Cemtex) direct entry, credits 50 (and an optional self-balancing debit 13) | [`aba`] |
 //! | `cad/eft` | Payments Canada Standard 005, `C` credits | [`cpa005`] |
 //! | `nzd/direct-credit` | BNZ IB4B direct credit CSV, code 50 (dishonours: payoutd's IB4B-style file) | [`ib4b`] |
+//! | `cad/digital` | Interac e-Transfer partner protocol, signed JSON batch requests | [`interac`] |
 
 pub mod aba;
 pub mod cpa005;
 pub mod ib4b;
+pub mod interac;
 pub mod nacha;
 pub mod sepa;
 

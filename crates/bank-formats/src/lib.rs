@@ -5,5 +5,6 @@
 pub mod aba;
 pub mod cpa005;
 pub mod ib4b;
+pub mod interac;
 pub mod iso20022;
 pub mod nacha;

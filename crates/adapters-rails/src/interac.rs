@@ -1,0 +1,279 @@
+//! `cad/digital`: Interac e-Transfer through a partner bank's HTTPS bulk API, one signed JSON
+//! batch request per closed batch, read back from the partner's status reports (the protocol of
+//! `bank_formats::interac`, described in `docs/rails/interac.md`).
+//!
+//! Field mapping of the batch request:
+//! - `batch_id`: the batch id (32 hex digits), quoted back by every status report;
+//!   `created_at`: when the request was written (UTC, whole seconds); `originator` and
+//!   `sender_name`: the settings' partner customer id and sender name.
+//! - one payment per payout: `payment_id` the payout id (32 hex digits, unique everywhere); the
+//!   amount in cents; `CAD`; `recipient_name` the payee's name (cleaned, cut to 30 characters);
+//!   `recipient_email` the account's `recipient` (the Address role); `memo` the remittance text
+//!   (control characters and runs of white space made one space, cut to 400 characters);
+//!   `expires_at` the creation time plus the settings' expiry days.
+//!
+//! The payment ids are the payouts' references. Payouts settle when the partner reports them
+//! `deposited`; `declined`, `expired`, `cancelled` and `failed` payments are rejected (money
+//! never left: the transfer is returned to the sender), `sent` is not final and changes
+//! nothing.
+
+use bank_formats::interac::{
+    self, BatchRequest, BatchVerdict, Currency, FailureCode, Payment, PaymentStatus, StatusReport,
+};
+use chrono::{DateTime, SubsecRound, TimeDelta, Utc};
+use domain::PortError;
+use domain::money::Asset;
+use domain::rail::file_rail::{FileNumbering, Settlement};
+use domain::rail::instruction::{BankFileWriter, CreditInstruction, FileRequest, WrittenFile};
+use domain::rail::report::{
+    BankFileReader, BankReport, FileMention, FileVerdict, ItemOutcome, ItemReport, ReadOutcome,
+    ReturnReason,
+};
+
+pub use crate::SettingsError;
+use crate::{refused, setting_error};
+
+/// How batch requests are numbered (not used in the document: the batch id identifies it).
+pub const NUMBERING: FileNumbering = FileNumbering::Overall;
+
+/// How Interac payouts settle: when the partner reports them `deposited`.
+pub const SETTLEMENT: Settlement = Settlement::OnConfirmation;
+
+/// The file name extension of batch requests.
+pub const EXTENSION: &str = "json";
+
+/// The sender details a partner bank gives for Interac e-Transfer bulk sending.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InteracSettings {
+    /// payoutd's customer id at the partner (1 to 35 of `A-Z a-z 0-9 - _`).
+    pub partner_customer_id: String,
+    /// The sender's name recipients see in the notification (1 to 30 characters).
+    pub sender_name: String,
+    /// Days a recipient has to deposit a transfer before it expires (1 to 30).
+    pub expiry_days: u32,
+}
+
+impl InteracSettings {
+    /// Checks every setting against the protocol.
+    ///
+    /// # Errors
+    /// The first wrong setting, by name.
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        if !interac::is_identifier(&self.partner_customer_id, 35) {
+            return Err(setting_error(
+                "partner_customer_id",
+                "must be 1 to 35 letters, digits, '-' or '_', not starting with '-'",
+            ));
+        }
+        if self.sender_name.trim().is_empty() {
+            return Err(setting_error("sender_name", "is empty"));
+        }
+        if self.sender_name.chars().any(char::is_control)
+            || self.sender_name.chars().count() > interac::NAME_MAX
+        {
+            return Err(setting_error(
+                "sender_name",
+                "must be at most 30 characters without control characters",
+            ));
+        }
+        if !(1..=30).contains(&self.expiry_days) {
+            return Err(setting_error("expiry_days", "must be from 1 to 30"));
+        }
+        Ok(())
+    }
+}
+
+/// The writer of Interac batch requests.
+#[derive(Debug, Clone)]
+pub struct InteracWriter {
+    settings: InteracSettings,
+}
+
+impl InteracWriter {
+    /// A writer with checked settings.
+    ///
+    /// # Errors
+    /// The first wrong setting ([`InteracSettings::validate`]).
+    pub fn new(settings: InteracSettings) -> Result<Self, SettingsError> {
+        settings.validate()?;
+        Ok(Self { settings })
+    }
+}
+
+/// The payment id of a payout: its id in 32 hex digits.
+pub fn payment_id(instruction: &CreditInstruction) -> String {
+    instruction.payout_id.as_uuid().simple().to_string()
+}
+
+fn payment(
+    instruction: &CreditInstruction,
+    expires_at: DateTime<Utc>,
+) -> Result<Payment, PortError> {
+    let payout = instruction.payout_id;
+    let amount = u64::try_from(instruction.amount.get())
+        .ok()
+        .filter(|cents| (1..=interac::MAX_AMOUNT).contains(cents))
+        .ok_or_else(|| {
+            refused(format!(
+                "payout {payout}: an Interac e-Transfer amount is from 0.01 to 25000.00 CAD"
+            ))
+        })?;
+    let recipient_email = instruction.account.expose().trim().to_owned();
+    if !interac::is_email(&recipient_email) {
+        return Err(refused(format!(
+            "payout {payout}: the recipient is not a valid e-mail address"
+        )));
+    }
+    let recipient_name = interac::clean_name(&instruction.payee_name);
+    if recipient_name.is_empty() {
+        return Err(refused(format!("payout {payout}: the payee name is empty")));
+    }
+    Ok(Payment {
+        payment_id: payment_id(instruction),
+        amount,
+        currency: Currency::Cad,
+        recipient_name,
+        recipient_email,
+        memo: interac::clean_memo(&instruction.remittance),
+        expires_at,
+    })
+}
+
+impl BankFileWriter for InteracWriter {
+    fn write(&self, request: &FileRequest) -> Result<WrittenFile, PortError> {
+        if request.asset != Asset::Cad {
+            return Err(refused(format!(
+                "an Interac e-Transfer pays CAD, not {}",
+                request.asset.code()
+            )));
+        }
+        let created_at = request.created_at.trunc_subsecs(0);
+        let expires_at = created_at + TimeDelta::days(i64::from(self.settings.expiry_days));
+        let payments = request
+            .instructions
+            .iter()
+            .map(|instruction| payment(instruction, expires_at))
+            .collect::<Result<Vec<_>, _>>()?;
+        let references = payments.iter().map(|p| p.payment_id.clone()).collect();
+        let document = BatchRequest {
+            batch_id: request.batch_id.as_uuid().simple().to_string(),
+            created_at,
+            originator: self.settings.partner_customer_id.clone(),
+            sender_name: self.settings.sender_name.clone(),
+            payments,
+        };
+        let bytes = document.to_bytes().map_err(|e| {
+            refused(format!(
+                "batch {}: the Interac batch request cannot be written: {e}",
+                request.batch_id
+            ))
+        })?;
+        Ok(WrittenFile {
+            extension: EXTENSION,
+            bytes,
+            references,
+        })
+    }
+}
+
+/// The reader of the partner's status reports. Anything that is not a JSON object of type
+/// `status_report` is [`ReadOutcome::NotMine`]; a status report that breaks the protocol is
+/// [`ReadOutcome::Unreadable`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct InteracReader;
+
+fn rejected(
+    code: Option<&String>,
+    fallback: &str,
+    reason: Option<&String>,
+    default: &str,
+) -> ReturnReason {
+    let code = code.cloned().unwrap_or_else(|| fallback.to_owned());
+    let reason = reason
+        .filter(|r| !r.trim().is_empty())
+        .cloned()
+        .or_else(|| FailureCode::from_code(&code).map(|c| c.reason().to_owned()))
+        .unwrap_or_else(|| default.to_owned());
+    ReturnReason {
+        code,
+        reason,
+        account_is_invalid: false,
+    }
+}
+
+/// What a report says, in payoutd's terms.
+pub fn bank_report(report: &StatusReport) -> BankReport {
+    let mention = crate::sepa::batch_of(&report.batch_id).map_or_else(
+        || FileMention::Unknown(report.batch_id.clone()),
+        FileMention::Batch,
+    );
+    let file = report.batch_status.as_ref().map(|verdict| {
+        let verdict = match verdict {
+            BatchVerdict::Accepted => FileVerdict::Accepted,
+            BatchVerdict::Rejected { code, reason } => FileVerdict::Rejected {
+                code: Some(code.clone()),
+                reason: reason.clone(),
+            },
+        };
+        (mention, verdict)
+    });
+    let items = report
+        .payments
+        .iter()
+        .filter_map(|update| {
+            let (code, reason) = (update.code.as_ref(), update.reason.as_ref());
+            let outcome = match update.status {
+                PaymentStatus::Sent => return None,
+                PaymentStatus::Deposited => ItemOutcome::Settled,
+                PaymentStatus::Declined => ItemOutcome::Rejected(rejected(
+                    code,
+                    "DECLINED",
+                    reason,
+                    "the recipient declined the transfer",
+                )),
+                PaymentStatus::Expired => ItemOutcome::Rejected(rejected(
+                    code,
+                    "EXPIRED",
+                    reason,
+                    "the recipient did not deposit the transfer before it expired",
+                )),
+                PaymentStatus::Cancelled => ItemOutcome::Rejected(rejected(
+                    code,
+                    "CANCELLED",
+                    reason,
+                    "the transfer was cancelled before it was deposited",
+                )),
+                PaymentStatus::Failed => {
+                    let mut failed = rejected(
+                        code,
+                        "FAILED",
+                        reason,
+                        "the partner could not send the transfer",
+                    );
+                    // Only a failure to reach the address condemns the account; a decline or an
+                    // expiry says nothing about it.
+                    failed.account_is_invalid = FailureCode::from_code(&failed.code)
+                        .is_some_and(FailureCode::means_invalid_recipient);
+                    ItemOutcome::Rejected(failed)
+                }
+            };
+            Some(ItemReport {
+                reference: update.payment_id.clone(),
+                outcome,
+            })
+        })
+        .collect();
+    BankReport { file, items }
+}
+
+impl BankFileReader for InteracReader {
+    fn read(&self, _name: &str, bytes: &[u8]) -> Result<ReadOutcome, PortError> {
+        if !interac::looks_like_status_report(bytes) {
+            return Ok(ReadOutcome::NotMine);
+        }
+        Ok(match StatusReport::parse(bytes) {
+            Ok(report) => ReadOutcome::Report(bank_report(&report)),
+            Err(e) => ReadOutcome::Unreadable(format!("not a valid Interac status report: {e}")),
+        })
+    }
+}
