@@ -2,8 +2,7 @@
 //! of returned items.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "cpa005_support/checker.rs"]
-mod checker;
+use format_checkers::cpa005 as checker;
 #[path = "cpa005_support/samples.rs"]
 mod samples;
 

@@ -1,9 +1,8 @@
-//! The spec-driven Standard 005 checker (`cpa005_support/checker.rs`) against the writer's
+//! The spec-driven Standard 005 checker (`format_checkers::cpa005`) against the writer's
 //! output, and against deliberately broken files so it is seen to fail.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "cpa005_support/checker.rs"]
-mod checker;
+use format_checkers::cpa005 as checker;
 #[path = "cpa005_support/samples.rs"]
 mod samples;
 

@@ -11,8 +11,6 @@
 //! unused segments (zeros in numeric fields, blanks elsewhere, only after the used ones) and
 //! every trailer total and count. Standard 005 has no hash total.
 
-#![allow(dead_code)]
-
 /// What a file that passes holds.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Summary {
