@@ -198,6 +198,21 @@ pub fn build_state(
         clock.clone(),
         chrono::Duration::from_std(config.credential_cache).context("credential cache")?,
     );
+    let batches = Arc::new(BatchRunner::new(
+        store.clone(),
+        store.clone(),
+        store.clone(),
+        rail,
+        clock.clone(),
+        ids.clone(),
+        chrono::Duration::from_std(config.batches.lease).context("batch lease")?,
+    ));
+    let rail_callbacks = match world {
+        World::Production(production) => production
+            .partner_callbacks(store.clone(), batches.clone(), clock.clone(), ids.clone())
+            .map(Arc::new),
+        World::Sandbox(_) => None,
+    };
     Ok(AppState {
         auth: AuthService::new(Arc::new(credentials), clock.clone(), window),
         receivers: ReceiverService::new(
@@ -235,15 +250,7 @@ pub fn build_state(
             ids.clone(),
             CursorKey::new(cursor_key),
         ),
-        batches: Arc::new(BatchRunner::new(
-            store.clone(),
-            store.clone(),
-            store.clone(),
-            rail,
-            clock,
-            ids,
-            chrono::Duration::from_std(config.batches.lease).context("batch lease")?,
-        )),
+        batches,
         idempotency: IdempotencyService::new(store.clone(), Arc::new(SystemClock)),
         rate_limit: shared.rate_limit.clone(),
         metrics: shared.metrics.clone(),
@@ -252,6 +259,7 @@ pub fn build_state(
             shared.pools.clone(),
         )),
         readiness: Box::new((*store).clone()),
+        rail_callbacks,
     })
 }
 

@@ -46,4 +46,6 @@ pub struct AppState {
     pub sampler: std::sync::Arc<dyn crate::metrics::Sampler>,
     /// Readiness probe.
     pub readiness: Box<dyn Readiness>,
+    /// The partner callbacks of the `cad/digital` rail (production mode with that rail only).
+    pub rail_callbacks: Option<std::sync::Arc<crate::partner_callbacks::RailCallbacks>>,
 }

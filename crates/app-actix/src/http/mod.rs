@@ -12,6 +12,7 @@ pub mod idempotency;
 pub mod openapi;
 pub mod payouts;
 pub mod query;
+pub mod rail_callbacks;
 pub mod rate_limit;
 pub mod receivers;
 pub mod schemas;
@@ -125,6 +126,11 @@ pub fn route_table(t: &mut impl RouteTable) {
     );
     t.route(Method::GET, "/confirm/{token}", confirm::show);
     t.route(Method::POST, "/confirm/{token}", confirm::confirm);
+    t.route(
+        Method::POST,
+        "/rail/interac/callback",
+        rail_callbacks::interac,
+    );
     t.route(Method::POST, "/api/payout/single", payouts::create);
     t.route(Method::GET, "/api/payout/", payouts::list);
     t.route(Method::GET, "/api/payout", payouts::list_without_slash);

@@ -101,6 +101,7 @@ lower-case UUIDs; money is integer minor units.";
         accounts::list,
         super::confirm::show,
         super::confirm::confirm,
+        super::rail_callbacks::interac,
         payouts::create,
         payouts::list,
         payouts::list_without_slash,
@@ -134,6 +135,7 @@ lower-case UUIDs; money is integer minor units.";
         (name = "Subaccounts", description = "The caller's subaccount and balances (contract §6)."),
         (name = "Sandbox", description = "Test helpers, registered only in sandbox mode (contract §10); 404 otherwise."),
         (name = "Operations", description = "Probes, metrics and this document; no API key."),
+        (name = "Rails", description = "Endpoints a payment partner calls (production mode); signed with the rail's shared secret, no API key."),
     ),
 )]
 struct ApiDoc;
