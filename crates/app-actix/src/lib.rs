@@ -8,6 +8,7 @@ pub mod config;
 pub mod http;
 pub mod jobs;
 pub mod metrics;
+pub mod partner_callbacks;
 pub mod production;
 pub mod production_config;
 pub mod startup;

@@ -6,10 +6,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use adapters_filetransfer::{DirectoryTransport, SftpTransport};
+use adapters_filetransfer::{DirectoryTransport, PartnerApiTransport, SftpTransport};
 use adapters_rails::aba::{self, AbaReader, AbaWriter};
 use adapters_rails::cpa005::{self, Cpa005Reader, Cpa005Writer};
 use adapters_rails::ib4b::{self, Ib4bReader, Ib4bWriter};
+use adapters_rails::interac::{self, InteracReader, InteracWriter};
 use adapters_rails::nacha::{self, EntryClass, NachaReader, NachaSettings, NachaWriter};
 use adapters_rails::sepa::{self, Pain002Reader, SepaSettings, SepaWriter};
 use anyhow::Context;
@@ -32,6 +33,7 @@ use domain::rail::schedule::BatchSchedule;
 use domain::rail::transport::FileTransport;
 use domain::receiver::ports::ReceiverStore;
 
+use crate::partner_callbacks::RailCallbacks;
 use crate::production_config::{
     FormatSettings, NachaOriginator, RailSettings, SepaOriginator, SmtpSettings, SmtpTls,
     TransportSettings,
@@ -182,11 +184,23 @@ fn build_rail(settings: &RailSettings) -> anyhow::Result<BuiltRail> {
             ib4b::NUMBERING,
             ib4b::SETTLEMENT,
         ),
+        FormatSettings::Interac(settings) => (
+            Arc::new(
+                InteracWriter::new(settings.clone())
+                    .map_err(|e| anyhow::anyhow!("{}: {}", at(e.setting), e.problem))?,
+            ),
+            Arc::new(InteracReader),
+            interac::NUMBERING,
+            interac::SETTLEMENT,
+        ),
     };
     let transport: Arc<dyn FileTransport> = match &settings.transport {
         TransportSettings::Sftp(sftp) => {
             Arc::new(SftpTransport::new(sftp.settings.clone()).with_context(|| at("transport"))?)
         }
+        TransportSettings::PartnerApi(api) => Arc::new(
+            PartnerApiTransport::new(api.settings.clone()).with_context(|| at("transport"))?,
+        ),
         TransportSettings::Directory(dirs) => Arc::new(DirectoryTransport::new(
             dirs.outbound_dir.clone(),
             dirs.inbound_dir.clone(),
@@ -300,6 +314,43 @@ impl Production {
             })
             .collect();
         MethodRails::new(rails, store)
+    }
+
+    /// The callback route's wiring when `cad/digital` is paid through a partner's API: its
+    /// reports' processor (the same as polling's) and the partner's shared secret.
+    pub fn partner_callbacks<S>(
+        &self,
+        store: Arc<S>,
+        runner: Arc<BatchRunner>,
+        clock: Arc<dyn Clock>,
+        ids: Arc<dyn IdGenerator>,
+    ) -> Option<RailCallbacks>
+    where
+        S: RailFileStore + InboundStore + PayoutStore + 'static,
+    {
+        let rail = self.rails.get(&PayoutMethod::Digital)?;
+        let TransportSettings::PartnerApi(api) = &rail.settings.transport else {
+            return None;
+        };
+        let processor = InboundProcessor::new(
+            vec![InboundRail {
+                method: rail.method,
+                transport: rail.transport.clone(),
+                reader: rail.reader.clone(),
+            }],
+            store.clone(),
+            store.clone(),
+            store,
+            runner,
+            clock.clone(),
+            ids,
+        );
+        Some(RailCallbacks::new(
+            Arc::new(processor),
+            api.settings.shared_secret.clone(),
+            api.settings.signature_tolerance_seconds,
+            clock,
+        ))
     }
 
     /// The processor of the bank's answers in every rail's inbound directory.

@@ -310,6 +310,14 @@ fn rail_summary(rail: &RailSettings, now: DateTime<Utc>) -> Value {
             "inbound_dir": sftp.settings.inbound_dir,
             "poll_interval_secs": sftp.poll_interval.as_secs(),
         }),
+        TransportSettings::PartnerApi(api) => json!({
+            "kind": "partner_api",
+            "base_url": api.settings.base_url,
+            "shared_secret": format!("[REDACTED] ({})", api.secret_source),
+            "timeout_secs": api.settings.timeout.as_secs(),
+            "connect_timeout_secs": api.settings.connect_timeout.as_secs(),
+            "poll_interval_secs": api.poll_interval.as_secs(),
+        }),
         TransportSettings::Directory(dir) => json!({
             "kind": "directory",
             "outbound_dir": dir.outbound_dir.display().to_string(),
@@ -354,6 +362,11 @@ fn rail_summary(rail: &RailSettings, now: DateTime<Utc>) -> Value {
             "return_institution": MaskedValue::mask(&o.return_institution).as_str(),
             "return_account": MaskedValue::mask(&o.return_account).as_str(),
             "transaction_code": o.transaction_code,
+        }),
+        FormatSettings::Interac(o) => json!({
+            "partner_customer_id": o.partner_customer_id,
+            "sender_name": o.sender_name,
+            "expiry_days": o.expiry_days,
         }),
         FormatSettings::Ib4b(o) => json!({
             "originating_account": MaskedValue::mask(&o.originating_account).as_str(),

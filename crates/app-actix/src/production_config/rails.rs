@@ -6,21 +6,26 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use adapters_filetransfer::{
-    HostKeyPin, PrivateKeySource, SftpConfigError, SftpSettings, SftpTransport,
+    HostKeyPin, PartnerApiConfigError, PartnerApiSettings, PartnerApiTransport, PrivateKeySource,
+    SftpConfigError, SftpSettings, SftpTransport,
 };
 use adapters_rails::SettingsError;
 use adapters_rails::aba::AbaSettings;
 use adapters_rails::cpa005::Cpa005Settings;
 use adapters_rails::ib4b::Ib4bSettings;
+use adapters_rails::interac::InteracSettings;
 use chrono::NaiveDate;
 use domain::account::PayoutMethod;
+use domain::masking::Secret;
 use domain::rail::calendar::{
     CalendarError, MAX_SETTLEMENT_DAYS, RailCalendar, parse_cutoff, parse_date,
 };
 use domain::rail::file_rail::EffectiveDate;
 use serde::Deserialize;
 
-use super::problems::{Env, Problems, Sourced, key_path, seconds, sourced, table, text, type_name};
+use super::problems::{
+    Env, Problems, Sourced, key_path, seconds, secret, sourced, table, text, type_name,
+};
 
 /// One enabled method's rail.
 #[derive(Debug, Clone)]
@@ -51,6 +56,8 @@ pub enum TransportSettings {
     Sftp(Box<SftpTransportSettings>),
     /// Local directories served by a managed file-transfer agent.
     Directory(DirectoryTransportSettings),
+    /// A partner's signed HTTPS API (`cad/digital`).
+    PartnerApi(Box<PartnerApiTransportSettings>),
 }
 
 impl TransportSettings {
@@ -59,6 +66,7 @@ impl TransportSettings {
         match self {
             Self::Sftp(s) => s.poll_interval,
             Self::Directory(d) => d.poll_interval,
+            Self::PartnerApi(p) => p.poll_interval,
         }
     }
 }
@@ -74,6 +82,17 @@ pub struct SftpTransportSettings {
     pub private_key_source: String,
     /// The SHA256 fingerprint of the client's key (to give the bank).
     pub client_fingerprint: String,
+}
+
+/// `kind = "partner_api"`.
+#[derive(Debug, Clone)]
+pub struct PartnerApiTransportSettings {
+    /// What [`PartnerApiTransport::new`] takes (already checked by it).
+    pub settings: PartnerApiSettings,
+    /// How often the partner's status reports are listed (callbacks bring them sooner).
+    pub poll_interval: Duration,
+    /// Where the shared secret came from, for the summary: `env:NAME` or `inline`.
+    pub secret_source: String,
 }
 
 /// `kind = "directory"`.
@@ -100,6 +119,8 @@ pub enum FormatSettings {
     Cpa005(Cpa005Settings),
     /// `nzd/direct-credit`: BNZ IB4B direct credit CSV.
     Ib4b(Ib4bSettings),
+    /// `cad/digital`: Interac e-Transfer batch requests to a partner's API.
+    Interac(InteracSettings),
 }
 
 impl FormatSettings {
@@ -111,6 +132,7 @@ impl FormatSettings {
             Self::Aba(_) => "aba",
             Self::Cpa005(_) => "cpa-005",
             Self::Ib4b(_) => "ib4b",
+            Self::Interac(_) => "interac-partner-api",
         }
     }
 }
@@ -245,6 +267,27 @@ struct RawIb4b {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct RawInterac {
+    partner_customer_id: String,
+    sender_name: String,
+    expiry_days: Option<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPartnerApi {
+    base_url: String,
+    shared_secret: toml::Value,
+    poll_interval_secs: Option<u64>,
+    timeout_secs: Option<u64>,
+    connect_timeout_secs: Option<u64>,
+}
+
+/// Default of `expiry_days`: what Interac allows at most.
+pub const DEFAULT_EXPIRY_DAYS: u32 = 30;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RawSftp {
     host: String,
     port: Option<u16>,
@@ -332,16 +375,20 @@ pub fn rail(
                 )
             })
             .map(FormatSettings::Ib4b),
-        PayoutMethod::Digital => {
-            problems.push(
-                path,
-                format!(
-                    "payout method {} has no file format in this version",
-                    method.route()
-                ),
-            );
-            return None;
-        }
+        PayoutMethod::Digital => table::<RawInterac>(format_keys, &path, problems)
+            .and_then(|raw| {
+                checked(
+                    InteracSettings {
+                        partner_customer_id: raw.partner_customer_id,
+                        sender_name: raw.sender_name,
+                        expiry_days: raw.expiry_days.unwrap_or(DEFAULT_EXPIRY_DAYS),
+                    },
+                    InteracSettings::validate,
+                    &path,
+                    problems,
+                )
+            })
+            .map(FormatSettings::Interac),
     };
     rail_settings(method, &path, common?, format, env, problems)
 }
@@ -373,7 +420,25 @@ fn rail_settings(
     };
     let calendar = calendar(&raw.cutoffs, &raw.holidays, path, problems)
         .and_then(|calendar| Some(calendar.with_settlement_days(days?)));
-    let transport = transport(raw.transport, &key_path(path, "transport"), env, problems);
+    let transport_path = key_path(path, "transport");
+    let transport = transport(raw.transport, &transport_path, env, problems).and_then(|t| {
+        // A partner's API carries Interac batch requests only, and nothing else speaks it.
+        let partner = matches!(t, TransportSettings::PartnerApi(_));
+        let wanted = method == PayoutMethod::Digital;
+        if partner == wanted {
+            Some(t)
+        } else {
+            problems.push(
+                key_path(&transport_path, "kind"),
+                if wanted {
+                    format!("{} is paid through a partner's API: must be \"partner_api\"", method.route())
+                } else {
+                    format!("\"partner_api\" is for cad/digital; {} sends files: \"sftp\" or \"directory\"", method.route())
+                },
+            );
+            None
+        }
+    });
     Some(RailSettings {
         method,
         file_prefix: prefix?,
@@ -474,21 +539,20 @@ fn transport(
     problems: &mut Problems,
 ) -> Option<TransportSettings> {
     let kind_path = key_path(path, "kind");
+    const KINDS: &str = "\"sftp\", \"directory\" or \"partner_api\"";
     let kind = match body.remove("kind") {
         Some(toml::Value::String(kind)) => kind,
         Some(_) | None => {
-            problems.push(kind_path, "must be \"sftp\" or \"directory\"");
+            problems.push(kind_path, format!("must be {KINDS}"));
             return None;
         }
     };
     match kind.as_str() {
         "sftp" => sftp(table(body, path, problems)?, path, env, problems),
         "directory" => directory(table(body, path, problems)?, path, problems),
+        "partner_api" => partner_api(table(body, path, problems)?, path, env, problems),
         other => {
-            problems.push(
-                kind_path,
-                format!("must be \"sftp\" or \"directory\", got {other:?}"),
-            );
+            problems.push(kind_path, format!("must be {KINDS}, got {other:?}"));
             None
         }
     }
@@ -599,6 +663,60 @@ fn sftp(
         private_key_source,
         client_fingerprint: transport.client_fingerprint(),
     })))
+}
+
+fn partner_api(
+    raw: RawPartnerApi,
+    path: &str,
+    env: Env<'_>,
+    problems: &mut Problems,
+) -> Option<TransportSettings> {
+    let at = |key: &str| key_path(path, key);
+    let secret = secret(raw.shared_secret, &at("shared_secret"), env, problems);
+    let poll = seconds(
+        raw.poll_interval_secs,
+        DEFAULT_POLL_SECS,
+        1..=86_400,
+        &at("poll_interval_secs"),
+        problems,
+    );
+    let defaults = PartnerApiSettings::new(String::new(), Secret::new(String::new()));
+    let timeout = seconds(
+        raw.timeout_secs,
+        defaults.timeout.as_secs(),
+        1..=600,
+        &at("timeout_secs"),
+        problems,
+    );
+    let connect = seconds(
+        raw.connect_timeout_secs,
+        defaults.connect_timeout.as_secs(),
+        1..=600,
+        &at("connect_timeout_secs"),
+        problems,
+    );
+    let secret = secret?;
+    let mut settings = PartnerApiSettings::new(raw.base_url, secret.value.clone());
+    settings.timeout = timeout?;
+    settings.connect_timeout = connect?;
+    // The transport's own check (the URL, the secret); nothing is connected.
+    PartnerApiTransport::new(settings.clone())
+        .map_err(|e| {
+            let setting = match e {
+                PartnerApiConfigError::BaseUrl(_) => at("base_url"),
+                PartnerApiConfigError::EmptySecret => at("shared_secret"),
+                _ => path.to_owned(),
+            };
+            problems.push(setting, e.to_string());
+        })
+        .ok()?;
+    Some(TransportSettings::PartnerApi(Box::new(
+        PartnerApiTransportSettings {
+            settings,
+            poll_interval: poll?,
+            secret_source: secret.source(),
+        },
+    )))
 }
 
 fn local_dir(value: &str, setting: &str, problems: &mut Problems) -> Option<PathBuf> {
