@@ -28,6 +28,7 @@ use std::{
 };
 
 use bank_formats::{
+    aba, cpa005, ib4b,
     iso20022::{
         ReasonCode, ReportDecisions, Status, StatusReason, TransactionDecision, read_pain001,
         status_report, write_pain002,
@@ -46,31 +47,50 @@ pub const DEFAULT_RETURN_SHARE: f64 = 0.2;
 /// The default wait after a file's effective date before its late returns are written.
 pub const DEFAULT_LATE_AFTER: Duration = Duration::from_secs(20);
 
-/// The rails the bank serves.
+/// The file rails the bank serves (`cad/digital` is the partner simulator's:
+/// [`crate::interac_partner`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RailKind {
+    /// `aud/direct-entry`: ABA files, answered with ABA return files.
+    DirectEntry,
     /// `usd/ach`: NACHA files, answered with return files.
     Ach,
+    /// `cad/eft`: Standard 005 files, answered with files of returned items.
+    Eft,
     /// `eur/sepa`: pain.001 files, answered with pain.002 reports.
     Sepa,
+    /// `nzd/direct-credit`: IB4B files, answered with dishonour files.
+    DirectCredit,
 }
 
 impl RailKind {
-    pub const ALL: [Self; 2] = [Self::Ach, Self::Sepa];
+    pub const ALL: [Self; 5] = [
+        Self::DirectEntry,
+        Self::Ach,
+        Self::Eft,
+        Self::Sepa,
+        Self::DirectCredit,
+    ];
 
     /// The rail's directory name under the bank's directory.
     pub fn dir_name(self) -> &'static str {
         match self {
+            Self::DirectEntry => "aud-direct-entry",
             Self::Ach => "usd-ach",
+            Self::Eft => "cad-eft",
             Self::Sepa => "eur-sepa",
+            Self::DirectCredit => "nzd-direct-credit",
         }
     }
 
     /// payoutd's route of the method.
     pub fn route(self) -> &'static str {
         match self {
+            Self::DirectEntry => "aud/direct-entry",
             Self::Ach => "usd/ach",
+            Self::Eft => "cad/eft",
             Self::Sepa => "eur/sepa",
+            Self::DirectCredit => "nzd/direct-credit",
         }
     }
 }
@@ -244,6 +264,9 @@ impl Responder {
                 let answered = match dirs.kind {
                     RailKind::Sepa => self.answer_pain001(&dirs, &name, &bytes),
                     RailKind::Ach => self.answer_nacha(&dirs, &name, &bytes),
+                    RailKind::DirectEntry => self.answer_aba(&dirs, &name, &bytes),
+                    RailKind::Eft => self.answer_cpa005(&dirs, &name, &bytes),
+                    RailKind::DirectCredit => self.answer_ib4b(&dirs, &name, &bytes),
                 };
                 // A file the bank cannot read is reported and left unanswered, as a bank would.
                 if let Err(err) = answered {
@@ -330,6 +353,134 @@ impl Responder {
                     .iter()
                     .filter_map(|batch| batch.header.effective_entry_date)
                     .max(),
+                write: &write,
+            },
+        )
+    }
+
+    fn answer_aba(&mut self, dirs: &RailDirs, name: &str, bytes: &[u8]) -> Result<(), String> {
+        let file = aba::parse(bytes).map_err(|err| format!("bank: {name}: {err}"))?;
+        // The credits, by their position among the detail records (a self-balancing debit
+        // is not a payment).
+        let credits: Vec<(usize, String)> = file
+            .details
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| !d.transaction_code.is_debit())
+            .map(|(entry, d)| (entry, d.lodgement_reference.trim().to_owned()))
+            .collect();
+        let write = |references: &[String], _: u8| {
+            let decisions: Vec<aba::ReturnDecision> = credits
+                .iter()
+                .filter(|(_, reference)| references.contains(reference))
+                .map(|(entry, reference)| aba::ReturnDecision {
+                    entry: *entry,
+                    code: if decide("aba-code", reference, 0.5) {
+                        aba::ReturnCode::AccountClosed
+                    } else {
+                        aba::ReturnCode::ReferToCustomer
+                    },
+                })
+                .collect();
+            aba::write_return_file(&file, &decisions, Utc::now().date_naive())
+                .map_err(|err| err.to_string())
+        };
+        self.answer_with_returns(
+            dirs,
+            &ReturnsAnswer {
+                name,
+                extension: "aba",
+                references: credits.iter().map(|(_, r)| r.clone()).collect(),
+                effective: Some(file.descriptive.processing_date),
+                write: &write,
+            },
+        )
+    }
+
+    fn answer_cpa005(&mut self, dirs: &RailDirs, name: &str, bytes: &[u8]) -> Result<(), String> {
+        let file = cpa005::parse(bytes).map_err(|err| format!("bank: {name}: {err}"))?;
+        let items: Vec<(usize, String)> = file
+            .transactions
+            .iter()
+            .enumerate()
+            .map(|(item, t)| (item, t.cross_reference.trim().to_owned()))
+            .collect();
+        let write = |references: &[String], which: u8| {
+            let decisions = items
+                .iter()
+                .filter(|(_, reference)| references.contains(reference))
+                .map(|(item, reference)| {
+                    let code = if decide("cpa-code", reference, 0.5) {
+                        905
+                    } else {
+                        901
+                    };
+                    cpa005::ReturnCode::new(code)
+                        .map(|reason| cpa005::ReturnDecision {
+                            item: *item,
+                            reason,
+                        })
+                        .ok_or_else(|| format!("{code} is not a return code"))
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            cpa005::write_return_file(
+                &file,
+                &decisions,
+                &cpa005::ReturnFileOptions {
+                    creation_date: Utc::now().date_naive(),
+                    file_creation_number: u16::from(which) + 1,
+                    trace_prefix: "000300002".to_owned(),
+                    write: cpa005::WriteOptions::default(),
+                },
+            )
+            .map_err(|err| err.to_string())
+        };
+        self.answer_with_returns(
+            dirs,
+            &ReturnsAnswer {
+                name,
+                extension: "cpa",
+                references: items.iter().map(|(_, r)| r.clone()).collect(),
+                effective: file.transactions.iter().map(|t| t.due_date).max(),
+                write: &write,
+            },
+        )
+    }
+
+    fn answer_ib4b(&mut self, dirs: &RailDirs, name: &str, bytes: &[u8]) -> Result<(), String> {
+        let ib4b::Ib4bFile::DirectCredit(file) =
+            ib4b::parse(bytes).map_err(|err| format!("bank: {name}: {err}"))?
+        else {
+            return Err(format!(
+                "bank: {name}: a dishonour file, not a direct credit file"
+            ));
+        };
+        let write = |references: &[String], _: u8| {
+            let decisions: Vec<ib4b::DishonourDecision> = references
+                .iter()
+                .map(|reference| ib4b::DishonourDecision {
+                    your_reference: reference.clone(),
+                    reason: if decide("ib4b-code", reference, 0.5) {
+                        ib4b::DishonourReason::NoAccount
+                    } else {
+                        ib4b::DishonourReason::PaymentRefused
+                    },
+                })
+                .collect();
+            ib4b::write_dishonour_file(&file, &decisions, Utc::now().date_naive())
+                .map_err(|err| err.to_string())
+        };
+        self.answer_with_returns(
+            dirs,
+            &ReturnsAnswer {
+                name,
+                extension: "csv",
+                references: file
+                    .transactions
+                    .iter()
+                    .map(|t| t.yours.reference.clone())
+                    .collect(),
+                effective: Some(file.header.due_date),
                 write: &write,
             },
         )
@@ -819,7 +970,8 @@ mod tests {
             .iter()
             .map(|k| RailDirs::create(&root, *k).unwrap())
             .collect();
-        let (ach, sepa) = (rails[0].clone(), rails[1].clone());
+        let of = |kind: RailKind| rails.iter().find(|r| r.kind == kind).unwrap().clone();
+        let (ach, sepa) = (of(RailKind::Ach), of(RailKind::Sepa));
         let mut responder = Responder::new(rails, 0.2, Duration::ZERO);
         fs::write(ach.outbound.join("F1-usd-ach.ach"), nacha_file(10)).unwrap();
         fs::write(ach.outbound.join(".F2-usd-ach.ach.part"), b"half").unwrap();

@@ -18,7 +18,7 @@
 // Not wired to a command yet: `cargo xtask bank` and the rails demo start it.
 #![cfg_attr(not(test), allow(dead_code))]
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -135,6 +135,8 @@ struct Book {
     batches: HashMap<String, String>,
     /// Reports in the order written: (id, bytes).
     reports: Vec<(String, Vec<u8>)>,
+    /// Each payment's last reported status.
+    statuses: BTreeMap<String, PaymentStatus>,
 }
 
 struct Shared {
@@ -262,6 +264,17 @@ impl PartnerSimulator {
     }
 
     /// What it has done so far.
+    /// Each payment's last reported status, by payment id (`sent`, `deposited`, `declined`,
+    /// `expired`, `failed`).
+    pub fn statuses(&self) -> BTreeMap<String, &'static str> {
+        self.shared
+            .book()
+            .statuses
+            .iter()
+            .map(|(id, status)| (id.clone(), status.as_str()))
+            .collect()
+    }
+
     pub fn counters(&self) -> PartnerCounters {
         let c = &self.shared.counters;
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
@@ -602,6 +615,7 @@ fn report_for(
         .iter()
         .map(|payment| {
             let (status, code) = status_of(payment);
+            book.statuses.insert(payment.payment_id.clone(), status);
             PaymentUpdate {
                 payment_id: payment.payment_id.clone(),
                 status,

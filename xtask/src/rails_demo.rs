@@ -26,7 +26,9 @@ use std::{
 };
 
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
+use crate::interac_partner::{PartnerOptions, PartnerSimulator};
 use crate::{
     bank::{self, Bank, RailKind, Responder, Tally},
     cmd,
@@ -53,6 +55,74 @@ struct Options {
     per_method: usize,
     share: f64,
     late_after: Duration,
+}
+
+/// A payout method the demo pays: a file rail of the bank, or Interac through the partner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Method {
+    File(RailKind),
+    Interac,
+}
+
+impl Method {
+    const ALL: [Self; 6] = [
+        Self::File(RailKind::DirectEntry),
+        Self::File(RailKind::Ach),
+        Self::File(RailKind::Eft),
+        Self::Interac,
+        Self::File(RailKind::Sepa),
+        Self::File(RailKind::DirectCredit),
+    ];
+
+    fn route(self) -> &'static str {
+        match self {
+            Self::File(kind) => kind.route(),
+            Self::Interac => "cad/digital",
+        }
+    }
+
+    fn currency(self) -> &'static str {
+        match self {
+            Self::File(kind) => currency(kind),
+            Self::Interac => "CAD",
+        }
+    }
+
+    /// The account of the `i`th receiver, without its `receiver_id`.
+    fn account_body(self, i: usize) -> Value {
+        match self {
+            Self::File(kind) => account_body(kind, i),
+            // The partner fails a transfer to an address whose local part starts with
+            // `invalid` (the last receiver's).
+            Self::Interac => json!({
+                "recipient": if i + 1 == RECEIVERS {
+                    format!("invalid.payee{i}@example.com")
+                } else {
+                    format!("payee{i}@example.com")
+                },
+                "name": format!("Demo {}", LAST_NAMES[i % LAST_NAMES.len()]),
+                "description": "Rails demo"
+            }),
+        }
+    }
+}
+
+/// Who answers payoutd: the bank's responder (file rails) and the Interac partner.
+#[derive(Clone, Copy)]
+struct Counterparties<'a> {
+    responder: &'a ResponderThread,
+    partner: &'a PartnerSimulator,
+}
+
+/// The shared secret of the demo's partner: fresh per run.
+fn demo_secret() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    hex::encode(Sha256::digest(
+        format!("rails-demo:{nanos}:{}", std::process::id()).as_bytes(),
+    ))
 }
 
 pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
@@ -189,12 +259,21 @@ fn demo(pg: &Postgres, options: &Options, started: Instant) -> Result<Value, Str
         .map_err(|err| format!("cannot create {}: {err}", mail_dir.display()))?;
     let (smtp, smtp_port) = start_smtp(&python, &mail_dir)?;
 
-    // payoutd, production mode.
+    // payoutd, production mode, and the Interac partner calling it back.
     let port = bank::free_port()?;
     let bind = format!("127.0.0.1:{port}");
+    let secret = demo_secret();
+    let partner = PartnerSimulator::start(PartnerOptions {
+        callback_url: Some(format!("http://{bind}/rail/interac/callback")),
+        final_delay: Duration::from_secs(3),
+        ..PartnerOptions::new(secret.clone())
+    })?;
     let config_path = root.join("payoutd.toml");
-    fs::write(&config_path, render_config(&bank, smtp_port)?)
-        .map_err(|err| format!("cannot write {}: {err}", config_path.display()))?;
+    fs::write(
+        &config_path,
+        render_config(&bank, &partner.base_url(), smtp_port)?,
+    )
+    .map_err(|err| format!("cannot write {}: {err}", config_path.display()))?;
     let payoutd = Payoutd {
         bin: paths::target_dir().join("debug").join("payoutd"),
         env: vec![
@@ -204,6 +283,7 @@ fn demo(pg: &Postgres, options: &Options, started: Instant) -> Result<Value, Str
             ("PAYOUT_BIND", bind.clone()),
             ("PAYOUT_BATCH_INTERVAL_SECS", "5".to_owned()),
             ("PAYOUT_SANDBOX", "false".to_owned()),
+            ("PAYOUT_INTERAC_SECRET", secret),
         ],
     };
     // Captured: stdout is for the summary line only.
@@ -231,7 +311,10 @@ fn demo(pg: &Postgres, options: &Options, started: Instant) -> Result<Value, Str
         &database_url,
         addr,
         &mail_dir,
-        &responder,
+        &Counterparties {
+            responder: &responder,
+            partner: &partner,
+        },
         options,
         deadline,
     )
@@ -245,6 +328,8 @@ fn demo(pg: &Postgres, options: &Options, started: Instant) -> Result<Value, Str
     // Stop payoutd before collecting the files, so nothing changes under us.
     drop(server);
     drop(smtp);
+    let partner_counters = partner.counters();
+    partner.stop();
     let mut outcome = outcome?;
     let tally = responder.tally()?;
     drop(responder);
@@ -274,7 +359,14 @@ fn demo(pg: &Postgres, options: &Options, started: Instant) -> Result<Value, Str
     if !ledger_ok {
         return Err(format!("`payoutd admin check-ledger` failed: {ledger:?}"));
     }
+    if partner_counters.bad_signatures > 0 || partner_counters.conflicts > 0 {
+        return Err(format!(
+            "the partner refused requests of payoutd: {partner_counters:?}"
+        ));
+    }
     outcome["files"] = json!(files);
+    outcome["partner_batches"] = json!(partner_counters.batches);
+    outcome["callbacks"] = json!(partner_counters.callbacks_delivered);
     outcome["ledger"] = json!("ok");
     Ok(outcome)
 }
@@ -282,11 +374,14 @@ fn demo(pg: &Postgres, options: &Options, started: Instant) -> Result<Value, Str
 /// The summary as one JSON line, its fields in a fixed order.
 fn summary_line(summary: &Value) -> String {
     let fields = [
+        "methods",
         "payouts",
         "successful",
         "failed",
         "returned",
         "files",
+        "partner_batches",
+        "callbacks",
         "ledger",
     ];
     let parts: Vec<String> = fields
@@ -303,10 +398,11 @@ fn drive(
     database_url: &str,
     addr: SocketAddr,
     mail_dir: &Path,
-    responder: &ResponderThread,
+    others: &Counterparties<'_>,
     options: &Options,
     deadline: Instant,
 ) -> Result<Value, String> {
+    let Counterparties { responder, partner } = *others;
     let created = payoutd.json(&[
         "admin",
         "create-subaccount",
@@ -318,7 +414,8 @@ fn drive(
     let subaccount = field(&created, "subaccount_id")?;
     let key = payoutd.json(&["admin", "issue-key", "--subaccount", &subaccount])?;
     let mut api = Api::new(addr, field(&key, "api_key")?, field(&key, "api_secret")?);
-    for asset in RailKind::ALL.map(currency) {
+    let currencies: BTreeSet<&str> = Method::ALL.iter().map(|m| m.currency()).collect();
+    for asset in currencies {
         payoutd.json(&[
             "admin",
             "fund",
@@ -355,11 +452,11 @@ fn drive(
         if field(&decided, "kyc_status")? != "completed" {
             return Err(format!("KYC was not completed: {decided}"));
         }
-        for kind in RailKind::ALL {
-            let mut body = account_body(kind, i);
+        for method in Method::ALL {
+            let mut body = method.account_body(i);
             body["receiver_id"] = json!(receiver);
-            let account = api.post(&format!("/api/receiver-account/{}", kind.route()), &body)?;
-            accounts.entry(kind.route()).or_default().push((
+            let account = api.post(&format!("/api/receiver-account/{}", method.route()), &body)?;
+            accounts.entry(method.route()).or_default().push((
                 receiver.clone(),
                 payload_str(&account, "receiver_account_id")?,
             ));
@@ -367,7 +464,7 @@ fn drive(
     }
 
     // The confirmation e-mails: one per account; POST each link.
-    let expected = RailKind::ALL.len() * RECEIVERS;
+    let expected = Method::ALL.len() * RECEIVERS;
     let mut links = Vec::new();
     wait_until(deadline, "the confirmation e-mails", || {
         links = confirmation_links(mail_dir)?;
@@ -398,11 +495,11 @@ fn drive(
 
     // The payouts.
     let mut payouts = Vec::new();
-    for kind in RailKind::ALL {
+    for method in Method::ALL {
         let accounts = accounts
-            .get(kind.route())
-            .ok_or_else(|| format!("no {} accounts", kind.route()))?;
-        let currency = currency(kind);
+            .get(method.route())
+            .ok_or_else(|| format!("no {} accounts", method.route()))?;
+        let currency = method.currency();
         for n in 0..options.per_method {
             let (receiver, account) = &accounts[n % accounts.len()];
             let created = api.post(
@@ -445,7 +542,12 @@ fn drive(
                 last.values()
                     .any(|(status, r)| r == reference && status == "failed")
             });
-        Ok(all_final && late_applied && tally.payments == payouts.len())
+        let partner_final = partner
+            .statuses()
+            .values()
+            .filter(|status| **status != "sent")
+            .count();
+        Ok(all_final && late_applied && tally.payments + partner_final == payouts.len())
     })?;
     let tally = responder.tally()?;
     if !tally.unreadable.is_empty() {
@@ -464,13 +566,21 @@ fn drive(
         .filter(|(s, _)| s == "failed")
         .map(|(_, r)| r.clone())
         .collect();
+    let partner_failed: Vec<String> = partner
+        .statuses()
+        .into_iter()
+        .filter(|(_, status)| *status != "deposited")
+        .map(|(payment, _)| payment)
+        .collect();
     let bank_failed: BTreeSet<String> = by_reference(&tally.rejected)
         .union(&by_reference(&tally.returned_late))
         .cloned()
+        .chain(partner_failed)
         .collect();
     if failed_refs != bank_failed {
         return Err(format!(
-            "payoutd failed the payouts {failed_refs:?}, but the bank rejected or returned {bank_failed:?}"
+            "payoutd failed the payouts {failed_refs:?}, but the bank and the partner refused or \
+             returned {bank_failed:?}"
         ));
     }
     // Returned: failed after settlement, with the amount credited back (`payout_return`).
@@ -483,6 +593,7 @@ fn drive(
         ));
     }
     Ok(json!({
+        "methods": Method::ALL.len(),
         "payouts": payouts.len(),
         "successful": successful,
         "failed": failed,
@@ -535,7 +646,7 @@ fn collect_sent(
 
 /// The production configuration: every rail of the bank over SFTP, a cut-off every minute,
 /// same-day settlement, the mail catcher on loopback, manual KYC.
-fn render_config(bank: &Bank, smtp_port: u16) -> Result<String, String> {
+fn render_config(bank: &Bank, partner_url: &str, smtp_port: u16) -> Result<String, String> {
     let rails = RailKind::ALL
         .into_iter()
         .map(|kind| {
@@ -555,6 +666,7 @@ fn render_config(bank: &Bank, smtp_port: u16) -> Result<String, String> {
         private_key: bank.client_key.display().to_string(),
         host_key: bank.host_key.clone(),
         rails,
+        partner_url: partner_url.to_owned(),
         smtp_port,
     }))
 }
@@ -566,6 +678,8 @@ struct ConfigInputs {
     host_key: String,
     /// Each rail with its outbound and inbound directories.
     rails: Vec<(RailKind, String, String)>,
+    /// The Interac partner's API.
+    partner_url: String,
     smtp_port: u16,
 }
 
@@ -592,6 +706,29 @@ fn format_settings(kind: RailKind) -> &'static str {
              debtor_iban = \"DE89370400440532013000\"\n\
              debtor_bic = \"COBADEFFXXX\"\n\
              initiating_party_name = \"Payoutd Demo GmbH\"\n"
+        }
+        RailKind::DirectEntry => {
+            "bank_mnemonic = \"CBA\"\n\
+             user_name = \"PAYOUTD DEMO PTY LTD\"\n\
+             apca_user_id = \"301500\"\n\
+             description = \"PAYOUTS\"\n\
+             remitter_name = \"PAYOUTD DEMO\"\n\
+             trace_bsb = \"062000\"\n\
+             trace_account = \"10203040\"\n\
+             self_balancing = true\n"
+        }
+        RailKind::Eft => {
+            "originator_id = \"PAYOUTD001\"\n\
+             data_centre = \"00310\"\n\
+             originator_short_name = \"PAYOUTD DEMO\"\n\
+             originator_long_name = \"PAYOUTD DEMO INC\"\n\
+             return_institution = \"000312345\"\n\
+             return_account = \"1234567\"\n\
+             transaction_code = 450\n"
+        }
+        RailKind::DirectCredit => {
+            "originating_account = \"0109020068389099\"\n\
+             originator_name = \"PAYOUTD DEMO\"\n"
         }
     }
 }
@@ -624,6 +761,21 @@ fn config_text(c: &ConfigInputs) -> String {
         ));
     }
     text.push_str(&format!(
+        "[rails.\"cad/digital\"]\n\
+         file_prefix = \"DEMO\"\n\
+         cutoffs = [{cutoffs}]\n\
+         settlement_days = 0\n\
+         partner_customer_id = \"PAYOUTD-DEMO\"\n\
+         sender_name = \"Payoutd Demo\"\n\
+         expiry_days = 30\n\
+         \n[rails.\"cad/digital\".transport]\n\
+         kind = \"partner_api\"\n\
+         base_url = {url}\n\
+         shared_secret = \"env:PAYOUT_INTERAC_SECRET\"\n\
+         poll_interval_secs = 10\n\n",
+        url = toml_string(&c.partner_url),
+    ));
+    text.push_str(&format!(
         "[smtp]\n\
          host = \"127.0.0.1\"\n\
          port = {smtp_port}\n\
@@ -649,6 +801,26 @@ fn check_sent(
             .map(drop)
             .map_err(|err| format!("not a valid NACHA file: {err}")),
         RailKind::Sepa => xml_tools.validate_pain001(path),
+        RailKind::DirectEntry => {
+            format_checkers::aba::check(bytes, format_checkers::aba::Kind::Originated)?;
+            bank_formats::aba::parse(bytes)
+                .map(drop)
+                .map_err(|err| format!("not a valid ABA file: {err}"))
+        }
+        RailKind::Eft => {
+            format_checkers::cpa005::check(bytes, b"\r\n").map_err(|errs| errs.join("; "))?;
+            bank_formats::cpa005::parse(bytes)
+                .map(drop)
+                .map_err(|err| format!("not a valid Standard 005 file: {err}"))
+        }
+        RailKind::DirectCredit => match format_checkers::ib4b::check(bytes)? {
+            format_checkers::ib4b::Kind::DirectCredit => bank_formats::ib4b::parse(bytes)
+                .map(drop)
+                .map_err(|err| format!("not a valid IB4B file: {err}")),
+            format_checkers::ib4b::Kind::Dishonour => {
+                Err("a dishonour file, not a direct credit file".to_owned())
+            }
+        },
     }
 }
 
@@ -661,6 +833,26 @@ fn check_answer(kind: RailKind, bytes: &[u8]) -> Result<(), String> {
         RailKind::Sepa => bank_formats::iso20022::parse_pain002(bytes)
             .map(drop)
             .map_err(|err| format!("not a valid pain.002: {err}")),
+        RailKind::DirectEntry => {
+            format_checkers::aba::check(bytes, format_checkers::aba::Kind::Returns)?;
+            bank_formats::aba::parse(bytes)
+                .map(drop)
+                .map_err(|err| format!("not a valid ABA return file: {err}"))
+        }
+        RailKind::Eft => {
+            format_checkers::cpa005::check(bytes, b"\r\n").map_err(|errs| errs.join("; "))?;
+            bank_formats::cpa005::parse(bytes)
+                .map(drop)
+                .map_err(|err| format!("not a valid Standard 005 file: {err}"))
+        }
+        RailKind::DirectCredit => match format_checkers::ib4b::check(bytes)? {
+            format_checkers::ib4b::Kind::Dishonour => bank_formats::ib4b::parse(bytes)
+                .map(drop)
+                .map_err(|err| format!("not a valid IB4B dishonour file: {err}")),
+            format_checkers::ib4b::Kind::DirectCredit => {
+                Err("a direct credit file, not a dishonour file".to_owned())
+            }
+        },
     }
 }
 
@@ -669,6 +861,9 @@ fn currency(kind: RailKind) -> &'static str {
     match kind {
         RailKind::Ach => "USD",
         RailKind::Sepa => "EUR",
+        RailKind::DirectEntry => "AUD",
+        RailKind::Eft => "CAD",
+        RailKind::DirectCredit => "NZD",
     }
 }
 
@@ -684,6 +879,17 @@ fn account_body(kind: RailKind, i: usize) -> Value {
             "iban": german_iban("37040044", 532_013_000 + i as u64),
             "bic": "COBADEFFXXX"
         }),
+        RailKind::DirectEntry => json!({
+            "bsb": "012-002",
+            "account_number": format!("{}", 12_345_670 + i)
+        }),
+        RailKind::Eft => json!({
+            "routing_number": "12345-003",
+            "account_number": format!("{}", 7_654_321 + i),
+            "account_type": "checking"
+        }),
+        // The suffix is not covered by the check digits of bank 01.
+        RailKind::DirectCredit => json!({"account_number": format!("01-902-0068389-{i:02}")}),
     }
 }
 
@@ -928,10 +1134,10 @@ mod tests {
 
     #[test]
     fn the_summary_keeps_its_order() {
-        let summary = json!({"ledger": "ok", "files": 2, "returned": 1, "failed": 3, "successful": 17, "payouts": 20});
+        let summary = json!({"ledger": "ok", "files": 2, "returned": 1, "failed": 3, "successful": 17, "payouts": 20, "methods": 6, "partner_batches": 1, "callbacks": 2});
         assert_eq!(
             summary_line(&summary),
-            r#"{"payouts":20,"successful":17,"failed":3,"returned":1,"files":2,"ledger":"ok"}"#
+            r#"{"methods":6,"payouts":20,"successful":17,"failed":3,"returned":1,"files":2,"partner_batches":1,"callbacks":2,"ledger":"ok"}"#
         );
     }
 
@@ -966,6 +1172,7 @@ mod tests {
                     )
                 })
                 .collect(),
+            partner_url: "http://127.0.0.1:4000".to_owned(),
             smtp_port: 2525,
         });
         assert!(text.contains(
@@ -976,8 +1183,11 @@ mod tests {
         assert!(text.contains("host_key = \"ssh-ed25519 AAAA payoutd-bank\""));
         assert_eq!(
             text.matches("settlement_days = 0").count(),
-            RailKind::ALL.len()
+            Method::ALL.len()
         );
+        assert!(text.contains(
+            "[rails.\"cad/digital\".transport]\nkind = \"partner_api\"\nbase_url = \"http://127.0.0.1:4000\"\n"
+        ));
         assert!(text.contains("\"00:00\", \"00:01\""));
         assert!(text.contains("\"23:59\"]"));
         assert!(text.contains("port = 2525\ntls = \"none\""));
