@@ -39,6 +39,7 @@ use chrono::{NaiveDate, Utc};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
+use crate::interac_partner::{PartnerOptions, PartnerSimulator};
 use crate::{cmd, flags::Flags, paths, tools};
 
 /// The default share of payments the bank rejects or returns.
@@ -633,6 +634,17 @@ pub fn copy_into(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), String> {
     fs::write(&path, bytes).map_err(|err| format!("cannot write {}: {err}", path.display()))
 }
 
+/// A fresh shared secret for the partner simulator (64 hex digits).
+pub fn fresh_secret() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    hex::encode(Sha256::digest(
+        format!("bank:{nanos}:{}", std::process::id()).as_bytes(),
+    ))
+}
+
 /// The running bank: sshd and the responder's settings.
 pub struct Bank {
     sshd: Option<Child>,
@@ -851,12 +863,28 @@ pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
         })
         .transpose()?
         .map_or(DEFAULT_LATE_AFTER, Duration::from_secs);
+    let callback_url = flags.value("--interac-callback")?;
+    let secret = match flags.value("--interac-secret")? {
+        Some(secret) if !secret.trim().is_empty() => secret,
+        Some(_) => return Err("--interac-secret must not be empty".to_owned()),
+        None => fresh_secret(),
+    };
     flags.finish()?;
     let bank = Bank::start(&dir, port)?;
-    println!("{}", bank.describe());
+    let partner = PartnerSimulator::start(PartnerOptions {
+        callback_url,
+        ..PartnerOptions::new(secret.clone())
+    })?;
+    let mut described = bank.describe();
+    described["interac_partner"] = json!({
+        "base_url": partner.base_url(),
+        "shared_secret": secret,
+    });
+    println!("{described}");
     eprintln!(
-        "bank: listening on 127.0.0.1:{}; Ctrl-C stops it",
-        bank.port
+        "bank: SFTP on 127.0.0.1:{}, the Interac partner at {}; Ctrl-C stops them",
+        bank.port,
+        partner.base_url()
     );
     let mut responder = Responder::new(bank.rails.clone(), share, late_after);
     loop {

@@ -16,7 +16,6 @@
 //! - Each report is also posted as a signed callback to the callback URL (loopback only), with
 //!   up to `callback_attempts` tries a report.
 // Not wired to a command yet: `cargo xtask bank` and the rails demo start it.
-#![cfg_attr(not(test), allow(dead_code))]
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
@@ -256,11 +255,6 @@ impl PartnerSimulator {
     /// `http://<address>`: the partner's `base_url`.
     pub fn base_url(&self) -> String {
         format!("http://{}", self.addr)
-    }
-
-    /// The address it listens on.
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
     }
 
     /// What it has done so far.
@@ -925,7 +919,7 @@ mod tests {
     #[test]
     fn uploads_are_idempotent_by_key_and_checked() {
         let partner = PartnerSimulator::start(options()).unwrap();
-        let addr = partner.addr();
+        let addr = partner.addr;
         assert_eq!(partner.base_url(), format!("http://{addr}"));
         let body = batch("b1", &["ada@example.ca"]).to_bytes().unwrap();
         let (status, first) = post(addr, Some("F1.json"), &body);
@@ -985,7 +979,7 @@ mod tests {
             ..options()
         })
         .unwrap();
-        let addr = partner.addr();
+        let addr = partner.addr;
         let body = batch("b7", &["ada@example.ca", "Invalid.bob@example.ca"])
             .to_bytes()
             .unwrap();
@@ -1101,7 +1095,7 @@ mod tests {
             ..options()
         })
         .unwrap();
-        let addr = partner.addr();
+        let addr = partner.addr;
         let body = batch("b9", &["ada@example.ca"]).to_bytes().unwrap();
         assert_eq!(post(addr, Some("F9.json"), &body).0, 201);
         wait_for("two callbacks", || got.lock().unwrap().len() == 2);
@@ -1135,7 +1129,7 @@ mod tests {
         })
         .unwrap();
         let body = batch("b3", &["ada@example.ca"]).to_bytes().unwrap();
-        assert_eq!(post(partner.addr(), Some("F.json"), &body).0, 201);
+        assert_eq!(post(partner.addr, Some("F.json"), &body).0, 201);
         wait_for("two given-up callbacks", || {
             partner.counters().callbacks_failed == 2
         });

@@ -46,13 +46,17 @@ Commands:
                    Run schemathesis against a fresh payoutd (sandbox mode): no 5xx,
                    every response as /openapi.json documents it
   bank [--dir D] [--return-share S] [--port P] [--late-after-secs N]
+       [--interac-callback URL] [--interac-secret S]
                    Run a local bank for the production rails: sshd (SFTP) on
-                   127.0.0.1 and a responder answering payoutd's NACHA and pain.001
-                   files (returns, pain.002); prints its settings as JSON
+                   127.0.0.1 with a responder answering payoutd's files (NACHA and
+                   ABA / Standard 005 / IB4B returns and dishonours, pain.002), and
+                   the Interac e-Transfer partner API (signed batches, reports,
+                   callbacks to URL); prints its settings as JSON
   rails-demo       Run payoutd in production mode against that bank: receivers,
-                   KYC, confirmed accounts, ACH and SEPA payouts, the bank's answers;
-                   prints one JSON line of counts (payouts, successful, failed,
-                   returned, files, ledger); files under target/rails-demo/
+                   KYC, confirmed accounts of all six methods, payouts, the bank's
+                   and the partner's answers; prints one JSON line of counts
+                   (methods, payouts, successful, failed, returned, files,
+                   partner_batches, callbacks, ledger); files under target/rails-demo/
   sign --api-key K --api-secret S [--v2 --method M --path P --body B] [--nonce N]
                    Print a `signature` header value (v2 also needs the header
                    `x-signature-version: 2` on the request)

@@ -26,7 +26,6 @@ use std::{
 };
 
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use crate::interac_partner::{PartnerOptions, PartnerSimulator};
 use crate::{
@@ -112,17 +111,6 @@ impl Method {
 struct Counterparties<'a> {
     responder: &'a ResponderThread,
     partner: &'a PartnerSimulator,
-}
-
-/// The shared secret of the demo's partner: fresh per run.
-fn demo_secret() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or_default();
-    hex::encode(Sha256::digest(
-        format!("rails-demo:{nanos}:{}", std::process::id()).as_bytes(),
-    ))
 }
 
 pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
@@ -262,7 +250,7 @@ fn demo(pg: &Postgres, options: &Options, started: Instant) -> Result<Value, Str
     // payoutd, production mode, and the Interac partner calling it back.
     let port = bank::free_port()?;
     let bind = format!("127.0.0.1:{port}");
-    let secret = demo_secret();
+    let secret = bank::fresh_secret();
     let partner = PartnerSimulator::start(PartnerOptions {
         callback_url: Some(format!("http://{bind}/rail/interac/callback")),
         final_delay: Duration::from_secs(3),
@@ -335,7 +323,7 @@ fn demo(pg: &Postgres, options: &Options, started: Instant) -> Result<Value, Str
     drop(responder);
     bank.stop();
 
-    let files = collect_sent(&payoutd, &bank, &sent_dir, &xml_tools)?;
+    let sent = collect_sent(&payoutd, &bank, &sent_dir, &xml_tools)?;
     let mut received = 0;
     for rail in &bank.rails {
         for name in bank::complete_files(&rail.written)? {
@@ -348,10 +336,16 @@ fn demo(pg: &Postgres, options: &Options, started: Instant) -> Result<Value, Str
             received += 1;
         }
     }
-    if files != tally.files_read || received != tally.files_written {
+    if sent.files != tally.files_read || received != tally.files_written {
         return Err(format!(
-            "payoutd sent {files} files and the bank read {}; the bank wrote {} and {received} were copied",
-            tally.files_read, tally.files_written
+            "payoutd sent {} files and the bank read {}; the bank wrote {} and {received} were copied",
+            sent.files, tally.files_read, tally.files_written
+        ));
+    }
+    if u64::try_from(sent.batch_requests).ok() != Some(partner_counters.batches) {
+        return Err(format!(
+            "payoutd stored {} Interac batch requests and the partner accepted {}",
+            sent.batch_requests, partner_counters.batches
         ));
     }
     let ledger = payoutd.command(&["admin", "check-ledger"]).output();
@@ -364,7 +358,7 @@ fn demo(pg: &Postgres, options: &Options, started: Instant) -> Result<Value, Str
             "the partner refused requests of payoutd: {partner_counters:?}"
         ));
     }
-    outcome["files"] = json!(files);
+    outcome["files"] = json!(sent.files);
     outcome["partner_batches"] = json!(partner_counters.batches);
     outcome["callbacks"] = json!(partner_counters.callbacks_delivered);
     outcome["ledger"] = json!("ok");
@@ -603,12 +597,22 @@ fn drive(
 
 /// Copies every file payoutd sent (its stored bytes) to `sent_dir`, checks each is what the
 /// bank received, and validates it; the number of files.
+/// What payoutd sent: files to the bank, batch requests to the Interac partner.
+struct Sent {
+    files: usize,
+    batch_requests: usize,
+}
+
 fn collect_sent(
     payoutd: &Payoutd,
     bank: &Bank,
     sent_dir: &Path,
     xml_tools: &iso20022::Tools,
-) -> Result<usize, String> {
+) -> Result<Sent, String> {
+    let mut sent = Sent {
+        files: 0,
+        batch_requests: 0,
+    };
     let mut command = payoutd.command(&["admin", "rail-files", "--limit", "1000"]);
     let listing = cmd::stdout(&mut command)?;
     let files: Vec<Value> = serde_json::from_str(listing.trim())
@@ -625,6 +629,13 @@ fn collect_sent(
             return Err(format!("`payoutd admin rail-file --id {id} --raw` failed"));
         }
         bank::copy_into(sent_dir, &name, &raw.stdout)?;
+        if method == Method::Interac.route() {
+            bank_formats::interac::BatchRequest::parse(&raw.stdout)
+                .map_err(|err| format!("{name} is not a valid Interac batch request: {err}"))?;
+            sent.batch_requests += 1;
+            continue;
+        }
+        sent.files += 1;
         let kind = RailKind::ALL
             .into_iter()
             .find(|k| k.route() == method)
@@ -641,7 +652,7 @@ fn collect_sent(
         check_sent(kind, &raw.stdout, &sent_dir.join(&name), xml_tools)
             .map_err(|err| format!("{name}: {err}"))?;
     }
-    Ok(files.len())
+    Ok(sent)
 }
 
 /// The production configuration: every rail of the bank over SFTP, a cut-off every minute,

@@ -281,6 +281,9 @@ struct RawPartnerApi {
     poll_interval_secs: Option<u64>,
     timeout_secs: Option<u64>,
     connect_timeout_secs: Option<u64>,
+    signature_tolerance_secs: Option<u64>,
+    max_response_bytes: Option<u64>,
+    max_pages: Option<u64>,
 }
 
 /// Default of `expiry_days`: what Interac allows at most.
@@ -695,10 +698,45 @@ fn partner_api(
         &at("connect_timeout_secs"),
         problems,
     );
+    let tolerance = seconds(
+        raw.signature_tolerance_secs,
+        defaults.signature_tolerance_seconds,
+        1..=3_600,
+        &at("signature_tolerance_secs"),
+        problems,
+    );
+    let bounded =
+        |value: Option<u64>, default: usize, max: u64, key: &str, problems: &mut Problems| {
+            match value {
+                None => Some(default),
+                Some(n) if (1..=max).contains(&n) => usize::try_from(n).ok(),
+                Some(n) => {
+                    problems.push(at(key), format!("must be from 1 to {max}, got {n}"));
+                    None
+                }
+            }
+        };
+    let max_response = bounded(
+        raw.max_response_bytes,
+        defaults.max_response_bytes,
+        64 * 1024 * 1024,
+        "max_response_bytes",
+        problems,
+    );
+    let max_pages = bounded(
+        raw.max_pages,
+        defaults.max_pages,
+        1_000,
+        "max_pages",
+        problems,
+    );
     let secret = secret?;
     let mut settings = PartnerApiSettings::new(raw.base_url, secret.value.clone());
     settings.timeout = timeout?;
     settings.connect_timeout = connect?;
+    settings.signature_tolerance_seconds = tolerance?.as_secs();
+    settings.max_response_bytes = max_response?;
+    settings.max_pages = max_pages?;
     // The transport's own check (the URL, the secret); nothing is connected.
     PartnerApiTransport::new(settings.clone())
         .map_err(|e| {

@@ -11,6 +11,7 @@ use super::*;
 
 const EXAMPLE: &str = include_str!("../../../../docs/examples/payoutd.toml");
 const SMTP_PASSWORD: &str = "smtp-pa55word-never-shown";
+const INTERAC_SECRET: &str = "interac-5ecret-never-shown";
 
 /// A fresh ed25519 key: its PKCS#8 PEM and its OpenSSH public-key line.
 fn ed25519() -> (String, String) {
@@ -41,8 +42,13 @@ struct Env(HashMap<String, String>);
 impl Env {
     /// The variables the example references.
     fn example() -> Self {
-        let mut variables =
-            HashMap::from([("PAYOUT_SMTP_PASSWORD".to_owned(), SMTP_PASSWORD.to_owned())]);
+        let mut variables = HashMap::from([
+            ("PAYOUT_SMTP_PASSWORD".to_owned(), SMTP_PASSWORD.to_owned()),
+            (
+                "PAYOUT_INTERAC_SECRET".to_owned(),
+                INTERAC_SECRET.to_owned(),
+            ),
+        ]);
         for rail in ["ACH", "SEPA", "ABA", "EFT", "IB4B"] {
             variables.insert(format!("PAYOUT_{rail}_SFTP_KEY"), ed25519().0);
         }
@@ -98,16 +104,7 @@ fn assert_problem(problems: &[Problem], setting: &str, needle: &str) {
 #[test]
 fn the_example_file_is_valid() {
     let settings = parse(EXAMPLE).unwrap();
-    assert_eq!(
-        settings.enabled_methods(),
-        [
-            PayoutMethod::DirectEntry,
-            PayoutMethod::Ach,
-            PayoutMethod::Eft,
-            PayoutMethod::Sepa,
-            PayoutMethod::DirectCredit
-        ]
-    );
+    assert_eq!(settings.enabled_methods(), PayoutMethod::ALL);
     let ach = &settings.rails[&PayoutMethod::Ach];
     assert_eq!(ach.file_prefix, "ACME");
     assert_eq!(ach.calendar.cutoff_texts(), ["14:00", "20:00"]);
@@ -164,6 +161,7 @@ fn the_summary_shows_rails_cutoffs_and_smtp_but_no_secret() {
             "aud/direct-entry",
             "usd/ach",
             "cad/eft",
+            "cad/digital",
             "eur/sepa",
             "nzd/direct-credit"
         ])
@@ -297,7 +295,7 @@ fn settlement_days_default_to_one_and_are_bounded() {
         .collect();
     assert_eq!(
         days,
-        [1, 1, 1, 1, 1],
+        [1, 1, 1, 1, 1, 1],
         "set to 1 for usd/ach, defaulted for the others"
     );
     let Ok(same_day) = parse(&example_with("settlement_days = 1", "settlement_days = 0")) else {
@@ -563,16 +561,7 @@ fn transports_are_checked() {
 }
 
 #[test]
-fn methods_without_a_file_format_and_unknown_routes_are_refused() {
-    let route = "cad/digital";
-    let p = problems(&format!(
-        "{EXAMPLE}\n[rails.\"{route}\"]\nfile_prefix = \"ACME\"\n"
-    ));
-    assert_problem(
-        &p,
-        &format!("rails.\"{route}\""),
-        &format!("payout method {route} has no file format in this version"),
-    );
+fn unknown_routes_are_refused() {
     let p = problems(&format!(
         "{EXAMPLE}\n[rails.\"usd/wire\"]\nfile_prefix = \"X\"\n"
     ));
@@ -773,4 +762,93 @@ fn aba_cpa005_and_ib4b_settings_are_read_and_checked_by_their_formats() {
     for secret in ["10203040", "0068389", "1234567\""] {
         assert!(!text.contains(secret), "{secret} in {text}");
     }
+}
+
+#[test]
+fn cad_digital_is_paid_through_a_partner_api_with_a_secret_never_shown() {
+    let settings = parse(EXAMPLE).unwrap();
+    let digital = &settings.rails[&PayoutMethod::Digital];
+    let FormatSettings::Interac(interac) = &digital.format else {
+        panic!("cad/digital is Interac")
+    };
+    assert_eq!(
+        (interac.partner_customer_id.as_str(), interac.expiry_days),
+        ("ACME-0042", 30)
+    );
+    let TransportSettings::PartnerApi(api) = &digital.transport else {
+        panic!("cad/digital goes through the partner's API")
+    };
+    assert_eq!(
+        api.settings.base_url,
+        "https://etransfer.partner.example/api"
+    );
+    assert_eq!(api.settings.shared_secret.expose(), INTERAC_SECRET);
+    assert_eq!(api.settings.signature_tolerance_seconds, 300);
+    assert_eq!(api.poll_interval.as_secs(), 300);
+    let summary = settings
+        .summary(Utc.with_ymd_and_hms(2026, 11, 25, 12, 0, 0).unwrap())
+        .to_string();
+    assert!(!summary.contains(INTERAC_SECRET));
+    assert!(summary.contains("[REDACTED] (env:PAYOUT_INTERAC_SECRET)"));
+
+    for (from, to, setting, needle) in [
+        (
+            "base_url = \"https://etransfer.partner.example/api\"",
+            "base_url = \"http://etransfer.partner.example/api\"",
+            "rails.\"cad/digital\".transport.base_url",
+            "https",
+        ),
+        (
+            "partner_customer_id = \"ACME-0042\"",
+            "partner_customer_id = \"ACME 0042\"",
+            "rails.\"cad/digital\".partner_customer_id",
+            "",
+        ),
+        (
+            "expiry_days = 30 ",
+            "expiry_days = 45 ",
+            "rails.\"cad/digital\".expiry_days",
+            "",
+        ),
+        (
+            "poll_interval_secs = 300               # status",
+            "poll_interval_secs = 300\nmax_pages = 0 #",
+            "rails.\"cad/digital\".transport.max_pages",
+            "from 1 to 1000",
+        ),
+        // cad/digital cannot use a file drop.
+        (
+            "[rails.\"cad/digital\".transport]\nkind = \"partner_api\"\nbase_url = \"https://etransfer.partner.example/api\"",
+            "[rails.\"cad/digital\".transport]\nkind = \"directory\"\noutbound_dir = \"/\"\ninbound_dir = \"/\"\nbase = \"x\"",
+            "rails.\"cad/digital\".transport",
+            "",
+        ),
+    ] {
+        let p = problems(&example_with(from, to));
+        assert!(
+            p.iter()
+                .any(|problem| problem.setting.starts_with(setting)
+                    && problem.message.contains(needle)),
+            "{to}: {p:#?}"
+        );
+    }
+    let p = problems_with(EXAMPLE, &Env::example().without("PAYOUT_INTERAC_SECRET"));
+    assert_problem(
+        &p,
+        "rails.\"cad/digital\".transport.shared_secret",
+        "PAYOUT_INTERAC_SECRET is not set",
+    );
+    // A file method cannot use the partner's API.
+    let start = EXAMPLE.find("[rails.\"usd/ach\".transport]").unwrap();
+    let end = EXAMPLE.find("[rails.\"eur/sepa\"]").unwrap();
+    let ach_on_api = format!(
+        "{}[rails.\"usd/ach\".transport]\nkind = \"partner_api\"\nbase_url = \"https://x.example\"\nshared_secret = \"s\"\n\n{}",
+        &EXAMPLE[..start],
+        &EXAMPLE[end..]
+    );
+    assert_problem(
+        &problems(&ach_on_api),
+        "rails.\"usd/ach\".transport.kind",
+        "\"partner_api\" is for cad/digital",
+    );
 }
