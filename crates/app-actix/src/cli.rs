@@ -319,6 +319,16 @@ fn subaccount_id(raw: &str) -> anyhow::Result<SubaccountId> {
     SubaccountId::parse(raw).with_context(|| format!("invalid --subaccount {raw:?}: not a UUID"))
 }
 
+/// Refuses a postback URL payoutd could never send to (the delivery worker's own guard: a
+/// scheme other than http(s), credentials, a bad port or host, a literal address that is not a
+/// globally reachable host unless private targets are allowed), with the guard's message.
+fn check_webhook_target(url: &str) -> anyhow::Result<()> {
+    let allow_private = crate::config::webhook_targets_may_be_private()?;
+    adapters_webhook::guard::check_url(url.trim(), allow_private)
+        .map(drop)
+        .map_err(|e| anyhow::anyhow!("invalid --url: {e}"))
+}
+
 /// Creates the subaccount; with a postback URL, also issues its webhook signing secret (a URL
 /// without a secret could not be signed for).
 async fn create_subaccount(
@@ -365,6 +375,9 @@ async fn admin(command: AdminCommand) -> anyhow::Result<Output> {
             return crate::admin_rails::list_reports(store, &args).await;
         }
         AdminCommand::CreateSubaccount { name, email, postback_url } => {
+            if let Some(url) = &postback_url {
+                check_webhook_target(url)?;
+            }
             create_subaccount(&service, &name, email.as_deref(), postback_url.as_deref()).await
         }
         AdminCommand::IssueKey { subaccount } => service
@@ -374,10 +387,13 @@ async fn admin(command: AdminCommand) -> anyhow::Result<Output> {
         AdminCommand::RevokeKey { api_key } => {
             service.revoke_key(&api_key).await.map(|()| json!({"api_key": api_key, "revoked": true}))
         }
-        AdminCommand::SetWebhook { subaccount, url } => service
-            .set_webhook(subaccount_id(&subaccount)?, &url)
-            .await
-            .map(|(url, secret)| json!({"postback_url": url, "webhook_secret": secret.expose()})),
+        AdminCommand::SetWebhook { subaccount, url } => {
+            check_webhook_target(&url)?;
+            service
+                .set_webhook(subaccount_id(&subaccount)?, &url)
+                .await
+                .map(|(url, secret)| json!({"postback_url": url, "webhook_secret": secret.expose()}))
+        }
         AdminCommand::Fund { subaccount, asset, amount } => service
             .fund(subaccount_id(&subaccount)?, &asset, &amount)
             .await

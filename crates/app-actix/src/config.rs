@@ -274,6 +274,21 @@ pub struct DeliveryConfig {
     pub batch: u32,
 }
 
+/// Whether webhook URLs may resolve to private addresses, as `serve` would decide it from
+/// `PAYOUT_WEBHOOK_ALLOW_PRIVATE` and `PAYOUT_SANDBOX` (the admin commands check URLs with it).
+///
+/// # Errors
+/// A variable that is set but not `true` or `false`.
+pub fn webhook_targets_may_be_private() -> Result<bool, ConfigError> {
+    let sandbox = parsed("PAYOUT_SANDBOX", false, |_| true, "true or false")?;
+    parsed(
+        "PAYOUT_WEBHOOK_ALLOW_PRIVATE",
+        sandbox,
+        |_| true,
+        "true or false",
+    )
+}
+
 impl DeliveryConfig {
     /// Reads the `PAYOUT_WEBHOOK_*` and `PAYOUT_DELIVERY_*` variables.
     pub fn from_env(sandbox: bool) -> Result<Self, ConfigError> {

@@ -194,6 +194,53 @@ async fn admin_commands_print_json_and_fail_with_a_message() {
         ]))
         .contains("url")
     );
+    // Targets payoutd could never send to are refused when set, not only when sent to; the
+    // message never repeats a password.
+    for (url, message) in [
+        ("http://127.0.0.1:9000/hooks", "loopback"),
+        ("http://[::ffff:127.0.0.1]/hooks", "loopback"),
+        ("http://169.254.169.254/latest", "link-local"),
+        ("https://198.18.0.1/", "benchmarking"),
+        ("https://[64:ff9b::a9fe:a9fe]/", "link-local"),
+        ("https://user:hunter2@hooks.example.com/", "password"),
+        ("https://hooks.example.com:0/", "port"),
+    ] {
+        let refused = failure(&run(&[
+            "admin",
+            "set-webhook",
+            "--subaccount",
+            &id,
+            "--url",
+            url,
+        ]));
+        assert!(refused.contains("--url"), "{url}: {refused}");
+        assert!(refused.to_lowercase().contains(message), "{url}: {refused}");
+        assert!(!refused.contains("hunter2"), "{refused}");
+    }
+    let refused = failure(&run(&[
+        "admin",
+        "create-subaccount",
+        "--name",
+        "Internal",
+        "--postback-url",
+        "http://10.0.0.5/hooks",
+    ]));
+    assert!(refused.contains("private"), "{refused}");
+    // Allowed explicitly (local development), a loopback receiver is accepted.
+    let mut local = env.to_vec();
+    local.push(("PAYOUT_WEBHOOK_ALLOW_PRIVATE", "true"));
+    let set = json(&payoutd(
+        &local,
+        &[
+            "admin",
+            "set-webhook",
+            "--subaccount",
+            &id,
+            "--url",
+            "http://127.0.0.1:9000/hooks",
+        ],
+    ));
+    assert_eq!(set["postback_url"], "http://127.0.0.1:9000/hooks");
 }
 
 #[test]
