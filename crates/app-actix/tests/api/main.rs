@@ -15,6 +15,7 @@ mod kyc;
 mod metrics;
 mod payouts;
 mod production;
+mod production_rails;
 mod rate_limit;
 mod receivers;
 mod subaccounts;

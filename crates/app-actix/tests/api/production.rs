@@ -30,7 +30,7 @@ use serde_json::json;
 use crate::helpers::{TestApp, receiver_body, spawn_production_app};
 
 /// Every minute of the day.
-fn every_minute() -> String {
+pub(crate) fn every_minute() -> String {
     let cutoffs: Vec<String> = (0..24 * 60)
         .map(|m| format!("\"{:02}:{:02}\"", m / 60, m % 60))
         .collect();
@@ -71,7 +71,7 @@ provider = "manual"
     )
 }
 
-async fn wait_for(what: &str, mut check: impl AsyncFnMut() -> bool) {
+pub(crate) async fn wait_for(what: &str, mut check: impl AsyncFnMut() -> bool) {
     for _ in 0..900 {
         if check().await {
             return;
@@ -97,7 +97,7 @@ fn pain002(batch: &str, end_to_end: &str, status: &str, reason: Option<&str>) ->
 }
 
 /// The payloads of the payout's events, in order.
-async fn event_payloads(app: &TestApp, payout: &str) -> Vec<serde_json::Value> {
+pub(crate) async fn event_payloads(app: &TestApp, payout: &str) -> Vec<serde_json::Value> {
     use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
     #[derive(diesel::QueryableByName)]
     struct Row {
@@ -143,7 +143,7 @@ fn admin_cli(app: &TestApp, args: &[&str]) -> Vec<u8> {
     output.stdout
 }
 
-async fn payout(app: &TestApp, id: &str) -> serde_json::Value {
+pub(crate) async fn payout(app: &TestApp, id: &str) -> serde_json::Value {
     let reply = app.get(&app.a, &format!("/api/payout/{id}")).await;
     assert_eq!(reply.status, 200, "{}", reply.body);
     reply.body["payload"].clone()
@@ -153,7 +153,7 @@ async fn eur_balance(app: &TestApp) -> (i64, i64) {
     balance_in(app, "EUR").await
 }
 
-async fn balance_in(app: &TestApp, asset: &str) -> (i64, i64) {
+pub(crate) async fn balance_in(app: &TestApp, asset: &str) -> (i64, i64) {
     let reply = app
         .get(
             &app.a,
