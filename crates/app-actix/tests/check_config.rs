@@ -29,7 +29,13 @@ fn private_key() -> String {
 
 /// The variables the example's `env:` settings name.
 fn secrets() -> Vec<(String, String)> {
-    let mut variables = vec![("PAYOUT_SMTP_PASSWORD".to_owned(), SMTP_PASSWORD.to_owned())];
+    let mut variables = vec![
+        ("PAYOUT_SMTP_PASSWORD".to_owned(), SMTP_PASSWORD.to_owned()),
+        (
+            "PAYOUT_INTERAC_SECRET".to_owned(),
+            "interac-secret-never-shown".to_owned(),
+        ),
+    ];
     for rail in ["ACH", "SEPA", "ABA", "EFT", "IB4B"] {
         variables.push((format!("PAYOUT_{rail}_SFTP_KEY"), private_key()));
     }
@@ -73,6 +79,7 @@ fn check_config_prints_the_summary_of_the_example_without_secrets() {
             "aud/direct-entry",
             "usd/ach",
             "cad/eft",
+            "cad/digital",
             "eur/sepa",
             "nzd/direct-credit"
         ])
@@ -96,11 +103,18 @@ fn check_config_prints_the_summary_of_the_example_without_secrets() {
                 .starts_with("[REDACTED] (env:")
         );
     }
+    let digital = &summary["rails"]["cad/digital"]["transport"];
+    assert_eq!(digital["kind"], "partner_api");
+    assert_eq!(
+        digital["shared_secret"],
+        "[REDACTED] (env:PAYOUT_INTERAC_SECRET)"
+    );
     assert_eq!(summary["smtp"]["host"], "smtp.example.com");
     assert_eq!(summary["smtp"]["port"], 587);
     assert_eq!(summary["smtp"]["tls"], "starttls");
     let everything = format!("{}{stderr}", String::from_utf8_lossy(&output.stdout));
     assert!(!everything.contains(SMTP_PASSWORD));
+    assert!(!everything.contains("interac-secret-never-shown"));
     for (name, value) in &env {
         if name.ends_with("_SFTP_KEY") {
             assert!(

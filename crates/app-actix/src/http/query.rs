@@ -1,4 +1,6 @@
-//! Query strings, decoded into pairs; undecodable ones are `REQ002`.
+//! Query strings, decoded into pairs; undecodable ones are `REQ002`: a name or value whose
+//! percent-encoding does not decode to UTF-8 (`%FF`) is refused, never read with replacement
+//! characters (which would turn it into an unknown parameter, `REQ005`).
 
 use actix_web::HttpRequest;
 use domain::ErrorCode;
@@ -12,6 +14,9 @@ pub fn query_pairs(
     operation: &'static str,
     req: &HttpRequest,
 ) -> Result<Vec<(String, String)>, ApiError> {
+    if !decodes_to_utf8(req.query_string()) {
+        return Err(ApiError::code(operation, ErrorCode::Req002));
+    }
     let pairs = serde_urlencoded::from_str::<Vec<(String, String)>>(req.query_string())
         .map_err(|_| ApiError::code(operation, ErrorCode::Req002))?;
     let mut errors = domain::validation::ValidationErrors::default();
@@ -25,6 +30,18 @@ pub fn query_pairs(
     } else {
         Err(ApiError::fields(operation, &errors))
     }
+}
+
+/// Whether every name and value of `query` percent-decodes to UTF-8 (`+` is a space).
+fn decodes_to_utf8(query: &str) -> bool {
+    query
+        .split('&')
+        .flat_map(|pair| pair.splitn(2, '='))
+        .all(|part| {
+            percent_encoding::percent_decode_str(&part.replace('+', " "))
+                .decode_utf8()
+                .is_ok()
+        })
 }
 
 /// Checks that `pairs` use only `known` parameter names (`REQ005` otherwise) and none twice
@@ -46,5 +63,28 @@ pub fn only_known(
         Ok(())
     } else {
         Err(ApiError::fields(operation, &errors))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decodes_to_utf8;
+
+    #[test]
+    fn only_queries_that_decode_to_utf8_are_read() {
+        for good in [
+            "",
+            "a=1",
+            "limit=2&lastkey=abc%3D",
+            "name=Zo%C3%AB",
+            "q=a+b",
+            "x",
+            "a=&b",
+        ] {
+            assert!(decodes_to_utf8(good), "{good}");
+        }
+        for bad in ["%FF=1", "a=%FF", "a=1&%C3%28=2", "a=%E2%82"] {
+            assert!(!decodes_to_utf8(bad), "{bad}");
+        }
     }
 }

@@ -228,3 +228,26 @@ async fn an_error_response_lists_at_most_fifty_problems_and_counts_the_rest() {
         "{response_size} bytes answered {request_size}"
     );
 }
+
+#[tokio::test]
+async fn an_undecodable_query_is_req002_not_an_unknown_parameter() {
+    let app = spawn_app().await;
+    for query in ["%FF=1", "subaccount_id=%C3%28", "limit=1&%E2%82=2"] {
+        let reply = app
+            .get(
+                &app.a,
+                &format!(
+                    "/api/receiver?subaccount_id={}&{query}",
+                    app.a.subaccount_id
+                ),
+            )
+            .await;
+        assert_eq!(
+            (reply.status, reply.codes()),
+            (400, vec!["REQ002".to_owned()]),
+            "{query}: {}",
+            reply.body
+        );
+        assert!(reply.body["error"][0].get("field").is_none(), "{query}");
+    }
+}
