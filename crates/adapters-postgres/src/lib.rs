@@ -6,6 +6,7 @@
 //! `PortError::Unavailable`; `diesel::result::Error` never leaves this crate.
 
 mod cached;
+pub mod credential_changes;
 mod errors;
 pub mod migrate;
 pub mod pool;

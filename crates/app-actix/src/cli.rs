@@ -326,7 +326,15 @@ fn check_webhook_target(url: &str) -> anyhow::Result<()> {
     let allow_private = crate::config::webhook_targets_may_be_private()?;
     adapters_webhook::guard::check_url(url.trim(), allow_private)
         .map(drop)
-        .map_err(|e| anyhow::anyhow!("invalid --url: {e}"))
+        .map_err(|e| match e {
+            adapters_webhook::guard::TargetRefused::ForbiddenAddress { .. } if !allow_private => {
+                anyhow::anyhow!(
+                    "invalid --url: {e} (private and loopback receivers are allowed only with \
+                     PAYOUT_WEBHOOK_ALLOW_PRIVATE=true, the default in sandbox mode)"
+                )
+            }
+            e => anyhow::anyhow!("invalid --url: {e}"),
+        })
 }
 
 /// Creates the subaccount; with a postback URL, also issues its webhook signing secret (a URL

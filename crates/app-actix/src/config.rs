@@ -12,7 +12,7 @@
 //! | `PAYOUT_PUBLIC_URL` | `http://<PAYOUT_BIND>` | public base URL of this service, for confirmation links |
 //! | `PAYOUT_WORKERS` | number of cores | HTTP worker threads |
 //! | `PAYOUT_SIGNATURE_WINDOW_SECS` | `300` | accepted distance of a signature nonce from server time (1..=1800) |
-//! | `PAYOUT_CREDENTIAL_CACHE_MS` | `1000` | how long each HTTP worker keeps an API key it looked up (0..=60000; 0 looks every request up); a revocation takes effect within this time |
+//! | `PAYOUT_CREDENTIAL_CACHE_MS` | `1000` | how long each HTTP worker keeps an API key it looked up (0..=60000; 0 looks every request up); a revocation is announced (PostgreSQL NOTIFY) and takes effect at once, this time bounding it only while the listener reconnects |
 //! | `PAYOUT_WEBHOOK_TIMEOUT_MS` | `15000` | per-attempt webhook timeout |
 //! | `PAYOUT_WEBHOOK_ALLOW_PRIVATE` | `true` in sandbox, else `false` | allow webhook URLs that resolve to loopback/private/link-local addresses |
 //! | `PAYOUT_DELIVERY_POLL_MS` | `100` | how often an idle delivery worker looks for due events |

@@ -140,6 +140,9 @@ pub struct Shared {
     pub rate_limit: Arc<http::rate_limit::ApiKeyLimiter>,
     /// Every pool of the process, for `/metrics`.
     pub pools: crate::metrics::Pools,
+    /// The credential changes announced to this process (revocations), which every worker's
+    /// credential cache consults.
+    pub credential_changes: Arc<domain::auth::CredentialChanges>,
 }
 
 impl Shared {
@@ -152,6 +155,10 @@ impl Shared {
                 config.rate_limit.1,
             )),
             pools: crate::metrics::Pools::default(),
+            credential_changes: Arc::new(domain::auth::CredentialChanges::new(
+                chrono::Duration::from_std(config.credential_cache)
+                    .unwrap_or_else(|_| chrono::Duration::seconds(1)),
+            )),
         }
     }
 }
@@ -197,7 +204,8 @@ pub fn build_state(
         store.clone(),
         clock.clone(),
         chrono::Duration::from_std(config.credential_cache).context("credential cache")?,
-    );
+    )
+    .watching(shared.credential_changes.clone());
     let batches = Arc::new(BatchRunner::new(
         store.clone(),
         store.clone(),
@@ -315,6 +323,8 @@ pub struct Application {
     poll: Duration,
     batch_poll: Duration,
     state: web::Data<AppState>,
+    database_url: String,
+    credential_changes: Arc<domain::auth::CredentialChanges>,
 }
 
 /// The webhook delivery worker over the store and an HTTP sender.
@@ -375,6 +385,7 @@ impl Application {
             schedule.clone(),
         )?;
         let shared = Shared::new(config);
+        let credential_changes = shared.credential_changes.clone();
         let jobs_state = web::Data::new(build_state(config, &store, &world, &shared)?);
         let app_state = jobs_state.clone();
         let sandbox_mode = config.sandbox;
@@ -431,6 +442,8 @@ impl Application {
             poll: config.delivery.poll,
             batch_poll: config.batches.poll,
             state: app_state,
+            database_url: config.database.url.clone(),
+            credential_changes,
         })
     }
 
@@ -463,6 +476,12 @@ impl Application {
             self.state.metrics.clone(),
         ));
         let stopped_inbound = stopped.clone();
+        let credential_changes = tokio::spawn(jobs::credential_changes::run(
+            self.database_url.clone(),
+            self.credential_changes.clone(),
+            Arc::new(SystemClock),
+            stopped.clone(),
+        ));
         let batches = tokio::spawn(jobs::batches::run(
             self.state.batches.clone(),
             self.batch_poll,
@@ -514,6 +533,9 @@ impl Application {
         }
         if let Err(e) = notifications.await {
             tracing::warn!(error = %e, "notification retry task ended abnormally");
+        }
+        if let Err(e) = credential_changes.await {
+            tracing::warn!(error = %e, "credential change listener ended abnormally");
         }
         if let Some(task) = inbound
             && let Err(e) = task.await

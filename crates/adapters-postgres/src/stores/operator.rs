@@ -99,9 +99,17 @@ impl SubaccountSetupStore for PgStore {
     #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %subaccount))]
     async fn require_signature_v2(&self, subaccount: SubaccountId) -> Result<(), OperatorError> {
         let mut conn = self.conn().await?;
-        let updated = diesel::update(subaccounts::table.find(subaccount.as_uuid()))
-            .set(subaccounts::require_signature_v2.eq(true))
-            .execute(&mut conn)
+        let updated = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                let updated = diesel::update(subaccounts::table.find(subaccount.as_uuid()))
+                    .set(subaccounts::require_signature_v2.eq(true))
+                    .execute(conn)
+                    .await?;
+                // Every instance's credential cache looks its keys up again.
+                crate::credential_changes::announce(conn, crate::credential_changes::EVERY_KEY)
+                    .await?;
+                Ok(updated)
+            })
             .await
             .map_err(from_diesel)?;
         exactly_one(updated)
@@ -145,11 +153,20 @@ impl ApiKeyStore for PgStore {
         at: DateTime<Utc>,
     ) -> Result<(), OperatorError> {
         let mut conn = self.conn().await?;
-        let updated = diesel::update(api_keys::table)
-            .filter(api_keys::api_key.eq(api_key))
-            .filter(api_keys::revoked_at.is_null())
-            .set(api_keys::revoked_at.eq(at))
-            .execute(&mut conn)
+        let updated = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                let updated = diesel::update(api_keys::table)
+                    .filter(api_keys::api_key.eq(api_key))
+                    .filter(api_keys::revoked_at.is_null())
+                    .set(api_keys::revoked_at.eq(at))
+                    .execute(conn)
+                    .await?;
+                // Delivered when the revocation commits: every instance drops the key at once.
+                if updated == 1 {
+                    crate::credential_changes::announce(conn, api_key).await?;
+                }
+                Ok(updated)
+            })
             .await
             .map_err(from_diesel)?;
         if updated == 1 {

@@ -6,6 +6,7 @@
 //! `InboundProcessor`); these loops only schedule them, on tokio. `startup` wires them.
 
 pub mod batches;
+pub mod credential_changes;
 pub mod delivery;
 pub mod housekeeping;
 pub mod inbound;

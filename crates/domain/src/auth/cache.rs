@@ -3,10 +3,12 @@
 //! Looking the API key up costs every authenticated request a database round trip, as much as
 //! the work a simple `GET` asks for. A credential found is kept for `ttl` (a second by default)
 //! and served from memory meanwhile; nonces still go to the store every time, so replay
-//! protection is unchanged. What the cache delays, by at most `ttl` on each server instance,
-//! is a revocation or a change of the subaccount's signature requirement. Keys that do not
-//! exist are never kept, so requests with made-up keys cannot fill the cache: it holds at
-//! most the keys that exist, and at most [`MAX_ENTRIES`] of them.
+//! protection is unchanged. A revocation or a change of the subaccount's signature requirement
+//! is announced to every instance (the store's change notifications, recorded on the
+//! process's [`CredentialChanges`]): an entry fetched before a change is not served again. The
+//! `ttl` bounds the delay only when an announcement is lost (the listener reconnecting). Keys
+//! that do not exist are never kept, so requests with made-up keys cannot fill the cache: it
+//! holds at most the keys that exist, and at most [`MAX_ENTRIES`] of them.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -24,12 +26,73 @@ use crate::ports::Clock;
 /// enough, all of them (the next requests look their keys up again).
 pub const MAX_ENTRIES: usize = 10_000;
 
+/// The credential changes a process heard of (revocations, signature requirements): shared by
+/// every [`CachedCredentials`] of the process, so one announcement reaches every worker's cache.
+/// A change is kept for the caches' `ttl` only: an entry older than that is stale anyway.
+#[derive(Debug)]
+pub struct CredentialChanges {
+    retention: Duration,
+    state: Mutex<ChangeState>,
+}
+
+#[derive(Debug, Default)]
+struct ChangeState {
+    /// The last change of each key.
+    keys: HashMap<String, DateTime<Utc>>,
+    /// The last change of every key at once (a subaccount-wide change, a lost announcement).
+    all: Option<DateTime<Utc>>,
+}
+
+impl CredentialChanges {
+    /// A board that keeps each change for `retention` (the caches' `ttl`).
+    pub fn new(retention: Duration) -> Self {
+        Self {
+            retention,
+            state: Mutex::new(ChangeState::default()),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, ChangeState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// `api_key`'s credential changed at `at` (it was revoked).
+    pub fn key_changed(&self, api_key: &str, at: DateTime<Utc>) {
+        let retention = self.retention;
+        let mut state = self.state();
+        state.keys.retain(|_, changed| at - *changed < retention);
+        if state.keys.len() < MAX_ENTRIES {
+            state.keys.insert(api_key.to_owned(), at);
+        } else {
+            // Too many to track one by one: every entry is refetched.
+            state.keys.clear();
+            state.all = Some(at);
+        }
+    }
+
+    /// Every credential may have changed at `at` (a subaccount's signature requirement, or
+    /// announcements that may have been missed).
+    pub fn all_changed(&self, at: DateTime<Utc>) {
+        let mut state = self.state();
+        state.keys.clear();
+        state.all = Some(at);
+    }
+
+    /// Whether `api_key`'s credential changed at or after `since`.
+    pub fn changed_since(&self, api_key: &str, since: DateTime<Utc>) -> bool {
+        let state = self.state();
+        state.all.is_some_and(|all| all >= since)
+            || state.keys.get(api_key).is_some_and(|at| *at >= since)
+    }
+}
+
 /// [`CredentialStore`] that keeps found credentials for a while (see the module docs).
 pub struct CachedCredentials {
     store: Arc<dyn CredentialStore>,
     clock: Arc<dyn Clock>,
     ttl: Duration,
     found: Mutex<HashMap<String, (Credential, DateTime<Utc>)>>,
+    changes: Option<Arc<CredentialChanges>>,
 }
 
 impl CachedCredentials {
@@ -41,7 +104,15 @@ impl CachedCredentials {
             clock,
             ttl,
             found: Mutex::new(HashMap::new()),
+            changes: None,
         }
+    }
+
+    /// Does not serve an entry fetched before a change `changes` heard of.
+    #[must_use]
+    pub fn watching(mut self, changes: Arc<CredentialChanges>) -> Self {
+        self.changes = Some(changes);
+        self
     }
 
     /// How many credentials are kept now.
@@ -62,7 +133,11 @@ impl CachedCredentials {
     fn fresh(&self, api_key: &str, now: DateTime<Utc>) -> Option<Credential> {
         let entries = self.entries();
         let (credential, fetched_at) = entries.get(api_key)?;
-        (now - *fetched_at < self.ttl).then(|| credential.clone())
+        let changed = self
+            .changes
+            .as_ref()
+            .is_some_and(|changes| changes.changed_since(api_key, *fetched_at));
+        (now - *fetched_at < self.ttl && !changed).then(|| credential.clone())
     }
 
     fn keep(&self, api_key: &str, credential: &Credential, now: DateTime<Utc>) {
@@ -189,6 +264,72 @@ mod tests {
         let found = cache.find_credential("key").await.unwrap().unwrap();
         assert_eq!(found.secret.expose(), "rotated");
         assert_eq!(cache.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn an_announced_revocation_is_refused_at_once_by_every_cache_watching() {
+        // Two workers' caches of one process, a minute of ttl: only the announcement can
+        // make them look again.
+        let clock = Manual::at(T0);
+        let changes = Arc::new(CredentialChanges::new(Duration::minutes(1)));
+        let first = cache(answering(&[(1, Some("s")), (1, None)]), &clock, 60_000)
+            .watching(changes.clone());
+        let second = cache(answering(&[(1, Some("s")), (1, None)]), &clock, 60_000)
+            .watching(changes.clone());
+        let other = cache(answering(&[(1, Some("o"))]), &clock, 60_000).watching(changes.clone());
+        for cache in [&first, &second] {
+            assert!(cache.find_credential("key").await.unwrap().is_some());
+        }
+        assert!(other.find_credential("other").await.unwrap().is_some());
+        clock.advance(10);
+        changes.key_changed("key", clock.now());
+        clock.advance(1);
+        for cache in [&first, &second] {
+            assert!(cache.find_credential("key").await.unwrap().is_none());
+        }
+        // Another key is still served from memory (its store expects one lookup only).
+        assert!(other.find_credential("other").await.unwrap().is_some());
+    }
+
+    #[tokio::test]
+    async fn a_change_of_every_key_or_an_old_change_is_handled_as_it_should() {
+        let clock = Manual::at(T0);
+        let changes = Arc::new(CredentialChanges::new(Duration::seconds(1)));
+        // A change heard before the lookup does not hide the credential fetched after it.
+        changes.key_changed("key", clock.now());
+        clock.advance(5);
+        let cache = cache(
+            answering(&[(1, Some("s")), (1, Some("v2"))]),
+            &clock,
+            60_000,
+        )
+        .watching(changes.clone());
+        assert!(cache.find_credential("key").await.unwrap().is_some());
+        clock.advance(5);
+        assert_eq!(
+            cache
+                .find_credential("key")
+                .await
+                .unwrap()
+                .unwrap()
+                .secret
+                .expose(),
+            "s"
+        );
+        // Every key changed (a signature requirement, a lost announcement): looked up again.
+        changes.all_changed(clock.now());
+        clock.advance(1);
+        assert_eq!(
+            cache
+                .find_credential("key")
+                .await
+                .unwrap()
+                .unwrap()
+                .secret
+                .expose(),
+            "v2"
+        );
+        assert!(!changes.changed_since("key", clock.now()));
     }
 
     #[tokio::test]

@@ -9,7 +9,7 @@ pub mod signature;
 use crate::ids::{ApiKeyId, SubaccountId};
 use crate::masking::Secret;
 
-pub use cache::CachedCredentials;
+pub use cache::{CachedCredentials, CredentialChanges};
 pub use service::{AuthError, AuthService, SignedRequest};
 pub use signature::{SignatureHeader, SignatureVersion};
 
