@@ -6,6 +6,7 @@
 //! `PortError::Unavailable`; `diesel::result::Error` never leaves this crate.
 
 mod cached;
+pub mod email_keys;
 mod errors;
 pub mod migrate;
 pub mod pool;
@@ -18,6 +19,7 @@ mod stores;
 pub mod test_db;
 pub mod vault;
 
+pub use email_keys::{EmailRekey, rekey_receiver_emails};
 pub use migrate::{create_database_if_missing, run_migrations};
 pub use pool::{DbConfig, DbPool, create_pool};
 pub use stores::credentials::NONCE_RETENTION;
