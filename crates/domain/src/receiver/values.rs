@@ -688,6 +688,18 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// The list filter is normalised when parsed and again by the store: a key must be its
+        /// own key.
+        #[test]
+        fn email_key_is_its_own_key(
+            text in "[a-zA-Z0-9\"@.ßẞｊＪ＠．\u{0301}ä\u{FB01} -]{0,24}",
+        ) {
+            let key = normalize_email(&text);
+            proptest::prop_assert_eq!(normalize_email(&key), key);
+        }
+    }
+
     #[test]
     fn email_key_keeps_the_address_as_sent() {
         // Quoted local parts were accepted before the key changed, and still are.
