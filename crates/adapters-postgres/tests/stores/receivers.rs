@@ -766,3 +766,25 @@ async fn rekeying_recomputes_old_keys_and_leaves_stored_duplicates_their_old_key
         "{err:?}"
     );
 }
+
+#[tokio::test]
+async fn migrating_recomputes_e_mail_keys_after_the_sql_migrations() {
+    let fx = Fixture::new().await;
+    let sub = fx.subaccount("Acme").await.id;
+    let r = receiver(sub, "STRASSE@Exämple.com", at(T0));
+    insert(&fx, &r).await.unwrap();
+    let mut conn = fx.raw().await;
+    diesel::sql_query("UPDATE receivers SET email_normalized = lower(email) WHERE id = $1")
+        .bind::<SqlUuid, _>(r.id.as_uuid())
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let applied = adapters_postgres::run_migrations(fx.db.url())
+        .await
+        .unwrap();
+    assert!(applied.is_empty(), "{applied:?}");
+    assert_eq!(
+        email_key(&fx, r.id).await.email_normalized,
+        "strasse@xn--exmple-cua.com"
+    );
+}
