@@ -7,6 +7,7 @@
 
 mod cached;
 pub mod credential_changes;
+pub mod email_keys;
 mod errors;
 pub mod migrate;
 pub mod pool;
@@ -19,6 +20,7 @@ mod stores;
 pub mod test_db;
 pub mod vault;
 
+pub use email_keys::{EmailRekey, rekey_receiver_emails};
 pub use migrate::{create_database_if_missing, run_migrations};
 pub use pool::{DbConfig, DbPool, create_pool};
 pub use stores::credentials::NONCE_RETENTION;

@@ -9,14 +9,39 @@ use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 
+use crate::email_keys::rekey_receiver_emails;
+
 /// Every migration under `migrations/`.
 pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations");
 
-/// Runs every pending migration on the database at `url`; returns the versions applied.
+/// Runs every pending migration on the database at `url`, then recomputes receivers' e-mail
+/// keys ([`rekey_receiver_emails`]: SQL cannot compute them); returns the versions applied.
+/// Receivers left with their old key (stored duplicates) are logged by id as a warning.
 ///
 /// diesel's migration harness is synchronous: it runs on a blocking thread through diesel-async's
 /// connection wrapper (no libpq needed), which works on any tokio runtime flavour.
 pub async fn run_migrations(url: &str) -> anyhow::Result<Vec<String>> {
+    let applied = run_sql_migrations(url).await?;
+    let mut conn = AsyncPgConnection::establish(url)
+        .await
+        .context("connecting to recompute e-mail keys")?;
+    let rekey = rekey_receiver_emails(&mut conn)
+        .await
+        .context("recomputing receivers' e-mail keys")?;
+    if rekey.updated > 0 {
+        tracing::info!(updated = rekey.updated, "recomputed receivers' e-mail keys");
+    }
+    if !rekey.kept_old_key.is_empty() {
+        tracing::warn!(
+            receivers = ?rekey.kept_old_key,
+            "receivers whose e-mail now matches another receiver of their subaccount keep their old e-mail key"
+        );
+    }
+    Ok(applied)
+}
+
+/// Runs every pending SQL migration on the database at `url`; returns the versions applied.
+async fn run_sql_migrations(url: &str) -> anyhow::Result<Vec<String>> {
     let url = url.to_owned();
     tokio::task::spawn_blocking(move || -> anyhow::Result<Vec<String>> {
         let mut conn =

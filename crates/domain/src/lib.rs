@@ -28,6 +28,7 @@ pub mod ports;
 pub mod rail;
 pub mod receiver;
 pub mod subaccount;
+pub mod text;
 pub mod time;
 pub mod validation;
 

@@ -638,3 +638,153 @@ async fn events_written_together_take_their_objects_next_sequences_in_order() {
         );
     }
 }
+
+#[derive(diesel::QueryableByName)]
+struct EmailKey {
+    #[diesel(sql_type = Text)]
+    email: String,
+    #[diesel(sql_type = Text)]
+    email_normalized: String,
+}
+
+async fn email_key(fx: &Fixture, id: ReceiverId) -> EmailKey {
+    let mut conn = fx.raw().await;
+    diesel::sql_query("SELECT email, email_normalized FROM receivers WHERE id = $1")
+        .bind::<SqlUuid, _>(id.as_uuid())
+        .get_result(&mut conn)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn emails_differing_by_width_quoting_case_folding_or_idna_collide_and_are_kept_as_sent() {
+    let fx = Fixture::new().await;
+    for (n, (first, second)) in [
+        ("jose@example.com", "ｊｏｓｅ@example.com"),
+        ("jose@example.com", "\"jose\"@example.com"),
+        ("straße@example.com", "STRASSE@example.com"),
+        ("jose@exämple.com", "jose@xn--exmple-cua.com"),
+        ("jose@xn--exmple-cua.com", "JOSE@EXÄMPLE.COM"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let sub = fx.subaccount(&format!("Acme {n}")).await.id;
+        let kept = receiver(sub, first, at(T0));
+        insert(&fx, &kept).await.unwrap();
+        let stored = email_key(&fx, kept.id).await;
+        assert_eq!(stored.email, first, "stored as sent");
+        let duplicate = receiver(sub, second, at(T0 + 1));
+        let err = insert(&fx, &duplicate).await.unwrap_err();
+        assert!(
+            matches!(err, InsertReceiverError::DuplicateEmail),
+            "{first} / {second}: {err:?}"
+        );
+        assert_eq!(receiver_rows(&fx, sub).await, 1);
+        // The list filter finds the receiver by the other spelling, and returns it as sent.
+        let found = fx
+            .store
+            .list_receivers(
+                sub,
+                &ReceiverFilter {
+                    email: Some(second.to_owned()),
+                    ..Default::default()
+                },
+                &PageRequest {
+                    limit: 10,
+                    after: None,
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            found.iter().map(|r| r.email.as_str()).collect::<Vec<_>>(),
+            vec![first]
+        );
+    }
+    // A quoted local part that is not a dot-atom is another mailbox.
+    let sub = fx.subaccount("Quoted").await.id;
+    insert(&fx, &receiver(sub, "jose@example.com", at(T0)))
+        .await
+        .unwrap();
+    insert(&fx, &receiver(sub, "\"jo se\"@example.com", at(T0 + 1)))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn rekeying_recomputes_old_keys_and_leaves_stored_duplicates_their_old_key() {
+    let fx = Fixture::new().await;
+    let sub = fx.subaccount("Acme").await.id;
+    let rows = [
+        ("ＳＴＲＡＳＳＥ@example.com", "ｓｔｒａｓｓｅ@example.com"),
+        ("jose@exämple.com", "jose@exämple.com"),
+        ("ｊｏｓｅ@example.com", "ｊｏｓｅ@example.com"),
+        ("jose@example.com", "jose@example.com"),
+    ];
+    let mut ids = Vec::new();
+    for (n, (email, old_key)) in rows.into_iter().enumerate() {
+        let r = receiver(sub, email, at(T0 + i64::try_from(n).unwrap()));
+        insert(&fx, &r).await.unwrap();
+        // Put back the key the previous normalisation (lower-casing only) stored.
+        let mut conn = fx.raw().await;
+        diesel::sql_query("UPDATE receivers SET email_normalized = $2 WHERE id = $1")
+            .bind::<SqlUuid, _>(r.id.as_uuid())
+            .bind::<Text, _>(old_key)
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        ids.push(r.id);
+    }
+    let mut conn = fx.raw().await;
+    let report = adapters_postgres::rekey_receiver_emails(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(report.updated, 2);
+    assert_eq!(report.kept_old_key, vec![ids[2].as_uuid()]);
+    let keys = [
+        "strasse@example.com",
+        "jose@xn--exmple-cua.com",
+        "ｊｏｓｅ@example.com",
+        "jose@example.com",
+    ];
+    for (id, key) in ids.iter().zip(keys) {
+        assert_eq!(email_key(&fx, *id).await.email_normalized, key);
+    }
+    // Idempotent: a second run changes nothing and reports the same duplicate.
+    let again = adapters_postgres::rekey_receiver_emails(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(again.updated, 0);
+    assert_eq!(again.kept_old_key, vec![ids[2].as_uuid()]);
+    // New receivers now meet the recomputed keys.
+    let err = insert(&fx, &receiver(sub, "straße@example.com", at(T0 + 9)))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, InsertReceiverError::DuplicateEmail),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn migrating_recomputes_e_mail_keys_after_the_sql_migrations() {
+    let fx = Fixture::new().await;
+    let sub = fx.subaccount("Acme").await.id;
+    let r = receiver(sub, "STRASSE@Exämple.com", at(T0));
+    insert(&fx, &r).await.unwrap();
+    let mut conn = fx.raw().await;
+    diesel::sql_query("UPDATE receivers SET email_normalized = lower(email) WHERE id = $1")
+        .bind::<SqlUuid, _>(r.id.as_uuid())
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let applied = adapters_postgres::run_migrations(fx.db.url())
+        .await
+        .unwrap();
+    assert!(applied.is_empty(), "{applied:?}");
+    assert_eq!(
+        email_key(&fx, r.id).await.email_normalized,
+        "strasse@xn--exmple-cua.com"
+    );
+}

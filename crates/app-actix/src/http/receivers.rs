@@ -89,7 +89,8 @@ pub struct CreateReceiverBody {
     /// Like `first_name`.
     #[schema(max_length = 255)]
     pub last_name: String,
-    /// A bare address whose domain contains a dot; unique per subaccount, case-insensitively.
+    /// A bare address whose domain contains a dot, kept as sent; unique per subaccount by its
+    /// comparison key (NFKC, Unicode case folding, needless quotes dropped, IDNA ASCII domain).
     #[schema(format = Email, max_length = 255)]
     pub email: String,
     /// `YYYY-MM-DD`, from 1900-01-01 up to yesterday (UTC).

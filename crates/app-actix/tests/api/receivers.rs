@@ -354,3 +354,102 @@ async fn non_ascii_emails_are_compared_case_insensitively_too() {
         .await;
     assert_eq!(ids(&padded.body), [id]);
 }
+
+#[tokio::test]
+async fn emails_differing_by_width_quoting_case_folding_or_idna_are_duplicates() {
+    let app = spawn_app().await;
+    for (first, duplicates) in [
+        (
+            "jose@example.com",
+            &[
+                "ｊｏｓｅ@example.com",
+                "\"jose\"@example.com",
+                "JOSE@Example.COM",
+            ][..],
+        ),
+        (
+            "straße@example.com",
+            &["STRASSE@example.com", "strasse@example.com"][..],
+        ),
+        (
+            "maria@exämple.com",
+            &["maria@xn--exmple-cua.com", "MARIA@EXÄMPLE.COM"][..],
+        ),
+        ("ｌｅｅ@example.com", &["lee@example.com"][..]),
+    ] {
+        let id = app.create_receiver(&app.a, first).await;
+        for duplicate in duplicates {
+            let again = app
+                .post(&app.a, "/api/receiver", &receiver_body(&app.a, duplicate))
+                .await;
+            assert_eq!(
+                (again.status, again.codes()),
+                (400, vec!["REVR201".to_owned()]),
+                "{first} / {duplicate}: {}",
+                again.body
+            );
+        }
+        // The e-mail is kept and answered as sent.
+        let got = app.get(&app.a, &format!("/api/receiver/{id}")).await;
+        assert_eq!(got.body["payload"]["email"], first);
+    }
+    // A quoted local part that is not a dot-atom names another mailbox.
+    app.create_receiver(&app.a, "\"jo se\"@example.com").await;
+    // The list filter compares by the same key.
+    let found = app
+        .get(
+            &app.a,
+            &format!(
+                "/api/receiver?subaccount_id={}&email=%EF%BD%8A%EF%BD%8F%EF%BD%93%EF%BD%85%40example.com",
+                app.a.subaccount_id
+            ),
+        )
+        .await;
+    assert_eq!(
+        found.body["payload"]
+            .as_array()
+            .map(|list| list.iter().map(|r| r["email"].clone()).collect::<Vec<_>>()),
+        Some(vec![Value::from("jose@example.com")]),
+        "{}",
+        found.body
+    );
+}
+
+#[tokio::test]
+async fn control_format_and_invisible_characters_get_each_fields_code() {
+    let app = spawn_app().await;
+    for (field, value, code) in [
+        // The security probe.
+        ("first_name", "\u{3164}", "REVR215"),
+        ("address", "12 Smith St\u{FF0E}", "REVR220"),
+        ("address", "P\u{2024}O Box 5", "REVR220"),
+        ("address", "12 \u{202E}tS htimS", "REVR220"),
+        ("state", "VIC\r\nNSW", "REQ009"),
+        // Their neighbours.
+        ("first_name", "Ada\u{200B}", "REVR215"),
+        ("last_name", "Love\u{FEFF}lace", "REVR216"),
+        ("middle_name", "\u{FFA0}", "REVR227"),
+        ("address2", "Unit\u{2066}4", "REVR221"),
+        ("city", "Syd\u{00AD}ney", "REVR222"),
+        ("email", "ada\u{202E}@example.com", "REVR214"),
+        ("postcode", "20\u{200D}00", "REQ009"),
+        ("reference", "crm\t1", "REQ009"),
+    ] {
+        let mut body = receiver_body(&app.a, "ada@example.com");
+        body[field] = value.into();
+        let reply = app.post(&app.a, "/api/receiver", &body).await;
+        assert_eq!(
+            (reply.status, reply.codes()),
+            (400, vec![code.to_owned()]),
+            "{field} {value:?}: {}",
+            reply.body
+        );
+        assert_eq!(reply.body["error"][0]["field"], field);
+    }
+    // Full-width letters are letters, and are kept as sent.
+    let mut body = receiver_body(&app.a, "ada@example.com");
+    body["first_name"] = "Ａｄａ".into();
+    let created = app.post(&app.a, "/api/receiver", &body).await;
+    assert_eq!(created.status, 200, "{}", created.body);
+    assert_eq!(created.body["payload"]["first_name"], "Ａｄａ");
+}

@@ -22,6 +22,7 @@ use crate::account::us::{
 };
 use crate::codes::ErrorCode;
 use crate::receiver::values::{EmailAddress, EmailAddressError};
+use crate::text::{RefusedCharacter, plain_text};
 use crate::validation::{FieldError, FieldReader, ValidationErrors};
 
 /// How this request's text fields are read (over-long values are `REAC226`).
@@ -345,17 +346,21 @@ impl AccountInput {
                         EmailAddressError::Invalid => C::Reac222,
                     },
                 ));
+                // Free text, kept as sent; a control, format or invisible character is `REQ009`
+                // (neither field has a "not valid" code of its own).
                 let name = errors.check(READ.required(
                     raw.get(F::Name),
                     F::Name.name(),
                     C::Reac223,
-                    |text| Ok::<_, Infallible>(text.to_owned()),
-                    |never| match never {},
+                    plain_text,
+                    |RefusedCharacter| C::Req009,
                 ));
-                let description = errors.check(
-                    READ.present(raw.get(F::Description), F::Description.name())
-                        .map(|text| text.map(str::to_owned)),
-                );
+                let description = errors.check(READ.optional(
+                    raw.get(F::Description),
+                    F::Description.name(),
+                    plain_text,
+                    |RefusedCharacter| C::Req009,
+                ));
                 match (recipient, name, description) {
                     (Some(recipient), Some(name), Some(description)) => {
                         Some(AccountDetails::Digital {
@@ -855,6 +860,46 @@ mod tests {
                     ..valid(M::Digital)
                 },
                 failure(C::Reac226, "name"),
+            ),
+            (
+                M::Digital,
+                RawAccount {
+                    name: some("\u{3164}"),
+                    ..valid(M::Digital)
+                },
+                failure(C::Req009, "name"),
+            ),
+            (
+                M::Digital,
+                RawAccount {
+                    name: some("Jane\u{202E}eoD"),
+                    ..valid(M::Digital)
+                },
+                failure(C::Req009, "name"),
+            ),
+            (
+                M::Digital,
+                RawAccount {
+                    description: some("Rent\r\nBcc: x"),
+                    ..valid(M::Digital)
+                },
+                failure(C::Req009, "description"),
+            ),
+            (
+                M::Digital,
+                RawAccount {
+                    description: some("Re\u{200B}nt"),
+                    ..valid(M::Digital)
+                },
+                failure(C::Req009, "description"),
+            ),
+            (
+                M::Digital,
+                RawAccount {
+                    recipient: some("ja\u{2066}ne@example.com"),
+                    ..valid(M::Digital)
+                },
+                failure(C::Reac222, "recipient"),
             ),
         ];
         for (method, raw, expected) in cases {

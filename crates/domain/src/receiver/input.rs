@@ -307,20 +307,25 @@ fn name_code(error: PersonNameError, empty: ErrorCode, invalid: ErrorCode) -> Er
     }
 }
 
-/// The code for a failed address line: `empty` when blank, `dot` when it contains a dot.
+/// The code for a failed address line: `empty` when blank, `dot` when it contains a dot or a
+/// control, format or invisible character.
 fn street_code(error: StreetLineError, empty: ErrorCode, dot: ErrorCode) -> ErrorCode {
     match error {
         StreetLineError::Empty => empty,
         StreetLineError::TooLong => ErrorCode::Revr226,
-        StreetLineError::ContainsDot => dot,
+        // An address line's only "not valid" code is its dot code.
+        StreetLineError::ContainsDot | StreetLineError::Invalid => dot,
     }
 }
 
-/// The code for a failed bounded text: `empty` when blank.
+/// The code for a failed bounded text: `empty` when blank, `REQ009` (the code every body field
+/// holding a refused character gets when the field has no "not valid" code of its own) for a
+/// control, format or invisible character.
 fn bounded_code(error: BoundedTextError, empty: ErrorCode) -> ErrorCode {
     match error {
         BoundedTextError::Empty => empty,
         BoundedTextError::TooLong => ErrorCode::Revr226,
+        BoundedTextError::Invalid => ErrorCode::Req009,
     }
 }
 
@@ -543,10 +548,42 @@ mod tests {
             ("country", Some("AUSS"), Revr224),
             ("country", Some("Australia"), Revr224),
             ("middle_name", Some("J."), Revr227),
+            // The security probe, and its neighbours: invisible fillers, compatibility dots,
+            // bidi overrides and line breaks get each field's "not valid" code (`REQ009` where
+            // the field has none).
+            ("first_name", Some("\u{3164}"), Revr215),
+            ("first_name", Some("Jane\u{200B}"), Revr215),
+            ("middle_name", Some("\u{FFA0}"), Revr227),
+            ("last_name", Some("O\u{FF0E}Brien"), Revr216),
+            ("address", Some("12 Smith St\u{FF0E}"), Revr220),
+            ("address", Some("P\u{2024}O Box 5"), Revr220),
+            ("address", Some("12 \u{202E}tS htimS"), Revr220),
+            ("address2", Some("Unit\u{200B}4"), Revr221),
+            ("email", Some("jo\u{202E}se@example.com"), Revr214),
+            ("city", Some("Perth\u{2028}WA"), Revr222),
+            ("state", Some("VIC\r\nNSW"), Req009),
+            ("state", Some("VIC\u{202E}"), Req009),
+            ("postcode", Some("30\u{0000}00"), Req009),
+            ("reference", Some("ref\u{2066}1"), Req009),
         ];
         for (field, value, code) in cases {
             assert_only_failure(&with(field, *value), *code, field);
         }
+    }
+
+    #[test]
+    fn compatibility_forms_are_accepted_and_kept_as_sent() {
+        let raw = RawReceiver {
+            first_name: some("Ｊａｎｅ"),
+            address: some("１２ Ｓｍｉｔｈ Ｓｔ"),
+            email: some("ｊｏｓｅ@example.com"),
+            ..valid()
+        };
+        let input = ReceiverInput::parse(&raw, today()).unwrap();
+        assert_eq!(input.first_name.as_str(), "Ｊａｎｅ");
+        assert_eq!(input.address.as_str(), "１２ Ｓｍｉｔｈ Ｓｔ");
+        assert_eq!(input.email.as_str(), "ｊｏｓｅ@example.com");
+        assert_eq!(input.email.normalized(), "jose@example.com");
     }
 
     #[test]

@@ -9,7 +9,8 @@ use crate::receiver::status::{KycStatus, ReceiverStatus};
 use crate::receiver::values::{Gender, normalize_email};
 use crate::validation::ValidationErrors;
 
-/// The filters of a receiver list. String filters match exactly; `email` case-insensitively.
+/// The filters of a receiver list. String filters match exactly; `email` by its comparison key
+/// ([`normalize_email`]: width, case, quoting and IDNA spelling do not matter).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReceiverFilter {
     /// `status` code 0..=4.
@@ -26,7 +27,7 @@ pub struct ReceiverFilter {
     pub gender: Option<Gender>,
     /// Exact date of birth.
     pub dob: Option<NaiveDate>,
-    /// E-mail in [`normalize_email`] form (matched case-insensitively).
+    /// E-mail in [`normalize_email`] form (matched by that key).
     pub email: Option<String>,
     /// Exact dial code.
     pub dialcode: Option<String>,

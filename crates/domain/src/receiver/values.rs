@@ -2,12 +2,18 @@
 //!
 //! Each type can only be built through its `parse`, so holding one means the text is valid.
 //! Every `parse` trims surrounding whitespace first and measures lengths in characters, never
-//! bytes. The errors say what is wrong with the value only; mapping them to API error codes is
+//! bytes. Free-text values refuse control, format and invisible characters
+//! ([`crate::text::is_plain`]), and their rules are checked on the text as sent and on its NFKC
+//! form (so `U+FF0E` is a dot and `Ｊａｎｅ` is letters); the value kept is the trimmed text as
+//! sent. The errors say what is wrong with the value only; mapping them to API error codes is
 //! the caller's business.
 
 use std::fmt;
 
 use chrono::{Datelike, NaiveDate};
+use unicode_normalization::UnicodeNormalization;
+
+use crate::text::{all_chars_in_both_forms, is_plain, nfkc};
 
 /// The longest text, in characters, that any receiver field may hold.
 pub const MAX_LENGTH: usize = crate::validation::FieldReader::MAX_CHARS;
@@ -57,7 +63,8 @@ pub enum EmailAddressError {
     /// The input is longer than 255 characters.
     #[error("email address is longer than 255 characters")]
     TooLong,
-    /// The input is not a valid address, or its domain has no dot.
+    /// The input is not a valid address, its domain has no dot, or it holds a control, format
+    /// or invisible character.
     #[error("email address is not valid")]
     Invalid,
 }
@@ -76,6 +83,9 @@ impl EmailAddress {
             Bounds::Empty => EmailAddressError::Empty,
             Bounds::TooLong => EmailAddressError::TooLong,
         })?;
+        if !is_plain(text) {
+            return Err(EmailAddressError::Invalid);
+        }
         let options = email_address::Options::default()
             .without_display_text()
             .without_domain_literal();
@@ -97,16 +107,55 @@ impl EmailAddress {
         &self.0
     }
 
-    /// The lower-cased address, used to decide whether two addresses are the same.
+    /// The comparison key of the address ([`normalize_email`]), used to decide whether two
+    /// addresses are the same.
     pub fn normalized(&self) -> String {
         normalize_email(&self.0)
     }
 }
 
-/// The form two e-mails are compared in (uniqueness per subaccount, the list filter): trimmed
-/// and lower-cased by Unicode rules, so `JOSÉ@x.com` and `josé@x.com` are the same address.
+/// The key two e-mails are compared by (uniqueness per subaccount, the list filter); the
+/// address itself is kept as sent.
+///
+/// The trimmed text is put in NFKC form (full-width `ｊｏｓｅ＠…` becomes `jose@…`) and split at
+/// its last `@`. The local part is case-folded with full Unicode case folding (so `STRASSE` and
+/// `straße` both become `strasse`), then put in NFKC form again; a quoted local part whose
+/// content is a valid dot-atom (RFC 5321 §4.1.2: `"jose"` is the same mailbox as `jose`) loses
+/// its quotes, any other keeps them. The domain becomes its ASCII form by UTS #46 IDNA
+/// (`exämple.com` → `xn--exmple-cua.com`), or is case-folded when it is not a valid IDNA domain.
+/// Text without `@` is case-folded whole, so the list filter still compares like with like.
 pub fn normalize_email(email: &str) -> String {
-    email.trim().to_lowercase()
+    let compatible = nfkc(email.trim());
+    let Some((local, domain)) = compatible.rsplit_once('@') else {
+        return fold(&compatible);
+    };
+    let local = fold(local);
+    let local = unquoted_local_part(&local).unwrap_or(&local);
+    let domain = idna::domain_to_ascii(domain).unwrap_or_else(|_| fold(domain));
+    format!("{local}@{domain}")
+}
+
+/// Full Unicode case folding followed by NFKC (folding can leave text out of normal form).
+fn fold(text: &str) -> String {
+    caseless::default_case_fold_str(text).nfkc().collect()
+}
+
+/// The content of a quoted local part (`"jose"`) when it is a dot-atom, so the quotes change
+/// nothing: atoms of atom characters joined by single dots, no leading or trailing dot.
+fn unquoted_local_part(local: &str) -> Option<&str> {
+    let inner = local.strip_prefix('"')?.strip_suffix('"')?;
+    let is_dot_atom = inner
+        .split('.')
+        .all(|atom| !atom.is_empty() && atom.chars().all(is_atom_char));
+    is_dot_atom.then_some(inner)
+}
+
+/// A character allowed unquoted in a dot-atom: RFC 5321 `atext`, plus any non-ASCII
+/// character that is not a control, format or invisible one (RFC 6531 `UTF8-non-ascii`).
+fn is_atom_char(c: char) -> bool {
+    c.is_ascii_alphanumeric()
+        || "!#$%&'*+-/=?^_`{|}~".contains(c)
+        || (!c.is_ascii() && !crate::text::is_refused(c) && !c.is_whitespace())
 }
 
 impl fmt::Display for EmailAddress {
@@ -126,8 +175,8 @@ pub enum PersonNameError {
     /// The input is longer than 255 characters.
     #[error("name is longer than 255 characters")]
     TooLong,
-    /// The input holds something other than letters, spaces, apostrophes and hyphens, or no
-    /// letter at all.
+    /// The input holds something other than letters, spaces, apostrophes and hyphens (as sent
+    /// or in NFKC form), a control, format or invisible character, or no letter at all.
     #[error("name may contain only letters, spaces, apostrophes and hyphens")]
     InvalidCharacters,
 }
@@ -144,10 +193,9 @@ impl PersonName {
             Bounds::Empty => PersonNameError::Empty,
             Bounds::TooLong => PersonNameError::TooLong,
         })?;
-        let allowed = text
-            .chars()
-            .all(|c| is_name_letter(c) || is_name_punctuation(c));
-        if !allowed || !text.chars().any(char::is_alphabetic) {
+        let allowed =
+            all_chars_in_both_forms(text, |c| is_name_letter(c) || is_name_punctuation(c));
+        if !is_plain(text) || !allowed || !text.nfkc().any(char::is_alphabetic) {
             return Err(PersonNameError::InvalidCharacters);
         }
         Ok(Self(text.to_owned()))
@@ -273,12 +321,16 @@ pub enum StreetLineError {
     /// The input is longer than 255 characters.
     #[error("address line is longer than 255 characters")]
     TooLong,
-    /// The input contains a `.`.
+    /// The input contains a `.`, as sent or in NFKC form (`U+FF0E`, `U+2024`, …).
     #[error("address line must not contain a dot")]
     ContainsDot,
+    /// The input holds a control, format or invisible character.
+    #[error("address line holds a control, format or invisible character")]
+    Invalid,
 }
 
-/// One line of a street address: any text up to 255 characters without a `.`.
+/// One line of a street address: any text up to 255 characters without a `.` (also after NFKC)
+/// and without control, format or invisible characters.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct StreetLine(String);
 
@@ -289,7 +341,10 @@ impl StreetLine {
             Bounds::Empty => StreetLineError::Empty,
             Bounds::TooLong => StreetLineError::TooLong,
         })?;
-        if text.contains('.') {
+        if !is_plain(text) {
+            return Err(StreetLineError::Invalid);
+        }
+        if !all_chars_in_both_forms(text, |c| c != '.') {
             return Err(StreetLineError::ContainsDot);
         }
         Ok(Self(text.to_owned()))
@@ -318,8 +373,8 @@ pub enum CityNameError {
     /// The input is longer than 255 characters.
     #[error("city is longer than 255 characters")]
     TooLong,
-    /// The input holds something other than letters, spaces, apostrophes, hyphens and dots, or
-    /// no letter at all.
+    /// The input holds something other than letters, spaces, apostrophes, hyphens and dots (as
+    /// sent or in NFKC form), a control, format or invisible character, or no letter at all.
     #[error("city may contain only letters, spaces, apostrophes, hyphens and dots")]
     Invalid,
 }
@@ -336,10 +391,10 @@ impl CityName {
             Bounds::Empty => CityNameError::Empty,
             Bounds::TooLong => CityNameError::TooLong,
         })?;
-        let allowed = text
-            .chars()
-            .all(|c| is_name_letter(c) || is_name_punctuation(c) || c == '.');
-        if !allowed || !text.chars().any(char::is_alphabetic) {
+        let allowed = all_chars_in_both_forms(text, |c| {
+            is_name_letter(c) || is_name_punctuation(c) || c == '.'
+        });
+        if !is_plain(text) || !allowed || !text.nfkc().any(char::is_alphabetic) {
             return Err(CityNameError::Invalid);
         }
         Ok(Self(text.to_owned()))
@@ -368,19 +423,26 @@ pub enum BoundedTextError {
     /// The input is longer than 255 characters.
     #[error("text is longer than 255 characters")]
     TooLong,
+    /// The input holds a control, format or invisible character.
+    #[error("text holds a control, format or invisible character")]
+    Invalid,
 }
 
-/// Any non-empty text up to 255 characters (a state, postcode or client reference).
+/// Any non-empty text up to 255 characters without control, format or invisible characters (a
+/// state, postcode or client reference).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct BoundedText(String);
 
 impl BoundedText {
-    /// Parses any non-blank text of at most 255 characters.
+    /// Parses any non-blank text of at most 255 characters that [`is_plain`].
     pub fn parse(raw: &str) -> Result<Self, BoundedTextError> {
         let text = trim_bounded(raw).map_err(|bounds| match bounds {
             Bounds::Empty => BoundedTextError::Empty,
             Bounds::TooLong => BoundedTextError::TooLong,
         })?;
+        if !is_plain(text) {
+            return Err(BoundedTextError::Invalid);
+        }
         Ok(Self(text.to_owned()))
     }
 
@@ -590,6 +652,110 @@ mod tests {
         assert_eq!(email.normalized(), "jane.doe@example.com");
     }
 
+    /// The security probe's duplicates: each pair must share one comparison key.
+    #[test]
+    fn email_key_unifies_full_width_quoting_case_folding_and_idna() {
+        for (a, b) in [
+            ("jose@example.com", "ｊｏｓｅ@example.com"),
+            ("jose@example.com", "\"jose\"@example.com"),
+            ("STRASSE@example.com", "straße@example.com"),
+            ("jose@exämple.com", "jose@xn--exmple-cua.com"),
+            ("jose@EXÄMPLE.com", "jose@exämple.com"),
+            ("\"Jose.Doe\"@Example.com", "jose.doe@example.com"),
+        ] {
+            let key_a = EmailAddress::parse(a).unwrap().normalized();
+            let key_b = EmailAddress::parse(b).unwrap().normalized();
+            assert_eq!(key_a, key_b, "{a} / {b}");
+        }
+        assert_eq!(normalize_email("ｊｏｓｅ@example.com"), "jose@example.com");
+        assert_eq!(normalize_email("straße@example.com"), "strasse@example.com");
+        assert_eq!(
+            normalize_email("jose@exämple.com"),
+            "jose@xn--exmple-cua.com"
+        );
+        // Forms the validator refuses still meet in the key, which the list filter uses.
+        assert_eq!(
+            normalize_email("jose@ｅｘａｍｐｌｅ．ｃｏｍ"),
+            "jose@example.com"
+        );
+        assert_eq!(
+            normalize_email("JOSE\u{0301}@example.com"),
+            "josé@example.com"
+        );
+        assert_eq!(
+            EmailAddress::parse("jose@ｅｘａｍｐｌｅ．ｃｏｍ"),
+            Err(EmailAddressError::Invalid)
+        );
+    }
+
+    proptest::proptest! {
+        /// The list filter is normalised when parsed and again by the store: a key must be its
+        /// own key.
+        #[test]
+        fn email_key_is_its_own_key(
+            text in "[a-zA-Z0-9\"@.ßẞｊＪ＠．\u{0301}ä\u{FB01} -]{0,24}",
+        ) {
+            let key = normalize_email(&text);
+            proptest::prop_assert_eq!(normalize_email(&key), key);
+        }
+    }
+
+    #[test]
+    fn email_key_keeps_the_address_as_sent() {
+        // Quoted local parts were accepted before the key changed, and still are.
+        for text in [
+            "ｊｏｓｅ@example.com",
+            "\"jose\"@example.com",
+            "\"jo se\"@example.com",
+            "straße@exämple.com",
+        ] {
+            assert_eq!(EmailAddress::parse(text).unwrap().as_str(), text);
+        }
+    }
+
+    #[test]
+    fn email_key_keeps_quotes_that_change_the_mailbox() {
+        // Quoted strings that are not dot-atoms name other mailboxes than their unquoted text.
+        for (quoted, key) in [
+            ("\"jo se\"@example.com", "\"jo se\"@example.com"),
+            ("\"jo..se\"@example.com", "\"jo..se\"@example.com"),
+            ("\".jose\"@example.com", "\".jose\"@example.com"),
+            ("\"jose.\"@example.com", "\"jose.\"@example.com"),
+            ("\"jo@se\"@example.com", "\"jo@se\"@example.com"),
+            ("\"\"@example.com", "\"\"@example.com"),
+        ] {
+            assert_eq!(normalize_email(quoted), key, "{quoted}");
+        }
+        assert_ne!(
+            normalize_email("\"jo se\"@example.com"),
+            normalize_email("jose@example.com")
+        );
+    }
+
+    #[test]
+    fn email_key_of_text_that_is_no_address_is_folded() {
+        assert_eq!(normalize_email("ＳＴＲＡＳＳＥ"), "strasse");
+        assert_eq!(normalize_email("a@-bad-.com"), "a@-bad-.com");
+        assert_eq!(normalize_email(" A@B.COM "), "a@b.com");
+    }
+
+    #[test]
+    fn email_rejects_control_format_and_invisible_characters() {
+        for text in [
+            "jo\u{202E}se@example.com",
+            "jo\u{200B}se@example.com",
+            "\u{FEFF}jose@example.com",
+            "jose\u{3164}@example.com",
+            "\"jo\u{0007}se\"@example.com",
+        ] {
+            assert_eq!(
+                EmailAddress::parse(text),
+                Err(EmailAddressError::Invalid),
+                "{text:?}"
+            );
+        }
+    }
+
     #[test]
     fn email_rejects_empty() {
         assert_eq!(EmailAddress::parse(""), Err(EmailAddressError::Empty));
@@ -663,6 +829,13 @@ mod tests {
     }
 
     #[test]
+    fn name_checks_full_width_letters_after_nfkc_and_keeps_them_as_sent() {
+        for text in ["Ｊａｎｅ", "Ｏ’Ｂｒｉｅｎ", "𝔸𝕦𝕤𝕥𝕚𝕟"] {
+            assert_eq!(PersonName::parse(text).unwrap().as_str(), text, "{text}");
+        }
+    }
+
+    #[test]
     fn name_trims() {
         assert_eq!(PersonName::parse("  Jane \n").unwrap().to_string(), "Jane");
     }
@@ -700,6 +873,23 @@ mod tests {
             "\u{0301}",
             "Jane@Doe",
             "Robert); DROP TABLE",
+            // The probe: a Hangul filler alone, or inside a name, is no letter.
+            "\u{3164}",
+            "Jane\u{3164}",
+            "\u{115F}",
+            "\u{1160}",
+            "\u{FFA0}",
+            "\u{2800}",
+            "Ja\u{200D}ne",
+            "Ja\u{202E}ne",
+            "Ja\u{FEFF}ne",
+            "Ja\u{00AD}ne",
+            "Jane\rDoe",
+            "Jane\nDoe",
+            // Compatibility forms of forbidden characters are checked after NFKC.
+            "Jane\u{FF0E}",
+            "Ｊａｎｅ２",
+            "Jane\u{2024}",
         ] {
             assert_eq!(
                 PersonName::parse(text),
@@ -811,6 +1001,48 @@ mod tests {
         assert_eq!(StreetLine::parse("."), Err(StreetLineError::ContainsDot));
     }
 
+    #[test]
+    fn street_line_counts_compatibility_dots_after_nfkc() {
+        // The probe: full-width full stop and one-dot leader.
+        for text in [
+            "12 Smith St\u{FF0E}",
+            "P\u{2024}O Box 5",
+            "Lvl\u{2025}3",
+            "Unit\u{FE52}4",
+        ] {
+            assert_eq!(
+                StreetLine::parse(text),
+                Err(StreetLineError::ContainsDot),
+                "{text:?}"
+            );
+        }
+        assert_eq!(
+            StreetLine::parse("１２ Ｓｍｉｔｈ Ｓｔ").unwrap().as_str(),
+            "１２ Ｓｍｉｔｈ Ｓｔ"
+        );
+    }
+
+    #[test]
+    fn street_line_rejects_control_format_and_invisible_characters() {
+        // The probe: a right-to-left override in an address.
+        for text in [
+            "12 \u{202E}tS htimS",
+            "12 Smith\nSt",
+            "12 Smith\rSt",
+            "12\tSmith St",
+            "12 Smith St\u{2066}",
+            "\u{200B}12 Smith St",
+            "12 Smith\u{2028}St",
+            "\u{3164}",
+        ] {
+            assert_eq!(
+                StreetLine::parse(text),
+                Err(StreetLineError::Invalid),
+                "{text:?}"
+            );
+        }
+    }
+
     // --- CityName ---
 
     #[test]
@@ -850,6 +1082,10 @@ mod tests {
             "-",
             "🏙️",
             "A\tB",
+            "Perth\u{202E}",
+            "\u{3164}",
+            "Perth\u{FF01}",
+            "Ｐｅｒｔｈ３",
         ] {
             assert_eq!(CityName::parse(text), Err(CityNameError::Invalid), "{text}");
         }
@@ -863,6 +1099,29 @@ mod tests {
         assert_eq!(BoundedText::parse(" 3000 ").unwrap().to_string(), "3000");
         assert_eq!(BoundedText::parse("a.b/c 🙂").unwrap().as_str(), "a.b/c 🙂");
         assert!(BoundedText::parse(&"🙂".repeat(255)).is_ok());
+    }
+
+    #[test]
+    fn bounded_text_rejects_control_format_and_invisible_characters() {
+        // The probe: CR/LF in `state`.
+        for text in [
+            "VIC\r\nX-Injected: 1",
+            "VIC\nNSW",
+            "V\tIC",
+            "VIC\u{202E}",
+            "V\u{200B}IC",
+            "\u{3164}",
+            "\u{FFA0}",
+            "VIC\u{2029}NSW",
+            "ref\u{E0001}",
+        ] {
+            assert_eq!(
+                BoundedText::parse(text),
+                Err(BoundedTextError::Invalid),
+                "{text:?}"
+            );
+        }
+        assert_eq!(BoundedText::parse(" VIC\r\n").unwrap().as_str(), "VIC");
     }
 
     #[test]
