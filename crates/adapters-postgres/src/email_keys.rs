@@ -1,5 +1,7 @@
 //! Recomputes the e-mail comparison key (`receivers.email_normalized`) of stored receivers with
-//! the application's [`normalize_email`], at every `payoutd migrate`.
+//! the application's [`normalize_email`], once per version of the key: `payoutd migrate` does
+//! it when the database's `maintenance_markers` row `email_key` is older than
+//! [`EMAIL_KEY_VERSION`], and records the version in the same transaction.
 //!
 //! The key is NFKC, full Unicode case folding, RFC 5321 unquoting and the IDNA ASCII domain.
 //! SQL cannot compute it: PostgreSQL's `normalize(text, NFKC)` exists, but `lower()` is not case
@@ -23,6 +25,9 @@ use uuid::Uuid;
 
 use crate::schema::receivers;
 
+/// The version of [`normalize_email`]'s key; raise it when the key changes.
+pub const EMAIL_KEY_VERSION: i32 = 1;
+
 /// What a recomputation of e-mail keys did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EmailRekey {
@@ -31,6 +36,12 @@ pub struct EmailRekey {
     /// Receivers left with their old key because another receiver of the subaccount holds
     /// their new one (stored duplicates), oldest first.
     pub kept_old_key: Vec<Uuid>,
+}
+
+#[derive(QueryableByName)]
+struct MarkerRow {
+    #[diesel(sql_type = diesel::sql_types::Integer)]
+    version: i32,
 }
 
 #[derive(QueryableByName)]
@@ -52,6 +63,17 @@ pub async fn rekey_receiver_emails(
     conn: &mut AsyncPgConnection,
 ) -> Result<EmailRekey, diesel::result::Error> {
     conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+        // One migrate at a time decides; the others wait here and then find the marker.
+        diesel::sql_query("LOCK TABLE maintenance_markers IN SHARE ROW EXCLUSIVE MODE")
+            .execute(conn)
+            .await?;
+        let done: Vec<MarkerRow> =
+            diesel::sql_query("SELECT version FROM maintenance_markers WHERE name = 'email_key'")
+                .load(conn)
+                .await?;
+        if done.iter().any(|m| m.version >= EMAIL_KEY_VERSION) {
+            return Ok(EmailRekey::default());
+        }
         // Inserts wait while keys move, so none can take a key this pass is handing out.
         diesel::sql_query("LOCK TABLE receivers IN SHARE ROW EXCLUSIVE MODE")
             .execute(conn)
@@ -69,6 +91,13 @@ pub async fn rekey_receiver_emails(
                 .execute(conn)
                 .await?;
         }
+        diesel::sql_query(
+            "INSERT INTO maintenance_markers (name, version) VALUES ('email_key', $1) \
+             ON CONFLICT (name) DO UPDATE SET version = excluded.version, done_at = now()",
+        )
+        .bind::<diesel::sql_types::Integer, _>(EMAIL_KEY_VERSION)
+        .execute(conn)
+        .await?;
         Ok(EmailRekey {
             updated: moves.len(),
             kept_old_key,

@@ -737,6 +737,12 @@ async fn rekeying_recomputes_old_keys_and_leaves_stored_duplicates_their_old_key
         ids.push(r.id);
     }
     let mut conn = fx.raw().await;
+    // A database from before this version of the key: the template was migrated (marked
+    // current), so take the mark off.
+    diesel::sql_query("DELETE FROM maintenance_markers")
+        .execute(&mut conn)
+        .await
+        .unwrap();
     let report = adapters_postgres::rekey_receiver_emails(&mut conn)
         .await
         .unwrap();
@@ -751,7 +757,16 @@ async fn rekeying_recomputes_old_keys_and_leaves_stored_duplicates_their_old_key
     for (id, key) in ids.iter().zip(keys) {
         assert_eq!(email_key(&fx, *id).await.email_normalized, key);
     }
-    // Idempotent: a second run changes nothing and reports the same duplicate.
+    // Marked done: a second run scans nothing; unmarked again, it changes nothing and reports
+    // the same duplicate.
+    let again = adapters_postgres::rekey_receiver_emails(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(again, adapters_postgres::EmailRekey::default());
+    diesel::sql_query("DELETE FROM maintenance_markers")
+        .execute(&mut conn)
+        .await
+        .unwrap();
     let again = adapters_postgres::rekey_receiver_emails(&mut conn)
         .await
         .unwrap();
@@ -779,10 +794,23 @@ async fn migrating_recomputes_e_mail_keys_after_the_sql_migrations() {
         .execute(&mut conn)
         .await
         .unwrap();
+    // The data is marked current: migrating again scans nothing.
     let applied = adapters_postgres::run_migrations(fx.db.url())
         .await
         .unwrap();
     assert!(applied.is_empty(), "{applied:?}");
+    assert_eq!(
+        email_key(&fx, r.id).await.email_normalized,
+        "strasse@exämple.com"
+    );
+    // A database from before this key version (no marker): recomputed once, then marked.
+    diesel::sql_query("DELETE FROM maintenance_markers WHERE name = 'email_key'")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    adapters_postgres::run_migrations(fx.db.url())
+        .await
+        .unwrap();
     assert_eq!(
         email_key(&fx, r.id).await.email_normalized,
         "strasse@xn--exmple-cua.com"
