@@ -149,6 +149,7 @@ pub struct Metrics {
     outbox_pending: Gauge,
     payouts: Family<StatusLabels, Gauge>,
     scrape_failures: Counter,
+    connection_errors: Counter,
 }
 
 impl Default for Metrics {
@@ -247,6 +248,13 @@ impl Metrics {
             "Scrapes whose database sample failed (the gauges keep their last values)",
             scrape_failures.clone(),
         );
+        let connection_errors = Counter::default();
+        registry.register(
+            "http_connection_errors",
+            "Connections actix closed on a malformed request (bad framing, an oversized head) or \
+             a connection error, answered 400/431 before any handler (this process)",
+            connection_errors.clone(),
+        );
         Self {
             registry,
             requests,
@@ -264,6 +272,7 @@ impl Metrics {
             outbox_pending,
             payouts,
             scrape_failures,
+            connection_errors,
         }
     }
 
@@ -356,6 +365,11 @@ impl Metrics {
                 tracing::warn!(error = %e, "sampling metrics failed");
                 self.scrape_failures.inc();
             }
+        }
+        let counted = crate::telemetry::connection_errors();
+        let shown = self.connection_errors.get();
+        if counted > shown {
+            self.connection_errors.inc_by(counted - shown);
         }
         let mut text = String::new();
         if encode(&mut text, &self.registry).is_err() {

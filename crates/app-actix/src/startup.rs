@@ -267,6 +267,10 @@ pub fn build_state(
             shared.pools.clone(),
         )),
         readiness: Box::new((*store).clone()),
+        sandbox_notifier: match world {
+            World::Sandbox(sandbox) => Some(sandbox.notifier.clone()),
+            World::Production(_) => None,
+        },
         rail_callbacks,
     })
 }

@@ -46,6 +46,9 @@ pub struct AppState {
     pub sampler: std::sync::Arc<dyn crate::metrics::Sampler>,
     /// Readiness probe.
     pub readiness: Box<dyn Readiness>,
+    /// The sandbox notifier, whose sent requests `GET /api/test-helpers/notifications` shows
+    /// (sandbox mode only).
+    pub sandbox_notifier: Option<std::sync::Arc<adapters_sandbox::SandboxNotifier>>,
     /// The partner callbacks of the `cad/digital` rail (production mode with that rail only).
     pub rail_callbacks: Option<std::sync::Arc<crate::partner_callbacks::RailCallbacks>>,
 }

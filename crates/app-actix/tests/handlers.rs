@@ -157,6 +157,7 @@ impl StateBuilder {
             metrics: Arc::new(app_actix::metrics::Metrics::new()),
             sampler: Arc::new(NoSample),
             readiness: Box::new(Down),
+            sandbox_notifier: None,
             rail_callbacks: None,
         })
     }

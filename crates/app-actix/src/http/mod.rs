@@ -158,6 +158,11 @@ pub fn sandbox_route_table(t: &mut impl RouteTable) {
     );
     t.route(Method::POST, "/api/test-helpers/kyc", test_helpers::kyc);
     t.route(
+        Method::GET,
+        "/api/test-helpers/notifications",
+        test_helpers::notifications,
+    );
+    t.route(
         Method::POST,
         "/api/test-helpers/status",
         test_helpers::status,

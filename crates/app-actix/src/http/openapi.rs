@@ -110,6 +110,7 @@ lower-case UUIDs; money is integer minor units.";
         accounts::get,
         test_helpers::account,
         test_helpers::kyc,
+        test_helpers::notifications,
         test_helpers::status,
         test_helpers::batch_run,
     ),

@@ -363,3 +363,89 @@ pub async fn batch_run(
         Err(e) => Err(ApiError::port(RUN, &e)),
     }
 }
+
+const NOTIFICATIONS: &str = "Test helper";
+
+/// One confirmation request the sandbox notifier sent.
+#[derive(Serialize, ToSchema)]
+pub struct SentNotificationDto {
+    /// The account it asks to confirm.
+    #[schema(format = Uuid)]
+    pub receiver_account_id: String,
+    /// Where it went: the receiver's e-mail.
+    pub to_email: String,
+    /// The link that confirms the account: `GET` shows the page, its form `POST`s.
+    pub confirm_url: String,
+    /// The account details it showed, masked.
+    pub masked_details: serde_json::Map<String, serde_json::Value>,
+}
+
+/// `GET /api/test-helpers/notifications?receiver_account_id=<id>`.
+#[utoipa::path(
+    get,
+    path = "/api/test-helpers/notifications",
+    tag = "Sandbox",
+    operation_id = "sandboxNotifications",
+    summary = "The confirmation requests sent for an account (sandbox mode only)",
+    description = "What the sandbox notifier sent for the account, oldest first, with each \
+        confirmation link, so an integration can follow the real path (`GET` the link to see \
+        the page, `POST` it to confirm) instead of the `account` helper. `REQ002` without \
+        `receiver_account_id`, `REQ005` another parameter, `REAC104` an unknown account or \
+        another subaccount's. Requests sent by another instance of the service are not listed \
+        (the sandbox notifier keeps them in memory). Outside sandbox mode the route does not \
+        exist (404).",
+    params(("receiver_account_id" = String, Query, description = "An account of the caller's subaccount.")),
+    responses((status = 200, description = "`Notifications found`", body = Success<Vec<SentNotificationDto>>)),
+)]
+pub async fn notifications(
+    state: Data<AppState>,
+    request: Authenticated,
+    http: actix_web::HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let pairs = super::query::query_pairs(NOTIFICATIONS, &http)?;
+    super::query::only_known(NOTIFICATIONS, &pairs, &["receiver_account_id"])?;
+    let Some((_, account_id)) = pairs.iter().find(|(k, _)| k == "receiver_account_id") else {
+        return Err(ApiError::field(
+            NOTIFICATIONS,
+            ErrorCode::Req002,
+            "receiver_account_id",
+        ));
+    };
+    let account = match state.accounts.get(&request.caller, account_id).await {
+        Ok((account, _)) => account,
+        Err(domain::account::service::GetAccountError::NotFound) => {
+            return Err(ApiError::field(
+                NOTIFICATIONS,
+                ErrorCode::Reac104,
+                "receiver_account_id",
+            ));
+        }
+        Err(domain::account::service::GetAccountError::Port(e)) => {
+            return Err(ApiError::port(NOTIFICATIONS, &e));
+        }
+    };
+    let Some(notifier) = state.sandbox_notifier.as_ref() else {
+        return Err(ApiError::code("Request", ErrorCode::Req006));
+    };
+    let sent: Vec<SentNotificationDto> = notifier
+        .sent()
+        .into_iter()
+        .filter(|sent| sent.account_id == account.id && sent.subaccount_id == account.subaccount_id)
+        .map(|sent| SentNotificationDto {
+            receiver_account_id: sent.account_id.to_string(),
+            to_email: sent.to_email.clone(),
+            confirm_url: sent.confirm_url.expose().clone(),
+            masked_details: sent
+                .masked_details
+                .iter()
+                .map(|(field, value)| {
+                    (
+                        field.name().to_owned(),
+                        serde_json::Value::from(value.as_str()),
+                    )
+                })
+                .collect(),
+        })
+        .collect();
+    Ok(envelope::ok("Notifications found", sent))
+}

@@ -1,5 +1,6 @@
-//! Housekeeping every 60 s: expired nonces and idempotency keys are purged, and idle rate-limit
-//! buckets forgotten.
+//! Housekeeping every 60 s: expired nonces and idempotency keys are purged, idle rate-limit
+//! buckets forgotten, and the connections actix closed on an error since the last pass logged
+//! as one line (they are counted, not written one by one: see [`crate::telemetry`]).
 
 use std::time::Duration;
 
@@ -12,8 +13,17 @@ use crate::state::AppState;
 /// Runs until aborted.
 pub async fn run(store: PgStore, state: web::Data<AppState>) {
     let mut tick = tokio::time::interval(Duration::from_secs(60));
+    let mut connection_errors = crate::telemetry::connection_errors();
     loop {
         tick.tick().await;
+        let now = crate::telemetry::connection_errors();
+        if now > connection_errors {
+            tracing::warn!(
+                count = now - connection_errors,
+                "connections closed on a malformed request or a connection error in the last minute"
+            );
+        }
+        connection_errors = now;
         let cutoff = chrono::Utc::now() - NONCE_RETENTION;
         if let Err(e) = store.purge_nonces(cutoff).await {
             tracing::warn!(error = %e, "purging expired nonces failed");

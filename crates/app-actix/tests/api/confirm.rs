@@ -305,3 +305,60 @@ async fn other_methods_on_the_link_are_refused_and_no_api_key_is_needed() {
     assert_eq!(posted.status, 200, "{}", posted.html);
     assert_eq!(account_state(&app, &account).await.1, "confirmed");
 }
+
+#[tokio::test]
+async fn the_sandbox_shows_an_integration_its_links_so_it_can_follow_the_real_path() {
+    let app = spawn_app().await;
+    let receiver = app.create_receiver(&app.a, "ada@example.com").await;
+    let account = app.create_account(&app.a, &receiver).await;
+    let listed = app
+        .get(
+            &app.a,
+            &format!("/api/test-helpers/notifications?receiver_account_id={account}"),
+        )
+        .await;
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    let sent = listed.body["payload"].as_array().unwrap();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0]["receiver_account_id"], account.as_str());
+    assert_eq!(sent[0]["to_email"], "ada@example.com");
+    assert_eq!(sent[0]["masked_details"]["bsb"], "012 ***");
+    let link = sent[0]["confirm_url"].as_str().unwrap();
+    let token = link.strip_prefix("http://payoutd.test/confirm/").unwrap();
+    // The real path: the page changes nothing, its form confirms.
+    assert_eq!(open(&app, token).await.status, 200);
+    assert_eq!(account_state(&app, &account).await.1, "unconfirmed");
+    assert_eq!(submit(&app, token).await.status, 200);
+    assert_eq!(account_state(&app, &account).await.1, "confirmed");
+
+    // Another subaccount's account, an unknown one, a missing or extra parameter.
+    let other = app
+        .get(
+            &app.b,
+            &format!("/api/test-helpers/notifications?receiver_account_id={account}"),
+        )
+        .await;
+    assert_eq!(other.codes(), ["REAC104"]);
+    let unknown = app
+        .get(
+            &app.a,
+            "/api/test-helpers/notifications?receiver_account_id=00000000-0000-4000-8000-000000000000",
+        )
+        .await;
+    assert_eq!(unknown.codes(), ["REAC104"]);
+    assert_eq!(
+        app.get(&app.a, "/api/test-helpers/notifications")
+            .await
+            .codes(),
+        ["REQ002"]
+    );
+    assert_eq!(
+        app.get(
+            &app.a,
+            &format!("/api/test-helpers/notifications?receiver_account_id={account}&x=1"),
+        )
+        .await
+        .codes(),
+        ["REQ005"]
+    );
+}

@@ -251,3 +251,27 @@ async fn an_undecodable_query_is_req002_not_an_unknown_parameter() {
         assert!(reply.body["error"][0].get("field").is_none(), "{query}");
     }
 }
+
+#[tokio::test]
+async fn a_request_the_http_parser_refuses_gets_a_bare_400_and_its_connection_closes() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = spawn_app().await;
+    let address = app.base.trim_start_matches("http://").to_owned();
+    for request in [
+        // Both framings: a request smuggling attempt.
+        &b"POST /api/receiver HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"[..],
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n",
+    ] {
+        let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+        stream.write_all(request).await.unwrap();
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).await.unwrap();
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    }
+    // The server is unharmed.
+    let health = app
+        .send(app.client.get(format!("{}/healthz", app.base)))
+        .await;
+    assert_eq!(health.status, 200);
+}
