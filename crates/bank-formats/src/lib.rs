@@ -8,3 +8,4 @@ pub mod ib4b;
 pub mod interac;
 pub mod iso20022;
 pub mod nacha;
+mod text;

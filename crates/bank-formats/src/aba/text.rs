@@ -44,54 +44,17 @@ pub fn clean_text(value: &str, width: usize) -> String {
             mapped.push(' ');
         }
     }
-    let mut out = String::with_capacity(width);
-    for word in mapped.split(' ').filter(|w| !w.is_empty()) {
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(word);
-        if out.len() >= width {
-            break;
-        }
-    }
-    out.truncate(width);
-    out.truncate(out.trim_end().len());
-    out
+    crate::text::words_within(&mapped, width)
 }
 
-/// The ASCII letters an accented Latin letter (Latin-1 Supplement and Latin Extended-A) or a
-/// typographic punctuation mark stands for, upper case.
+/// The ASCII an accented Latin letter ([`crate::text::latin_letter`]) or a typographic
+/// punctuation mark stands for, upper case.
 fn fold(c: char) -> Option<&'static str> {
-    Some(match c {
-        'À'..='Å' | 'à'..='å' | 'Ā'..='ą' => "A",
-        'Æ' | 'æ' => "AE",
-        'Ç' | 'ç' | 'Ć'..='č' => "C",
-        'Ð' | 'ð' | 'Ď'..='đ' => "D",
-        'È'..='Ë' | 'è'..='ë' | 'Ē'..='ě' => "E",
-        'Ĝ'..='ģ' => "G",
-        'Ĥ'..='ħ' => "H",
-        'Ì'..='Ï' | 'ì'..='ï' | 'Ĩ'..='ı' => "I",
-        'Ĳ' | 'ĳ' => "IJ",
-        'Ĵ' | 'ĵ' => "J",
-        'Ķ'..='ĸ' => "K",
-        'Ĺ'..='ł' => "L",
-        'Ñ' | 'ñ' | 'Ń'..='ň' | 'Ŋ' | 'ŋ' => "N",
-        'ŉ' => "'N",
-        'Ò'..='Ö' | 'Ø' | 'ò'..='ö' | 'ø' | 'Ō'..='ő' => "O",
-        'Œ' | 'œ' => "OE",
-        'Ŕ'..='ř' => "R",
-        'Ś'..='š' | 'ſ' => "S",
-        'ß' | 'ẞ' => "SS",
-        'Ţ'..='ŧ' => "T",
-        'Þ' | 'þ' => "TH",
-        'Ù'..='Ü' | 'ù'..='ü' | 'Ũ'..='ų' => "U",
-        'Ŵ' | 'ŵ' => "W",
-        'Ý' | 'ý' | 'ÿ' | 'Ŷ'..='Ÿ' => "Y",
-        'Ź'..='ž' => "Z",
-        '\u{2018}' | '\u{2019}' | '\u{201A}' | '\u{2032}' | '`' | '´' => "'",
-        '\u{2010}'..='\u{2015}' | '\u{2212}' => "-",
-        _ => return None,
-    })
+    match c {
+        '\u{2018}' | '\u{2019}' | '\u{201A}' | '\u{2032}' | '`' | '´' => Some("'"),
+        c if crate::text::is_dash(c) => Some("-"),
+        c => crate::text::latin_letter(c),
+    }
 }
 
 /// Whether `value` is non-empty and only ASCII digits.

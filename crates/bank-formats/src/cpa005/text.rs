@@ -46,54 +46,18 @@ pub fn clean_text(value: &str, width: usize) -> String {
             spelled.push(' ');
         }
     }
-    let mut out = String::with_capacity(width);
-    for word in spelled.split(' ').filter(|w| !w.is_empty()) {
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(word);
-        if out.len() >= width {
-            break;
-        }
-    }
-    // Everything pushed is ASCII, so a byte length is a character count.
-    out.truncate(width);
-    out.truncate(out.trim_end().len());
-    out
+    crate::text::words_within(&spelled, width)
 }
 
-/// The upper-case ASCII letters an accented Latin letter (Latin-1 Supplement and Latin
-/// Extended-A) stands for, or `-` for a typographic dash.
+/// The upper-case ASCII letters an accented Latin letter stands for
+/// ([`crate::text::latin_letter`]), or `-` for a typographic dash.
 fn fold(c: char) -> Option<&'static str> {
-    Some(match c {
-        'À'..='Å' | 'à'..='å' | 'Ā'..='ą' => "A",
-        'Æ' | 'æ' => "AE",
-        'Ç' | 'ç' | 'Ć'..='č' => "C",
-        'Ð' | 'ð' | 'Ď'..='đ' => "D",
-        'È'..='Ë' | 'è'..='ë' | 'Ē'..='ě' => "E",
-        'Ĝ'..='ģ' => "G",
-        'Ĥ'..='ħ' => "H",
-        'Ì'..='Ï' | 'ì'..='ï' | 'Ĩ'..='ı' => "I",
-        'Ĳ' | 'ĳ' => "IJ",
-        'Ĵ' | 'ĵ' => "J",
-        'Ķ'..='ĸ' => "K",
-        'Ĺ'..='ł' => "L",
-        'Ñ' | 'ñ' | 'Ń'..='ň' | 'Ŋ' | 'ŋ' => "N",
-        'ŉ' => "N",
-        'Ò'..='Ö' | 'Ø' | 'ò'..='ö' | 'ø' | 'Ō'..='ő' => "O",
-        'Œ' | 'œ' => "OE",
-        'Ŕ'..='ř' => "R",
-        'Ś'..='š' | 'ſ' => "S",
-        'ß' => "SS",
-        'Ţ'..='ŧ' => "T",
-        'Þ' | 'þ' => "TH",
-        'Ù'..='Ü' | 'ù'..='ü' | 'Ũ'..='ų' => "U",
-        'Ŵ' | 'ŵ' => "W",
-        'Ý' | 'ý' | 'ÿ' | 'Ŷ'..='Ÿ' => "Y",
-        'Ź'..='ž' => "Z",
-        '\u{2010}'..='\u{2015}' | '\u{2212}' => "-",
-        _ => return None,
-    })
+    match c {
+        c if crate::text::is_dash(c) => Some("-"),
+        // The apostrophe is not in the set: `ŉ` is written as `N`, like `'` is dropped.
+        'ŉ' => Some("N"),
+        c => crate::text::latin_letter(c),
+    }
 }
 
 /// Whether `value` is non-empty and only ASCII digits.

@@ -37,7 +37,7 @@ pub fn clean_text(value: &str, width: usize) -> String {
             let mut buf = [0u8; 4];
             push(c.encode_utf8(&mut buf), &mut out);
         } else if let Some(folded) = fold(c) {
-            push(folded, &mut out);
+            push(&folded, &mut out);
         } else {
             let mut buf = [0u8; 4];
             push(SUBSTITUTE.encode_utf8(&mut buf), &mut out);
@@ -49,63 +49,16 @@ pub fn clean_text(value: &str, width: usize) -> String {
     out
 }
 
-/// The ASCII letters an accented Latin letter (Latin-1 Supplement and Latin Extended-A) or a
-/// typographic punctuation mark stands for.
-fn fold(c: char) -> Option<&'static str> {
-    Some(match c {
-        'À'..='Å' | 'Ā' | 'Ă' | 'Ą' => "A",
-        'à'..='å' | 'ā' | 'ă' | 'ą' => "a",
-        'Æ' => "AE",
-        'æ' => "ae",
-        'Ç' | 'Ć' | 'Ĉ' | 'Ċ' | 'Č' => "C",
-        'ç' | 'ć' | 'ĉ' | 'ċ' | 'č' => "c",
-        'Ð' | 'Ď' | 'Đ' => "D",
-        'ð' | 'ď' | 'đ' => "d",
-        'È'..='Ë' | 'Ē' | 'Ĕ' | 'Ė' | 'Ę' | 'Ě' => "E",
-        'è'..='ë' | 'ē' | 'ĕ' | 'ė' | 'ę' | 'ě' => "e",
-        'Ĝ' | 'Ğ' | 'Ġ' | 'Ģ' => "G",
-        'ĝ' | 'ğ' | 'ġ' | 'ģ' => "g",
-        'Ĥ' | 'Ħ' => "H",
-        'ĥ' | 'ħ' => "h",
-        'Ì'..='Ï' | 'Ĩ' | 'Ī' | 'Ĭ' | 'Į' | 'İ' => "I",
-        'ì'..='ï' | 'ĩ' | 'ī' | 'ĭ' | 'į' | 'ı' => "i",
-        'Ĳ' => "IJ",
-        'ĳ' => "ij",
-        'Ĵ' => "J",
-        'ĵ' => "j",
-        'Ķ' => "K",
-        'ķ' | 'ĸ' => "k",
-        'Ĺ' | 'Ļ' | 'Ľ' | 'Ŀ' | 'Ł' => "L",
-        'ĺ' | 'ļ' | 'ľ' | 'ŀ' | 'ł' => "l",
-        'Ñ' | 'Ń' | 'Ņ' | 'Ň' | 'Ŋ' => "N",
-        'ñ' | 'ń' | 'ņ' | 'ň' | 'ŋ' => "n",
-        'ŉ' => "'n",
-        'Ò'..='Ö' | 'Ø' | 'Ō' | 'Ŏ' | 'Ő' => "O",
-        'ò'..='ö' | 'ø' | 'ō' | 'ŏ' | 'ő' => "o",
-        'Œ' => "OE",
-        'œ' => "oe",
-        'Ŕ' | 'Ŗ' | 'Ř' => "R",
-        'ŕ' | 'ŗ' | 'ř' => "r",
-        'Ś' | 'Ŝ' | 'Ş' | 'Š' => "S",
-        'ś' | 'ŝ' | 'ş' | 'š' | 'ſ' => "s",
-        'ß' => "ss",
-        'Ţ' | 'Ť' | 'Ŧ' => "T",
-        'ţ' | 'ť' | 'ŧ' => "t",
-        'Þ' => "TH",
-        'þ' => "th",
-        'Ù'..='Ü' | 'Ũ' | 'Ū' | 'Ŭ' | 'Ů' | 'Ű' | 'Ų' => "U",
-        'ù'..='ü' | 'ũ' | 'ū' | 'ŭ' | 'ů' | 'ű' | 'ų' => "u",
-        'Ŵ' => "W",
-        'ŵ' => "w",
-        'Ý' | 'Ŷ' | 'Ÿ' => "Y",
-        'ý' | 'ÿ' | 'ŷ' => "y",
-        'Ź' | 'Ż' | 'Ž' => "Z",
-        'ź' | 'ż' | 'ž' => "z",
-        '\u{2018}' | '\u{2019}' | '\u{201A}' | '\u{2032}' | '`' | '´' => "'",
-        '"' | '\u{201C}' | '\u{201D}' | '\u{201E}' | '\u{2033}' => "'",
-        '\u{2010}'..='\u{2015}' | '\u{2212}' => "-",
-        _ => return None,
-    })
+/// The ASCII an accented Latin letter stands for, in its case
+/// ([`crate::text::latin_letter_keeping_case`]), or a typographic punctuation mark.
+fn fold(c: char) -> Option<std::borrow::Cow<'static, str>> {
+    use std::borrow::Cow;
+    match c {
+        '\u{2018}' | '\u{2019}' | '\u{201A}' | '\u{2032}' | '`' | '´' => Some(Cow::Borrowed("'")),
+        '"' | '\u{201C}' | '\u{201D}' | '\u{201E}' | '\u{2033}' => Some(Cow::Borrowed("'")),
+        c if crate::text::is_dash(c) => Some(Cow::Borrowed("-")),
+        c => crate::text::latin_letter_keeping_case(c),
+    }
 }
 
 /// Whether `value` is non-empty and only ASCII digits.
