@@ -343,11 +343,22 @@ pub async fn batch_run(
     let (Some(asset), true) = (asset, errors.is_empty()) else {
         return Err(ApiError::fields(RUN, &errors));
     };
-    match state
+    let mut ran = state
         .batches
         .run_open_batch_now(&request.caller, asset)
-        .await
-    {
+        .await;
+    // The background batch job (of this or another instance) may have claimed the batch the
+    // moment it became due: wait for that runner to submit it, so the answer says what
+    // happened rather than a passing `queue`.
+    for _ in 0..200 {
+        let Ok(Some(batch)) = &ran else { break };
+        if batch.status != domain::batch::BatchStatus::Queue {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        ran = state.batches.find_batch(&request.caller, batch.id).await;
+    }
+    match ran {
         Ok(Some(batch)) => Ok(envelope::ok(
             "Test helper: Batch run is successful",
             BatchRun {

@@ -300,6 +300,15 @@ impl BatchRunner {
             .await
     }
 
+    /// The caller's batch, as it is now.
+    pub async fn find_batch(
+        &self,
+        caller: &Caller,
+        id: BatchId,
+    ) -> Result<Option<Batch>, PortError> {
+        self.batches.find_batch(caller.subaccount_id, id).await
+    }
+
     /// Settles the caller's `in_progress` payout as the rail would (sandbox `status` helper).
     #[tracing::instrument(
         level = "debug",
