@@ -58,7 +58,8 @@ impl fmt::Display for Asset {
     }
 }
 
-/// The largest amount one operation may move: 10^12 minor units (docs/API.md, Conventions).
+/// The largest amount one operation may move: 10^12 minor units (docs/API.md, Conventions,
+/// Values).
 pub const MAX_AMOUNT: i64 = 1_000_000_000_000;
 
 /// A positive amount in minor units (cents), at most [`MAX_AMOUNT`].
