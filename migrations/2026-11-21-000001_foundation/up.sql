@@ -1,6 +1,6 @@
 -- Foundation: subaccounts, credentials, nonces, receivers, balances and ledger, fee templates,
 -- the transactional outbox and idempotency records. Every table carries subaccount_id so the
--- schema can be distributed by it (contract §14).
+-- schema can be distributed by it (docs/OPERATIONS.md, the Citus plan).
 
 CREATE TABLE subaccounts (
     id uuid PRIMARY KEY,
@@ -47,7 +47,7 @@ CREATE TABLE api_keys (
 );
 CREATE INDEX api_keys_subaccount ON api_keys (subaccount_id);
 
--- POST nonces accepted once per key across all instances (contract §2).
+-- POST nonces accepted once per key across all instances (docs/API.md, Authentication).
 CREATE TABLE request_nonces (
     api_key_id uuid NOT NULL,
     nonce bigint NOT NULL,
@@ -148,7 +148,8 @@ CREATE TABLE outbox_events (
 CREATE INDEX outbox_events_due ON outbox_events (next_attempt_at) WHERE status = 'pending';
 CREATE INDEX outbox_events_subaccount ON outbox_events (subaccount_id, created_at);
 
--- Idempotency records (contract §7.9): the first response to a key, stored for 24 hours.
+-- Idempotency records (docs/API.md, Idempotency keys): the first response to a key, stored for 24
+-- hours.
 CREATE TABLE idempotency_keys (
     subaccount_id uuid NOT NULL,
     idempotency_key text NOT NULL,

@@ -1,7 +1,7 @@
--- Receiver accounts (contract §5). Field values are stored only encrypted (data_ciphertext,
--- AEAD bound to the row id). Each matchable field also has a keyed fingerprint (HMAC-SHA256 under
--- a key derived from the master key), so verify and duplicate detection are index lookups and
--- never decrypt or scan.
+-- Receiver accounts (docs/API.md, Receiver accounts). Field values are stored only encrypted
+-- (data_ciphertext, AEAD bound to the row id). Each matchable field also has a keyed fingerprint
+-- (HMAC-SHA256 under a key derived from the master key), so verify and duplicate detection are
+-- index lookups and never decrypt or scan.
 CREATE TABLE receiver_accounts (
     id uuid PRIMARY KEY,
     subaccount_id uuid NOT NULL REFERENCES subaccounts (id),

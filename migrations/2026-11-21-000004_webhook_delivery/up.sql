@@ -1,5 +1,5 @@
--- Webhook delivery (contract §8.2): claims with a lease, every attempt recorded, and each
--- subaccount's endpoint state (signing secrets, the previous one during a rotation, disabled
+-- Webhook delivery (docs/WEBHOOKS.md, Delivery): claims with a lease, every attempt recorded, and
+-- each subaccount's endpoint state (signing secrets, the previous one during a rotation, disabled
 -- after a 410) in its own row.
 ALTER TABLE outbox_events ADD COLUMN claimed_until timestamptz;
 ALTER TABLE outbox_events ADD COLUMN last_error text;

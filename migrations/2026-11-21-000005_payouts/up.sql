@@ -1,5 +1,5 @@
--- Payouts (contract §7). Creating one moves amount + fee from available to pending with one
--- conditional update on balances, appends its ledger entries and inserts the row, in one
+-- Payouts (docs/API.md, Payouts). Creating one moves amount + fee from available to pending with
+-- one conditional update on balances, appends its ledger entries and inserts the row, in one
 -- transaction.
 CREATE TABLE payouts (
     id uuid PRIMARY KEY,

@@ -1,6 +1,6 @@
--- Batches and the payout rail (contract §7.5). A payout that becomes `pending` joins the open
--- batch of its (subaccount, asset), creating it when there is none; a background job closes due
--- batches, submits their payouts to the rail and records the rail's results.
+-- Batches and the payout rail (docs/ARCHITECTURE.md, Money). A payout that becomes `pending` joins
+-- the open batch of its (subaccount, asset), creating it when there is none; a background job
+-- closes due batches, submits their payouts to the rail and records the rail's results.
 CREATE TABLE batches (
     id uuid PRIMARY KEY,
     subaccount_id uuid NOT NULL REFERENCES subaccounts (id),
@@ -34,9 +34,10 @@ ALTER TABLE payouts
 CREATE INDEX payouts_batch ON payouts (batch_id, status) WHERE batch_id IS NOT NULL;
 CREATE INDEX payouts_waiting ON payouts (receiver_id, status) WHERE status IN (0, 2);
 
--- Idempotency keys (contract §7.9). A request claims its key with a lease; the business
--- transaction marks the key `committed` in the same transaction as its write, and the response
--- is stored after it. A claim whose lease ran out without a commit may be taken over by a retry.
+-- Idempotency keys (docs/API.md, Idempotency keys). A request claims its key with a lease; the
+-- business transaction marks the key `committed` in the same transaction as its write, and the
+-- response is stored after it. A claim whose lease ran out without a commit may be taken over by a
+-- retry.
 ALTER TABLE idempotency_keys
     ADD COLUMN locked_until timestamptz,
     ADD COLUMN committed boolean NOT NULL DEFAULT false;

@@ -7,6 +7,10 @@
 //! - No import cycles between modules where they were removed: `adapters-postgres` and
 //!   `app-actix` at depth 2 (`stores::payouts`, `http::accounts`); in `domain` at depth 1 the
 //!   foundation modules are in no cycle and the entity cycles are exactly the known ones.
+//! - The repository's text is self-contained: no tracked file under `docs/`, `crates/`,
+//!   `xtask/src` or `migrations/`, nor `README.md`, cites the documents that guided development
+//!   but are not in the repository (the project's decision record and the provider's interface
+//!   specification). State the rule, or point to the section of `docs/` that states it.
 
 use std::{fs, path::PathBuf, process::Command};
 
@@ -323,4 +327,116 @@ fn modgraph_resolves_super_relative_to_the_file_module() {
     assert_eq!(cycles.len(), 1, "{}", show(&cycles));
     assert_eq!(cycles[0].modules, ["a", "a::inner", "b"]);
     assert_eq!(cycles[0].edges.len(), 3);
+}
+
+/// Where the repository's text is checked for citations of documents it does not contain.
+const SELF_CONTAINED_PATHS: &[&str] = &["docs", "README.md", "crates", "xtask/src", "migrations"];
+
+/// Citations of the documents outside the repository. Each is spelled in two pieces so that this
+/// file does not match itself.
+const OUTSIDE_CITATIONS: [&str; 4] = [
+    concat!("contract", " §"),
+    concat!("contract", ".md"),
+    concat!("payout-api", ".md"),
+    concat!("seed", " §"),
+];
+
+/// The files git tracks under `paths`, relative to the workspace root.
+fn tracked_files(paths: &[&str]) -> Vec<String> {
+    let output = Command::new("git")
+        .args(["ls-files", "-z", "--"])
+        .args(paths)
+        .current_dir(workspace_root())
+        .output();
+    let output = match output {
+        Ok(output) if output.status.success() => output,
+        other => panic!("git ls-files failed: {other:?}"),
+    };
+    output
+        .stdout
+        .split(|&byte| byte == 0)
+        .filter(|name| !name.is_empty())
+        .map(|name| String::from_utf8_lossy(name).into_owned())
+        .collect()
+}
+
+/// `line: citation` for every citation of an outside document in `text`. Lines are compared with
+/// their indentation and leading comment or list markers removed and joined by a space, so a
+/// citation wrapped across two comment lines (the name at the end of one, the section sign at the
+/// start of the next) is found too, reported at the line where it starts.
+fn outside_citations(text: &str) -> Vec<String> {
+    let mut joined = String::new();
+    let mut starts = Vec::new();
+    for line in text.lines() {
+        let content = line
+            .trim_start()
+            .trim_start_matches(['/', '!', '-', '#', '*'])
+            .trim();
+        if !joined.is_empty() {
+            joined.push(' ');
+        }
+        starts.push(joined.len());
+        joined.push_str(content);
+    }
+    let mut found = Vec::new();
+    for citation in OUTSIDE_CITATIONS {
+        for (at, _) in joined.match_indices(citation) {
+            let line = starts.partition_point(|&start| start <= at);
+            found.push(format!("{line}: {citation}"));
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn docs_and_comments_cite_no_document_outside_the_repository() {
+    let root = workspace_root();
+    let files = tracked_files(SELF_CONTAINED_PATHS);
+    for expected in ["README.md", "docs/API.md", "xtask/src/tidy.rs"] {
+        assert!(
+            files.iter().any(|f| f == expected),
+            "git ls-files did not list {expected} ({} files listed)",
+            files.len()
+        );
+    }
+    let mut offenders = Vec::new();
+    for file in &files {
+        let Ok(bytes) = fs::read(root.join(file)) else {
+            continue; // deleted in the working tree but still in the index
+        };
+        for hit in outside_citations(&String::from_utf8_lossy(&bytes)) {
+            offenders.push(format!("{file}:{hit}"));
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "state the rule, or point to the section of docs/ that states it, instead of citing a \
+         document outside the repository:\n{}",
+        offenders.join("\n")
+    );
+}
+
+#[test]
+fn outside_citations_are_found_also_when_wrapped() {
+    let [contract_section, contract_file, api_file, seed_section] = OUTSIDE_CITATIONS;
+    let text = [
+        format!("//! The fee rule ({contract_section}7.2)."),
+        "/// Masked by the rule of contract".to_owned(),
+        "/// §5.3, everywhere.".to_owned(),
+        format!("-- see {api_file}"),
+        format!("The object of {seed_section}2.1 and {contract_file}."),
+        "A contract with the bank; RFC 4291 §2.5.5.1.".to_owned(),
+    ]
+    .join("\n");
+    assert_eq!(
+        outside_citations(&text),
+        [
+            format!("1: {contract_section}"),
+            format!("2: {contract_section}"),
+            format!("4: {api_file}"),
+            format!("5: {contract_file}"),
+            format!("5: {seed_section}"),
+        ]
+    );
 }

@@ -22,7 +22,8 @@ use domain::ports::Clock;
 /// The minor units an amount ends with to be failed by the sandbox rail.
 pub const FAILING_CENTS: i64 = 13;
 
-/// How long the sandbox rail takes to settle a payout by default (contract §7.5).
+/// How long the sandbox rail takes to settle a payout by default (docs/OPERATIONS.md,
+/// Configuration, `PAYOUT_SANDBOX_RAIL_SETTLE_MS`).
 pub const DEFAULT_SETTLE_AFTER: Duration = Duration::from_secs(5);
 
 /// The sandbox rail.

@@ -6,8 +6,8 @@ use std::time::Duration;
 /// How [`crate::HttpWebhookSender`] delivers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebhookSenderConfig {
-    /// The deadline of one attempt, from connecting until the response body is read (contract
-    /// §8.2: 15 s). Connecting alone gets at most [`WebhookSenderConfig::CONNECT_TIMEOUT_CAP`].
+    /// The deadline of one attempt, from connecting until the response body is read (15 s by
+    /// default). Connecting alone gets at most [`WebhookSenderConfig::CONNECT_TIMEOUT_CAP`].
     /// Read from `PAYOUT_WEBHOOK_TIMEOUT_MS` (milliseconds).
     pub timeout: Duration,
     /// Whether postback URLs may reach addresses that are not globally reachable (loopback,
@@ -21,7 +21,7 @@ pub struct WebhookSenderConfig {
 }
 
 impl WebhookSenderConfig {
-    /// The contract's per-attempt timeout.
+    /// The default per-attempt timeout (docs/WEBHOOKS.md, Delivery).
     pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(15);
     /// The longest time spent resolving and connecting, whatever the overall timeout.
     pub const CONNECT_TIMEOUT_CAP: Duration = Duration::from_secs(5);
@@ -49,7 +49,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn defaults_follow_the_contract() {
+    fn defaults_follow_the_documented_values() {
         let config = WebhookSenderConfig::default();
         assert_eq!(config.timeout, Duration::from_secs(15));
         assert!(!config.allow_private_targets);

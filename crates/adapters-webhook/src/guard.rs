@@ -1,5 +1,5 @@
-//! The SSRF guard of contract §8.2: a postback URL must not reach the service's own network,
-//! nor any address that is not a globally reachable unicast host.
+//! The SSRF guard (docs/WEBHOOKS.md, Which webhook targets are refused): a postback URL must not
+//! reach the service's own network, nor any address that is not a globally reachable unicast host.
 //!
 //! Two checks, both before any connection is made, and one decision, [`refused_range`]:
 //! - [`check_url`] parses the URL (http and https only, no credentials, a usable port) and,

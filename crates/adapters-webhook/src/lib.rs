@@ -1,5 +1,5 @@
-//! Webhook delivery (contract §8.2): Standard Webhooks signing and the HTTP sender that
-//! implements the core's [`domain::delivery::WebhookSender`] port, with an SSRF guard that
+//! Webhook delivery (docs/WEBHOOKS.md, Delivery): Standard Webhooks signing and the HTTP sender
+//! that implements the core's [`domain::delivery::WebhookSender`] port, with an SSRF guard that
 //! refuses targets resolving to any address the IANA special-purpose registries do not mark
 //! globally reachable (loopback, private, link-local and the rest; see [`guard`]).
 

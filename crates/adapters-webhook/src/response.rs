@@ -3,7 +3,7 @@
 
 use std::time::{Duration, SystemTime};
 
-/// The longest description an outcome carries (contract: at most 500 characters).
+/// The longest description an outcome carries (at most 500 characters).
 pub(crate) const MAX_EXCERPT_CHARS: usize = 500;
 
 /// How many body bytes are read for the excerpt. 500 characters take at most 2,000 bytes; the

@@ -1,7 +1,7 @@
-//! `payoutd admin kyc --receiver ID --decision completed|failed [--reason R]` (contract §15.5):
-//! the operator's KYC decision, with the same effects as the provider's (receiver status, a
-//! `receiverKycUpdate` event, waiting payouts moving on or failing with their holds voided),
-//! recorded in `kyc_decisions` with the decider (`operator`, or `operator:<USER>`).
+//! `payoutd admin kyc --receiver ID --decision completed|failed [--reason R]` (docs/OPERATIONS.md,
+//! `payoutd admin …`): the operator's KYC decision, with the same effects as the provider's
+//! (receiver status, a `receiverKycUpdate` event, waiting payouts moving on or failing with their
+//! holds voided), recorded in `kyc_decisions` with the decider (`operator`, or `operator:<USER>`).
 
 use std::sync::Arc;
 

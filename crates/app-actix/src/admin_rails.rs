@@ -1,8 +1,8 @@
-//! The production rails' operator commands (contract §15.1, §15.3):
-//! `payoutd admin rail-files [--state S] [--limit N]` lists the bank files, newest first;
+//! The production rails' operator commands (docs/RAILS.md, The life of a file; Results and
+//! returns): `payoutd admin rail-files [--state S] [--limit N]` lists the bank files, newest first;
 //! `payoutd admin rail-file --id X [--raw]` shows one (with `--raw`, its bytes exactly as sent);
-//! `payoutd admin bank-reports [--resolution R] [--limit N]` lists what the bank's files said
-//! and what was done with each line (`unmatched` and `conflicting` ones need an operator).
+//! `payoutd admin bank-reports [--resolution R] [--limit N]` lists what the bank's files said and
+//! what was done with each line (`unmatched` and `conflicting` ones need an operator).
 
 use std::io::Write;
 use std::sync::Arc;

@@ -57,7 +57,7 @@ pub enum Command {
     Admin(AdminCommand),
 }
 
-/// Operator commands (contract §13).
+/// Operator commands (docs/OPERATIONS.md, Commands).
 #[derive(Debug, Subcommand)]
 pub enum AdminCommand {
     /// Decide a receiver's KYC (manual KYC), with the same effects as the provider's decision;

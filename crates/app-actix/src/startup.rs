@@ -64,9 +64,9 @@ fn build_store_scheduled(
 /// The outside world the application talks to.
 #[derive(Clone)]
 pub enum World {
-    /// Sandbox mode: the simulators (contract §9, §10).
+    /// Sandbox mode: the simulators (docs/ARCHITECTURE.md, Ports by job).
     Sandbox(Sandbox),
-    /// Production mode: the bank file rails, the SMTP notifier and manual KYC (contract §15).
+    /// Production mode: the bank file rails, the SMTP notifier and manual KYC (docs/RAILS.md).
     Production(Arc<Production>),
 }
 

@@ -1,6 +1,6 @@
-//! Graceful shutdown of the real binary (contract §13): on SIGTERM `payoutd serve` stops
-//! accepting, lets the request in flight finish, lets the webhook attempt in flight finish and
-//! be recorded, exits 0, and leaves nothing claimed.
+//! Graceful shutdown of the real binary (docs/OPERATIONS.md, Commands): on SIGTERM `payoutd serve`
+//! stops accepting, lets the request in flight finish, lets the webhook attempt in flight finish
+//! and be recorded, exits 0, and leaves nothing claimed.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{Read, Write};

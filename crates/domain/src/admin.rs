@@ -1,4 +1,5 @@
-//! Operator commands (admin CLI, contract §13): subaccounts, keys, webhooks, funding, fees.
+//! Operator commands (admin CLI; docs/OPERATIONS.md, `payoutd admin …`): subaccounts, keys,
+//! webhooks, funding, fees.
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
-//! `coded_status!`: the status enums whose variants each carry one of the seed's numeric filter
+//! `coded_status!`: the status enums whose variants each carry one of the provider's numeric filter
 //! codes and a wire name (receiver, KYC and payout statuses).
 
-/// Declares a status enum whose variants each carry the seed's numeric filter code and the
+/// Declares a status enum whose variants each carry the provider's numeric filter code and the
 /// lower-case name responses and webhooks show, both written once on the variant:
 ///
 /// ```text
@@ -53,7 +53,7 @@ macro_rules! coded_status {
             /// Every status, in code order.
             pub const ALL: &'static [$name] = <$name as ::strum::VariantArray>::VARIANTS;
 
-            /// The numeric filter code of the seed.
+            /// The numeric filter code of the provider's API.
             pub const fn code(self) -> u8 {
                 self as u8
             }

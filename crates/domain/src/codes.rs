@@ -1,5 +1,6 @@
-//! The error-code catalogue (contract §11): every code the service can answer with, its HTTP
-//! status and its message, in one table. `docs/API.md` is checked against this table by a test.
+//! The error-code catalogue (docs/API.md, Error codes): every code the service can answer with, its
+//! HTTP status and its message, in one table. `docs/API.md` is checked against this table by a
+//! test.
 
 macro_rules! catalogue {
     ($($variant:ident => ($code:literal, $status:literal, $message:literal),)+) => {
@@ -168,7 +169,7 @@ mod tests {
     }
 
     #[test]
-    fn statuses_follow_the_contract() {
+    fn statuses_follow_the_documented_catalogue() {
         assert_eq!(ErrorCode::Revr101.http_status(), 400);
         assert_eq!(ErrorCode::Auth104.http_status(), 401);
         assert_eq!(ErrorCode::Req006.http_status(), 404);

@@ -1,5 +1,5 @@
 //! Domain events, written to the transactional outbox by the same store call that makes the
-//! change they describe (contract §8). Payloads follow PaySwiftly's webhook bodies.
+//! change they describe (docs/WEBHOOKS.md). Payloads follow PaySwiftly's webhook bodies.
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
@@ -140,7 +140,7 @@ impl OutboxEvent {
 }
 
 impl OutboxEvent {
-    /// A payout event (`payoutCreated`, …) for `payout` as it is now (contract §8.1).
+    /// A payout event (`payoutCreated`, …) for `payout` as it is now (docs/WEBHOOKS.md, Events).
     pub fn payout(
         kind: EventKind,
         id: EventId,
@@ -186,8 +186,8 @@ impl OutboxEvent {
 }
 
 impl OutboxEvent {
-    /// A `batchUpdate` event for `batch` as it is now (contract §7.5: PaySwiftly's batch
-    /// webhook).
+    /// A `batchUpdate` event for `batch` as it is now (the provider's batch
+    /// webhook; docs/WEBHOOKS.md, Events).
     pub fn batch(id: EventId, batch: &crate::batch::Batch, at: DateTime<Utc>) -> Self {
         let subaccount = batch.subaccount_id.to_string();
         let payload = json!({

@@ -1,8 +1,8 @@
-//! Idempotency keys (contract §7.9). A POST carrying `idempotency-key` claims the key for its
-//! subaccount before it runs. The first request's response is stored for 24 hours with a
-//! fingerprint of the request; a retry with the same key and request gets that response again,
-//! byte for byte; the same key with another request is refused (`IDEM002`), and so is a retry
-//! while the first is still running (`IDEM001`).
+//! Idempotency keys (docs/API.md, Idempotency keys). A POST carrying `idempotency-key` claims the
+//! key for its subaccount before it runs. The first request's response is stored for 24 hours with
+//! a fingerprint of the request; a retry with the same key and request gets that response again,
+//! byte for byte; the same key with another request is refused (`IDEM002`), and so is a retry while
+//! the first is still running (`IDEM001`).
 //!
 //! A claim is held under a lease. The request hands its claim ([`KeyClaim`]), inside a
 //! [`WriteKey`], to the use case it runs, and the use case hands it to the store port that

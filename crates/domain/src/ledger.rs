@@ -1,5 +1,5 @@
-//! The append-only ledger (contract §7.3): every movement of a balance is an entry, and a
-//! balance always equals the sum of its entries.
+//! The append-only ledger (docs/ARCHITECTURE.md, Money): every movement of a balance is an entry,
+//! and a balance always equals the sum of its entries.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -74,7 +74,7 @@ impl LedgerEntryKind {
     }
 }
 
-/// The ledger as operators move and audit it (admin CLI, contract §7.3).
+/// The ledger as operators move and audit it (admin CLI; docs/OPERATIONS.md, `payoutd admin …`).
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait LedgerStore: Send + Sync {
@@ -85,9 +85,9 @@ pub trait LedgerStore: Send + Sync {
     /// `SubaccountNotFound` when the subaccount does not exist; nothing was written.
     async fn apply_ledger_entry(&self, entry: &LedgerEntry) -> Result<Balance, OperatorError>;
 
-    /// Compares every balance with the sum of its ledger entries (contract §7.3); returns how
-    /// many balances were checked and every one that differs (including ledger entries with no
-    /// balance row, and balance rows with no entries).
+    /// Compares every balance with the sum of its ledger entries (docs/ARCHITECTURE.md, Money);
+    /// returns how many balances were checked and every one that differs (including ledger entries
+    /// with no balance row, and balance rows with no entries).
     async fn check_ledger(&self) -> Result<LedgerCheck, OperatorError>;
 }
 

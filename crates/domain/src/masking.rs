@@ -1,9 +1,8 @@
 //! Secrets and account identifiers as types that cannot leak.
 //!
-//! [`Secret`] never prints its content. [`MaskedValue`] is the one masking rule of contract
-//! §5.3, applied wherever an account identifier leaves the service: the first three characters
-//! stay visible, followed by a space and `***`; values of three characters or fewer are fully
-//! starred.
+//! [`Secret`] never prints its content. [`MaskedValue`] is the one masking rule, applied
+//! wherever an account identifier leaves the service: the first three characters stay visible,
+//! followed by a space and `***`; values of three characters or fewer are fully starred.
 
 use std::fmt;
 
@@ -45,7 +44,7 @@ impl MaskedValue {
     /// How many leading characters stay visible.
     pub const VISIBLE: usize = 3;
 
-    /// Masks `raw` by the contract's rule. Works on characters, never bytes.
+    /// Masks `raw` by the service's one masking rule. Works on characters, never bytes.
     pub fn mask(raw: &str) -> Self {
         let count = raw.chars().count();
         if count <= Self::VISIBLE {
@@ -78,7 +77,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn masks_like_the_contract_examples() {
+    fn masks_like_the_documented_examples() {
         assert_eq!(MaskedValue::mask("012002").as_str(), "012 ***");
         assert_eq!(MaskedValue::mask("111222333").as_str(), "111 ***");
         assert_eq!(

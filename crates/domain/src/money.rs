@@ -4,7 +4,7 @@ use std::fmt;
 
 use strum::{EnumString, IntoStaticStr, VariantArray};
 
-/// A currency the service pays out in (contract §6: AUD, USD, CAD, EUR, NZD).
+/// A currency the service pays out in (AUD, USD, CAD, EUR, NZD).
 #[derive(
     Debug,
     Clone,
@@ -41,7 +41,7 @@ impl Asset {
     /// Every supported asset.
     pub const ALL: &'static [Asset] = Self::VARIANTS;
 
-    /// Parses an ISO 4217 code, case-insensitively (the seed accepts `aud`).
+    /// Parses an ISO 4217 code, case-insensitively (the provider's API accepts `aud`).
     pub fn parse(raw: &str) -> Option<Asset> {
         raw.trim().parse().ok()
     }
@@ -58,7 +58,8 @@ impl fmt::Display for Asset {
     }
 }
 
-/// The largest amount one operation may move: 10^12 minor units (contract §12).
+/// The largest amount one operation may move: 10^12 minor units (docs/API.md, Conventions,
+/// Values).
 pub const MAX_AMOUNT: i64 = 1_000_000_000_000;
 
 /// A positive amount in minor units (cents), at most [`MAX_AMOUNT`].
@@ -86,7 +87,7 @@ impl MinorUnits {
         }
     }
 
-    /// Parses a string of ASCII digits (the seed documents `amount` as a string).
+    /// Parses a string of ASCII digits (the provider's API documents `amount` as a string).
     pub fn parse(raw: &str) -> Result<Self, AmountError> {
         let raw = raw.trim();
         if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit()) {

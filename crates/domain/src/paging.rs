@@ -1,5 +1,5 @@
 //! Keyset paging: newest first (`created_at` desc, then `id` desc), so the cost of page N does
-//! not grow with N (contract §1.2).
+//! not grow with N (docs/ARCHITECTURE.md, Keyset paging and the sealed cursor).
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;

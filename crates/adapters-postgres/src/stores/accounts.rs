@@ -447,7 +447,8 @@ impl AccountStore for PgStore {
                         return Err(ConfirmAbort::NotApplicable);
                     }
                 }
-                // A confirmed account's other links are spent too (contract §5.6).
+                // A confirmed account's other links are spent too (docs/API.md,
+                // `/confirm/{token}`).
                 diesel::update(account_confirmations::table)
                     .filter(account_confirmations::account_id.eq(id))
                     .filter(account_confirmations::used_at.is_null())

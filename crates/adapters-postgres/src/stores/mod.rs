@@ -40,7 +40,8 @@ pub struct PgStore {
     events_committed: Arc<Notify>,
 }
 
-/// How long a new batch stays open by default (contract §7.5).
+/// How long a new batch stays open by default (docs/OPERATIONS.md, Configuration,
+/// `PAYOUT_BATCH_INTERVAL_SECS`).
 pub const DEFAULT_BATCH_INTERVAL: chrono::Duration = chrono::Duration::seconds(60);
 
 impl PgStore {

@@ -33,7 +33,8 @@ const GET: &str = "Get receiver account";
 const LIST: &str = "List receiver accounts";
 const VERIFY: &str = "Verify receiver account";
 
-/// The only message of a refused verify (seed §4.3: a 400 with `message` and nothing else).
+/// The only message of a refused verify (as in the provider's API: a 400 with `message` and nothing
+/// else).
 pub const VERIFY_REFUSED: &str = "Missing or invalid subaccount_id or account_data";
 
 fn masked_object(account: &ReceiverAccount) -> Map<String, Value> {
@@ -45,8 +46,8 @@ fn masked_object(account: &ReceiverAccount) -> Map<String, Value> {
         .collect()
 }
 
-/// A receiver account as the API shows it (seed §2.3 plus contract §5.4). `email`,
-/// `reference` and `address_data` are the receiver's.
+/// A receiver account as the API shows it (the provider's account object; docs/API.md, Receiver
+/// accounts). `email`, `reference` and `address_data` are the receiver's.
 #[derive(Serialize, ToSchema)]
 #[schema(as = ReceiverAccount)]
 pub struct AccountDto<'a> {
@@ -102,7 +103,7 @@ pub struct VerifyBody {
     pub account_data: Map<String, Value>,
 }
 
-/// The answer of verify (seed §4.3: no `message` or `payload`). Without a match only
+/// The answer of verify (as in the provider's API: no `message` or `payload`). Without a match only
 /// `exists: false`.
 #[derive(Serialize, ToSchema)]
 pub struct VerifyResult {
@@ -122,7 +123,7 @@ pub struct VerifyResult {
     account_data: Option<Map<String, Value>>,
 }
 
-/// A refused verify (seed §4.3): a 400 with `message` and nothing else.
+/// A refused verify (as in the provider's API): a 400 with `message` and nothing else.
 #[derive(Serialize, ToSchema)]
 pub struct VerifyRefused {
     /// Always `Missing or invalid subaccount_id or account_data`.

@@ -1,5 +1,5 @@
-//! `/confirm/<token>`: the page a receiver opens from the confirmation e-mail or SMS (contract
-//! §5.6). No API key: the random, single-use, expiring token is the credential.
+//! `/confirm/<token>`: the page a receiver opens from the confirmation e-mail or SMS (docs/API.md,
+//! `GET /confirm/{token}`). No API key: the random, single-use, expiring token is the credential.
 //!
 //! - `GET` only shows the page: the account's payout method and masked details, and a form
 //!   with a Confirm button. It writes nothing, because e-mail link scanners fetch every link.

@@ -54,8 +54,8 @@ pub struct ApiError {
     retry_after: Option<u64>,
 }
 
-/// The failure envelope: every error response of the service (contract §1). The HTTP status is
-/// the catalogue status of the first item; items reported together share a status.
+/// The failure envelope: every error response of the service (docs/API.md, Conventions). The HTTP
+/// status is the catalogue status of the first item; items reported together share a status.
 #[derive(Serialize, ToSchema)]
 #[schema(as = FailureEnvelope)]
 pub struct Envelope<'a> {

@@ -1,4 +1,4 @@
-//! `idempotency-key` on POST routes (contract §7.9).
+//! `idempotency-key` on POST routes (docs/API.md, Idempotency keys).
 //!
 //! The middleware validates the header (`IDEM201`) and afterwards stores the response for
 //! replays, or gives the key up after a server error. The claim itself is made by the

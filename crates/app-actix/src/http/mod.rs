@@ -28,7 +28,7 @@ use domain::account::PayoutMethod;
 use crate::state::AppState;
 use error::ApiError;
 
-/// The largest accepted request body (contract §12).
+/// The largest accepted request body (docs/API.md, Conventions).
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 async fn not_found() -> actix_web::HttpResponse {
@@ -148,8 +148,8 @@ pub fn route_table(t: &mut impl RouteTable) {
     t.route(Method::GET, "/api/receiver-account/{id}", accounts::get);
 }
 
-/// The sandbox test helpers (contract §10); registered only in sandbox mode, so elsewhere they
-/// are unknown routes (404).
+/// The sandbox test helpers (docs/API.md, test helpers); registered only in sandbox mode, so
+/// elsewhere they are unknown routes (404).
 pub fn sandbox_route_table(t: &mut impl RouteTable) {
     t.route(
         Method::POST,

@@ -67,7 +67,7 @@ and webhooks. `docs/API.md` describes each route in prose.
 (`null` on the last page). Failure: `{\"message\": \"<operation> failed\", \"error\": [{\"code\", \
 \"message\", \"field\"?}]}` (`FailureEnvelope`), listing every problem found; the HTTP status is \
 the catalogue status of the first code (`ErrorCode` lists the catalogue). The only exception is \
-the seed's verify refusal, `{\"message\"}` alone.
+verify's refusal (as in the provider's API), `{\"message\"}` alone.
 
 **Authentication.** Every `/api` route needs `x-api-key` and `signature` \
 (`<nonce>.<hex>`): `nonce` is the current Unix time in milliseconds (13 digits, within 300 s of \
@@ -130,11 +130,11 @@ lower-case UUIDs; money is integer minor units.";
     ),
     modifiers(&ApiConventions),
     tags(
-        (name = "Receivers", description = "People who are paid (contract §4)."),
-        (name = "Receiver accounts", description = "Where receivers are paid (contract §5)."),
-        (name = "Payouts", description = "Payouts and their lifecycle (contract §7)."),
-        (name = "Subaccounts", description = "The caller's subaccount and balances (contract §6)."),
-        (name = "Sandbox", description = "Test helpers, registered only in sandbox mode (contract §10); 404 otherwise."),
+        (name = "Receivers", description = "People who are paid."),
+        (name = "Receiver accounts", description = "Where receivers are paid."),
+        (name = "Payouts", description = "Payouts and their lifecycle."),
+        (name = "Subaccounts", description = "The caller's subaccount and balances."),
+        (name = "Sandbox", description = "Test helpers, registered only in sandbox mode; 404 otherwise."),
         (name = "Operations", description = "Probes, metrics and this document; no API key."),
         (name = "Rails", description = "Endpoints a payment partner calls (production mode); signed with the rail's shared secret, no API key."),
     ),

@@ -33,8 +33,8 @@ const GET: &str = "Get payout";
 const CANCEL: &str = "Cancel payout";
 const LIST: &str = "List payouts";
 
-/// `amount` may be a JSON integer (what clients send) or a string of digits (what the seed
-/// documents); anything else is reported as the amount being invalid.
+/// `amount` may be a JSON integer (what clients send) or a string of digits (what the provider's
+/// API documents); anything else is reported as the amount being invalid.
 fn amount_text(value: Value, errors: &mut ValidationErrors) -> Option<String> {
     match value {
         Value::String(s) => Some(s),
@@ -224,7 +224,7 @@ pub struct IdRef {
     id: String,
 }
 
-/// `receiver` of a payout (note the seed's spelling of the names).
+/// `receiver` of a payout (note the provider's spelling of the names).
 #[derive(Serialize, ToSchema)]
 pub struct PayoutReceiver {
     #[schema(format = Uuid)]
@@ -248,7 +248,8 @@ pub struct PayoutAccount {
     account_number: String,
 }
 
-/// The fields of a payout shared by the list and the get-by-id object (seed §2.1).
+/// The fields of a payout shared by the list and the get-by-id object (the provider's payout
+/// object).
 #[derive(Serialize, ToSchema)]
 pub struct PayoutCommon {
     #[schema(format = Uuid)]
@@ -277,7 +278,7 @@ pub struct PayoutCommon {
     payout_provider: IdRef,
 }
 
-/// A payout in `GET /api/payout/`: `amount` is a string (seed).
+/// A payout in `GET /api/payout/`: `amount` is a string (as in the provider's API).
 #[derive(Serialize, ToSchema)]
 #[schema(as = PayoutListItem)]
 pub struct PayoutItem {
@@ -374,7 +375,7 @@ impl PayoutAccountSlots {
     }
 }
 
-/// The fields of seed §2.1 that the list and the get-by-id object share.
+/// The fields of the provider's payout object that the list and the get-by-id object share.
 fn payout_common(p: &Payout, receiver: &Receiver, account: &ReceiverAccount) -> PayoutCommon {
     let mut slots = PayoutAccountSlots::default();
     for (field, shown) in account.data.masked() {
@@ -444,7 +445,7 @@ fn payout_detail(
     }
 }
 
-/// A payout of the list: none of the detail, and `amount` as a string (seed).
+/// A payout of the list: none of the detail, and `amount` as a string (as in the provider's API).
 fn payout_item(p: &Payout, receiver: &Receiver, account: &ReceiverAccount) -> PayoutItem {
     PayoutItem {
         common: payout_common(p, receiver, account),
@@ -454,7 +455,7 @@ fn payout_item(p: &Payout, receiver: &Receiver, account: &ReceiverAccount) -> Pa
 }
 
 /// The payout's money movements: holds negative, reversals (and a bank's return of a paid
-/// payout's amount) positive (contract §7.7).
+/// payout's amount) positive (docs/API.md, `GET /api/payout/{id}`).
 fn transactions(entries: &[LedgerEntry]) -> Vec<Transaction> {
     entries
         .iter()
@@ -561,7 +562,7 @@ pub async fn get(
     operation_id = "listPayouts",
     summary = "List payouts",
     description = "The caller's payouts, newest first, keyset paged; items have no \
-        `transactions`, `merchant` or `fee_data.fee_value`, and `amount` is a string (seed).",
+        `transactions`, `merchant` or `fee_data.fee_value`, and `amount` is a string.",
     params(ListPayoutsParams),
     responses((status = 200, description = "`Payouts found`", body = Listing<PayoutItem>)),
 )]

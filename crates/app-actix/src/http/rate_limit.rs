@@ -1,8 +1,8 @@
-//! Rate limiting per API key (contract §12): a token bucket (GCRA, by the `governor` crate) of
-//! `PAYOUT_RATE_LIMIT_PER_SEC` requests per second with bursts of `PAYOUT_RATE_LIMIT_BURST`.
-//! Requests are counted once authenticated, so nobody can spend another key's budget by
-//! sending its key id with bad signatures. The buckets live in each process: behind a load
-//! balancer each instance grants the full rate (see docs/OPERATIONS.md).
+//! Rate limiting per API key (docs/API.md, Conventions): a token bucket (GCRA, by the `governor`
+//! crate) of `PAYOUT_RATE_LIMIT_PER_SEC` requests per second with bursts of
+//! `PAYOUT_RATE_LIMIT_BURST`. Requests are counted once authenticated, so nobody can spend another
+//! key's budget by sending its key id with bad signatures. The buckets live in each process: behind
+//! a load balancer each instance grants the full rate (see docs/OPERATIONS.md).
 
 use std::num::NonZeroU32;
 use std::time::Duration;

@@ -33,7 +33,8 @@ pub struct AddressData<'a> {
     postcode: &'a str,
 }
 
-/// A receiver as the API shows it (seed §2.2). Optional values that were not given are `""`.
+/// A receiver as the API shows it (the provider's receiver object). Optional values that were not
+/// given are `""`.
 #[derive(Debug, Serialize, ToSchema)]
 #[schema(as = Receiver)]
 pub struct ReceiverDto<'a> {
@@ -193,7 +194,7 @@ impl<'a> AddressData<'a> {
 }
 
 impl<'a> ReceiverDto<'a> {
-    /// `with_applicant`: only get-by-id shows `applicant_id` (seed).
+    /// `with_applicant`: only get-by-id shows `applicant_id` (as in the provider's API).
     pub fn new(r: &'a Receiver, with_applicant: bool) -> Self {
         Self {
             id: r.id.to_string(),

@@ -226,8 +226,8 @@ macro_rules! failure_responses {
 
 failure_responses! {
     /// 400.
-    BadRequest => (400, "Validation failed or a resource was not found (contract §1: \
-        not-found codes are 400)");
+    BadRequest => (400, "Validation failed or a resource was not found (not-found \
+        codes are 400, as in the provider's API)");
     /// 401.
     Unauthorized => (401, "Authentication failed; only the first failing check is reported");
     /// 404.

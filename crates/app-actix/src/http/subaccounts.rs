@@ -26,8 +26,8 @@ pub struct SubaccountAddressDto<'a> {
     postcode: &'a str,
 }
 
-/// A subaccount as the API shows it (seed §2.4; the provider-prefixed status is `kassi_status`).
-/// Fields that operators have not set are empty strings.
+/// A subaccount as the API shows it (the provider's subaccount object; the provider-prefixed status
+/// is `kassi_status`). Fields that operators have not set are empty strings.
 #[derive(Serialize, ToSchema)]
 #[schema(as = Subaccount)]
 pub struct SubaccountDto<'a> {

@@ -1,4 +1,4 @@
-//! Sandbox test helpers (contract §10), registered only in sandbox mode, with the same
+//! Sandbox test helpers (docs/API.md, test helpers), registered only in sandbox mode, with the same
 //! authentication and tenancy as the rest of `/api`.
 
 use actix_web::HttpResponse;

@@ -1,7 +1,8 @@
-//! The production configuration file (contract §15): the settings of production mode that do
-//! not fit in a few environment variables, in a TOML file named by `PAYOUT_CONFIG` and read
-//! when `PAYOUT_SANDBOX` is unset or false. `docs/OPERATIONS.md` ("Production configuration")
-//! lists every setting; `docs/examples/payoutd.toml` is a complete example.
+//! The production configuration file (docs/OPERATIONS.md, Production configuration): the settings
+//! of production mode that do not fit in a few environment variables, in a TOML file named by
+//! `PAYOUT_CONFIG` and read when `PAYOUT_SANDBOX` is unset or false. `docs/OPERATIONS.md`
+//! ("Production configuration") lists every setting; `docs/examples/payoutd.toml` is a complete
+//! example.
 //!
 //! ```toml
 //! [rails."usd/ach"]          # one table per enabled payout method, keyed by its quoted route

@@ -1,5 +1,5 @@
-//! Receiver accounts over HTTP (contract §5): six methods, validation, masking, duplicates,
-//! tenancy, verify and confirmation.
+//! Receiver accounts over HTTP (docs/API.md, Receiver accounts): six methods, validation, masking,
+//! duplicates, tenancy, verify and confirmation.
 
 use domain::account::AccountField;
 use serde_json::{Value, json};

@@ -1,5 +1,6 @@
-//! `payoutd admin kyc` (contract §15.5) run as the built binary against the app's database:
-//! the operator's decision has the provider's effects and is recorded in `kyc_decisions`.
+//! `payoutd admin kyc` (docs/OPERATIONS.md, `payoutd admin …`) run as the built binary against the
+//! app's database: the operator's decision has the provider's effects and is recorded in
+//! `kyc_decisions`.
 
 use std::process::{Command, Output};
 

@@ -1,4 +1,4 @@
-//! Authentication (contract §2): every AUTH code, replay, v2, revocation.
+//! Authentication (docs/API.md, Authentication): every AUTH code, replay, v2, revocation.
 
 use std::time::Duration;
 

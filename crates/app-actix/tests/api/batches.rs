@@ -1,4 +1,4 @@
-//! The payout lifecycle after creation (contract §7.4, §7.5, §10): payouts moving with KYC and
+//! The payout lifecycle after creation (docs/API.md, Payouts): payouts moving with KYC and
 //! confirmation, batches closing and submitting to the rail, results settling the money, and
 //! two batch runners on one database.
 

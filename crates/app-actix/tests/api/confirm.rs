@@ -1,5 +1,5 @@
-//! The confirmation link (contract §5.6): `GET /confirm/<token>` only shows the page, its form's
-//! `POST` confirms; no API key.
+//! The confirmation link (docs/API.md, `/confirm/{token}`): `GET /confirm/<token>` only shows the
+//! page, its form's `POST` confirms; no API key.
 
 use reqwest::header::HeaderMap;
 use serde_json::json;

@@ -1,4 +1,4 @@
-//! The envelope and the statuses of contract §1 on routes and non-routes.
+//! The envelope and the statuses of docs/API.md, Conventions, on routes and non-routes.
 
 use crate::helpers::spawn_app;
 

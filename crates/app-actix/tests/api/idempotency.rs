@@ -1,5 +1,5 @@
-//! `idempotency-key` (contract §7.9): replays byte for byte, refuses a different request or a
-//! retry while the first runs, and never writes twice, also under concurrent retries.
+//! `idempotency-key` (docs/API.md, Idempotency keys): replays byte for byte, refuses a different
+//! request or a retry while the first runs, and never writes twice, also under concurrent retries.
 
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};

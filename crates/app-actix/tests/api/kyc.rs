@@ -1,4 +1,5 @@
-//! KYC (contract §4): the provider's decision moves the receiver, once, and is announced.
+//! KYC (docs/API.md, `POST /api/test-helpers/kyc`): the provider's decision moves the receiver,
+//! once, and is announced.
 
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! Payouts over HTTP (contract §7.1, §7.7): create with every check, the hold, read back.
+//! Payouts over HTTP (docs/API.md, Payouts): create with every check, the hold, read back.
 
 use serde_json::{Value, json};
 
@@ -361,7 +361,7 @@ async fn payouts_list_newest_first_with_filters_and_keyset_paging() {
     assert_eq!(first.body["message"], "Payouts found");
     assert_eq!(listed_ids(&first), [ids[2].clone(), ids[1].clone()]);
     let item = &first.body["payload"][0];
-    assert_eq!(item["amount"], "300", "a string in the list (seed)");
+    assert_eq!(item["amount"], "300", "a string in the list");
     assert!(item.get("transactions").is_none() && item.get("merchant").is_none());
     assert!(item["fee_data"].get("fee_value").is_none());
     assert_eq!(item["receiver_account"]["account_number"], "123 ***");

@@ -1,5 +1,5 @@
-//! Rate limiting per API key (contract §12): 429 `REQ010` with `retry-after`, per key, counted
-//! only for authenticated requests.
+//! Rate limiting per API key (docs/API.md, Conventions): 429 `REQ010` with `retry-after`, per key,
+//! counted only for authenticated requests.
 
 use std::num::NonZeroU32;
 

@@ -1,5 +1,5 @@
-//! Tenancy (contract §3): a tenant sees only its own receivers, balances and subaccount, and
-//! another tenant's resources answer exactly like missing ones.
+//! Tenancy (docs/API.md, Tenancy): a tenant sees only its own receivers, balances and subaccount,
+//! and another tenant's resources answer exactly like missing ones.
 
 use crate::helpers::{receiver_body, spawn_app, subaccount};
 

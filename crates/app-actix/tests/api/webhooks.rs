@@ -1,4 +1,4 @@
-//! Webhook delivery end to end (contract §8): events written with their change reach the
+//! Webhook delivery end to end (docs/WEBHOOKS.md): events written with their change reach the
 //! subaccount's real HTTP endpoint, signed, retried, and never for a change that rolled back.
 
 use std::time::Duration;

@@ -1,5 +1,5 @@
 //! An account's field values: secret in memory, encrypted at rest, masked whenever they leave
-//! the service (contract §5.3).
+//! the service (docs/ARCHITECTURE.md, Encryption at rest).
 
 use std::fmt;
 

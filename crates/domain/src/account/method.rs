@@ -1,5 +1,5 @@
-//! The six payout methods (contract §5.1), each described once: its wire name, the currency it
-//! pays in, and the fields of its accounts with their formats.
+//! The six payout methods (docs/ARCHITECTURE.md, Payout methods and account fields), each described
+//! once: its wire name, the currency it pays in, and the fields of its accounts with their formats.
 //!
 //! Every property is an exhaustive `match` (or a table reached through one), so a new method
 //! does not compile until all of them are stated; routes, the HTTP body reader, the OpenAPI
@@ -236,7 +236,7 @@ mod tests {
     use crate::account::field::{PayoutAccountSlot, Visibility};
 
     #[test]
-    fn routes_names_and_assets_follow_the_contract() {
+    fn routes_names_and_assets_follow_the_docs() {
         let routes: Vec<String> = PayoutMethod::ALL.iter().map(|m| m.route()).collect();
         assert_eq!(
             routes,

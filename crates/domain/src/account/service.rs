@@ -31,7 +31,7 @@ use crate::receiver::Receiver;
 use crate::receiver::ports::ReceiverStore;
 use crate::validation::ValidationErrors;
 
-/// How long a confirmation link works (contract §5.6).
+/// How long a confirmation link works (docs/API.md, `/confirm/{token}`).
 pub const TOKEN_LIFETIME_DAYS: i64 = 7;
 
 /// Why an account was not created.
@@ -485,7 +485,7 @@ impl AccountService {
             .map(|found| (found, hash)))
     }
 
-    /// What the confirmation link shows, changing nothing (contract §5.6: e-mail link scanners
+    /// What the confirmation link shows, changing nothing (e-mail link scanners
     /// fetch every link, so opening it must not confirm). `Invalid` for an unknown, malformed
     /// or expired token, and for one that can no longer confirm its account.
     #[tracing::instrument(level = "debug", skip_all)]

@@ -1,4 +1,4 @@
-//! Account statuses (seed §3.4, contract §5.6): a new account is `pending`/`unconfirmed`;
+//! Account statuses (docs/API.md, Receiver accounts): a new account is `pending`/`unconfirmed`;
 //! confirmation makes it `completed`/`confirmed`; a payout failing because the receiver's
 //! details are invalid makes it `failed` (payouts work).
 

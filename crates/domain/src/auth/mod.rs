@@ -1,5 +1,5 @@
-//! Request authentication (contract §2): API keys, HMAC request signatures v1 and v2, the
-//! freshness window and single-use POST nonces.
+//! Request authentication (docs/API.md, Authentication): API keys, HMAC request signatures v1 and
+//! v2, the freshness window and single-use POST nonces.
 
 pub mod cache;
 pub mod ports;
@@ -36,7 +36,7 @@ pub struct Caller {
 }
 
 impl Caller {
-    /// Whether `raw` names the caller's own subaccount (tenancy, contract §3).
+    /// Whether `raw` names the caller's own subaccount (docs/API.md, Tenancy).
     pub fn owns(&self, raw: &str) -> bool {
         SubaccountId::parse(raw) == Some(self.subaccount_id)
     }

@@ -1,8 +1,8 @@
-//! Batches and the payout rail (contract §7.5). A payout that becomes `pending` joins the open
-//! batch of its (subaccount, asset); at the batch's run time a [`runner::BatchRunner`] closes it,
-//! moves its payouts to `in_progress`, submits them through the [`ports::PayoutRail`] and later
-//! records what the rail reports. Every step is a conditional change in the store, so several
-//! runners (in one or many instances) never submit a payout twice or apply a result twice.
+//! Batches and the payout rail (docs/ARCHITECTURE.md, Money). A payout that becomes `pending` joins
+//! the open batch of its (subaccount, asset); at the batch's run time a [`runner::BatchRunner`]
+//! closes it, moves its payouts to `in_progress`, submits them through the [`ports::PayoutRail`]
+//! and later records what the rail reports. Every step is a conditional change in the store, so
+//! several runners (in one or many instances) never submit a payout twice or apply a result twice.
 
 pub mod ports;
 pub mod runner;

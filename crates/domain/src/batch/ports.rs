@@ -149,7 +149,7 @@ pub struct RailOutcome {
     pub result: RailResult,
 }
 
-/// The payout rail: the bank or provider that moves the money (contract §9).
+/// The payout rail: the bank or provider that moves the money (docs/ARCHITECTURE.md, Ports by job).
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait PayoutRail: Send + Sync {

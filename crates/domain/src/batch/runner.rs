@@ -1,5 +1,5 @@
-//! The batch runner: the background job of contract §7.5, and the sandbox helpers that drive
-//! the same steps on demand.
+//! The batch runner: the background job that closes due batches and submits their payouts
+//! (docs/ARCHITECTURE.md, Money), and the sandbox helpers that drive the same steps on demand.
 
 use std::sync::Arc;
 
@@ -196,7 +196,8 @@ impl BatchRunner {
                 reason,
                 receiver_is_invalid,
             } => (
-                // A payout the rail reported paid can still come back (contract §7.4).
+                // A payout the rail reported paid can still come back (docs/API.md, Payouts,
+                // Lifecycle).
                 if payout.status == PayoutStatus::Successful {
                     PayoutTrigger::Returned
                 } else {
@@ -233,7 +234,7 @@ impl BatchRunner {
     }
 
     /// The account's side of a failure with `receiver_is_invalid`: `failed`, with
-    /// `accountUpdate` (contract §5.6).
+    /// `accountUpdate` (docs/API.md, `/confirm/{token}`).
     async fn account_failure(&self, payout: &Payout) -> Result<Option<AccountFailure>, PortError> {
         let Some(account) = self
             .accounts

@@ -6,9 +6,9 @@ use chrono::{DateTime, Utc};
 
 use super::sender::DeliveryOutcome;
 
-/// Delays before the 2nd, 3rd, … attempt (contract §8.2): 5 s, 5 min, 30 min, 2 h, 5 h, 10 h,
-/// 10 h. After the attempt that follows the last delay fails, the event is exhausted: 8 attempts
-/// in all.
+/// Delays before the 2nd, 3rd, … attempt (docs/WEBHOOKS.md, Delivery): 5 s, 5 min, 30 min, 2 h,
+/// 5 h, 10 h, 10 h. After the attempt that follows the last delay fails, the event is exhausted:
+/// 8 attempts in all.
 pub const RETRY_DELAYS: [Duration; 7] = [
     Duration::from_secs(5),
     Duration::from_secs(5 * 60),
@@ -92,7 +92,7 @@ mod tests {
     }
 
     #[test]
-    fn follows_the_contract_schedule_then_gives_up() {
+    fn follows_the_documented_schedule_then_gives_up() {
         let expected_ms = [
             5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000,
         ];

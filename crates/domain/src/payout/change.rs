@@ -1,6 +1,7 @@
 //! A status change with everything it writes: the payout after it, the ledger entries that move
-//! its hold, and its events. Every transition of contract §7.4 after creation is planned here,
-//! so cancel, KYC, confirmation, submission and the rail's results move money the same way.
+//! its hold, and its events. Every transition of the payout lifecycle (docs/API.md, Payouts,
+//! Lifecycle) after creation is planned here, so cancel, KYC, confirmation, submission and the
+//! rail's results move money the same way.
 
 use std::fmt;
 use std::sync::Arc;
@@ -30,7 +31,8 @@ pub struct PayoutChange {
     pub account_failure: Option<AccountFailure>,
 }
 
-/// An account that becomes `failed` together with a payout's failure (contract §5.6).
+/// An account that becomes `failed` together with a payout's failure (docs/API.md,
+/// `POST /api/test-helpers/status`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AccountFailure {
     /// The account.
@@ -156,10 +158,10 @@ pub enum ReactionTrigger {
     AccountConfirmed,
 }
 
-/// The payouts' side of a KYC decision or an account confirmation (contract §7.4). The store
-/// applying the decision locks the payouts waiting for it ([`Self::waiting_status`]) in the same
-/// transaction and asks [`Self::plan`] what each one becomes, so the decision and its payouts'
-/// changes commit together.
+/// The payouts' side of a KYC decision or an account confirmation (docs/API.md, Payouts,
+/// Lifecycle). The store applying the decision locks the payouts waiting for it
+/// ([`Self::waiting_status`]) in the same transaction and asks [`Self::plan`] what each one
+/// becomes, so the decision and its payouts' changes commit together.
 #[derive(Clone)]
 pub struct PayoutReaction {
     trigger: ReactionTrigger,

@@ -1,5 +1,6 @@
-//! The fee rule (contract §7.2): `max(fixed + round_half_up(amount × percentage / 100), min_amount)`
-//! in integer minor units, charged on top of the amount.
+//! The fee rule (docs/API.md, `POST /api/payout/single`):
+//! `max(fixed + round_half_up(amount × percentage / 100), min_amount)` in integer minor units,
+//! charged on top of the amount.
 
 use crate::money::{Fee, MinorUnits, Percentage};
 use crate::subaccount::FeeTemplate;

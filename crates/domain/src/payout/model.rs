@@ -37,7 +37,7 @@ pub struct Payout {
     /// The rail's reference, once submitted.
     pub provider_reference: String,
     /// Another payout to the same account with the same amount and currency was created in the
-    /// previous 24 hours (a warning, contract §7.8).
+    /// previous 24 hours (a warning, not a refusal).
     pub duplicate: bool,
     /// When its batch submitted it to the payout rail.
     pub submitted_at: Option<DateTime<Utc>>,

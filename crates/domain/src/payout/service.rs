@@ -1,5 +1,6 @@
-//! The payout use cases. Creating a payout checks everything of contract §7.1 it can before
-//! touching money, then holds amount + fee with one conditional update in the store.
+//! The payout use cases. Creating a payout checks everything it can (docs/API.md,
+//! `POST /api/payout/single`) before touching money, then holds amount + fee with one conditional
+//! update in the store.
 
 use std::sync::Arc;
 
@@ -220,9 +221,9 @@ impl PayoutService {
         })
     }
 
-    /// Cancels the caller's payout (contract §7.6): only from `awaiting`, `unassessed` or
-    /// `pending`, releasing its hold (void entries back to available) with a `payoutUpdated`
-    /// event, as one conditional change.
+    /// Cancels the caller's payout (docs/API.md, `POST /api/payout/{id}/cancel`): only from
+    /// `awaiting`, `unassessed` or `pending`, releasing its hold (void entries back to available)
+    /// with a `payoutUpdated` event, as one conditional change.
     #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %caller.subaccount_id))]
     pub async fn cancel(
         &self,
@@ -297,11 +298,12 @@ impl PayoutService {
         })
     }
 
-    /// Creates a payout (contract §7.1): checks the receiver (`PAYO201`), the account
-    /// (`PAYO202`), the amount (`PAYO203`), the currency (`PAYO204`) and whether both can be paid
-    /// (`PAYO205`), reporting independent failures together; then computes the fee, the initial
-    /// status and the duplicate warning, and has the store hold amount + fee, append the ledger
-    /// entries and write `payoutCreated` in one transaction (`PAYO206`, `PAYO207` from there).
+    /// Creates a payout (docs/API.md, `POST /api/payout/single`): checks the receiver (`PAYO201`),
+    /// the account (`PAYO202`), the amount (`PAYO203`), the currency (`PAYO204`) and whether both
+    /// can be paid (`PAYO205`), reporting independent failures together; then computes the fee, the
+    /// initial status and the duplicate warning, and has the store hold amount + fee, append the
+    /// ledger entries and write `payoutCreated` in one transaction (`PAYO206`, `PAYO207` from
+    /// there).
     #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %caller.subaccount_id))]
     pub async fn create(
         &self,

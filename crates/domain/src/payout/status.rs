@@ -1,11 +1,12 @@
-//! Payout statuses (seed §3.1) and the transitions of contract §7.4, as one explicit table.
+//! Payout statuses (with the provider's filter codes) and the transitions of the payout
+//! lifecycle (docs/API.md, Payouts, Lifecycle), as one explicit table.
 
 use strum::VariantArray;
 
 use crate::coded_status::coded_status;
 
 coded_status!(
-    /// Where a payout is. Codes are the seed's filter codes.
+    /// Where a payout is. Codes are the provider's filter codes.
     PayoutStatus {
         /// Waiting for the account's details to be confirmed.
         Awaiting = (0, "awaiting"),
@@ -38,8 +39,8 @@ impl PayoutStatus {
 }
 
 /// What moves a payout from one status to another: the input of the state machine of
-/// contract §7.4 ([`transition`]). Not an [`OutboxEvent`](crate::events::OutboxEvent), though a
-/// change it causes writes some (see [`plan_change`](super::change::plan_change)).
+/// the payout lifecycle ([`transition`]). Not an [`OutboxEvent`](crate::events::OutboxEvent),
+/// though a change it causes writes some (see [`plan_change`](super::change::plan_change)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, VariantArray)]
 pub enum PayoutTrigger {
     /// The receiver's KYC completed; the account is confirmed.
@@ -77,7 +78,7 @@ pub struct IllegalTransition {
     pub trigger: PayoutTrigger,
 }
 
-/// Every allowed transition (contract §7.4) and nothing else.
+/// Every allowed transition (docs/API.md, Payouts, Lifecycle) and nothing else.
 pub const TRANSITIONS: &[(PayoutStatus, PayoutTrigger, PayoutStatus)] = &[
     (
         PayoutStatus::Unassessed,
@@ -148,8 +149,8 @@ pub fn transition(
         .ok_or(IllegalTransition { from, trigger })
 }
 
-/// The status a new payout starts in (contract §7.4): `unassessed` while the receiver's KYC is
-/// pending, else `awaiting` until the account is confirmed, else `pending`.
+/// The status a new payout starts in (docs/API.md, Payouts, Lifecycle): `unassessed` while the
+/// receiver's KYC is pending, else `awaiting` until the account is confirmed, else `pending`.
 pub const fn initial_status(kyc_completed: bool, account_confirmed: bool) -> PayoutStatus {
     match (kyc_completed, account_confirmed) {
         (false, _) => PayoutStatus::Unassessed,
@@ -190,7 +191,7 @@ mod tests {
         }
     }
 
-    /// Every (status, trigger) pair: exactly the contract's rows are allowed, all others refused.
+    /// Every (status, trigger) pair: exactly the lifecycle's rows are allowed, all others refused.
     #[test]
     fn the_whole_table_exhaustively() {
         use PayoutStatus as S;

@@ -1,4 +1,4 @@
-//! A rail's cut-offs and business days (contract §15.4).
+//! A rail's cut-offs and business days (docs/RAILS.md, Cut-offs and business days).
 //!
 //! A [`RailCalendar`] holds the rail's cut-off times (UTC, one or more a day) and the days the
 //! bank does not work: every Saturday and Sunday, plus a list of holidays. It answers three

@@ -8,7 +8,8 @@ use strum::{EnumString, IntoStaticStr, VariantArray};
 use crate::account::PayoutMethod;
 use crate::ids::{BatchId, PayoutId, RailFileId, SubaccountId};
 
-/// Where a file is (contract §15.1): `generated` → `uploaded` → `acknowledged` or `rejected`.
+/// Where a file is (docs/RAILS.md, The life of a file): `generated` → `uploaded` → `acknowledged`
+/// or `rejected`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, VariantArray, IntoStaticStr, EnumString)]
 #[strum(serialize_all = "snake_case", const_into_str)]
 pub enum RailFileState {

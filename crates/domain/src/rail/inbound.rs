@@ -1,5 +1,6 @@
-//! The inbound side of the production rails (contract §15.2, §15.3): polls each rail's inbound
-//! directory, reads every new file with the rail's reader, applies what it says and records it.
+//! The inbound side of the production rails (docs/RAILS.md, Transports; Results and returns):
+//! polls each rail's inbound directory, reads every new file with the rail's reader, applies what
+//! it says and records it.
 //!
 //! - A file is recorded once per (method, name, SHA-256) and never read again; a file whose
 //!   content changed under the same name is a new file.

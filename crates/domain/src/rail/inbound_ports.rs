@@ -171,7 +171,7 @@ pub struct ReportListing {
     pub report: RecordedReport,
 }
 
-/// Inbound files and their reports (contract §15.2, §15.3).
+/// Inbound files and their reports (docs/RAILS.md, Transports; Results and returns).
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait InboundStore: Send + Sync {

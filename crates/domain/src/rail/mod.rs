@@ -1,4 +1,4 @@
-//! Production payout rails: bank files and the transports that carry them (contract §15).
+//! Production payout rails: bank files and the transports that carry them (docs/RAILS.md).
 
 pub mod calendar;
 pub mod file;

@@ -33,7 +33,7 @@ pub struct RailFileSummary {
     pub created_at: DateTime<Utc>,
 }
 
-/// Bank files (contract §15.1): every file is stored here before it is sent.
+/// Bank files (docs/RAILS.md, The life of a file): every file is stored here before it is sent.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait RailFileStore: Send + Sync {

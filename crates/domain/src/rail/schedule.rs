@@ -1,6 +1,6 @@
 //! When an open batch runs (its `batch_run_time`): a fixed time after it opens (sandbox mode),
-//! or at the next cut-off of its rail (production rails, contract §15.4), so everything that
-//! joins before a cut-off goes in that cut-off's file.
+//! or at the next cut-off of its rail (production rails; docs/RAILS.md, Cut-offs and business
+//! days), so everything that joins before a cut-off goes in that cut-off's file.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

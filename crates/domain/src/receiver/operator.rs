@@ -1,5 +1,5 @@
-//! The operator's KYC decision (`payoutd admin kyc`, contract §15.5): with the `manual` KYC
-//! provider, receivers stay KYC `pending` until an operator decides. The decision has the same
+//! The operator's KYC decision (`payoutd admin kyc`): with the `manual` KYC provider, receivers
+//! stay KYC `pending` until an operator decides. The decision has the same
 //! effects as the provider's (the sandbox helper's): [`plan_kyc`] plans both. The operator
 //! knows no subaccount, so the receiver is found across subaccounts, and every decision is
 //! recorded for audit in the transaction that applies it.

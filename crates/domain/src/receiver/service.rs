@@ -276,9 +276,9 @@ impl ReceiverService {
         Ok(receiver)
     }
 
-    /// Applies the KYC provider's decision for a receiver of `subaccount` (contract §4):
-    /// `completed` makes it `active`, `failed` makes it `failed`, with a `receiverKycUpdate`
-    /// event, once; a second outcome for the same check is refused.
+    /// Applies the KYC provider's decision for a receiver of `subaccount` (docs/API.md,
+    /// `POST /api/test-helpers/kyc`): `completed` makes it `active`, `failed` makes it `failed`,
+    /// with a `receiverKycUpdate` event, once; a second outcome for the same check is refused.
     #[tracing::instrument(
         level = "debug",
         skip_all,

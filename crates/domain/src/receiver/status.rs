@@ -1,11 +1,11 @@
-//! Receiver and KYC statuses, their numeric filter codes (seed §3.2, §3.3) and the transitions of
-//! contract §4: a new receiver is `pending`/`pending`; KYC `completed` makes it `active`, KYC
+//! Receiver and KYC statuses, their numeric filter codes (those of the provider's API) and
+//! their transitions: a new receiver is `pending`/`pending`; KYC `completed` makes it `active`, KYC
 //! `failed` makes it `failed`. Nothing else moves a receiver in this version.
 
 use crate::coded_status::coded_status;
 
 coded_status!(
-    /// Where a receiver is in its life (seed §3.2).
+    /// Where a receiver is in its life.
     ReceiverStatus {
         Creating = (0, "creating"),
         Pending = (1, "pending"),
@@ -16,7 +16,7 @@ coded_status!(
 );
 
 coded_status!(
-    /// Where a receiver's identity check is (seed §3.3).
+    /// Where a receiver's identity check is.
     KycStatus {
         Pending = (0, "pending"),
         Completed = (1, "completed"),

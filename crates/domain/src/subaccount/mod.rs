@@ -61,7 +61,7 @@ pub struct Subaccount {
     pub created_at: DateTime<Utc>,
 }
 
-/// A subaccount's postal address (seed §2.4 names).
+/// A subaccount's postal address (the provider's field names).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SubaccountAddress {
     /// Street.
@@ -98,7 +98,7 @@ impl Balance {
     }
 }
 
-/// How a subaccount is charged for payouts in one asset (contract §7.2).
+/// How a subaccount is charged for payouts in one asset (docs/API.md, `POST /api/payout/single`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FeeTemplate {
     /// `feetemplate_id`.
