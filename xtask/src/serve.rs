@@ -24,9 +24,31 @@ use crate::{
 
 const DEFAULT_BIND: &str = "127.0.0.1:8080";
 
+/// Whether payoutd could listen on `bind`; if not, how to choose another address.
+fn check_port(bind: &str) -> Result<(), String> {
+    match std::net::TcpListener::bind(bind) {
+        Ok(listener) => {
+            drop(listener);
+            Ok(())
+        }
+        Err(err) if err.kind() == io::ErrorKind::AddrInUse => Err(format!(
+            "{bind} is already in use (another payoutd?); choose another address with \
+             PAYOUT_BIND, e.g. `PAYOUT_BIND=127.0.0.1:8081 cargo xtask serve`"
+        )),
+        Err(err) => Err(format!(
+            "cannot listen on {bind}: {err}; set PAYOUT_BIND to a local address such as \
+             127.0.0.1:8081"
+        )),
+    }
+}
+
 /// Runs the whole demo setup, then payoutd until it exits.
 pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
     Flags::new(args).finish()?;
+    // Before anything is created: a busy port would otherwise fail only after the demo
+    // subaccount and demo.env were written.
+    let bind = env::var("PAYOUT_BIND").unwrap_or_else(|_| DEFAULT_BIND.to_owned());
+    check_port(&bind)?;
     let mut pg = Postgres::provision()?;
     pg.stop_on_exit();
     eprintln!("xtask: serving with {}", pg.describe());
@@ -37,7 +59,6 @@ pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
         with_database(&pg.url, "payoutd")
     };
     let sandbox = env::var("PAYOUT_SANDBOX").unwrap_or_else(|_| "true".to_owned());
-    let bind = env::var("PAYOUT_BIND").unwrap_or_else(|_| DEFAULT_BIND.to_owned());
     let payoutd = Payoutd {
         bin: paths::target_dir().join("debug").join("payoutd"),
         env: vec![
@@ -294,10 +315,28 @@ fn base_url(bind: &str) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use std::path::Path;
 
-    use super::{Demo, base_url, parse_json_object, with_database};
+    use super::{Demo, base_url, check_port, parse_json_object, with_database};
+
+    #[test]
+    fn a_busy_port_is_found_before_anything_is_created_and_names_payout_bind() {
+        // Loopback only: a port this test holds.
+        let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let bind = held.local_addr().unwrap().to_string();
+        let refused = check_port(&bind).unwrap_err();
+        assert!(refused.contains("already in use"), "{refused}");
+        assert!(refused.contains("PAYOUT_BIND"), "{refused}");
+        drop(held);
+        assert_eq!(check_port(&bind), Ok(()));
+        assert!(
+            check_port("not an address")
+                .unwrap_err()
+                .contains("PAYOUT_BIND")
+        );
+    }
 
     #[test]
     fn database_is_replaced() {
