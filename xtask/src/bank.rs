@@ -11,8 +11,14 @@
 //! - **NACHA** (`usd-ach`): at once, a return file (R01 or R03) for a share of the entries; then,
 //!   once the entries' effective date has come and a delay has passed (after settlement), a
 //!   second return file for another share of the entries that were not returned at once.
+//! - **ABA** (`aud-direct-entry`), **Standard 005** (`cad-eft`) and **IB4B**
+//!   (`nzd-direct-credit`): the same two rounds, with ABA return files (codes 3 or 6), Standard
+//!   005 files of returned items (905 or 901) and IB4B dishonour files (02 or 05).
 //!
-//! Which entries are answered how is decided by a hash of the trace number or `EndToEndId`
+//! `cad/digital` has no drop: the command also runs the Interac partner simulator
+//! ([`crate::interac_partner`]) on a loopback port.
+//!
+//! Which entries are answered how is decided by a hash of their reference
 //! ([`pick`]: exactly the share of a file's payments, rounded), so a run's numbers are
 //! predictable. Every file read is copied to the rail's
 //! `read` directory and every file written to its `written` directory.

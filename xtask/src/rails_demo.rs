@@ -1,14 +1,17 @@
 //! `cargo xtask rails-demo`: payoutd in production mode against the local bank.
 //!
 //! Provisions PostgreSQL, builds payoutd, starts the bank simulator ([`crate::bank`]) in this
-//! process and a mail catcher (Debian's aiosmtpd), writes a production configuration enabling
-//! `usd/ach` and `eur/sepa` over SFTP to the bank (a cut-off every minute, same-day
-//! settlement), runs `payoutd serve` without sandbox, and drives it as an operator and a
-//! client would: a subaccount, funds, receivers, KYC decided with `payoutd admin kyc`, ACH and
-//! SEPA accounts confirmed through the e-mailed links, payouts. It waits until every payout is
-//! final and the bank's returns after settlement are applied, validates the files payoutd sent
-//! (pain.001 against the XSD with xmllint, NACHA with the project's parser), checks the ledger
-//! and prints one JSON line. Copies: `target/rails-demo/sent/` and `target/rails-demo/received/`.
+//! process, the Interac partner simulator ([`crate::interac_partner`]) calling payoutd back, and
+//! a mail catcher (Debian's aiosmtpd), writes a production configuration enabling all six
+//! methods (the five file rails over SFTP to the bank, `cad/digital` over the partner's API; a
+//! cut-off every minute, same-day settlement), runs `payoutd serve` without sandbox, and drives
+//! it as an operator and a client would: a subaccount, funds, receivers, KYC decided with
+//! `payoutd admin kyc`, an account of each method confirmed through the e-mailed links,
+//! payouts. It waits until every payout is final and the bank's returns after settlement are
+//! applied, validates every file payoutd sent and every answer of the bank (pain.001 against
+//! the XSD with xmllint, NACHA with the project's parser, ABA, Standard 005 and IB4B with the
+//! independent `format-checkers`, Interac batch requests with the protocol's parser), checks
+//! the ledger and prints one JSON line. Copies: `target/rails-demo/sent/` and `target/rails-demo/received/`.
 
 use std::{
     collections::{BTreeMap, BTreeSet},

@@ -444,6 +444,72 @@ provider = "manual"
     )
 }
 
+/// A receiver with KYC completed, an account of `route` confirmed through its link, and a
+/// payout of `amount` to it: (payout id, account id).
+pub(crate) async fn payee_with_payout(
+    app: &TestApp,
+    notifier: &SandboxNotifier,
+    email: &str,
+    route: &str,
+    account: serde_json::Value,
+    currency: &str,
+    amount: i64,
+) -> (String, String) {
+    let store = Arc::new(build_store(&app.config).unwrap());
+    let kyc = OperatorKycService::new(store, Arc::new(SystemClock), Arc::new(RandomIds::default()));
+    let created = app
+        .post(&app.a, "/api/receiver", &receiver_body(&app.a, email))
+        .await;
+    assert_eq!(created.status, 200, "{}", created.body);
+    let receiver = created.body["payload"]["receiver_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    kyc.decide(
+        &receiver,
+        parse_decision("completed").unwrap(),
+        None,
+        "operator:test",
+    )
+    .await
+    .unwrap();
+    let mut body = account;
+    body["receiver_id"] = json!(receiver);
+    let sent_before = notifier.sent().len();
+    let created = app
+        .post(&app.a, &format!("/api/receiver-account/{route}"), &body)
+        .await;
+    assert_eq!(created.status, 200, "{route}: {}", created.body);
+    let account_id = created.body["payload"]["receiver_account_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let link = notifier.sent()[sent_before].confirm_url.expose().clone();
+    let path = link.trim_start_matches(&app.config.public_url);
+    let confirmed = app
+        .client
+        .post(format!("{}{path}", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(confirmed.status(), 200);
+    let created = app
+        .post(
+            &app.a,
+            "/api/payout/single",
+            &json!({"receiver_id": receiver, "account_id": account_id, "amount": amount, "currency": currency}),
+        )
+        .await;
+    assert_eq!(created.status, 200, "{route}: {}", created.body);
+    (
+        created.body["payload"]["payout_id"]
+            .as_str()
+            .unwrap()
+            .to_owned(),
+        account_id,
+    )
+}
+
 #[tokio::test]
 async fn ach_payouts_are_filed_in_nacha_and_a_return_fails_one_in_progress() {
     use bank_formats::nacha::{
@@ -466,71 +532,22 @@ async fn ach_payouts_are_filed_in_nacha_and_a_return_fails_one_in_progress() {
     let store = Arc::new(build_store(&app.config).unwrap());
     let sub = SubaccountId::parse(&app.a.subaccount_id).unwrap();
     app.admin.fund(sub, "USD", "100000").await.unwrap();
-    let kyc = OperatorKycService::new(
-        store.clone(),
-        Arc::new(SystemClock),
-        Arc::new(RandomIds::default()),
-    );
 
     // Two payees, each with a confirmed checking / savings account and a payout.
     let mut payouts = Vec::new();
     let mut accounts = Vec::new();
     for (n, kind) in ["checking", "savings"].into_iter().enumerate() {
-        let created = app
-            .post(
-                &app.a,
-                "/api/receiver",
-                &receiver_body(&app.a, &format!("payee{n}@example.com")),
-            )
-            .await;
-        assert_eq!(created.status, 200, "{}", created.body);
-        let receiver = created.body["payload"]["receiver_id"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        kyc.decide(
-            &receiver,
-            parse_decision("completed").unwrap(),
-            None,
-            "operator:test",
+        let (payout_id, account_id) = payee_with_payout(
+            &app,
+            &notifier,
+            &format!("payee{n}@example.com"),
+            "usd/ach",
+            json!({"routing_number": "011000015", "account_number": format!("12345678{n}"), "account_type": kind}),
+            "USD",
+            1_000 + i64::try_from(n).unwrap(),
         )
-        .await
-        .unwrap();
-        let account = app
-            .post(
-                &app.a,
-                "/api/receiver-account/usd/ach",
-                &json!({"receiver_id": receiver, "routing_number": "011000015", "account_number": format!("12345678{n}"), "account_type": kind}),
-            )
-            .await;
-        assert_eq!(account.status, 200, "{}", account.body);
-        let account_id = account.body["payload"]["receiver_account_id"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        let link = notifier.sent()[n].confirm_url.expose().clone();
-        let path = link.trim_start_matches(&app.config.public_url);
-        let confirmed = app
-            .client
-            .post(format!("{}{path}", app.base))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(confirmed.status(), 200);
-        let created = app
-            .post(
-                &app.a,
-                "/api/payout/single",
-                &json!({"receiver_id": receiver, "account_id": account_id, "amount": 1000 + n, "currency": "USD"}),
-            )
-            .await;
-        assert_eq!(created.status, 200, "{}", created.body);
-        payouts.push(
-            created.body["payload"]["payout_id"]
-                .as_str()
-                .unwrap()
-                .to_owned(),
-        );
+        .await;
+        payouts.push(payout_id);
         accounts.push(account_id);
     }
 

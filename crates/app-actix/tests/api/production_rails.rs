@@ -18,7 +18,6 @@ use adapters_sandbox::SandboxNotifier;
 use app_actix::production::Production;
 use app_actix::production_config::ProductionSettings;
 use app_actix::startup::build_store;
-use app_actix::system::{RandomIds, SystemClock};
 use bank_formats::interac::{
     self, BatchReceipt, BatchRequest, BatchVerdict, PaymentStatus, PaymentUpdate, ReportList,
     SIGNATURE_HEADER, StatusReport,
@@ -26,11 +25,12 @@ use bank_formats::interac::{
 use chrono::Utc;
 use domain::ids::SubaccountId;
 use domain::rail::inbound_ports::InboundStore;
-use domain::receiver::operator::{OperatorKycService, parse_decision};
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, receiver_body, spawn_app, spawn_production_app};
-use crate::production::{balance_in, event_payloads, every_minute, payout, wait_for};
+use crate::helpers::{TestApp, spawn_app, spawn_production_app};
+use crate::production::{
+    balance_in, event_payloads, every_minute, payee_with_payout, payout, wait_for,
+};
 
 const SMTP_AND_KYC: &str = r#"
 [smtp]
@@ -59,72 +59,6 @@ fn file_rail(route: &str, settings: &str, dirs: &Path) -> String {
         cutoffs = every_minute(),
         outbound = outbound.display(),
         inbound = inbound.display(),
-    )
-}
-
-/// A receiver with KYC completed, an account of `route` confirmed through its link, and a
-/// payout of `amount` to it: (payout id, account id).
-async fn payee_with_payout(
-    app: &TestApp,
-    notifier: &SandboxNotifier,
-    email: &str,
-    route: &str,
-    account: Value,
-    currency: &str,
-    amount: i64,
-) -> (String, String) {
-    let store = Arc::new(build_store(&app.config).unwrap());
-    let kyc = OperatorKycService::new(store, Arc::new(SystemClock), Arc::new(RandomIds::default()));
-    let created = app
-        .post(&app.a, "/api/receiver", &receiver_body(&app.a, email))
-        .await;
-    assert_eq!(created.status, 200, "{}", created.body);
-    let receiver = created.body["payload"]["receiver_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    kyc.decide(
-        &receiver,
-        parse_decision("completed").unwrap(),
-        None,
-        "operator:test",
-    )
-    .await
-    .unwrap();
-    let mut body = account;
-    body["receiver_id"] = json!(receiver);
-    let sent_before = notifier.sent().len();
-    let created = app
-        .post(&app.a, &format!("/api/receiver-account/{route}"), &body)
-        .await;
-    assert_eq!(created.status, 200, "{route}: {}", created.body);
-    let account_id = created.body["payload"]["receiver_account_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let link = notifier.sent()[sent_before].confirm_url.expose().clone();
-    let path = link.trim_start_matches(&app.config.public_url);
-    let confirmed = app
-        .client
-        .post(format!("{}{path}", app.base))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(confirmed.status(), 200);
-    let created = app
-        .post(
-            &app.a,
-            "/api/payout/single",
-            &json!({"receiver_id": receiver, "account_id": account_id, "amount": amount, "currency": currency}),
-        )
-        .await;
-    assert_eq!(created.status, 200, "{route}: {}", created.body);
-    (
-        created.body["payload"]["payout_id"]
-            .as_str()
-            .unwrap()
-            .to_owned(),
-        account_id,
     )
 }
 
@@ -570,6 +504,9 @@ async fn interac_batches_go_to_the_partner_and_its_signed_callbacks_settle_them_
         (status, &refused["error"][0]["code"]),
         (400, &json!("REQ001"))
     );
+    // A body over 4 MiB is not read to the end, signed or not.
+    let (status, huge) = callback(&app, Some(sign(now, SECRET)), vec![b' '; 5 * 1024 * 1024]).await;
+    assert_eq!((status, &huge["error"][0]["code"]), (413, &json!("REQ008")));
     for id in &payouts {
         assert_eq!(payout(&app, id).await["status"], "in_progress");
     }
