@@ -21,6 +21,7 @@ mod test;
 #[cfg(test)]
 mod tidy;
 mod tools;
+mod webhook_receiver;
 
 use std::{env, process::ExitCode};
 
@@ -34,7 +35,10 @@ Commands:
   db-stop          Stop the private PostgreSQL cluster if it is running
   test [ARGS...]   Run `cargo test --workspace ARGS...` against PostgreSQL (also
                    installs xmllint and fetches the ISO 20022 XSDs the tests need)
-  serve            Migrate, create a funded demo subaccount and API key, run payoutd
+  serve [--webhook-url URL]
+                   Migrate, create a funded demo subaccount with an API key, an AUD
+                   fee and a webhook URL (by default xtask's own receiver on 127.0.0.1,
+                   which verifies and prints each delivery), run payoutd
   bench <scenario> [--smoke] [flags]
                    Build payoutd in release mode and benchmark it against
                    PostgreSQL (`cargo xtask bench help` lists the scenarios)
