@@ -361,7 +361,8 @@ impl Demo {
             subaccount_cmd = get(&format!("/api/subaccount/{id}")),
             balance_cmd = get(&format!("/api/subaccount/balance/{id}?asset=aud")),
             body_arg = sh_quote(&body("Ada", "Lovelace", "ada@example.com")),
-            v2_body_arg = sh_quote(&body("Grace", "Hopper", "grace@example.com")),
+            // Not Grace Hopper, whom the README's walkthrough creates: e-mails are unique.
+            v2_body_arg = sh_quote(&body("Katherine", "Johnson", "katherine@example.com")),
         )
     }
 }

@@ -1,5 +1,7 @@
 //! The demo's own webhook endpoint: a small HTTP/1.1 receiver on 127.0.0.1 that checks
-//! each delivery's Standard Webhooks signature and prints one line per delivery.
+//! each delivery's Standard Webhooks signature and prints one line per delivery: the time,
+//! the event, the id of the object it is about (and its `status`, when it has one) and
+//! whether the signature verified.
 //!
 //! A delivery is a `POST` with `webhook-id`, `webhook-timestamp` (Unix seconds) and
 //! `webhook-signature` (`v1,<base64 HMAC-SHA256>` entries separated by spaces) headers; the
@@ -273,7 +275,7 @@ fn describe(body: &[u8]) -> (String, String) {
     };
     let event = text("event").unwrap_or_else(|| "(no event)".to_owned());
     // Most specific first: payout events also carry the receiver and account ids.
-    let resource = [
+    let mut resource = [
         "payout_id",
         "batch_id",
         "receiver_account_id",
@@ -282,6 +284,10 @@ fn describe(body: &[u8]) -> (String, String) {
     .iter()
     .find_map(|name| text(name).map(|id| format!("{name}={id}")))
     .unwrap_or_default();
+    // Which change it announces: a payout's or batch's new status, say.
+    if let Some(status) = text("status") {
+        resource.push_str(&format!(" status={status}"));
+    }
     (event, resource)
 }
 
@@ -530,7 +536,9 @@ mod tests {
         assert_eq!(status, "HTTP/1.1 200 OK");
         let lines = printed.lines(1);
         assert!(
-            lines[0].ends_with(" webhook payoutCreated payout_id=p-42 signature verified"),
+            lines[0].ends_with(
+                " webhook payoutCreated payout_id=p-42 status=awaiting signature verified"
+            ),
             "{lines:?}"
         );
         // The time comes first, as an RFC 3339 UTC timestamp.
@@ -575,7 +583,7 @@ mod tests {
             );
         }
         assert!(
-            lines[0].contains("payoutCreated payout_id=p-43"),
+            lines[0].contains("payoutCreated payout_id=p-43 status=awaiting REJECTED"),
             "{}",
             lines[0]
         );
