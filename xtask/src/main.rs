@@ -147,7 +147,9 @@ fn db(args: Vec<String>) -> Result<ExitCode, String> {
         env: vec![("DATABASE_URL", server_url.clone())],
     };
     serve::build_and_migrate(&payoutd)?;
-    print!("{}", db_output(&server_url, &pg.url));
+    // The tests' maintenance database is `postgres` even when DATABASE_URL names another.
+    let maintenance_url = serve::with_database(&pg.url, "postgres");
+    print!("{}", db_output(&server_url, &maintenance_url));
     Ok(ExitCode::SUCCESS)
 }
 

@@ -180,9 +180,18 @@ fn names_maintenance_database(url: &str) -> bool {
 }
 
 /// Builds payoutd and creates its database if needed, then applies pending migrations.
+/// What they print goes to stderr: stdout is for what the xtask command itself prints.
 pub(crate) fn build_and_migrate(payoutd: &Payoutd) -> Result<(), String> {
-    cmd::run(paths::cargo().args(["build", "-p", "app-actix", "--bin", "payoutd"]))?;
-    cmd::run(&mut payoutd.command(&["migrate", "--create-database"]))
+    cmd::run(
+        paths::cargo()
+            .args(["build", "-p", "app-actix", "--bin", "payoutd"])
+            .stdout(io::stderr()),
+    )?;
+    cmd::run(
+        payoutd
+            .command(&["migrate", "--create-database"])
+            .stdout(io::stderr()),
+    )
 }
 
 /// The built payoutd binary and the environment every invocation shares.
