@@ -21,6 +21,7 @@ mod test;
 #[cfg(test)]
 mod tidy;
 mod tools;
+mod webhook_receiver;
 
 use std::{env, process::ExitCode};
 
@@ -30,11 +31,16 @@ const HELP: &str = "\
 Usage: cargo xtask <command> [args]
 
 Commands:
-  db               Provision PostgreSQL, print DATABASE_URL=<url>, leave it running
+  db               Provision PostgreSQL, create and migrate the `payoutd` database,
+                   leave it running; print DATABASE_URL=<payoutd database> for the
+                   server and MAINTENANCE_DATABASE_URL=<postgres database> for tests
   db-stop          Stop the private PostgreSQL cluster if it is running
   test [ARGS...]   Run `cargo test --workspace ARGS...` against PostgreSQL (also
                    installs xmllint and fetches the ISO 20022 XSDs the tests need)
-  serve            Migrate, create a funded demo subaccount and API key, run payoutd
+  serve [--webhook-url URL]
+                   Migrate, create a funded demo subaccount with an API key, an AUD
+                   fee and a webhook URL (by default xtask's own receiver on 127.0.0.1,
+                   which verifies and prints each delivery), run payoutd
   bench <scenario> [--smoke] [flags]
                    Build payoutd in release mode and benchmark it against
                    PostgreSQL (`cargo xtask bench help` lists the scenarios)
@@ -127,11 +133,75 @@ fn run() -> Result<ExitCode, String> {
     }
 }
 
-/// `cargo xtask db`: provisions PostgreSQL and leaves it running.
+/// `cargo xtask db`: provisions PostgreSQL, creates and migrates the database payoutd uses
+/// (as `serve` does), leaves the server running and prints both URLs: `DATABASE_URL` for
+/// payoutd, and the maintenance database the tests create their own databases from.
 fn db(args: Vec<String>) -> Result<ExitCode, String> {
     Flags::new(args).finish()?;
     let pg = Postgres::provision()?;
     eprintln!("xtask: using {}", pg.describe());
-    println!("DATABASE_URL={}", pg.url);
+    let server_url = serve::server_database_url(&pg);
+    // Migrations need only the database; the master key matters to commands that use secrets.
+    let payoutd = serve::Payoutd {
+        bin: paths::target_dir().join("debug").join("payoutd"),
+        env: vec![("DATABASE_URL", server_url.clone())],
+    };
+    serve::build_and_migrate(&payoutd)?;
+    // The tests' maintenance database is `postgres` even when DATABASE_URL names another.
+    let maintenance_url = serve::with_database(&pg.url, "postgres");
+    print!("{}", db_output(&server_url, &maintenance_url));
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `cargo xtask db` prints: two shell assignments, each with a comment saying who
+/// uses it, so `set -a; eval "$(cargo xtask db)"; set +a` also works.
+fn db_output(server_url: &str, maintenance_url: &str) -> String {
+    format!(
+        "# payoutd (serve, migrate, admin): the migrated database `cargo xtask serve` uses\n\
+         DATABASE_URL={}\n\
+         # tests: the maintenance database each test creates its own database from;\n\
+         # run them with DATABASE_URL=\"$MAINTENANCE_DATABASE_URL\" cargo test ...\n\
+         MAINTENANCE_DATABASE_URL={}\n",
+        cmd::sh_quote(server_url),
+        cmd::sh_quote(maintenance_url)
+    )
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::db_output;
+
+    #[test]
+    fn db_prints_the_server_database_and_the_labelled_maintenance_database() {
+        let output = db_output(
+            "postgres://postgres@127.0.0.1:25432/payoutd",
+            "postgres://postgres@127.0.0.1:25432/postgres",
+        );
+        let assignments: Vec<&str> = output
+            .lines()
+            .filter(|line| !line.starts_with('#'))
+            .collect();
+        assert_eq!(
+            assignments,
+            [
+                "DATABASE_URL=postgres://postgres@127.0.0.1:25432/payoutd",
+                "MAINTENANCE_DATABASE_URL=postgres://postgres@127.0.0.1:25432/postgres",
+            ]
+        );
+        let shell = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("eval \"$1\"; printf '%s %s' \"$DATABASE_URL\" \"$MAINTENANCE_DATABASE_URL\"")
+            .arg("sh")
+            .arg(db_output(
+                "postgres://h/payoutd",
+                "postgres://u:p w@h/postgres",
+            ))
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(shell.stdout).unwrap(),
+            "postgres://h/payoutd postgres://u:p w@h/postgres"
+        );
+    }
 }

@@ -20,6 +20,7 @@ use crate::{
     flags::Flags,
     paths,
     postgres::Postgres,
+    webhook_receiver::Receiver,
 };
 
 const DEFAULT_BIND: &str = "127.0.0.1:8080";
@@ -42,34 +43,51 @@ fn check_port(bind: &str) -> Result<(), String> {
     }
 }
 
+/// The AUD fee template the demo sets, as `admin set-fee` takes it: a fixed part and the
+/// smallest fee in cents, and a percentage of the amount. The README's figures follow.
+const FEE_FIXED: &str = "30";
+const FEE_PERCENTAGE: &str = "1.25";
+const FEE_MIN: &str = "50";
+
 /// Runs the whole demo setup, then payoutd until it exits.
 pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
-    Flags::new(args).finish()?;
+    let mut flags = Flags::new(args);
+    let webhook_url = flags.value("--webhook-url")?;
+    flags.finish()?;
     // Before anything is created: a busy port would otherwise fail only after the demo
     // subaccount and demo.env were written.
     let bind = env::var("PAYOUT_BIND").unwrap_or_else(|_| DEFAULT_BIND.to_owned());
     check_port(&bind)?;
+    // Bound now, so the subaccount can be given its URL; it answers once the secret is known.
+    let (receiver, webhook_url) = match webhook_url {
+        Some(url) => (None, url),
+        None => {
+            let receiver = Receiver::bind()
+                .map_err(|err| format!("cannot listen for webhooks on 127.0.0.1: {err}"))?;
+            let url = receiver.url();
+            (Some(receiver), url)
+        }
+    };
     let mut pg = Postgres::provision()?;
     pg.stop_on_exit();
     eprintln!("xtask: serving with {}", pg.describe());
 
-    let database_url = if pg.is_from_env() {
-        pg.url.clone()
-    } else {
-        with_database(&pg.url, "payoutd")
-    };
     let sandbox = env::var("PAYOUT_SANDBOX").unwrap_or_else(|_| "true".to_owned());
+    // The demo's receiver is on loopback, which the webhook target guard refuses unless
+    // private targets are allowed: allowed here explicitly, for this payoutd only.
+    let allow_private =
+        env::var("PAYOUT_WEBHOOK_ALLOW_PRIVATE").unwrap_or_else(|_| "true".to_owned());
     let payoutd = Payoutd {
         bin: paths::target_dir().join("debug").join("payoutd"),
         env: vec![
-            ("DATABASE_URL", database_url),
-            ("PAYOUT_SANDBOX", sandbox),
+            ("DATABASE_URL", server_database_url(&pg)),
             ("PAYOUT_MASTER_KEY", master_key()?),
+            ("PAYOUT_SANDBOX", sandbox),
+            ("PAYOUT_WEBHOOK_ALLOW_PRIVATE", allow_private),
         ],
     };
+    build_and_migrate(&payoutd)?;
 
-    cmd::run(paths::cargo().args(["build", "-p", "app-actix", "--bin", "payoutd"]))?;
-    cmd::run(&mut payoutd.command(&["migrate", "--create-database"]))?;
     let created = payoutd.json(&[
         "admin",
         "create-subaccount",
@@ -77,8 +95,11 @@ pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
         "Demo subaccount",
         "--email",
         "demo@example.com",
+        "--postback-url",
+        &webhook_url,
     ])?;
     let subaccount = field(&created, "subaccount_id")?;
+    let webhook_secret = field(&created, "webhook_secret")?;
     let key = payoutd.json(&["admin", "issue-key", "--subaccount", &subaccount])?;
     let balance = payoutd.json(&[
         "admin",
@@ -90,17 +111,41 @@ pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
         "--amount",
         "1000000",
     ])?;
+    payoutd.json(&[
+        "admin",
+        "set-fee",
+        "--subaccount",
+        &subaccount,
+        "--asset",
+        "AUD",
+        "--fixed",
+        FEE_FIXED,
+        "--percentage",
+        FEE_PERCENTAGE,
+        "--min-amount",
+        FEE_MIN,
+    ])?;
     let demo = Demo {
+        server_env: payoutd.env.clone(),
+        base_url: base_url(&bind),
         api_key: field(&key, "api_key")?,
         api_secret: field(&key, "api_secret")?,
         available: field(&balance, "available").unwrap_or_else(|_| "?".to_owned()),
         subaccount,
+        webhook: Webhook {
+            url: webhook_url,
+            secret: webhook_secret,
+            received_here: receiver.is_some(),
+        },
     };
-    let env_file = demo.write_env_file()?;
-    print!("{}", demo.banner(&base_url(&bind), &env_file));
+    let env_file = demo.write_env_file(&dev_dir()?)?;
+    print!("{}", demo.banner(&env_file));
     io::stdout()
         .flush()
         .map_err(|err| format!("cannot write to stdout: {err}"))?;
+    if let Some(receiver) = receiver {
+        receiver.serve(demo.webhook.secret.clone(), Box::new(io::stdout()));
+    }
 
     let mut serve = payoutd.command(&["serve"]);
     let mut child = serve
@@ -112,6 +157,41 @@ pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
         .map_err(|err| format!("waiting for payoutd: {err}"))?;
     pg.shutdown();
     Ok(cmd::exit_code(status))
+}
+
+/// The database payoutd uses on `pg`: the `DATABASE_URL` the user set, unchanged, unless it
+/// names the maintenance database (`postgres`, what the tests are given); then, as on a
+/// server xtask found, `payoutd` on the same server.
+pub(crate) fn server_database_url(pg: &Postgres) -> String {
+    if pg.is_from_env() && !names_maintenance_database(&pg.url) {
+        pg.url.clone()
+    } else {
+        with_database(&pg.url, "payoutd")
+    }
+}
+
+/// Whether `url` names the `postgres` database, or none (which means the same to libpq
+/// for the `postgres` user).
+fn names_maintenance_database(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let path = rest.find('/').map_or("", |start| &rest[start + 1..]);
+    let database = path.split(['?', '#']).next().unwrap_or_default();
+    database.is_empty() || database == "postgres"
+}
+
+/// Builds payoutd and creates its database if needed, then applies pending migrations.
+/// What they print goes to stderr: stdout is for what the xtask command itself prints.
+pub(crate) fn build_and_migrate(payoutd: &Payoutd) -> Result<(), String> {
+    cmd::run(
+        paths::cargo()
+            .args(["build", "-p", "app-actix", "--bin", "payoutd"])
+            .stdout(io::stderr()),
+    )?;
+    cmd::run(
+        payoutd
+            .command(&["migrate", "--create-database"])
+            .stdout(io::stderr()),
+    )
 }
 
 /// The built payoutd binary and the environment every invocation shares.
@@ -163,22 +243,57 @@ pub(crate) fn field(object: &Value, name: &str) -> Result<String, String> {
     }
 }
 
-/// The demo subaccount and its credentials.
+/// Where the demo subaccount's webhooks go.
+struct Webhook {
+    url: String,
+    /// The `whsec_…` signing secret.
+    secret: String,
+    /// Whether xtask's own receiver answers `url` (else the user named it).
+    received_here: bool,
+}
+
+/// The demo subaccount, its credentials and the server it lives on.
 struct Demo {
+    /// The server's `DATABASE_URL`, `PAYOUT_MASTER_KEY`, `PAYOUT_SANDBOX` and
+    /// `PAYOUT_WEBHOOK_ALLOW_PRIVATE`, which the admin commands need too.
+    server_env: Vec<(&'static str, String)>,
+    base_url: String,
     subaccount: String,
     api_key: String,
     api_secret: String,
     available: String,
+    webhook: Webhook,
 }
 
 impl Demo {
-    /// Writes `<target dir>/dev/demo.env` (owner-only: it holds the secret).
-    fn write_env_file(&self) -> Result<PathBuf, String> {
-        let path = dev_dir()?.join("demo.env");
-        let contents = format!(
-            "PAYOUT_DEMO_SUBACCOUNT={}\nPAYOUT_DEMO_API_KEY={}\nPAYOUT_DEMO_API_SECRET={}\n",
-            self.subaccount, self.api_key, self.api_secret
+    /// `demo.env`: shell assignments of everything the admin commands and the README
+    /// walkthrough use (`set -a; . target/dev/demo.env; set +a`).
+    fn env_file_contents(&self) -> String {
+        let walkthrough = [
+            ("BASE", &self.base_url),
+            ("SUB", &self.subaccount),
+            ("KEY", &self.api_key),
+            ("SECRET", &self.api_secret),
+            ("WEBHOOK_URL", &self.webhook.url),
+            ("WEBHOOK_SECRET", &self.webhook.secret),
+        ];
+        let mut contents = String::from(
+            "# Written by `cargo xtask serve`; load with: set -a; . target/dev/demo.env; set +a\n",
         );
+        for (name, value) in self
+            .server_env
+            .iter()
+            .map(|(name, value)| (*name, value))
+            .chain(walkthrough)
+        {
+            contents.push_str(&format!("{name}={}\n", sh_quote(value)));
+        }
+        contents
+    }
+
+    /// Writes `demo.env` in `dir` (owner-only: it holds the secrets).
+    fn write_env_file(&self, dir: &Path) -> Result<PathBuf, String> {
+        let path = dir.join("demo.env");
         OpenOptions::new()
             .write(true)
             .create(true)
@@ -187,15 +302,16 @@ impl Demo {
             .open(&path)
             .and_then(|mut file| {
                 file.set_permissions(fs::Permissions::from_mode(0o600))?;
-                file.write_all(contents.as_bytes())
+                file.write_all(self.env_file_contents().as_bytes())
             })
             .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
         Ok(path)
     }
 
-    /// The credentials and ready-to-paste curl commands; each signs itself
-    /// when run, so they keep working later.
-    fn banner(&self, base_url: &str, env_file: &Path) -> String {
+    /// The credentials, the webhook endpoint and ready-to-paste curl commands; each signs
+    /// itself when run, so they keep working later.
+    fn banner(&self, env_file: &Path) -> String {
+        let base_url = &self.base_url;
         let sign = format!(
             "cargo xtask sign --api-key {} --api-secret {}",
             sh_quote(&self.api_key),
@@ -216,10 +332,27 @@ impl Demo {
         };
         let receiver = sh_quote(&format!("{base_url}/api/receiver"));
         let line = "=".repeat(72);
+        let webhook_note = if self.webhook.received_here {
+            "xtask's receiver: each delivery prints below, signature verified or REJECTED"
+        } else {
+            "--webhook-url: your endpoint"
+        };
+        let allow_private = self
+            .server_env
+            .iter()
+            .find(|(name, _)| *name == "PAYOUT_WEBHOOK_ALLOW_PRIVATE")
+            .map_or("", |(_, value)| value.as_str());
         format!(
             "\n{line}\n\
-             payoutd demo (credentials also in {env_file})\n\
-             \n  subaccount  {id}\n  API key     {key}\n  API secret  {secret}\n  balance     {available} AUD available\n\
+             payoutd demo (everything below is also in {env_file}:\n\
+             `set -a; . {env_file}; set +a` before the README walkthrough or `payoutd admin`)\n\
+             \n  subaccount      {id}\n  API key         {key}\n  API secret      {secret}\n  \
+             balance         {available} AUD available\n  \
+             AUD fee         {FEE_FIXED} cents + {FEE_PERCENTAGE} %, at least {FEE_MIN} cents\n  \
+             webhook URL     {webhook_url} ({webhook_note})\n  \
+             webhook secret  {webhook_secret}\n\
+             \nThis payoutd runs with PAYOUT_WEBHOOK_ALLOW_PRIVATE={allow_private}, so it may deliver \
+             webhooks to loopback and private addresses.\n\
              \nFrom the workspace, once the server below is listening:\n\
              \n# The subaccount\n{subaccount_cmd}\n\
              \n# Its AUD balance\n{balance_cmd}\n\
@@ -232,10 +365,13 @@ impl Demo {
             key = self.api_key,
             secret = self.api_secret,
             available = self.available,
+            webhook_url = self.webhook.url,
+            webhook_secret = self.webhook.secret,
             subaccount_cmd = get(&format!("/api/subaccount/{id}")),
             balance_cmd = get(&format!("/api/subaccount/balance/{id}?asset=aud")),
             body_arg = sh_quote(&body("Ada", "Lovelace", "ada@example.com")),
-            v2_body_arg = sh_quote(&body("Grace", "Hopper", "grace@example.com")),
+            // Not Grace Hopper, whom the README's walkthrough creates: e-mails are unique.
+            v2_body_arg = sh_quote(&body("Katherine", "Johnson", "katherine@example.com")),
         )
     }
 }
@@ -317,9 +453,12 @@ fn base_url(bind: &str) -> String {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use std::path::Path;
+    use std::{os::unix::fs::PermissionsExt, path::Path};
 
-    use super::{Demo, base_url, check_port, parse_json_object, with_database};
+    use super::{
+        Demo, Webhook, base_url, check_port, names_maintenance_database, parse_json_object,
+        with_database,
+    };
 
     #[test]
     fn a_busy_port_is_found_before_anything_is_created_and_names_payout_bind() {
@@ -355,6 +494,22 @@ mod tests {
     }
 
     #[test]
+    fn the_maintenance_database_is_never_the_servers() {
+        assert!(names_maintenance_database(
+            "postgres://postgres@127.0.0.1:25432/postgres"
+        ));
+        assert!(names_maintenance_database(
+            "postgres://h:5432/postgres?sslmode=disable"
+        ));
+        assert!(names_maintenance_database("postgres://h:5432"));
+        assert!(names_maintenance_database("postgres://h:5432/"));
+        assert!(!names_maintenance_database(
+            "postgres://postgres@127.0.0.1:25432/payoutd_demo_h"
+        ));
+        assert!(!names_maintenance_database("postgres://h/postgres_copy"));
+    }
+
+    #[test]
     fn wildcard_binds_become_loopback() {
         assert_eq!(base_url("127.0.0.1:8080"), "http://127.0.0.1:8080");
         assert_eq!(base_url("0.0.0.0:9000"), "http://127.0.0.1:9000");
@@ -375,15 +530,33 @@ mod tests {
         assert!(parse_json_object("no json here").is_none());
     }
 
-    #[test]
-    fn banner_commands_sign_inline() {
-        let demo = Demo {
+    fn demo() -> Demo {
+        Demo {
+            server_env: vec![
+                (
+                    "DATABASE_URL",
+                    "postgres://postgres@127.0.0.1:25432/payoutd".to_owned(),
+                ),
+                ("PAYOUT_MASTER_KEY", "ab".repeat(32)),
+                ("PAYOUT_SANDBOX", "true".to_owned()),
+                ("PAYOUT_WEBHOOK_ALLOW_PRIVATE", "true".to_owned()),
+            ],
+            base_url: "http://127.0.0.1:8080".to_owned(),
             subaccount: "sa_1".to_owned(),
             api_key: "pk_1".to_owned(),
             api_secret: "sk_1".to_owned(),
             available: "1000000".to_owned(),
-        };
-        let banner = demo.banner("http://127.0.0.1:8080", Path::new("/t/dev/demo.env"));
+            webhook: Webhook {
+                url: "http://127.0.0.1:40123/webhook".to_owned(),
+                secret: "whsec_c2VjcmV0Kw==".to_owned(),
+                received_here: true,
+            },
+        }
+    }
+
+    #[test]
+    fn banner_commands_sign_inline() {
+        let banner = demo().banner(Path::new("/t/dev/demo.env"));
         assert!(banner.contains(
             "curl -s http://127.0.0.1:8080/api/subaccount/sa_1 -H 'x-api-key: pk_1' \
              -H \"signature: $(cargo xtask sign --api-key pk_1 --api-secret sk_1)\""
@@ -393,5 +566,69 @@ mod tests {
                 .contains("curl -s 'http://127.0.0.1:8080/api/subaccount/balance/sa_1?asset=aud'")
         );
         assert!(banner.contains(r#"-d '{"subaccount_id":"sa_1","first_name":"Ada","#));
+        assert!(banner.contains("`set -a; . /t/dev/demo.env; set +a`"));
+        assert!(banner.contains("AUD fee         30 cents + 1.25 %, at least 50 cents\n"));
+        assert!(banner.contains(
+            "webhook URL     http://127.0.0.1:40123/webhook (xtask's receiver: each delivery \
+             prints below"
+        ));
+        assert!(banner.contains("webhook secret  whsec_c2VjcmV0Kw==\n"));
+        assert!(banner.contains("PAYOUT_WEBHOOK_ALLOW_PRIVATE=true, so it may deliver"));
+        let mut named = demo();
+        named.webhook.received_here = false;
+        assert!(
+            named
+                .banner(Path::new("/t/dev/demo.env"))
+                .contains("(--webhook-url: your endpoint)")
+        );
+    }
+
+    #[test]
+    fn demo_env_holds_what_the_admin_commands_and_the_walkthrough_use() {
+        let mut demo = demo();
+        demo.server_env[0].1 = "postgres://u:p w@h/payoutd".to_owned();
+        let contents = demo.env_file_contents();
+        let assignments: Vec<&str> = contents
+            .lines()
+            .filter(|line| !line.starts_with('#'))
+            .collect();
+        assert_eq!(
+            assignments,
+            [
+                "DATABASE_URL='postgres://u:p w@h/payoutd'",
+                &format!("PAYOUT_MASTER_KEY={}", "ab".repeat(32)),
+                "PAYOUT_SANDBOX=true",
+                "PAYOUT_WEBHOOK_ALLOW_PRIVATE=true",
+                "BASE=http://127.0.0.1:8080",
+                "SUB=sa_1",
+                "KEY=pk_1",
+                "SECRET=sk_1",
+                "WEBHOOK_URL=http://127.0.0.1:40123/webhook",
+                "WEBHOOK_SECRET=whsec_c2VjcmV0Kw==",
+            ]
+        );
+        // Written owner-only, replacing a world-readable file; a shell reads it back
+        // unchanged (what `set -a; . demo.env` does).
+        let dir = std::env::temp_dir().join(format!("xtask-demo-env-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("demo.env");
+        std::fs::write(&file, "old").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(demo.write_env_file(&dir).unwrap(), file);
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), contents);
+        let output = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("set -a; . \"$1\"; set +a; sh -c 'printf \"%s|%s|%s\" \"$DATABASE_URL\" \"$WEBHOOK_SECRET\" \"$KEY\"'")
+            .arg("sh")
+            .arg(&file)
+            .output()
+            .unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(
+            String::from_utf8(output.stdout).unwrap(),
+            "postgres://u:p w@h/payoutd|whsec_c2VjcmV0Kw==|pk_1"
+        );
     }
 }
