@@ -16,7 +16,12 @@
 //! | `get-payout` | `GET /api/payout/<id>` of a random seeded payout | `get_payout.sql` |
 //! | `list` | `GET /api/payout/?limit=<page size>`: page 1 and the last page (page 1000 of 100 000), alternately | `list_first.sql`, `list_after.sql` |
 //! | `post-receiver` | `POST /api/receiver`, a new receiver each | `post_receiver.sql` |
-//! | `post-payout` | `POST /api/payout/single` to a random receiver, a fresh `idempotency-key` and reference each; at each of `--payout-clients` | `post_payout.sql` |
+//! | `post-payout` | `POST /api/payout/single` to a random receiver, a fresh `idempotency-key` and reference each; at each of `--payout-clients` | `post_payout.sql`; reference `payout_one_statement.sql` |
+//!
+//! A case's own script replays the SQL payoutd runs, so payoutd / pgbench shows how well payoutd
+//! runs the statements it chose. A reference script (post-payout's `payout_one_statement.sql`)
+//! does the same durable work as the database runs it best, in one statement and one commit: it
+//! shows what the database can do for a payout, and the verdict asks payoutd to reach it.
 //!
 //! A case warms payoutd up for `--warmup-seconds`, then measures payoutd, pgbench and the bare
 //! endpoint for `--seconds` each, split into `--rounds` alternating rounds (payoutd first, then
@@ -143,6 +148,17 @@ impl CaseKind {
         }
     }
 
+    /// The case's reference script and the least payoutd / reference throughput asked for (at
+    /// the base concurrency): the same durable work as the case's own script, written as the
+    /// database runs it best (one statement, one commit). The own script measures how well
+    /// payoutd runs the statements it chose; the reference, what the database can do.
+    fn reference(self) -> Option<(&'static str, f64)> {
+        match self {
+            CaseKind::PostPayout => Some(("payout_one_statement", 1.0)),
+            _ => None,
+        }
+    }
+
     /// The least payoutd / pgbench throughput the issue asks for (at the base concurrency).
     fn min_db_ratio(self) -> Option<f64> {
         match self {
@@ -154,13 +170,17 @@ impl CaseKind {
 }
 
 /// The pgbench scripts, compiled in: `crates/bench/sql/<name>.sql`.
-const SCRIPTS: [(&str, &str); 6] = [
+const SCRIPTS: [(&str, &str); 7] = [
     ("get_receiver", include_str!("../../sql/get_receiver.sql")),
     ("get_payout", include_str!("../../sql/get_payout.sql")),
     ("list_first", include_str!("../../sql/list_first.sql")),
     ("list_after", include_str!("../../sql/list_after.sql")),
     ("post_receiver", include_str!("../../sql/post_receiver.sql")),
     ("post_payout", include_str!("../../sql/post_payout.sql")),
+    (
+        "payout_one_statement",
+        include_str!("../../sql/payout_one_statement.sql"),
+    ),
 ];
 
 /// Largest acceptable p99 at the base concurrency, ms.
@@ -440,6 +460,8 @@ struct Measured {
     pgbench: Side<PgbenchResult>,
     /// GET receiver only: pgbench with `-M simple`, the stack notes' baseline (reported).
     pgbench_simple: Side<PgbenchResult>,
+    /// pgbench of the case's reference script ([`CaseKind::reference`]), if it has one.
+    pgbench_reference: Side<PgbenchResult>,
     bare: Side<LoadResult>,
     /// Bytes of the bare endpoint's answer (payoutd's mean answer in the warm-up).
     bare_body_bytes: u64,
@@ -953,6 +975,7 @@ impl Harness<'_> {
             service: Side::default(),
             pgbench: Side::default(),
             pgbench_simple: Side::default(),
+            pgbench_reference: Side::default(),
             bare: Side::default(),
             bare_body_bytes: body_bytes,
             peak_rss_kib: None,
@@ -1003,8 +1026,10 @@ impl Harness<'_> {
                             &[Protocol::Prepared]
                         };
                         for &protocol in protocols {
-                            let Some((result, cpu)) =
-                                self.pgbench_round(case, round, r, protocol).await?
+                            let scripts = case.kind.scripts();
+                            let Some((result, cpu)) = self
+                                .pgbench_round(case, scripts, "", round, r, protocol)
+                                .await?
                             else {
                                 continue;
                             };
@@ -1020,6 +1045,34 @@ impl Harness<'_> {
                                 Protocol::Prepared => &mut measured.pgbench,
                                 Protocol::Simple => &mut measured.pgbench_simple,
                             };
+                            match &mut side.result {
+                                Some(total) => total.merge(&result)?,
+                                None => side.result = Some(result),
+                            }
+                            side.cpu.add(&cpu);
+                        }
+                        if let Some((reference, _)) = case.kind.reference() {
+                            let Some((result, cpu)) = self
+                                .pgbench_round(
+                                    case,
+                                    &[reference],
+                                    "-reference",
+                                    round,
+                                    r,
+                                    Protocol::Prepared,
+                                )
+                                .await?
+                            else {
+                                continue;
+                            };
+                            eprintln!(
+                                "payoutd-bench: [{}] round {}/{}: pgbench {reference} {:.0} tps",
+                                case.label(),
+                                r + 1,
+                                args.rounds,
+                                result.tps()
+                            );
+                            let side = &mut measured.pgbench_reference;
                             match &mut side.result {
                                 Some(total) => total.merge(&result)?,
                                 None => side.result = Some(result),
@@ -1049,10 +1102,13 @@ impl Harness<'_> {
         Ok(measured)
     }
 
-    /// One pgbench round of the case's scripts at its concurrency, with its CPU use.
+    /// One pgbench round of `scripts` (names in `crates/bench/sql/`) at the case's concurrency,
+    /// with its CPU use; `tag` tells the log files of different scripts apart.
     async fn pgbench_round(
         &mut self,
         case: Case,
+        scripts: &[&str],
+        tag: &str,
         duration: Duration,
         round: u64,
         protocol: Protocol,
@@ -1060,9 +1116,7 @@ impl Harness<'_> {
         let Some(pgbench) = self.pgbench.clone() else {
             return Ok(None);
         };
-        let scripts: Vec<(PathBuf, u32)> = case
-            .kind
-            .scripts()
+        let scripts: Vec<(PathBuf, u32)> = scripts
             .iter()
             .filter_map(|name| {
                 self.scripts
@@ -1076,7 +1130,7 @@ impl Harness<'_> {
             Protocol::Simple => "-simple",
         };
         let log = self.env.out_dir.join(format!(
-            "pgbench-{}-{}{suffix}.log",
+            "pgbench-{}{tag}-{}{suffix}.log",
             case.label(),
             round + 1
         ));
@@ -1255,6 +1309,23 @@ fn report_all(
                 rate / simple.tps().max(1e-9)
             );
         }
+        if let (Some((name, _)), Some(reference)) =
+            (m.case.kind.reference(), &m.pgbench_reference.result)
+        {
+            let mut line = format!(
+                "pgbench reference ({name}.sql, the same durable work as one statement): {:.0} tps, mean {:.3} ms, {} failed",
+                reference.tps(),
+                reference.latency_avg_ms,
+                reference.failed
+            );
+            if let Some(p99) = reference.millis_at(0.99) {
+                write!(line, ", p99 {p99:.3} ms")?;
+            }
+            println!(
+                "{line}; payoutd / that = {:.2}",
+                rate / reference.tps().max(1e-9)
+            );
+        }
         println!(
             "payoutd peak RSS {} ({}); outbox events due after a round: at most {}, drained in {:.1} s",
             m.peak_rss_kib
@@ -1280,6 +1351,12 @@ fn report_all(
                 cpu_line(&m.pgbench_simple.cpu, pg.transactions)
             );
         }
+        if let Some(pg) = &m.pgbench_reference.result {
+            println!(
+                "pgbench reference: {}",
+                cpu_line(&m.pgbench_reference.cpu, pg.transactions)
+            );
+        }
         println!(
             "bare actix: {} (response {} bytes)",
             cpu_line(&m.bare.cpu, bare.overall.requests()),
@@ -1299,6 +1376,17 @@ fn report_all(
                 measured: ratio,
                 limit: format!(">= {min}"),
                 pass: base.then_some(ratio >= min),
+            });
+        }
+        if let (Some((name, min)), Some(reference)) =
+            (m.case.kind.reference(), &m.pgbench_reference.result)
+        {
+            let reference_ratio = rate / reference.tps().max(1e-9);
+            verdicts.push(Verdict {
+                what: format!("{} payoutd / pgbench {name}", m.case.label()),
+                measured: reference_ratio,
+                limit: format!(">= {min}"),
+                pass: base.then_some(reference_ratio >= min),
             });
         }
         if let Some(simple) = &m.pgbench_simple.result {
@@ -1468,6 +1556,20 @@ fn case_json(
             "tps": pg.tps(),
             "latency_avg_ms": pg.latency_avg_ms,
             "cpu": cpu_json(&m.pgbench_simple.cpu, pg.transactions),
+        })),
+        "pgbench_reference": m.case.kind.reference().zip(m.pgbench_reference.result.as_ref()).map(|((name, min), pg)| json!({
+            "script": name,
+            "transactions": pg.transactions,
+            "failed": pg.failed,
+            "tps": pg.tps(),
+            "latency_avg_ms": pg.latency_avg_ms,
+            "latency_ms": {
+                "p50": pg.millis_at(0.5),
+                "p99": pg.millis_at(0.99),
+            },
+            "cpu": cpu_json(&m.pgbench_reference.cpu, pg.transactions),
+            "payoutd_over_reference": service.throughput() / pg.tps().max(1e-9),
+            "min_ratio": min,
         })),
         "bare": {
             "load": report::load_json(bare),
