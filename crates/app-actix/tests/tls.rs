@@ -242,6 +242,9 @@ fn assert_no_key_material(text: &str, key_pem: &str) {
     }
 }
 
+/// The variables set, the problem expected on stderr, and further words it must contain.
+type Case<'a> = (Vec<(&'a str, &'a str)>, &'a str, Vec<&'a str>);
+
 #[test]
 fn check_config_and_serve_refuse_half_missing_garbage_and_mismatched_tls_files() {
     let files = files();
@@ -260,7 +263,7 @@ fn check_config_and_serve_refuse_half_missing_garbage_and_mismatched_tls_files()
     std::fs::write(&other_key, &other_key_pem).unwrap();
     let other_key = other_key.to_str().unwrap();
 
-    let cases: Vec<(Vec<(&str, &str)>, &str, Vec<&str>)> = vec![
+    let cases: Vec<Case> = vec![
         (
             vec![("PAYOUT_TLS_CERT", cert)],
             "PAYOUT_TLS_KEY is not set but PAYOUT_TLS_CERT is",
