@@ -45,9 +45,10 @@ pub enum Command {
         #[arg(long)]
         create_database: bool,
     },
-    /// Check the production configuration file named by PAYOUT_CONFIG and print a summary
-    /// (enabled methods, transports with secrets masked, next cut-offs, SMTP); exits 1 with
-    /// every problem on stderr when it is wrong.
+    /// Check the TLS certificate and key (PAYOUT_TLS_CERT, PAYOUT_TLS_KEY, when set) and the
+    /// production configuration file named by PAYOUT_CONFIG and print a summary (enabled
+    /// methods, transports with secrets masked, next cut-offs, SMTP, TLS files); exits 1 with
+    /// the problem on stderr when one is wrong.
     CheckConfig,
     /// Print the OpenAPI 3.1 document (as served at /openapi.json); `payoutd openapi >
     /// docs/openapi.json` regenerates the committed copy.
@@ -299,9 +300,24 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::CheckConfig => {
+            // The listener's certificate and key first: `serve` would refuse them as well.
+            let tls = crate::tls::tls_from_env()?;
             let production = ProductionSettings::from_env()?;
-            let summary = serde_json::to_string_pretty(&production.summary(Utc::now()))
-                .context("rendering the summary")?;
+            let mut summary = production.summary(Utc::now());
+            if let Value::Object(fields) = &mut summary {
+                fields.insert(
+                    "tls".to_owned(),
+                    tls.map_or(Value::Null, |tls| {
+                        json!({
+                            "certificate": tls.cert_path.display().to_string(),
+                            "chain_length": tls.chain_length,
+                            "key": tls.key_path.display().to_string(),
+                        })
+                    }),
+                );
+            }
+            let summary =
+                serde_json::to_string_pretty(&summary).context("rendering the summary")?;
             println!("{summary}");
             Ok(())
         }

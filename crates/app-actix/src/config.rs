@@ -7,9 +7,11 @@
 //! | `DATABASE_URL` | required | PostgreSQL URL of the service database |
 //! | `PAYOUT_MASTER_KEY` | required for `serve` and `admin` | 64 hex characters (32 bytes): encrypts secrets at rest, seals cursors |
 //! | `PAYOUT_BIND` | `127.0.0.1:8080` | listen address |
+//! | `PAYOUT_TLS_CERT` | unset (plain HTTP) | path of the PEM certificate chain (server certificate first); with `PAYOUT_TLS_KEY` the listener speaks TLS only. Both or neither: read by [`crate::tls::tls_from_env`] |
+//! | `PAYOUT_TLS_KEY` | unset (plain HTTP) | path of the certificate's PEM private key (PKCS#8, PKCS#1 or SEC1); keep it readable by the service user only |
 //! | `PAYOUT_SANDBOX` | `false` | sandbox mode: simulated KYC provider |
 //! | `PAYOUT_CONFIG` | required unless sandbox | the production configuration file (rails, SMTP, KYC): read and checked by [`ProductionSettings::from_env`] |
-//! | `PAYOUT_PUBLIC_URL` | `http://<PAYOUT_BIND>` | public base URL of this service, for confirmation links |
+//! | `PAYOUT_PUBLIC_URL` | `http://<PAYOUT_BIND>` (`https://` with TLS) | public base URL of this service, for confirmation links |
 //! | `PAYOUT_WORKERS` | number of cores | HTTP worker threads |
 //! | `PAYOUT_SIGNATURE_WINDOW_SECS` | `300` | accepted distance of a signature nonce from server time (1..=1800) |
 //! | `PAYOUT_CREDENTIAL_CACHE_MS` | `1000` | how long each HTTP worker keeps an API key it looked up (0..=60000; 0 looks every request up); a revocation is announced (PostgreSQL NOTIFY) and takes effect at once, this time bounding it only while the listener reconnects |
@@ -149,6 +151,8 @@ pub struct Config {
     pub master_key: Secret<[u8; 32]>,
     /// Listen address.
     pub bind: SocketAddr,
+    /// TLS certificate and key of the listener (`None`: plain HTTP).
+    pub tls: Option<crate::tls::TlsSettings>,
     /// Sandbox mode.
     pub sandbox: bool,
     /// HTTP worker threads.
@@ -333,7 +337,9 @@ impl Config {
             |_| true,
             "host:port, e.g. 127.0.0.1:8080",
         )?;
+        let tls = crate::tls::tls_from_env()?;
         let public_url = match var("PAYOUT_PUBLIC_URL") {
+            None if tls.is_some() => format!("https://{bind}"),
             None => format!("http://{bind}"),
             Some(url) if url.starts_with("http://") || url.starts_with("https://") => {
                 url.trim_end_matches('/').to_owned()
@@ -350,6 +356,7 @@ impl Config {
             database: database_from_env()?,
             master_key: master_key_from_env()?,
             bind,
+            tls,
             public_url,
             delivery: DeliveryConfig::from_env(sandbox)?,
             sandbox_kyc: sandbox_kyc_from_env()?,

@@ -15,3 +15,4 @@ pub mod startup;
 pub mod state;
 pub mod system;
 pub mod telemetry;
+pub mod tls;

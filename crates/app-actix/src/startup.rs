@@ -316,6 +316,10 @@ pub fn build_smtp_notification_worker(
     ))
 }
 
+/// How long a stopping server lets the requests in flight finish before it closes their
+/// connections (actix's graceful shutdown; the service manager's stop timeout must exceed it).
+pub const SHUTDOWN_TIMEOUT_SECS: u64 = 30;
+
 /// A bound, not yet running, HTTP server and its background jobs.
 pub struct Application {
     server: Server,
@@ -427,8 +431,11 @@ impl Application {
                 .default_service(http::fallback())
         })
         .workers(workers)
-        .shutdown_timeout(30)
-        .listen(listener)?
+        .shutdown_timeout(SHUTDOWN_TIMEOUT_SECS);
+        let server = match &config.tls {
+            Some(tls) => server.listen_rustls_0_23(listener, tls.server_config())?,
+            None => server.listen(listener)?,
+        }
         .run();
         let worker = Arc::new(build_worker(config, &store)?);
         let notifications = Arc::new(build_notification_worker(

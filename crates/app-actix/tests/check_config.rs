@@ -207,3 +207,42 @@ fn serve_outside_the_sandbox_checks_the_file_first() {
     let stderr = stderr_of_failure(&payoutd(&env, &["serve"]));
     assert!(stderr.contains(&format!("binding {address}")), "{stderr}");
 }
+
+#[test]
+fn check_config_checks_and_lists_the_tls_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let made = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert, made.cert.pem()).unwrap();
+    std::fs::write(&key, made.signing_key.serialize_pem()).unwrap();
+    let env = with(secrets(), "PAYOUT_CONFIG", example().to_str().unwrap());
+    let without = payoutd(&env, &["check-config"]);
+    assert!(without.status.success());
+    let summary: Value = serde_json::from_slice(&without.stdout).unwrap();
+    assert_eq!(
+        summary["tls"],
+        Value::Null,
+        "plain HTTP without the variables"
+    );
+
+    let env = with(env, "PAYOUT_TLS_CERT", cert.to_str().unwrap());
+    let env = with(env, "PAYOUT_TLS_KEY", key.to_str().unwrap());
+    let output = payoutd(&env, &["check-config"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "stderr: {stderr}");
+    let summary: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(summary["tls"]["certificate"], cert.to_str().unwrap());
+    assert_eq!(summary["tls"]["key"], key.to_str().unwrap());
+    assert_eq!(summary["tls"]["chain_length"], 1);
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("PRIVATE KEY"));
+
+    // A key that is not the certificate's stops check-config before the file is read.
+    let other = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    std::fs::write(&key, other.signing_key.serialize_pem()).unwrap();
+    let stderr = stderr_of_failure(&payoutd(&env, &["check-config"]));
+    assert!(stderr.contains("PAYOUT_TLS_KEY"), "{stderr}");
+    assert!(
+        stderr.contains("is not the private key of the certificate"),
+        "{stderr}"
+    );
+}

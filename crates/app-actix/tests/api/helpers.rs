@@ -129,6 +129,7 @@ async fn spawn_built(
         sandbox: true,
         workers: 2,
         signature_window: Duration::from_secs(300),
+        tls: None,
         // As in production (the default of PAYOUT_CREDENTIAL_CACHE_MS). Tests that revoke keys
         // or change signature requirements and expect it at once turn it off.
         credential_cache: Duration::from_secs(1),

@@ -1,0 +1,158 @@
+//! Native TLS for `payoutd serve`: `PAYOUT_TLS_CERT` (PEM certificate chain, the server's own
+//! certificate first) and `PAYOUT_TLS_KEY` (its PEM private key: PKCS#8, PKCS#1 or SEC1), both
+//! or neither. They are read, parsed and matched against each other once, when the
+//! configuration is read (`serve` and `check-config`), so a wrong file stops start-up with a
+//! message naming the variable and the path; the key's bytes never appear in a message.
+//!
+//! The listener is rustls 0.23 on ring (TLS 1.2 and 1.3, rustls's safe defaults), the same
+//! rustls the webhook and bank-file clients use.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+use crate::config::ConfigError;
+
+/// The certificate variable.
+pub const CERT_VARIABLE: &str = "PAYOUT_TLS_CERT";
+/// The private key variable.
+pub const KEY_VARIABLE: &str = "PAYOUT_TLS_KEY";
+
+/// A loaded, checked certificate chain and private key, ready to serve.
+#[derive(Clone)]
+pub struct TlsSettings {
+    /// Where the certificate chain was read from.
+    pub cert_path: PathBuf,
+    /// Where the private key was read from.
+    pub key_path: PathBuf,
+    /// How many certificates the chain holds.
+    pub chain_length: usize,
+    server: Arc<rustls::ServerConfig>,
+}
+
+impl fmt::Debug for TlsSettings {
+    // Paths only: nothing of the key.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TlsSettings")
+            .field("cert_path", &self.cert_path)
+            .field("key_path", &self.key_path)
+            .field("chain_length", &self.chain_length)
+            .finish_non_exhaustive()
+    }
+}
+
+fn problem(variable: &'static str, problem: String) -> ConfigError {
+    ConfigError { variable, problem }
+}
+
+fn read(variable: &'static str, path: &Path) -> Result<Vec<u8>, ConfigError> {
+    std::fs::read(path).map_err(|e| {
+        problem(
+            variable,
+            format!("names {}, which cannot be read: {e}", path.display()),
+        )
+    })
+}
+
+impl TlsSettings {
+    /// Reads the certificate chain at `cert_path` and the private key at `key_path` and checks
+    /// that the key is the certificate's.
+    ///
+    /// # Errors
+    /// A file that cannot be read, holds no PEM certificate (or private key), or a key that is
+    /// not the certificate's, naming the variable and the path (never the key's content).
+    pub fn load(cert_path: &Path, key_path: &Path) -> Result<Self, ConfigError> {
+        let cert_pem = read(CERT_VARIABLE, cert_path)?;
+        // Parse errors name the file, not the parser's detail (which may quote the input).
+        let chain = CertificateDer::pem_slice_iter(&cert_pem)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|_| {
+                problem(
+                    CERT_VARIABLE,
+                    format!("names {}, which is not valid PEM", cert_path.display()),
+                )
+            })?;
+        if chain.is_empty() {
+            return Err(problem(
+                CERT_VARIABLE,
+                format!(
+                    "names {}, which holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
+                    cert_path.display()
+                ),
+            ));
+        }
+        let key_pem = read(KEY_VARIABLE, key_path)?;
+        let key = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|_| {
+            problem(
+                KEY_VARIABLE,
+                format!(
+                    "names {}, which holds no PEM private key (PKCS#8, PKCS#1 or SEC1)",
+                    key_path.display()
+                ),
+            )
+        })?;
+        let chain_length = chain.len();
+        let server = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| problem(CERT_VARIABLE, format!("TLS set-up failed: {e}")))?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .map_err(|e| match e {
+            rustls::Error::InconsistentKeys(_) => problem(
+                KEY_VARIABLE,
+                format!(
+                    "names {}, which is not the private key of the certificate in {CERT_VARIABLE} ({})",
+                    key_path.display(),
+                    cert_path.display()
+                ),
+            ),
+            // rustls's messages describe the kind of problem, not the key's bytes.
+            other => problem(
+                KEY_VARIABLE,
+                format!(
+                    "names {}, which cannot be used with the certificate in {CERT_VARIABLE} ({}): {other}",
+                    key_path.display(),
+                    cert_path.display()
+                ),
+            ),
+        })?;
+        Ok(Self {
+            cert_path: cert_path.to_owned(),
+            key_path: key_path.to_owned(),
+            chain_length,
+            server: Arc::new(server),
+        })
+    }
+
+    /// The rustls server configuration (actix adds the ALPN protocols it speaks).
+    pub fn server_config(&self) -> rustls::ServerConfig {
+        (*self.server).clone()
+    }
+}
+
+/// `PAYOUT_TLS_CERT` and `PAYOUT_TLS_KEY`: both (TLS, loaded and checked) or neither (plain
+/// HTTP).
+///
+/// # Errors
+/// Only one of them set, or a file [`TlsSettings::load`] refuses.
+pub fn tls_from_env() -> Result<Option<TlsSettings>, ConfigError> {
+    let get =
+        |name: &str| std::env::var_os(name).filter(|v| !v.to_string_lossy().trim().is_empty());
+    match (get(CERT_VARIABLE), get(KEY_VARIABLE)) {
+        (None, None) => Ok(None),
+        (Some(cert), Some(key)) => TlsSettings::load(Path::new(&cert), Path::new(&key)).map(Some),
+        (Some(_), None) => Err(problem(
+            KEY_VARIABLE,
+            format!("is not set but {CERT_VARIABLE} is: set both (TLS) or neither (plain HTTP)"),
+        )),
+        (None, Some(_)) => Err(problem(
+            CERT_VARIABLE,
+            format!("is not set but {KEY_VARIABLE} is: set both (TLS) or neither (plain HTTP)"),
+        )),
+    }
+}
