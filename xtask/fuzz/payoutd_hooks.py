@@ -184,3 +184,41 @@ def before_call(context, case, kwargs):
             headers[name] = str(uuid.uuid4())
     headers.update(_auth_headers())
     case.headers = headers
+
+
+# One JSON line per response, for the summary `cargo xtask fuzz` prints at the end (written to
+# the working directory, which xtask sets to `<target dir>/fuzz`).
+RESPONSES_FILE = "responses.jsonl"
+_responses = open(RESPONSES_FILE, "w", encoding="utf-8")
+
+
+def _error_codes(response) -> list:
+    """The catalogue codes of a failure envelope; `["VERIFY_REFUSED"]` for verify's bare
+    refusal; empty for anything else."""
+    try:
+        body = json.loads(response.content)
+    except ValueError:
+        return []
+    if not isinstance(body, dict):
+        return []
+    errors = body.get("error")
+    if isinstance(errors, list):
+        return [e.get("code") for e in errors if isinstance(e, dict) and isinstance(e.get("code"), str)]
+    if response.status_code == 400 and set(body) == {"message"}:
+        return ["VERIFY_REFUSED"]
+    return []
+
+
+@schemathesis.hook
+def after_call(context, case, response):
+    meta = case.meta
+    record = {
+        "operation": case.operation.label,
+        "phase": meta.phase.name.value if meta else "",
+        "mode": meta.generation.mode.value if meta else "",
+        "status": response.status_code,
+        "codes": _error_codes(response) if 400 <= response.status_code < 500 else [],
+    }
+    with _lock:
+        _responses.write(json.dumps(record) + "\n")
+        _responses.flush()
