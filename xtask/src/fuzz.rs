@@ -1,14 +1,19 @@
 //! `cargo xtask fuzz`: schema fuzzing of a live payoutd with schemathesis.
 //!
-//! Provisions PostgreSQL, builds and migrates payoutd (database `payoutd_fuzz`), creates a
-//! funded subaccount with an API key, starts `payoutd serve` in sandbox mode on a free port,
-//! and runs the pinned schemathesis (installed from PyPI into a venv under
-//! `<target dir>/fuzz`) against its `/openapi.json`. The hooks in `xtask/fuzz/` sign every
-//! request and steer ids towards real resources. The run fails on any 5xx, any response that
-//! does not match the document (status, content type, headers, schema), or a panic in the
-//! server's log. Everything it started is stopped at the end.
+//! Provisions PostgreSQL, builds and migrates payoutd (database `payoutd_fuzz`, created for the
+//! run and dropped after it), creates a funded subaccount with an API key, starts `payoutd
+//! serve` in sandbox mode on a free port, and runs the pinned schemathesis (installed from PyPI
+//! into a venv under `<target dir>/fuzz`) against its `/openapi.json`. The hooks in
+//! `xtask/fuzz/` sign every request, create real resources first and steer most generated
+//! requests to them with values that pass the rules a schema cannot state, and record every
+//! response. The run fails on any 5xx, any response that does not match the document (status,
+//! content type, headers, schema), or a panic in the server's log. Everything it started is
+//! stopped at the end, and it prints per operation what became of the requests: 2xx, refused
+//! by a business rule, an id that names nothing, or refused by validation (docs/OPERATIONS.md,
+//! Schema fuzzing, has a before/after table).
 
 use std::{
+    collections::BTreeMap,
     env,
     fs::{self, File},
     io::{BufRead, BufReader, Write},
@@ -25,13 +30,19 @@ use crate::{
     cmd,
     flags::Flags,
     paths,
-    postgres::Postgres,
+    postgres::{self, Postgres},
     serve::{Payoutd, field, master_key, with_database},
 };
 
 /// Generated requests per API operation and phase, unless `--examples` says otherwise; keeps
 /// the whole run to a minute or two on two cores.
 const DEFAULT_EXAMPLES: &str = "30";
+
+/// The run's database on the PostgreSQL server.
+const DATABASE: &str = "payoutd_fuzz";
+
+/// The file (in `<target dir>/fuzz`) where the hooks record every response, one JSON line each.
+const RESPONSES: &str = "responses.jsonl";
 
 /// What schemathesis checks: no server error, and every response as documented.
 const CHECKS: &str = "not_a_server_error,status_code_conformance,content_type_conformance,\
@@ -93,11 +104,45 @@ fn fuzz(
     seed: Option<&str>,
     extra: &[String],
 ) -> Result<ExitCode, String> {
-    // Tests treat DATABASE_URL as a maintenance database; so does this: the run gets its own.
+    // Tests treat DATABASE_URL as a maintenance database; so does this: the run gets its own,
+    // new each time (a run must not inherit an earlier one's data) and dropped at the end.
+    drop_database(&pg.url)?;
+    let result = fuzz_database(pg, dir, st, examples, seed, extra);
+    let dropped = drop_database(&pg.url);
+    let code = result?;
+    dropped?;
+    Ok(code)
+}
+
+/// Drops the run's database, `payoutd_fuzz`, if it exists.
+fn drop_database(url: &str) -> Result<(), String> {
+    let psql = postgres::find_client("psql")
+        .ok_or_else(|| "psql (PostgreSQL's client) is missing".to_owned())?;
+    cmd::stdout(
+        Command::new(psql)
+            .arg(with_database(url, "postgres"))
+            .args([
+                "-q",
+                "-c",
+                &format!("DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)"),
+            ]),
+    )?;
+    Ok(())
+}
+
+/// The session in database [`DATABASE`]: migrate, fund, serve, fuzz, summarise.
+fn fuzz_database(
+    pg: &mut Postgres,
+    dir: &Path,
+    st: &Path,
+    examples: &str,
+    seed: Option<&str>,
+    extra: &[String],
+) -> Result<ExitCode, String> {
     let payoutd = Payoutd {
         bin: paths::target_dir().join("debug").join("payoutd"),
         env: vec![
-            ("DATABASE_URL", with_database(&pg.url, "payoutd_fuzz")),
+            ("DATABASE_URL", with_database(&pg.url, DATABASE)),
             ("PAYOUT_SANDBOX", "true".to_owned()),
             ("PAYOUT_MASTER_KEY", master_key()?),
             ("PAYOUT_BIND", "127.0.0.1:0".to_owned()),
@@ -167,6 +212,9 @@ fn fuzz(
         .env("PAYOUTD_API_KEY", field(&key, "api_key")?)
         .env("PAYOUTD_API_SECRET", field(&key, "api_secret")?)
         .current_dir(dir);
+    let responses = dir.join(RESPONSES);
+    // A stale file from an earlier run would be summarised as this one.
+    let _ = fs::remove_file(&responses);
     eprintln!("xtask: {}", cmd::display(&run));
     let status = run
         .status()
@@ -177,6 +225,13 @@ fn fuzz(
     let panics: Vec<&str> = log.lines().filter(|l| l.contains("panicked")).collect();
     let status = status?;
     stopped?;
+    if let Ok(lines) = fs::read_to_string(&responses) {
+        eprintln!(
+            "xtask: what became of the requests (from {}):\n{}",
+            responses.display(),
+            summary(&tally(&lines))
+        );
+    }
     if !panics.is_empty() {
         return Err(format!(
             "payoutd panicked while fuzzed:\n{}",
@@ -190,6 +245,134 @@ fn fuzz(
         );
     }
     Ok(cmd::exit_code(status))
+}
+
+/// The error codes that are a business rule's refusal: the request was well formed and the
+/// handler's core decided against it (taken e-mail or reference, insufficient balance, a
+/// status that does not allow the step, an idempotency conflict...).
+const REFUSALS: &[&str] = &[
+    "REVR201", "REVR225", "REVR301", "PAYO205", "PAYO206", "PAYO207", "PAYO301", "PAYO303",
+    "PAYO304", "REAC230", "REAC301", "REAC302", "IDEM001", "IDEM002", "IDEM003",
+];
+
+/// The error codes that say a well-formed id names nothing of the caller's.
+const NOT_FOUND: &[&str] = &[
+    "REVR101", "PAYO101", "PAYO102", "PAYO201", "PAYO202", "REAC101", "REAC104", "REAC211",
+    "SUBA101",
+];
+
+/// What became of one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Outcome {
+    /// 2xx.
+    Ok,
+    /// A business rule's refusal (only [`REFUSALS`] codes).
+    Refused,
+    /// An id that names nothing (only [`NOT_FOUND`] and refusal codes; or an HTML 404 of
+    /// `/confirm/{token}`).
+    NotFound,
+    /// Any other 4xx: the body, query or headers failed validation.
+    Invalid,
+    /// 401: authentication (the hooks sign every request, so this is rare).
+    Unauthorized,
+    /// 5xx: a server error (schemathesis fails the run on these).
+    ServerError,
+}
+
+/// The outcome of a response with `status` and the catalogue `codes` of its body.
+fn outcome(operation: &str, status: u64, codes: &[&str]) -> Outcome {
+    match status {
+        200..=299 => Outcome::Ok,
+        401 => Outcome::Unauthorized,
+        500.. => Outcome::ServerError,
+        404 if operation.contains("/confirm/{token}") => Outcome::NotFound,
+        _ if codes.is_empty() => Outcome::Invalid,
+        _ if codes.iter().all(|c| REFUSALS.contains(c)) => Outcome::Refused,
+        _ if codes
+            .iter()
+            .all(|c| REFUSALS.contains(c) || NOT_FOUND.contains(c)) =>
+        {
+            Outcome::NotFound
+        }
+        _ => Outcome::Invalid,
+    }
+}
+
+/// Responses of one operation by outcome, for positive (schema-conforming) and negative cases.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Tally {
+    positive: BTreeMap<Outcome, u32>,
+    negative: u32,
+    negative_reached: u32,
+}
+
+/// Per operation, what became of its requests: from the `responses.jsonl` lines the hooks
+/// write (`{"operation", "phase", "mode", "status", "codes"}`); unreadable lines are skipped.
+fn tally(lines: &str) -> BTreeMap<String, Tally> {
+    let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
+    for line in lines.lines() {
+        let Ok(record) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let (Some(operation), Some(status)) = (
+            record.get("operation").and_then(Value::as_str),
+            record.get("status").and_then(Value::as_u64),
+        ) else {
+            continue;
+        };
+        let codes: Vec<&str> = record
+            .get("codes")
+            .and_then(Value::as_array)
+            .map(|codes| codes.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let outcome = outcome(operation, status, &codes);
+        let entry = tallies.entry(operation.to_owned()).or_default();
+        if record.get("mode").and_then(Value::as_str) == Some("negative") {
+            entry.negative += 1;
+            if matches!(outcome, Outcome::Ok | Outcome::Refused) {
+                entry.negative_reached += 1;
+            }
+        } else {
+            *entry.positive.entry(outcome).or_default() += 1;
+        }
+    }
+    tallies
+}
+
+/// The table `cargo xtask fuzz` prints at the end: per operation, the positive cases by
+/// outcome, the share that reached the handler's core (2xx or a business refusal), and the
+/// negative cases.
+fn summary(tallies: &BTreeMap<String, Tally>) -> String {
+    let mut out = format!(
+        "{:<52} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5}  {:>7}\n",
+        "operation (positive cases)", "2xx", "rule", "404", "inval", "other", "core", "neg"
+    );
+    let mut majority = 0;
+    for (operation, tally) in tallies {
+        let count = |o: Outcome| tally.positive.get(&o).copied().unwrap_or(0);
+        let total: u32 = tally.positive.values().sum();
+        let core = count(Outcome::Ok) + count(Outcome::Refused);
+        let share = (core * 100).checked_div(total).unwrap_or(0);
+        if total > 0 && core * 2 > total {
+            majority += 1;
+        }
+        out.push_str(&format!(
+            "{operation:<52} {:>5} {:>5} {:>5} {:>5} {:>5} {:>4}%  {:>7}\n",
+            count(Outcome::Ok),
+            count(Outcome::Refused),
+            count(Outcome::NotFound),
+            count(Outcome::Invalid),
+            count(Outcome::Unauthorized) + count(Outcome::ServerError),
+            share,
+            format!("{}/{}", tally.negative_reached, tally.negative),
+        ));
+    }
+    out.push_str(&format!(
+        "{majority} of {} operations: most positive cases reached the handler's core (2xx or a \
+         business-rule refusal); neg = negative cases answered 2xx or refused by a rule / sent\n",
+        tallies.len()
+    ));
+    out
 }
 
 /// The schemathesis `st` of a venv in `dir`, created and filled from
@@ -326,7 +509,7 @@ fn listening_port(line: &str) -> Option<u16> {
 
 #[cfg(test)]
 mod tests {
-    use super::listening_port;
+    use super::{Outcome, listening_port, outcome, summary, tally};
 
     #[test]
     fn the_port_comes_from_the_listening_line() {
@@ -334,5 +517,48 @@ mod tests {
         assert_eq!(listening_port(line), Some(43123));
         assert_eq!(listening_port(r#"{"message":"request","port":1}"#), None);
         assert_eq!(listening_port("not json"), None);
+    }
+
+    #[test]
+    fn outcomes_tell_validation_from_business_rules_and_missing_ids() {
+        let op = "POST /api/payout/single";
+        assert_eq!(outcome(op, 200, &[]), Outcome::Ok);
+        assert_eq!(outcome(op, 400, &["PAYO207"]), Outcome::Refused);
+        assert_eq!(outcome(op, 409, &["IDEM002"]), Outcome::Refused);
+        assert_eq!(outcome(op, 400, &["PAYO201", "PAYO202"]), Outcome::NotFound);
+        // A missing id reported with a malformed field: the body never reached the core.
+        assert_eq!(outcome(op, 400, &["PAYO201", "PAYO203"]), Outcome::Invalid);
+        assert_eq!(outcome(op, 400, &["REQ005"]), Outcome::Invalid);
+        assert_eq!(outcome(op, 400, &[]), Outcome::Invalid);
+        assert_eq!(outcome(op, 401, &["AUTH104"]), Outcome::Unauthorized);
+        assert_eq!(outcome(op, 500, &["SYS500"]), Outcome::ServerError);
+        assert_eq!(outcome("GET /confirm/{token}", 404, &[]), Outcome::NotFound);
+        assert_eq!(
+            outcome("GET /api/payout/{id}", 404, &["REQ006"]),
+            Outcome::Invalid
+        );
+    }
+
+    #[test]
+    fn the_summary_counts_positive_cases_per_operation() {
+        let lines = [
+            r#"{"operation":"GET /api/payout/{id}","phase":"fuzzing","mode":"positive","status":200,"codes":[]}"#,
+            r#"{"operation":"GET /api/payout/{id}","phase":"fuzzing","mode":"positive","status":400,"codes":["PAYO101"]}"#,
+            r#"{"operation":"GET /api/payout/{id}","phase":"fuzzing","mode":"positive","status":200,"codes":[]}"#,
+            r#"{"operation":"GET /api/payout/{id}","phase":"coverage","mode":"negative","status":400,"codes":["REQ002"]}"#,
+            r#"{"operation":"POST /api/receiver","phase":"fuzzing","mode":"positive","status":400,"codes":["REVR214"]}"#,
+            "not json",
+            r#"{"operation":"POST /api/receiver"}"#,
+        ]
+        .join("\n");
+        let tallies = tally(&lines);
+        assert_eq!(tallies.len(), 2);
+        let payout = &tallies["GET /api/payout/{id}"];
+        assert_eq!(payout.positive.get(&Outcome::Ok), Some(&2));
+        assert_eq!(payout.positive.get(&Outcome::NotFound), Some(&1));
+        assert_eq!((payout.negative, payout.negative_reached), (1, 0));
+        let table = summary(&tallies);
+        assert!(table.contains("66%"), "{table}");
+        assert!(table.contains("1 of 2 operations"), "{table}");
     }
 }

@@ -25,6 +25,7 @@ use super::idempotency::written;
 use super::receivers::AddressData;
 use super::schemas::{
     AccountDataSchema, AccountStatusName, AssetCode, ConfirmStatusName, MethodName,
+    VerifyAccountDataSchema,
 };
 use crate::state::AppState;
 
@@ -97,9 +98,11 @@ pub struct AccountCreated {
 #[serde(deny_unknown_fields)]
 pub struct VerifyBody {
     /// The caller's subaccount.
+    #[schema(format = Uuid)]
     pub subaccount_id: String,
-    /// A non-empty subset of one method's fields, all strings; normalised as on create.
-    #[schema(value_type = AccountDataSchema)]
+    /// A non-empty subset of one method's matchable fields, all strings; normalised as on
+    /// create.
+    #[schema(value_type = VerifyAccountDataSchema)]
     pub account_data: Map<String, Value>,
 }
 
@@ -227,7 +230,7 @@ pub async fn create(
     operation_id = "getReceiverAccount",
     summary = "Get a receiver account",
     description = "`REAC104` for an unknown id or another subaccount's account.",
-    params(("id" = String, Path, description = "The receiver account id.")),
+    params(("id" = String, Path, format = Uuid, description = "The receiver account id.")),
     responses((status = 200, description = "`Receiver account found`", body = Success<AccountDto>)),
 )]
 pub async fn get(
@@ -253,7 +256,7 @@ pub async fn get(
     operation_id = "listReceiverAccounts",
     summary = "List a receiver's accounts",
     description = "Oldest first. `REAC101` for an unknown receiver or another subaccount's.",
-    params(("id" = String, Path, description = "The receiver id.")),
+    params(("id" = String, Path, format = Uuid, description = "The receiver id.")),
     responses((status = 200, description = "`Receiver accounts found`", body = Success<Vec<AccountDto>>)),
 )]
 pub async fn list(

@@ -21,7 +21,9 @@ use utoipa::openapi::path::{
 };
 use utoipa::openapi::request_body::RequestBodyBuilder;
 use utoipa::openapi::response::{Response, ResponseBuilder};
-use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, SchemaType, Type};
+use utoipa::openapi::schema::{
+    AdditionalProperties, KnownFormat, ObjectBuilder, SchemaFormat, SchemaType, Type,
+};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, OpenApi as Document, Ref, RefOr, Required};
 use utoipa::{Modify, OpenApi, PartialSchema, ToResponse};
@@ -300,7 +302,10 @@ fn create_account_operation(method: PayoutMethod) -> Operation {
             "receiver_id",
             ObjectBuilder::new()
                 .schema_type(Type::String)
-                .description(Some("A receiver of the caller's subaccount.")),
+                .format(Some(SchemaFormat::KnownFormat(KnownFormat::Uuid)))
+                .description(Some(
+                    "A receiver of the caller's subaccount (any other value is `REAC211`).",
+                )),
         )
         .required("receiver_id");
     for spec in method.fields() {
@@ -310,9 +315,11 @@ fn create_account_operation(method: PayoutMethod) -> Operation {
             ObjectBuilder::new().schema_type(SchemaType::Array(vec![Type::String, Type::Null]))
         };
         let schema = schema
+            .min_length(spec.required.then_some(1))
             .max_length(Some(255))
             .pattern(spec.pattern)
-            .description(Some(spec.description));
+            .description(Some(spec.description))
+            .examples([spec.example]);
         body = body.property(spec.field.name(), schema);
         if spec.required {
             body = body.required(spec.field.name());

@@ -125,10 +125,10 @@ fn provider_status(status: PayoutStatus) -> &'static str {
 #[serde(deny_unknown_fields)]
 pub struct CreatePayoutBody {
     /// A receiver of the caller's subaccount.
-    #[schema(format = Uuid)]
+    #[schema(format = Uuid, examples("5f0c6a7e-8b9d-4c1e-a2f3-0d4b6e8a1c2f"))]
     pub receiver_id: String,
     /// An account of that receiver.
-    #[schema(format = Uuid)]
+    #[schema(format = Uuid, examples("9a1b2c3d-4e5f-4a6b-8c7d-0e1f2a3b4c5d"))]
     pub account_id: String,
     /// Minor units, 1 to 10^12: a JSON integer or a string of digits.
     #[schema(value_type = AmountInput)]
@@ -137,10 +137,10 @@ pub struct CreatePayoutBody {
     #[schema(value_type = AssetInput)]
     pub currency: String,
     /// Unique among the subaccount's payouts.
-    #[schema(max_length = 255)]
+    #[schema(max_length = 255, examples("invoice-1001"))]
     pub reference: Option<String>,
     /// Free text.
-    #[schema(max_length = 255)]
+    #[schema(max_length = 255, examples("November commission"))]
     pub note: Option<String>,
 }
 
@@ -149,6 +149,7 @@ pub struct CreatePayoutBody {
 #[into_params(parameter_in = Query)]
 pub struct ListPayoutsParams {
     /// The caller's subaccount (missing: `REQ002`; another: `SUBA101`).
+    #[param(format = Uuid)]
     pub subaccount_id: String,
     /// Page size, 1 to 100 (default 10).
     #[param(pattern = "^(100|[1-9][0-9]?)$")]
@@ -166,6 +167,7 @@ pub struct ListPayoutsParams {
     #[param(pattern = "^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}$")]
     pub to: Option<String>,
     /// The caller's reference.
+    #[param(max_length = 255)]
     pub reference: Option<String>,
 }
 
@@ -493,7 +495,7 @@ fn transactions(entries: &[LedgerEntry]) -> Vec<Transaction> {
     description = "From `awaiting`, `unassessed` or `pending` only (else `PAYO301`, naming the \
         status); the hold goes back to `available`. `PAYO101` for an unknown id or another \
         subaccount's payout. The body is not read.",
-    params(("id" = String, Path, description = "The payout id.")),
+    params(("id" = String, Path, format = Uuid, description = "The payout id.")),
     responses((status = 200, description = "`Payout cancelled successfully`", body = Success<PayoutCancelled>)),
 )]
 pub async fn cancel(
@@ -530,7 +532,7 @@ pub async fn cancel(
     operation_id = "getPayout",
     summary = "Get a payout",
     description = "`PAYO101` for an unknown id or another subaccount's payout.",
-    params(("id" = String, Path, description = "The payout id.")),
+    params(("id" = String, Path, format = Uuid, description = "The payout id.")),
     responses((status = 200, description = "`Payout found`", body = Success<PayoutDetail>)),
 )]
 pub async fn get(

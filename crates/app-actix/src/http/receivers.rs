@@ -78,54 +78,58 @@ pub struct ReceiverDto<'a> {
 #[derive(ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateReceiverBody {
-    /// The caller's subaccount.
-    #[schema(max_length = 255)]
+    /// The caller's subaccount (any other value is `SUBA101`).
+    #[schema(format = Uuid, examples("0b9f6f2e-3c1d-4e8a-9b7c-5d4e3f2a1b0c"))]
     pub subaccount_id: String,
     /// Letters of any script, spaces, `'`, `’`, `-`.
-    #[schema(max_length = 255)]
+    #[schema(min_length = 1, max_length = 255, examples("Ada"))]
     pub first_name: String,
     /// Like `first_name`.
-    #[schema(max_length = 255)]
+    #[schema(max_length = 255, examples("Augusta"))]
     pub middle_name: Option<String>,
     /// Like `first_name`.
-    #[schema(max_length = 255)]
+    #[schema(min_length = 1, max_length = 255, examples("Lovelace"))]
     pub last_name: String,
     /// A bare address whose domain contains a dot, kept as sent; unique per subaccount by its
     /// comparison key (NFKC, Unicode case folding, needless quotes dropped, IDNA ASCII domain).
-    #[schema(format = Email, max_length = 255)]
+    #[schema(format = Email, min_length = 3, max_length = 255, examples("ada@example.com"))]
     pub email: String,
     /// `YYYY-MM-DD`, from 1900-01-01 up to yesterday (UTC).
-    #[schema(format = Date)]
+    #[schema(format = Date, examples("1990-12-10"))]
     pub dob: String,
     /// 1 to 4 digits; a leading `+` is dropped.
-    #[schema(pattern = "^\\+?[0-9]{1,4}$")]
+    #[schema(pattern = "^\\+?[0-9]{1,4}$", examples("61"))]
     pub dialcode: String,
     /// 4 to 15 digits.
-    #[schema(pattern = "^[0-9]{4,15}$")]
+    #[schema(pattern = "^[0-9]{4,15}$", examples("412345678"))]
     pub phone: String,
     /// Any text without `.`.
-    #[schema(pattern = "^[^.]*$", max_length = 255)]
+    #[schema(
+        pattern = "^[^.]*[^.\\s][^.]*$",
+        max_length = 255,
+        examples("1 Example Street")
+    )]
     pub address: String,
     /// Any text without `.`.
-    #[schema(pattern = "^[^.]*$", max_length = 255)]
+    #[schema(pattern = "^[^.]*$", max_length = 255, examples("Level 2"))]
     pub address2: Option<String>,
     /// `M` or `F`, either case.
-    #[schema(pattern = "^[MFmf]$")]
+    #[schema(pattern = "^[MFmf]$", examples("F"))]
     pub gender: Option<String>,
     /// Letters, spaces, `'`, `’`, `-`, `.`.
-    #[schema(max_length = 255)]
+    #[schema(min_length = 1, max_length = 255, examples("Sydney"))]
     pub city: String,
     /// Any text.
-    #[schema(max_length = 255)]
+    #[schema(min_length = 1, max_length = 255, examples("NSW"))]
     pub state: String,
     /// Any text.
-    #[schema(max_length = 255)]
+    #[schema(min_length = 1, max_length = 255, examples("2000"))]
     pub postcode: String,
     /// An assigned ISO 3166-1 alpha-3 code, either case.
-    #[schema(pattern = "^[A-Za-z]{3}$")]
+    #[schema(pattern = "^[A-Za-z]{3}$", examples("AUS"))]
     pub country: String,
     /// The caller's own id, unique per subaccount.
-    #[schema(max_length = 255)]
+    #[schema(max_length = 255, examples("customer-1001"))]
     pub reference: Option<String>,
 }
 
@@ -135,11 +139,13 @@ pub struct CreateReceiverBody {
 #[into_params(parameter_in = Query)]
 pub struct ListReceiversParams {
     /// The caller's subaccount (`REVR202` when missing, `SUBA101` when not the caller's).
+    #[param(format = Uuid)]
     pub subaccount_id: String,
     /// Page size, 1 to 100 (default 10).
     #[param(pattern = "^(100|[1-9][0-9]?)$")]
     pub limit: Option<String>,
     /// The previous page's cursor; empty means the first page.
+    #[param(max_length = 255)]
     pub lastkey: Option<String>,
     /// Status code: 0 creating, 1 pending, 2 active, 3 inactive, 4 failed.
     #[param(pattern = "^[0-4]$")]
@@ -148,34 +154,49 @@ pub struct ListReceiversParams {
     #[param(pattern = "^[0-2]$")]
     pub kyc_status: Option<String>,
     /// `M` or `F`, either case.
+    #[param(pattern = "^[MFmf]$")]
     pub gender: Option<String>,
     /// `YYYY-MM-DD`.
+    #[param(format = Date, pattern = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$")]
     pub dob: Option<String>,
     /// ISO 3166-1 alpha-3, either case.
+    #[param(pattern = "^[A-Za-z]{3}$")]
     pub country: Option<String>,
     /// Case-insensitive.
+    #[param(max_length = 255)]
     pub email: Option<String>,
     /// A leading `+` is ignored.
+    #[param(max_length = 255)]
     pub dialcode: Option<String>,
     /// Exact.
+    #[param(max_length = 255)]
     pub first_name: Option<String>,
     /// Exact.
+    #[param(max_length = 255)]
     pub last_name: Option<String>,
     /// Exact.
+    #[param(max_length = 255)]
     pub middle_name: Option<String>,
     /// Exact.
+    #[param(max_length = 255)]
     pub phone: Option<String>,
     /// Exact.
+    #[param(max_length = 255)]
     pub address: Option<String>,
     /// Exact.
+    #[param(max_length = 255)]
     pub address2: Option<String>,
     /// Exact.
+    #[param(max_length = 255)]
     pub city: Option<String>,
     /// Exact.
+    #[param(max_length = 255)]
     pub state: Option<String>,
     /// Exact.
+    #[param(max_length = 255)]
     pub postcode: Option<String>,
     /// Exact.
+    #[param(max_length = 255)]
     pub reference: Option<String>,
 }
 
@@ -355,7 +376,7 @@ pub async fn create(
     operation_id = "getReceiver",
     summary = "Get a receiver",
     description = "`REVR101` for a malformed id, another subaccount's receiver or a missing one.",
-    params(("id" = String, Path, description = "The receiver id.")),
+    params(("id" = String, Path, format = Uuid, description = "The receiver id.")),
     responses((status = 200, description = "`Receiver found`", body = Success<ReceiverDto>)),
 )]
 pub async fn get(

@@ -173,6 +173,47 @@ impl ToSchema for AccountDataSchema {
     }
 }
 
+/// `account_data` of verify: matchable fields only (verify refuses `name` and
+/// `description`), at least one, all strings.
+pub struct VerifyAccountDataSchema;
+
+impl PartialSchema for VerifyAccountDataSchema {
+    fn schema() -> RefOr<Schema> {
+        let matchable: Vec<String> = AccountField::matchable_fields()
+            .map(|field| format!("`{}`", field.name()))
+            .collect();
+        let mut object = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .description(Some(format!(
+                "Some of one payout method's matchable fields ({}), all strings, normalised as \
+                 on create.",
+                matchable.join(", ")
+            )))
+            .additional_properties(Some(AdditionalProperties::FreeForm(false)))
+            .min_properties(Some(1));
+        for field in AccountField::matchable_fields() {
+            let example = PayoutMethod::ALL
+                .iter()
+                .flat_map(|method| method.fields())
+                .find(|spec| spec.field == field)
+                .map(|spec| spec.example);
+            object = object.property(
+                field.name(),
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .examples(example),
+            );
+        }
+        object.into()
+    }
+}
+
+impl ToSchema for VerifyAccountDataSchema {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("VerifyAccountData")
+    }
+}
+
 pub(super) const REQUEST_ID: &str = "x-request-id";
 
 pub(super) fn request_id_header() -> Header {

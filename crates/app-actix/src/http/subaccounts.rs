@@ -132,7 +132,7 @@ fn render(operation: &'static str, e: SubaccountQueryError) -> ApiError {
     operation_id = "getSubaccount",
     summary = "Get the caller's subaccount",
     description = "`SUBA101` (field `subaccount_id`) for any id but the caller's own.",
-    params(("id" = String, Path, description = "The subaccount id.")),
+    params(("id" = String, Path, format = Uuid, description = "The subaccount id.")),
     responses((status = 200, description = "`Subaccount found`", body = Success<SubaccountDto>)),
 )]
 pub async fn get(
@@ -162,7 +162,7 @@ pub async fn get(
         `SUBA101` (`subaccount_id`), `SUBA303` (`asset` missing), `SUBA304` (`asset` not \
         supported); any other query parameter is `REQ005`, `asset` twice `REQ002`.",
     params(
-        ("id" = String, Path, description = "The subaccount id."),
+        ("id" = String, Path, format = Uuid, description = "The subaccount id."),
         ("asset" = AssetInput, Query, description = "AUD, USD, CAD, EUR or NZD, either case."),
     ),
     responses((status = 200, description = "`Balance found`", body = Success<BalanceDto>)),

@@ -31,6 +31,7 @@ const ACCOUNT: &str = "Test helper";
 #[serde(deny_unknown_fields)]
 pub struct AccountHelperBody {
     /// An account of the caller's subaccount.
+    #[schema(format = Uuid)]
     pub receiver_account_id: String,
     /// Only `confirmed`.
     #[schema(pattern = "^confirmed$")]
@@ -42,6 +43,7 @@ pub struct AccountHelperBody {
 #[serde(deny_unknown_fields)]
 pub struct KycHelperBody {
     /// A receiver of the caller's subaccount.
+    #[schema(format = Uuid)]
     pub receiver_id: String,
     /// `completed` or `failed`.
     #[schema(pattern = "^(completed|failed)$")]
@@ -53,6 +55,7 @@ pub struct KycHelperBody {
 #[serde(deny_unknown_fields)]
 pub struct StatusHelperBody {
     /// A payout or batch of the caller's subaccount.
+    #[schema(format = Uuid)]
     pub id: String,
     /// `payout` or `batch`.
     #[schema(pattern = "^(payout|batch)$")]
@@ -67,6 +70,7 @@ pub struct StatusHelperBody {
 #[serde(deny_unknown_fields)]
 pub struct BatchRunBody {
     /// The caller's subaccount.
+    #[schema(format = Uuid)]
     pub subaccount_id: String,
     /// AUD, USD, CAD, EUR or NZD, either case.
     #[schema(value_type = AssetInput)]

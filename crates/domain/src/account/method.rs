@@ -52,18 +52,23 @@ pub struct FieldSpec {
     pub pattern: Option<&'static str>,
     /// What the field accepts, for the OpenAPI document.
     pub description: &'static str,
+    /// A value the field's checks accept (checksums and registries included), for the
+    /// OpenAPI document's examples.
+    pub example: &'static str,
 }
 
 const fn required(
     field: AccountField,
     pattern: Option<&'static str>,
     description: &'static str,
+    example: &'static str,
 ) -> FieldSpec {
     FieldSpec {
         field,
         required: true,
         pattern,
         description,
+        example,
     }
 }
 
@@ -71,6 +76,7 @@ const ACCOUNT_TYPE: FieldSpec = required(
     AccountField::AccountType,
     Some("^(checking|savings)$"),
     "`checking` or `savings`.",
+    "checking",
 );
 
 const DIRECT_ENTRY: MethodSpec = MethodSpec {
@@ -81,11 +87,13 @@ const DIRECT_ENTRY: MethodSpec = MethodSpec {
             AccountField::Bsb,
             Some("^[0-9]{3}[- ]?[0-9]{3}$"),
             "6 digits; `012-002` and `012 002` are accepted and stored `012002`.",
+            "012002",
         ),
         required(
             AccountField::AccountNumber,
             Some("^[0-9]{5,9}$"),
             "5 to 9 digits.",
+            "12345678",
         ),
     ],
 };
@@ -98,11 +106,13 @@ const ACH: MethodSpec = MethodSpec {
             AccountField::RoutingNumber,
             Some("^[0-9]{9}$"),
             "An ABA routing number: 9 digits with the 3-7-1 checksum and a Federal Reserve prefix.",
+            "021000021",
         ),
         required(
             AccountField::AccountNumber,
             Some("^[0-9]{4,17}$"),
             "4 to 17 digits.",
+            "123456789",
         ),
         ACCOUNT_TYPE,
     ],
@@ -117,11 +127,13 @@ const EFT: MethodSpec = MethodSpec {
             Some("^(0[0-9]{8}|[0-9]{5}-[0-9]{3})$"),
             "`0` + institution (3) + transit (5), or the paper form `TTTTT-III`; the institution \
              must be a Payments Canada member.",
+            "000100002",
         ),
         required(
             AccountField::AccountNumber,
             Some("^[0-9]{7,12}$"),
             "7 to 12 digits.",
+            "1234567",
         ),
         ACCOUNT_TYPE,
     ],
@@ -135,13 +147,20 @@ const DIGITAL: MethodSpec = MethodSpec {
             AccountField::Recipient,
             None,
             "The receiver's e-mail address.",
+            "ada.pay@example.com",
         ),
-        required(AccountField::Name, None, "1 to 255 characters."),
+        required(
+            AccountField::Name,
+            None,
+            "1 to 255 characters.",
+            "Ada Lovelace",
+        ),
         FieldSpec {
             field: AccountField::Description,
             required: false,
             pattern: None,
             description: "Free text.",
+            example: "Household account",
         },
     ],
 };
@@ -154,11 +173,13 @@ const SEPA: MethodSpec = MethodSpec {
             AccountField::Iban,
             Some("^[A-Za-z]{2}[0-9]{2}[A-Za-z0-9 ]{8,40}$"),
             "An IBAN of a SEPA country (length per country, mod-97); spaces removed, upper-cased.",
+            "DE89370400440532013000",
         ),
         required(
             AccountField::Bic,
             Some("^[A-Za-z]{6}[A-Za-z0-9]{2}([A-Za-z0-9]{3})?$"),
             "8 or 11 characters; its country must be the IBAN's.",
+            "DEUTDEFF",
         ),
     ],
 };
@@ -171,6 +192,7 @@ const DIRECT_CREDIT: MethodSpec = MethodSpec {
         Some("^([0-9]{2}-[0-9]{4}-[0-9]{7}-[0-9]{2,3}|[0-9]{6}-[0-9]{7}-[0-9]{3})$"),
         "`BB-bbbb-AAAAAAA-SS(S)` or `BBbbbb-AAAAAAA-SSS`, with valid New Zealand check \
          digits; stored as 16 digits.",
+        "01-0902-0068389-00",
     )],
 };
 
@@ -281,6 +303,36 @@ mod tests {
             for spec in method.fields() {
                 assert!(!spec.description.is_empty(), "{method:?} {:?}", spec.field);
                 assert!(method.has_field(spec.field));
+            }
+        }
+    }
+
+    #[test]
+    fn every_example_is_accepted() {
+        use crate::account::input::{AccountInput, RawAccount};
+
+        for &method in PayoutMethod::ALL {
+            let mut raw = RawAccount {
+                receiver_id: Some("7d3c0b4e-2f1a-4c5b-9e8d-1a2b3c4d5e6f".to_owned()),
+                ..RawAccount::default()
+            };
+            for spec in method.fields() {
+                *raw.slot(spec.field) = Some(spec.example.to_owned());
+            }
+            assert!(
+                AccountInput::parse(method, &raw).is_ok(),
+                "{method:?}: {:?}",
+                AccountInput::parse(method, &raw).err()
+            );
+            // An example is not just any value: each one broken is refused.
+            for spec in method.fields().iter().filter(|s| s.required) {
+                let mut broken = raw.clone();
+                *broken.slot(spec.field) = Some(format!("{}\u{7}", spec.example));
+                assert!(
+                    AccountInput::parse(method, &broken).is_err(),
+                    "{method:?} {:?}",
+                    spec.field
+                );
             }
         }
     }
