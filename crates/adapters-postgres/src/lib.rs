@@ -24,5 +24,8 @@ pub use email_keys::{EmailRekey, rekey_receiver_emails};
 pub use migrate::{create_database_if_missing, run_migrations};
 pub use pool::{DbConfig, DbPool, create_pool};
 pub use stores::credentials::NONCE_RETENTION;
+pub use stores::rotation::{
+    RotationBatch, RotationFailure, RotationMarker, RotationSummary, SealedTable, TableRotation,
+};
 pub use stores::{OperationalCounts, PgStore};
 pub use vault::Vault;

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use adapters_postgres::{Vault, create_database_if_missing, create_pool, run_migrations};
+use adapters_postgres::{create_database_if_missing, create_pool, run_migrations};
 use anyhow::Context;
 use chrono::{DateTime, Utc};
 use clap::{Parser, Subcommand};
@@ -14,7 +14,7 @@ use domain::ports::{Clock, IdGenerator};
 use serde_json::{Value, json};
 
 use crate::admin_rails::Output;
-use crate::config::{Config, database_from_env, master_key_from_env};
+use crate::config::{Config, database_from_env, master_keys_from_env};
 use crate::production::Production;
 use crate::production_config::ProductionSettings;
 use crate::startup::Application;
@@ -183,6 +183,18 @@ pub enum AdminCommand {
         #[arg(long)]
         until: Option<String>,
     },
+    /// Move every secret, account and fingerprint still under PAYOUT_PREVIOUS_MASTER_KEY (or
+    /// sealed before ciphertexts named their key) to PAYOUT_MASTER_KEY, in small transactions,
+    /// beside serving instances; safe to run again after it stopped anywhere. Prints
+    /// {tables, rotated, remaining, complete, failures}; exits 1 when a row could not be moved.
+    RotateMasterKey {
+        /// Rows per transaction (1..=10000).
+        #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(i64).range(1..=10_000))]
+        batch_size: i64,
+        /// Pause between transactions, in milliseconds, to spare a busy database.
+        #[arg(long, default_value_t = 0)]
+        pause_ms: u64,
+    },
     /// List queued confirmation requests (newest first), without recipients or links.
     Notifications {
         /// pending, sent or failed.
@@ -241,6 +253,61 @@ async fn notifications(
     ))
 }
 
+/// `payoutd admin rotate-master-key`: one line on stderr per batch that moved rows, the summary
+/// on stdout; fails naming every row it could not move (by table and id, never its data).
+async fn rotate_master_key(
+    store: &adapters_postgres::PgStore,
+    batch_size: i64,
+    pause_ms: u64,
+) -> anyhow::Result<Output> {
+    let summary = store
+        .rotate_master_key(
+            batch_size,
+            std::time::Duration::from_millis(pause_ms),
+            |table, batch| {
+                if batch.rotated > 0 {
+                    eprintln!("{}: {} row(s) re-sealed", table.name(), batch.rotated);
+                }
+            },
+        )
+        .await?;
+    let report = json!({
+        "tables": summary.tables.iter().map(|t| (t.table.to_owned(), json!({
+            "rotated": t.rotated,
+            "remaining": t.remaining,
+        }))).collect::<serde_json::Map<_, _>>(),
+        "rotated": summary.tables.iter().map(|t| t.rotated).sum::<u64>(),
+        "remaining": summary.remaining(),
+        "complete": summary.complete(),
+        "failures": summary.failures.iter().map(|f| json!({
+            "table": f.table,
+            "row": f.row.to_string(),
+            "problem": f.problem,
+        })).collect::<Vec<_>>(),
+    });
+    if summary.complete() {
+        return Ok(Output::Json(report));
+    }
+    Output::Json(report).print()?;
+    let named: Vec<String> = summary
+        .failures
+        .iter()
+        .map(|f| format!("{} {}: {}", f.table, f.row, f.problem))
+        .collect();
+    if named.is_empty() {
+        anyhow::bail!(
+            "rotation incomplete: {} row(s) are still under another key (written meanwhile by \
+             an instance without the new PAYOUT_MASTER_KEY?); run it again",
+            summary.remaining()
+        );
+    }
+    anyhow::bail!(
+        "rotation incomplete: {} row(s) could not be moved to the current key:\n{}",
+        named.len(),
+        named.join("\n")
+    );
+}
+
 fn event_json(event: &EventSummary) -> Value {
     json!({
         "event_id": event.id.to_string(),
@@ -287,6 +354,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 sandbox = config.sandbox,
                 "payoutd listening"
             );
+            if config.previous_master_key.is_some() {
+                let config = config.clone();
+                tokio::spawn(
+                    async move { crate::startup::report_master_key_rotation(&config).await },
+                );
+            }
             app.run_until_stopped().await?;
             Ok(())
         }
@@ -304,7 +377,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let tls = crate::tls::tls_from_env()?;
             let production = ProductionSettings::from_env()?;
             let mut summary = production.summary(Utc::now());
+            let master_keys = crate::config::master_keys_summary()?;
             if let Value::Object(fields) = &mut summary {
+                if let Some(keys) = master_keys {
+                    fields.insert("master_keys".to_owned(), keys);
+                }
                 fields.insert(
                     "tls".to_owned(),
                     tls.map_or(Value::Null, |tls| {
@@ -379,7 +456,7 @@ async fn create_subaccount(
 
 async fn admin(command: AdminCommand) -> anyhow::Result<Output> {
     let db = database_from_env()?;
-    let vault = Vault::new(&master_key_from_env()?)?;
+    let vault = master_keys_from_env()?.vault()?;
     let mut db = db;
     db.max_size = 2;
     let store = Arc::new(adapters_postgres::PgStore::new(
@@ -483,6 +560,9 @@ async fn admin(command: AdminCommand) -> anyhow::Result<Output> {
                     check.discrepancies.len()
                 );
             }
+        }
+        AdminCommand::RotateMasterKey { batch_size, pause_ms } => {
+            return rotate_master_key(&store, batch_size, pause_ms).await;
         }
         AdminCommand::Notifications { status, limit } => {
             return notifications(&store, status.as_deref(), limit)

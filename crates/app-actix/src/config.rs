@@ -6,6 +6,7 @@
 //! |---|---|---|
 //! | `DATABASE_URL` | required | PostgreSQL URL of the service database |
 //! | `PAYOUT_MASTER_KEY` | required for `serve` and `admin` | 64 hex characters (32 bytes): encrypts secrets at rest, seals cursors |
+//! | `PAYOUT_PREVIOUS_MASTER_KEY` | unset | 64 hex characters: the master key being rotated away from, accepted for reading only (opening secrets and accounts sealed by it, matching their fingerprints) until `payoutd admin rotate-master-key` has moved everything to `PAYOUT_MASTER_KEY`; must differ from it |
 //! | `PAYOUT_BIND` | `127.0.0.1:8080` | listen address |
 //! | `PAYOUT_TLS_CERT` | unset (plain HTTP) | path of the PEM certificate chain (server certificate first); with `PAYOUT_TLS_KEY` the listener speaks TLS only. Both or neither: read by [`crate::tls::tls_from_env`] |
 //! | `PAYOUT_TLS_KEY` | unset (plain HTTP) | path of the certificate's PEM private key (PKCS#8, PKCS#1 or SEC1); keep it readable by the service user only |
@@ -142,6 +143,83 @@ pub fn master_key_from_env() -> Result<Secret<[u8; 32]>, ConfigError> {
     })
 }
 
+/// `PAYOUT_PREVIOUS_MASTER_KEY`, when set: it must be a valid key other than `current`.
+pub fn previous_master_key_from_env(
+    current: &Secret<[u8; 32]>,
+) -> Result<Option<Secret<[u8; 32]>>, ConfigError> {
+    let Some(raw) = var("PAYOUT_PREVIOUS_MASTER_KEY") else {
+        return Ok(None);
+    };
+    let previous = parse_master_key(&raw).ok_or_else(|| ConfigError {
+        variable: "PAYOUT_PREVIOUS_MASTER_KEY",
+        problem: "must be 64 hex characters (32 bytes): the master key being rotated away from"
+            .to_owned(),
+    })?;
+    if previous.expose() == current.expose() {
+        return Err(ConfigError {
+            variable: "PAYOUT_PREVIOUS_MASTER_KEY",
+            problem: "is the same key as PAYOUT_MASTER_KEY: set PAYOUT_MASTER_KEY to the new key \
+                      and this one to the old key, or unset it"
+                .to_owned(),
+        });
+    }
+    Ok(Some(previous))
+}
+
+/// The current and (when configured) previous master key from the environment.
+pub fn master_keys_from_env() -> Result<MasterKeys, ConfigError> {
+    let current = master_key_from_env()?;
+    let previous = previous_master_key_from_env(&current)?;
+    Ok(MasterKeys { current, previous })
+}
+
+/// `PAYOUT_MASTER_KEY` and `PAYOUT_PREVIOUS_MASTER_KEY`.
+#[derive(Debug, Clone)]
+pub struct MasterKeys {
+    /// Seals and fingerprints every write.
+    pub current: Secret<[u8; 32]>,
+    /// Read only, while a rotation is under way.
+    pub previous: Option<Secret<[u8; 32]>>,
+}
+
+impl MasterKeys {
+    /// The vault of these keys.
+    pub fn vault(&self) -> Result<adapters_postgres::Vault, adapters_postgres::vault::VaultError> {
+        adapters_postgres::Vault::with_previous(&self.current, self.previous.as_ref())
+    }
+}
+
+/// For `payoutd check-config`, when `PAYOUT_MASTER_KEY` is set: the ids of the configured keys
+/// (as ciphertexts carry them; nothing about the keys themselves) and, with a previous key, what
+/// to do about it. Fails as start-up would on a malformed key or a previous key equal to the
+/// current one.
+pub fn master_keys_summary() -> Result<Option<serde_json::Value>, ConfigError> {
+    if var("PAYOUT_MASTER_KEY").is_none() {
+        return Ok(None);
+    }
+    let keys = master_keys_from_env()?;
+    let id = |key: &Secret<[u8; 32]>| {
+        adapters_postgres::vault::key_id(key)
+            .map(hex::encode)
+            .map_err(|e| ConfigError {
+                variable: "PAYOUT_MASTER_KEY",
+                problem: e.to_string(),
+            })
+    };
+    let previous = keys.previous.as_ref().map(id).transpose()?;
+    let note = if previous.is_some() {
+        "a previous key is configured: run `payoutd admin rotate-master-key`; once it reports \
+         complete, remove PAYOUT_PREVIOUS_MASTER_KEY (serve logs whether the rotation is done)"
+    } else {
+        "no previous key: nothing to rotate"
+    };
+    Ok(Some(serde_json::json!({
+        "current_key_id": id(&keys.current)?,
+        "previous_key_id": previous,
+        "note": note,
+    })))
+}
+
 /// Everything `payoutd serve` needs.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -149,6 +227,8 @@ pub struct Config {
     pub database: DbConfig,
     /// The master key.
     pub master_key: Secret<[u8; 32]>,
+    /// The previous master key (read only, while a rotation is under way).
+    pub previous_master_key: Option<Secret<[u8; 32]>>,
     /// Listen address.
     pub bind: SocketAddr,
     /// TLS certificate and key of the listener (`None`: plain HTTP).
@@ -352,9 +432,11 @@ impl Config {
             }
         };
         let sandbox = parsed("PAYOUT_SANDBOX", false, |_| true, "true or false")?;
+        let keys = master_keys_from_env()?;
         Ok(Self {
             database: database_from_env()?,
-            master_key: master_key_from_env()?,
+            master_key: keys.current,
+            previous_master_key: keys.previous,
             bind,
             tls,
             public_url,

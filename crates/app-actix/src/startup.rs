@@ -57,8 +57,34 @@ fn build_store_scheduled(
     let mut database = config.database.clone();
     database.max_size = connections.max(1);
     let pool = create_pool(&database).context("building the database pool")?;
-    let vault = Vault::new(&config.master_key).context("deriving keys from PAYOUT_MASTER_KEY")?;
+    let vault = Vault::with_previous(&config.master_key, config.previous_master_key.as_ref())
+        .context("deriving keys from PAYOUT_MASTER_KEY and PAYOUT_PREVIOUS_MASTER_KEY")?;
     Ok(PgStore::new(pool, Arc::new(vault)).with_batch_schedule(schedule))
+}
+
+/// Logs, when a previous master key is configured, whether a rotation to the current key has
+/// completed (the previous key is then no longer needed) or is still to run.
+pub async fn report_master_key_rotation(config: &Config) {
+    let store = match build_store_sized(config, 1) {
+        Ok(store) => store,
+        Err(e) => {
+            tracing::warn!(error = %e, "could not check the master key rotation");
+            return;
+        }
+    };
+    match store.rotated_to_current_key().await {
+        Ok(Some(done_at)) => tracing::warn!(
+            rotated_at = %done_at,
+            "PAYOUT_PREVIOUS_MASTER_KEY is no longer needed: every row was moved to \
+             PAYOUT_MASTER_KEY; remove it at the next restart"
+        ),
+        Ok(None) => tracing::warn!(
+            "master key rotation incomplete: PAYOUT_PREVIOUS_MASTER_KEY is still needed; once \
+             every instance runs with the new PAYOUT_MASTER_KEY, run \
+             `payoutd admin rotate-master-key`"
+        ),
+        Err(e) => tracing::warn!(error = %e, "could not check the master key rotation"),
+    }
 }
 
 /// The outside world the application talks to.

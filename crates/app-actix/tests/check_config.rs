@@ -246,3 +246,53 @@ fn check_config_checks_and_lists_the_tls_files() {
         "{stderr}"
     );
 }
+
+#[test]
+fn check_config_shows_the_master_key_ids_and_refuses_a_bad_previous_key() {
+    const PREVIOUS: &str = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210";
+    let env = with(secrets(), "PAYOUT_CONFIG", example().to_str().unwrap());
+    // Without PAYOUT_MASTER_KEY: no key section.
+    let output = payoutd(&env, &["check-config"]);
+    assert!(output.status.success());
+    let summary: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(summary.get("master_keys").is_none());
+
+    let current = with(env, "PAYOUT_MASTER_KEY", MASTER_KEY);
+    let output = payoutd(
+        &with(current.clone(), "PAYOUT_PREVIOUS_MASTER_KEY", PREVIOUS),
+        &["check-config"],
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary: Value = serde_json::from_str(&stdout).unwrap();
+    let keys = &summary["master_keys"];
+    let (now, before) = (
+        keys["current_key_id"].as_str().unwrap(),
+        keys["previous_key_id"].as_str().unwrap(),
+    );
+    assert_eq!((now.len(), before.len()), (8, 8));
+    assert_ne!(now, before);
+    assert!(keys["note"].as_str().unwrap().contains("rotate-master-key"));
+    assert!(!stdout.contains(MASTER_KEY) && !stdout.contains(PREVIOUS));
+
+    let output = payoutd(&current, &["check-config"]);
+    let summary: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(summary["master_keys"]["current_key_id"], now);
+    assert_eq!(summary["master_keys"]["previous_key_id"], Value::Null);
+
+    for bad in [MASTER_KEY, "not hex at all"] {
+        let stderr = stderr_of_failure(&payoutd(
+            &with(current.clone(), "PAYOUT_PREVIOUS_MASTER_KEY", bad),
+            &["check-config"],
+        ));
+        assert!(stderr.contains("PAYOUT_PREVIOUS_MASTER_KEY"), "{stderr}");
+        assert!(
+            !stderr.contains(bad) && !stderr.contains(MASTER_KEY),
+            "{stderr}"
+        );
+    }
+}

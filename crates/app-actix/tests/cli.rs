@@ -327,3 +327,191 @@ async fn check_ledger_passes_on_a_consistent_ledger_and_reports_a_tampered_balan
     );
     assert!(String::from_utf8_lossy(&tampered.stderr).contains("1 balance(s) differ"));
 }
+
+const NEW_MASTER_KEY: &str = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210";
+
+/// How many API secrets are sealed under `key` (their ciphertext starts with its header).
+async fn api_keys_under(db: &TestDb, key: &str) -> i64 {
+    use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+    #[derive(diesel::QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    let parsed = payoutd_key(key);
+    let header = adapters_postgres::Vault::new(&parsed)
+        .unwrap()
+        .current_header();
+    let mut conn = AsyncPgConnection::establish(db.url()).await.unwrap();
+    diesel::sql_query(
+        "SELECT count(*) AS n FROM api_keys WHERE substring(secret_ciphertext from 1 for 5) = $1",
+    )
+    .bind::<diesel::sql_types::Bytea, _>(header.to_vec())
+    .get_result::<Count>(&mut conn)
+    .await
+    .unwrap()
+    .n
+}
+
+fn payoutd_key(hex_key: &str) -> domain::masking::Secret<[u8; 32]> {
+    let mut key = [0u8; 32];
+    hex::decode_to_slice(hex_key, &mut key).unwrap();
+    domain::masking::Secret::new(key)
+}
+
+#[tokio::test]
+async fn rotate_master_key_killed_midway_completes_when_run_again() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    let db = TestDb::new().await.unwrap();
+    let old = [
+        ("DATABASE_URL", db.url()),
+        ("PAYOUT_MASTER_KEY", MASTER_KEY),
+    ];
+    json(&payoutd(&old, &["migrate"]));
+    let sub = json(&payoutd(
+        &old,
+        &["admin", "create-subaccount", "--name", "Shop"],
+    ));
+    let sub = sub["subaccount_id"].as_str().unwrap().to_owned();
+    let mut keys = Vec::new();
+    for _ in 0..8 {
+        let key = json(&payoutd(
+            &old,
+            &["admin", "issue-key", "--subaccount", &sub],
+        ));
+        keys.push(key["api_key"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(api_keys_under(&db, MASTER_KEY).await, 8);
+    let both = [
+        ("DATABASE_URL", db.url()),
+        ("PAYOUT_MASTER_KEY", NEW_MASTER_KEY),
+        ("PAYOUT_PREVIOUS_MASTER_KEY", MASTER_KEY),
+    ];
+
+    // One key per transaction, slowly; SIGKILL once the first batch has committed.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_payoutd"))
+        .args([
+            "admin",
+            "rotate-master-key",
+            "--batch-size",
+            "1",
+            "--pause-ms",
+            "400",
+        ])
+        .env_clear()
+        .envs(both)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    assert!(line.starts_with("api_keys: 1 row(s) re-sealed"), "{line}");
+    child.kill().unwrap();
+    assert!(!child.wait().unwrap().success());
+    let moved = api_keys_under(&db, NEW_MASTER_KEY).await;
+    assert!((1..8).contains(&moved), "partial progress: {moved}");
+    assert_eq!(api_keys_under(&db, MASTER_KEY).await, 8 - moved);
+
+    let summary = json(&payoutd(&both, &["admin", "rotate-master-key"]));
+    assert_eq!(summary["complete"], true);
+    assert_eq!(summary["remaining"], 0);
+    assert_eq!(summary["failures"], serde_json::json!([]));
+    assert_eq!(summary["tables"]["api_keys"]["rotated"], 8 - moved);
+    assert_eq!(summary["tables"]["api_keys"]["remaining"], 0);
+    assert_eq!(api_keys_under(&db, NEW_MASTER_KEY).await, 8);
+    // Again: nothing left to do.
+    let again = json(&payoutd(&both, &["admin", "rotate-master-key"]));
+    assert_eq!(
+        (again["rotated"].as_u64(), again["complete"].as_bool()),
+        (Some(0), Some(true))
+    );
+
+    // The new key alone now serves every key, e.g. a webhook secret issued for the subaccount
+    // and the API secrets (revoking one opens nothing, so read them through the vault).
+    let new_only = [
+        ("DATABASE_URL", db.url()),
+        ("PAYOUT_MASTER_KEY", NEW_MASTER_KEY),
+    ];
+    json(&payoutd(
+        &new_only,
+        &["admin", "revoke-key", "--api-key", &keys[0]],
+    ));
+    let store = adapters_postgres::PgStore::new(
+        adapters_postgres::create_pool(&adapters_postgres::DbConfig::new(db.url())).unwrap(),
+        std::sync::Arc::new(adapters_postgres::Vault::new(&payoutd_key(NEW_MASTER_KEY)).unwrap()),
+    );
+    use domain::auth::ports::CredentialStore;
+    for key in &keys[1..] {
+        assert!(store.find_credential(key).await.unwrap().is_some(), "{key}");
+    }
+}
+
+#[tokio::test]
+async fn rotate_master_key_names_rows_it_cannot_open_and_refuses_bad_keys() {
+    let db = TestDb::new().await.unwrap();
+    let old = [
+        ("DATABASE_URL", db.url()),
+        ("PAYOUT_MASTER_KEY", MASTER_KEY),
+    ];
+    json(&payoutd(&old, &["migrate"]));
+    let sub = json(&payoutd(
+        &old,
+        &["admin", "create-subaccount", "--name", "Shop"],
+    ));
+    let sub = sub["subaccount_id"].as_str().unwrap().to_owned();
+    json(&payoutd(
+        &old,
+        &["admin", "issue-key", "--subaccount", &sub],
+    ));
+
+    // The previous key equal to the current one, or malformed: refused without printing it.
+    let same = failure(&payoutd(
+        &[
+            ("DATABASE_URL", db.url()),
+            ("PAYOUT_MASTER_KEY", MASTER_KEY),
+            ("PAYOUT_PREVIOUS_MASTER_KEY", MASTER_KEY),
+        ],
+        &["admin", "rotate-master-key"],
+    ));
+    assert!(
+        same.contains("PAYOUT_PREVIOUS_MASTER_KEY") && !same.contains(MASTER_KEY),
+        "{same}"
+    );
+    let malformed = "0123456789abcdef0123456789abcdefXX";
+    let bad = failure(&payoutd(
+        &[
+            ("DATABASE_URL", db.url()),
+            ("PAYOUT_MASTER_KEY", NEW_MASTER_KEY),
+            ("PAYOUT_PREVIOUS_MASTER_KEY", malformed),
+        ],
+        &["serve"],
+    ));
+    assert!(
+        bad.contains("PAYOUT_PREVIOUS_MASTER_KEY") && !bad.contains(malformed),
+        "{bad}"
+    );
+
+    // Rotating with a wrong previous key: the key cannot be opened; named by table and id.
+    let wrong = [
+        ("DATABASE_URL", db.url()),
+        ("PAYOUT_MASTER_KEY", NEW_MASTER_KEY),
+        (
+            "PAYOUT_PREVIOUS_MASTER_KEY",
+            "1111111111111111111111111111111111111111111111111111111111111111",
+        ),
+    ];
+    let output = payoutd(&wrong, &["admin", "rotate-master-key"]);
+    assert!(!output.status.success());
+    let summary: Value = serde_json::from_slice(&output.stdout).expect("summary on stdout");
+    assert_eq!(summary["complete"], false);
+    assert_eq!(summary["remaining"], 1);
+    let row = summary["failures"][0]["row"].as_str().unwrap().to_owned();
+    assert_eq!(summary["failures"][0]["table"], "api_keys");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(&format!("api_keys {row}")), "{stderr}");
+    assert!(!stderr.contains("sk_"), "{stderr}");
+}

@@ -53,6 +53,18 @@ pub(crate) struct AccountRow {
     updated_at: DateTime<Utc>,
 }
 
+/// What defines "the same details": the method and the matchable fields, in stored order.
+fn details(account: &ReceiverAccount) -> String {
+    let mut details = account.method.name().to_owned();
+    for (field, value) in account.data.expose_matchable() {
+        details.push('\0');
+        details.push_str(field.name());
+        details.push('=');
+        details.push_str(value);
+    }
+    details
+}
+
 fn context(id: Uuid) -> Vec<u8> {
     [b"account:".as_slice(), id.as_bytes()].concat()
 }
@@ -72,13 +84,9 @@ impl AccountRow {
             .map_err(|e| PortError::unknown(format!("sealing account {id}: {e}")))?;
         // Only the matchable fields, in stored order, define "the same details"; each also gets
         // the fingerprint verify looks it up by.
-        let mut details = account.method.name().to_owned();
+        let details = details(account);
         let mut fingerprints = Fingerprints::default();
         for (field, value) in account.data.expose_matchable() {
-            details.push('\0');
-            details.push_str(field.name());
-            details.push('=');
-            details.push_str(value);
             let column = fingerprints.column(field).ok_or_else(|| {
                 PortError::unknown(format!(
                     "account field {} has no fingerprint column",
@@ -116,6 +124,44 @@ impl AccountRow {
             created_at: account.created_at,
             updated_at: account.updated_at,
         })
+    }
+
+    /// The row's ciphertext, and the row sealed and fingerprinted again by the vault's current
+    /// key; `None` when it cannot be opened or read.
+    pub(crate) fn resealed(self, vault: &Vault) -> Option<(Vec<u8>, Self)> {
+        let old = self.data_ciphertext.clone();
+        let account = self.into_domain(vault).ok()?;
+        let new = Self::new(vault, &account).ok()?;
+        Some((old, new))
+    }
+
+    /// The assignments of the sealed and fingerprinted columns (what a rotation rewrites).
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn sealed_columns(
+        &self,
+    ) -> (
+        diesel::dsl::Eq<receiver_accounts::data_ciphertext, &Vec<u8>>,
+        diesel::dsl::Eq<receiver_accounts::details_fingerprint, &Vec<u8>>,
+        diesel::dsl::Eq<receiver_accounts::fp_bsb, &Option<Vec<u8>>>,
+        diesel::dsl::Eq<receiver_accounts::fp_account_number, &Option<Vec<u8>>>,
+        diesel::dsl::Eq<receiver_accounts::fp_routing_number, &Option<Vec<u8>>>,
+        diesel::dsl::Eq<receiver_accounts::fp_account_type, &Option<Vec<u8>>>,
+        diesel::dsl::Eq<receiver_accounts::fp_iban, &Option<Vec<u8>>>,
+        diesel::dsl::Eq<receiver_accounts::fp_bic, &Option<Vec<u8>>>,
+        diesel::dsl::Eq<receiver_accounts::fp_recipient, &Option<Vec<u8>>>,
+    ) {
+        use receiver_accounts as t;
+        (
+            t::data_ciphertext.eq(&self.data_ciphertext),
+            t::details_fingerprint.eq(&self.details_fingerprint),
+            t::fp_bsb.eq(&self.fp_bsb),
+            t::fp_account_number.eq(&self.fp_account_number),
+            t::fp_routing_number.eq(&self.fp_routing_number),
+            t::fp_account_type.eq(&self.fp_account_type),
+            t::fp_iban.eq(&self.fp_iban),
+            t::fp_bic.eq(&self.fp_bic),
+            t::fp_recipient.eq(&self.fp_recipient),
+        )
     }
 
     pub(crate) fn into_domain(self, vault: &Vault) -> Result<ReceiverAccount, PortError> {
@@ -189,18 +235,18 @@ impl Fingerprints {
 type FingerprintFilter =
     Box<dyn BoxableExpression<receiver_accounts::table, Pg, SqlType = Nullable<Bool>>>;
 
-/// `fp_<field> = fp`, served by that column's partial index; `None` for a field that is not
-/// matchable.
-fn fingerprint_equals(field: AccountField, fp: Vec<u8>) -> Option<FingerprintFilter> {
+/// `fp_<field>` is one of `fps` (the value's fingerprints under every configured key), served by
+/// that column's partial index; `None` for a field that is not matchable.
+fn fingerprint_equals(field: AccountField, fps: Vec<Vec<u8>>) -> Option<FingerprintFilter> {
     use receiver_accounts as t;
     match field {
-        AccountField::Bsb => Some(Box::new(t::fp_bsb.eq(fp))),
-        AccountField::AccountNumber => Some(Box::new(t::fp_account_number.eq(fp))),
-        AccountField::RoutingNumber => Some(Box::new(t::fp_routing_number.eq(fp))),
-        AccountField::AccountType => Some(Box::new(t::fp_account_type.eq(fp))),
-        AccountField::Iban => Some(Box::new(t::fp_iban.eq(fp))),
-        AccountField::Bic => Some(Box::new(t::fp_bic.eq(fp))),
-        AccountField::Recipient => Some(Box::new(t::fp_recipient.eq(fp))),
+        AccountField::Bsb => Some(Box::new(t::fp_bsb.eq_any(fps))),
+        AccountField::AccountNumber => Some(Box::new(t::fp_account_number.eq_any(fps))),
+        AccountField::RoutingNumber => Some(Box::new(t::fp_routing_number.eq_any(fps))),
+        AccountField::AccountType => Some(Box::new(t::fp_account_type.eq_any(fps))),
+        AccountField::Iban => Some(Box::new(t::fp_iban.eq_any(fps))),
+        AccountField::Bic => Some(Box::new(t::fp_bic.eq_any(fps))),
+        AccountField::Recipient => Some(Box::new(t::fp_recipient.eq_any(fps))),
         AccountField::Name | AccountField::Description => None,
     }
 }
@@ -240,12 +286,28 @@ impl AccountStore for PgStore {
         key: &WriteKey<ReceiverAccount>,
     ) -> Result<(), InsertAccountError> {
         let row = AccountRow::new(&self.vault, account)?;
+        // While a previous master key is configured, a row not yet rotated holds the details
+        // fingerprint under that key, which the unique index cannot compare with this one.
+        let previous_details = self
+            .vault
+            .previous_fingerprint("details", &details(account));
         let notification = NewNotificationRow::new(&self.vault, notification)?;
         let commit = key.commit(account);
         let token = *token;
         let mut conn = self.conn().await?;
         let result = conn
             .transaction::<_, TxError, _>(async |conn| {
+                if let Some(fp) = &previous_details {
+                    let taken: i64 = receiver_accounts::table
+                        .filter(receiver_accounts::receiver_id.eq(row.receiver_id))
+                        .filter(receiver_accounts::details_fingerprint.eq(fp))
+                        .count()
+                        .get_result(conn)
+                        .await?;
+                    if taken > 0 {
+                        return Ok(false);
+                    }
+                }
                 diesel::insert_into(receiver_accounts::table)
                     .values(&row)
                     .execute(conn)
@@ -264,14 +326,19 @@ impl AccountStore for PgStore {
                     .values(&notification)
                     .execute(conn)
                     .await?;
-                insert_events(conn, events, commit.as_ref()).await
+                insert_events(conn, events, commit.as_ref()).await?;
+                Ok(true)
             })
             .await;
         let result = self.after_commit(result);
-        result.map_err(|e| match e.unique_violation() {
-            Some("receiver_accounts_details_unique") => InsertAccountError::Duplicate,
-            _ => InsertAccountError::Port(from_tx(e)),
-        })
+        match result {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(InsertAccountError::Duplicate),
+            Err(e) => Err(match e.unique_violation() {
+                Some("receiver_accounts_details_unique") => InsertAccountError::Duplicate,
+                _ => InsertAccountError::Port(from_tx(e)),
+            }),
+        }
     }
 
     #[tracing::instrument(
@@ -341,8 +408,8 @@ impl AccountStore for PgStore {
             .select(AccountRow::as_select())
             .into_boxed();
         for (field, value) in fields {
-            let fp = self.vault.fingerprint(field.name(), value);
-            let Some(filter) = fingerprint_equals(*field, fp) else {
+            let fps = self.vault.fingerprints(field.name(), value);
+            let Some(filter) = fingerprint_equals(*field, fps) else {
                 return Err(PortError::unknown(format!(
                     "verify asked for {}, which is not matchable",
                     field.name()

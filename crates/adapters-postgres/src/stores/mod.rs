@@ -14,6 +14,7 @@ mod outbox;
 mod payouts;
 mod rail_files;
 mod receivers;
+pub mod rotation;
 mod subaccounts;
 mod transitions;
 

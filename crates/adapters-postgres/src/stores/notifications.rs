@@ -47,13 +47,13 @@ pub(crate) struct NewNotificationRow {
 type Recipient = (String, String, String);
 
 /// The associated data that binds a notification's recipient to its row.
-fn recipient_context(id: Uuid) -> Vec<u8> {
+pub(crate) fn recipient_context(id: Uuid) -> Vec<u8> {
     [b"notification:".as_slice(), id.as_bytes()].concat()
 }
 
 /// The associated data that binds a notification's link to its row (not the recipient's, so
 /// the two columns cannot be swapped either).
-fn link_context(id: Uuid) -> Vec<u8> {
+pub(crate) fn link_context(id: Uuid) -> Vec<u8> {
     [b"notification-link:".as_slice(), id.as_bytes()].concat()
 }
 

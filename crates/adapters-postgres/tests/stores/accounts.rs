@@ -144,7 +144,7 @@ fn token_of(account: &ReceiverAccount) -> [u8; 32] {
     token_hash(&token_text(account))
 }
 
-fn confirmation(account: &ReceiverAccount) -> ConfirmationToken {
+pub(crate) fn confirmation(account: &ReceiverAccount) -> ConfirmationToken {
     ConfirmationToken {
         hash: token_of(account),
         expires_at: account.created_at + chrono::Duration::microseconds(WEEK),
@@ -186,7 +186,11 @@ pub(crate) fn queued(account: &ReceiverAccount) -> Notification {
     }
 }
 
-fn event(kind: EventKind, account: &ReceiverAccount, when: DateTime<Utc>) -> OutboxEvent {
+pub(crate) fn event(
+    kind: EventKind,
+    account: &ReceiverAccount,
+    when: DateTime<Utc>,
+) -> OutboxEvent {
     OutboxEvent::account(kind, EventId::from_uuid(Uuid::new_v4()), account, when)
 }
 

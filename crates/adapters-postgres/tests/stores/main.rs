@@ -15,4 +15,5 @@ mod operator;
 mod payouts;
 mod rail_files;
 mod receivers;
+mod rotation;
 mod support;

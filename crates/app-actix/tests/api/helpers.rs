@@ -125,6 +125,7 @@ async fn spawn_built(
     let config = Config {
         database,
         master_key: Secret::new(rand_key()),
+        previous_master_key: None,
         bind: "127.0.0.1:0".parse().unwrap(),
         sandbox: true,
         workers: 2,

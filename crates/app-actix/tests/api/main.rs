@@ -12,6 +12,7 @@ mod fuzz_regressions;
 mod helpers;
 mod idempotency;
 mod kyc;
+mod master_key;
 mod metrics;
 mod payouts;
 mod production;
