@@ -53,6 +53,15 @@ pub struct ConfigError {
     pub problem: String,
 }
 
+impl From<crate::tls::TlsConfigError> for ConfigError {
+    fn from(e: crate::tls::TlsConfigError) -> Self {
+        ConfigError {
+            variable: e.variable,
+            problem: e.problem,
+        }
+    }
+}
+
 fn var(name: &'static str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }

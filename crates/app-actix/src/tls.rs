@@ -14,7 +14,6 @@ use std::sync::Arc;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-use crate::config::ConfigError;
 
 /// The certificate variable.
 pub const CERT_VARIABLE: &str = "PAYOUT_TLS_CERT";
@@ -44,11 +43,22 @@ impl fmt::Debug for TlsSettings {
     }
 }
 
-fn problem(variable: &'static str, problem: String) -> ConfigError {
-    ConfigError { variable, problem }
+/// Why the listener's certificate or key was refused, naming the variable that gave its path
+/// (the configuration turns it into its own error; this module does not depend on it).
+#[derive(Debug, thiserror::Error)]
+#[error("configuration: {variable} {problem}")]
+pub struct TlsConfigError {
+    /// `PAYOUT_TLS_CERT` or `PAYOUT_TLS_KEY`.
+    pub variable: &'static str,
+    /// What is wrong with it (never the key's content).
+    pub problem: String,
 }
 
-fn read(variable: &'static str, path: &Path) -> Result<Vec<u8>, ConfigError> {
+fn problem(variable: &'static str, problem: String) -> TlsConfigError {
+    TlsConfigError { variable, problem }
+}
+
+fn read(variable: &'static str, path: &Path) -> Result<Vec<u8>, TlsConfigError> {
     std::fs::read(path).map_err(|e| {
         problem(
             variable,
@@ -64,7 +74,7 @@ impl TlsSettings {
     /// # Errors
     /// A file that cannot be read, holds no PEM certificate (or private key), or a key that is
     /// not the certificate's, naming the variable and the path (never the key's content).
-    pub fn load(cert_path: &Path, key_path: &Path) -> Result<Self, ConfigError> {
+    pub fn load(cert_path: &Path, key_path: &Path) -> Result<Self, TlsConfigError> {
         let cert_pem = read(CERT_VARIABLE, cert_path)?;
         // Parse errors name the file, not the parser's detail (which may quote the input).
         let chain = CertificateDer::pem_slice_iter(&cert_pem)
@@ -140,7 +150,7 @@ impl TlsSettings {
 ///
 /// # Errors
 /// Only one of them set, or a file [`TlsSettings::load`] refuses.
-pub fn tls_from_env() -> Result<Option<TlsSettings>, ConfigError> {
+pub fn tls_from_env() -> Result<Option<TlsSettings>, TlsConfigError> {
     let get =
         |name: &str| std::env::var_os(name).filter(|v| !v.to_string_lossy().trim().is_empty());
     match (get(CERT_VARIABLE), get(KEY_VARIABLE)) {
