@@ -9,7 +9,6 @@ use super::query::PayoutFilter;
 use crate::account::ReceiverAccount;
 use crate::codes::ErrorCode;
 use crate::error::PortError;
-use crate::validation::ValidationErrors;
 use crate::events::OutboxEvent;
 use crate::ids::{BatchId, PayoutId, ReceiverAccountId, SubaccountId};
 use crate::ledger::LedgerEntry;
@@ -17,6 +16,7 @@ use crate::money::{Asset, MinorUnits};
 use crate::paging::PageRequest;
 use crate::receiver::Receiver;
 use crate::subaccount::FeeTemplate;
+use crate::validation::ValidationErrors;
 
 /// A payout as a list shows it: with its receiver and account.
 #[derive(Debug, Clone)]

@@ -754,7 +754,10 @@ mod bulk {
             let result = service
                 .create_bulk(&caller(), raws, false, &WriteKey::none())
                 .await;
-            assert!(matches!(result, Err(BulkPayoutError::ItemCount)), "{result:?}");
+            assert!(
+                matches!(result, Err(BulkPayoutError::ItemCount)),
+                "{result:?}"
+            );
         }
         assert!(seen.lock().unwrap_or_else(|e| e.into_inner()).is_empty());
     }
