@@ -9,6 +9,7 @@ use crate::auth::Caller;
 use crate::codes::ErrorCode;
 use crate::error::PortError;
 use crate::idempotency::WriteKey;
+use crate::validation::ValidationErrors;
 
 /// The most items one bulk request may hold.
 pub const MAX_BULK_ITEMS: usize = 1000;
@@ -31,7 +32,8 @@ impl PayoutService {
     /// items in request order in one transaction, each holding amount + fee from what the
     /// items before it left (`PAYO207` once the balance is short). Partial (`atomic` false):
     /// every item that passes is created. Atomic: all are created or, when any fails, none
-    /// (the result then says which failed and why).
+    /// (the result then says which failed and why). An item given as `Err` was refused by the
+    /// caller already (a malformed body item) and fails with those problems.
     #[tracing::instrument(
         level = "debug",
         skip_all,
@@ -40,7 +42,7 @@ impl PayoutService {
     pub async fn create_bulk(
         &self,
         caller: &Caller,
-        raws: &[RawPayout],
+        raws: &[Result<RawPayout, ValidationErrors>],
         atomic: bool,
         key: &WriteKey<BulkPayoutResult>,
     ) -> Result<BulkPayoutResult, BulkPayoutError> {
@@ -50,6 +52,13 @@ impl PayoutService {
         let mut references = HashSet::new();
         let mut slots = Vec::with_capacity(raws.len());
         for raw in raws {
+            let raw = match raw {
+                Ok(raw) => raw,
+                Err(errors) => {
+                    slots.push(BulkSlot::Rejected(errors.clone()));
+                    continue;
+                }
+            };
             let slot = match text(&raw.reference) {
                 None => BulkSlot::Rejected(rejected_item(ErrorCode::Payo210, "reference")),
                 // Compared as stored (trimmed), so the store's uniqueness would agree.

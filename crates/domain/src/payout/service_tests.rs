@@ -603,11 +603,11 @@ mod bulk {
         )
     }
 
-    fn item(amount: &str, reference: Option<&str>) -> RawPayout {
-        RawPayout {
+    fn item(amount: &str, reference: Option<&str>) -> Result<RawPayout, ValidationErrors> {
+        Ok(RawPayout {
             reference: reference.map(str::to_owned),
             ..raw(amount, "aud")
-        }
+        })
     }
 
     /// Per item: `Ok(())` when created, else its codes.
@@ -705,9 +705,16 @@ mod bulk {
         let service = bulk_service(1_000_000, &[], Seen::default());
         let foreign = RawPayout {
             receiver_id: Some(Uuid::from_u128(OTHER_RECEIVER).to_string()),
-            ..item("100", Some("f"))
+            ..raw("100", "aud")
         };
-        let raws = [item("0", Some("z")), foreign, item("100", Some("ok"))];
+        let mut malformed = ValidationErrors::default();
+        malformed.push(ErrorCode::Req004, "note");
+        let raws = [
+            item("0", Some("z")),
+            Ok(foreign),
+            item("100", Some("ok")),
+            Err(malformed),
+        ];
         let result = service
             .create_bulk(&caller(), &raws, false, &WriteKey::none())
             .await
@@ -717,7 +724,8 @@ mod bulk {
             [
                 Err(vec![ErrorCode::Payo203]),
                 Err(vec![ErrorCode::Payo201]),
-                Ok(())
+                Ok(()),
+                Err(vec![ErrorCode::Req004]),
             ]
         );
     }
