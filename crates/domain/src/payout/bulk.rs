@@ -27,7 +27,7 @@ pub enum BulkPayoutError {
 
 impl PayoutService {
     /// Creates many payouts (docs/API.md, `POST /api/payout/bulk`): each item is checked as
-    /// [`Self::create`] checks one (plus `PAYO210` without a `reference` and `PAYO206` for a
+    /// [`Self::create`] checks one (the duplicate warning also counting earlier items; plus `PAYO210` without a `reference` and `PAYO206` for a
     /// reference an earlier item of the request already has), then the store applies the
     /// items in request order in one transaction, each holding amount + fee from what the
     /// items before it left (`PAYO207` once the balance is short). Partial (`atomic` false):
@@ -50,6 +50,9 @@ impl PayoutService {
             return Err(BulkPayoutError::ItemCount);
         }
         let mut references = HashSet::new();
+        // An earlier item to the same account, amount and currency makes an item a duplicate,
+        // as an earlier single payout would (the store's look-up cannot see unwritten items).
+        let mut paid = HashSet::new();
         let mut slots = Vec::with_capacity(raws.len());
         for raw in raws {
             let raw = match raw {
@@ -66,7 +69,12 @@ impl PayoutService {
                     BulkSlot::Rejected(rejected_item(ErrorCode::Payo206, "reference"))
                 }
                 Some(_) => match self.plan(caller, raw).await {
-                    Ok(planned) => BulkSlot::Insert(Box::new(planned)),
+                    Ok(mut planned) => {
+                        let p = &planned.payout;
+                        let first = paid.insert((p.account_id, p.amount.get(), p.asset.code()));
+                        planned.payout.duplicate |= !first;
+                        BulkSlot::Insert(Box::new(planned))
+                    }
                     Err(CreatePayoutError::Invalid(errors)) => BulkSlot::Rejected(errors),
                     Err(CreatePayoutError::Port(e)) => return Err(BulkPayoutError::Port(e)),
                 },

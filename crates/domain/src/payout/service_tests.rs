@@ -695,9 +695,16 @@ mod bulk {
         let inserts = seen[0]
             .0
             .iter()
-            .filter(|s| matches!(s, BulkSlot::Insert(_)))
-            .count();
-        assert_eq!(inserts, 3);
+            .filter_map(|s| match s {
+                BulkSlot::Insert(new) => Some(new.payout.duplicate),
+                BulkSlot::Rejected(_) => None,
+            })
+            .collect::<Vec<_>>();
+        assert_eq!(
+            inserts,
+            [false, true, true],
+            "the later payouts of 100 to the same account are flagged as duplicates"
+        );
     }
 
     #[tokio::test]
