@@ -11,7 +11,10 @@ use domain::idempotency::WriteKey;
 use domain::ids::{BatchId, FeeGroupId, FeeTemplateId, PayoutId, ReceiverAccountId, SubaccountId};
 use domain::ledger::LedgerEntry;
 use domain::money::{Asset, MinorUnits, Percentage};
-use domain::payout::ports::{InsertPayoutError, PayoutStore};
+use domain::payout::ports::{
+    BulkItemOutcome, BulkPayoutResult, BulkSlot, InsertPayoutError, NewPayout, PayoutStore,
+    bulk_item_error,
+};
 use domain::payout::{Payout, PayoutStatus};
 use domain::subaccount::FeeTemplate;
 use uuid::Uuid;
@@ -351,6 +354,82 @@ impl PayoutStore for PgStore {
             Err(e) => Err(InsertPayoutError::Port(e.into_port("inserting a payout"))),
         }
     }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(items = slots.len(), atomic))]
+    async fn insert_payout_bulk(
+        &self,
+        slots: &[BulkSlot],
+        atomic: bool,
+        key: &WriteKey<BulkPayoutResult>,
+    ) -> Result<BulkPayoutResult, PortError> {
+        let schedule = &self.batch_schedule;
+        let mut conn = self.conn().await?;
+        let result = conn
+            .transaction::<_, BulkAbort, _>(async |conn| {
+                // Every receiver and account first (`FOR SHARE`, as a single payout locks
+                // them), so no party lock is awaited while the balance row is held.
+                let mut stale = Vec::with_capacity(slots.len());
+                for slot in slots {
+                    stale.push(match slot {
+                        BulkSlot::Insert(new) => match check_parties(conn, &new.payout).await {
+                            Ok(()) => false,
+                            Err(PayoutAbort::Stale) => true,
+                            Err(e) => return Err(BulkAbort::Payout(e)),
+                        },
+                        BulkSlot::Rejected(_) => false,
+                    });
+                }
+                let mut items = Vec::with_capacity(slots.len());
+                for (slot, stale) in slots.iter().zip(stale) {
+                    let refused = match slot {
+                        BulkSlot::Rejected(errors) => Some(errors.clone()),
+                        BulkSlot::Insert(_) if stale => bulk_item_error(&InsertPayoutError::Stale),
+                        BulkSlot::Insert(new) => {
+                            // A savepoint per item: a refused item leaves no trace and the
+                            // transaction goes on with the next.
+                            let attempt = conn
+                                .transaction::<_, PayoutAbort, _>(async |conn| {
+                                    insert_planned(conn, new, schedule).await
+                                })
+                                .await;
+                            match attempt {
+                                Ok(()) => None,
+                                Err(PayoutAbort::InsufficientBalance) => {
+                                    bulk_item_error(&InsertPayoutError::InsufficientBalance)
+                                }
+                                Err(PayoutAbort::Tx(e))
+                                    if e.unique_violation() == Some("payouts_reference_unique") =>
+                                {
+                                    bulk_item_error(&InsertPayoutError::DuplicateReference)
+                                }
+                                Err(e) => return Err(BulkAbort::Payout(e)),
+                            }
+                        }
+                    };
+                    items.push(match (refused, slot) {
+                        (Some(errors), _) => BulkItemOutcome::Failed(errors),
+                        (None, BulkSlot::Insert(new)) => BulkItemOutcome::Created(new.payout.id),
+                        (None, BulkSlot::Rejected(errors)) => {
+                            BulkItemOutcome::Failed(errors.clone())
+                        }
+                    });
+                }
+                let result = BulkPayoutResult { atomic, items };
+                if atomic && result.failed() > 0 {
+                    return Err(BulkAbort::Refused(result));
+                }
+                super::idempotency::mark_committed(conn, key.commit(&result).as_ref())
+                    .await
+                    .map_err(PayoutAbort::Tx)
+                    .map_err(BulkAbort::Payout)?;
+                Ok(result)
+            })
+            .await;
+        match self.after_commit(result) {
+            Ok(result) | Err(BulkAbort::Refused(result)) => Ok(result),
+            Err(BulkAbort::Payout(e)) => Err(e.into_port("inserting bulk payouts")),
+        }
+    }
 }
 
 /// Locks the payout's receiver and account against changes until the transaction ends
@@ -390,4 +469,71 @@ async fn check_parties(conn: &mut AsyncPgConnection, payout: &Payout) -> Result<
     } else {
         Err(PayoutAbort::Stale)
     }
+}
+
+/// Why a bulk insert rolled back as a whole.
+#[derive(Debug)]
+enum BulkAbort {
+    /// An atomic request had a refused item: its result, nothing written.
+    Refused(BulkPayoutResult),
+    /// A failure no item can absorb.
+    Payout(PayoutAbort),
+}
+
+impl From<diesel::result::Error> for BulkAbort {
+    fn from(e: diesel::result::Error) -> Self {
+        Self::Payout(PayoutAbort::from(e))
+    }
+}
+
+/// One planned payout of a bulk request, its parties already checked: the hold first (one
+/// conditional update: the balance row stays locked by the request's transaction, so each
+/// item sees what the items before it left), then the payout in its batch, its ledger entries
+/// and its events.
+async fn insert_planned(
+    conn: &mut AsyncPgConnection,
+    new: &NewPayout,
+    schedule: &domain::rail::schedule::BatchSchedule,
+) -> Result<(), PayoutAbort> {
+    let payout = &new.payout;
+    let row = PayoutRow::from(payout);
+    let total = payout.total();
+    let held = diesel::update(balances::table.find((row.subaccount_id, row.asset.as_str())))
+        .filter(balances::available.ge(total))
+        .set((
+            balances::available.eq(balances::available - total),
+            balances::pending.eq(balances::pending + total),
+            balances::updated_at.eq(row.created_at),
+        ))
+        .cached()
+        .execute(conn)
+        .await?;
+    if held != 1 {
+        return Err(PayoutAbort::InsufficientBalance);
+    }
+    let batch = if payout.status == PayoutStatus::Pending {
+        Some(
+            join_open_batch(
+                conn,
+                row.subaccount_id,
+                &row.asset,
+                row.created_at,
+                schedule,
+            )
+            .await?,
+        )
+    } else {
+        None
+    };
+    let row = PayoutRow {
+        batch_id: batch.map(|(id, _)| id),
+        ..row
+    };
+    diesel::insert_into(payouts::table)
+        .values(&row)
+        .execute(conn)
+        .await?;
+    insert_entries(conn, &new.entries).await?;
+    insert_events(conn, &with_batch(&new.events, payout.id, batch), None).await?;
+    Ok(())
 }

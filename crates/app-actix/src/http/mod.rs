@@ -3,6 +3,7 @@
 pub mod accounts;
 pub mod auth;
 pub mod body;
+pub mod bulk_payouts;
 pub mod confirm;
 pub mod context;
 pub mod envelope;
@@ -30,6 +31,10 @@ use error::ApiError;
 
 /// The largest accepted request body (docs/API.md, Conventions).
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// The route that takes bulk payouts, whose bodies may be up to
+/// [`bulk_payouts::MAX_BULK_BODY_BYTES`].
+pub const BULK_PAYOUT_PATH: &str = "/api/payout/bulk";
 
 async fn not_found() -> actix_web::HttpResponse {
     actix_web::ResponseError::error_response(&ApiError::code("Request", ErrorCode::Req006))
@@ -67,9 +72,13 @@ impl RouteTable for Resources {
             let taken = std::mem::replace(resource, web::resource(path.to_owned()));
             *resource = taken.route(route);
         } else {
-            let resource = web::resource(path.to_owned())
+            let mut resource = web::resource(path.to_owned())
                 .default_service(web::to(method_not_allowed))
                 .route(route);
+            if path == BULK_PAYOUT_PATH {
+                resource =
+                    resource.app_data(web::PayloadConfig::new(bulk_payouts::MAX_BULK_BODY_BYTES));
+            }
             self.0.push((path.to_owned(), resource));
         }
     }
@@ -132,6 +141,7 @@ pub fn route_table(t: &mut impl RouteTable) {
         rail_callbacks::interac,
     );
     t.route(Method::POST, "/api/payout/single", payouts::create);
+    t.route(Method::POST, BULK_PAYOUT_PATH, bulk_payouts::create);
     t.route(Method::GET, "/api/payout/", payouts::list);
     t.route(Method::GET, "/api/payout", payouts::list_without_slash);
     t.route(Method::POST, "/api/payout/{id}/cancel", payouts::cancel);

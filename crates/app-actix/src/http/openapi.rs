@@ -32,7 +32,7 @@ use super::accounts::{AccountCreated, VerifyRefused};
 use super::envelope::Success;
 use super::error::{ApiError, CatalogueCode, Envelope, ErrorItem};
 use super::schemas::*;
-use super::{accounts, health, payouts, receivers, subaccounts, test_helpers};
+use super::{accounts, bulk_payouts, health, payouts, receivers, subaccounts, test_helpers};
 
 /// `GET /openapi.json`.
 #[utoipa::path(
@@ -105,6 +105,7 @@ lower-case UUIDs; money is integer minor units.";
         super::confirm::confirm,
         super::rail_callbacks::interac,
         payouts::create,
+        bulk_payouts::create,
         payouts::list,
         payouts::list_without_slash,
         payouts::cancel,

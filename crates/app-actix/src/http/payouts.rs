@@ -35,7 +35,7 @@ const LIST: &str = "List payouts";
 
 /// `amount` may be a JSON integer (what clients send) or a string of digits (what the provider's
 /// API documents); anything else is reported as the amount being invalid.
-fn amount_text(value: Value, errors: &mut ValidationErrors) -> Option<String> {
+pub(super) fn amount_text(value: Value, errors: &mut ValidationErrors) -> Option<String> {
     match value {
         Value::String(s) => Some(s),
         Value::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),

@@ -281,8 +281,8 @@ failure_responses! {
         with a different request, or belongs to a request that was processed but whose response \
         was lost");
     /// 413.
-    PayloadTooLarge => (413, "The request body is larger than 64 KiB (checked before \
-        authentication)");
+    PayloadTooLarge => (413, "The request body is larger than the route accepts: 64 KiB, 1 MiB for \
+        `POST /api/payout/bulk` (checked before authentication)");
     /// 429.
     TooManyRequests => (429, "This API key is over its rate limit", |r: ResponseBuilder| r.header(
         "retry-after",

@@ -6,6 +6,7 @@ mod admin_kyc;
 mod auth;
 mod batches;
 mod bodies;
+mod bulk_payouts;
 mod confirm;
 mod envelope;
 mod fuzz_regressions;

@@ -1,5 +1,6 @@
 //! Payouts: money sent from a subaccount's balance to a receiver's account.
 
+pub mod bulk;
 pub mod change;
 pub mod fee;
 pub mod model;

@@ -7,6 +7,7 @@ use super::change::PayoutChange;
 use super::model::Payout;
 use super::query::PayoutFilter;
 use crate::account::ReceiverAccount;
+use crate::codes::ErrorCode;
 use crate::error::PortError;
 use crate::events::OutboxEvent;
 use crate::ids::{BatchId, PayoutId, ReceiverAccountId, SubaccountId};
@@ -15,6 +16,7 @@ use crate::money::{Asset, MinorUnits};
 use crate::paging::PageRequest;
 use crate::receiver::Receiver;
 use crate::subaccount::FeeTemplate;
+use crate::validation::ValidationErrors;
 
 /// A payout as a list shows it: with its receiver and account.
 #[derive(Debug, Clone)]
@@ -43,6 +45,82 @@ pub enum InsertPayoutError {
     /// Infrastructure failure.
     #[error(transparent)]
     Port(#[from] PortError),
+}
+
+/// A planned payout with the ledger entries of its hold and its events, ready to store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewPayout {
+    /// The payout (its `batch_id` is set by the store).
+    pub payout: Payout,
+    /// Its hold entries.
+    pub entries: Vec<LedgerEntry>,
+    /// Its events (`payoutCreated`).
+    pub events: Vec<OutboxEvent>,
+}
+
+/// One item of a bulk payout request as the store receives it, in request order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BulkSlot {
+    /// Refused before storing (its checks failed); the store writes nothing for it.
+    Rejected(ValidationErrors),
+    /// To store as [`PayoutStore::insert_payout`] would.
+    Insert(Box<NewPayout>),
+}
+
+/// What became of one item of a bulk payout request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BulkItemOutcome {
+    /// The payout was created (or, in an atomic request that failed, would have been).
+    Created(PayoutId),
+    /// The item was refused, with its problems.
+    Failed(ValidationErrors),
+}
+
+/// The answer to a bulk payout request: one outcome per item, in request order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BulkPayoutResult {
+    /// Whether every item had to be created or none.
+    pub atomic: bool,
+    /// Per item, in request order.
+    pub items: Vec<BulkItemOutcome>,
+}
+
+impl BulkPayoutResult {
+    /// How many items were refused.
+    pub fn failed(&self) -> usize {
+        self.items
+            .iter()
+            .filter(|i| matches!(i, BulkItemOutcome::Failed(_)))
+            .count()
+    }
+
+    /// How many payouts were written: none when an atomic request had a failure.
+    pub fn created(&self) -> usize {
+        if self.atomic && self.failed() > 0 {
+            return 0;
+        }
+        self.items.len() - self.failed()
+    }
+
+    /// Whether anything was written.
+    pub fn written(&self) -> bool {
+        self.created() > 0
+    }
+}
+
+/// What a bulk item reports for a store refusal: `PAYO207` on `amount`, `PAYO206` on
+/// `reference`, `PAYO211` on `receiver_id` for a receiver or account that changed meanwhile.
+/// `None` for an infrastructure failure (the whole request fails).
+pub fn bulk_item_error(e: &InsertPayoutError) -> Option<ValidationErrors> {
+    let (code, field) = match e {
+        InsertPayoutError::InsufficientBalance => (ErrorCode::Payo207, "amount"),
+        InsertPayoutError::DuplicateReference => (ErrorCode::Payo206, "reference"),
+        InsertPayoutError::Stale => (ErrorCode::Payo211, "receiver_id"),
+        InsertPayoutError::Port(_) => return None,
+    };
+    let mut errors = ValidationErrors::default();
+    errors.push(code, field);
+    Some(errors)
 }
 
 /// Payouts and the money they hold.
@@ -123,4 +201,22 @@ pub trait PayoutStore: Send + Sync {
         events: &[OutboxEvent],
         key: &crate::idempotency::WriteKey<Payout>,
     ) -> Result<Option<BatchId>, InsertPayoutError>;
+
+    /// Stores the items of a bulk payout request in one transaction, in order: each
+    /// [`BulkSlot::Insert`] as [`Self::insert_payout`] stores one payout (parties checked, hold
+    /// by a conditional update that never takes `available` below zero, batch joined, ledger
+    /// entries, events), each in its own savepoint so that a refused item (`PAYO207` when the
+    /// balance left by the items before no longer covers it, `PAYO206` for a reference taken,
+    /// `PAYO211` stale parties: see [`bulk_item_error`]) writes nothing and does not affect the
+    /// others. `Rejected` slots are copied to the result. When `atomic` and any item failed,
+    /// the whole transaction rolls back (nothing written, the key not applied); otherwise `key`
+    /// is applied in the same transaction ([`WriteKey::commit`] of the result).
+    ///
+    /// [`WriteKey::commit`]: crate::idempotency::WriteKey::commit
+    async fn insert_payout_bulk(
+        &self,
+        slots: &[BulkSlot],
+        atomic: bool,
+        key: &crate::idempotency::WriteKey<BulkPayoutResult>,
+    ) -> Result<BulkPayoutResult, PortError>;
 }

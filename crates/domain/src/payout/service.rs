@@ -9,7 +9,7 @@ use chrono::Duration;
 use super::change::plan_change;
 use super::fee::fee;
 use super::model::Payout;
-use super::ports::{InsertPayoutError, PayoutListItem, PayoutStore};
+use super::ports::{InsertPayoutError, NewPayout, PayoutListItem, PayoutStore};
 use super::query::ListPayoutsQuery;
 use super::status::{PayoutStatus, PayoutTrigger, initial_status};
 use crate::account::ports::AccountStore;
@@ -68,12 +68,10 @@ const MAX_TEXT: usize = 255;
 const STALE_RETRIES: usize = 3;
 
 fn rejected(code: ErrorCode, field: &'static str) -> CreatePayoutError {
-    let mut errors = ValidationErrors::default();
-    errors.push(code, field);
-    CreatePayoutError::Invalid(errors)
+    CreatePayoutError::Invalid(rejected_item(code, field))
 }
 
-fn text(raw: &Option<String>) -> Option<&str> {
+pub(super) fn text(raw: &Option<String>) -> Option<&str> {
     raw.as_deref().map(str::trim).filter(|s| !s.is_empty())
 }
 
@@ -178,6 +176,11 @@ impl PayoutService {
             ids,
             cursors,
         }
+    }
+
+    /// The payout store.
+    pub(super) fn payouts_store(&self) -> &dyn PayoutStore {
+        self.payouts.as_ref()
     }
 
     /// One page of the caller's payouts matching the query (newest first) and the next page's
@@ -414,6 +417,36 @@ impl PayoutService {
         raw: &RawPayout,
         key: &WriteKey<Payout>,
     ) -> Result<Option<Payout>, CreatePayoutError> {
+        let NewPayout {
+            mut payout,
+            entries,
+            events,
+        } = self.plan(caller, raw).await?;
+        payout.batch_id = match self
+            .payouts
+            .insert_payout(&payout, &entries, &events, key)
+            .await
+        {
+            Ok(batch) => batch,
+            Err(InsertPayoutError::Stale) => return Ok(None),
+            Err(InsertPayoutError::InsufficientBalance) => {
+                return Err(rejected(ErrorCode::Payo207, "amount"));
+            }
+            Err(InsertPayoutError::DuplicateReference) => {
+                return Err(rejected(ErrorCode::Payo206, "reference"));
+            }
+            Err(InsertPayoutError::Port(e)) => return Err(CreatePayoutError::Port(e)),
+        };
+        Ok(Some(payout))
+    }
+
+    /// Checks a payout request ([`Self::checked`]) and plans the payout it creates: fee,
+    /// initial status, duplicate warning, hold entries and its `payoutCreated` event.
+    pub(super) async fn plan(
+        &self,
+        caller: &Caller,
+        raw: &RawPayout,
+    ) -> Result<NewPayout, CreatePayoutError> {
         let Checked {
             amount,
             asset,
@@ -436,7 +469,7 @@ impl PayoutService {
                 now - Duration::hours(DUPLICATE_WINDOW_HOURS),
             )
             .await?;
-        let mut payout = Payout {
+        let payout = Payout {
             id: PayoutId::from_uuid(self.ids.new_id()),
             subaccount_id: caller.subaccount_id,
             receiver_id: receiver.id,
@@ -481,23 +514,19 @@ impl PayoutService {
             &payout,
             now,
         );
-        payout.batch_id = match self
-            .payouts
-            .insert_payout(&payout, &entries, &[event], key)
-            .await
-        {
-            Ok(batch) => batch,
-            Err(InsertPayoutError::Stale) => return Ok(None),
-            Err(InsertPayoutError::InsufficientBalance) => {
-                return Err(rejected(ErrorCode::Payo207, "amount"));
-            }
-            Err(InsertPayoutError::DuplicateReference) => {
-                return Err(rejected(ErrorCode::Payo206, "reference"));
-            }
-            Err(InsertPayoutError::Port(e)) => return Err(CreatePayoutError::Port(e)),
-        };
-        Ok(Some(payout))
+        Ok(NewPayout {
+            payout,
+            entries,
+            events: vec![event],
+        })
     }
+}
+
+/// The failure a single payout request reports for `code` on `field`.
+pub(super) fn rejected_item(code: ErrorCode, field: &'static str) -> ValidationErrors {
+    let mut errors = ValidationErrors::default();
+    errors.push(code, field);
+    errors
 }
 
 #[cfg(test)]

@@ -513,3 +513,267 @@ async fn a_cancel_that_loses_a_race_reports_the_new_status() {
         Err(CancelPayoutError::NotCancellable(PayoutStatus::InProgress))
     ));
 }
+
+mod bulk {
+    //! `PayoutService::create_bulk` driven through mocked ports; the store mock applies the
+    //! items in order against a balance, as the port promises.
+
+    use super::*;
+    use crate::payout::bulk::{BulkPayoutError, MAX_BULK_ITEMS};
+    use crate::payout::ports::{BulkItemOutcome, BulkPayoutResult, BulkSlot, bulk_item_error};
+    use std::sync::Mutex;
+
+    /// What the store mock saw: the slots and the atomic flag of each call.
+    type Seen = Arc<Mutex<Vec<(Vec<BulkSlot>, bool)>>>;
+
+    /// A service whose receivers exist only for `RECEIVER`, whose store holds `balance` and
+    /// refuses the references in `taken`.
+    fn bulk_service(balance: i64, taken: &'static [&'static str], seen: Seen) -> PayoutService {
+        let mut receivers = MockReceiverStore::new();
+        receivers.expect_find_receiver().returning(|_, id| {
+            Ok((id == ReceiverId::from_uuid(Uuid::from_u128(RECEIVER)))
+                .then(|| receiver(ReceiverStatus::Active, KycStatus::Completed)))
+        });
+        let mut accounts = MockAccountStore::new();
+        accounts.expect_find_account().returning(|_, _| {
+            Ok(Some(account(
+                RECEIVER,
+                AccountStatus::Completed,
+                ConfirmStatus::Confirmed,
+            )))
+        });
+        let mut payouts = MockPayoutStore::new();
+        payouts.expect_fee_template().returning(|_, _| Ok(None));
+        payouts
+            .expect_similar_payout_since()
+            .returning(|_, _, _, _, _| Ok(false));
+        payouts.expect_insert_payout().never();
+        payouts
+            .expect_insert_payout_bulk()
+            .returning(move |slots, atomic, _| {
+                seen.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((slots.to_vec(), atomic));
+                let mut left = balance;
+                let items = slots
+                    .iter()
+                    .map(|slot| match slot {
+                        BulkSlot::Rejected(errors) => BulkItemOutcome::Failed(errors.clone()),
+                        BulkSlot::Insert(new) => {
+                            let refused = if new.payout.total() > left {
+                                Some(InsertPayoutError::InsufficientBalance)
+                            } else if new
+                                .payout
+                                .reference
+                                .as_deref()
+                                .is_some_and(|r| taken.contains(&r))
+                            {
+                                Some(InsertPayoutError::DuplicateReference)
+                            } else {
+                                None
+                            };
+                            match refused.as_ref().and_then(bulk_item_error) {
+                                Some(errors) => BulkItemOutcome::Failed(errors),
+                                None => {
+                                    left -= new.payout.total();
+                                    BulkItemOutcome::Created(new.payout.id)
+                                }
+                            }
+                        }
+                    })
+                    .collect();
+                Ok(BulkPayoutResult { atomic, items })
+            });
+        let mut clock = MockClock::new();
+        clock.expect_now().returning(now);
+        let mut ids = MockIdGenerator::new();
+        let mut n = 100u128;
+        ids.expect_new_id().returning(move || {
+            n += 1;
+            Uuid::from_u128(n)
+        });
+        PayoutService::new(
+            Arc::new(payouts),
+            Arc::new(receivers),
+            Arc::new(accounts),
+            Arc::new(MockSubaccountStore::new()),
+            Arc::new(clock),
+            Arc::new(ids),
+            CursorKey::new([5; 32]),
+        )
+    }
+
+    fn item(amount: &str, reference: Option<&str>) -> Result<RawPayout, ValidationErrors> {
+        Ok(RawPayout {
+            reference: reference.map(str::to_owned),
+            ..raw(amount, "aud")
+        })
+    }
+
+    /// Per item: `Ok(())` when created, else its codes.
+    fn outcomes(result: &BulkPayoutResult) -> Vec<Result<(), Vec<ErrorCode>>> {
+        result
+            .items
+            .iter()
+            .map(|i| match i {
+                BulkItemOutcome::Created(_) => Ok(()),
+                BulkItemOutcome::Failed(e) => Err(e.0.iter().map(|e| e.code).collect()),
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn items_are_applied_in_order_and_the_balance_runs_out_at_the_first_it_cannot_cover() {
+        let seen = Seen::default();
+        let service = bulk_service(1_000, &[], seen.clone());
+        let raws = [
+            item("600", Some("a")),
+            item("500", Some("b")),
+            item("400", Some("c")),
+            item("1", Some("d")),
+        ];
+        let result = service
+            .create_bulk(&caller(), &raws, false, &WriteKey::none())
+            .await
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(
+            outcomes(&result),
+            [
+                Ok(()),
+                Err(vec![ErrorCode::Payo207]),
+                Ok(()),
+                Err(vec![ErrorCode::Payo207])
+            ]
+        );
+        assert_eq!((result.created(), result.failed()), (2, 2));
+        let seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+        let references: Vec<_> = seen[0]
+            .0
+            .iter()
+            .map(|s| match s {
+                BulkSlot::Insert(new) => new.payout.reference.clone(),
+                BulkSlot::Rejected(_) => None,
+            })
+            .collect();
+        assert_eq!(
+            references,
+            ["a", "b", "c", "d"].map(|r| Some(r.to_owned())),
+            "the store gets the items in request order"
+        );
+        assert!(!seen[0].1);
+    }
+
+    #[tokio::test]
+    async fn a_reference_repeated_within_the_request_or_missing_fails_only_that_item() {
+        let seen = Seen::default();
+        let service = bulk_service(1_000_000, &["taken"], seen.clone());
+        let raws = [
+            item("100", Some("x")),
+            item("100", Some(" x ")),
+            item("100", None),
+            item("100", Some("   ")),
+            item("100", Some("taken")),
+            item("100", Some("y")),
+        ];
+        let result = service
+            .create_bulk(&caller(), &raws, false, &WriteKey::none())
+            .await
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(
+            outcomes(&result),
+            [
+                Ok(()),
+                Err(vec![ErrorCode::Payo206]),
+                Err(vec![ErrorCode::Payo210]),
+                Err(vec![ErrorCode::Payo210]),
+                Err(vec![ErrorCode::Payo206]),
+                Ok(()),
+            ]
+        );
+        // The refused ones never reach the store as payouts.
+        let seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+        let inserts = seen[0]
+            .0
+            .iter()
+            .filter_map(|s| match s {
+                BulkSlot::Insert(new) => Some(new.payout.duplicate),
+                BulkSlot::Rejected(_) => None,
+            })
+            .collect::<Vec<_>>();
+        assert_eq!(
+            inserts,
+            [false, true, true],
+            "the later payouts of 100 to the same account are flagged as duplicates"
+        );
+    }
+
+    #[tokio::test]
+    async fn each_item_gets_the_checks_of_a_single_payout() {
+        let service = bulk_service(1_000_000, &[], Seen::default());
+        let foreign = RawPayout {
+            receiver_id: Some(Uuid::from_u128(OTHER_RECEIVER).to_string()),
+            ..raw("100", "aud")
+        };
+        let mut malformed = ValidationErrors::default();
+        malformed.push(ErrorCode::Req004, "note");
+        let raws = [
+            item("0", Some("z")),
+            Ok(foreign),
+            item("100", Some("ok")),
+            Err(malformed),
+        ];
+        let result = service
+            .create_bulk(&caller(), &raws, false, &WriteKey::none())
+            .await
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(
+            outcomes(&result),
+            [
+                Err(vec![ErrorCode::Payo203]),
+                Err(vec![ErrorCode::Payo201]),
+                Ok(()),
+                Err(vec![ErrorCode::Req004]),
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn an_atomic_request_with_a_failure_creates_nothing() {
+        let seen = Seen::default();
+        let service = bulk_service(150, &[], seen.clone());
+        let raws = [item("100", Some("a")), item("100", Some("b"))];
+        let result = service
+            .create_bulk(&caller(), &raws, true, &WriteKey::none())
+            .await
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        assert!(seen.lock().unwrap_or_else(|e| e.into_inner())[0].1);
+        assert_eq!((result.created(), result.failed()), (0, 1));
+        assert!(!result.written());
+        // The same request in partial mode creates the first.
+        let partial = service
+            .create_bulk(&caller(), &raws, false, &WriteKey::none())
+            .await
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!((partial.created(), partial.failed()), (1, 1));
+        assert!(partial.written());
+    }
+
+    #[tokio::test]
+    async fn no_items_or_too_many_is_refused_before_anything_is_read() {
+        let seen = Seen::default();
+        let service = bulk_service(1_000_000, &[], seen.clone());
+        let too_many: Vec<_> = (0..=MAX_BULK_ITEMS)
+            .map(|i| item("1", Some(&i.to_string())))
+            .collect();
+        for raws in [&[][..], &too_many[..]] {
+            let result = service
+                .create_bulk(&caller(), raws, false, &WriteKey::none())
+                .await;
+            assert!(
+                matches!(result, Err(BulkPayoutError::ItemCount)),
+                "{result:?}"
+            );
+        }
+        assert!(seen.lock().unwrap_or_else(|e| e.into_inner()).is_empty());
+    }
+}

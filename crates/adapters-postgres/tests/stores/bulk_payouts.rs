@@ -1,0 +1,263 @@
+//! `PayoutStore::insert_payout_bulk`: items applied in order against one balance, each in its
+//! own savepoint (a refused item writes nothing and fails no other), the idempotency key
+//! applied with the payouts, and an atomic request with a failure leaving no trace.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use domain::account::ReceiverAccount;
+use domain::builders::PayoutBuilder;
+use domain::codes::ErrorCode;
+use domain::events::{EventKind, OutboxEvent};
+use domain::idempotency::{
+    ClaimOutcome, IdempotencyKey, IdempotencyStore, KeyClaim, StoredResponse, WriteKey, fingerprint,
+};
+use domain::ids::{EventId, LedgerEntryId, PayoutId, SubaccountId};
+use domain::ledger::{LedgerEntry, LedgerEntryKind};
+use domain::money::Asset;
+use domain::payout::PayoutStatus;
+use domain::payout::ports::{BulkItemOutcome, BulkPayoutResult, BulkSlot, NewPayout, PayoutStore};
+use domain::receiver::Receiver;
+use domain::subaccount::ports::SubaccountStore;
+use domain::validation::ValidationErrors;
+use uuid::Uuid;
+
+use crate::accounts::{ach, insert, new_receiver};
+use crate::support::{Fixture, admin, at};
+
+const T0: i64 = 1_700_000_000_123_456;
+
+/// A funded subaccount (`funding` USD) with one receiver (KYC pending) and its ACH account.
+async fn world(fx: &Fixture, funding: &str) -> (SubaccountId, Receiver, ReceiverAccount) {
+    let sub = fx.subaccount("bulk").await.id;
+    admin(&fx.store)
+        .fund(sub, "USD", funding)
+        .await
+        .expect("fund");
+    let owner = new_receiver(fx, sub, "payee@example.com").await;
+    let account = ach(&owner, "011000015", "123456789", "checking", T0);
+    insert(fx, &account).await.expect("account");
+    (sub, owner, account)
+}
+
+/// A planned `unassessed` payout of `amount` + `fee` with its holds and `payoutCreated`.
+fn planned(
+    sub: SubaccountId,
+    owner: &Receiver,
+    account: &ReceiverAccount,
+    amount: i64,
+    fee: i64,
+    reference: &str,
+) -> BulkSlot {
+    let payout = PayoutBuilder::new()
+        .id(PayoutId::from_uuid(Uuid::new_v4()))
+        .subaccount(sub)
+        .receiver(owner.id)
+        .account(account.id)
+        .asset(Asset::Usd)
+        .amount(amount)
+        .fee(fee)
+        .reference(reference)
+        .status(PayoutStatus::Unassessed)
+        .created_at(at(T0))
+        .updated_at(at(T0))
+        .build();
+    let hold = |kind, delta: i64| LedgerEntry {
+        id: LedgerEntryId::from_uuid(Uuid::new_v4()),
+        subaccount_id: sub,
+        asset: Asset::Usd,
+        kind,
+        available_delta: -delta,
+        pending_delta: delta,
+        payout_id: Some(payout.id),
+        created_at: at(T0),
+    };
+    let entries = vec![
+        hold(LedgerEntryKind::PayoutHold, amount),
+        hold(LedgerEntryKind::FeeHold, fee),
+    ];
+    let events = vec![OutboxEvent::payout(
+        EventKind::PayoutCreated,
+        EventId::from_uuid(Uuid::new_v4()),
+        &payout,
+        at(T0),
+    )];
+    BulkSlot::Insert(Box::new(NewPayout {
+        payout,
+        entries,
+        events,
+    }))
+}
+
+fn codes(result: &BulkPayoutResult) -> Vec<Option<ErrorCode>> {
+    result
+        .items
+        .iter()
+        .map(|i| match i {
+            BulkItemOutcome::Created(_) => None,
+            BulkItemOutcome::Failed(e) => e.0.first().map(|e| e.code),
+        })
+        .collect()
+}
+
+async fn count(fx: &Fixture, sql: &str, sub: SubaccountId) -> i64 {
+    fx.count_where(sql, sub.as_uuid()).await
+}
+
+const PAYOUTS: &str = "SELECT count(*) AS n FROM payouts WHERE subaccount_id = $1";
+const HOLDS: &str = "SELECT count(*) AS n FROM ledger_entries WHERE subaccount_id = $1 \
+     AND kind IN ('payout_hold', 'fee_hold')";
+const EVENTS: &str = "SELECT count(*) AS n FROM outbox_events WHERE subaccount_id = $1 \
+     AND event_type = 'payoutCreated'";
+const KEYS_COMMITTED: &str =
+    "SELECT count(*) AS n FROM idempotency_keys WHERE subaccount_id = $1 AND committed";
+
+#[tokio::test]
+async fn items_hold_in_order_until_the_balance_is_short_and_the_rest_still_go_through() {
+    let fx = Fixture::new().await;
+    let (sub, owner, account) = world(&fx, "1000").await;
+    let slots = [
+        planned(sub, &owner, &account, 590, 10, "a"),
+        planned(sub, &owner, &account, 490, 10, "b"),
+        BulkSlot::Rejected(ValidationErrors(vec![domain::validation::FieldError::new(
+            ErrorCode::Payo203,
+            "amount",
+        )])),
+        planned(sub, &owner, &account, 390, 10, "c"),
+        planned(sub, &owner, &account, 1, 0, "d"),
+    ];
+    let result = fx
+        .store
+        .insert_payout_bulk(&slots, false, &WriteKey::none())
+        .await
+        .unwrap();
+    assert_eq!(
+        codes(&result),
+        [
+            None,
+            Some(ErrorCode::Payo207),
+            Some(ErrorCode::Payo203),
+            None,
+            Some(ErrorCode::Payo207)
+        ]
+    );
+    let balance = fx.store.balance(sub, Asset::Usd).await.unwrap();
+    assert_eq!((balance.available, balance.pending), (0, 1000));
+    assert_eq!(count(&fx, PAYOUTS, sub).await, 2);
+    assert_eq!(count(&fx, HOLDS, sub).await, 4);
+    assert_eq!(count(&fx, EVENTS, sub).await, 2);
+    assert!(
+        admin(&fx.store)
+            .check_ledger()
+            .await
+            .unwrap()
+            .discrepancies
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn a_reference_taken_by_an_existing_payout_fails_only_its_item() {
+    let fx = Fixture::new().await;
+    let (sub, owner, account) = world(&fx, "10000").await;
+    let first = fx
+        .store
+        .insert_payout_bulk(
+            &[planned(sub, &owner, &account, 100, 0, "inv-1")],
+            false,
+            &WriteKey::none(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(codes(&first), [None]);
+    let slots = [
+        planned(sub, &owner, &account, 200, 0, "inv-0"),
+        planned(sub, &owner, &account, 300, 0, "inv-1"),
+        planned(sub, &owner, &account, 400, 0, "inv-2"),
+    ];
+    let result = fx
+        .store
+        .insert_payout_bulk(&slots, false, &WriteKey::none())
+        .await
+        .unwrap();
+    assert_eq!(codes(&result), [None, Some(ErrorCode::Payo206), None]);
+    let balance = fx.store.balance(sub, Asset::Usd).await.unwrap();
+    assert_eq!(
+        (balance.available, balance.pending),
+        (10_000 - 700, 700),
+        "the refused item's hold was rolled back with its savepoint"
+    );
+    assert_eq!(count(&fx, PAYOUTS, sub).await, 3);
+    assert_eq!(count(&fx, EVENTS, sub).await, 3);
+}
+
+#[tokio::test]
+async fn an_atomic_request_with_a_failure_writes_nothing_and_one_without_commits_its_key() {
+    let fx = Fixture::new().await;
+    let (sub, owner, account) = world(&fx, "1000").await;
+    let key = IdempotencyKey::parse("payroll-7").unwrap();
+    let fp = fingerprint("POST", "/api/payout/bulk", b"{}");
+    let ClaimOutcome::Claimed { lease_until } =
+        fx.store.claim(sub, &key, fp, Utc::now()).await.unwrap()
+    else {
+        panic!("not claimed");
+    };
+    let claim = KeyClaim {
+        subaccount: sub,
+        key,
+        lease_until,
+    };
+    let write_key = WriteKey::new(
+        Some(claim.clone()),
+        Arc::new(|r: &BulkPayoutResult| {
+            Some(StoredResponse {
+                status: 200,
+                body: format!("created {}", r.created()).into_bytes(),
+            })
+        }),
+    );
+    let slots = [
+        planned(sub, &owner, &account, 600, 0, "a"),
+        planned(sub, &owner, &account, 600, 0, "b"),
+    ];
+    let refused = fx
+        .store
+        .insert_payout_bulk(&slots, true, &write_key)
+        .await
+        .unwrap();
+    assert_eq!(codes(&refused), [None, Some(ErrorCode::Payo207)]);
+    assert_eq!(refused.created(), 0);
+    let balance = fx.store.balance(sub, Asset::Usd).await.unwrap();
+    assert_eq!((balance.available, balance.pending), (1000, 0));
+    assert_eq!(count(&fx, PAYOUTS, sub).await, 0);
+    assert_eq!(count(&fx, HOLDS, sub).await, 0);
+    assert_eq!(count(&fx, EVENTS, sub).await, 0);
+    assert_eq!(count(&fx, KEYS_COMMITTED, sub).await, 0);
+
+    // The same key, with items the balance covers: written with the key committed and its
+    // response stored in the same transaction.
+    let slots = [
+        planned(sub, &owner, &account, 600, 0, "a"),
+        planned(sub, &owner, &account, 400, 0, "b"),
+    ];
+    let written = fx
+        .store
+        .insert_payout_bulk(&slots, true, &write_key)
+        .await
+        .unwrap();
+    assert_eq!(codes(&written), [None, None]);
+    assert_eq!(count(&fx, PAYOUTS, sub).await, 2);
+    assert_eq!(count(&fx, KEYS_COMMITTED, sub).await, 1);
+    let replay = fx
+        .store
+        .claim(sub, &claim.key, fp, Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(
+        replay,
+        ClaimOutcome::Replay {
+            status: 200,
+            body: b"created 2".to_vec()
+        }
+    );
+}
