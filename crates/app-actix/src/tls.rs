@@ -14,7 +14,6 @@ use std::sync::Arc;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-
 /// The certificate variable.
 pub const CERT_VARIABLE: &str = "PAYOUT_TLS_CERT";
 /// The private key variable.
