@@ -14,11 +14,11 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::auth::Authenticated;
-use super::body::{fields_by_name, json_object, merge_field_errors};
+use super::body::{json_object, merge_field_errors};
 use super::envelope::{self, Success};
 use super::error::{ApiError, ErrorItem};
 use super::idempotency::written;
-use super::payouts::{CreatePayoutBody, amount_text};
+use super::payouts::{CreatePayoutBody, raw_payout};
 use crate::state::AppState;
 
 const BULK: &str = "Bulk payout";
@@ -112,28 +112,13 @@ async fn read_item(
     index: usize,
     item: Value,
 ) -> Result<Result<RawPayout, ValidationErrors>, ApiError> {
-    let Value::Object(mut object) = item else {
+    let Value::Object(object) = item else {
         let mut errors = ValidationErrors::default();
         errors.push(ErrorCode::Req004, format!("payouts[{index}]"));
         return Ok(Err(errors));
     };
     let mut shape = ValidationErrors::default();
-    let amount = object
-        .remove("amount")
-        .and_then(|v| amount_text(v, &mut shape));
-    let mut fields = fields_by_name(
-        object,
-        &["receiver_id", "account_id", "currency", "reference", "note"],
-        &mut shape,
-    );
-    let raw = RawPayout {
-        receiver_id: fields.remove("receiver_id"),
-        account_id: fields.remove("account_id"),
-        amount,
-        currency: fields.remove("currency"),
-        reference: fields.remove("reference"),
-        note: fields.remove("note"),
-    };
+    let raw = raw_payout(object, &mut shape);
     if shape.is_empty() {
         return Ok(Ok(raw));
     }

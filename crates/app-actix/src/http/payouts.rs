@@ -35,6 +35,29 @@ const LIST: &str = "List payouts";
 
 /// `amount` may be a JSON integer (what clients send) or a string of digits (what the provider's
 /// API documents); anything else is reported as the amount being invalid.
+/// The fields of a payout body (`POST /api/payout/single`, or an item of a bulk request) as the
+/// service reads them; the body's own problems (a field of the wrong type, an unknown field) go
+/// to `shape`.
+pub(super) fn raw_payout(
+    mut object: serde_json::Map<String, Value>,
+    shape: &mut ValidationErrors,
+) -> RawPayout {
+    let amount = object.remove("amount").and_then(|v| amount_text(v, shape));
+    let mut fields = fields_by_name(
+        object,
+        &["receiver_id", "account_id", "currency", "reference", "note"],
+        shape,
+    );
+    RawPayout {
+        receiver_id: fields.remove("receiver_id"),
+        account_id: fields.remove("account_id"),
+        amount,
+        currency: fields.remove("currency"),
+        reference: fields.remove("reference"),
+        note: fields.remove("note"),
+    }
+}
+
 pub(super) fn amount_text(value: Value, errors: &mut ValidationErrors) -> Option<String> {
     match value {
         Value::String(s) => Some(s),
@@ -66,24 +89,9 @@ pub async fn create(
     state: Data<AppState>,
     request: Authenticated,
 ) -> Result<HttpResponse, ApiError> {
-    let mut object = json_object(CREATE, &request.body)?;
+    let object = json_object(CREATE, &request.body)?;
     let mut shape = ValidationErrors::default();
-    let amount = object
-        .remove("amount")
-        .and_then(|v| amount_text(v, &mut shape));
-    let mut fields = fields_by_name(
-        object,
-        &["receiver_id", "account_id", "currency", "reference", "note"],
-        &mut shape,
-    );
-    let raw = RawPayout {
-        receiver_id: fields.remove("receiver_id"),
-        account_id: fields.remove("account_id"),
-        amount,
-        currency: fields.remove("currency"),
-        reference: fields.remove("reference"),
-        note: fields.remove("note"),
-    };
+    let raw = raw_payout(object, &mut shape);
     if !shape.is_empty() {
         // The body has problems of its own: report them with the field checks, store nothing.
         match state.payouts.validate(&request.caller, &raw).await {
