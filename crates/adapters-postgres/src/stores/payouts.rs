@@ -289,56 +289,18 @@ impl PayoutStore for PgStore {
         events: &[OutboxEvent],
         key: &WriteKey<Payout>,
     ) -> Result<Option<BatchId>, InsertPayoutError> {
-        let row = PayoutRow::from(payout);
-        let total = payout.total();
         let schedule = &self.batch_schedule;
         let mut conn = self.conn().await?;
         let result = conn
             .transaction::<_, PayoutAbort, _>(async |conn| {
                 check_parties(conn, payout).await?;
-                let batch = if payout.status == PayoutStatus::Pending {
-                    Some(
-                        join_open_batch(
-                            conn,
-                            row.subaccount_id,
-                            &row.asset,
-                            row.created_at,
-                            schedule,
-                        )
-                        .await?,
-                    )
-                } else {
-                    None
-                };
-                let row = PayoutRow {
-                    batch_id: batch.map(|(id, _)| id),
-                    ..row
-                };
-                diesel::insert_into(payouts::table)
-                    .values(&row)
-                    .execute(conn)
-                    .await?;
-                insert_entries(conn, entries).await?;
-                let commit = written_key(key, payout, batch);
-                insert_events(conn, &with_batch(events, payout.id, batch), commit.as_ref()).await?;
+                let batch =
+                    write_payout(conn, payout, entries, events, Some(key), schedule).await?;
                 // The hold, last: one conditional update, so concurrent payouts can never take
                 // the balance below zero (and a subaccount with no balance row has nothing to
                 // hold). The balance row is every payout's of the subaccount, so it is locked
                 // only for the commit: the statements before run concurrently.
-                let held =
-                    diesel::update(balances::table.find((row.subaccount_id, row.asset.as_str())))
-                        .filter(balances::available.ge(total))
-                        .set((
-                            balances::available.eq(balances::available - total),
-                            balances::pending.eq(balances::pending + total),
-                            balances::updated_at.eq(row.created_at),
-                        ))
-                        .cached()
-                        .execute(conn)
-                        .await?;
-                if held != 1 {
-                    return Err(PayoutAbort::InsufficientBalance);
-                }
+                hold(conn, payout).await?;
                 Ok(batch.map(|(id, _)| BatchId::from_uuid(id)))
             })
             .await;
@@ -495,22 +457,45 @@ async fn insert_planned(
     new: &NewPayout,
     schedule: &domain::rail::schedule::BatchSchedule,
 ) -> Result<(), PayoutAbort> {
-    let payout = &new.payout;
-    let row = PayoutRow::from(payout);
+    hold(conn, &new.payout).await?;
+    write_payout(conn, &new.payout, &new.entries, &new.events, None, schedule).await?;
+    Ok(())
+}
+
+/// Moves the payout's total from `available` to `pending` with one conditional update, so no
+/// concurrency can take the balance below zero; `InsufficientBalance` when it does not cover
+/// the total (or the subaccount has no balance in the asset).
+async fn hold(conn: &mut AsyncPgConnection, payout: &Payout) -> Result<(), PayoutAbort> {
     let total = payout.total();
-    let held = diesel::update(balances::table.find((row.subaccount_id, row.asset.as_str())))
-        .filter(balances::available.ge(total))
-        .set((
-            balances::available.eq(balances::available - total),
-            balances::pending.eq(balances::pending + total),
-            balances::updated_at.eq(row.created_at),
-        ))
-        .cached()
-        .execute(conn)
-        .await?;
+    let held =
+        diesel::update(balances::table.find((payout.subaccount_id.as_uuid(), payout.asset.code())))
+            .filter(balances::available.ge(total))
+            .set((
+                balances::available.eq(balances::available - total),
+                balances::pending.eq(balances::pending + total),
+                balances::updated_at.eq(payout.created_at),
+            ))
+            .cached()
+            .execute(conn)
+            .await?;
     if held != 1 {
         return Err(PayoutAbort::InsufficientBalance);
     }
+    Ok(())
+}
+
+/// Writes a new payout: joins the open batch of its subaccount and asset when it starts
+/// `pending`, inserts the row, appends its ledger entries and writes its events (with the
+/// batch), committing `key` in the events' statement when given. Returns the batch joined.
+async fn write_payout(
+    conn: &mut AsyncPgConnection,
+    payout: &Payout,
+    entries: &[LedgerEntry],
+    events: &[OutboxEvent],
+    key: Option<&WriteKey<Payout>>,
+    schedule: &domain::rail::schedule::BatchSchedule,
+) -> Result<Option<(Uuid, DateTime<Utc>)>, PayoutAbort> {
+    let row = PayoutRow::from(payout);
     let batch = if payout.status == PayoutStatus::Pending {
         Some(
             join_open_batch(
@@ -533,7 +518,8 @@ async fn insert_planned(
         .values(&row)
         .execute(conn)
         .await?;
-    insert_entries(conn, &new.entries).await?;
-    insert_events(conn, &with_batch(&new.events, payout.id, batch), None).await?;
-    Ok(())
+    insert_entries(conn, entries).await?;
+    let commit = key.and_then(|key| written_key(key, payout, batch));
+    insert_events(conn, &with_batch(events, payout.id, batch), commit.as_ref()).await?;
+    Ok(batch)
 }
