@@ -45,7 +45,7 @@ const PROCESSED: &str = "Bulk payout processed";
     request_body = BulkPayoutBody,
     responses(
         (status = 200, description = "`Bulk payout processed`", body = Success<BulkPayoutAnswer>),
-        (status = 400, description = "`PAYO209`: an atomic request had a failing item; nothing was created", body = BulkPayoutRefused),
+        (status = 400, description = "The failure envelope; with `PAYO209` (an atomic request had a failing item; nothing was created) it also carries `payload` with the items", body = BulkPayoutRefused),
     ),
 )]
 pub async fn create(
@@ -143,7 +143,7 @@ fn refused(result: &BulkPayoutResult) -> HttpResponse {
     let body = BulkPayoutRefused {
         message: format!("{BULK} failed"),
         error: error.to_vec(),
-        payload: BulkPayoutAnswer::of(result),
+        payload: Some(BulkPayoutAnswer::of(result)),
     };
     match serde_json::to_vec(&body) {
         Ok(bytes) => HttpResponse::build(status)
@@ -219,16 +219,18 @@ pub struct BulkPayoutItem {
     error: Option<Vec<ErrorItem>>,
 }
 
-/// 400 `PAYO209`: the failure envelope with the items of an atomic request that created
-/// nothing.
+/// A 400 of this route: the failure envelope. With `PAYO209` (an atomic request that created
+/// nothing) it also carries the items; the request's other refusals (a malformed body, an item
+/// count out of range, an idempotency key problem) are the plain envelope, without `payload`.
 #[derive(Serialize, ToSchema)]
 pub struct BulkPayoutRefused {
-    /// `Bulk payout failed`.
+    /// `Bulk payout failed` with `PAYO209`.
     message: String,
-    /// One item, `PAYO209`.
+    /// The codes; one item, `PAYO209`, when the items are given.
     error: Vec<ErrorItem>,
-    /// Per item, as on success (`created` is 0).
-    payload: BulkPayoutAnswer,
+    /// `PAYO209` only: per item, as on success (`created` is 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    payload: Option<BulkPayoutAnswer>,
 }
 
 #[cfg(test)]
