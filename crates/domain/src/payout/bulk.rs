@@ -27,8 +27,9 @@ pub enum BulkPayoutError {
 
 impl PayoutService {
     /// Creates many payouts (docs/API.md, `POST /api/payout/bulk`): each item is checked as
-    /// [`Self::create`] checks one (the duplicate warning also counting earlier items; plus `PAYO210` without a `reference` and `PAYO206` for a
-    /// reference an earlier item of the request already has), then the store applies the
+    /// [`Self::create`] checks one (the duplicate warning also counting earlier items; plus
+    /// `PAYO210` without a `reference` and `PAYO206` for a reference an earlier item of the
+    /// request already has), then the store applies the
     /// items in request order in one transaction, each holding amount + fee from what the
     /// items before it left (`PAYO207` once the balance is short). Partial (`atomic` false):
     /// every item that passes is created. Atomic: all are created or, when any fails, none
