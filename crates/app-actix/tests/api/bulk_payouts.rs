@@ -272,6 +272,43 @@ async fn one_key_replays_the_whole_answer_and_refuses_another_body() {
 }
 
 #[tokio::test]
+async fn an_atomic_refusal_is_stored_under_its_key_and_replayed_after_the_balance_grows() {
+    let app = spawn_app().await;
+    app.admin
+        .fund(subaccount(&app.a), "AUD", "1000")
+        .await
+        .unwrap();
+    let (receiver, account) = app.payee(&app.a, "ada@example.com", true, true).await;
+    let body = json!({"atomic": true, "payouts": [
+        item(&receiver, &account, 600, "a"),
+        item(&receiver, &account, 600, "b"),
+    ]});
+    let send = || {
+        app.client
+            .post(format!("{}{BULK}", app.base))
+            .header("x-api-key", &app.a.api_key)
+            .header("signature", sign(&app.a, now_ms(), None))
+            .header("content-type", "application/json")
+            .header("idempotency-key", "payroll-atomic-1")
+            .body(serde_json::to_vec(&body).unwrap())
+            .send()
+    };
+    let first = send().await.unwrap();
+    assert_eq!(first.status(), 400);
+    let first = first.bytes().await.unwrap();
+    // Enough money now: a retry with the same key is still the stored refusal, not a new run.
+    app.admin
+        .fund(subaccount(&app.a), "AUD", "1000")
+        .await
+        .unwrap();
+    let again = send().await.unwrap();
+    assert_eq!(again.status(), 400);
+    assert_eq!(again.bytes().await.unwrap(), first, "byte for byte");
+    assert_eq!(app.aud_balance(&app.a).await, (2000, 0), "nothing held");
+    assert_eq!(pending_payouts(&app).await, 0);
+}
+
+#[tokio::test]
 async fn another_subaccounts_receiver_fails_only_its_item() {
     let app = spawn_app().await;
     app.admin
