@@ -27,5 +27,5 @@ pub use stores::credentials::NONCE_RETENTION;
 pub use stores::rotation::{
     RotationBatch, RotationFailure, RotationMarker, RotationSummary, SealedTable, TableRotation,
 };
-pub use stores::{OperationalCounts, PgStore};
+pub use stores::{GroupCommitSettings, OperationalCounts, PayoutGroups, PgStore};
 pub use vault::Vault;

@@ -28,6 +28,8 @@
 //! | `PAYOUT_SANDBOX_RAIL_SETTLE_MS` | `5000` | sandbox: the simulated rail reports each payout's result this long after its submission |
 //! | `PAYOUT_RATE_LIMIT_PER_SEC` | `100` | requests per second per API key (1..=1000000) |
 //! | `PAYOUT_RATE_LIMIT_BURST` | `200` | burst per API key (1..=1000000) |
+//! | `PAYOUT_GROUP_COMMIT_MAX` | `64` | most create-payout requests of one subaccount and currency written in one transaction (group commit; 1 writes each alone) (1..=1000) |
+//! | `PAYOUT_GROUP_COMMIT_WINDOW_US` | `0` | how long the first request of a group waits for others, in microseconds; 0 groups only the requests that arrive while the previous group of their subaccount and currency is being written (0..=10000) |
 //! | `PAYOUT_DB_POOL_SIZE` | `16` | database connections for requests, split among the HTTP workers (the background jobs get up to 8 more) |
 //! | `PAYOUT_DB_WAIT_TIMEOUT_MS` | `2000` | wait for a free connection before answering 503 |
 //! | `PAYOUT_DB_STATEMENT_TIMEOUT_MS` | `5000` | per-statement timeout |
@@ -37,7 +39,7 @@ use std::net::SocketAddr;
 use std::str::FromStr;
 use std::time::Duration;
 
-use adapters_postgres::DbConfig;
+use adapters_postgres::{DbConfig, GroupCommitSettings};
 use domain::masking::Secret;
 use domain::receiver::KycOutcome;
 
@@ -260,6 +262,26 @@ pub struct Config {
     pub batches: BatchConfig,
     /// Requests per second per API key, and the burst.
     pub rate_limit: (std::num::NonZeroU32, std::num::NonZeroU32),
+    /// Group commit of create-payout requests.
+    pub group_commit: GroupCommitSettings,
+}
+
+/// `PAYOUT_GROUP_COMMIT_MAX` and `PAYOUT_GROUP_COMMIT_WINDOW_US`.
+pub fn group_commit_from_env() -> Result<GroupCommitSettings, ConfigError> {
+    Ok(GroupCommitSettings {
+        max_group: parsed(
+            "PAYOUT_GROUP_COMMIT_MAX",
+            64,
+            |n| (1..=1000).contains(n),
+            "a number from 1 to 1000",
+        )?,
+        window: Duration::from_micros(parsed(
+            "PAYOUT_GROUP_COMMIT_WINDOW_US",
+            0,
+            |n| (0..=10_000).contains(n),
+            "microseconds from 0 to 10000",
+        )?),
+    })
 }
 
 /// `PAYOUT_RATE_LIMIT_PER_SEC` and `PAYOUT_RATE_LIMIT_BURST`.
@@ -453,6 +475,7 @@ impl Config {
             sandbox_kyc: sandbox_kyc_from_env()?,
             batches: BatchConfig::from_env()?,
             rate_limit: rate_limit_from_env()?,
+            group_commit: group_commit_from_env()?,
             sandbox,
             workers: parsed(
                 "PAYOUT_WORKERS",

@@ -169,6 +169,9 @@ pub struct Shared {
     /// The credential changes announced to this process (revocations), which every worker's
     /// credential cache consults.
     pub credential_changes: Arc<domain::auth::CredentialChanges>,
+    /// The groups of create-payout requests every worker's store writes through (`None`:
+    /// group commit is off, `PAYOUT_GROUP_COMMIT_MAX=1`).
+    pub payout_groups: Option<Arc<adapters_postgres::PayoutGroups>>,
 }
 
 impl Shared {
@@ -185,6 +188,8 @@ impl Shared {
                 chrono::Duration::from_std(config.credential_cache)
                     .unwrap_or_else(|_| chrono::Duration::seconds(1)),
             )),
+            payout_groups: (config.group_commit.max_group > 1)
+                .then(|| adapters_postgres::PayoutGroups::new(config.group_commit)),
         }
     }
 }
@@ -433,7 +438,10 @@ impl Application {
         let server = HttpServer::new(move || {
             let state = match build_store_scheduled(&worker_config, per_worker, schedule.clone())
                 .and_then(|store| {
-                    let store = store.with_commit_signal(commit_signal.clone());
+                    let mut store = store.with_commit_signal(commit_signal.clone());
+                    if let Some(groups) = &shared.payout_groups {
+                        store = store.with_payout_groups(groups.clone());
+                    }
                     build_state(&worker_config, &store, &worker_world, &shared)
                 }) {
                 Ok(state) => web::Data::new(state),

@@ -147,6 +147,16 @@ impl<T> WriteKey<T> {
     }
 }
 
+// By hand: a derive would ask `T: Clone`, and only the claim and the shared renderer are copied.
+impl<T> Clone for WriteKey<T> {
+    fn clone(&self) -> Self {
+        Self {
+            claim: self.claim.clone(),
+            render: self.render.clone(),
+        }
+    }
+}
+
 impl<T> fmt::Debug for WriteKey<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WriteKey")

@@ -11,12 +11,15 @@ mod kyc_decisions;
 mod notifications;
 mod operator;
 mod outbox;
+mod payout_groups;
 mod payouts;
 mod rail_files;
 mod receivers;
 pub mod rotation;
 mod subaccounts;
 mod transitions;
+
+pub use payout_groups::{GroupCommitSettings, PayoutGroups};
 
 use std::sync::Arc;
 
@@ -39,6 +42,8 @@ pub struct PgStore {
     vault: Arc<Vault>,
     batch_schedule: BatchSchedule,
     events_committed: Arc<Notify>,
+    /// Group commit of new payouts, when enabled (shared by the stores of every HTTP worker).
+    payout_groups: Option<Arc<PayoutGroups>>,
 }
 
 /// How long a new batch stays open by default (docs/OPERATIONS.md, Configuration,
@@ -53,6 +58,16 @@ impl PgStore {
             vault,
             batch_schedule: BatchSchedule::Every(DEFAULT_BATCH_INTERVAL),
             events_committed: Arc::new(Notify::new()),
+            payout_groups: None,
+        }
+    }
+
+    /// The same store, writing new payouts through `groups` (group commit: see
+    /// [`PayoutGroups`]). Give every HTTP worker's store the same groups.
+    pub fn with_payout_groups(self, groups: Arc<PayoutGroups>) -> Self {
+        Self {
+            payout_groups: Some(groups),
+            ..self
         }
     }
 

@@ -289,31 +289,9 @@ impl PayoutStore for PgStore {
         events: &[OutboxEvent],
         key: &WriteKey<Payout>,
     ) -> Result<Option<BatchId>, InsertPayoutError> {
-        let schedule = &self.batch_schedule;
-        let mut conn = self.conn().await?;
-        let result = conn
-            .transaction::<_, PayoutAbort, _>(async |conn| {
-                check_parties(conn, payout).await?;
-                let batch =
-                    write_payout(conn, payout, entries, events, Some(key), schedule).await?;
-                // The hold, last: one conditional update, so concurrent payouts can never take
-                // the balance below zero (and a subaccount with no balance row has nothing to
-                // hold). The balance row is every payout's of the subaccount, so it is locked
-                // only for the commit: the statements before run concurrently.
-                hold(conn, payout).await?;
-                Ok(batch.map(|(id, _)| BatchId::from_uuid(id)))
-            })
-            .await;
-        let result = self.after_commit(result);
-        match result {
-            Ok(batch) => Ok(batch),
-            Err(PayoutAbort::InsufficientBalance) => Err(InsertPayoutError::InsufficientBalance),
-            Err(PayoutAbort::Stale) => Err(InsertPayoutError::Stale),
-            Err(PayoutAbort::Tx(e)) => Err(match e.unique_violation() {
-                Some("payouts_reference_unique") => InsertPayoutError::DuplicateReference,
-                _ => InsertPayoutError::Port(from_tx(e)),
-            }),
-            Err(e) => Err(InsertPayoutError::Port(e.into_port("inserting a payout"))),
+        match &self.payout_groups {
+            Some(groups) => groups.submit(self, payout, entries, events, key).await,
+            None => self.insert_payout_alone(payout, entries, events, key).await,
         }
     }
 
@@ -390,6 +368,45 @@ impl PayoutStore for PgStore {
         match self.after_commit(result) {
             Ok(result) | Err(BulkAbort::Refused(result)) => Ok(result),
             Err(BulkAbort::Payout(e)) => Err(e.into_port("inserting bulk payouts")),
+        }
+    }
+}
+
+impl PgStore {
+    /// A new payout in a transaction of its own: its parties checked, the payout, its ledger
+    /// entries and its events (with its key) written, and the hold taken last.
+    pub(crate) async fn insert_payout_alone(
+        &self,
+        payout: &Payout,
+        entries: &[LedgerEntry],
+        events: &[OutboxEvent],
+        key: &WriteKey<Payout>,
+    ) -> Result<Option<BatchId>, InsertPayoutError> {
+        let schedule = &self.batch_schedule;
+        let mut conn = self.conn().await?;
+        let result = conn
+            .transaction::<_, PayoutAbort, _>(async |conn| {
+                check_parties(conn, payout).await?;
+                let batch =
+                    write_payout(conn, payout, entries, events, Some(key), schedule).await?;
+                // The hold, last: one conditional update, so concurrent payouts can never take
+                // the balance below zero (and a subaccount with no balance row has nothing to
+                // hold). The balance row is every payout's of the subaccount, so it is locked
+                // only for the commit: the statements before run concurrently.
+                hold(conn, payout).await?;
+                Ok(batch.map(|(id, _)| BatchId::from_uuid(id)))
+            })
+            .await;
+        let result = self.after_commit(result);
+        match result {
+            Ok(batch) => Ok(batch),
+            Err(PayoutAbort::InsufficientBalance) => Err(InsertPayoutError::InsufficientBalance),
+            Err(PayoutAbort::Stale) => Err(InsertPayoutError::Stale),
+            Err(PayoutAbort::Tx(e)) => Err(match e.unique_violation() {
+                Some("payouts_reference_unique") => InsertPayoutError::DuplicateReference,
+                _ => InsertPayoutError::Port(from_tx(e)),
+            }),
+            Err(e) => Err(InsertPayoutError::Port(e.into_port("inserting a payout"))),
         }
     }
 }

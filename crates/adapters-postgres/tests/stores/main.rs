@@ -13,6 +13,7 @@ mod inbound;
 mod kyc_decisions;
 mod notifications;
 mod operator;
+mod payout_groups;
 mod payouts;
 mod rail_files;
 mod receivers;

@@ -154,6 +154,7 @@ async fn spawn_built(
             std::num::NonZeroU32::new(100_000).unwrap(),
             std::num::NonZeroU32::new(100_000).unwrap(),
         ),
+        group_commit: adapters_postgres::GroupCommitSettings::default(),
     };
     let mut config = config;
     adjust(&mut config);

@@ -1,0 +1,432 @@
+//! Group commit (`PgStore::with_payout_groups`): concurrent new payouts of one subaccount and
+//! currency written in one transaction, each request with exactly its own answer, and a group
+//! that cannot be written as one written request by request.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use adapters_postgres::{GroupCommitSettings, PayoutGroups, PgStore};
+use chrono::Utc;
+use diesel::sql_types::{BigInt, Uuid as SqlUuid};
+use diesel_async::RunQueryDsl;
+use domain::account::{ConfirmStatus, ReceiverAccount};
+use domain::builders::PayoutBuilder;
+use domain::events::{EventKind, OutboxEvent};
+use domain::idempotency::{
+    ClaimOutcome, IdempotencyKey, IdempotencyStore, KeyClaim, StoredResponse, WriteKey, fingerprint,
+};
+use domain::ids::{EventId, LedgerEntryId, PayoutId, SubaccountId};
+use domain::ledger::{LedgerEntry, LedgerEntryKind};
+use domain::money::Asset;
+use domain::payout::ports::{InsertPayoutError, NewPayout, PayoutStore};
+use domain::payout::{Payout, PayoutStatus};
+use domain::receiver::{KycStatus, Receiver};
+use domain::subaccount::ports::SubaccountStore;
+use futures_util::future::join_all;
+use uuid::Uuid;
+
+use crate::accounts::{ach, insert, new_receiver};
+use crate::support::{Fixture, admin, at};
+
+const T0: i64 = 1_700_000_000_123_456;
+
+/// The fixture's store writing new payouts in groups; `window` long enough that every request
+/// a test submits at once joins the first group.
+fn grouped(fx: &Fixture, window: Duration) -> PgStore {
+    fx.store
+        .clone()
+        .with_payout_groups(PayoutGroups::new(GroupCommitSettings {
+            window,
+            max_group: 64,
+        }))
+}
+
+/// A subaccount funded with `funding` USD, and a receiver with an ACH account.
+async fn world(fx: &Fixture, funding: &str) -> (SubaccountId, Receiver, ReceiverAccount) {
+    let sub = fx.subaccount("groups").await.id;
+    admin(&fx.store)
+        .fund(sub, "USD", funding)
+        .await
+        .expect("fund");
+    let owner = new_receiver(fx, sub, "payee@example.com").await;
+    let account = ach(&owner, "011000015", "123456789", "checking", T0);
+    insert(fx, &account).await.expect("account");
+    (sub, owner, account)
+}
+
+/// A planned payout of `amount` + `fee` with its holds and `payoutCreated`.
+fn planned(
+    sub: SubaccountId,
+    owner: &Receiver,
+    account: &ReceiverAccount,
+    (amount, fee): (i64, i64),
+    reference: Option<&str>,
+    status: PayoutStatus,
+) -> NewPayout {
+    let mut builder = PayoutBuilder::new()
+        .id(PayoutId::from_uuid(Uuid::new_v4()))
+        .subaccount(sub)
+        .receiver(owner.id)
+        .account(account.id)
+        .asset(Asset::Usd)
+        .amount(amount)
+        .fee(fee)
+        .status(status)
+        .created_at(at(T0))
+        .updated_at(at(T0));
+    if let Some(reference) = reference {
+        builder = builder.reference(reference);
+    }
+    let payout = builder.build();
+    let hold = |kind, delta: i64| LedgerEntry {
+        id: LedgerEntryId::from_uuid(Uuid::new_v4()),
+        subaccount_id: sub,
+        asset: Asset::Usd,
+        kind,
+        available_delta: -delta,
+        pending_delta: delta,
+        payout_id: Some(payout.id),
+        created_at: at(T0),
+    };
+    let mut entries = vec![hold(LedgerEntryKind::PayoutHold, amount)];
+    if fee > 0 {
+        entries.push(hold(LedgerEntryKind::FeeHold, fee));
+    }
+    let events = vec![OutboxEvent::payout(
+        EventKind::PayoutCreated,
+        EventId::from_uuid(Uuid::new_v4()),
+        &payout,
+        at(T0),
+    )];
+    NewPayout {
+        payout,
+        entries,
+        events,
+    }
+}
+
+/// A claimed idempotency key whose stored answer names the payout.
+async fn claimed(store: &PgStore, sub: SubaccountId, name: &str) -> WriteKey<Payout> {
+    let key = IdempotencyKey::parse(name).unwrap();
+    let fp = fingerprint("POST", "/api/payout/single", name.as_bytes());
+    let ClaimOutcome::Claimed { lease_until } =
+        store.claim(sub, &key, fp, Utc::now()).await.unwrap()
+    else {
+        panic!("not claimed");
+    };
+    WriteKey::new(
+        Some(KeyClaim {
+            subaccount: sub,
+            key,
+            lease_until,
+        }),
+        Arc::new(|p: &Payout| {
+            Some(StoredResponse {
+                status: 200,
+                body: format!("payout {} batch {:?}", p.id, p.batch_id).into_bytes(),
+            })
+        }),
+    )
+}
+
+/// Submits every payout at once (each joins its queue on its first poll, so in this order).
+async fn submit_all(
+    store: &PgStore,
+    items: &[(NewPayout, WriteKey<Payout>)],
+) -> Vec<Result<Option<domain::ids::BatchId>, InsertPayoutError>> {
+    join_all(
+        items
+            .iter()
+            .map(|(new, key)| store.insert_payout(&new.payout, &new.entries, &new.events, key)),
+    )
+    .await
+}
+
+/// How many transactions wrote the subaccount's payouts (`xmin` is the writing transaction).
+async fn writing_transactions(fx: &Fixture, sub: SubaccountId) -> i64 {
+    fx.count_where(
+        "SELECT count(DISTINCT xmin::text) AS n FROM payouts WHERE subaccount_id = $1",
+        sub.as_uuid(),
+    )
+    .await
+}
+
+async fn count(fx: &Fixture, sql: &str, sub: SubaccountId) -> i64 {
+    fx.count_where(sql, sub.as_uuid()).await
+}
+
+fn outcome(result: &Result<Option<domain::ids::BatchId>, InsertPayoutError>) -> &'static str {
+    match result {
+        Ok(_) => "written",
+        Err(InsertPayoutError::Stale) => "stale",
+        Err(InsertPayoutError::DuplicateReference) => "duplicate reference",
+        Err(InsertPayoutError::InsufficientBalance) => "insufficient balance",
+        Err(InsertPayoutError::Port(_)) => "port error",
+    }
+}
+
+async fn ledger_is_balanced(store: &PgStore) {
+    let report = admin(store).check_ledger().await.unwrap();
+    assert!(report.discrepancies.is_empty(), "{report:?}");
+}
+
+#[tokio::test]
+async fn concurrent_payouts_are_written_in_one_transaction_each_with_its_own_answer() {
+    let fx = Fixture::new().await;
+    let (sub, owner, account) = world(&fx, "1000").await;
+    // Another receiver of the subaccount, failed since the payout was planned: its request
+    // must plan again, and only it.
+    let failed = new_receiver(&fx, sub, "gone@example.com").await;
+    let failed_account = ach(&failed, "011000015", "987654321", "checking", T0);
+    insert(&fx, &failed_account).await.unwrap();
+    let mut conn = fx.raw().await;
+    diesel::sql_query("UPDATE receivers SET status = 3 WHERE id = $1")
+        .bind::<SqlUuid, _>(failed.id.as_uuid())
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let existing = planned(
+        sub,
+        &owner,
+        &account,
+        (10, 0),
+        Some("inv-0"),
+        PayoutStatus::Unassessed,
+    );
+    fx.store
+        .insert_payout(
+            &existing.payout,
+            &existing.entries,
+            &existing.events,
+            &WriteKey::none(),
+        )
+        .await
+        .unwrap();
+
+    let store = grouped(&fx, Duration::from_millis(200));
+    let unassessed = PayoutStatus::Unassessed;
+    let plans = [
+        planned(sub, &owner, &account, (590, 10), Some("inv-1"), unassessed),
+        planned(sub, &owner, &account, (5, 0), Some("inv-1"), unassessed),
+        planned(sub, &owner, &account, (5, 0), Some("inv-0"), unassessed),
+        planned(sub, &owner, &account, (400, 0), None, unassessed),
+        planned(sub, &failed, &failed_account, (5, 0), None, unassessed),
+        planned(sub, &owner, &account, (300, 0), Some("inv-3"), unassessed),
+        planned(sub, &owner, &account, (91, 0), Some("inv-4"), unassessed),
+        // Planned `pending` though the receiver's KYC is still pending: stale.
+        planned(sub, &owner, &account, (1, 0), None, PayoutStatus::Pending),
+    ];
+    let mut items = Vec::new();
+    for (n, new) in plans.into_iter().enumerate() {
+        let key = claimed(&store, sub, &format!("group-{n}")).await;
+        items.push((new, key));
+    }
+    let results = submit_all(&store, &items).await;
+    assert_eq!(
+        results.iter().map(outcome).collect::<Vec<_>>(),
+        [
+            "written",
+            "duplicate reference",
+            "duplicate reference",
+            "insufficient balance",
+            "stale",
+            "written",
+            "insufficient balance",
+            "stale",
+        ],
+        "each request in arrival order: 600 of 990 held, inv-1 taken by the first, inv-0 by \
+         the earlier payout, 400 no longer covered but the 300 after it is, 91 of the 90 left is not"
+    );
+    assert_eq!(
+        writing_transactions(&fx, sub).await,
+        2,
+        "the earlier payout, then the whole group in one transaction"
+    );
+    let balance = fx.store.balance(sub, Asset::Usd).await.unwrap();
+    assert_eq!((balance.available, balance.pending), (90, 910));
+    assert_eq!(
+        count(
+            &fx,
+            "SELECT count(*) AS n FROM payouts WHERE subaccount_id = $1",
+            sub
+        )
+        .await,
+        3
+    );
+    assert_eq!(
+        count(
+            &fx,
+            "SELECT count(*) AS n FROM outbox_events WHERE subaccount_id = $1 \
+             AND event_type = 'payoutCreated'",
+            sub
+        )
+        .await,
+        3
+    );
+    // The written requests' keys are complete with their own answers; the refused ones are
+    // still the requests' to release or complete (as with a single payout).
+    for ((new, key), result) in items.iter().zip(&results) {
+        let claim = key.claim().unwrap();
+        let fp = fingerprint("POST", "/api/payout/single", claim.key.as_str().as_bytes());
+        let replay = store.claim(sub, &claim.key, fp, Utc::now()).await.unwrap();
+        match result {
+            Ok(batch) => assert_eq!(
+                replay,
+                ClaimOutcome::Replay {
+                    status: 200,
+                    body: format!("payout {} batch {batch:?}", new.payout.id).into_bytes(),
+                }
+            ),
+            Err(_) => assert_eq!(replay, ClaimOutcome::InFlight),
+        }
+    }
+    ledger_is_balanced(&fx.store).await;
+}
+
+#[tokio::test]
+async fn pending_payouts_of_a_group_join_one_open_batch() {
+    let fx = Fixture::new().await;
+    let (sub, owner, account) = world(&fx, "10000").await;
+    let mut conn = fx.raw().await;
+    diesel::sql_query("UPDATE receivers SET kyc_status = $2 WHERE id = $1")
+        .bind::<SqlUuid, _>(owner.id.as_uuid())
+        .bind::<diesel::sql_types::SmallInt, _>(i16::from(KycStatus::Completed.code()))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    diesel::sql_query("UPDATE receiver_accounts SET confirm_status = $2 WHERE id = $1")
+        .bind::<SqlUuid, _>(account.id.as_uuid())
+        .bind::<diesel::sql_types::Text, _>(ConfirmStatus::Confirmed.as_str())
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let store = grouped(&fx, Duration::from_millis(200));
+    let mut items = Vec::new();
+    for n in 0..5 {
+        let new = planned(sub, &owner, &account, (100, 5), None, PayoutStatus::Pending);
+        items.push((new, claimed(&store, sub, &format!("pending-{n}")).await));
+    }
+    let results = submit_all(&store, &items).await;
+    let batches: Vec<_> = results.iter().map(|r| *r.as_ref().unwrap()).collect();
+    assert!(batches[0].is_some());
+    assert!(batches.iter().all(|b| *b == batches[0]), "{batches:?}");
+    assert_eq!(writing_transactions(&fx, sub).await, 1);
+    let in_batch: i64 = fx
+        .count_where(
+            "SELECT count(*) AS n FROM payouts WHERE batch_id = $1",
+            batches[0].unwrap().as_uuid(),
+        )
+        .await;
+    assert_eq!(in_batch, 5);
+    // The events carry the batch, as a single payout's do.
+    let with_batch = count(
+        &fx,
+        "SELECT count(*) AS n FROM outbox_events WHERE subaccount_id = $1 \
+         AND payload->>'batch_id' IS NOT NULL",
+        sub,
+    )
+    .await;
+    assert_eq!(with_batch, 5);
+    ledger_is_balanced(&fx.store).await;
+}
+
+#[tokio::test]
+async fn a_group_that_cannot_be_written_as_one_is_written_request_by_request() {
+    let fx = Fixture::new().await;
+    let (sub, owner, account) = world(&fx, "10000").await;
+    let store = grouped(&fx, Duration::from_millis(200));
+    let mut items = Vec::new();
+    for n in 0..4 {
+        let new = planned(
+            sub,
+            &owner,
+            &account,
+            (100, 0),
+            None,
+            PayoutStatus::Unassessed,
+        );
+        items.push((new, claimed(&store, sub, &format!("own-{n}")).await));
+    }
+    // The third request outlived its lease: a retry took its key over.
+    let taken = items[2].1.claim().unwrap().clone();
+    let mut conn = fx.raw().await;
+    diesel::sql_query(
+        "UPDATE idempotency_keys SET locked_until = locked_until + interval '1 minute' \
+         WHERE subaccount_id = $1 AND idempotency_key = $2",
+    )
+    .bind::<SqlUuid, _>(sub.as_uuid())
+    .bind::<diesel::sql_types::Text, _>(taken.key.as_str())
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    let results = submit_all(&store, &items).await;
+    assert_eq!(
+        results.iter().map(outcome).collect::<Vec<_>>(),
+        ["written", "written", "port error", "written"]
+    );
+    assert_eq!(
+        writing_transactions(&fx, sub).await,
+        3,
+        "the group rolled back and its requests were written one by one"
+    );
+    let balance = fx.store.balance(sub, Asset::Usd).await.unwrap();
+    assert_eq!((balance.available, balance.pending), (9_700, 300));
+    ledger_is_balanced(&fx.store).await;
+}
+
+#[tokio::test]
+async fn many_concurrent_requests_never_overdraw_and_form_groups() {
+    let fx = Fixture::new().await;
+    let (sub, owner, account) = world(&fx, "5000").await;
+    // No window: groups form only while the previous one is written.
+    let store = grouped(&fx, Duration::ZERO);
+    let mut tasks = Vec::new();
+    for _ in 0..80 {
+        let store = store.clone();
+        let new = planned(
+            sub,
+            &owner,
+            &account,
+            (95, 5),
+            None,
+            PayoutStatus::Unassessed,
+        );
+        tasks.push(tokio::spawn(async move {
+            store
+                .insert_payout(&new.payout, &new.entries, &new.events, &WriteKey::none())
+                .await
+        }));
+    }
+    let mut written = 0;
+    let mut refused = 0;
+    for task in tasks {
+        match task.await.unwrap() {
+            Ok(_) => written += 1,
+            Err(InsertPayoutError::InsufficientBalance) => refused += 1,
+            Err(e) => panic!("unexpected {e:?}"),
+        }
+    }
+    assert_eq!((written, refused), (50, 30));
+    let balance = fx.store.balance(sub, Asset::Usd).await.unwrap();
+    assert_eq!((balance.available, balance.pending), (0, 5000));
+    let transactions = writing_transactions(&fx, sub).await;
+    assert!(
+        transactions < 50,
+        "{transactions} transactions wrote 50 payouts: requests arriving while a group was \
+         written should have been grouped"
+    );
+    ledger_is_balanced(&fx.store).await;
+    let mut conn = fx.raw().await;
+    #[derive(diesel::QueryableByName)]
+    struct N {
+        #[diesel(sql_type = BigInt)]
+        n: i64,
+    }
+    let holds: N =
+        diesel::sql_query("SELECT count(*) AS n FROM ledger_entries WHERE subaccount_id = $1")
+            .bind::<SqlUuid, _>(sub.as_uuid())
+            .get_result(&mut conn)
+            .await
+            .unwrap();
+    assert_eq!(holds.n, 100 + 1, "two holds per payout, and the funding");
+}
