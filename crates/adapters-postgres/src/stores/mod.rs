@@ -12,6 +12,7 @@ mod notifications;
 mod operator;
 mod outbox;
 mod payout_groups;
+mod payout_sets;
 mod payouts;
 mod rail_files;
 mod receivers;

@@ -22,11 +22,12 @@ use uuid::Uuid;
 use super::PgStore;
 use super::accounts::AccountRow;
 use super::outbox::insert_events;
+use super::payout_sets::{Planned, Verdict, decide, write_set};
 use super::transitions::{
     PayoutAbort, apply_change, insert_entries, join_open_batch, with_batch, written_key,
 };
 use crate::cached::CachedExt;
-use crate::errors::{from_diesel, from_tx};
+use crate::errors::{TxError, from_diesel, from_tx};
 use crate::rows::{EntryRow, PayoutRow, entry};
 use crate::schema::{
     balances, fee_templates, ledger_entries, payouts, receiver_accounts, receivers,
@@ -302,6 +303,110 @@ impl PayoutStore for PgStore {
         atomic: bool,
         key: &WriteKey<BulkPayoutResult>,
     ) -> Result<BulkPayoutResult, PortError> {
+        match self.insert_bulk_set(slots, atomic, key).await {
+            Ok(result) | Err(BulkAbort::Refused(result)) => Ok(result),
+            Err(BulkAbort::Payout(e)) => {
+                // Rolled back as a whole (a reference written meanwhile by another request, a
+                // lost connection): item by item, each refusal is its item's alone.
+                tracing::debug!(
+                    error = %e.into_port("inserting bulk payouts as a set"),
+                    "bulk payouts could not be written as a set; writing them item by item"
+                );
+                self.insert_bulk_by_item(slots, atomic, key).await
+            }
+        }
+    }
+}
+
+impl PgStore {
+    /// A bulk request in one transaction of set statements ([`super::payout_sets`]): every
+    /// item decided in request order, then the accepted ones written together and the key
+    /// applied. `Refused` for an atomic request with a refused item (nothing written).
+    async fn insert_bulk_set(
+        &self,
+        slots: &[BulkSlot],
+        atomic: bool,
+        key: &WriteKey<BulkPayoutResult>,
+    ) -> Result<BulkPayoutResult, BulkAbort> {
+        let schedule = &self.batch_schedule;
+        let planned: Vec<Planned<'_>> = slots
+            .iter()
+            .filter_map(|slot| match slot {
+                BulkSlot::Insert(new) => Some(Planned {
+                    payout: &new.payout,
+                    entries: &new.entries,
+                    events: &new.events,
+                    key: None,
+                }),
+                BulkSlot::Rejected(_) => None,
+            })
+            .collect();
+        let mut conn = self
+            .conn()
+            .await
+            .map_err(|e| BulkAbort::Payout(PayoutAbort::Tx(TxError::invariant(e))))?;
+        let result = conn
+            .transaction::<_, BulkAbort, _>(async |conn| {
+                let verdicts = match planned.as_slice().first() {
+                    Some(first) => {
+                        decide(conn, first.payout.subaccount_id.as_uuid(), &planned).await?
+                    }
+                    None => Vec::new(),
+                };
+                let mut verdict = verdicts.iter();
+                let mut items = Vec::with_capacity(slots.len());
+                for slot in slots {
+                    items.push(match (slot, verdict.next()) {
+                        (BulkSlot::Rejected(errors), _) => BulkItemOutcome::Failed(errors.clone()),
+                        (BulkSlot::Insert(new), Some(Verdict::Write)) => {
+                            BulkItemOutcome::Created(new.payout.id)
+                        }
+                        (BulkSlot::Insert(_), Some(Verdict::Refuse(refusal))) => {
+                            BulkItemOutcome::Failed(bulk_item_error(&refusal.error()).ok_or_else(
+                                || {
+                                    PayoutAbort::Tx(TxError::invariant(anyhow::anyhow!(
+                                        "a refusal without an item error"
+                                    )))
+                                },
+                            )?)
+                        }
+                        (BulkSlot::Insert(_), None) => {
+                            return Err(BulkAbort::Payout(PayoutAbort::Tx(TxError::invariant(
+                                anyhow::anyhow!("fewer decisions than bulk items"),
+                            ))));
+                        }
+                    });
+                }
+                let result = BulkPayoutResult { atomic, items };
+                if atomic && result.failed() > 0 {
+                    return Err(BulkAbort::Refused(result));
+                }
+                let written: Vec<Planned<'_>> = planned
+                    .iter()
+                    .zip(&verdicts)
+                    .filter(|(_, v)| **v == Verdict::Write)
+                    .map(|(p, _)| *p)
+                    .collect();
+                if let Some(first) = written.as_slice().first() {
+                    let subaccount = first.payout.subaccount_id.as_uuid();
+                    write_set(conn, subaccount, &written, schedule).await?;
+                }
+                super::idempotency::mark_committed(conn, key.commit(&result).as_ref())
+                    .await
+                    .map_err(PayoutAbort::Tx)?;
+                Ok(result)
+            })
+            .await;
+        self.after_commit(result)
+    }
+
+    /// A bulk request item by item, each in its own savepoint, in one transaction.
+    async fn insert_bulk_by_item(
+        &self,
+        slots: &[BulkSlot],
+        atomic: bool,
+        key: &WriteKey<BulkPayoutResult>,
+    ) -> Result<BulkPayoutResult, PortError> {
         let schedule = &self.batch_schedule;
         let mut conn = self.conn().await?;
         let result = conn
@@ -457,6 +562,12 @@ enum BulkAbort {
     Refused(BulkPayoutResult),
     /// A failure no item can absorb.
     Payout(PayoutAbort),
+}
+
+impl From<PayoutAbort> for BulkAbort {
+    fn from(e: PayoutAbort) -> Self {
+        Self::Payout(e)
+    }
 }
 
 impl From<diesel::result::Error> for BulkAbort {

@@ -261,3 +261,62 @@ async fn an_atomic_request_with_a_failure_writes_nothing_and_one_without_commits
         }
     );
 }
+
+/// Begins a transaction on `conn` that inserts a copy of payout `model` with `reference`, and
+/// leaves it open: a concurrent insert of the same reference waits for it, then fails.
+pub(crate) async fn hold_reference(
+    conn: &mut diesel_async::AsyncPgConnection,
+    model: PayoutId,
+    reference: &str,
+) {
+    use diesel_async::SimpleAsyncConnection;
+    conn.batch_execute(&format!(
+        "BEGIN; \
+         CREATE TEMP TABLE copied ON COMMIT DROP AS SELECT * FROM payouts WHERE id = '{model}'; \
+         UPDATE copied SET id = gen_random_uuid(), reference = '{reference}'; \
+         INSERT INTO payouts SELECT * FROM copied;"
+    ))
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_reference_written_meanwhile_by_another_transaction_fails_only_its_item() {
+    use diesel_async::SimpleAsyncConnection;
+    let fx = Fixture::new().await;
+    let (sub, owner, account) = world(&fx, "10000").await;
+    let first = fx
+        .store
+        .insert_payout_bulk(
+            &[planned(sub, &owner, &account, 100, 0, "model")],
+            false,
+            &WriteKey::none(),
+        )
+        .await
+        .unwrap();
+    let BulkItemOutcome::Created(model) = first.items[0] else {
+        panic!("{first:?}");
+    };
+    // Another transaction has inserted "race" but not committed: the set statements do not
+    // see it, wait for it at the insert, and fail when it commits.
+    let mut other = fx.raw().await;
+    hold_reference(&mut other, model, "race").await;
+    let store = fx.store.clone();
+    let bulk = tokio::spawn(async move {
+        let slots = [
+            planned(sub, &owner, &account, 200, 0, "calm-1"),
+            planned(sub, &owner, &account, 300, 0, "race"),
+            planned(sub, &owner, &account, 400, 0, "calm-2"),
+        ];
+        store
+            .insert_payout_bulk(&slots, false, &WriteKey::none())
+            .await
+            .unwrap()
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    other.batch_execute("COMMIT").await.unwrap();
+    let result = bulk.await.unwrap();
+    assert_eq!(codes(&result), [None, Some(ErrorCode::Payo206), None]);
+    let balance = fx.store.balance(sub, Asset::Usd).await.unwrap();
+    assert_eq!((balance.available, balance.pending), (10_000 - 700, 700));
+}

@@ -430,3 +430,57 @@ async fn many_concurrent_requests_never_overdraw_and_form_groups() {
             .unwrap();
     assert_eq!(holds.n, 100 + 1, "two holds per payout, and the funding");
 }
+
+#[tokio::test]
+async fn a_reference_written_meanwhile_by_another_transaction_fails_only_its_request() {
+    use diesel_async::SimpleAsyncConnection;
+    let fx = Fixture::new().await;
+    let (sub, owner, account) = world(&fx, "10000").await;
+    let model = planned(
+        sub,
+        &owner,
+        &account,
+        (10, 0),
+        Some("model"),
+        PayoutStatus::Unassessed,
+    );
+    fx.store
+        .insert_payout(
+            &model.payout,
+            &model.entries,
+            &model.events,
+            &WriteKey::none(),
+        )
+        .await
+        .unwrap();
+    let mut other = fx.raw().await;
+    crate::bulk_payouts::hold_reference(&mut other, model.payout.id, "race").await;
+    let store = grouped(&fx, Duration::from_millis(100));
+    let mut items = Vec::new();
+    for (n, reference) in ["calm-1", "race", "calm-2"].into_iter().enumerate() {
+        let new = planned(
+            sub,
+            &owner,
+            &account,
+            (100, 0),
+            Some(reference),
+            PayoutStatus::Unassessed,
+        );
+        items.push((new, claimed(&store, sub, &format!("race-{n}")).await));
+    }
+    let requests = tokio::spawn(async move {
+        submit_all(&store, &items)
+            .await
+            .iter()
+            .map(outcome)
+            .collect::<Vec<_>>()
+    });
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    other.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(
+        requests.await.unwrap(),
+        ["written", "duplicate reference", "written"]
+    );
+    let balance = fx.store.balance(sub, Asset::Usd).await.unwrap();
+    assert_eq!((balance.available, balance.pending), (10_000 - 210, 210));
+}

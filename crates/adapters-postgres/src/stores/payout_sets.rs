@@ -1,0 +1,388 @@
+//! Many new payouts of one subaccount written with set statements, in one transaction: the
+//! writes of a group commit and of a bulk request.
+//!
+//! [`decide`] settles every payout's fate under the locks that keep it true until the commit,
+//! in the order given: its parties checked (`FOR SHARE`, as a single payout takes them), its
+//! reference against those already taken (by earlier payouts, or earlier in the set), then its
+//! total against what its balance has left (each balance row locked `FOR UPDATE` once, in
+//! currency order). [`write_set`] then writes the accepted ones: one statement each for the
+//! payouts, their ledger entries, their idempotency keys and their events, the open batch of
+//! each currency joined once, and one update of the balances by each currency's sum.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel::sql_types::{
+    Array, BigInt, Bool, Bytea, Integer, Nullable, SmallInt, Text, Timestamptz, Uuid as SqlUuid,
+};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use domain::account::{AccountStatus, ConfirmStatus};
+use domain::events::OutboxEvent;
+use domain::idempotency::{KeyCommit, WriteKey};
+use domain::ledger::LedgerEntry;
+use domain::payout::initial_status;
+use domain::payout::ports::InsertPayoutError;
+use domain::payout::{Payout, PayoutStatus};
+use domain::rail::schedule::BatchSchedule;
+use domain::receiver::{KycStatus, ReceiverStatus};
+use uuid::Uuid;
+
+use super::outbox::insert_events;
+use super::transitions::{PayoutAbort, insert_entries, join_open_batch, with_batch, written_key};
+use crate::cached::CachedExt;
+use crate::errors::TxError;
+use crate::rows::PayoutRow;
+use crate::schema::{balances, payouts, receiver_accounts, receivers};
+
+/// A planned new payout of a set, with the idempotency key of its own request, if any.
+#[derive(Clone, Copy)]
+pub(crate) struct Planned<'a> {
+    pub(crate) payout: &'a Payout,
+    pub(crate) entries: &'a [LedgerEntry],
+    pub(crate) events: &'a [OutboxEvent],
+    pub(crate) key: Option<&'a WriteKey<Payout>>,
+}
+
+/// What [`decide`] settled for one payout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// To write.
+    Write,
+    /// Refused: what a single payout's insert would have answered.
+    Refuse(Refusal),
+}
+
+/// Why a payout of a set is not written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    Stale,
+    DuplicateReference,
+    InsufficientBalance,
+}
+
+impl Refusal {
+    /// The error a single payout's insert gives for it.
+    pub(crate) fn error(self) -> InsertPayoutError {
+        match self {
+            Refusal::Stale => InsertPayoutError::Stale,
+            Refusal::DuplicateReference => InsertPayoutError::DuplicateReference,
+            Refusal::InsufficientBalance => InsertPayoutError::InsufficientBalance,
+        }
+    }
+}
+
+/// Settles each payout's fate, in the order given (see the module documentation). Every
+/// payout is of `subaccount`.
+pub(crate) async fn decide(
+    conn: &mut AsyncPgConnection,
+    subaccount: Uuid,
+    set: &[Planned<'_>],
+) -> Result<Vec<Verdict>, PayoutAbort> {
+    let accounts: Vec<Uuid> = set.iter().map(|p| p.payout.account_id.as_uuid()).collect();
+    let parties: Vec<(Uuid, Uuid, i16, i16, String, String)> = receivers::table
+        .inner_join(receiver_accounts::table)
+        .filter(receivers::subaccount_id.eq(subaccount))
+        .filter(receiver_accounts::id.eq_any(&accounts))
+        .select((
+            receiver_accounts::id,
+            receivers::id,
+            receivers::status,
+            receivers::kyc_status,
+            receiver_accounts::status,
+            receiver_accounts::confirm_status,
+        ))
+        .for_share()
+        .cached()
+        .load(conn)
+        .await?;
+    let parties: HashMap<Uuid, (Uuid, PayoutStatus, bool)> = parties
+        .into_iter()
+        .map(
+            |(account, receiver, receiver_status, kyc, account_status, confirm)| {
+                let payable = ![ReceiverStatus::Failed, ReceiverStatus::Inactive]
+                    .iter()
+                    .any(|s| i16::from(s.code()) == receiver_status)
+                    && account_status != AccountStatus::Failed.as_str();
+                let status = initial_status(
+                    kyc == i16::from(KycStatus::Completed.code()),
+                    confirm == ConfirmStatus::Confirmed.as_str(),
+                );
+                (account, (receiver, status, payable))
+            },
+        )
+        .collect();
+    let references: Vec<&str> = set
+        .iter()
+        .filter_map(|p| p.payout.reference.as_deref())
+        .collect();
+    let mut taken: HashSet<String> = if references.is_empty() {
+        HashSet::new()
+    } else {
+        payouts::table
+            .filter(payouts::subaccount_id.eq(subaccount))
+            .filter(payouts::reference.eq_any(&references))
+            .select(payouts::reference.assume_not_null())
+            .cached()
+            .load::<String>(conn)
+            .await?
+            .into_iter()
+            .collect()
+    };
+    let mut assets: Vec<&str> = set.iter().map(|p| p.payout.asset.code()).collect();
+    assets.sort_unstable();
+    assets.dedup();
+    // Locked in currency order, so two sets of the same subaccount never wait for each other
+    // in a circle.
+    let mut left: HashMap<String, i64> = balances::table
+        .filter(balances::subaccount_id.eq(subaccount))
+        .filter(balances::asset.eq_any(&assets))
+        .order(balances::asset.asc())
+        .select((balances::asset, balances::available))
+        .for_update()
+        .cached()
+        .load::<(String, i64)>(conn)
+        .await?
+        .into_iter()
+        .collect();
+    Ok(set
+        .iter()
+        .map(|p| {
+            let payout = p.payout;
+            let current = parties.get(&payout.account_id.as_uuid());
+            if !current.is_some_and(|(receiver, status, payable)| {
+                *receiver == payout.receiver_id.as_uuid() && *payable && *status == payout.status
+            }) {
+                return Verdict::Refuse(Refusal::Stale);
+            }
+            if let Some(reference) = &payout.reference
+                && taken.contains(reference)
+            {
+                return Verdict::Refuse(Refusal::DuplicateReference);
+            }
+            let total = payout.total();
+            match left.get_mut(payout.asset.code()) {
+                Some(available) if total <= *available => *available -= total,
+                _ => return Verdict::Refuse(Refusal::InsufficientBalance),
+            }
+            if let Some(reference) = &payout.reference {
+                taken.insert(reference.clone());
+            }
+            Verdict::Write
+        })
+        .collect())
+}
+
+/// The open batch a written payout joined (its id and run time), if it starts `pending`.
+pub(crate) type Joined = Option<(Uuid, DateTime<Utc>)>;
+
+/// Writes the payouts [`decide`] accepted (see the module documentation); returns the batch
+/// each joined, in the order given. Every payout is of `subaccount`.
+pub(crate) async fn write_set(
+    conn: &mut AsyncPgConnection,
+    subaccount: Uuid,
+    written: &[Planned<'_>],
+    schedule: &BatchSchedule,
+) -> Result<Vec<Joined>, PayoutAbort> {
+    if written.is_empty() {
+        return Ok(Vec::new());
+    }
+    // Per currency (in order): the earliest pending payout's time opens its batch if none is
+    // open, and the sum held.
+    let mut currencies: BTreeMap<&str, (Option<DateTime<Utc>>, i64, DateTime<Utc>)> =
+        BTreeMap::new();
+    for p in written {
+        let payout = p.payout;
+        let entry = currencies
+            .entry(payout.asset.code())
+            .or_insert((None, 0, payout.created_at));
+        if payout.status == PayoutStatus::Pending {
+            entry.0 = Some(
+                entry
+                    .0
+                    .map_or(payout.created_at, |t| t.min(payout.created_at)),
+            );
+        }
+        entry.1 += payout.total();
+        entry.2 = entry.2.max(payout.created_at);
+    }
+    let mut batches: HashMap<&str, (Uuid, DateTime<Utc>)> = HashMap::new();
+    for (asset, (opened_at, _, _)) in &currencies {
+        if let Some(at) = opened_at {
+            batches.insert(
+                asset,
+                join_open_batch(conn, subaccount, asset, *at, schedule).await?,
+            );
+        }
+    }
+    let joined: Vec<Joined> = written
+        .iter()
+        .map(|p| {
+            (p.payout.status == PayoutStatus::Pending)
+                .then(|| batches.get(p.payout.asset.code()).copied())
+                .flatten()
+        })
+        .collect();
+    let rows: Vec<PayoutRow> = written
+        .iter()
+        .zip(&joined)
+        .map(|(p, batch)| PayoutRow {
+            batch_id: batch.map(|(id, _)| id),
+            ..PayoutRow::from(p.payout)
+        })
+        .collect();
+    insert_payout_rows(conn, &rows).await?;
+    let entries: Vec<LedgerEntry> = written
+        .iter()
+        .flat_map(|p| p.entries.iter().cloned())
+        .collect();
+    insert_entries(conn, &entries).await?;
+    let commits: Vec<KeyCommit<'_>> = written
+        .iter()
+        .zip(&joined)
+        .filter_map(|(p, batch)| written_key(p.key?, p.payout, *batch))
+        .collect();
+    mark_keys_committed(conn, &commits).await?;
+    let events: Vec<OutboxEvent> = written
+        .iter()
+        .zip(&joined)
+        .flat_map(|(p, batch)| with_batch(p.events, p.payout.id, *batch))
+        .collect();
+    insert_events(conn, &events, None).await?;
+    let assets: Vec<&str> = currencies.keys().copied().collect();
+    let totals: Vec<i64> = currencies.values().map(|(_, total, _)| *total).collect();
+    let times: Vec<DateTime<Utc>> = currencies.values().map(|(_, _, at)| *at).collect();
+    let held = diesel::sql_query(HOLD_SUMS)
+        .bind::<SqlUuid, _>(subaccount)
+        .bind::<Array<Text>, _>(&assets)
+        .bind::<Array<BigInt>, _>(&totals)
+        .bind::<Array<Timestamptz>, _>(&times)
+        .cached()
+        .execute(conn)
+        .await?;
+    if held != assets.len() {
+        // The rows are locked since the decisions: they cannot have changed.
+        return Err(PayoutAbort::Tx(TxError::invariant(anyhow::anyhow!(
+            "{held} of {} balances locked for a set of payouts still cover it",
+            assets.len()
+        ))));
+    }
+    Ok(joined)
+}
+
+/// Each currency's sum moved from `available` to `pending`, never below zero.
+const HOLD_SUMS: &str = "\
+    UPDATE balances b SET available = b.available - h.total, pending = b.pending + h.total, \
+      updated_at = h.at \
+    FROM unnest($2::text[], $3::int8[], $4::timestamptz[]) AS h(asset, total, at) \
+    WHERE b.subaccount_id = $1 AND b.asset = h.asset AND b.available >= h.total";
+
+/// Inserts new payout rows with one statement (arrays, so its text never varies).
+async fn insert_payout_rows(
+    conn: &mut AsyncPgConnection,
+    rows: &[PayoutRow],
+) -> Result<(), TxError> {
+    macro_rules! column {
+        ($field:ident) => {
+            rows.iter().map(|r| r.$field.clone()).collect::<Vec<_>>()
+        };
+    }
+    let inserted = diesel::sql_query(INSERT_PAYOUTS)
+        .bind::<Array<SqlUuid>, _>(column!(id))
+        .bind::<Array<SqlUuid>, _>(column!(subaccount_id))
+        .bind::<Array<SqlUuid>, _>(column!(receiver_id))
+        .bind::<Array<SqlUuid>, _>(column!(account_id))
+        .bind::<Array<Text>, _>(column!(asset))
+        .bind::<Array<BigInt>, _>(column!(amount))
+        .bind::<Array<BigInt>, _>(column!(fee))
+        .bind::<Array<Nullable<SqlUuid>>, _>(column!(fee_template_id))
+        .bind::<Array<Nullable<SqlUuid>>, _>(column!(fee_group_id))
+        .bind::<Array<Nullable<BigInt>>, _>(column!(fee_fixed))
+        .bind::<Array<Nullable<Integer>>, _>(column!(fee_percentage))
+        .bind::<Array<Nullable<BigInt>>, _>(column!(fee_min_amount))
+        .bind::<Array<Nullable<Text>>, _>(column!(reference))
+        .bind::<Array<Text>, _>(column!(note))
+        .bind::<Array<SmallInt>, _>(column!(status))
+        .bind::<Array<Nullable<SqlUuid>>, _>(column!(batch_id))
+        .bind::<Array<Text>, _>(column!(provider_reference))
+        .bind::<Array<Bool>, _>(column!(duplicate))
+        .bind::<Array<Timestamptz>, _>(column!(created_at))
+        .bind::<Array<Timestamptz>, _>(column!(updated_at))
+        .bind::<Array<Nullable<Timestamptz>>, _>(column!(submitted_at))
+        .bind::<Array<Bool>, _>(column!(receiver_is_invalid))
+        .bind::<Array<Nullable<Text>>, _>(column!(failure_reason))
+        .bind::<Array<Nullable<Text>>, _>(column!(return_code))
+        .cached()
+        .execute(conn)
+        .await?;
+    if inserted == rows.len() {
+        Ok(())
+    } else {
+        Err(TxError::invariant(anyhow::anyhow!(
+            "{inserted} of {} payouts inserted",
+            rows.len()
+        )))
+    }
+}
+
+const INSERT_PAYOUTS: &str = "\
+    INSERT INTO payouts (id, subaccount_id, receiver_id, account_id, asset, amount, fee, \
+      fee_template_id, fee_group_id, fee_fixed, fee_percentage, fee_min_amount, reference, note, \
+      status, batch_id, provider_reference, duplicate, created_at, updated_at, submitted_at, \
+      receiver_is_invalid, failure_reason, return_code) \
+    SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], \
+      $6::int8[], $7::int8[], $8::uuid[], $9::uuid[], $10::int8[], $11::int4[], $12::int8[], \
+      $13::text[], $14::text[], $15::int2[], $16::uuid[], $17::text[], $18::bool[], \
+      $19::timestamptz[], $20::timestamptz[], $21::timestamptz[], $22::bool[], $23::text[], \
+      $24::text[])";
+
+/// Marks every request's key committed, storing its answer (completing it) where it renders,
+/// with one statement; each only while the claim is still its request's. Any key that is not
+/// rolls the whole set back (`KeyNotOwn`).
+async fn mark_keys_committed(
+    conn: &mut AsyncPgConnection,
+    commits: &[KeyCommit<'_>],
+) -> Result<(), TxError> {
+    if commits.is_empty() {
+        return Ok(());
+    }
+    let subaccounts: Vec<Uuid> = commits
+        .iter()
+        .map(|c| c.claim.subaccount.as_uuid())
+        .collect();
+    let keys: Vec<&str> = commits.iter().map(|c| c.claim.key.as_str()).collect();
+    let leases: Vec<DateTime<Utc>> = commits.iter().map(|c| c.claim.lease_until).collect();
+    let statuses: Vec<Option<i16>> = commits
+        .iter()
+        .map(|c| c.response.as_ref().map(super::idempotency::status_column))
+        .collect();
+    let bodies: Vec<Option<&[u8]>> = commits
+        .iter()
+        .map(|c| c.response.as_ref().map(|r| r.body.as_slice()))
+        .collect();
+    let marked = diesel::sql_query(MARK_KEYS_COMMITTED)
+        .bind::<Array<SqlUuid>, _>(subaccounts)
+        .bind::<Array<Text>, _>(keys)
+        .bind::<Array<Timestamptz>, _>(leases)
+        .bind::<Array<Nullable<SmallInt>>, _>(statuses)
+        .bind::<Array<Nullable<Bytea>>, _>(bodies)
+        .cached()
+        .execute(conn)
+        .await?;
+    if marked == commits.len() {
+        Ok(())
+    } else {
+        Err(TxError::KeyNotOwn)
+    }
+}
+
+/// The set form of the key marking a single payout's event statement does.
+const MARK_KEYS_COMMITTED: &str = "\
+    UPDATE idempotency_keys i SET committed = true, \
+      state = CASE WHEN k.status IS NULL THEN i.state ELSE 'completed' END, \
+      response_status = k.status, response_body = k.body, \
+      locked_until = CASE WHEN k.status IS NULL THEN i.locked_until END \
+    FROM unnest($1::uuid[], $2::text[], $3::timestamptz[], $4::int2[], $5::bytea[]) \
+      AS k(subaccount_id, idempotency_key, lease, status, body) \
+    WHERE i.subaccount_id = k.subaccount_id AND i.idempotency_key = k.idempotency_key \
+      AND i.locked_until = k.lease AND i.state = 'in_progress'";
