@@ -173,6 +173,15 @@ pub(crate) async fn decide(
         .collect())
 }
 
+/// What the written payouts of one currency need: the time a new batch would open at (the
+/// earliest `pending` payout's, if any starts `pending`), the sum to hold, and the latest
+/// payout's time (the balance's `updated_at`).
+struct CurrencyTotal {
+    opens_batch_at: Option<DateTime<Utc>>,
+    total: i64,
+    last: DateTime<Utc>,
+}
+
 /// The open batch a written payout joined (its id and run time), if it starts `pending`.
 pub(crate) type Joined = Option<(Uuid, DateTime<Utc>)>;
 
@@ -187,31 +196,32 @@ pub(crate) async fn write_set(
     if written.is_empty() {
         return Ok(Vec::new());
     }
-    // Per currency (in order): the earliest pending payout's time opens its batch if none is
-    // open, and the sum held.
-    let mut currencies: BTreeMap<&str, (Option<DateTime<Utc>>, i64, DateTime<Utc>)> =
-        BTreeMap::new();
+    let mut currencies: BTreeMap<&str, CurrencyTotal> = BTreeMap::new();
     for p in written {
         let payout = p.payout;
         let entry = currencies
             .entry(payout.asset.code())
-            .or_insert((None, 0, payout.created_at));
+            .or_insert(CurrencyTotal {
+                opens_batch_at: None,
+                total: 0,
+                last: payout.created_at,
+            });
         if payout.status == PayoutStatus::Pending {
-            entry.0 = Some(
+            entry.opens_batch_at = Some(
                 entry
-                    .0
+                    .opens_batch_at
                     .map_or(payout.created_at, |t| t.min(payout.created_at)),
             );
         }
-        entry.1 += payout.total();
-        entry.2 = entry.2.max(payout.created_at);
+        entry.total += payout.total();
+        entry.last = entry.last.max(payout.created_at);
     }
     let mut batches: HashMap<&str, (Uuid, DateTime<Utc>)> = HashMap::new();
-    for (asset, (opened_at, _, _)) in &currencies {
-        if let Some(at) = opened_at {
+    for (asset, currency) in &currencies {
+        if let Some(at) = currency.opens_batch_at {
             batches.insert(
                 asset,
-                join_open_batch(conn, subaccount, asset, *at, schedule).await?,
+                join_open_batch(conn, subaccount, asset, at, schedule).await?,
             );
         }
     }
@@ -250,8 +260,8 @@ pub(crate) async fn write_set(
         .collect();
     insert_events(conn, &events, None).await?;
     let assets: Vec<&str> = currencies.keys().copied().collect();
-    let totals: Vec<i64> = currencies.values().map(|(_, total, _)| *total).collect();
-    let times: Vec<DateTime<Utc>> = currencies.values().map(|(_, _, at)| *at).collect();
+    let totals: Vec<i64> = currencies.values().map(|c| c.total).collect();
+    let times: Vec<DateTime<Utc>> = currencies.values().map(|c| c.last).collect();
     let held = diesel::sql_query(HOLD_SUMS)
         .bind::<SqlUuid, _>(subaccount)
         .bind::<Array<Text>, _>(&assets)
