@@ -27,14 +27,14 @@ pub async fn run_migrations(url: &str) -> anyhow::Result<Vec<String>> {
     let mut conn = AsyncPgConnection::establish(url)
         .await
         .context("connecting to distribute tables and recompute e-mail keys")?;
-    if let Some(placed) = distribute_tables(&mut conn)
+    let placed = distribute_tables(&mut conn)
         .await
-        .context("placing the tables on Citus")?
-    {
+        .context("placing the tables on Citus")?;
+    if let Some(placed) = placed.filter(|p| !p.reference.is_empty() || !p.distributed.is_empty()) {
         tracing::info!(
             reference = ?placed.reference,
             distributed = ?placed.distributed,
-            "Citus: placed the tables not yet placed"
+            "Citus: placed the tables"
         );
     }
     let rekey = rekey_receiver_emails(&mut conn)
