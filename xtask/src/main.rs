@@ -5,6 +5,7 @@
 
 mod bank;
 mod bench;
+mod citus;
 mod cmd;
 mod flags;
 mod fuzz;
@@ -35,6 +36,14 @@ Commands:
                    leave it running; print DATABASE_URL=<payoutd database> for the
                    server and MAINTENANCE_DATABASE_URL=<postgres database> for tests
   db-stop          Stop the private PostgreSQL cluster if it is running
+  citus            Start a local Citus cluster (a coordinator and two workers in
+                   <target dir>/citus on 127.0.0.1:$PAYOUT_CITUS_PORT and the next two,
+                   default 25440), building and installing Citus first if the server
+                   lacks it (from $PAYOUT_CITUS_SOURCE or a shared/vendor/citus beside
+                   a parent of the checkout; as root); create `payoutd` with the
+                   extension and the workers; print DATABASE_URL and
+                   MAINTENANCE_DATABASE_URL like `db`
+  citus-stop       Stop the local Citus cluster's nodes
   test [ARGS...]   Run `cargo test --workspace ARGS...` against PostgreSQL (also
                    installs xmllint and fetches the ISO 20022 XSDs the tests need)
   serve [--webhook-url URL]
@@ -112,6 +121,8 @@ fn run() -> Result<ExitCode, String> {
             postgres::stop_private()?;
             Ok(ExitCode::SUCCESS)
         }
+        Some("citus") => citus::run(args),
+        Some("citus-stop") => citus::stop(args),
         Some("test") => test::run(args),
         Some("serve") => serve::run(args),
         Some("bench") => bench::run(args),

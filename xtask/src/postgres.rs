@@ -239,7 +239,7 @@ pub fn stop_private() -> Result<(), String> {
 }
 
 /// The binaries that make up a PostgreSQL server installation.
-struct Bins {
+pub(crate) struct Bins {
     initdb: String,
     pg_ctl: String,
     postgres: String,
@@ -247,7 +247,7 @@ struct Bins {
 
 impl Bins {
     /// Looks on `PATH`, then in the newest `/usr/lib/postgresql/*/bin`.
-    fn find() -> Result<Self, String> {
+    pub(crate) fn find() -> Result<Self, String> {
         if let (Some(initdb), Some(pg_ctl), Some(postgres)) = (
             find_on_path("initdb"),
             find_on_path("pg_ctl"),
@@ -318,7 +318,7 @@ fn version_key(name: &str) -> Vec<u32> {
 }
 
 /// How cluster commands are run.
-enum Runner {
+pub(crate) enum Runner {
     /// As the current user.
     Direct,
     /// As the `postgres` system user (we are root), via `runuser` if it
@@ -332,7 +332,7 @@ enum Runner {
 
 impl Runner {
     /// Direct for ordinary users; as `postgres` for root.
-    fn detect() -> Result<Self, String> {
+    pub(crate) fn detect() -> Result<Self, String> {
         let uid = cmd::stdout(Command::new("id").arg("-u"))?;
         if uid.trim() != "0" {
             return Ok(Self::Direct);
@@ -417,7 +417,7 @@ impl Runner {
 }
 
 /// The private cluster: where it lives, which binaries run it, and as whom.
-struct Cluster {
+pub(crate) struct Cluster {
     base: PathBuf,
     bins: Bins,
     runner: Runner,
@@ -425,29 +425,34 @@ struct Cluster {
 
 /// What `postmaster.pid` says about a running server.
 #[derive(Clone, Copy)]
-struct Postmaster {
+pub(crate) struct Postmaster {
     pid: u32,
-    port: u16,
+    /// The port it listens on.
+    pub(crate) port: u16,
 }
 
 impl Cluster {
     /// The cluster in `base`, which need not exist yet.
-    fn new(base: PathBuf, bins: Bins, runner: Runner) -> Self {
+    pub(crate) fn new(base: PathBuf, bins: Bins, runner: Runner) -> Self {
         Self { base, bins, runner }
     }
 
     /// Finds the binaries and picks (creating it if needed) a cluster
     /// directory that the user running the cluster can write to.
     fn locate() -> Result<Self, String> {
+        Self::locate_at(paths::target_dir().join("pg"), fallback_base())
+    }
+
+    /// Finds the binaries and picks `preferred` as the cluster directory, or `fallback` (a
+    /// private directory under `/tmp`) when the user running the cluster cannot write to it.
+    pub(crate) fn locate_at(preferred: PathBuf, fallback: PathBuf) -> Result<Self, String> {
         let bins = Bins::find()?;
         let runner = Runner::detect()?;
-        let preferred = paths::target_dir().join("pg");
         create_dir(&preferred)?;
         runner.own(&preferred)?;
         if runner.can_write(&preferred)? {
             return Ok(Self::new(preferred, bins, runner));
         }
-        let fallback = fallback_base();
         if fs::symlink_metadata(&fallback).is_ok_and(|meta| !meta.is_dir()) {
             return Err(format!(
                 "{} exists and is not a directory",
@@ -474,7 +479,7 @@ impl Cluster {
     }
 
     /// The data directory (`initdb -D`).
-    fn data(&self) -> PathBuf {
+    pub(crate) fn data(&self) -> PathBuf {
         self.base.join("data")
     }
 
@@ -489,7 +494,7 @@ impl Cluster {
     }
 
     /// The [`Lock`] file guarding setup and shutdown.
-    fn lock_path(&self) -> PathBuf {
+    pub(crate) fn lock_path(&self) -> PathBuf {
         self.base.join("xtask.lock")
     }
 
@@ -501,13 +506,25 @@ impl Cluster {
     /// Reuses a running cluster or starts one, creating it first if needed.
     /// Returns the server and whether this call started it.
     fn ensure_running(&self) -> Result<(Postmaster, bool), String> {
+        self.ensure_running_with(requested_port()?, "", "cargo xtask db-stop")
+    }
+
+    /// [`Cluster::ensure_running`] on `port` with `extra_settings` (lines of
+    /// `postgresql.conf`) added to ours; `stop_command` is what the user runs to restart a
+    /// cluster that is already running on another port.
+    pub(crate) fn ensure_running_with(
+        &self,
+        port: u16,
+        extra_settings: &str,
+        stop_command: &str,
+    ) -> Result<(Postmaster, bool), String> {
         let _lock = Lock::acquire(&self.lock_path())?;
-        let port = requested_port()?;
         if let Some(postmaster) = self.running()? {
             if postmaster.port != port {
                 eprintln!(
-                    "xtask: note: the cluster is already running on port {}; \
-                     run `cargo xtask db-stop` to restart it on port {port}",
+                    "xtask: note: the cluster in {} is already running on port {}; \
+                     run `{stop_command}` to restart it on port {port}",
+                    self.base.display(),
                     postmaster.port
                 );
             }
@@ -517,14 +534,14 @@ impl Cluster {
         if !self.data().join("PG_VERSION").is_file() {
             self.init()?;
         }
-        let postmaster = self.start(port)?;
+        let postmaster = self.start(port, extra_settings)?;
         wait_listening(postmaster.port)?;
         Ok((postmaster, true))
     }
 
     /// The running server, if any. Clears a stale `postmaster.pid` so that a
     /// server that died without cleaning up can start again.
-    fn running(&self) -> Result<Option<Postmaster>, String> {
+    pub(crate) fn running(&self) -> Result<Option<Postmaster>, String> {
         let data = self.data();
         if !data.join("PG_VERSION").is_file() {
             return Ok(None);
@@ -594,9 +611,9 @@ impl Cluster {
         }
     }
 
-    /// Writes our settings and starts the server on `port`.
-    fn start(&self, port: u16) -> Result<Postmaster, String> {
-        self.write_settings(port)?;
+    /// Writes our settings (and `extra_settings`) and starts the server on `port`.
+    fn start(&self, port: u16, extra_settings: &str) -> Result<Postmaster, String> {
+        self.write_settings(port, extra_settings)?;
         let (data, log) = (self.data(), self.log());
         eprintln!(
             "xtask: starting PostgreSQL on 127.0.0.1:{port} (log: {})",
@@ -635,7 +652,7 @@ impl Cluster {
 
     /// Regenerates `xtask.conf` (included from `postgresql.conf`) so that the
     /// port and socket directory follow the environment and the checkout.
-    fn write_settings(&self, port: u16) -> Result<(), String> {
+    fn write_settings(&self, port: u16, extra_settings: &str) -> Result<(), String> {
         let data = self.data();
         let main_conf = data.join("postgresql.conf");
         let include = "include 'xtask.conf'";
@@ -665,7 +682,8 @@ impl Cluster {
              listen_addresses = '127.0.0.1'\n\
              port = {port}\n\
              unix_socket_directories = '{}'\n\
-             max_connections = 300\n",
+             max_connections = 300\n\
+             {extra_settings}",
             sock.replace('\'', "''")
         );
         let conf = data.join("xtask.conf");
@@ -675,7 +693,7 @@ impl Cluster {
     }
 
     /// Stops the server (`pg_ctl stop -m fast`).
-    fn stop(&self) -> Result<(), String> {
+    pub(crate) fn stop(&self) -> Result<(), String> {
         let mut stop = self.pg_ctl(&[
             "stop",
             "-D",
@@ -697,7 +715,7 @@ impl Cluster {
 
 /// Where the cluster lives when the postgres user cannot reach the target
 /// dir (e.g. a checkout in a 0700 home directory): unique per workspace.
-fn fallback_base() -> PathBuf {
+pub(crate) fn fallback_base() -> PathBuf {
     let root = paths::workspace_root();
     let hash = Sha256::digest(root.as_os_str().as_encoded_bytes());
     PathBuf::from(format!("/tmp/payoutd-pg-{}", hex::encode(&hash[..4])))
@@ -751,7 +769,7 @@ fn is_postgres_process(pid: u32) -> bool {
 }
 
 /// Whether something accepts TCP connections on `host:port`.
-fn listening(host: &str, port: u16) -> bool {
+pub(crate) fn listening(host: &str, port: u16) -> bool {
     (host, port).to_socket_addrs().is_ok_and(|mut addrs| {
         addrs.any(|addr| TcpStream::connect_timeout(&addr, Duration::from_millis(300)).is_ok())
     })
@@ -795,7 +813,7 @@ fn tail(path: &Path, lines: usize) -> String {
 }
 
 /// `mkdir -p`, with the path in the error.
-fn create_dir(dir: &Path) -> Result<(), String> {
+pub(crate) fn create_dir(dir: &Path) -> Result<(), String> {
     fs::create_dir_all(dir).map_err(|err| format!("cannot create {}: {err}", dir.display()))
 }
 
@@ -806,14 +824,14 @@ fn utf8(path: &Path) -> Result<&str, String> {
 }
 
 /// Serialises cluster setup between concurrent xtask processes.
-struct Lock {
+pub(crate) struct Lock {
     path: PathBuf,
 }
 
 impl Lock {
     /// Creates the lock file, waiting for another holder for up to a minute.
     /// A lock left behind by a process that died is taken over.
-    fn acquire(path: &Path) -> Result<Self, String> {
+    pub(crate) fn acquire(path: &Path) -> Result<Self, String> {
         let deadline = Instant::now() + LOCK_TIMEOUT;
         let mut told = false;
         loop {

@@ -93,7 +93,7 @@ pub async fn rekey_receiver_emails(
         }
         diesel::sql_query(
             "INSERT INTO maintenance_markers (name, version) VALUES ('email_key', $1) \
-             ON CONFLICT (name) DO UPDATE SET version = excluded.version, done_at = now()",
+             ON CONFLICT (name) DO UPDATE SET version = excluded.version, done_at = excluded.done_at",
         )
         .bind::<diesel::sql_types::Integer, _>(EMAIL_KEY_VERSION)
         .execute(conn)

@@ -6,6 +6,7 @@
 //! `PortError::Unavailable`; `diesel::result::Error` never leaves this crate.
 
 mod cached;
+pub mod citus;
 pub mod credential_changes;
 pub mod email_keys;
 mod errors;

@@ -9,13 +9,15 @@ use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 
+use crate::citus::distribute_tables;
 use crate::email_keys::rekey_receiver_emails;
 
 /// Every migration under `migrations/`.
 pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations");
 
-/// Runs every pending migration on the database at `url`, then recomputes receivers' e-mail
-/// keys ([`rekey_receiver_emails`]: SQL cannot compute them); returns the versions applied.
+/// Runs every pending migration on the database at `url`, then, on Citus, distributes the tables
+/// ([`distribute_tables`]; nothing on plain PostgreSQL), then recomputes receivers' e-mail keys
+/// ([`rekey_receiver_emails`]: SQL cannot compute them); returns the versions applied.
 /// Receivers left with their old key (stored duplicates) are logged by id as a warning.
 ///
 /// diesel's migration harness is synchronous: it runs on a blocking thread through diesel-async's
@@ -24,7 +26,17 @@ pub async fn run_migrations(url: &str) -> anyhow::Result<Vec<String>> {
     let applied = run_sql_migrations(url).await?;
     let mut conn = AsyncPgConnection::establish(url)
         .await
-        .context("connecting to recompute e-mail keys")?;
+        .context("connecting to distribute tables and recompute e-mail keys")?;
+    let placed = distribute_tables(&mut conn)
+        .await
+        .context("placing the tables on Citus")?;
+    if let Some(placed) = placed.filter(|p| !p.reference.is_empty() || !p.distributed.is_empty()) {
+        tracing::info!(
+            reference = ?placed.reference,
+            distributed = ?placed.distributed,
+            "Citus: placed the tables"
+        );
+    }
     let rekey = rekey_receiver_emails(&mut conn)
         .await
         .context("recomputing receivers' e-mail keys")?;

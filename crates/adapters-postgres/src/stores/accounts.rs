@@ -435,7 +435,16 @@ impl AccountStore for PgStore {
         let mut conn = self.conn().await?;
         let found: Option<(AccountRow, DateTime<Utc>, Option<DateTime<Utc>>)> =
             account_confirmations::table
-                .inner_join(receiver_accounts::table)
+                // The subaccount is implied by the account; joined on too so that Citus can
+                // join the colocated shards.
+                .inner_join(
+                    receiver_accounts::table.on(receiver_accounts::id
+                        .eq(account_confirmations::account_id)
+                        .and(
+                            receiver_accounts::subaccount_id
+                                .eq(account_confirmations::subaccount_id),
+                        )),
+                )
                 .filter(account_confirmations::token_hash.eq(hash.to_vec()))
                 .select((
                     AccountRow::as_select(),
@@ -505,6 +514,7 @@ impl AccountStore for PgStore {
                     let used = diesel::update(account_confirmations::table)
                         .filter(account_confirmations::token_hash.eq(hash.to_vec()))
                         .filter(account_confirmations::account_id.eq(id))
+                        .filter(account_confirmations::subaccount_id.eq(subaccount))
                         .filter(account_confirmations::used_at.is_null())
                         .set(account_confirmations::used_at.eq(at))
                         .cached()
@@ -518,6 +528,7 @@ impl AccountStore for PgStore {
                 // `/confirm/{token}`).
                 diesel::update(account_confirmations::table)
                     .filter(account_confirmations::account_id.eq(id))
+                    .filter(account_confirmations::subaccount_id.eq(subaccount))
                     .filter(account_confirmations::used_at.is_null())
                     .set(account_confirmations::used_at.eq(at))
                     .cached()

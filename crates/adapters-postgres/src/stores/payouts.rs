@@ -527,6 +527,8 @@ async fn check_parties(conn: &mut AsyncPgConnection, payout: &Payout) -> Result<
         .filter(receivers::id.eq(payout.receiver_id.as_uuid()))
         .filter(receivers::subaccount_id.eq(payout.subaccount_id.as_uuid()))
         .filter(receiver_accounts::id.eq(payout.account_id.as_uuid()))
+        // Implied by the receiver's subaccount; said so that Citus routes the lock to one shard.
+        .filter(receiver_accounts::subaccount_id.eq(payout.subaccount_id.as_uuid()))
         .select((
             receivers::status,
             receivers::kyc_status,

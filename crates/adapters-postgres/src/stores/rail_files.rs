@@ -308,7 +308,8 @@ impl RailFileStore for PgStore {
                 FileHead::as_select(),
                 sql::<BigInt>("octet_length(rail_files.bytes)::int8"),
                 sql::<Integer>(
-                    "(SELECT count(*)::int4 FROM rail_file_items i WHERE i.file_id = rail_files.id)",
+                    "(SELECT count(*)::int4 FROM rail_file_items i \
+                      WHERE i.file_id = rail_files.id AND i.subaccount_id = rail_files.subaccount_id)",
                 ),
             ))
             .order((rail_files::created_at.desc(), rail_files::id.desc()))

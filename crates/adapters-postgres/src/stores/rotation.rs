@@ -327,7 +327,7 @@ impl PgStore {
         let mut conn = self.conn().await?;
         diesel::sql_query(
             "INSERT INTO maintenance_markers (name, version) VALUES ($1, $2) \
-             ON CONFLICT (name) DO UPDATE SET version = excluded.version, done_at = now()",
+             ON CONFLICT (name) DO UPDATE SET version = excluded.version, done_at = excluded.done_at",
         )
         .bind::<diesel::sql_types::Text, _>(ROTATION_MARKER)
         .bind::<Integer, _>(i32::from_be_bytes(self.vault.current_key_id()))

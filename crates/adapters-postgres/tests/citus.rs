@@ -1,0 +1,306 @@
+//! The Citus step of `payoutd migrate` (`adapters_postgres::citus`).
+//!
+//! On plain PostgreSQL (`DATABASE_URL`, as every database test) it must change nothing. On
+//! Citus it runs when `PAYOUT_CITUS_URL` names a coordinator database that has the `citus`
+//! extension and its workers registered (`cargo xtask citus` prints it as
+//! `MAINTENANCE_DATABASE_URL`); without it that test says it was skipped and passes.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use adapters_postgres::citus::{
+    self, COLOCATION_ANCHOR, DISTRIBUTION_COLUMN, Distribution, MIGRATIONS_TABLE, PLAN, Placement,
+};
+use adapters_postgres::migrate::{run_migrations, with_database};
+use adapters_postgres::test_db::TestDb;
+use diesel::sql_types::{Integer, Text};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+
+#[derive(diesel::QueryableByName, Debug, PartialEq, Eq)]
+struct Definition {
+    #[diesel(sql_type = Text)]
+    name: String,
+    #[diesel(sql_type = Text)]
+    definition: String,
+}
+
+/// Every primary key, unique constraint and foreign key of the schema, with its definition.
+async fn constraints(conn: &mut AsyncPgConnection) -> Vec<Definition> {
+    diesel::sql_query(
+        "SELECT conrelid::regclass::text || '.' || conname AS name, \
+                pg_get_constraintdef(oid) AS definition \
+         FROM pg_constraint WHERE contype IN ('p', 'u', 'f') \
+           AND connamespace = 'public'::regnamespace ORDER BY 1",
+    )
+    .load(conn)
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn the_citus_step_changes_nothing_on_plain_postgresql() {
+    let db = TestDb::new().await.unwrap();
+    let mut conn = AsyncPgConnection::establish(db.url()).await.unwrap();
+    assert!(!citus::has_citus(&mut conn).await.unwrap());
+    let before = constraints(&mut conn).await;
+    assert!(before.contains(&Definition {
+        name: "receivers.receivers_pkey".to_owned(),
+        definition: "PRIMARY KEY (id)".to_owned(),
+    }));
+
+    assert_eq!(citus::distribute_tables(&mut conn).await.unwrap(), None);
+    assert_eq!(
+        run_migrations(db.url()).await.unwrap(),
+        Vec::<String>::new()
+    );
+
+    assert_eq!(constraints(&mut conn).await, before);
+}
+
+/// A database on every node of a Citus cluster, with the extension and the cluster's nodes
+/// registered on the coordinator, like the one it was made from.
+struct CitusDb {
+    name: String,
+    /// The maintenance URL of each node, the coordinator first.
+    nodes: Vec<String>,
+}
+
+#[derive(diesel::QueryableByName)]
+struct Node {
+    #[diesel(sql_type = Text)]
+    nodename: String,
+    #[diesel(sql_type = Integer)]
+    nodeport: i32,
+    #[diesel(sql_type = Integer)]
+    groupid: i32,
+}
+
+/// `url` with its host and port replaced (user, password, database and query kept).
+fn with_host_port(url: &str, host: &str, port: i32) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap();
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let user = authority
+        .rsplit_once('@')
+        .map(|(user, _)| format!("{user}@"))
+        .unwrap_or_default();
+    format!("{scheme}://{user}{host}:{port}{tail}")
+}
+
+impl CitusDb {
+    async fn create(coordinator_url: &str) -> Self {
+        let mut admin = AsyncPgConnection::establish(coordinator_url)
+            .await
+            .expect("connecting to PAYOUT_CITUS_URL");
+        assert!(
+            citus::has_citus(&mut admin).await.unwrap(),
+            "PAYOUT_CITUS_URL must name a database with the citus extension"
+        );
+        let mut nodes: Vec<Node> = diesel::sql_query(
+            "SELECT nodename::text AS nodename, nodeport, groupid FROM pg_dist_node \
+             WHERE noderole = 'primary' ORDER BY groupid",
+        )
+        .load(&mut admin)
+        .await
+        .unwrap();
+        assert!(
+            nodes.iter().any(|n| n.groupid == 0) && nodes.iter().any(|n| n.groupid != 0),
+            "PAYOUT_CITUS_URL's database must have its coordinator and workers registered"
+        );
+        nodes.sort_by_key(|n| n.groupid);
+        let name = format!("payoutd_citus_{}", uuid::Uuid::new_v4().simple());
+        let db = Self {
+            name: name.clone(),
+            nodes: nodes
+                .iter()
+                .map(|n| with_host_port(coordinator_url, &n.nodename, n.nodeport))
+                .collect(),
+        };
+        for node in &db.nodes {
+            let mut conn = AsyncPgConnection::establish(node).await.unwrap();
+            diesel::sql_query(format!("CREATE DATABASE {name}"))
+                .execute(&mut conn)
+                .await
+                .unwrap();
+            let mut conn = AsyncPgConnection::establish(&db.node_url(node))
+                .await
+                .unwrap();
+            diesel::sql_query("CREATE EXTENSION citus")
+                .execute(&mut conn)
+                .await
+                .unwrap();
+        }
+        let mut conn = AsyncPgConnection::establish(&db.url()).await.unwrap();
+        for node in &nodes {
+            let sql = if node.groupid == 0 {
+                "SELECT citus_set_coordinator_host($1, $2)"
+            } else {
+                "SELECT citus_add_node($1, $2)"
+            };
+            diesel::sql_query(sql)
+                .bind::<Text, _>(&node.nodename)
+                .bind::<Integer, _>(node.nodeport)
+                .execute(&mut conn)
+                .await
+                .unwrap();
+        }
+        db
+    }
+
+    fn node_url(&self, maintenance_url: &str) -> String {
+        with_database(maintenance_url, &self.name).unwrap()
+    }
+
+    /// The coordinator's database.
+    fn url(&self) -> String {
+        self.node_url(&self.nodes[0])
+    }
+
+    /// Drops the database on every node, workers first.
+    async fn drop_everywhere(self) {
+        for node in self.nodes.iter().rev() {
+            let dropped = async {
+                let mut conn = AsyncPgConnection::establish(node).await?;
+                diesel::sql_query(format!(
+                    "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                    self.name
+                ))
+                .execute(&mut conn)
+                .await?;
+                anyhow::Ok(())
+            };
+            if let Err(e) = dropped.await {
+                eprintln!("warning: could not drop {} on {node}: {e:#}", self.name);
+            }
+        }
+    }
+}
+
+#[derive(diesel::QueryableByName, Debug)]
+struct Distributed {
+    #[diesel(sql_type = Text)]
+    name: String,
+    #[diesel(sql_type = Text)]
+    column: String,
+    #[diesel(sql_type = Integer)]
+    colocation: i32,
+}
+
+#[derive(diesel::QueryableByName)]
+struct Count {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    n: i64,
+}
+
+/// Migrates the database at `url` twice and checks where every table is.
+async fn check_placement(url: &str) {
+    assert!(!run_migrations(url).await.unwrap().is_empty());
+    run_migrations(url).await.unwrap();
+    let mut conn = AsyncPgConnection::establish(url).await.unwrap();
+    // Both migrate runs are done: a third placement finds nothing to place.
+    assert_eq!(
+        citus::distribute_tables(&mut conn).await.unwrap(),
+        Some(Distribution::default())
+    );
+
+    let placements = citus::current_placements(&mut conn).await.unwrap();
+    for plan in PLAN {
+        assert_eq!(
+            placements.get(plan.table).copied().flatten(),
+            Some(plan.placement),
+            "{}",
+            plan.table
+        );
+    }
+    assert_eq!(placements.len(), PLAN.len(), "{placements:?}");
+    assert!(!placements.contains_key(MIGRATIONS_TABLE));
+
+    let distributed: Vec<Distributed> = diesel::sql_query(
+        "SELECT logicalrelid::regclass::text AS name, \
+                column_to_column_name(logicalrelid, partkey) AS column, \
+                colocationid AS colocation \
+         FROM pg_dist_partition WHERE partmethod = 'h' ORDER BY 1",
+    )
+    .load(&mut conn)
+    .await
+    .unwrap();
+    let planned = PLAN
+        .iter()
+        .filter(|p| p.placement == Placement::Distributed)
+        .count();
+    assert_eq!(distributed.len(), planned);
+    let anchor = distributed
+        .iter()
+        .find(|d| d.name == COLOCATION_ANCHOR)
+        .unwrap();
+    for table in &distributed {
+        assert_eq!(table.column, DISTRIBUTION_COLUMN, "{table:?}");
+        assert_eq!(table.colocation, anchor.colocation, "{table:?}");
+    }
+
+    // The shards are on the workers, and the ledger's append-only trigger runs there.
+    let on_workers: Count = diesel::sql_query(
+        "SELECT count(DISTINCT nodeport) AS n FROM citus_shards \
+         WHERE table_name = 'ledger_entries'::regclass",
+    )
+    .get_result(&mut conn)
+    .await
+    .unwrap();
+    assert!(on_workers.n >= 1);
+    diesel::sql_query(
+        "INSERT INTO subaccounts (id, merchant_id, name, created_at, updated_at) \
+         VALUES ('00000000-0000-0000-0000-000000000001', gen_random_uuid(), 's', now(), now())",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    diesel::sql_query(
+        "INSERT INTO ledger_entries \
+           (id, subaccount_id, asset, kind, available_delta, pending_delta, created_at) \
+         VALUES (gen_random_uuid(), '00000000-0000-0000-0000-000000000001', 'AUD', \
+                 'deposit', 1, 0, now())",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    let refused = diesel::sql_query("UPDATE ledger_entries SET available_delta = 2")
+        .execute(&mut conn)
+        .await
+        .unwrap_err();
+    assert!(refused.to_string().contains("append-only"), "{refused}");
+}
+
+#[tokio::test]
+async fn migrate_places_every_table_on_citus_once() {
+    let Some(url) = std::env::var("PAYOUT_CITUS_URL")
+        .ok()
+        .filter(|url| !url.is_empty())
+    else {
+        eprintln!(
+            "SKIPPED migrate_places_every_table_on_citus_once: PAYOUT_CITUS_URL is not set \
+             (`cargo xtask citus` starts a cluster and prints the URL to give it)"
+        );
+        return;
+    };
+    let db = CitusDb::create(&url).await;
+    let url = db.url();
+    let checked = tokio::spawn(async move { check_placement(&url).await }).await;
+    db.drop_everywhere().await;
+    if let Err(panic) = checked {
+        std::panic::resume_unwind(panic.into_panic());
+    }
+}
+
+#[test]
+fn node_urls_keep_the_user_and_database() {
+    assert_eq!(
+        with_host_port(
+            "postgres://u:p@127.0.0.1:25440/postgres?x=y",
+            "worker-1",
+            5432
+        ),
+        "postgres://u:p@worker-1:5432/postgres?x=y"
+    );
+    assert_eq!(
+        with_host_port("postgres://127.0.0.1:25440/db", "h", 1),
+        "postgres://h:1/db"
+    );
+}
