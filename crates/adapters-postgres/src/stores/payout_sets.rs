@@ -84,6 +84,8 @@ pub(crate) async fn decide(
         .inner_join(receiver_accounts::table)
         .filter(receivers::subaccount_id.eq(subaccount))
         .filter(receiver_accounts::id.eq_any(&accounts))
+        // Implied by the receivers' subaccount; said so that Citus routes the lock to one shard.
+        .filter(receiver_accounts::subaccount_id.eq(subaccount))
         .select((
             receiver_accounts::id,
             receivers::id,
