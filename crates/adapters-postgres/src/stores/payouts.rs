@@ -4,6 +4,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
+use diesel::sql_types::{Array, BigInt, Text};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use domain::PortError;
 use domain::events::OutboxEvent;
@@ -13,7 +14,7 @@ use domain::ledger::LedgerEntry;
 use domain::money::{Asset, MinorUnits, Percentage};
 use domain::payout::ports::{
     BulkItemOutcome, BulkPayoutResult, BulkSlot, InsertPayoutError, NewPayout, PayoutStore,
-    bulk_item_error,
+    PlanningFacts, PlanningQuery, bulk_item_error,
 };
 use domain::payout::{Payout, PayoutStatus};
 use domain::subaccount::FeeTemplate;
@@ -48,71 +49,147 @@ impl PayoutStore for PgStore {
     #[tracing::instrument(
         level = "debug",
         skip_all,
-        fields(subaccount = %subaccount, asset = %asset)
+        fields(subaccount = %subaccount, receivers = query.receivers.len())
     )]
-    async fn fee_template(
+    async fn planning_facts(
         &self,
         subaccount: SubaccountId,
-        asset: Asset,
-    ) -> Result<Option<FeeTemplate>, PortError> {
-        let mut conn = self.conn().await?;
-        let row: Option<(Uuid, Uuid, i64, i32, i64)> = fee_templates::table
-            .find((subaccount.as_uuid(), asset.code()))
-            .select((
-                fee_templates::id,
-                fee_templates::group_id,
-                fee_templates::fixed,
-                fee_templates::percentage,
-                fee_templates::min_amount,
-            ))
-            .first(&mut conn)
-            .await
-            .optional()
-            .map_err(from_diesel)?;
-        row.map(|(id, group_id, fixed, percentage, min_amount)| {
+        query: &PlanningQuery,
+    ) -> Result<PlanningFacts, PortError> {
+        let pooled = self.conn().await?;
+        let conn: &AsyncPgConnection = &pooled;
+        let sub = subaccount.as_uuid();
+        // Four independent reads, pipelined on one connection: sent together, answered in
+        // one round trip's time.
+        let receiver_ids: Vec<Uuid> = query.receivers.iter().map(|id| id.as_uuid()).collect();
+        let account_ids: Vec<Uuid> = query.accounts.iter().map(|id| id.as_uuid()).collect();
+        let assets: Vec<&str> = query.assets.iter().map(|a| a.code()).collect();
+        let receivers_read = async {
+            if receiver_ids.is_empty() {
+                return Ok(Vec::new());
+            }
+            let mut conn = conn;
+            receivers::table
+                .filter(receivers::subaccount_id.eq(sub))
+                .filter(receivers::id.eq_any(&receiver_ids))
+                .select(crate::rows::ReceiverRow::as_select())
+                .load::<crate::rows::ReceiverRow>(&mut conn)
+                .await
+        };
+        let accounts_read = async {
+            if account_ids.is_empty() {
+                return Ok(Vec::new());
+            }
+            let mut conn = conn;
+            receiver_accounts::table
+                .filter(receiver_accounts::subaccount_id.eq(sub))
+                .filter(receiver_accounts::id.eq_any(&account_ids))
+                .select(AccountRow::as_select())
+                .load::<AccountRow>(&mut conn)
+                .await
+        };
+        let templates_read = async {
+            if assets.is_empty() {
+                return Ok(Vec::new());
+            }
+            let mut conn = conn;
+            fee_templates::table
+                .filter(fee_templates::subaccount_id.eq(sub))
+                .filter(fee_templates::asset.eq_any(&assets))
+                .select((
+                    fee_templates::asset,
+                    fee_templates::id,
+                    fee_templates::group_id,
+                    fee_templates::fixed,
+                    fee_templates::percentage,
+                    fee_templates::min_amount,
+                ))
+                .load::<(String, Uuid, Uuid, i64, i32, i64)>(&mut conn)
+                .await
+        };
+        let similar_read = async {
+            if query.similar.is_empty() {
+                return Ok(Vec::new());
+            }
+            let mut conn = conn;
+            diesel::sql_query(PAID_SINCE)
+                .bind::<diesel::sql_types::Uuid, _>(sub)
+                .bind::<diesel::sql_types::Timestamptz, _>(query.since)
+                .bind::<Array<diesel::sql_types::Uuid>, _>(
+                    query
+                        .similar
+                        .iter()
+                        .map(|(a, _, _)| a.as_uuid())
+                        .collect::<Vec<_>>(),
+                )
+                .bind::<Array<BigInt>, _>(
+                    query
+                        .similar
+                        .iter()
+                        .map(|(_, m, _)| m.get())
+                        .collect::<Vec<_>>(),
+                )
+                .bind::<Array<Text>, _>(
+                    query
+                        .similar
+                        .iter()
+                        .map(|(_, _, a)| a.code())
+                        .collect::<Vec<_>>(),
+                )
+                .cached()
+                .load::<PaidSince>(&mut conn)
+                .await
+        };
+        let (receivers, accounts, templates, paid) = futures_util::future::try_join4(
+            receivers_read,
+            accounts_read,
+            templates_read,
+            similar_read,
+        )
+        .await
+        .map_err(from_diesel)?;
+        let mut facts = PlanningFacts::default();
+        for row in receivers {
+            let receiver = Receiver::try_from(row).map_err(PortError::Unknown)?;
+            facts.receivers.insert(receiver.id, receiver);
+        }
+        for row in accounts {
+            let account = row.into_domain(&self.vault)?;
+            facts.accounts.insert(account.id, account);
+        }
+        for (asset, id, group_id, fixed, percentage, min_amount) in templates {
+            let asset = Asset::parse(&asset).ok_or_else(|| {
+                PortError::unknown(format!("fee template {id} has asset {asset}"))
+            })?;
             let percentage = u32::try_from(percentage)
                 .ok()
                 .and_then(|p| Percentage::from_ten_thousandths(p).ok())
                 .ok_or_else(|| {
                     PortError::unknown(format!("fee template {id} has percentage {percentage}"))
                 })?;
-            Ok(FeeTemplate {
-                id: FeeTemplateId::from_uuid(id),
-                group_id: FeeGroupId::from_uuid(group_id),
+            facts.fee_templates.insert(
                 asset,
-                fixed,
-                percentage,
-                min_amount,
-            })
-        })
-        .transpose()
-    }
-
-    #[tracing::instrument(
-        level = "debug",
-        skip_all,
-        fields(subaccount = %subaccount, account = %account)
-    )]
-    async fn similar_payout_since(
-        &self,
-        subaccount: SubaccountId,
-        account: ReceiverAccountId,
-        amount: MinorUnits,
-        asset: Asset,
-        since: DateTime<Utc>,
-    ) -> Result<bool, PortError> {
-        let mut conn = self.conn().await?;
-        diesel::select(diesel::dsl::exists(
-            payouts::table
-                .filter(payouts::subaccount_id.eq(subaccount.as_uuid()))
-                .filter(payouts::account_id.eq(account.as_uuid()))
-                .filter(payouts::amount.eq(amount.get()))
-                .filter(payouts::asset.eq(asset.code()))
-                .filter(payouts::created_at.ge(since)),
-        ))
-        .get_result(&mut conn)
-        .await
-        .map_err(from_diesel)
+                FeeTemplate {
+                    id: FeeTemplateId::from_uuid(id),
+                    group_id: FeeGroupId::from_uuid(group_id),
+                    asset,
+                    fixed,
+                    percentage,
+                    min_amount,
+                },
+            );
+        }
+        for row in paid {
+            let (Some(amount), Some(asset)) =
+                (MinorUnits::new(row.amount).ok(), Asset::parse(&row.asset))
+            else {
+                continue;
+            };
+            facts
+                .paid_since
+                .insert((ReceiverAccountId::from_uuid(row.account_id), amount, asset));
+        }
+        Ok(facts)
     }
 
     #[tracing::instrument(
@@ -514,6 +591,24 @@ impl PgStore {
             Err(e) => Err(InsertPayoutError::Port(e.into_port("inserting a payout"))),
         }
     }
+}
+
+/// The (account, amount, asset) triples of `$3`–`$5` the subaccount `$1` paid since `$2`.
+const PAID_SINCE: &str = "\
+    SELECT DISTINCT q.account_id, q.amount, q.asset \
+    FROM unnest($3::uuid[], $4::int8[], $5::text[]) AS q(account_id, amount, asset) \
+    WHERE EXISTS (SELECT 1 FROM payouts p WHERE p.subaccount_id = $1 \
+      AND p.account_id = q.account_id AND p.amount = q.amount AND p.asset = q.asset \
+      AND p.created_at >= $2)";
+
+#[derive(QueryableByName)]
+struct PaidSince {
+    #[diesel(sql_type = diesel::sql_types::Uuid)]
+    account_id: Uuid,
+    #[diesel(sql_type = BigInt)]
+    amount: i64,
+    #[diesel(sql_type = Text)]
+    asset: String,
 }
 
 /// Locks the payout's receiver and account against changes until the transaction ends

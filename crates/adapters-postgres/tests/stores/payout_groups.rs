@@ -21,7 +21,7 @@ use domain::money::Asset;
 use domain::payout::ports::{InsertPayoutError, NewPayout, PayoutStore};
 use domain::payout::{Payout, PayoutStatus};
 use domain::receiver::{KycStatus, Receiver};
-use domain::subaccount::ports::SubaccountStore;
+use domain::subaccount::ports::{SubaccountSetupStore, SubaccountStore};
 use futures_util::future::join_all;
 use uuid::Uuid;
 
@@ -483,4 +483,85 @@ async fn a_reference_written_meanwhile_by_another_transaction_fails_only_its_req
     );
     let balance = fx.store.balance(sub, Asset::Usd).await.unwrap();
     assert_eq!((balance.available, balance.pending), (10_000 - 210, 210));
+}
+
+#[tokio::test]
+async fn planning_facts_are_the_subaccounts_own_and_answer_every_request_at_once() {
+    use domain::ids::{FeeGroupId, FeeTemplateId};
+    use domain::money::{MinorUnits, Percentage};
+    use domain::payout::ports::PlanningQuery;
+    use domain::subaccount::FeeTemplate;
+
+    let fx = Fixture::new().await;
+    let (sub, owner, account) = world(&fx, "10000").await;
+    let (other_sub, stranger, strangers_account) = world(&fx, "10000").await;
+    let template = FeeTemplate {
+        id: FeeTemplateId::from_uuid(Uuid::new_v4()),
+        group_id: FeeGroupId::from_uuid(Uuid::new_v4()),
+        asset: Asset::Usd,
+        fixed: 30,
+        percentage: Percentage::parse("1.25").unwrap(),
+        min_amount: 50,
+    };
+    fx.store.upsert_fee_template(sub, &template).await.unwrap();
+    let paid = planned(
+        sub,
+        &owner,
+        &account,
+        (700, 0),
+        None,
+        PayoutStatus::Unassessed,
+    );
+    fx.store
+        .insert_payout(&paid.payout, &paid.entries, &paid.events, &WriteKey::none())
+        .await
+        .unwrap();
+    let amount = |n| MinorUnits::new(n).unwrap();
+    let query = PlanningQuery {
+        receivers: vec![owner.id, stranger.id],
+        accounts: vec![account.id, strangers_account.id],
+        assets: vec![Asset::Usd, Asset::Eur],
+        similar: vec![
+            (account.id, amount(700), Asset::Usd),
+            (account.id, amount(701), Asset::Usd),
+            (strangers_account.id, amount(700), Asset::Usd),
+        ],
+        since: at(T0) - chrono::Duration::hours(24),
+    };
+    let facts = fx.store.planning_facts(sub, &query).await.unwrap();
+    assert_eq!(facts.receivers.keys().collect::<Vec<_>>(), [&owner.id]);
+    assert_eq!(facts.accounts.keys().collect::<Vec<_>>(), [&account.id]);
+    assert_eq!(facts.fee_templates.get(&Asset::Usd), Some(&template));
+    assert_eq!(facts.fee_templates.len(), 1);
+    assert_eq!(
+        facts.paid_since.iter().collect::<Vec<_>>(),
+        [&(account.id, amount(700), Asset::Usd)]
+    );
+    // Outside the window, the earlier payout no longer counts.
+    let later = PlanningQuery {
+        since: at(T0) + chrono::Duration::seconds(1),
+        ..query.clone()
+    };
+    assert!(
+        fx.store
+            .planning_facts(sub, &later)
+            .await
+            .unwrap()
+            .paid_since
+            .is_empty()
+    );
+    // The other subaccount sees only its own.
+    let theirs = fx.store.planning_facts(other_sub, &query).await.unwrap();
+    assert_eq!(theirs.receivers.keys().collect::<Vec<_>>(), [&stranger.id]);
+    assert!(theirs.fee_templates.is_empty() && theirs.paid_since.is_empty());
+    // Nothing asked, nothing read.
+    let empty = PlanningQuery {
+        receivers: vec![],
+        accounts: vec![],
+        assets: vec![],
+        similar: vec![],
+        since: at(T0),
+    };
+    let none = fx.store.planning_facts(sub, &empty).await.unwrap();
+    assert!(none.receivers.is_empty() && none.accounts.is_empty());
 }

@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use super::ports::{BulkPayoutResult, BulkSlot};
-use super::service::{CreatePayoutError, PayoutService, RawPayout, rejected_item, text};
+use super::service::{PayoutService, RawPayout, rejected_item, text};
 use crate::auth::Caller;
 use crate::codes::ErrorCode;
 use crate::error::PortError;
@@ -51,37 +51,54 @@ impl PayoutService {
             return Err(BulkPayoutError::ItemCount);
         }
         let mut references = HashSet::new();
+        // The items that pass the request's own checks, planned together: one read of the
+        // store for all of them.
+        let mut slots: Vec<Option<BulkSlot>> = Vec::with_capacity(raws.len());
+        let mut to_plan = Vec::new();
+        for raw in raws {
+            slots.push(match raw {
+                Err(errors) => Some(BulkSlot::Rejected(errors.clone())),
+                Ok(raw) => match text(&raw.reference) {
+                    None => Some(BulkSlot::Rejected(rejected_item(
+                        ErrorCode::Payo210,
+                        "reference",
+                    ))),
+                    // Compared as stored (trimmed), so the store's uniqueness would agree.
+                    Some(reference) if !references.insert(reference.to_owned()) => Some(
+                        BulkSlot::Rejected(rejected_item(ErrorCode::Payo206, "reference")),
+                    ),
+                    Some(_) => {
+                        to_plan.push(raw);
+                        None
+                    }
+                },
+            });
+        }
+        let mut plans = self.plan_many(caller, &to_plan).await?.into_iter();
         // An earlier item to the same account, amount and currency makes an item a duplicate,
         // as an earlier single payout would (the store's look-up cannot see unwritten items).
         let mut paid = HashSet::new();
-        let mut slots = Vec::with_capacity(raws.len());
-        for raw in raws {
-            let raw = match raw {
-                Ok(raw) => raw,
-                Err(errors) => {
-                    slots.push(BulkSlot::Rejected(errors.clone()));
-                    continue;
-                }
-            };
-            let slot = match text(&raw.reference) {
-                None => BulkSlot::Rejected(rejected_item(ErrorCode::Payo210, "reference")),
-                // Compared as stored (trimmed), so the store's uniqueness would agree.
-                Some(reference) if !references.insert(reference.to_owned()) => {
-                    BulkSlot::Rejected(rejected_item(ErrorCode::Payo206, "reference"))
-                }
-                Some(_) => match self.plan(caller, raw).await {
-                    Ok(mut planned) => {
+        let mut planned_slots = Vec::with_capacity(slots.len());
+        for slot in slots {
+            planned_slots.push(match slot {
+                Some(slot) => slot,
+                None => match plans.next() {
+                    Some(Ok(mut planned)) => {
                         let p = &planned.payout;
                         let first = paid.insert((p.account_id, p.amount.get(), p.asset.code()));
                         planned.payout.duplicate |= !first;
                         BulkSlot::Insert(Box::new(planned))
                     }
-                    Err(CreatePayoutError::Invalid(errors)) => BulkSlot::Rejected(errors),
-                    Err(CreatePayoutError::Port(e)) => return Err(BulkPayoutError::Port(e)),
+                    Some(Err(errors)) => BulkSlot::Rejected(errors),
+                    None => {
+                        return Err(BulkPayoutError::Port(PortError::unknown(
+                            "fewer plans than bulk items handed over",
+                        )));
+                    }
                 },
-            };
-            slots.push(slot);
+            });
         }
+        let slots = planned_slots;
         Ok(self
             .payouts_store()
             .insert_payout_bulk(&slots, atomic, key)

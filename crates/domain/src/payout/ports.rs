@@ -1,5 +1,7 @@
 //! The payout use cases' storage.
 
+use std::collections::{HashMap, HashSet};
+
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
@@ -10,7 +12,7 @@ use crate::account::ReceiverAccount;
 use crate::codes::ErrorCode;
 use crate::error::PortError;
 use crate::events::OutboxEvent;
-use crate::ids::{BatchId, PayoutId, ReceiverAccountId, SubaccountId};
+use crate::ids::{BatchId, PayoutId, ReceiverAccountId, ReceiverId, SubaccountId};
 use crate::ledger::LedgerEntry;
 use crate::money::{Asset, MinorUnits};
 use crate::paging::PageRequest;
@@ -123,27 +125,47 @@ pub fn bulk_item_error(e: &InsertPayoutError) -> Option<ValidationErrors> {
     Some(errors)
 }
 
+/// What planning new payouts asks the store ([`PayoutStore::planning_facts`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanningQuery {
+    /// Receivers named by the requests.
+    pub receivers: Vec<ReceiverId>,
+    /// Accounts named by the requests.
+    pub accounts: Vec<ReceiverAccountId>,
+    /// Assets whose fee templates apply.
+    pub assets: Vec<Asset>,
+    /// Account, amount and asset of each request, for the duplicate warning.
+    pub similar: Vec<(ReceiverAccountId, MinorUnits, Asset)>,
+    /// How far back an earlier payout makes a new one a duplicate.
+    pub since: DateTime<Utc>,
+}
+
+/// What the store answers to a [`PlanningQuery`].
+#[derive(Debug, Clone, Default)]
+pub struct PlanningFacts {
+    /// The receivers found, by id (only the subaccount's).
+    pub receivers: HashMap<ReceiverId, Receiver>,
+    /// The accounts found, by id (only the subaccount's).
+    pub accounts: HashMap<ReceiverAccountId, ReceiverAccount>,
+    /// The subaccount's fee templates of the assets asked for.
+    pub fee_templates: HashMap<Asset, FeeTemplate>,
+    /// The `similar` triples the subaccount paid since `since`.
+    pub paid_since: HashSet<(ReceiverAccountId, MinorUnits, Asset)>,
+}
+
 /// Payouts and the money they hold.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait PayoutStore: Send + Sync {
-    /// The subaccount's fee template for `asset`, if it has one.
-    async fn fee_template(
+    /// Everything planning new payouts of `subaccount` reads, for any number of requests at
+    /// once: the receivers and accounts asked for that belong to the subaccount, its fee
+    /// templates for the assets asked for, and which of the `similar` (account, amount, asset)
+    /// it has paid since `query.since` (the duplicate warning).
+    async fn planning_facts(
         &self,
         subaccount: SubaccountId,
-        asset: Asset,
-    ) -> Result<Option<FeeTemplate>, PortError>;
-
-    /// Whether the subaccount has a payout to `account` of `amount` in `asset` created at or
-    /// after `since` (the duplicate warning).
-    async fn similar_payout_since(
-        &self,
-        subaccount: SubaccountId,
-        account: ReceiverAccountId,
-        amount: MinorUnits,
-        asset: Asset,
-        since: DateTime<Utc>,
-    ) -> Result<bool, PortError>;
+        query: &PlanningQuery,
+    ) -> Result<PlanningFacts, PortError>;
 
     /// The payout with this id if it belongs to `subaccount`, with its ledger entries (oldest
     /// first), or `Ok(None)`.

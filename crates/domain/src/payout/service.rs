@@ -9,7 +9,9 @@ use chrono::Duration;
 use super::change::plan_change;
 use super::fee::fee;
 use super::model::Payout;
-use super::ports::{InsertPayoutError, NewPayout, PayoutListItem, PayoutStore};
+use super::ports::{
+    InsertPayoutError, NewPayout, PayoutListItem, PayoutStore, PlanningFacts, PlanningQuery,
+};
 use super::query::ListPayoutsQuery;
 use super::status::{PayoutStatus, PayoutTrigger, initial_status};
 use crate::account::ports::AccountStore;
@@ -343,71 +345,47 @@ impl PayoutService {
         caller: &Caller,
         raw: &RawPayout,
     ) -> Result<Checked, CreatePayoutError> {
-        let mut errors = ValidationErrors::default();
-        let amount = match text(&raw.amount).map(MinorUnits::parse) {
-            Some(Ok(amount)) => Some(amount),
-            _ => {
-                errors.push(ErrorCode::Payo203, "amount");
-                None
-            }
+        let parsed = Parsed::from(raw);
+        let facts = self
+            .facts(caller, std::slice::from_ref(&parsed), self.clock.now())
+            .await?;
+        parsed.check(&facts).map_err(CreatePayoutError::Invalid)
+    }
+
+    /// What planning the `parsed` requests reads, in one call to the store.
+    async fn facts(
+        &self,
+        caller: &Caller,
+        parsed: &[Parsed],
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<PlanningFacts, PortError> {
+        let mut query = PlanningQuery {
+            receivers: Vec::new(),
+            accounts: Vec::new(),
+            assets: Vec::new(),
+            similar: Vec::new(),
+            since: now - Duration::hours(DUPLICATE_WINDOW_HOURS),
         };
-        let currency = text(&raw.currency).and_then(Asset::parse);
-        if currency.is_none() {
-            errors.push(ErrorCode::Payo204, "currency");
-        }
-        for (value, field) in [(&raw.reference, "reference"), (&raw.note, "note")] {
-            if value
-                .as_deref()
-                .is_some_and(|v| v.chars().count() > MAX_TEXT)
+        for p in parsed {
+            query.receivers.extend(p.receiver_id);
+            query.accounts.extend(p.account_id);
+            query.assets.extend(p.currency);
+            if let (Some(account), Some(amount), Some(asset)) = (p.account_id, p.amount, p.currency)
             {
-                errors.push(ErrorCode::Payo208, field);
+                query.similar.push((account, amount, asset));
             }
         }
-        let receiver = match text(&raw.receiver_id).and_then(ReceiverId::parse) {
-            Some(id) => {
-                self.receivers
-                    .find_receiver(caller.subaccount_id, id)
-                    .await?
-            }
-            None => None,
-        };
-        let Some(receiver) = receiver else {
-            errors.0.insert(
-                0,
-                crate::validation::FieldError::new(ErrorCode::Payo201, "receiver_id"),
-            );
-            return Err(CreatePayoutError::Invalid(errors));
-        };
-        let account = match text(&raw.account_id).and_then(ReceiverAccountId::parse) {
-            Some(id) => self.accounts.find_account(caller.subaccount_id, id).await?,
-            None => None,
-        }
-        .filter(|a| a.receiver_id == receiver.id);
-        let Some(account) = account else {
-            errors.push(ErrorCode::Payo202, "account_id");
-            return Err(CreatePayoutError::Invalid(errors));
-        };
-        if currency.is_some_and(|c| c != account.method.asset())
-            && !errors.0.iter().any(|e| e.code == ErrorCode::Payo204)
-        {
-            errors.push(ErrorCode::Payo204, "currency");
-        }
-        let unpayable = matches!(
-            receiver.status,
-            ReceiverStatus::Failed | ReceiverStatus::Inactive
-        ) || account.status == AccountStatus::Failed;
-        if unpayable {
-            errors.push(ErrorCode::Payo205, "receiver_id");
-        }
-        let (Some(amount), Some(asset), true) = (amount, currency, errors.is_empty()) else {
-            return Err(CreatePayoutError::Invalid(errors));
-        };
-        Ok(Checked {
-            amount,
-            asset,
-            receiver,
-            account,
-        })
+        query.receivers.sort_unstable();
+        query.receivers.dedup();
+        query.accounts.sort_unstable();
+        query.accounts.dedup();
+        query.assets.sort_unstable();
+        query.assets.dedup();
+        query.similar.sort_unstable();
+        query.similar.dedup();
+        self.payouts
+            .planning_facts(caller.subaccount_id, &query)
+            .await
     }
 
     /// One attempt of [`Self::create`]; `Ok(None)` when the plan was stale.
@@ -447,28 +425,52 @@ impl PayoutService {
         caller: &Caller,
         raw: &RawPayout,
     ) -> Result<NewPayout, CreatePayoutError> {
+        let now = self.clock.now();
+        let parsed = Parsed::from(raw);
+        let facts = self
+            .facts(caller, std::slice::from_ref(&parsed), now)
+            .await?;
+        let checked = parsed.check(&facts).map_err(CreatePayoutError::Invalid)?;
+        Ok(self.planned(caller, raw, checked, &facts, now))
+    }
+
+    /// [`Self::plan`] for many requests, reading what they need in one call to the store:
+    /// each request's plan or its own failure, in order.
+    pub(super) async fn plan_many(
+        &self,
+        caller: &Caller,
+        raws: &[&RawPayout],
+    ) -> Result<Vec<Result<NewPayout, ValidationErrors>>, PortError> {
+        let now = self.clock.now();
+        let parsed: Vec<Parsed> = raws.iter().map(|raw| Parsed::from(*raw)).collect();
+        let facts = self.facts(caller, &parsed, now).await?;
+        Ok(parsed
+            .into_iter()
+            .zip(raws)
+            .map(|(p, raw)| {
+                p.check(&facts)
+                    .map(|checked| self.planned(caller, raw, checked, &facts, now))
+            })
+            .collect())
+    }
+
+    /// The payout a checked request creates, with its holds and `payoutCreated`.
+    fn planned(
+        &self,
+        caller: &Caller,
+        raw: &RawPayout,
+        checked: Checked,
+        facts: &PlanningFacts,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> NewPayout {
         let Checked {
             amount,
             asset,
             receiver,
             account,
-        } = self.checked(caller, raw).await?;
-
-        let now = self.clock.now();
-        let template = self
-            .payouts
-            .fee_template(caller.subaccount_id, asset)
-            .await?;
-        let duplicate = self
-            .payouts
-            .similar_payout_since(
-                caller.subaccount_id,
-                account.id,
-                amount,
-                asset,
-                now - Duration::hours(DUPLICATE_WINDOW_HOURS),
-            )
-            .await?;
+        } = checked;
+        let template = facts.fee_templates.get(&asset).copied();
+        let duplicate = facts.paid_since.contains(&(account.id, amount, asset));
         let payout = Payout {
             id: PayoutId::from_uuid(self.ids.new_id()),
             subaccount_id: caller.subaccount_id,
@@ -514,10 +516,104 @@ impl PayoutService {
             &payout,
             now,
         );
-        Ok(NewPayout {
+        NewPayout {
             payout,
             entries,
             events: vec![event],
+        }
+    }
+}
+
+/// A request's fields as parsed, and the problems parsing found (`PAYO203`, `PAYO204`,
+/// `PAYO208`), before anything is read.
+struct Parsed {
+    amount: Option<MinorUnits>,
+    currency: Option<Asset>,
+    receiver_id: Option<ReceiverId>,
+    account_id: Option<ReceiverAccountId>,
+    errors: ValidationErrors,
+}
+
+impl From<&RawPayout> for Parsed {
+    fn from(raw: &RawPayout) -> Self {
+        let mut errors = ValidationErrors::default();
+        let amount = match text(&raw.amount).map(MinorUnits::parse) {
+            Some(Ok(amount)) => Some(amount),
+            _ => {
+                errors.push(ErrorCode::Payo203, "amount");
+                None
+            }
+        };
+        let currency = text(&raw.currency).and_then(Asset::parse);
+        if currency.is_none() {
+            errors.push(ErrorCode::Payo204, "currency");
+        }
+        for (value, field) in [(&raw.reference, "reference"), (&raw.note, "note")] {
+            if value
+                .as_deref()
+                .is_some_and(|v| v.chars().count() > MAX_TEXT)
+            {
+                errors.push(ErrorCode::Payo208, field);
+            }
+        }
+        Self {
+            amount,
+            currency,
+            receiver_id: text(&raw.receiver_id).and_then(ReceiverId::parse),
+            account_id: text(&raw.account_id).and_then(ReceiverAccountId::parse),
+            errors,
+        }
+    }
+}
+
+impl Parsed {
+    /// Every check of a payout request against what the store read: the receiver (`PAYO201`,
+    /// then nothing else about parties), the account of that receiver (`PAYO202`), the
+    /// currency against the account's (`PAYO204`), and whether both can be paid (`PAYO205`).
+    fn check(self, facts: &PlanningFacts) -> Result<Checked, ValidationErrors> {
+        let Parsed {
+            amount,
+            currency,
+            receiver_id,
+            account_id,
+            mut errors,
+        } = self;
+        let receiver = receiver_id.and_then(|id| facts.receivers.get(&id)).cloned();
+        let Some(receiver) = receiver else {
+            errors.0.insert(
+                0,
+                crate::validation::FieldError::new(ErrorCode::Payo201, "receiver_id"),
+            );
+            return Err(errors);
+        };
+        let account = account_id
+            .and_then(|id| facts.accounts.get(&id))
+            .filter(|a| a.receiver_id == receiver.id)
+            .cloned();
+        let Some(account) = account else {
+            errors.push(ErrorCode::Payo202, "account_id");
+            return Err(errors);
+        };
+        if currency.is_some_and(|c| c != account.method.asset())
+            && !errors.0.iter().any(|e| e.code == ErrorCode::Payo204)
+        {
+            errors.push(ErrorCode::Payo204, "currency");
+        }
+        let unpayable = matches!(
+            receiver.status,
+            ReceiverStatus::Failed | ReceiverStatus::Inactive
+        ) || account.status == AccountStatus::Failed;
+        if unpayable {
+            errors.push(ErrorCode::Payo205, "receiver_id");
+        }
+        let (Some(amount), Some(asset), true) = (amount, currency, errors.is_empty()) else {
+            return Err(errors);
+        };
+        Ok(Checked {
+            amount,
+            asset,
+            receiver,
+            account,
         })
     }
 }

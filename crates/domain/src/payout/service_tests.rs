@@ -118,29 +118,59 @@ fn active() -> World {
     }
 }
 
+/// What a store holding `receiver`, `account` and `template` answers to `query`: the receiver
+/// and account under every id asked for, the template for every asset, and every payout asked
+/// about as paid before when `duplicate`.
+fn facts_of(
+    query: &PlanningQuery,
+    receiver: &Option<Receiver>,
+    account: &Option<ReceiverAccount>,
+    template: Option<&FeeTemplate>,
+    duplicate: bool,
+) -> PlanningFacts {
+    let mut facts = PlanningFacts::default();
+    if let Some(receiver) = receiver {
+        for id in &query.receivers {
+            facts.receivers.insert(*id, receiver.clone());
+        }
+    }
+    if let Some(account) = account {
+        for id in &query.accounts {
+            facts.accounts.insert(*id, account.clone());
+        }
+    }
+    if let Some(template) = template {
+        for asset in &query.assets {
+            facts.fee_templates.insert(*asset, *template);
+        }
+    }
+    if duplicate {
+        facts.paid_since.extend(query.similar.iter().copied());
+    }
+    facts
+}
+
 fn service(
     world: World,
     check: impl Fn(&Payout, &[LedgerEntry], &[OutboxEvent]) + Send + Sync + 'static,
 ) -> PayoutService {
-    let mut receivers = MockReceiverStore::new();
-    let found = world.receiver.clone();
-    receivers
-        .expect_find_receiver()
-        .returning(move |_, _| Ok(found.clone()));
-    let mut accounts = MockAccountStore::new();
-    let found = world.account.clone();
-    accounts
-        .expect_find_account()
-        .returning(move |_, _| Ok(found.clone()));
+    let receivers = MockReceiverStore::new();
+    let accounts = MockAccountStore::new();
     let mut payouts = MockPayoutStore::new();
-    let template = world.template;
-    payouts
-        .expect_fee_template()
-        .returning(move |_, _| Ok(template));
-    let duplicate = world.duplicate;
-    payouts
-        .expect_similar_payout_since()
-        .returning(move |_, _, _, _, _| Ok(duplicate));
+    let (found_receiver, found_account) = (world.receiver.clone(), world.account.clone());
+    let (template, duplicate) = (world.template, world.duplicate);
+    // The store finds the world's receiver and account under whatever ids are asked for (the
+    // checks then compare them), its fee template for every asset, and, for a duplicate
+    // world, every payout asked about.
+    payouts.expect_planning_facts().returning(move |_, query| {
+        Ok(facts_of(
+            query,
+            &found_receiver,
+            &found_account,
+            template.as_ref(),
+            duplicate,
+        ))
+    });
     match world.insert {
         Some(result) => {
             payouts
@@ -529,24 +559,27 @@ mod bulk {
     /// A service whose receivers exist only for `RECEIVER`, whose store holds `balance` and
     /// refuses the references in `taken`.
     fn bulk_service(balance: i64, taken: &'static [&'static str], seen: Seen) -> PayoutService {
-        let mut receivers = MockReceiverStore::new();
-        receivers.expect_find_receiver().returning(|_, id| {
-            Ok((id == ReceiverId::from_uuid(Uuid::from_u128(RECEIVER)))
-                .then(|| receiver(ReceiverStatus::Active, KycStatus::Completed)))
-        });
-        let mut accounts = MockAccountStore::new();
-        accounts.expect_find_account().returning(|_, _| {
-            Ok(Some(account(
-                RECEIVER,
-                AccountStatus::Completed,
-                ConfirmStatus::Confirmed,
-            )))
-        });
+        let receivers = MockReceiverStore::new();
+        let accounts = MockAccountStore::new();
         let mut payouts = MockPayoutStore::new();
-        payouts.expect_fee_template().returning(|_, _| Ok(None));
-        payouts
-            .expect_similar_payout_since()
-            .returning(|_, _, _, _, _| Ok(false));
+        // Only `RECEIVER` exists; every account asked for is its.
+        payouts.expect_planning_facts().returning(|_, query| {
+            let mut facts = facts_of(
+                query,
+                &Some(receiver(ReceiverStatus::Active, KycStatus::Completed)),
+                &Some(account(
+                    RECEIVER,
+                    AccountStatus::Completed,
+                    ConfirmStatus::Confirmed,
+                )),
+                None,
+                false,
+            );
+            facts
+                .receivers
+                .retain(|id, _| *id == ReceiverId::from_uuid(Uuid::from_u128(RECEIVER)));
+            Ok(facts)
+        });
         payouts.expect_insert_payout().never();
         payouts
             .expect_insert_payout_bulk()
