@@ -470,6 +470,36 @@ async fn crash(env: &Env, args: &Args) -> anyhow::Result<Result<String, String>>
             sent
         }));
     }
+    // Bulk requests beside them, on the same balance: a kill may land inside one.
+    let bulks = Arc::new(Mutex::new(Vec::<(String, Value)>::new()));
+    let bulk_worker = {
+        let (api, stop, bulks) = (api.clone(), stop.clone(), bulks.clone());
+        let key = world.tenant.keys[0].clone();
+        let payees = world.payees.clone();
+        tokio::spawn(async move {
+            let mut sent = 0u64;
+            while !AtomicBool::load(&stop, Ordering::SeqCst) {
+                let key_name = format!("bulkcrash-{sent}");
+                let body = bulk_body(&payees, sent);
+                let answer = api
+                    .call(
+                        &key,
+                        reqwest::Method::POST,
+                        "/api/payout/bulk",
+                        Some(&body),
+                        &[("idempotency-key", key_name.clone())],
+                    )
+                    .await;
+                if let Answer::Http(200, body) = answer
+                    && let Ok(mut acked) = bulks.lock()
+                {
+                    acked.push((key_name, body["payload"].clone()));
+                }
+                sent += 1;
+            }
+            sent
+        })
+    };
     tokio::time::sleep(Duration::from_millis(args.kill_after_ms)).await;
     let killed = Command::new("kill")
         .args(["-KILL", &pid.to_string()])
@@ -481,6 +511,7 @@ async fn crash(env: &Env, args: &Args) -> anyhow::Result<Result<String, String>>
     for worker in workers {
         sent += worker.await?;
     }
+    let bulks_sent = bulk_worker.await?;
     drop(server);
     let acked = acknowledged
         .lock()
@@ -507,7 +538,11 @@ async fn crash(env: &Env, args: &Args) -> anyhow::Result<Result<String, String>>
             return Ok(Err(format!("payout {id} lost its reference {reference}")));
         }
     }
-    let stored = count(&world.db, "SELECT count(*) AS n FROM payouts").await?;
+    let stored = count(
+        &world.db,
+        "SELECT count(*) AS n FROM payouts WHERE reference LIKE 'crash-%'",
+    )
+    .await?;
     let partial = count(
         &world.db,
         "SELECT count(*) AS n FROM payouts p \
@@ -564,6 +599,14 @@ async fn crash(env: &Env, args: &Args) -> anyhow::Result<Result<String, String>>
             }
         }
     }
+    let bulks_acked = bulks
+        .lock()
+        .map_err(|_| anyhow::anyhow!("poisoned"))?
+        .clone();
+    let bulk_replayed = match check_bulks(&world, &api, bulks_sent, &bulks_acked).await? {
+        Ok(n) => n,
+        Err(failure) => return Ok(Err(failure)),
+    };
     if world.payoutd.admin(&["check-ledger"]).await.is_err() {
         return Ok(Err("check-ledger reports a discrepancy".to_owned()));
     }
@@ -577,10 +620,109 @@ async fn crash(env: &Env, args: &Args) -> anyhow::Result<Result<String, String>>
         .saturating_sub(acked.len());
     Ok(Ok(format!(
         "{sent} sent, {} acknowledged and all found after restart, {unacked_committed} committed \
-         without an answer ({replayed} replayed on retry), ledger balanced, {delivered} events \
-         delivered",
-        acked.len()
+         without an answer ({replayed} replayed on retry); {bulks_sent} bulk requests of \
+         {BULK_ITEMS}, {} acknowledged, none in part, {bulk_replayed} replayed identically; \
+         ledger balanced, {delivered} events delivered",
+        acked.len(),
+        bulks_acked.len()
     )))
+}
+
+/// Items of each bulk request of the crash check.
+const BULK_ITEMS: u64 = 20;
+
+/// The `n`th bulk request of the crash check: [`BULK_ITEMS`] payouts of 100, references
+/// `bulkcrash-<n>-<item>`.
+fn bulk_body(payees: &[(String, String)], n: u64) -> Value {
+    let items: Vec<Value> = (0..BULK_ITEMS)
+        .map(|i| {
+            let payee = &payees[usize::try_from(n + i).unwrap_or(0) % payees.len()];
+            payout_body(payee, 100, &format!("bulkcrash-{n}-{i}"))
+        })
+        .collect();
+    json!({"payouts": items})
+}
+
+/// After the restart: every bulk request is in the database whole or not at all; each
+/// acknowledged one's payouts are the ones it answered; and a retry of every request that
+/// committed (acknowledged or not) is answered with the same payload, writing nothing more.
+/// Returns how many were replayed.
+async fn check_bulks(
+    world: &World,
+    api: &Api,
+    sent: u64,
+    acknowledged: &[(String, Value)],
+) -> anyhow::Result<Result<usize, String>> {
+    let answered: std::collections::HashMap<&str, &Value> = acknowledged
+        .iter()
+        .map(|(key, payload)| (key.as_str(), payload))
+        .collect();
+    let key = &world.tenant.keys[0];
+    let mut replayed = 0;
+    for n in 0..sent {
+        let stored = ids(
+            &world.db,
+            &format!(
+                "SELECT reference || ' ' || id::text AS id FROM payouts \
+                 WHERE reference LIKE 'bulkcrash-{n}-%' ORDER BY reference"
+            ),
+        )
+        .await?;
+        let name = format!("bulkcrash-{n}");
+        let expected = usize::try_from(BULK_ITEMS).unwrap_or(0);
+        match (stored.len(), answered.get(name.as_str())) {
+            (0, None) => continue,
+            (0, Some(_)) => return Ok(Err(format!("acknowledged bulk request {name} was lost"))),
+            (k, _) if k != expected => {
+                return Ok(Err(format!(
+                    "bulk request {name} is stored in part: {k} of {expected}"
+                )));
+            }
+            _ => {}
+        }
+        let answer = api
+            .call(
+                key,
+                reqwest::Method::POST,
+                "/api/payout/bulk",
+                Some(&bulk_body(&world.payees, n)),
+                &[("idempotency-key", name.clone())],
+            )
+            .await;
+        let Answer::Http(200, body) = answer else {
+            return Ok(Err(format!(
+                "the retry of bulk request {name} got {answer:?}"
+            )));
+        };
+        let payload = &body["payload"];
+        if let Some(first) = answered.get(name.as_str())
+            && *first != payload
+        {
+            return Ok(Err(format!(
+                "the retry of bulk request {name} answered differently"
+            )));
+        }
+        let created: std::collections::BTreeSet<&str> = payload["items"]
+            .as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|i| i["payout_id"].as_str())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let stored_ids: std::collections::BTreeSet<&str> = stored
+            .iter()
+            .filter_map(|row| row.split_once(' ').map(|(_, id)| id))
+            .collect();
+        if created != stored_ids {
+            return Ok(Err(format!(
+                "bulk request {name} answers payouts other than those stored"
+            )));
+        }
+        replayed += 1;
+    }
+    Ok(Ok(replayed))
 }
 
 fn argv(raw: &str) -> anyhow::Result<Command> {
