@@ -127,6 +127,12 @@ pub struct LoadConfig {
     pub first_seq: u64,
     /// Worker `w` signs with `keys[w % keys.len()]`.
     pub keys: Vec<Credentials>,
+    /// Open loop: requests are due at this many per second (request `i` at `i / rate` seconds
+    /// after the start), each sent by the next free worker once due, and its latency counts
+    /// from when it was due, so a stall delays the schedule's requests and shows in their
+    /// latency instead of hiding in fewer requests sent. `None`: closed loop, each worker sends
+    /// its next request as soon as it has the answer to the last.
+    pub rate: Option<f64>,
 }
 
 /// Latencies and outcomes of one kind of request (or of all).
@@ -381,6 +387,7 @@ pub async fn run<W: Workload>(workload: Arc<W>, config: &LoadConfig) -> anyhow::
         let key = config.keys[worker % config.keys.len()].clone();
         let mut connection = Connection::new(&config.base_url)?;
         let (total, first_seq, kind_count) = (config.requests, config.first_seq, kinds.len());
+        let rate = config.rate.filter(|rate| *rate > 0.0);
         workers.push(tokio::spawn(async move {
             let mut tally = Tally {
                 per_kind: (0..kind_count)
@@ -390,16 +397,25 @@ pub async fn run<W: Workload>(workload: Arc<W>, config: &LoadConfig) -> anyhow::
                 first_problem: None,
             };
             loop {
-                if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                // Open loop, every request due before the deadline is sent, however late:
+                // dropping the late ones would hide the stall that made them late.
+                if rate.is_none() && deadline.is_some_and(|deadline| Instant::now() >= deadline) {
                     break;
                 }
                 let index = next.fetch_add(1, Ordering::Relaxed);
                 if index >= total {
                     break;
                 }
+                let due = rate.map(|rate| started + Duration::from_secs_f64(index as f64 / rate));
+                if let Some(due) = due {
+                    if deadline.is_some_and(|deadline| due >= deadline) {
+                        break;
+                    }
+                    tokio::time::sleep_until(due.into()).await;
+                }
                 let request = workload.request(first_seq + index);
                 let outgoing = connection.outgoing(&key, &request);
-                let sent = Instant::now();
+                let sent = due.unwrap_or_else(Instant::now);
                 let answer = connection.send(outgoing).await;
                 let micros = u64::try_from(sent.elapsed().as_micros()).unwrap_or(MAX_MICROS);
                 let stats = &mut tally.per_kind[request.kind];
@@ -512,6 +528,11 @@ mod tests {
     /// A server that reads one request per connection and, when `answer`, sends the path back
     /// with `connection: close`; otherwise it hangs up without a word. Counts connections.
     async fn one_shot_server(answer: bool) -> (String, Arc<AtomicUsize>) {
+        slow_one_shot_server(answer, Duration::ZERO).await
+    }
+
+    /// [`one_shot_server`], answering `delay` after reading each request.
+    async fn slow_one_shot_server(answer: bool, delay: Duration) -> (String, Arc<AtomicUsize>) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let accepted = Arc::new(AtomicUsize::new(0));
@@ -528,6 +549,7 @@ mod tests {
                             Ok(n) => head.extend_from_slice(&buf[..n]),
                         }
                     }
+                    tokio::time::sleep(delay).await;
                     if answer {
                         let text = String::from_utf8_lossy(&head).into_owned();
                         let path = text.split(' ').nth(1).unwrap_or("").to_owned();
@@ -545,6 +567,7 @@ mod tests {
 
     fn config(base_url: String, requests: u64) -> LoadConfig {
         LoadConfig {
+            rate: None,
             base_url,
             concurrency: 2,
             requests,
@@ -580,5 +603,26 @@ mod tests {
     async fn only_plain_http_base_urls_are_accepted() {
         let result = run(Arc::new(Echo), &config("https://127.0.0.1:1".to_owned(), 1)).await;
         assert!(result.is_err());
+    }
+
+    #[tokio::test]
+    async fn open_loop_sends_on_schedule_and_counts_latency_from_when_each_was_due() {
+        // One worker, 50 ms per answer, 100 requests due per second for 0.3 s: a closed loop
+        // would send about 6; the schedule has 30, so they queue and their waiting counts.
+        let (base, _) = slow_one_shot_server(true, Duration::from_millis(50)).await;
+        let mut config = config(base, u64::MAX);
+        config.concurrency = 1;
+        config.duration = Some(Duration::from_millis(300));
+        config.rate = Some(100.0);
+        let result = run(Arc::new(Echo), &config).await.unwrap();
+        assert_eq!(result.overall.requests(), 30);
+        assert_eq!(result.overall.errors, 0);
+        // The last request, due at 0.29 s, is sent after the 29 before it (about 1.45 s).
+        assert!(
+            result.overall.millis_at(1.0) > 1_000.0,
+            "{}",
+            result.overall.millis_at(1.0)
+        );
+        assert!(result.overall.millis_at(0.0) >= 50.0);
     }
 }

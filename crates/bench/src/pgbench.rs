@@ -131,15 +131,21 @@ fn read_latency_logs(dir: &Path, prefix: &str) -> anyhow::Result<Histogram<u64>>
 
 /// Adds the latencies of a pgbench transaction log: `client_id transaction_no time script_no
 /// time_epoch time_us [schedule_lag]`, `time` in µs (`failed` or `skipped` for transactions
-/// without one, which are left out).
+/// without one, which are left out). With `--rate` the line ends with the schedule lag (how
+/// late the transaction started), which is added: the latency then counts from when the
+/// transaction was due, as pgbench's own summary counts it.
 fn add_latency_lines(histogram: &mut Histogram<u64>, text: &str) -> anyhow::Result<()> {
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let field = line
-            .split_whitespace()
-            .nth(2)
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let field = fields
+            .get(2)
             .with_context(|| format!("short line {line:?}"))?;
+        let lag = fields
+            .get(6)
+            .and_then(|lag| lag.parse::<u64>().ok())
+            .unwrap_or(0);
         if let Ok(micros) = field.parse::<u64>() {
-            histogram.saturating_record(micros.max(1));
+            histogram.saturating_record((micros + lag).max(1));
         }
     }
     Ok(())
@@ -258,6 +264,9 @@ pub struct PgbenchRun<'a> {
     pub vars: &'a [(String, String)],
     /// Where pgbench's report goes.
     pub log: &'a Path,
+    /// Open loop (`--rate`): transactions due at this many per second, latency counted from
+    /// when each was due. `None`: each client runs transactions back to back.
+    pub rate: Option<f64>,
     /// `-M`.
     pub protocol: Protocol,
 }
@@ -298,6 +307,9 @@ impl Pgbench {
             .arg(run.threads.clamp(1, run.clients.max(1)).to_string())
             .arg("-T")
             .arg(run.duration.as_secs().max(1).to_string());
+        if let Some(rate) = run.rate.filter(|rate| *rate > 0.0) {
+            command.arg("--rate").arg(format!("{rate:.1}"));
+        }
         for (name, value) in run.vars {
             command
                 .arg("-D")
@@ -385,16 +397,17 @@ SQL script 2: /tmp/list_after.sql
     #[test]
     fn reads_transaction_latencies_and_merges_them() -> anyhow::Result<()> {
         let mut histogram = Histogram::new_with_bounds(1, 60_000_000, 3)?;
-        // Two scripts, one failed transaction (no latency), a lag column on the last line.
+        // Two scripts, one failed transaction (no latency), a lag column (`--rate`) on the last
+        // line, which counts: 40 ms of transaction 2 ms late is 42 ms from when it was due.
         add_latency_lines(
             &mut histogram,
-            "0 0 1500 0 1732200000 12\n1 0 2500 1 1732200000 15\n\n             2 0 failed 0 1732200000 20\n3 0 40000 0 1732200001 1 7\n",
+            "0 0 1500 0 1732200000 12\n1 0 2500 1 1732200000 15\n\n             2 0 failed 0 1732200000 20\n3 0 40000 0 1732200001 1 2000\n",
         )?;
         assert_eq!(histogram.len(), 3);
         let mut result = parse(TWO_SCRIPTS, 2)?;
         result.latencies = Some(histogram);
         assert!((result.millis_at(0.5).unwrap_or(0.0) - 2.5).abs() < 0.01);
-        assert!((result.millis_at(1.0).unwrap_or(0.0) - 40.0).abs() < 0.05);
+        assert!((result.millis_at(1.0).unwrap_or(0.0) - 42.0).abs() < 0.05);
         let mut total = result.clone();
         total.merge(&result)?;
         assert_eq!(total.latencies.map(|h| h.len()), Some(6));

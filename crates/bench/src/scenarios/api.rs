@@ -200,8 +200,12 @@ const SCRIPTS: [(&str, &str); 8] = [
     ),
 ];
 
-/// Largest acceptable p99 at the base concurrency, ms.
+/// Largest acceptable p99 at the base concurrency, ms (closed loop: reported beside it).
 const MAX_P99_MS: f64 = 15.0;
+/// Open loop: payoutd's p99 may be at most this many times pgbench's (same SQL, same rate)...
+const OPEN_LOOP_P99_FACTOR: f64 = 1.5;
+/// ...plus this, ms.
+const OPEN_LOOP_P99_SLACK_MS: f64 = 1.0;
 /// Largest acceptable p50(deep page) / p50(page 1).
 const MAX_PAGE_RATIO: f64 = 1.5;
 /// Largest acceptable peak RSS of payoutd, MiB.
@@ -513,6 +517,17 @@ struct Measured {
     rss_reset: bool,
     /// Outbox events still due when a payoutd round ended, at most, and the time to drain them.
     backlog: (i64, Duration),
+    /// The open-loop run at half payoutd's closed-loop rate, if the case has one.
+    open_loop: Option<OpenLoop>,
+}
+
+/// payoutd and pgbench (same SQL) driven at one fixed arrival rate, latency counted from when
+/// each request was due.
+struct OpenLoop {
+    /// Requests (transactions) due per second.
+    rate: f64,
+    payoutd: LoadResult,
+    pgbench: Option<PgbenchResult>,
 }
 
 /// Everything a case needs.
@@ -971,6 +986,7 @@ impl Harness<'_> {
             duration: Some(duration),
             first_seq: self.seq_base(),
             keys: self.keys.clone(),
+            rate: None,
         }
     }
 
@@ -1024,6 +1040,7 @@ impl Harness<'_> {
             peak_rss_kib: None,
             rss_reset: true,
             backlog: (0, Duration::ZERO),
+            open_loop: None,
         };
         for r in 0..args.rounds {
             let order = if r % 2 == 0 {
@@ -1074,7 +1091,7 @@ impl Harness<'_> {
                                 continue;
                             }
                             let Some((result, cpu)) = self
-                                .pgbench_round(case, scripts, "", round, r, protocol)
+                                .pgbench_round(case, scripts, "", round, r, protocol, None)
                                 .await?
                             else {
                                 continue;
@@ -1106,6 +1123,7 @@ impl Harness<'_> {
                                     round,
                                     r,
                                     Protocol::Prepared,
+                                    None,
                                 )
                                 .await?
                             else {
@@ -1145,11 +1163,67 @@ impl Harness<'_> {
             }
         }
         bare_server.stop().await?;
+        measured.open_loop = self.open_loop(case, &workload, &measured, round).await?;
         Ok(measured)
+    }
+
+    /// The open-loop latency check of a case at the base concurrency with a script of its own:
+    /// payoutd, then pgbench (same SQL, `--rate`), each at half payoutd's closed-loop rate in
+    /// this run, for one round's time. In a closed loop latency is just clients / throughput;
+    /// at a fixed arrival rate it shows what a request waits.
+    async fn open_loop(
+        &mut self,
+        case: Case,
+        workload: &Arc<ApiWorkload>,
+        measured: &Measured,
+        duration: Duration,
+    ) -> anyhow::Result<Option<OpenLoop>> {
+        let scripts = case.kind.scripts();
+        let closed = measured.service.result.as_ref().map(LoadResult::throughput);
+        let (true, false, Some(closed)) = (
+            case.clients == self.args.clients,
+            scripts.is_empty(),
+            closed,
+        ) else {
+            return Ok(None);
+        };
+        let rate = (closed / 2.0).max(1.0);
+        let base_url = self.server.base_url.clone();
+        let mut config = self.load_config(&base_url, case.clients, duration);
+        config.rate = Some(rate);
+        let payoutd = load::run(Arc::clone(workload), &config).await?;
+        self.drain().await?;
+        let pgbench = self
+            .pgbench_round(
+                case,
+                scripts,
+                "-open-loop",
+                duration,
+                0,
+                Protocol::Prepared,
+                Some(rate),
+            )
+            .await?
+            .map(|(result, _)| result);
+        eprintln!(
+            "payoutd-bench: [{}] open loop at {rate:.0}/s: payoutd p99 {:.2} ms{}",
+            case.label(),
+            payoutd.overall.millis_at(0.99),
+            pgbench
+                .as_ref()
+                .and_then(|pg| pg.millis_at(0.99))
+                .map_or_else(String::new, |p99| format!(", pgbench p99 {p99:.2} ms"))
+        );
+        Ok(Some(OpenLoop {
+            rate,
+            payoutd,
+            pgbench,
+        }))
     }
 
     /// One pgbench round of `scripts` (names in `crates/bench/sql/`) at the case's concurrency,
     /// with its CPU use; `tag` tells the log files of different scripts apart.
+    #[allow(clippy::too_many_arguments)]
     async fn pgbench_round(
         &mut self,
         case: Case,
@@ -1158,6 +1232,7 @@ impl Harness<'_> {
         duration: Duration,
         round: u64,
         protocol: Protocol,
+        rate: Option<f64>,
     ) -> anyhow::Result<Option<(PgbenchResult, CpuUse)>> {
         let Some(pgbench) = self.pgbench.clone() else {
             return Ok(None);
@@ -1191,6 +1266,7 @@ impl Harness<'_> {
             vars: &vars,
             log: &log,
             protocol,
+            rate,
         };
         let meter = CpuMeter::start(&mut self.conn, None).await;
         let result = pgbench.run(&run).await?;
@@ -1372,6 +1448,27 @@ fn report_all(
                 rate / reference.tps().max(1e-9)
             );
         }
+        if let Some(open) = &m.open_loop {
+            let mut line = format!(
+                "open loop at {:.0}/s (latency from when each request was due): payoutd {} requests, {} errors, p50 {:.3}, p99 {:.3}, p99.9 {:.3} ms",
+                open.rate,
+                open.payoutd.overall.requests(),
+                open.payoutd.overall.errors,
+                open.payoutd.overall.millis_at(0.5),
+                open.payoutd.overall.millis_at(0.99),
+                open.payoutd.overall.millis_at(0.999)
+            );
+            if let Some(pg) = &open.pgbench {
+                write!(
+                    line,
+                    "; pgbench --rate (same SQL) {:.0} tps, p50 {:.3}, p99 {:.3} ms",
+                    pg.tps(),
+                    pg.millis_at(0.5).unwrap_or(f64::NAN),
+                    pg.millis_at(0.99).unwrap_or(f64::NAN)
+                )?;
+            }
+            println!("{line}");
+        }
         println!(
             "payoutd peak RSS {} ({}); outbox events due after a round: at most {}, drained in {:.1} s",
             m.peak_rss_kib
@@ -1449,9 +1546,29 @@ fn report_all(
             what: format!("{} p99 ms", m.case.label()),
             measured: p99,
             limit: format!("<= {MAX_P99_MS}"),
-            // A bulk request writes 100 payouts: its latency is reported, not judged.
-            pass: (base && m.case.kind != CaseKind::BulkPayout).then_some(p99 <= MAX_P99_MS),
+            // Closed loop, latency is clients / throughput: reported, and judged in the open
+            // loop below.
+            pass: None,
         });
+        if let Some(open) = &m.open_loop {
+            let p99 = open.payoutd.overall.millis_at(0.99);
+            let pg_p99 = open.pgbench.as_ref().and_then(|pg| pg.millis_at(0.99));
+            let bound = pg_p99.map(|pg| OPEN_LOOP_P99_FACTOR * pg + OPEN_LOOP_P99_SLACK_MS);
+            verdicts.push(Verdict {
+                what: format!("{} open-loop p99 ms at {:.0}/s", m.case.label(), open.rate),
+                measured: p99,
+                limit: bound.map_or_else(|| "pgbench not run".to_owned(), |b| format!("<= {b:.2}")),
+                pass: bound.filter(|_| base).map(|b| p99 <= b),
+            });
+            if let Some(pg_p99) = pg_p99 {
+                verdicts.push(Verdict {
+                    what: format!("{} open-loop pgbench p99 ms (same SQL)", m.case.label()),
+                    measured: pg_p99,
+                    limit: "-".to_owned(),
+                    pass: None,
+                });
+            }
+        }
         // What the database alone reaches for the same SQL at the same concurrency: a p99 the
         // service cannot beat, shown beside the target without a verdict of its own.
         if let Some(pg_p99) = m.pgbench.result.as_ref().and_then(|pg| pg.millis_at(0.99)) {
@@ -1595,6 +1712,16 @@ fn case_json(
                 "latency_avg_ms": s.latency_avg_ms,
             })).collect::<Vec<_>>(),
             "cpu": cpu_json(&m.pgbench.cpu, pg.transactions),
+        })),
+        "open_loop": m.open_loop.as_ref().map(|open| json!({
+            "rate_per_s": open.rate,
+            "payoutd": report::load_json(&open.payoutd),
+            "pgbench_latency_ms": open.pgbench.as_ref().map(|pg| json!({
+                "p50": pg.millis_at(0.5),
+                "p99": pg.millis_at(0.99),
+                "p99_9": pg.millis_at(0.999),
+                "tps": pg.tps(),
+            })),
         })),
         "pgbench_simple": m.pgbench_simple.result.as_ref().map(|pg| json!({
             "protocol": "simple",

@@ -402,6 +402,7 @@ async fn measure_all(
             p.accounts
         );
         let config = LoadConfig {
+            rate: None,
             base_url: server.base_url.clone(),
             concurrency: args.concurrency,
             requests: warmup,
@@ -420,6 +421,7 @@ async fn measure_all(
             let p = &mut prepared[index];
             let server = p.server.as_ref().context("server not running")?;
             let config = LoadConfig {
+                rate: None,
                 base_url: server.base_url.clone(),
                 concurrency: args.concurrency,
                 requests: count,
