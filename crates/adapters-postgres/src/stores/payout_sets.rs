@@ -102,14 +102,8 @@ pub(crate) async fn decide(
         .into_iter()
         .map(
             |(account, receiver, receiver_status, kyc, account_status, confirm)| {
-                let payable = ![ReceiverStatus::Failed, ReceiverStatus::Inactive]
-                    .iter()
-                    .any(|s| i16::from(s.code()) == receiver_status)
-                    && account_status != AccountStatus::Failed.as_str();
-                let status = initial_status(
-                    kyc == i16::from(KycStatus::Completed.code()),
-                    confirm == ConfirmStatus::Confirmed.as_str(),
-                );
+                let (status, payable) =
+                    party_status(receiver_status, kyc, &account_status, &confirm);
                 (account, (receiver, status, payable))
             },
         )
@@ -182,6 +176,26 @@ struct CurrencyTotal {
     opens_batch_at: Option<DateTime<Utc>>,
     total: i64,
     last: DateTime<Utc>,
+}
+
+/// From the stored statuses of a payout's receiver (status, KYC) and account (status,
+/// confirmation): the status a new payout to them starts in, and whether they may be paid at
+/// all.
+pub(crate) fn party_status(
+    receiver_status: i16,
+    kyc: i16,
+    account_status: &str,
+    confirm: &str,
+) -> (PayoutStatus, bool) {
+    let payable = ![ReceiverStatus::Failed, ReceiverStatus::Inactive]
+        .iter()
+        .any(|s| i16::from(s.code()) == receiver_status)
+        && account_status != AccountStatus::Failed.as_str();
+    let status = initial_status(
+        kyc == i16::from(KycStatus::Completed.code()),
+        confirm == ConfirmStatus::Confirmed.as_str(),
+    );
+    (status, payable)
 }
 
 /// The open batch a written payout joined (its id and run time), if it starts `pending`.

@@ -23,7 +23,7 @@ use uuid::Uuid;
 use super::PgStore;
 use super::accounts::AccountRow;
 use super::outbox::insert_events;
-use super::payout_sets::{Planned, Verdict, decide, write_set};
+use super::payout_sets::{Planned, Verdict, decide, party_status, write_set};
 use super::transitions::{
     PayoutAbort, apply_change, insert_entries, join_open_batch, with_batch, written_key,
 };
@@ -34,14 +34,11 @@ use crate::schema::{
     balances, fee_templates, ledger_entries, payouts, receiver_accounts, receivers,
 };
 use domain::account::ReceiverAccount;
-use domain::account::{AccountStatus, ConfirmStatus};
 use domain::paging::PageRequest;
 use domain::payout::change::PayoutChange;
-use domain::payout::initial_status;
 use domain::payout::ports::PayoutListItem;
 use domain::payout::query::PayoutFilter;
 use domain::receiver::Receiver;
-use domain::receiver::{KycStatus, ReceiverStatus};
 use std::collections::HashMap;
 
 #[async_trait]
@@ -637,14 +634,7 @@ async fn check_parties(conn: &mut AsyncPgConnection, payout: &Payout) -> Result<
     let Some((receiver_status, kyc, account_status, confirm)) = parties else {
         return Err(PayoutAbort::Stale);
     };
-    let payable = ![ReceiverStatus::Failed, ReceiverStatus::Inactive]
-        .iter()
-        .any(|s| i16::from(s.code()) == receiver_status)
-        && account_status != AccountStatus::Failed.as_str();
-    let status = initial_status(
-        kyc == i16::from(KycStatus::Completed.code()),
-        confirm == ConfirmStatus::Confirmed.as_str(),
-    );
+    let (status, payable) = party_status(receiver_status, kyc, &account_status, &confirm);
     if payable && status == payout.status {
         Ok(())
     } else {
