@@ -50,6 +50,21 @@ const BUILD_PACKAGES: [&str; 4] = [
 /// with the extension, registers the workers and prints the URLs.
 pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
     Flags::new(args).finish()?;
+    let coordinator = start()?;
+    print!("{}", output(coordinator));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The coordinator's maintenance database (`postgres`, with the extension and the workers
+/// registered) on `coordinator`'s port: what `PAYOUT_CITUS_URL` and `PAYOUT_TEST_CITUS_URL`
+/// take.
+pub fn maintenance_url(coordinator: u16) -> String {
+    format!("postgres://postgres@127.0.0.1:{coordinator}/postgres")
+}
+
+/// What `cargo xtask citus` does before printing: the cluster installed, running and set up,
+/// reusing whatever already is; returns the coordinator's port.
+pub fn start() -> Result<u16, String> {
     ensure_installed()?;
     let base_port = base_port()?;
     let mut ports = Vec::new();
@@ -86,8 +101,7 @@ pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
         }
         register_workers(&psql, *coordinator, workers, database)?;
     }
-    print!("{}", output(*coordinator));
-    Ok(ExitCode::SUCCESS)
+    Ok(*coordinator)
 }
 
 /// `cargo xtask citus-stop`: stops whichever of the three nodes are running.
@@ -127,7 +141,7 @@ pub fn stop(args: Vec<String>) -> Result<ExitCode, String> {
 /// What `cargo xtask citus` prints: shell assignments, as `cargo xtask db` does.
 fn output(coordinator: u16) -> String {
     let server_url = format!("postgres://postgres@127.0.0.1:{coordinator}/{DATABASE}");
-    let maintenance_url = format!("postgres://postgres@127.0.0.1:{coordinator}/postgres");
+    let maintenance_url = maintenance_url(coordinator);
     format!(
         "# payoutd (migrate, serve, admin): the Citus coordinator's `{DATABASE}` database;\n\
          # `payoutd migrate` distributes the tables\n\
