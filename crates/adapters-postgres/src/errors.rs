@@ -89,13 +89,30 @@ fn is_unavailable(message: &str) -> bool {
     UNAVAILABLE_MESSAGES.iter().any(|m| message.contains(m))
 }
 
-/// The constraint (or unique index) a unique violation hit, if that is what `e` is.
+/// The constraint (or unique index) a unique violation hit, if that is what `e` is. On Citus
+/// the violation names the constraint of the shard, the table's name followed by `_<shard id>`:
+/// that suffix is removed, so callers compare the names the migrations give (none of which ends
+/// in `_<digits>`).
 pub(crate) fn unique_violation(e: &DieselError) -> Option<&str> {
     match e {
         DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, info) => {
-            info.constraint_name()
+            info.constraint_name().map(without_shard_suffix)
         }
         _ => None,
+    }
+}
+
+/// `name` without a trailing `_<digits>` (a Citus shard's suffix), or as it is.
+fn without_shard_suffix(name: &str) -> &str {
+    match name.rsplit_once('_') {
+        Some((base, shard))
+            if !base.is_empty()
+                && !shard.is_empty()
+                && shard.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            base
+        }
+        _ => name,
     }
 }
 
@@ -128,5 +145,20 @@ mod tests {
         ] {
             assert!(!is_unavailable(message), "{message}");
         }
+    }
+
+    #[test]
+    fn a_citus_shards_constraint_is_named_as_the_tables() {
+        assert_eq!(
+            without_shard_suffix("receivers_email_unique_102027"),
+            "receivers_email_unique"
+        );
+        assert_eq!(
+            without_shard_suffix("receivers_email_unique"),
+            "receivers_email_unique"
+        );
+        assert_eq!(without_shard_suffix("payouts_"), "payouts_");
+        assert_eq!(without_shard_suffix("_12"), "_12");
+        assert_eq!(without_shard_suffix("v2"), "v2");
     }
 }

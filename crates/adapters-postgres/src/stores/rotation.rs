@@ -246,15 +246,23 @@ async fn rotate_sealed(
         last,
         ..RotationBatch::default()
     };
+    // The new values go in one parameter per column (`$3`, and `$4` for a second column;
+    // bound but unused for a table with one): Citus crashes on a subscripted parameter
+    // (`$2[1]`) in `SET`.
+    if columns.len() > 2 {
+        return Err(TxError::Invariant(anyhow::anyhow!(
+            "{name} has more sealed columns than the rotation's update binds"
+        )));
+    }
     let assignments = (0..columns.len())
-        .map(|i| format!("{} = $2[{}]", columns[i], i + 1))
+        .map(|i| format!("{} = ${}", columns[i], i + 3))
         .collect::<Vec<_>>()
         .join(", ");
     let update = format!(
-        "UPDATE {name} SET {assignments} WHERE {key} = $1 AND ARRAY[{cols}]::bytea[] IS NOT DISTINCT FROM $3",
+        "UPDATE {name} SET {assignments} WHERE {key} = $1 AND ARRAY[{cols}]::bytea[] IS NOT DISTINCT FROM $2",
     );
     // On Citus the row's subaccount (the key itself for webhook_endpoints) routes the update.
-    let update_on_shard = format!("{update} AND subaccount_id = $4");
+    let update_on_shard = format!("{update} AND subaccount_id = $5");
     'rows: for (row, subaccount) in rows {
         let mut resealed = Vec::with_capacity(row.sealed.len());
         for (i, sealed) in row.sealed.iter().enumerate() {
@@ -278,20 +286,24 @@ async fn rotate_sealed(
             let again = vault.seal(&plain, &ctx).map_err(TxError::invariant)?;
             resealed.push(Some(again));
         }
+        let mut new_values = resealed.into_iter();
+        let (first, second) = (new_values.next().flatten(), new_values.next().flatten());
         let updated = match subaccount {
             None => {
                 diesel::sql_query(&update)
                     .bind::<SqlUuid, _>(row.id)
-                    .bind::<Array<Nullable<Bytea>>, _>(&resealed)
                     .bind::<Array<Nullable<Bytea>>, _>(&row.sealed)
+                    .bind::<Nullable<Bytea>, _>(first)
+                    .bind::<Nullable<Bytea>, _>(second)
                     .execute(conn)
                     .await?
             }
             Some(subaccount) => {
                 diesel::sql_query(&update_on_shard)
                     .bind::<SqlUuid, _>(row.id)
-                    .bind::<Array<Nullable<Bytea>>, _>(&resealed)
                     .bind::<Array<Nullable<Bytea>>, _>(&row.sealed)
+                    .bind::<Nullable<Bytea>, _>(first)
+                    .bind::<Nullable<Bytea>, _>(second)
                     .bind::<SqlUuid, _>(subaccount)
                     .execute(conn)
                     .await?
