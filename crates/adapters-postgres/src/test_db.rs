@@ -280,6 +280,31 @@ impl TestDb {
     }
 }
 
+#[derive(diesel::QueryableByName)]
+struct PreparedTransaction {
+    #[diesel(sql_type = Text)]
+    gid: String,
+}
+
+/// Rolls back the prepared transactions left in a Citus worker's database at `url`, which block
+/// dropping it. A test's application may still be committing (Citus prepares on the workers,
+/// then commits) when the coordinator's database is dropped under it; the coordinator would
+/// have finished those transactions, but it is gone, so they are rolled back.
+async fn rollback_orphaned_prepared(url: &str) -> anyhow::Result<()> {
+    let mut conn = AsyncPgConnection::establish(url).await?;
+    let prepared: Vec<PreparedTransaction> =
+        diesel::sql_query("SELECT gid FROM pg_prepared_xacts WHERE database = current_database()")
+            .load(&mut conn)
+            .await?;
+    for transaction in prepared {
+        let gid = transaction.gid.replace('\'', "''");
+        diesel::sql_query(format!("ROLLBACK PREPARED '{gid}'"))
+            .execute(&mut conn)
+            .await?;
+    }
+    Ok(())
+}
+
 impl Drop for TestDb {
     fn drop(&mut self) {
         let maintenance_urls = self.maintenance_urls.clone();
@@ -293,8 +318,12 @@ impl Drop for TestDb {
             // connections to the workers' databases.
             let failures: Vec<String> = runtime.block_on(async {
                 let mut failures = Vec::new();
-                for maintenance_url in &maintenance_urls {
+                for (node, maintenance_url) in maintenance_urls.iter().enumerate() {
                     let dropped = async {
+                        if node > 0 {
+                            rollback_orphaned_prepared(&with_database(maintenance_url, &name)?)
+                                .await?;
+                        }
                         let mut admin = AsyncPgConnection::establish(maintenance_url).await?;
                         diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
                             .execute(&mut admin)
