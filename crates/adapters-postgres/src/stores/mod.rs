@@ -75,9 +75,13 @@ impl PgStore {
             .citus
             .get_or_try_init(|| async {
                 let mut conn = self.conn().await?;
-                crate::citus::has_citus(&mut conn)
+                let citus = crate::citus::has_citus(&mut conn)
                     .await
-                    .map_err(PortError::Unavailable)
+                    .map_err(PortError::Unavailable)?;
+                if citus {
+                    tracing::debug!("the database is a Citus cluster: claims go by subaccount");
+                }
+                Ok::<bool, PortError>(citus)
             })
             .await?;
         Ok(*found)
