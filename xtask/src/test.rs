@@ -29,7 +29,20 @@ use crate::{citus, cmd, iso20022, paths, postgres::Postgres, tools};
 const CITUS_FLAG: &str = "--citus";
 
 /// Tests of the `api` suite that `--citus` leaves out (as `--skip` filters), with why.
-const CITUS_SKIPPED: &[(&str, &str)] = &[];
+const CITUS_SKIPPED: &[(&str, &str)] = &[
+    (
+        "production::",
+        "production mode's rails read the bank's files back: finding the sent payments by \
+         reference (adapters-postgres stores/inbound.rs) joins tables Citus refuses to join \
+         (\"the query contains a join that requires repartitioning\"), so these tests wait \
+         for settlements that never come",
+    ),
+    (
+        "production_rails::",
+        "production mode too, its rails' files read back by the same inbound matching as \
+         production::; not run on Citus yet",
+    ),
+];
 
 /// The crate whose tests need OpenSSH.
 const SFTP_TESTS_PACKAGE: &str = "adapters-filetransfer";
