@@ -10,9 +10,9 @@
 //!
 //! The three nodes are private clusters in `<target dir>/citus/{coordinator,worker1,worker2}`,
 //! started like `cargo xtask db`'s (as the `postgres` system user when run as root) with
-//! `shared_preload_libraries = 'citus'`, on 127.0.0.1 ports `$PAYOUT_CITUS_PORT` (default
-//! 25440) and the next two. Every step is idempotent: running nodes, databases, the extension and
-//! registered workers are reused.
+//! `shared_preload_libraries = 'citus'` and `max_worker_processes = 64`, on 127.0.0.1 ports
+//! `$PAYOUT_CITUS_PORT` (default 25440) and the next two. Every step is idempotent: running
+//! nodes, databases, the extension and registered workers are reused.
 
 use std::{
     env, fs, io,
@@ -33,6 +33,11 @@ const DEFAULT_PORT: u16 = 25440;
 
 /// The nodes, in start order: the coordinator, then the workers.
 const NODES: [&str; 3] = ["coordinator", "worker1", "worker2"];
+
+/// Settings of every node. Citus runs a maintenance background worker per database that has
+/// the extension, and the HTTP tests on Citus keep a few such databases per test thread: the
+/// default of 8 background workers runs out, and registering a node then fails.
+const NODE_SETTINGS: &str = "shared_preload_libraries = 'citus'\nmax_worker_processes = 64\n";
 
 /// The database payoutd uses.
 const DATABASE: &str = "payoutd";
@@ -73,11 +78,8 @@ pub fn start() -> Result<u16, String> {
         let port = base_port
             .checked_add(offset)
             .ok_or_else(|| format!("PAYOUT_CITUS_PORT {base_port} leaves no room for {node}"))?;
-        let (postmaster, started) = cluster.ensure_running_with(
-            port,
-            "shared_preload_libraries = 'citus'\n",
-            "cargo xtask citus-stop",
-        )?;
+        let (postmaster, started) =
+            cluster.ensure_running_with(port, NODE_SETTINGS, "cargo xtask citus-stop")?;
         eprintln!(
             "xtask: Citus {node} on 127.0.0.1:{} ({})",
             postmaster.port,
