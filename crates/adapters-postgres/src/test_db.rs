@@ -29,6 +29,10 @@ static TEMPLATE: OnceCell<String> = OnceCell::const_new();
 /// The variable that makes [`TestDb::new`] create its databases on a Citus cluster.
 pub const CITUS_URL_VAR: &str = "PAYOUT_TEST_CITUS_URL";
 
+/// The advisory lock (on the coordinator's maintenance database) that test processes take in
+/// turns to register the nodes in a new database.
+const CITUS_REGISTRATION_LOCK: i64 = 0x7061_796f_7574_6472;
+
 /// `citus.shard_count` of the test databases made on Citus.
 pub const CITUS_TEST_SHARD_COUNT: u32 = 4;
 
@@ -243,7 +247,29 @@ impl TestDb {
         ))
         .execute(&mut conn)
         .await?;
-        for node in &nodes {
+        // Registering nodes in two databases at once can fail on a worker ("tuple concurrently
+        // updated"): test processes take turns, through a lock on the maintenance database.
+        diesel::sql_query("SELECT pg_advisory_lock($1)")
+            .bind::<BigInt, _>(CITUS_REGISTRATION_LOCK)
+            .execute(&mut admin)
+            .await?;
+        let registered = db.register_nodes(&mut conn, &nodes).await;
+        diesel::sql_query("SELECT pg_advisory_unlock($1)")
+            .bind::<BigInt, _>(CITUS_REGISTRATION_LOCK)
+            .execute(&mut admin)
+            .await?;
+        registered?;
+        Ok(db)
+    }
+
+    /// Registers `nodes` (the coordinator's group 0, then the workers) in the database, over
+    /// `conn` to it on the coordinator.
+    async fn register_nodes(
+        &self,
+        conn: &mut AsyncPgConnection,
+        nodes: &[Node],
+    ) -> anyhow::Result<()> {
+        for node in nodes {
             let sql = if node.groupid == 0 {
                 "SELECT citus_set_coordinator_host($1, $2)"
             } else {
@@ -252,16 +278,16 @@ impl TestDb {
             diesel::sql_query(sql)
                 .bind::<Text, _>(&node.nodename)
                 .bind::<Integer, _>(node.nodeport)
-                .execute(&mut conn)
+                .execute(conn)
                 .await
                 .with_context(|| {
                     format!(
                         "registering {}:{} in {}",
-                        node.nodename, node.nodeport, db.name
+                        node.nodename, node.nodeport, self.name
                     )
                 })?;
         }
-        Ok(db)
+        Ok(())
     }
 
     /// The database's URL (the coordinator's, on Citus).
