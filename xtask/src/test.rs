@@ -18,8 +18,7 @@
 //! suite) against a local Citus cluster instead: it starts the cluster as `cargo xtask citus`
 //! does (leaving it running for the next run; `cargo xtask citus-stop` stops it) and sets
 //! `PAYOUT_TEST_CITUS_URL`, so each test's database is made on the cluster with the tables
-//! distributed by subaccount. `ARGS` go to `cargo test` (a test name filter, say). The tests
-//! [`CITUS_SKIPPED`] lists are left out, each for the reason given there.
+//! distributed by subaccount. `ARGS` go to `cargo test` (a test name filter, say).
 
 use std::{env, process::ExitCode};
 
@@ -27,22 +26,6 @@ use crate::{citus, cmd, iso20022, paths, postgres::Postgres, tools};
 
 /// The flag that runs the HTTP tests against Citus.
 const CITUS_FLAG: &str = "--citus";
-
-/// Tests of the `api` suite that `--citus` leaves out (as `--skip` filters), with why.
-const CITUS_SKIPPED: &[(&str, &str)] = &[
-    (
-        "production::",
-        "production mode's rails read the bank's files back: finding the sent payments by \
-         reference (adapters-postgres stores/inbound.rs) joins tables Citus refuses to join \
-         (\"the query contains a join that requires repartitioning\"), so these tests wait \
-         for settlements that never come",
-    ),
-    (
-        "production_rails::",
-        "production mode too, its rails' files read back by the same inbound matching as \
-         production::; not run on Citus yet",
-    ),
-];
 
 /// The crate whose tests need OpenSSH.
 const SFTP_TESTS_PACKAGE: &str = "adapters-filetransfer";
@@ -123,8 +106,7 @@ pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
 }
 
 /// `cargo xtask test --citus ARGS...`: starts the Citus cluster and runs `cargo test -p
-/// app-actix --test api ARGS...` with `PAYOUT_TEST_CITUS_URL` naming its coordinator, leaving
-/// out [`CITUS_SKIPPED`].
+/// app-actix --test api ARGS...` with `PAYOUT_TEST_CITUS_URL` naming its coordinator.
 fn run_citus(args: Vec<String>) -> Result<ExitCode, String> {
     if selects_packages(&args) {
         return Err(format!(
@@ -144,9 +126,6 @@ fn run_citus(args: Vec<String>) -> Result<ExitCode, String> {
         .args(&cargo_args)
         .arg("--")
         .args(&test_args);
-    for (test, _why) in CITUS_SKIPPED {
-        cargo.args(["--skip", test]);
-    }
     cargo.env("PAYOUT_TEST_CITUS_URL", &url);
     let status = cargo
         .status()
