@@ -10,9 +10,9 @@
 //!
 //! The three nodes are private clusters in `<target dir>/citus/{coordinator,worker1,worker2}`,
 //! started like `cargo xtask db`'s (as the `postgres` system user when run as root) with
-//! `shared_preload_libraries = 'citus'`, on 127.0.0.1 ports `$PAYOUT_CITUS_PORT` (default
-//! 25440) and the next two. Every step is idempotent: running nodes, databases, the extension and
-//! registered workers are reused.
+//! `shared_preload_libraries = 'citus'` and `max_worker_processes = 64`, on 127.0.0.1 ports
+//! `$PAYOUT_CITUS_PORT` (default 25440) and the next two. Every step is idempotent: running
+//! nodes, databases, the extension and registered workers are reused.
 
 use std::{
     env, fs, io,
@@ -34,6 +34,11 @@ const DEFAULT_PORT: u16 = 25440;
 /// The nodes, in start order: the coordinator, then the workers.
 const NODES: [&str; 3] = ["coordinator", "worker1", "worker2"];
 
+/// Settings of every node. Citus runs a maintenance background worker per database that has
+/// the extension, and the HTTP tests on Citus keep a few such databases per test thread: the
+/// default of 8 background workers runs out, and registering a node then fails.
+const NODE_SETTINGS: &str = "shared_preload_libraries = 'citus'\nmax_worker_processes = 64\n";
+
 /// The database payoutd uses.
 const DATABASE: &str = "payoutd";
 
@@ -50,6 +55,21 @@ const BUILD_PACKAGES: [&str; 4] = [
 /// with the extension, registers the workers and prints the URLs.
 pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
     Flags::new(args).finish()?;
+    let coordinator = start()?;
+    print!("{}", output(coordinator));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The coordinator's maintenance database (`postgres`, with the extension and the workers
+/// registered) on `coordinator`'s port: what `PAYOUT_CITUS_URL` and `PAYOUT_TEST_CITUS_URL`
+/// take.
+pub fn maintenance_url(coordinator: u16) -> String {
+    format!("postgres://postgres@127.0.0.1:{coordinator}/postgres")
+}
+
+/// What `cargo xtask citus` does before printing: the cluster installed, running and set up,
+/// reusing whatever already is; returns the coordinator's port.
+pub fn start() -> Result<u16, String> {
     ensure_installed()?;
     let base_port = base_port()?;
     let mut ports = Vec::new();
@@ -58,11 +78,8 @@ pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
         let port = base_port
             .checked_add(offset)
             .ok_or_else(|| format!("PAYOUT_CITUS_PORT {base_port} leaves no room for {node}"))?;
-        let (postmaster, started) = cluster.ensure_running_with(
-            port,
-            "shared_preload_libraries = 'citus'\n",
-            "cargo xtask citus-stop",
-        )?;
+        let (postmaster, started) =
+            cluster.ensure_running_with(port, NODE_SETTINGS, "cargo xtask citus-stop")?;
         eprintln!(
             "xtask: Citus {node} on 127.0.0.1:{} ({})",
             postmaster.port,
@@ -86,8 +103,7 @@ pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
         }
         register_workers(&psql, *coordinator, workers, database)?;
     }
-    print!("{}", output(*coordinator));
-    Ok(ExitCode::SUCCESS)
+    Ok(*coordinator)
 }
 
 /// `cargo xtask citus-stop`: stops whichever of the three nodes are running.
@@ -127,7 +143,7 @@ pub fn stop(args: Vec<String>) -> Result<ExitCode, String> {
 /// What `cargo xtask citus` prints: shell assignments, as `cargo xtask db` does.
 fn output(coordinator: u16) -> String {
     let server_url = format!("postgres://postgres@127.0.0.1:{coordinator}/{DATABASE}");
-    let maintenance_url = format!("postgres://postgres@127.0.0.1:{coordinator}/postgres");
+    let maintenance_url = maintenance_url(coordinator);
     format!(
         "# payoutd (migrate, serve, admin): the Citus coordinator's `{DATABASE}` database;\n\
          # `payoutd migrate` distributes the tables\n\

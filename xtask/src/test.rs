@@ -13,10 +13,19 @@
 //! certificates with the `openssl` command: a `python3` that imports `aiosmtpd` (installed
 //! from `python3-aiosmtpd` when missing and we are root) and `openssl` are passed as
 //! `PAYOUT_PYTHON3` and `PAYOUT_OPENSSL`.
+//!
+//! `cargo xtask test --citus [ARGS...]` runs the black-box HTTP tests (`app-actix`'s `api`
+//! suite) against a local Citus cluster instead: it starts the cluster as `cargo xtask citus`
+//! does (leaving it running for the next run; `cargo xtask citus-stop` stops it) and sets
+//! `PAYOUT_TEST_CITUS_URL`, so each test's database is made on the cluster with the tables
+//! distributed by subaccount. `ARGS` go to `cargo test` (a test name filter, say).
 
 use std::{env, process::ExitCode};
 
-use crate::{cmd, iso20022, paths, postgres::Postgres, tools};
+use crate::{citus, cmd, iso20022, paths, postgres::Postgres, tools};
+
+/// The flag that runs the HTTP tests against Citus.
+const CITUS_FLAG: &str = "--citus";
 
 /// The crate whose tests need OpenSSH.
 const SFTP_TESTS_PACKAGE: &str = "adapters-filetransfer";
@@ -24,8 +33,14 @@ const SFTP_TESTS_PACKAGE: &str = "adapters-filetransfer";
 /// The crates whose tests need aiosmtpd and openssl (app-actix: the retry job against it).
 const SMTP_TESTS_PACKAGES: [&str; 2] = ["adapters-smtp", "app-actix"];
 
-/// Provisions PostgreSQL (and OpenSSH when needed) and runs `cargo test --workspace ARGS...`.
+/// Provisions PostgreSQL (and OpenSSH when needed) and runs `cargo test --workspace ARGS...`;
+/// with `--citus`, [`run_citus`].
 pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
+    let options = args.iter().take_while(|arg| *arg != "--").count();
+    if args[..options].iter().any(|arg| arg == CITUS_FLAG) {
+        let rest = args.into_iter().filter(|arg| arg != CITUS_FLAG).collect();
+        return run_citus(rest);
+    }
     let openssh = if !selects_packages(&args) || selects_package(&args, SFTP_TESTS_PACKAGE) {
         Some((
             tools::ensure_debian_tool("/usr/sbin/sshd", "openssh-server")?,
@@ -87,6 +102,34 @@ pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
         );
     }
     pg.shutdown();
+    Ok(cmd::exit_code(status))
+}
+
+/// `cargo xtask test --citus ARGS...`: starts the Citus cluster and runs `cargo test -p
+/// app-actix --test api ARGS...` with `PAYOUT_TEST_CITUS_URL` naming its coordinator.
+fn run_citus(args: Vec<String>) -> Result<ExitCode, String> {
+    if selects_packages(&args) {
+        return Err(format!(
+            "`cargo xtask test {CITUS_FLAG}` runs app-actix's api tests; it takes no -p"
+        ));
+    }
+    let coordinator = citus::start()?;
+    let url = citus::maintenance_url(coordinator);
+    eprintln!("xtask: testing the HTTP API against Citus at {url}");
+    let (cargo_args, test_args) = match args.iter().position(|arg| arg == "--") {
+        Some(split) => (args[..split].to_vec(), args[split + 1..].to_vec()),
+        None => (args, Vec::new()),
+    };
+    let mut cargo = paths::cargo();
+    cargo
+        .args(["test", "-p", "app-actix", "--test", "api"])
+        .args(&cargo_args)
+        .arg("--")
+        .args(&test_args);
+    cargo.env("PAYOUT_TEST_CITUS_URL", &url);
+    let status = cargo
+        .status()
+        .map_err(|err| format!("cannot run `{}`: {err}", cmd::display(&cargo)))?;
     Ok(cmd::exit_code(status))
 }
 

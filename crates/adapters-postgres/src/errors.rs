@@ -90,12 +90,39 @@ fn is_unavailable(message: &str) -> bool {
 }
 
 /// The constraint (or unique index) a unique violation hit, if that is what `e` is.
+///
+/// Citus relays a worker's violation without the constraint field, and its message names the
+/// shard's constraint, the table's followed by `_<shard id>`: the name is then taken from the
+/// message (`… violates unique constraint "<name>"`, PostgreSQL's English wording) and the
+/// suffix removed, so callers compare the names the migrations give (none of which ends in
+/// `_<digits>`).
 pub(crate) fn unique_violation(e: &DieselError) -> Option<&str> {
     match e {
-        DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, info) => {
-            info.constraint_name()
-        }
+        DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, info) => info
+            .constraint_name()
+            .or_else(|| constraint_in_message(info.message()))
+            .map(without_shard_suffix),
         _ => None,
+    }
+}
+
+/// The quoted constraint name of a unique violation's message.
+fn constraint_in_message(message: &str) -> Option<&str> {
+    let (_, rest) = message.split_once("violates unique constraint \"")?;
+    rest.split_once('"').map(|(name, _)| name)
+}
+
+/// `name` without a trailing `_<digits>` (a Citus shard's suffix), or as it is.
+fn without_shard_suffix(name: &str) -> &str {
+    match name.rsplit_once('_') {
+        Some((base, shard))
+            if !base.is_empty()
+                && !shard.is_empty()
+                && shard.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            base
+        }
+        _ => name,
     }
 }
 
@@ -128,5 +155,27 @@ mod tests {
         ] {
             assert!(!is_unavailable(message), "{message}");
         }
+    }
+
+    #[test]
+    fn a_citus_shards_constraint_is_named_as_the_tables() {
+        assert_eq!(
+            without_shard_suffix("receivers_email_unique_102027"),
+            "receivers_email_unique"
+        );
+        assert_eq!(
+            without_shard_suffix("receivers_email_unique"),
+            "receivers_email_unique"
+        );
+        assert_eq!(without_shard_suffix("payouts_"), "payouts_");
+        assert_eq!(without_shard_suffix("_12"), "_12");
+        assert_eq!(without_shard_suffix("v2"), "v2");
+        assert_eq!(
+            constraint_in_message(
+                "duplicate key value violates unique constraint \"receivers_email_unique_102027\""
+            ),
+            Some("receivers_email_unique_102027")
+        );
+        assert_eq!(constraint_in_message("deadlock detected"), None);
     }
 }

@@ -1,30 +1,62 @@
-//! A fresh database per test, cloned from a migrated template and dropped when the handle is
-//! dropped (feature `test-db`). The server comes from `DATABASE_URL` (any database on it; it is
-//! used as the maintenance connection). `cargo xtask test` provides one.
+//! A fresh database per test, dropped when the handle is dropped (feature `test-db`).
+//!
+//! On plain PostgreSQL (the default) the server comes from `DATABASE_URL` (any database on it;
+//! it is used as the maintenance connection) and each database is cloned from a migrated
+//! template. `cargo xtask test` provides the server.
+//!
+//! When `PAYOUT_TEST_CITUS_URL` is set (to a Citus coordinator's database that has the `citus`
+//! extension and its workers registered, as `cargo xtask citus` prints it as
+//! `MAINTENANCE_DATABASE_URL`), [`TestDb::new`] makes each database on that cluster instead:
+//! `CREATE DATABASE … TEMPLATE` cannot copy a Citus database (its shards live on the workers), so
+//! a new database is created on the coordinator and on every worker, given the extension, its
+//! nodes registered on the coordinator, and migrated, which places the tables
+//! ([`crate::citus`]). Such databases are made with [`CITUS_TEST_SHARD_COUNT`] shards per
+//! distributed table, enough to spread every table over the workers at a fraction of the
+//! placement time of Citus' default.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use anyhow::Context;
-use diesel::sql_types::{BigInt, Text};
+use diesel::sql_types::{BigInt, Integer, Text};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use tokio::sync::OnceCell;
 
+use crate::citus::has_citus;
 use crate::migrate::{embedded_versions, run_migrations, with_database};
 
 static TEMPLATE: OnceCell<String> = OnceCell::const_new();
+
+/// The variable that makes [`TestDb::new`] create its databases on a Citus cluster.
+pub const CITUS_URL_VAR: &str = "PAYOUT_TEST_CITUS_URL";
+
+/// The advisory lock (on the coordinator's maintenance database) that test processes take in
+/// turns to register the nodes in a new database.
+const CITUS_REGISTRATION_LOCK: i64 = 0x7061_796f_7574_6472;
+
+/// `citus.shard_count` of the test databases made on Citus.
+pub const CITUS_TEST_SHARD_COUNT: u32 = 4;
 
 /// A database that exists for one test.
 #[derive(Debug)]
 pub struct TestDb {
     name: String,
     url: String,
-    maintenance_url: String,
+    /// The maintenance URL of every server the database exists on: one on plain PostgreSQL, the
+    /// coordinator then the workers on Citus.
+    maintenance_urls: Vec<String>,
 }
 
 fn server_url() -> anyhow::Result<String> {
     std::env::var("DATABASE_URL").context(
         "DATABASE_URL is not set: database tests need a PostgreSQL server; run them with `cargo xtask test`",
     )
+}
+
+/// The Citus coordinator named by [`CITUS_URL_VAR`], when it is set and not empty.
+pub fn citus_url() -> Option<String> {
+    std::env::var(CITUS_URL_VAR)
+        .ok()
+        .filter(|url| !url.is_empty())
 }
 
 #[derive(diesel::QueryableByName)]
@@ -91,9 +123,42 @@ async fn ensure_template(maintenance_url: &str) -> anyhow::Result<String> {
     Ok(name)
 }
 
+#[derive(diesel::QueryableByName)]
+struct Node {
+    #[diesel(sql_type = Text)]
+    nodename: String,
+    #[diesel(sql_type = Integer)]
+    nodeport: i32,
+    #[diesel(sql_type = Integer)]
+    groupid: i32,
+}
+
+/// `url` with its host and port replaced (user, password, database and query kept).
+pub fn with_host_port(url: &str, host: &str, port: i32) -> anyhow::Result<String> {
+    let (scheme, rest) = url.split_once("://").context("the URL has no scheme")?;
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let user = authority
+        .rsplit_once('@')
+        .map(|(user, _)| format!("{user}@"))
+        .unwrap_or_default();
+    Ok(format!("{scheme}://{user}{host}:{port}{tail}"))
+}
+
 impl TestDb {
-    /// Creates a new, migrated, empty database.
+    /// Creates a new, migrated, empty database: on the Citus cluster of [`CITUS_URL_VAR`] when
+    /// it is set ([`Self::citus`]), else on the plain PostgreSQL server of `DATABASE_URL`
+    /// ([`Self::postgres`]).
     pub async fn new() -> anyhow::Result<Self> {
+        match citus_url() {
+            Some(coordinator_url) => Self::citus(&coordinator_url).await,
+            None => Self::postgres().await,
+        }
+    }
+
+    /// Creates a new, migrated, empty database on the plain PostgreSQL server of
+    /// `DATABASE_URL`, whatever [`CITUS_URL_VAR`] says.
+    pub async fn postgres() -> anyhow::Result<Self> {
         let maintenance_url = server_url()?;
         let template = TEMPLATE
             .get_or_try_init(|| ensure_template(&maintenance_url))
@@ -107,11 +172,125 @@ impl TestDb {
         Ok(Self {
             name,
             url,
-            maintenance_url,
+            maintenance_urls: vec![maintenance_url],
         })
     }
 
-    /// The database's URL.
+    /// Creates a new, migrated, empty database on the Citus cluster whose coordinator
+    /// `coordinator_url` names (see the module docs).
+    pub async fn citus(coordinator_url: &str) -> anyhow::Result<Self> {
+        let db = Self::citus_unmigrated(coordinator_url).await?;
+        run_migrations(db.url())
+            .await
+            .with_context(|| format!("migrating {} on Citus", db.name))?;
+        Ok(db)
+    }
+
+    /// A new database on every node of the Citus cluster whose coordinator `coordinator_url`
+    /// names, with the extension and the cluster's nodes registered, but no schema yet.
+    pub async fn citus_unmigrated(coordinator_url: &str) -> anyhow::Result<Self> {
+        let mut admin = AsyncPgConnection::establish(coordinator_url)
+            .await
+            .with_context(|| format!("connecting to the Citus coordinator in {CITUS_URL_VAR}"))?;
+        anyhow::ensure!(
+            has_citus(&mut admin).await?,
+            "{CITUS_URL_VAR} must name a database with the citus extension"
+        );
+        let mut nodes: Vec<Node> = diesel::sql_query(
+            "SELECT nodename::text AS nodename, nodeport, groupid FROM pg_dist_node \
+             WHERE noderole = 'primary' ORDER BY groupid",
+        )
+        .load(&mut admin)
+        .await
+        .context("listing the Citus nodes")?;
+        anyhow::ensure!(
+            nodes.iter().any(|n| n.groupid == 0) && nodes.iter().any(|n| n.groupid != 0),
+            "{CITUS_URL_VAR}'s database must have its coordinator and workers registered \
+             (`cargo xtask citus` does it)"
+        );
+        nodes.sort_by_key(|n| n.groupid);
+        let name = format!("payoutd_citus_{}", uuid::Uuid::new_v4().simple());
+        let mut maintenance_urls = Vec::new();
+        for node in &nodes {
+            maintenance_urls.push(with_host_port(
+                coordinator_url,
+                &node.nodename,
+                node.nodeport,
+            )?);
+        }
+        let url = with_database(coordinator_url, &name)?;
+        // From here on the handle drops whatever was created, should a step fail.
+        let db = Self {
+            name,
+            url,
+            maintenance_urls,
+        };
+        for maintenance_url in &db.maintenance_urls {
+            let mut conn = AsyncPgConnection::establish(maintenance_url)
+                .await
+                .with_context(|| format!("connecting to the Citus node {maintenance_url}"))?;
+            diesel::sql_query(format!("CREATE DATABASE {}", db.name))
+                .execute(&mut conn)
+                .await
+                .with_context(|| format!("creating {} on {maintenance_url}", db.name))?;
+            let mut conn =
+                AsyncPgConnection::establish(&with_database(maintenance_url, &db.name)?).await?;
+            diesel::sql_query("CREATE EXTENSION citus")
+                .execute(&mut conn)
+                .await
+                .with_context(|| format!("creating the citus extension on {maintenance_url}"))?;
+        }
+        let mut conn = AsyncPgConnection::establish(&db.url).await?;
+        diesel::sql_query(format!(
+            "ALTER DATABASE {} SET citus.shard_count = {CITUS_TEST_SHARD_COUNT}",
+            db.name
+        ))
+        .execute(&mut conn)
+        .await?;
+        // Registering nodes in two databases at once can fail on a worker ("tuple concurrently
+        // updated"): test processes take turns, through a lock on the maintenance database.
+        diesel::sql_query("SELECT pg_advisory_lock($1)")
+            .bind::<BigInt, _>(CITUS_REGISTRATION_LOCK)
+            .execute(&mut admin)
+            .await?;
+        let registered = db.register_nodes(&mut conn, &nodes).await;
+        diesel::sql_query("SELECT pg_advisory_unlock($1)")
+            .bind::<BigInt, _>(CITUS_REGISTRATION_LOCK)
+            .execute(&mut admin)
+            .await?;
+        registered?;
+        Ok(db)
+    }
+
+    /// Registers `nodes` (the coordinator's group 0, then the workers) in the database, over
+    /// `conn` to it on the coordinator.
+    async fn register_nodes(
+        &self,
+        conn: &mut AsyncPgConnection,
+        nodes: &[Node],
+    ) -> anyhow::Result<()> {
+        for node in nodes {
+            let sql = if node.groupid == 0 {
+                "SELECT citus_set_coordinator_host($1, $2)"
+            } else {
+                "SELECT citus_add_node($1, $2)"
+            };
+            diesel::sql_query(sql)
+                .bind::<Text, _>(&node.nodename)
+                .bind::<Integer, _>(node.nodeport)
+                .execute(conn)
+                .await
+                .with_context(|| {
+                    format!(
+                        "registering {}:{} in {}",
+                        node.nodename, node.nodeport, self.name
+                    )
+                })?;
+        }
+        Ok(())
+    }
+
+    /// The database's URL (the coordinator's, on Citus).
     pub fn url(&self) -> &str {
         &self.url
     }
@@ -120,24 +299,71 @@ impl TestDb {
     pub fn name(&self) -> &str {
         &self.name
     }
+
+    /// Whether the database is on a Citus cluster.
+    pub fn is_citus(&self) -> bool {
+        self.maintenance_urls.len() > 1
+    }
+}
+
+#[derive(diesel::QueryableByName)]
+struct PreparedTransaction {
+    #[diesel(sql_type = Text)]
+    gid: String,
+}
+
+/// Rolls back the prepared transactions left in a Citus worker's database at `url`, which block
+/// dropping it. A test's application may still be committing (Citus prepares on the workers,
+/// then commits) when the coordinator's database is dropped under it; the coordinator would
+/// have finished those transactions, but it is gone, so they are rolled back.
+async fn rollback_orphaned_prepared(url: &str) -> anyhow::Result<()> {
+    let mut conn = AsyncPgConnection::establish(url).await?;
+    let prepared: Vec<PreparedTransaction> =
+        diesel::sql_query("SELECT gid FROM pg_prepared_xacts WHERE database = current_database()")
+            .load(&mut conn)
+            .await?;
+    for transaction in prepared {
+        let gid = transaction.gid.replace('\'', "''");
+        diesel::sql_query(format!("ROLLBACK PREPARED '{gid}'"))
+            .execute(&mut conn)
+            .await?;
+    }
+    Ok(())
 }
 
 impl Drop for TestDb {
     fn drop(&mut self) {
-        let maintenance_url = self.maintenance_url.clone();
+        let maintenance_urls = self.maintenance_urls.clone();
         let name = self.name.clone();
         // Drop may run inside a runtime that is shutting down: use a thread with its own runtime.
         let dropped = std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
-            runtime.block_on(async {
-                let mut admin = AsyncPgConnection::establish(&maintenance_url).await?;
-                diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                    .execute(&mut admin)
-                    .await?;
-                anyhow::Ok(())
-            })
+            // On Citus the coordinator (first) goes first: dropping its database ends its
+            // connections to the workers' databases.
+            let failures: Vec<String> = runtime.block_on(async {
+                let mut failures = Vec::new();
+                for (node, maintenance_url) in maintenance_urls.iter().enumerate() {
+                    let dropped = async {
+                        if node > 0 {
+                            rollback_orphaned_prepared(&with_database(maintenance_url, &name)?)
+                                .await?;
+                        }
+                        let mut admin = AsyncPgConnection::establish(maintenance_url).await?;
+                        diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                            .execute(&mut admin)
+                            .await?;
+                        anyhow::Ok(())
+                    };
+                    if let Err(e) = dropped.await {
+                        failures.push(format!("on {maintenance_url}: {e:#}"));
+                    }
+                }
+                failures
+            });
+            anyhow::ensure!(failures.is_empty(), "{}", failures.join("; "));
+            anyhow::Ok(())
         })
         .join();
         if let Ok(Err(e)) = dropped {

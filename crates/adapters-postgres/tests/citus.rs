@@ -9,8 +9,8 @@
 use adapters_postgres::citus::{
     self, COLOCATION_ANCHOR, DISTRIBUTION_COLUMN, Distribution, MIGRATIONS_TABLE, PLAN, Placement,
 };
-use adapters_postgres::migrate::{run_migrations, with_database};
-use adapters_postgres::test_db::TestDb;
+use adapters_postgres::migrate::run_migrations;
+use adapters_postgres::test_db::{TestDb, with_host_port};
 use diesel::sql_types::{Integer, Text};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 
@@ -37,7 +37,7 @@ async fn constraints(conn: &mut AsyncPgConnection) -> Vec<Definition> {
 
 #[tokio::test]
 async fn the_citus_step_changes_nothing_on_plain_postgresql() {
-    let db = TestDb::new().await.unwrap();
+    let db = TestDb::postgres().await.unwrap();
     let mut conn = AsyncPgConnection::establish(db.url()).await.unwrap();
     assert!(!citus::has_citus(&mut conn).await.unwrap());
     let before = constraints(&mut conn).await;
@@ -53,125 +53,6 @@ async fn the_citus_step_changes_nothing_on_plain_postgresql() {
     );
 
     assert_eq!(constraints(&mut conn).await, before);
-}
-
-/// A database on every node of a Citus cluster, with the extension and the cluster's nodes
-/// registered on the coordinator, like the one it was made from.
-struct CitusDb {
-    name: String,
-    /// The maintenance URL of each node, the coordinator first.
-    nodes: Vec<String>,
-}
-
-#[derive(diesel::QueryableByName)]
-struct Node {
-    #[diesel(sql_type = Text)]
-    nodename: String,
-    #[diesel(sql_type = Integer)]
-    nodeport: i32,
-    #[diesel(sql_type = Integer)]
-    groupid: i32,
-}
-
-/// `url` with its host and port replaced (user, password, database and query kept).
-fn with_host_port(url: &str, host: &str, port: i32) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap();
-    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    let user = authority
-        .rsplit_once('@')
-        .map(|(user, _)| format!("{user}@"))
-        .unwrap_or_default();
-    format!("{scheme}://{user}{host}:{port}{tail}")
-}
-
-impl CitusDb {
-    async fn create(coordinator_url: &str) -> Self {
-        let mut admin = AsyncPgConnection::establish(coordinator_url)
-            .await
-            .expect("connecting to PAYOUT_CITUS_URL");
-        assert!(
-            citus::has_citus(&mut admin).await.unwrap(),
-            "PAYOUT_CITUS_URL must name a database with the citus extension"
-        );
-        let mut nodes: Vec<Node> = diesel::sql_query(
-            "SELECT nodename::text AS nodename, nodeport, groupid FROM pg_dist_node \
-             WHERE noderole = 'primary' ORDER BY groupid",
-        )
-        .load(&mut admin)
-        .await
-        .unwrap();
-        assert!(
-            nodes.iter().any(|n| n.groupid == 0) && nodes.iter().any(|n| n.groupid != 0),
-            "PAYOUT_CITUS_URL's database must have its coordinator and workers registered"
-        );
-        nodes.sort_by_key(|n| n.groupid);
-        let name = format!("payoutd_citus_{}", uuid::Uuid::new_v4().simple());
-        let db = Self {
-            name: name.clone(),
-            nodes: nodes
-                .iter()
-                .map(|n| with_host_port(coordinator_url, &n.nodename, n.nodeport))
-                .collect(),
-        };
-        for node in &db.nodes {
-            let mut conn = AsyncPgConnection::establish(node).await.unwrap();
-            diesel::sql_query(format!("CREATE DATABASE {name}"))
-                .execute(&mut conn)
-                .await
-                .unwrap();
-            let mut conn = AsyncPgConnection::establish(&db.node_url(node))
-                .await
-                .unwrap();
-            diesel::sql_query("CREATE EXTENSION citus")
-                .execute(&mut conn)
-                .await
-                .unwrap();
-        }
-        let mut conn = AsyncPgConnection::establish(&db.url()).await.unwrap();
-        for node in &nodes {
-            let sql = if node.groupid == 0 {
-                "SELECT citus_set_coordinator_host($1, $2)"
-            } else {
-                "SELECT citus_add_node($1, $2)"
-            };
-            diesel::sql_query(sql)
-                .bind::<Text, _>(&node.nodename)
-                .bind::<Integer, _>(node.nodeport)
-                .execute(&mut conn)
-                .await
-                .unwrap();
-        }
-        db
-    }
-
-    fn node_url(&self, maintenance_url: &str) -> String {
-        with_database(maintenance_url, &self.name).unwrap()
-    }
-
-    /// The coordinator's database.
-    fn url(&self) -> String {
-        self.node_url(&self.nodes[0])
-    }
-
-    /// Drops the database on every node, workers first.
-    async fn drop_everywhere(self) {
-        for node in self.nodes.iter().rev() {
-            let dropped = async {
-                let mut conn = AsyncPgConnection::establish(node).await?;
-                diesel::sql_query(format!(
-                    "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-                    self.name
-                ))
-                .execute(&mut conn)
-                .await?;
-                anyhow::Ok(())
-            };
-            if let Err(e) = dropped.await {
-                eprintln!("warning: could not drop {} on {node}: {e:#}", self.name);
-            }
-        }
-    }
 }
 
 #[derive(diesel::QueryableByName, Debug)]
@@ -280,13 +161,8 @@ async fn migrate_places_every_table_on_citus_once() {
         );
         return;
     };
-    let db = CitusDb::create(&url).await;
-    let url = db.url();
-    let checked = tokio::spawn(async move { check_placement(&url).await }).await;
-    db.drop_everywhere().await;
-    if let Err(panic) = checked {
-        std::panic::resume_unwind(panic.into_panic());
-    }
+    let db = TestDb::citus_unmigrated(&url).await.unwrap();
+    check_placement(db.url()).await;
 }
 
 #[test]
@@ -296,11 +172,12 @@ fn node_urls_keep_the_user_and_database() {
             "postgres://u:p@127.0.0.1:25440/postgres?x=y",
             "worker-1",
             5432
-        ),
+        )
+        .unwrap(),
         "postgres://u:p@worker-1:5432/postgres?x=y"
     );
     assert_eq!(
-        with_host_port("postgres://127.0.0.1:25440/db", "h", 1),
+        with_host_port("postgres://127.0.0.1:25440/db", "h", 1).unwrap(),
         "postgres://h:1/db"
     );
 }

@@ -1,7 +1,9 @@
 //! `BatchStore` on PostgreSQL. Each step of a batch is one transaction that locks what it
 //! changes: closing locks the batch `FOR UPDATE` (waiting for payouts joining it, which hold it
 //! `FOR SHARE`) and then its pending payouts; taking over and recording a submission are
-//! conditional on the runner's lease.
+//! conditional on the runner's lease. On Citus, where `FOR UPDATE` works only in a statement
+//! that runs on one shard, the background passes first read which subaccounts have a batch to
+//! handle and then lock within one subaccount at a time.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -75,13 +77,16 @@ fn to_payouts(rows: Vec<PayoutRow>) -> Result<Vec<Payout>, PortError> {
     rows.into_iter().map(Payout::try_from).collect()
 }
 
-/// The batch's payouts in `status`, locked `FOR UPDATE`.
+/// The batch's payouts in `status`, locked `FOR UPDATE`. (`subaccount`, the batch's, is
+/// redundant with the batch but lets Citus run the lock on the one shard that holds them.)
 async fn locked_payouts(
     conn: &mut AsyncPgConnection,
+    subaccount: Uuid,
     batch: Uuid,
     status: PayoutStatus,
 ) -> Result<Vec<PayoutRow>, diesel::result::Error> {
     payouts::table
+        .filter(payouts::subaccount_id.eq(subaccount))
         .filter(payouts::batch_id.eq(batch))
         .filter(payouts::status.eq(i16::from(status.code())))
         .order(payouts::created_at.asc())
@@ -91,19 +96,106 @@ async fn locked_payouts(
         .await
 }
 
+/// The open batch due first (`batch_run_time` up to `now`), locked `FOR UPDATE`: of
+/// `subaccount` when given (on Citus, where `FOR UPDATE` must stay on one shard), else of any
+/// subaccount.
+async fn lock_due_open_batch(
+    conn: &mut AsyncPgConnection,
+    now: DateTime<Utc>,
+    subaccount: Option<Uuid>,
+) -> Result<Option<BatchRow>, diesel::result::Error> {
+    let due = batches::table
+        .filter(batches::status.eq(BatchStatus::Open.as_str()))
+        .filter(batches::batch_run_time.le(now))
+        .order(batches::batch_run_time.asc())
+        .select(BatchRow::as_select());
+    match subaccount {
+        None => due.for_update().first(conn).await.optional(),
+        Some(subaccount) => due
+            .filter(batches::subaccount_id.eq(subaccount))
+            .for_update()
+            .first(conn)
+            .await
+            .optional(),
+    }
+}
+
+/// The queued batch whose runner's lease ended first (before `now`), locked `FOR UPDATE SKIP
+/// LOCKED`: of `subaccount` when given (on Citus), else of any subaccount.
+async fn lock_stale_queued_batch(
+    conn: &mut AsyncPgConnection,
+    now: DateTime<Utc>,
+    subaccount: Option<Uuid>,
+) -> Result<Option<BatchRow>, diesel::result::Error> {
+    let stale = batches::table
+        .filter(batches::status.eq(BatchStatus::Queue.as_str()))
+        .filter(batches::claimed_until.lt(now))
+        .order(batches::claimed_until.asc())
+        .select(BatchRow::as_select());
+    match subaccount {
+        None => stale
+            .for_update()
+            .skip_locked()
+            .first(conn)
+            .await
+            .optional(),
+        Some(subaccount) => stale
+            .filter(batches::subaccount_id.eq(subaccount))
+            .for_update()
+            .skip_locked()
+            .first(conn)
+            .await
+            .optional(),
+    }
+}
+
+/// How many subaccounts one pass on Citus looks at for a batch to close or take over: the
+/// others wait for the next pass (each pass handles one batch anyway).
+const CITUS_CANDIDATES: i64 = 16;
+
+/// Where a pass on Citus looks for a batch to lock: the subaccounts that have one in `status`
+/// whose `column` (`batch_run_time` or `claimed_until`) is before `now` (up to `now` for
+/// `batch_run_time`), the one that waits longest first. A plain read, which Citus runs on every
+/// shard; the lock is then taken in one subaccount's shard.
+async fn subaccounts_with_batches(
+    conn: &mut AsyncPgConnection,
+    status: BatchStatus,
+    now: DateTime<Utc>,
+) -> Result<Vec<Uuid>, diesel::result::Error> {
+    let candidates = batches::table
+        .filter(batches::status.eq(status.as_str()))
+        .group_by(batches::subaccount_id)
+        .select(batches::subaccount_id)
+        .limit(CITUS_CANDIDATES);
+    if status == BatchStatus::Open {
+        candidates
+            .filter(batches::batch_run_time.le(now))
+            .order(diesel::dsl::min(batches::batch_run_time).asc())
+            .load(conn)
+            .await
+    } else {
+        candidates
+            .filter(batches::claimed_until.lt(now))
+            .order(diesel::dsl::min(batches::claimed_until).asc())
+            .load(conn)
+            .await
+    }
+}
+
 /// What a close transaction found.
 enum Closing {
     Nothing,
     Closed(ClosedBatch),
 }
 
-#[async_trait]
-impl BatchStore for PgStore {
-    #[tracing::instrument(level = "trace", skip_all)]
-    async fn close_due_batch(
+impl PgStore {
+    /// Closes the open batch due first, of `subaccount` when given (see
+    /// [`lock_due_open_batch`]), in one transaction.
+    async fn close_batch_of(
         &self,
         planner: &ClosePlanner,
         lease_until: DateTime<Utc>,
+        subaccount: Option<Uuid>,
     ) -> Result<Option<ClosedBatch>, PortError> {
         let schedule = &self.batch_schedule;
         let now = planner.now();
@@ -112,27 +204,21 @@ impl BatchStore for PgStore {
             .transaction::<_, PayoutAbort, _>(async |conn| {
                 // Waits for payouts still joining it; a concurrent closer then finds the row no
                 // longer open and gets nothing this round.
-                let row: Option<BatchRow> = batches::table
-                    .filter(batches::status.eq(BatchStatus::Open.as_str()))
-                    .filter(batches::batch_run_time.le(now))
-                    .order(batches::batch_run_time.asc())
-                    .select(BatchRow::as_select())
-                    .for_update()
-                    .first(conn)
-                    .await
-                    .optional()?;
-                let Some(row) = row else {
+                let Some(row) = lock_due_open_batch(conn, now, subaccount).await? else {
                     return Ok(Closing::Nothing);
                 };
                 let batch = Batch::try_from(row).map_err(corrupt)?;
+                let (batch_id, batch_subaccount) =
+                    (batch.id.as_uuid(), batch.subaccount_id.as_uuid());
                 let pending = to_payouts(
-                    locked_payouts(conn, batch.id.as_uuid(), PayoutStatus::Pending).await?,
+                    locked_payouts(conn, batch_subaccount, batch_id, PayoutStatus::Pending).await?,
                 )
                 .map_err(corrupt)?;
                 let plan = planner.plan(&batch, &pending).map_err(TxError::invariant)?;
                 apply_changes(conn, &plan.changes, schedule).await?;
                 let leased = plan.batch.status == BatchStatus::Queue;
-                diesel::update(batches::table.find(batch.id.as_uuid()))
+                diesel::update(batches::table.find(batch_id))
+                    .filter(batches::subaccount_id.eq(batch_subaccount))
                     .set((
                         batches::status.eq(plan.batch.status.as_str()),
                         batches::total_tx.eq(plan.batch.total_tx),
@@ -159,34 +245,29 @@ impl BatchStore for PgStore {
         }
     }
 
-    #[tracing::instrument(level = "trace", skip_all)]
-    async fn reclaim_stale_batch(
+    /// Takes over the queued batch whose lease ended first, of `subaccount` when given (see
+    /// [`lock_stale_queued_batch`]), in one transaction.
+    async fn reclaim_batch_of(
         &self,
         now: DateTime<Utc>,
         lease_until: DateTime<Utc>,
+        subaccount: Option<Uuid>,
     ) -> Result<Option<ClosedBatch>, PortError> {
         let mut conn = self.conn().await?;
         let result = conn
             .transaction::<_, diesel::result::Error, _>(async |conn| {
-                let row: Option<BatchRow> = batches::table
-                    .filter(batches::status.eq(BatchStatus::Queue.as_str()))
-                    .filter(batches::claimed_until.lt(now))
-                    .order(batches::claimed_until.asc())
-                    .select(BatchRow::as_select())
-                    .for_update()
-                    .skip_locked()
-                    .first(conn)
-                    .await
-                    .optional()?;
-                let Some(row) = row else {
+                let Some(row) = lock_stale_queued_batch(conn, now, subaccount).await? else {
                     return Ok(None);
                 };
                 diesel::update(batches::table.find(row.id))
+                    .filter(batches::subaccount_id.eq(row.subaccount_id))
                     .set(batches::claimed_until.eq(lease_until))
                     .cached()
                     .execute(conn)
                     .await?;
-                let payouts = locked_payouts(conn, row.id, PayoutStatus::InProgress).await?;
+                let payouts =
+                    locked_payouts(conn, row.subaccount_id, row.id, PayoutStatus::InProgress)
+                        .await?;
                 Ok(Some((row, payouts)))
             })
             .await
@@ -199,6 +280,61 @@ impl BatchStore for PgStore {
             payouts: to_payouts(payouts)?,
             claimed_until: lease_until,
         }))
+    }
+}
+
+#[async_trait]
+impl BatchStore for PgStore {
+    #[tracing::instrument(level = "trace", skip_all)]
+    async fn close_due_batch(
+        &self,
+        planner: &ClosePlanner,
+        lease_until: DateTime<Utc>,
+    ) -> Result<Option<ClosedBatch>, PortError> {
+        if !self.detect_citus().await? {
+            return self.close_batch_of(planner, lease_until, None).await;
+        }
+        let candidates = {
+            let mut conn = self.conn().await?;
+            subaccounts_with_batches(&mut conn, BatchStatus::Open, planner.now())
+                .await
+                .map_err(from_diesel)?
+        };
+        for subaccount in candidates {
+            if let Some(closed) = self
+                .close_batch_of(planner, lease_until, Some(subaccount))
+                .await?
+            {
+                return Ok(Some(closed));
+            }
+        }
+        Ok(None)
+    }
+
+    #[tracing::instrument(level = "trace", skip_all)]
+    async fn reclaim_stale_batch(
+        &self,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+    ) -> Result<Option<ClosedBatch>, PortError> {
+        if !self.detect_citus().await? {
+            return self.reclaim_batch_of(now, lease_until, None).await;
+        }
+        let candidates = {
+            let mut conn = self.conn().await?;
+            subaccounts_with_batches(&mut conn, BatchStatus::Queue, now)
+                .await
+                .map_err(from_diesel)?
+        };
+        for subaccount in candidates {
+            if let Some(reclaimed) = self
+                .reclaim_batch_of(now, lease_until, Some(subaccount))
+                .await?
+            {
+                return Ok(Some(reclaimed));
+            }
+        }
+        Ok(None)
     }
 
     #[tracing::instrument(
@@ -214,10 +350,14 @@ impl BatchStore for PgStore {
         events: &[OutboxEvent],
     ) -> Result<bool, PortError> {
         let id = closed.batch.id.as_uuid();
+        // The batch's subaccount, redundant with its id but what routes every statement to one
+        // shard on Citus.
+        let subaccount = closed.batch.subaccount_id.as_uuid();
         let mut conn = self.conn().await?;
         let result = conn
             .transaction::<_, TxError, _>(async |conn| {
                 let moved = diesel::update(batches::table.find(id))
+                    .filter(batches::subaccount_id.eq(subaccount))
                     .filter(batches::status.eq(BatchStatus::Queue.as_str()))
                     .filter(batches::claimed_until.eq(closed.claimed_until))
                     .set((
@@ -240,11 +380,12 @@ impl BatchStore for PgStore {
                 diesel::sql_query(
                     "UPDATE payouts p SET provider_reference = r.reference \
                      FROM unnest($1::uuid[], $2::text[]) AS r(id, reference) \
-                     WHERE p.id = r.id AND p.batch_id = $3",
+                     WHERE p.id = r.id AND p.batch_id = $3 AND p.subaccount_id = $4",
                 )
                 .bind::<Array<SqlUuid>, _>(ids)
                 .bind::<Array<Text>, _>(references)
                 .bind::<SqlUuid, _>(id)
+                .bind::<SqlUuid, _>(subaccount)
                 .cached()
                 .execute(conn)
                 .await?;
@@ -286,20 +427,42 @@ impl BatchStore for PgStore {
     ) -> Result<Option<Batch>, PortError> {
         let batch = batch.as_uuid();
         let mut conn = self.conn().await?;
+        // On Citus the lock must name the batch's shard: its subaccount is looked up first.
+        let subaccount = if self.detect_citus().await? {
+            let found: Option<Uuid> = batches::table
+                .find(batch)
+                .select(batches::subaccount_id)
+                .first(&mut conn)
+                .await
+                .optional()
+                .map_err(from_diesel)?;
+            let Some(found) = found else {
+                return Ok(None);
+            };
+            Some(found)
+        } else {
+            None
+        };
         let result = conn
             .transaction::<_, TxError, _>(async |conn| {
-                let row: Option<BatchRow> = batches::table
+                let in_progress = batches::table
                     .find(batch)
                     .filter(batches::status.eq(BatchStatus::InProgress.as_str()))
-                    .select(BatchRow::as_select())
-                    .for_update()
-                    .first(conn)
-                    .await
-                    .optional()?;
+                    .select(BatchRow::as_select());
+                let row: Option<BatchRow> = match subaccount {
+                    None => in_progress.for_update().first(conn).await.optional()?,
+                    Some(subaccount) => in_progress
+                        .filter(batches::subaccount_id.eq(subaccount))
+                        .for_update()
+                        .first(conn)
+                        .await
+                        .optional()?,
+                };
                 let Some(row) = row else {
                     return Ok(None);
                 };
                 let counts: Vec<(i16, i64, i64)> = payouts::table
+                    .filter(payouts::subaccount_id.eq(row.subaccount_id))
                     .filter(payouts::batch_id.eq(batch))
                     .group_by(payouts::status)
                     .select((
@@ -325,6 +488,7 @@ impl BatchStore for PgStore {
                 let total_failed = i32::try_from(failed).unwrap_or(i32::MAX);
                 let status = BatchStatus::finished(row.total_tx, total_failed);
                 diesel::update(batches::table.find(batch))
+                    .filter(batches::subaccount_id.eq(row.subaccount_id))
                     .set((
                         batches::status.eq(status.as_str()),
                         batches::process_amount.eq(paid),

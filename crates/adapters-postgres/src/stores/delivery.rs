@@ -1,5 +1,6 @@
-//! `DeliveryStore` on PostgreSQL: claims with `FOR UPDATE SKIP LOCKED` and a lease; attempts
-//! recorded with conditional updates, every attempt of a batch in one statement.
+//! `DeliveryStore` on PostgreSQL: claims with `FOR UPDATE SKIP LOCKED` and a lease (on Citus,
+//! one subaccount at a time); attempts recorded with conditional updates, every attempt of a
+//! batch in one statement.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -54,38 +55,70 @@ const NO_ENDPOINT: &str = "no enabled postback URL";
 /// sealed secrets. Any other is given up here: exhausted, with a `skipped` attempt appended,
 /// and returned with only its id, subaccount and attempt.
 ///
-/// Parameters: now, limit, lease deadline, the error of a skipped attempt.
-const CLAIM_DUE: &str = "\
-    WITH due AS ( \
-      SELECT id, subaccount_id FROM outbox_events \
-      WHERE status = 'pending' AND next_attempt_at <= $1 \
-        AND (claimed_until IS NULL OR claimed_until < $1) \
-      ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED), \
-    target AS ( \
-      SELECT due.id, s.postback_url, w.secret, w.previous_secret, w.previous_until, \
-             s.postback_url IS NOT NULL AND w.disabled_at IS NULL AS deliverable \
-      FROM due JOIN subaccounts s ON s.id = due.subaccount_id \
-      LEFT JOIN webhook_endpoints w ON w.subaccount_id = due.subaccount_id), \
-    taken AS ( \
-      UPDATE outbox_events e SET attempts = e.attempts + 1, \
-        claimed_until = CASE WHEN t.deliverable THEN $3 END, \
-        status = CASE WHEN t.deliverable THEN e.status ELSE 'exhausted' END, \
-        last_error = CASE WHEN t.deliverable THEN e.last_error ELSE $4 END \
-      FROM target t WHERE e.id = t.id \
-      RETURNING e.id, e.subaccount_id, e.attempts, e.payload, e.claimed_until), \
-    skipped AS ( \
-      INSERT INTO webhook_attempts \
-        (event_id, attempt, subaccount_id, attempted_at, outcome, status_code, latency_ms, error) \
-      SELECT k.id, k.attempts, k.subaccount_id, $1, 'skipped', NULL, 0, $4 \
-      FROM taken k JOIN target t ON t.id = k.id WHERE NOT t.deliverable) \
-    SELECT k.id, k.subaccount_id, k.attempts, \
-           CASE WHEN t.deliverable THEN t.postback_url END AS postback_url, \
-           CASE WHEN t.deliverable THEN k.payload END AS payload, \
-           k.claimed_until, \
-           CASE WHEN t.deliverable THEN t.secret END AS secret, \
-           CASE WHEN t.deliverable THEN t.previous_secret END AS previous_secret, \
-           CASE WHEN t.deliverable THEN t.previous_until END AS previous_until \
-    FROM taken k JOIN target t ON t.id = k.id";
+/// Parameters: now, limit, lease deadline, the error of a skipped attempt; `$subaccount` is a
+/// further condition on the events (empty, or one on `$5`).
+macro_rules! claim_due {
+    ($subaccount:literal) => {
+        concat!(
+            "WITH due AS ( \
+               SELECT id, subaccount_id FROM outbox_events \
+               WHERE status = 'pending' AND next_attempt_at <= $1 \
+                 AND (claimed_until IS NULL OR claimed_until < $1)",
+            $subaccount,
+            " ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED), \
+             target AS ( \
+               SELECT due.id, s.postback_url, w.secret, w.previous_secret, w.previous_until, \
+                      s.postback_url IS NOT NULL AND w.disabled_at IS NULL AS deliverable \
+               FROM due JOIN subaccounts s ON s.id = due.subaccount_id \
+               LEFT JOIN webhook_endpoints w ON w.subaccount_id = due.subaccount_id), \
+             taken AS ( \
+               UPDATE outbox_events e SET attempts = e.attempts + 1, \
+                 claimed_until = CASE WHEN t.deliverable THEN $3 END, \
+                 status = CASE WHEN t.deliverable THEN e.status ELSE 'exhausted' END, \
+                 last_error = CASE WHEN t.deliverable THEN e.last_error ELSE $4 END \
+               FROM target t WHERE e.id = t.id",
+            $subaccount,
+            " RETURNING e.id, e.subaccount_id, e.attempts, e.payload, e.claimed_until), \
+             skipped AS ( \
+               INSERT INTO webhook_attempts \
+                 (event_id, attempt, subaccount_id, attempted_at, outcome, status_code, \
+                  latency_ms, error) \
+               SELECT k.id, k.attempts, k.subaccount_id, $1, 'skipped', NULL, 0, $4 \
+               FROM taken k JOIN target t ON t.id = k.id WHERE NOT t.deliverable) \
+             SELECT k.id, k.subaccount_id, k.attempts, \
+                    CASE WHEN t.deliverable THEN t.postback_url END AS postback_url, \
+                    CASE WHEN t.deliverable THEN k.payload END AS payload, \
+                    k.claimed_until, \
+                    CASE WHEN t.deliverable THEN t.secret END AS secret, \
+                    CASE WHEN t.deliverable THEN t.previous_secret END AS previous_secret, \
+                    CASE WHEN t.deliverable THEN t.previous_until END AS previous_until \
+             FROM taken k JOIN target t ON t.id = k.id"
+        )
+    };
+}
+
+/// The claim of due events of every subaccount (plain PostgreSQL).
+const CLAIM_DUE: &str = claim_due!("");
+
+/// The claim of one subaccount's due events (`$5`), on Citus: there `FOR UPDATE` works only in
+/// a statement that runs on one shard, which the subaccount picks (the events are distributed
+/// by it, and `webhook_endpoints` is colocated with them).
+const CLAIM_DUE_OF_SUBACCOUNT: &str = claim_due!(" AND subaccount_id = $5");
+
+/// The subaccounts with due events (the conditions of [`claim_due!`]; `$1` now, `$2` limit),
+/// the one with the oldest due event first: a plain read, which Citus runs on every shard, to
+/// choose the subaccounts to claim from with [`CLAIM_DUE_OF_SUBACCOUNT`].
+const SUBACCOUNTS_WITH_DUE_EVENTS: &str = "\
+    SELECT subaccount_id FROM outbox_events \
+    WHERE status = 'pending' AND next_attempt_at <= $1 \
+      AND (claimed_until IS NULL OR claimed_until < $1) \
+    GROUP BY subaccount_id ORDER BY min(next_attempt_at) LIMIT $2";
+
+#[derive(QueryableByName)]
+struct SubaccountRow {
+    #[diesel(sql_type = SqlUuid)]
+    subaccount_id: Uuid,
+}
 
 /// The associated data that binds a webhook secret to its subaccount (see `set_webhook`).
 pub(crate) fn webhook_context(subaccount: Uuid) -> Vec<u8> {
@@ -122,6 +155,48 @@ impl PgStore {
     }
 }
 
+impl PgStore {
+    /// The claim on Citus: the subaccounts with due events, then each one's events claimed
+    /// with [`CLAIM_DUE_OF_SUBACCOUNT`] until `limit` events are taken. Every claim is atomic
+    /// and skips the rows other workers hold, as on plain PostgreSQL, so an event is still
+    /// claimed by one worker at a time; only the order across subaccounts is by each one's
+    /// oldest due event rather than event by event.
+    async fn claim_due_by_subaccount(
+        &self,
+        now: DateTime<Utc>,
+        limit: i32,
+        lease_until: DateTime<Utc>,
+    ) -> Result<Vec<ClaimedRow>, PortError> {
+        let mut conn = self.conn().await?;
+        let subaccounts: Vec<SubaccountRow> = diesel::sql_query(SUBACCOUNTS_WITH_DUE_EVENTS)
+            .bind::<Timestamptz, _>(now)
+            .bind::<Integer, _>(limit)
+            .cached()
+            .load(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        let mut rows: Vec<ClaimedRow> = Vec::new();
+        for subaccount in subaccounts {
+            let remaining = limit.saturating_sub(i32::try_from(rows.len()).unwrap_or(i32::MAX));
+            if remaining <= 0 {
+                break;
+            }
+            let claimed: Vec<ClaimedRow> = diesel::sql_query(CLAIM_DUE_OF_SUBACCOUNT)
+                .bind::<Timestamptz, _>(now)
+                .bind::<Integer, _>(remaining)
+                .bind::<Timestamptz, _>(lease_until)
+                .bind::<Text, _>(NO_ENDPOINT)
+                .bind::<SqlUuid, _>(subaccount.subaccount_id)
+                .cached()
+                .load(&mut conn)
+                .await
+                .map_err(from_diesel)?;
+            rows.extend(claimed);
+        }
+        Ok(rows)
+    }
+}
+
 fn outcome_columns(outcome: &DeliveryOutcome) -> (&'static str, Option<i16>, Option<String>) {
     match outcome {
         DeliveryOutcome::Delivered { status } => ("delivered", i16::try_from(*status).ok(), None),
@@ -149,17 +224,22 @@ impl DeliveryStore for PgStore {
         lease: Duration,
     ) -> Result<Claim, PortError> {
         let lease = chrono::Duration::from_std(lease).map_err(|e| PortError::Unknown(e.into()))?;
-        let mut conn = self.conn().await?;
-        let rows: Vec<ClaimedRow> = diesel::sql_query(CLAIM_DUE)
-            .bind::<Timestamptz, _>(now)
-            .bind::<Integer, _>(i32::try_from(limit).unwrap_or(i32::MAX))
-            .bind::<Timestamptz, _>(now + lease)
-            .bind::<Text, _>(NO_ENDPOINT)
-            .cached()
-            .load(&mut conn)
-            .await
-            .map_err(from_diesel)?;
-        drop(conn);
+        let limit = i32::try_from(limit).unwrap_or(i32::MAX);
+        let rows = if self.detect_citus().await? {
+            self.claim_due_by_subaccount(now, limit, now + lease)
+                .await?
+        } else {
+            let mut conn = self.conn().await?;
+            diesel::sql_query(CLAIM_DUE)
+                .bind::<Timestamptz, _>(now)
+                .bind::<Integer, _>(limit)
+                .bind::<Timestamptz, _>(now + lease)
+                .bind::<Text, _>(NO_ENDPOINT)
+                .cached()
+                .load(&mut conn)
+                .await
+                .map_err(from_diesel)?
+        };
         let mut claim = Claim::default();
         // Secrets are opened once per subaccount in the batch.
         let mut secrets: HashMap<Uuid, Vec<Secret<String>>> = HashMap::new();

@@ -104,8 +104,14 @@ impl InboundStore for PgStore {
         reference: &str,
     ) -> Result<Vec<SentItem>, PortError> {
         let mut conn = self.conn().await?;
+        // Joined on the subaccount too (an item's file is its subaccount's): Citus joins
+        // distributed tables only on their distribution column.
         let rows: Vec<(Uuid, DateTime<Utc>, Uuid, Uuid)> = rail_file_items::table
-            .inner_join(rail_files::table)
+            .inner_join(
+                rail_files::table.on(rail_file_items::file_id
+                    .eq(rail_files::id)
+                    .and(rail_file_items::subaccount_id.eq(rail_files::subaccount_id))),
+            )
             .filter(rail_file_items::reference.eq(reference))
             .filter(rail_files::method.eq(method.route()))
             .order((rail_files::created_at.desc(), rail_files::id.desc()))

@@ -24,7 +24,7 @@ pub use payout_groups::{GroupCommitSettings, PayoutGroups};
 
 use std::sync::Arc;
 
-use tokio::sync::Notify;
+use tokio::sync::{Notify, OnceCell};
 
 use diesel_async::AsyncPgConnection;
 use diesel_async::pooled_connection::deadpool::Object;
@@ -45,6 +45,8 @@ pub struct PgStore {
     events_committed: Arc<Notify>,
     /// Group commit of new payouts, when enabled (shared by the stores of every HTTP worker).
     payout_groups: Option<Arc<PayoutGroups>>,
+    /// Whether the database is a Citus cluster, found once by [`PgStore::detect_citus`].
+    citus: Arc<OnceCell<bool>>,
 }
 
 /// How long a new batch stays open by default (docs/OPERATIONS.md, Configuration,
@@ -60,7 +62,29 @@ impl PgStore {
             batch_schedule: BatchSchedule::Every(DEFAULT_BATCH_INTERVAL),
             events_committed: Arc::new(Notify::new()),
             payout_groups: None,
+            citus: Arc::new(OnceCell::new()),
         }
+    }
+
+    /// Whether the database is a Citus cluster (has the `citus` extension). Asked of the
+    /// database once per store (and its clones); later calls answer from memory, so the
+    /// background claims, which take another path on Citus, pay for it only once. Call it at
+    /// start-up to find out early; a failed look-up is retried on the next call.
+    pub async fn detect_citus(&self) -> Result<bool, PortError> {
+        let found = self
+            .citus
+            .get_or_try_init(|| async {
+                let mut conn = self.conn().await?;
+                let citus = crate::citus::has_citus(&mut conn)
+                    .await
+                    .map_err(PortError::Unavailable)?;
+                if citus {
+                    tracing::debug!("the database is a Citus cluster: claims go by subaccount");
+                }
+                Ok::<bool, PortError>(citus)
+            })
+            .await?;
+        Ok(*found)
     }
 
     /// The same store, writing new payouts through `groups` (group commit: see

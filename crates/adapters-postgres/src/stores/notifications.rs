@@ -1,6 +1,6 @@
 //! `NotificationStore` on PostgreSQL: queued confirmation requests, recipients and links sealed
-//! by the vault; claims with `FOR UPDATE SKIP LOCKED` and a lease in `next_attempt_at`;
-//! outcomes recorded with conditional updates.
+//! by the vault; claims with `FOR UPDATE SKIP LOCKED` (on Citus, one subaccount at a time) and a
+//! lease in `next_attempt_at`; outcomes recorded with conditional updates.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -170,16 +170,47 @@ impl ClaimedRow {
 /// another instance holds locked: each one's attempt count goes up and its `next_attempt_at`
 /// becomes the claim's end.
 ///
-/// Parameters: now, limit, claimed until.
-const CLAIM_DUE: &str = "\
-    WITH due AS ( \
-      SELECT id FROM notifications \
-      WHERE status = 'pending' AND next_attempt_at <= $1 \
-      ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED) \
-    UPDATE notifications n SET attempts = n.attempts + 1, next_attempt_at = $3, updated_at = $1 \
-    FROM due WHERE n.id = due.id \
-    RETURNING n.id, n.subaccount_id, n.account_id, n.channel, n.recipient_ciphertext, \
-      n.link_ciphertext, n.masked_details, n.attempts, n.created_at, n.next_attempt_at";
+/// Parameters: now, limit, claimed until; `$subaccount` is a further condition on the rows
+/// (empty, or one on `$4`).
+macro_rules! claim_due {
+    ($subaccount:literal) => {
+        concat!(
+            "WITH due AS ( \
+               SELECT id FROM notifications \
+               WHERE status = 'pending' AND next_attempt_at <= $1",
+            $subaccount,
+            " ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED) \
+             UPDATE notifications n \
+             SET attempts = n.attempts + 1, next_attempt_at = $3, updated_at = $1 \
+             FROM due WHERE n.id = due.id",
+            $subaccount,
+            " RETURNING n.id, n.subaccount_id, n.account_id, n.channel, \
+               n.recipient_ciphertext, n.link_ciphertext, n.masked_details, n.attempts, \
+               n.created_at, n.next_attempt_at"
+        )
+    };
+}
+
+/// The claim of due rows of every subaccount (plain PostgreSQL).
+const CLAIM_DUE: &str = claim_due!("");
+
+/// The claim of one subaccount's due rows (`$4`), on Citus, where `FOR UPDATE` works only in a
+/// statement that runs on one shard, which the subaccount picks.
+const CLAIM_DUE_OF_SUBACCOUNT: &str = claim_due!(" AND subaccount_id = $4");
+
+/// The subaccounts with due rows (`$1` now, `$2` limit), the one with the oldest due row first:
+/// a plain read, which Citus runs on every shard, to choose the subaccounts to claim from with
+/// [`CLAIM_DUE_OF_SUBACCOUNT`].
+const SUBACCOUNTS_WITH_DUE_ROWS: &str = "\
+    SELECT subaccount_id FROM notifications \
+    WHERE status = 'pending' AND next_attempt_at <= $1 \
+    GROUP BY subaccount_id ORDER BY min(next_attempt_at) LIMIT $2";
+
+#[derive(QueryableByName)]
+struct SubaccountRow {
+    #[diesel(sql_type = SqlUuid)]
+    subaccount_id: Uuid,
+}
 
 /// A listed row: no recipient, no link.
 #[derive(Queryable, Selectable)]
@@ -228,15 +259,48 @@ impl NotificationStore for PgStore {
         limit: u32,
         claimed_until: DateTime<Utc>,
     ) -> Result<Vec<Notification>, PortError> {
+        let limit = i32::try_from(limit).unwrap_or(i32::MAX);
+        let citus = self.detect_citus().await?;
         let mut conn = self.conn().await?;
-        let rows: Vec<ClaimedRow> = diesel::sql_query(CLAIM_DUE)
-            .bind::<Timestamptz, _>(now)
-            .bind::<Integer, _>(i32::try_from(limit).unwrap_or(i32::MAX))
-            .bind::<Timestamptz, _>(claimed_until)
-            .cached()
-            .load(&mut conn)
-            .await
-            .map_err(from_diesel)?;
+        let rows: Vec<ClaimedRow> = if citus {
+            // One subaccount at a time (see CLAIM_DUE_OF_SUBACCOUNT); each claim is atomic and
+            // skips rows other instances hold, so a row is still claimed once at a time.
+            let subaccounts: Vec<SubaccountRow> = diesel::sql_query(SUBACCOUNTS_WITH_DUE_ROWS)
+                .bind::<Timestamptz, _>(now)
+                .bind::<Integer, _>(limit)
+                .cached()
+                .load(&mut conn)
+                .await
+                .map_err(from_diesel)?;
+            let mut rows = Vec::new();
+            for subaccount in subaccounts {
+                let taken = i32::try_from(rows.len()).unwrap_or(i32::MAX);
+                let remaining = limit.saturating_sub(taken);
+                if remaining <= 0 {
+                    break;
+                }
+                let claimed: Vec<ClaimedRow> = diesel::sql_query(CLAIM_DUE_OF_SUBACCOUNT)
+                    .bind::<Timestamptz, _>(now)
+                    .bind::<Integer, _>(remaining)
+                    .bind::<Timestamptz, _>(claimed_until)
+                    .bind::<SqlUuid, _>(subaccount.subaccount_id)
+                    .cached()
+                    .load(&mut conn)
+                    .await
+                    .map_err(from_diesel)?;
+                rows.extend(claimed);
+            }
+            rows
+        } else {
+            diesel::sql_query(CLAIM_DUE)
+                .bind::<Timestamptz, _>(now)
+                .bind::<Integer, _>(limit)
+                .bind::<Timestamptz, _>(claimed_until)
+                .cached()
+                .load(&mut conn)
+                .await
+                .map_err(from_diesel)?
+        };
         drop(conn);
         rows.into_iter()
             .map(|row| row.into_domain(&self.vault))
@@ -267,6 +331,8 @@ impl NotificationStore for PgStore {
         let mut conn = self.conn().await?;
         let updated = diesel::update(notifications::table)
             .filter(notifications::id.eq(notification.id.as_uuid()))
+            // Redundant with the id, but it lets Citus send the update to one shard.
+            .filter(notifications::subaccount_id.eq(notification.request.subaccount_id.as_uuid()))
             .filter(
                 notifications::attempts.eq(i32::try_from(notification.attempt).unwrap_or(i32::MAX)),
             )

@@ -1,9 +1,8 @@
 //! Writing outbox events inside the caller's transaction.
 
 use chrono::{DateTime, Utc};
-use diesel::QueryableByName;
 use diesel::sql_types::{
-    Array, BigInt, Bytea, Jsonb, Nullable, SmallInt, Text, Timestamptz, Uuid as SqlUuid,
+    Array, Bytea, Jsonb, Nullable, SmallInt, Text, Timestamptz, Uuid as SqlUuid,
 };
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use uuid::Uuid;
@@ -39,16 +38,16 @@ pub(crate) async fn insert_events(
         }
         Some(commit) => {
             let response = commit.response.as_ref();
-            let marked: Vec<Marked> = event_statement!(INSERT_EVENT_MARKING_KEY, first)
+            let inserted = event_statement!(INSERT_EVENT_MARKING_KEY, first)
                 .bind::<SqlUuid, _>(commit.claim.subaccount.as_uuid())
                 .bind::<Text, _>(commit.claim.key.as_str())
                 .bind::<Timestamptz, _>(commit.claim.lease_until)
                 .bind::<Nullable<SmallInt>, _>(response.map(super::idempotency::status_column))
                 .bind::<Nullable<Bytea>, _>(response.map(|r| r.body.as_slice()))
                 .cached()
-                .load(conn)
+                .execute(conn)
                 .await?;
-            if marked.into_iter().next().map(|m| m.marked) != Some(1) {
+            if inserted != 1 {
                 return Err(super::idempotency::not_own());
             }
         }
@@ -95,6 +94,10 @@ async fn insert_many(conn: &mut AsyncPgConnection, events: &[OutboxEvent]) -> Re
     }
 }
 
+/// The upserts of `outbox_sequences` name its primary key rather than its columns: the key is
+/// `(object_id)` on plain PostgreSQL and `(subaccount_id, object_id)` on Citus, which needs the
+/// distribution column in every unique key ([`crate::citus`]); the name is the same on both.
+///
 /// Events given as arrays (`$1`–`$6`: ids, subaccounts, objects, types, payloads, times), each
 /// with the next sequence number of its object in the order given: one upsert per object
 /// reserves as many numbers as it has events here, and each event takes its place among them.
@@ -109,7 +112,7 @@ const INSERT_EVENTS: &str = "\
     seq AS ( \
       INSERT INTO outbox_sequences (object_id, subaccount_id, last_sequence) \
       SELECT object_id, subaccount_id, k FROM wanted ORDER BY object_id \
-      ON CONFLICT (object_id) DO UPDATE \
+      ON CONFLICT ON CONSTRAINT outbox_sequences_pkey DO UPDATE \
         SET last_sequence = outbox_sequences.last_sequence + EXCLUDED.last_sequence \
       RETURNING object_id, last_sequence), \
     numbered AS ( \
@@ -129,7 +132,8 @@ macro_rules! sequenced_event_insert {
     () => {
         "seq AS ( \
            INSERT INTO outbox_sequences (object_id, subaccount_id, last_sequence) VALUES ($3, $2, 1) \
-           ON CONFLICT (object_id) DO UPDATE SET last_sequence = outbox_sequences.last_sequence + 1 \
+           ON CONFLICT ON CONSTRAINT outbox_sequences_pkey \
+             DO UPDATE SET last_sequence = outbox_sequences.last_sequence + 1 \
            RETURNING last_sequence AS n) \
          INSERT INTO outbox_events \
            (id, subaccount_id, object_id, sequence, event_type, payload, created_at, next_attempt_at) \
@@ -142,8 +146,11 @@ const INSERT_EVENT: &str = concat!("WITH ", sequenced_event_insert!());
 
 /// [`INSERT_EVENT`] that also marks the request's idempotency key committed where its claim
 /// still holds (`$7`–`$9`: subaccount, key, lease deadline) and, when a response is given
-/// (`$10`, `$11`: status and body, or nulls), completes the key with it; returns how many keys
-/// it marked.
+/// (`$10`, `$11`: status and body, or nulls), completes the key with it. The event is inserted
+/// only alongside a marked key (a join with `mark`), so it inserts one row when the key was
+/// marked and none when it was not. (Reading `mark` in a subquery of `RETURNING` instead is
+/// what Citus cannot plan: the statement runs on the subaccount's shard, where the subquery
+/// loses the `WITH` it refers to.)
 const INSERT_EVENT_MARKING_KEY: &str = concat!(
     "WITH mark AS ( \
        UPDATE idempotency_keys SET committed = true, \
@@ -154,14 +161,8 @@ const INSERT_EVENT_MARKING_KEY: &str = concat!(
          AND state = 'in_progress' \
        RETURNING 1), ",
     sequenced_event_insert!(),
-    " RETURNING (SELECT count(*) FROM mark) AS marked"
+    ", mark"
 );
-
-#[derive(QueryableByName)]
-struct Marked {
-    #[diesel(sql_type = BigInt)]
-    marked: i64,
-}
 
 /// `sql` with `event`'s six parameters bound (a macro: the bound query's type is unnameable).
 macro_rules! event_statement {

@@ -10,6 +10,11 @@
 //! at most its open batch, and the next run carries on. When every row is under the current
 //! key, the run records it in `maintenance_markers` (`master_key_rotation`, the current key's
 //! id as version), which [`PgStore::master_key_rotation`] reads.
+//!
+//! On Citus, where `FOR UPDATE` works only in a statement that runs on one shard, a batch of a
+//! table distributed by subaccount first reads its rows' keys and subaccounts without locks,
+//! then locks each row on its shard (skipping one that no longer needs it); the rest is the
+//! same.
 
 use chrono::{DateTime, Utc};
 use diesel::dsl::sql;
@@ -140,6 +145,15 @@ struct SealedRow {
     sealed: Vec<Option<Vec<u8>>>,
 }
 
+/// A row a batch is to lock, on Citus: its key and the subaccount that picks its shard.
+#[derive(QueryableByName)]
+struct Candidate {
+    #[diesel(sql_type = SqlUuid)]
+    id: Uuid,
+    #[diesel(sql_type = SqlUuid)]
+    subaccount_id: Uuid,
+}
+
 #[derive(QueryableByName)]
 struct Count {
     #[diesel(sql_type = BigInt)]
@@ -156,40 +170,100 @@ struct MarkerRow {
 
 const OPEN_FAILED: &str = "could not be opened with the current or the previous master key";
 
-/// Re-seals the rows of a table with one or two plain sealed columns.
+/// The next rows of a distributed table for a batch on Citus, where `FOR UPDATE` works only
+/// in a statement that runs on one shard: their keys and subaccounts read without locks (`key`
+/// after `after`, `stale` being the condition on `$1`, the current header), oldest key first.
+/// Each is then locked on its own shard, and skipped if it no longer qualifies by then.
+async fn citus_candidates(
+    conn: &mut AsyncPgConnection,
+    header: &[u8],
+    name: &str,
+    key: &str,
+    stale: &str,
+    after: Uuid,
+    limit: i64,
+) -> Result<Vec<Candidate>, diesel::result::Error> {
+    diesel::sql_query(format!(
+        "SELECT {key} AS id, subaccount_id FROM {name} \
+         WHERE {key} > $2 AND ({stale}) ORDER BY {key} LIMIT $3"
+    ))
+    .bind::<Bytea, _>(header.to_vec())
+    .bind::<SqlUuid, _>(after)
+    .bind::<BigInt, _>(limit)
+    .load(conn)
+    .await
+}
+
+/// Re-seals the rows of a table with one or two plain sealed columns. `by_subaccount` (a
+/// distributed table on Citus) locks them one subaccount's shard at a time
+/// ([`citus_candidates`]) and names the subaccount in every update.
 async fn rotate_sealed(
     conn: &mut AsyncPgConnection,
     vault: &Vault,
     table: SealedTable,
     after: Uuid,
     limit: i64,
+    by_subaccount: bool,
 ) -> Result<RotationBatch, TxError> {
     let (key, columns, context) = table.layout();
     let name = table.name();
-    let rows: Vec<SealedRow> = diesel::sql_query(format!(
-        "SELECT {key} AS id, ARRAY[{cols}]::bytea[] AS sealed FROM {name} \
-         WHERE {key} > $2 AND ({stale}) ORDER BY {key} LIMIT $3 FOR UPDATE",
-        cols = columns.join(", "),
-        stale = table.stale_condition(),
-    ))
-    .bind::<Bytea, _>(vault.current_header().to_vec())
-    .bind::<SqlUuid, _>(after)
-    .bind::<BigInt, _>(limit)
-    .load(conn)
-    .await?;
+    let header = vault.current_header();
+    let cols = columns.join(", ");
+    let stale = table.stale_condition();
+    // Each row with its subaccount on Citus (which routes its update), `None` otherwise.
+    let (rows, last): (Vec<(SealedRow, Option<Uuid>)>, Option<Uuid>) = if by_subaccount {
+        let candidates = citus_candidates(conn, &header, name, key, &stale, after, limit).await?;
+        let lock = format!(
+            "SELECT {key} AS id, ARRAY[{cols}]::bytea[] AS sealed FROM {name} \
+             WHERE subaccount_id = $2 AND {key} = $3 AND ({stale}) FOR UPDATE"
+        );
+        let mut rows = Vec::with_capacity(candidates.len());
+        for candidate in &candidates {
+            let locked: Option<SealedRow> = diesel::sql_query(&lock)
+                .bind::<Bytea, _>(header.to_vec())
+                .bind::<SqlUuid, _>(candidate.subaccount_id)
+                .bind::<SqlUuid, _>(candidate.id)
+                .get_result(conn)
+                .await
+                .optional()?;
+            rows.extend(locked.map(|row| (row, Some(candidate.subaccount_id))));
+        }
+        (rows, candidates.last().map(|c| c.id))
+    } else {
+        let rows: Vec<SealedRow> = diesel::sql_query(format!(
+            "SELECT {key} AS id, ARRAY[{cols}]::bytea[] AS sealed FROM {name} \
+             WHERE {key} > $2 AND ({stale}) ORDER BY {key} LIMIT $3 FOR UPDATE"
+        ))
+        .bind::<Bytea, _>(header.to_vec())
+        .bind::<SqlUuid, _>(after)
+        .bind::<BigInt, _>(limit)
+        .load(conn)
+        .await?;
+        let last = rows.last().map(|r| r.id);
+        (rows.into_iter().map(|row| (row, None)).collect(), last)
+    };
     let mut batch = RotationBatch {
-        last: rows.last().map(|r| r.id),
+        last,
         ..RotationBatch::default()
     };
+    // The new values go in one parameter per column (`$3`, and `$4` for a second column;
+    // bound but unused for a table with one): Citus crashes on a subscripted parameter
+    // (`$2[1]`) in `SET`.
+    if columns.len() > 2 {
+        return Err(TxError::Invariant(anyhow::anyhow!(
+            "{name} has more sealed columns than the rotation's update binds"
+        )));
+    }
     let assignments = (0..columns.len())
-        .map(|i| format!("{} = $2[{}]", columns[i], i + 1))
+        .map(|i| format!("{} = ${}", columns[i], i + 3))
         .collect::<Vec<_>>()
         .join(", ");
     let update = format!(
-        "UPDATE {name} SET {assignments} WHERE {key} = $1 AND ARRAY[{cols}]::bytea[] IS NOT DISTINCT FROM $3",
-        cols = columns.join(", "),
+        "UPDATE {name} SET {assignments} WHERE {key} = $1 AND ARRAY[{cols}]::bytea[] IS NOT DISTINCT FROM $2",
     );
-    'rows: for row in rows {
+    // On Citus the row's subaccount (the key itself for webhook_endpoints) routes the update.
+    let update_on_shard = format!("{update} AND subaccount_id = $5");
+    'rows: for (row, subaccount) in rows {
         let mut resealed = Vec::with_capacity(row.sealed.len());
         for (i, sealed) in row.sealed.iter().enumerate() {
             let Some(sealed) = sealed else {
@@ -212,45 +286,97 @@ async fn rotate_sealed(
             let again = vault.seal(&plain, &ctx).map_err(TxError::invariant)?;
             resealed.push(Some(again));
         }
-        let updated = diesel::sql_query(&update)
-            .bind::<SqlUuid, _>(row.id)
-            .bind::<Array<Nullable<Bytea>>, _>(&resealed)
-            .bind::<Array<Nullable<Bytea>>, _>(&row.sealed)
-            .execute(conn)
-            .await?;
+        let mut new_values = resealed.into_iter();
+        let (first, second) = (new_values.next().flatten(), new_values.next().flatten());
+        let updated = match subaccount {
+            None => {
+                diesel::sql_query(&update)
+                    .bind::<SqlUuid, _>(row.id)
+                    .bind::<Array<Nullable<Bytea>>, _>(&row.sealed)
+                    .bind::<Nullable<Bytea>, _>(first)
+                    .bind::<Nullable<Bytea>, _>(second)
+                    .execute(conn)
+                    .await?
+            }
+            Some(subaccount) => {
+                diesel::sql_query(&update_on_shard)
+                    .bind::<SqlUuid, _>(row.id)
+                    .bind::<Array<Nullable<Bytea>>, _>(&row.sealed)
+                    .bind::<Nullable<Bytea>, _>(first)
+                    .bind::<Nullable<Bytea>, _>(second)
+                    .bind::<SqlUuid, _>(subaccount)
+                    .execute(conn)
+                    .await?
+            }
+        };
         batch.rotated += updated as u64;
     }
     Ok(batch)
 }
 
-/// Re-seals and re-fingerprints receiver accounts.
+/// Re-seals and re-fingerprints receiver accounts. `by_subaccount` (on Citus) locks them one
+/// subaccount's shard at a time ([`citus_candidates`]) and names the subaccount in every update.
 async fn rotate_accounts(
     conn: &mut AsyncPgConnection,
     vault: &Vault,
     after: Uuid,
     limit: i64,
+    by_subaccount: bool,
 ) -> Result<RotationBatch, TxError> {
     use receiver_accounts as t;
-    let name = SealedTable::ReceiverAccounts.name();
-    let rows: Vec<AccountRow> = t::table
-        .filter(t::id.gt(after))
-        .filter(
-            sql::<Bool>(&format!(
-                "substring(data_ciphertext from 1 for {HEADER_LEN}) <> "
-            ))
-            .bind::<Bytea, _>(vault.current_header().to_vec()),
+    let table = SealedTable::ReceiverAccounts;
+    let name = table.name();
+    let header = vault.current_header();
+    let stale = || {
+        sql::<Bool>(&format!(
+            "substring(data_ciphertext from 1 for {HEADER_LEN}) <> "
+        ))
+        .bind::<Bytea, _>(header.to_vec())
+    };
+    // Each row with its subaccount on Citus (which routes its update), `None` otherwise.
+    let (rows, last): (Vec<(AccountRow, Option<Uuid>)>, Option<Uuid>) = if by_subaccount {
+        let candidates = citus_candidates(
+            conn,
+            &header,
+            name,
+            "id",
+            &table.stale_condition(),
+            after,
+            limit,
         )
-        .order(t::id.asc())
-        .limit(limit)
-        .for_update()
-        .select(AccountRow::as_select())
-        .load(conn)
         .await?;
+        let mut rows = Vec::with_capacity(candidates.len());
+        for candidate in &candidates {
+            let locked: Option<AccountRow> = t::table
+                .filter(t::subaccount_id.eq(candidate.subaccount_id))
+                .filter(t::id.eq(candidate.id))
+                .filter(stale())
+                .for_update()
+                .select(AccountRow::as_select())
+                .first(conn)
+                .await
+                .optional()?;
+            rows.extend(locked.map(|row| (row, Some(candidate.subaccount_id))));
+        }
+        (rows, candidates.last().map(|c| c.id))
+    } else {
+        let rows: Vec<AccountRow> = t::table
+            .filter(t::id.gt(after))
+            .filter(stale())
+            .order(t::id.asc())
+            .limit(limit)
+            .for_update()
+            .select(AccountRow::as_select())
+            .load(conn)
+            .await?;
+        let last = rows.last().map(|r| r.id);
+        (rows.into_iter().map(|row| (row, None)).collect(), last)
+    };
     let mut batch = RotationBatch {
-        last: rows.last().map(|r| r.id),
+        last,
         ..RotationBatch::default()
     };
-    for row in rows {
+    for (row, subaccount) in rows {
         let id = row.id;
         let Some((old, new)) = row.resealed(vault) else {
             batch.failures.push(RotationFailure {
@@ -265,14 +391,23 @@ async fn rotate_accounts(
         // alone.
         let result = conn
             .transaction::<_, diesel::result::Error, _>(async |conn| {
-                diesel::update(
-                    t::table
-                        .filter(t::id.eq(id))
-                        .filter(t::data_ciphertext.eq(&old)),
-                )
-                .set(new.sealed_columns())
-                .execute(conn)
-                .await
+                let unchanged = t::table
+                    .filter(t::id.eq(id))
+                    .filter(t::data_ciphertext.eq(&old));
+                match subaccount {
+                    None => {
+                        diesel::update(unchanged)
+                            .set(new.sealed_columns())
+                            .execute(conn)
+                            .await
+                    }
+                    Some(subaccount) => {
+                        diesel::update(unchanged.filter(t::subaccount_id.eq(subaccount)))
+                            .set(new.sealed_columns())
+                            .execute(conn)
+                            .await
+                    }
+                }
             })
             .await;
         match result {
@@ -298,10 +433,14 @@ impl PgStore {
         limit: i64,
     ) -> Result<RotationBatch, PortError> {
         let vault = &self.vault;
+        // On Citus every table but api_keys (a reference table) is distributed by subaccount.
+        let by_subaccount = table != SealedTable::ApiKeys && self.detect_citus().await?;
         let mut conn = self.conn().await?;
         conn.transaction::<_, TxError, _>(async |conn| match table {
-            SealedTable::ReceiverAccounts => rotate_accounts(conn, vault, after, limit).await,
-            other => rotate_sealed(conn, vault, other, after, limit).await,
+            SealedTable::ReceiverAccounts => {
+                rotate_accounts(conn, vault, after, limit, by_subaccount).await
+            }
+            other => rotate_sealed(conn, vault, other, after, limit, by_subaccount).await,
         })
         .await
         .map_err(from_tx)

@@ -223,10 +223,17 @@ impl TestApp {
         base
     }
 
-    /// Runs `sql` on the app's database (to set up what the API cannot, e.g. a trigger).
+    /// Runs `sql` on the app's database (to set up what the API cannot, e.g. a trigger). On
+    /// Citus a trigger on a distributed table must be allowed first; it then runs on the
+    /// shards, as the tests' triggers only look at the row they fire for.
     pub async fn execute_sql(&self, sql: &str) {
         use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
         let mut conn = AsyncPgConnection::establish(self._db.url()).await.unwrap();
+        if self._db.is_citus() {
+            conn.batch_execute("SET citus.enable_unsafe_triggers TO on")
+                .await
+                .unwrap();
+        }
         conn.batch_execute(sql).await.unwrap();
     }
 

@@ -112,22 +112,26 @@ async fn a_retry_replays_the_first_response_byte_for_byte_and_writes_nothing() {
 
 /// Forbids storing a response in a transaction after the one that wrote: completing a key
 /// already marked committed. Only a response stored in the write's own transaction (marked and
-/// completed by one statement) gets through.
-const COMPLETE_ONLY_WITH_THE_WRITE: &str = "\
-    CREATE FUNCTION forbid_late_completion() RETURNS trigger LANGUAGE plpgsql AS $$ \
-    BEGIN \
-      IF OLD.committed AND OLD.state = 'in_progress' AND NEW.state = 'completed' THEN \
-        RAISE EXCEPTION 'response stored after its write committed'; \
-      END IF; \
-      RETURN NEW; \
-    END $$; \
-    CREATE TRIGGER forbid_late_completion BEFORE UPDATE ON idempotency_keys \
-      FOR EACH ROW EXECUTE FUNCTION forbid_late_completion()";
+/// completed by one statement) gets through. Two statements, run one at a time: Citus
+/// propagates each to the workers and refuses them as one string.
+const COMPLETE_ONLY_WITH_THE_WRITE: [&str; 2] = [
+    "CREATE FUNCTION forbid_late_completion() RETURNS trigger LANGUAGE plpgsql AS $$ \
+     BEGIN \
+       IF OLD.committed AND OLD.state = 'in_progress' AND NEW.state = 'completed' THEN \
+         RAISE EXCEPTION 'response stored after its write committed'; \
+       END IF; \
+       RETURN NEW; \
+     END $$",
+    "CREATE TRIGGER forbid_late_completion BEFORE UPDATE ON idempotency_keys \
+     FOR EACH ROW EXECUTE FUNCTION forbid_late_completion()",
+];
 
 #[tokio::test]
 async fn every_keyed_write_stores_its_response_in_its_own_transaction() {
     let app = spawn_app().await;
-    app.execute_sql(COMPLETE_ONLY_WITH_THE_WRITE).await;
+    for statement in COMPLETE_ONLY_WITH_THE_WRITE {
+        app.execute_sql(statement).await;
+    }
     app.admin
         .fund(subaccount(&app.a), "AUD", "10000")
         .await
