@@ -8,10 +8,11 @@
 --      (crates/adapters-postgres/src/stores/credentials.rs); then the claim of the request's
 --      `idempotency-key` (`IdempotencyStore::claim`, stores/idempotency.rs: one INSERT for a
 --      new key);
---   2. the reads of `PayoutService::create` (crates/domain/src/payout/service.rs), in its order:
---      `ReceiverStore::find_receiver` (stores/receivers.rs), `AccountStore::find_account`
---      (stores/accounts.rs), `PayoutStore::fee_template` and `similar_payout_since`
---      (stores/payouts.rs);
+--   2. the reads of `PayoutService::create` (crates/domain/src/payout/service.rs): receiver,
+--      account, fee template and the duplicate check. payoutd now makes them with one call,
+--      `PayoutStore::planning_facts` (stores/payouts.rs), as four `= ANY` reads pipelined on one
+--      connection; this script still runs the earlier one-row reads one after another, so here
+--      it approximates payoutd's SQL rather than replaying it;
 --   3. `PayoutStore::insert_payout` (stores/payouts.rs): one transaction with the receiver and
 --      account locked FOR SHARE and re-checked (`check_parties`), the open batch joined FOR
 --      SHARE (`join_open_batch`; the scenario seeds one per currency, due in 30 days), the
