@@ -8,17 +8,29 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use domain::PortError;
 use domain::auth::ports::CredentialStore;
-use domain::auth::{Credential, NonceOutcome};
+use domain::auth::{Credential, NonceDurability, NonceOutcome};
 use domain::ids::{ApiKeyId, SubaccountId};
 use uuid::Uuid;
 
 use super::PgStore;
+use crate::cached::CachedExt;
 use crate::errors::from_diesel;
 use crate::schema::{api_keys, request_nonces, subaccounts};
 
 /// How long recorded nonces are kept. Longer than any sensible freshness window: a nonce older
 /// than the window is refused as stale before it is ever looked up.
 pub const NONCE_RETENTION: Duration = Duration::from_secs(3600);
+
+/// Records a nonce without waiting for the flush of its commit
+/// ([`NonceDurability::WithNextCommit`]): `set_config(…, true)` turns `synchronous_commit` off
+/// for the statement's own transaction only, so the connection goes back to the pool as it
+/// came. The commit is visible to every session at once; it reaches the disk with the next
+/// flushed commit (or the WAL writer's next round, within `wal_writer_delay`).
+const RECORD_NONCE_WITHOUT_FLUSH_WAIT: &str = "\
+    WITH no_flush_wait AS (SELECT set_config('synchronous_commit', 'off', true)) \
+    INSERT INTO request_nonces (api_key_id, nonce, subaccount_id, seen_at) \
+    SELECT $1, $2, $3, $4 FROM no_flush_wait \
+    ON CONFLICT DO NOTHING";
 
 #[async_trait]
 impl CredentialStore for PgStore {
@@ -61,19 +73,35 @@ impl CredentialStore for PgStore {
         subaccount: SubaccountId,
         nonce: i64,
         seen_at: DateTime<Utc>,
+        durability: NonceDurability,
     ) -> Result<NonceOutcome, PortError> {
+        // On Citus the setting would reach only the coordinator, not the worker that commits
+        // the row: the plain insert below (which waits) is used there.
+        let skip_flush_wait =
+            durability == NonceDurability::WithNextCommit && !self.detect_citus().await?;
         let mut conn = self.conn().await?;
-        let inserted = diesel::insert_into(request_nonces::table)
-            .values((
-                request_nonces::api_key_id.eq(api_key.as_uuid()),
-                request_nonces::nonce.eq(nonce),
-                request_nonces::subaccount_id.eq(subaccount.as_uuid()),
-                request_nonces::seen_at.eq(seen_at),
-            ))
-            .on_conflict_do_nothing()
-            .execute(&mut conn)
-            .await
-            .map_err(from_diesel)?;
+        let inserted = if skip_flush_wait {
+            diesel::sql_query(RECORD_NONCE_WITHOUT_FLUSH_WAIT)
+                .bind::<diesel::sql_types::Uuid, _>(api_key.as_uuid())
+                .bind::<diesel::sql_types::BigInt, _>(nonce)
+                .bind::<diesel::sql_types::Uuid, _>(subaccount.as_uuid())
+                .bind::<diesel::sql_types::Timestamptz, _>(seen_at)
+                .cached()
+                .execute(&mut conn)
+                .await
+        } else {
+            diesel::insert_into(request_nonces::table)
+                .values((
+                    request_nonces::api_key_id.eq(api_key.as_uuid()),
+                    request_nonces::nonce.eq(nonce),
+                    request_nonces::subaccount_id.eq(subaccount.as_uuid()),
+                    request_nonces::seen_at.eq(seen_at),
+                ))
+                .on_conflict_do_nothing()
+                .execute(&mut conn)
+                .await
+        }
+        .map_err(from_diesel)?;
         Ok(if inserted == 1 {
             NonceOutcome::Fresh
         } else {

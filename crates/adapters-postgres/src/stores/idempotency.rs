@@ -25,6 +25,20 @@ use crate::cached::CachedExt;
 use crate::errors::{TxError, from_diesel};
 use crate::schema::idempotency_keys;
 
+/// Claims a new key without waiting for the flush of its commit: `set_config(…, true)` turns
+/// `synchronous_commit` off for this statement's own transaction only. Safe because nothing is
+/// answered on the strength of the claim alone: every way its request ends commits durably
+/// after it (the write that marks the key committed, the stored response, the released key),
+/// and the database's log is flushed in order, so that commit puts the claim on disk too. A
+/// crash can lose the claim only together with all its request did; a retry then runs afresh.
+/// (On Citus the setting would reach only the coordinator: the plain insert is used there.)
+const CLAIM_NEW_KEY_WITHOUT_FLUSH_WAIT: &str = "\
+    WITH no_flush_wait AS (SELECT set_config('synchronous_commit', 'off', true)) \
+    INSERT INTO idempotency_keys (subaccount_id, idempotency_key, request_hash, state, \
+        response_status, response_body, created_at, expires_at, locked_until, committed) \
+    SELECT $1, $2, $3, 'in_progress', NULL, NULL, $4, $5, $6, false FROM no_flush_wait \
+    ON CONFLICT DO NOTHING";
+
 /// The error that rolls back a business transaction whose request no longer holds its key.
 pub(crate) fn not_own() -> TxError {
     TxError::KeyNotOwn
@@ -122,19 +136,33 @@ impl IdempotencyStore for PgStore {
             idempotency_keys::locked_until.eq(Some(lease_until)),
             idempotency_keys::committed.eq(false),
         );
+        let citus = self.detect_citus().await?;
         let mut conn = self.conn().await?;
         // A new key (the usual case) is one statement; only a key seen before needs the locked
         // read and decision below.
-        let inserted = diesel::insert_into(idempotency_keys::table)
-            .values((
-                idempotency_keys::subaccount_id.eq(sub),
-                idempotency_keys::idempotency_key.eq(key.as_str()),
-                fresh.clone(),
-            ))
-            .on_conflict_do_nothing()
-            .execute(&mut conn)
-            .await
-            .map_err(from_diesel)?;
+        let inserted = if citus {
+            diesel::insert_into(idempotency_keys::table)
+                .values((
+                    idempotency_keys::subaccount_id.eq(sub),
+                    idempotency_keys::idempotency_key.eq(key.as_str()),
+                    fresh.clone(),
+                ))
+                .on_conflict_do_nothing()
+                .execute(&mut conn)
+                .await
+        } else {
+            diesel::sql_query(CLAIM_NEW_KEY_WITHOUT_FLUSH_WAIT)
+                .bind::<diesel::sql_types::Uuid, _>(sub)
+                .bind::<diesel::sql_types::Text, _>(key.as_str())
+                .bind::<diesel::sql_types::Bytea, _>(fingerprint.as_slice())
+                .bind::<diesel::sql_types::Timestamptz, _>(now)
+                .bind::<diesel::sql_types::Timestamptz, _>(now + RETENTION)
+                .bind::<diesel::sql_types::Timestamptz, _>(lease_until)
+                .cached()
+                .execute(&mut conn)
+                .await
+        }
+        .map_err(from_diesel)?;
         let outcome = if inserted == 1 {
             ClaimOutcome::Claimed { lease_until }
         } else {

@@ -7,9 +7,9 @@ use chrono::Duration;
 use diesel::sql_types::{Bytea, Uuid as SqlUuid};
 use diesel_async::RunQueryDsl;
 use domain::PortError;
-use domain::auth::NonceOutcome;
 use domain::auth::ports::ApiKeyStore;
 use domain::auth::ports::CredentialStore;
+use domain::auth::{NonceDurability, NonceOutcome};
 use domain::error::OperatorError;
 use domain::ids::{ApiKeyId, SubaccountId};
 use domain::masking::Secret;
@@ -181,14 +181,25 @@ async fn nonces_are_single_use_per_key_and_purged_by_age() {
     let old = at(NOW);
     let recent = old + Duration::minutes(30);
 
-    let record = async |key, nonce, seen_at| {
+    let record_as = async |key, nonce, seen_at, durability| {
         fx.store
-            .record_nonce(key, sub, nonce, seen_at)
+            .record_nonce(key, sub, nonce, seen_at, durability)
             .await
             .unwrap()
     };
+    let record = async |key, nonce, seen_at| {
+        record_as(key, nonce, seen_at, NonceDurability::Immediate).await
+    };
     assert_eq!(record(key, 1, old).await, NonceOutcome::Fresh);
     assert_eq!(record(key, 1, recent).await, NonceOutcome::Replayed);
+    // Recorded without waiting for the flush, or seen again so: a replay either way.
+    let keyed = NonceDurability::WithNextCommit;
+    assert_eq!(
+        record_as(key, 1, recent, keyed).await,
+        NonceOutcome::Replayed
+    );
+    assert_eq!(record_as(key, 3, old, keyed).await, NonceOutcome::Fresh);
+    assert_eq!(record(key, 3, recent).await, NonceOutcome::Replayed);
     assert_eq!(record(other_key, 1, old).await, NonceOutcome::Fresh);
     assert_eq!(record(key, 2, recent).await, NonceOutcome::Fresh);
 
@@ -198,7 +209,7 @@ async fn nonces_are_single_use_per_key_and_purged_by_age() {
         .purge_nonces(old + Duration::minutes(1))
         .await
         .unwrap();
-    assert_eq!(purged, 2);
+    assert_eq!(purged, 3);
     assert_eq!(
         fx.count_where(
             "SELECT count(*) AS n FROM request_nonces WHERE subaccount_id = $1",
@@ -218,12 +229,18 @@ async fn concurrent_uses_of_one_nonce_accept_exactly_one() {
     let key = ApiKeyId::from_uuid(Uuid::new_v4());
     let barrier = Arc::new(tokio::sync::Barrier::new(10));
     let tasks: Vec<_> = (0..10)
-        .map(|_| {
+        .map(|i| {
             let store = fx.store.clone();
             let barrier = Arc::clone(&barrier);
+            // Both ways of recording race: one outcome between them.
+            let durability = if i % 2 == 0 {
+                NonceDurability::Immediate
+            } else {
+                NonceDurability::WithNextCommit
+            };
             tokio::spawn(async move {
                 barrier.wait().await;
-                store.record_nonce(key, sub, 42, at(NOW)).await
+                store.record_nonce(key, sub, 42, at(NOW), durability).await
             })
         })
         .collect();
@@ -234,4 +251,34 @@ async fn concurrent_uses_of_one_nonce_accept_exactly_one() {
         }
     }
     assert_eq!(fresh, 1);
+}
+
+#[derive(diesel::QueryableByName)]
+struct Setting {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    synchronous_commit: String,
+}
+
+#[tokio::test]
+async fn a_nonce_recorded_without_waiting_for_the_flush_leaves_its_connection_as_it_was() {
+    let fx = Fixture::new().await;
+    let sub = fx.subaccount("Acme").await.id;
+    // One connection: the next checkout is the same session.
+    let mut config = adapters_postgres::DbConfig::new(fx.db.url());
+    config.max_size = 1;
+    let pool = adapters_postgres::create_pool(&config).unwrap();
+    let vault = adapters_postgres::Vault::new(&Secret::new(crate::support::MASTER_KEY)).unwrap();
+    let store = adapters_postgres::PgStore::new(pool, Arc::new(vault));
+    let key = ApiKeyId::from_uuid(Uuid::new_v4());
+    let outcome = store
+        .record_nonce(key, sub, 7, at(NOW), NonceDurability::WithNextCommit)
+        .await
+        .unwrap();
+    assert_eq!(outcome, NonceOutcome::Fresh);
+    let mut conn = store.pool().get().await.unwrap();
+    let setting: Setting = diesel::sql_query("SHOW synchronous_commit")
+        .get_result(&mut *conn)
+        .await
+        .unwrap();
+    assert_eq!(setting.synchronous_commit, "on");
 }

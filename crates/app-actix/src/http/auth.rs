@@ -118,6 +118,7 @@ impl FromRequest for Authenticated {
                 .uri()
                 .path_and_query()
                 .map_or_else(|| req.path(), |p| p.as_str());
+            let key = req.extensions().get::<RequestKey>().cloned();
             let signed = SignedRequest {
                 api_key: header(&req, "x-api-key"),
                 signature: header(&req, "signature"),
@@ -125,6 +126,7 @@ impl FromRequest for Authenticated {
                 method: req.method().as_str(),
                 path_and_query,
                 body: &body,
+                carries_idempotency_key: key.is_some(),
             };
             let caller = state
                 .auth
@@ -139,7 +141,6 @@ impl FromRequest for Authenticated {
                 .rate_limit
                 .check(caller.api_key_id)
                 .map_err(ApiError::rate_limited)?;
-            let key = req.extensions().get::<RequestKey>().cloned();
             let claim = match key {
                 Some(RequestKey(key)) => {
                     Some(claim(state, &req, &caller, key, path_and_query, &body).await?)

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
 
-use super::{Credential, NonceOutcome};
+use super::{Credential, NonceDurability, NonceOutcome};
 use crate::auth::ports::CredentialStore;
 use crate::error::PortError;
 use crate::ids::{ApiKeyId, SubaccountId};
@@ -180,9 +180,10 @@ impl CredentialStore for CachedCredentials {
         subaccount: SubaccountId,
         nonce: i64,
         seen_at: DateTime<Utc>,
+        durability: NonceDurability,
     ) -> Result<NonceOutcome, PortError> {
         self.store
-            .record_nonce(api_key, subaccount, nonce, seen_at)
+            .record_nonce(api_key, subaccount, nonce, seen_at, durability)
             .await
     }
 }
@@ -383,19 +384,21 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn nonces_always_reach_the_store() {
+    async fn nonces_always_reach_the_store_with_their_durability() {
         let mut store = MockCredentialStore::new();
-        store
-            .expect_record_nonce()
-            .withf(|_, _, nonce, _| *nonce == 42)
-            .times(2)
-            .returning(|_, _, _, _| Ok(NonceOutcome::Fresh));
+        for durability in [NonceDurability::Immediate, NonceDurability::WithNextCommit] {
+            store
+                .expect_record_nonce()
+                .withf(move |_, _, nonce, _, d| *nonce == 42 && *d == durability)
+                .times(1)
+                .returning(|_, _, _, _, _| Ok(NonceOutcome::Fresh));
+        }
         let clock = Manual::at(T0);
         let cache = cache(store, &clock, 60_000);
         let c = credential("s");
-        for _ in 0..2 {
+        for durability in [NonceDurability::Immediate, NonceDurability::WithNextCommit] {
             let outcome = cache
-                .record_nonce(c.id, c.subaccount_id, 42, clock.now())
+                .record_nonce(c.id, c.subaccount_id, 42, clock.now(), durability)
                 .await
                 .unwrap();
             assert_eq!(outcome, NonceOutcome::Fresh);

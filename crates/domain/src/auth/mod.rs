@@ -42,6 +42,23 @@ impl Caller {
     }
 }
 
+/// When a POST nonce's record must be on disk.
+///
+/// A nonce recorded [`Immediate`](Self::Immediate)ly waits for the database to flush its
+/// record, as any commit does. A request that carries an idempotency key need not wait: its
+/// key, not its nonce, is what keeps it from running twice, and every answer such a request
+/// gets after running (its write, its stored refusal, its released key) commits durably after
+/// the nonce. The database's log is written and flushed in order, so that commit puts the
+/// nonce on disk too, and a crash can lose the nonce only together with everything the
+/// request did. Skipping the wait saves one flush (milliseconds on most disks) per request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NonceDurability {
+    /// On disk before the request goes on.
+    Immediate,
+    /// On disk with the request's next durable commit.
+    WithNextCommit,
+}
+
 /// Whether a POST nonce was seen before.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NonceOutcome {

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::{Credential, NonceOutcome};
+use super::{Credential, NonceDurability, NonceOutcome};
 use crate::error::{OperatorError, PortError};
 use crate::ids::{ApiKeyId, SubaccountId};
 use crate::masking::Secret;
@@ -17,13 +17,16 @@ pub trait CredentialStore: Send + Sync {
     async fn find_credential(&self, api_key: &str) -> Result<Option<Credential>, PortError>;
 
     /// Records that `nonce` was used with this credential. `Replayed` when it was recorded
-    /// before, by this or any other server instance sharing the database.
+    /// before, by this or any other server instance sharing the database. `durability` says
+    /// whether the record must be on disk before this returns (see [`NonceDurability`]); it is
+    /// visible to other instances at once either way.
     async fn record_nonce(
         &self,
         api_key: ApiKeyId,
         subaccount: SubaccountId,
         nonce: i64,
         seen_at: DateTime<Utc>,
+        durability: NonceDurability,
     ) -> Result<NonceOutcome, PortError>;
 }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use chrono::Duration;
 
 use super::signature::{self, SignatureHeader, SignatureVersion, SignedParts};
-use super::{Caller, NonceOutcome};
+use super::{Caller, NonceDurability, NonceOutcome};
 use crate::auth::ports::CredentialStore;
 use crate::codes::ErrorCode;
 use crate::error::PortError;
@@ -26,6 +26,9 @@ pub struct SignedRequest<'a> {
     pub path_and_query: &'a str,
     /// Raw body.
     pub body: &'a [u8],
+    /// Whether the request carries an idempotency key (a POST's nonce then need not be on
+    /// disk before the request goes on: [`NonceDurability::WithNextCommit`]).
+    pub carries_idempotency_key: bool,
 }
 
 /// Why a request is not authenticated.
@@ -102,10 +105,21 @@ impl AuthService {
         if !signature::verify(credential.secret.expose(), &parts, &header.mac) {
             return reject(ErrorCode::Auth104);
         }
+        let durability = if request.carries_idempotency_key {
+            NonceDurability::WithNextCommit
+        } else {
+            NonceDurability::Immediate
+        };
         if request.method.eq_ignore_ascii_case("POST")
             && self
                 .credentials
-                .record_nonce(credential.id, credential.subaccount_id, header.nonce, now)
+                .record_nonce(
+                    credential.id,
+                    credential.subaccount_id,
+                    header.nonce,
+                    now,
+                    durability,
+                )
                 .await?
                 == NonceOutcome::Replayed
         {
@@ -161,7 +175,7 @@ mod tests {
                 store
                     .expect_record_nonce()
                     .times(1)
-                    .returning(move |_, _, _, _| Ok(outcome));
+                    .returning(move |_, _, _, _, _| Ok(outcome));
             }
             None => {
                 store.expect_record_nonce().never();
@@ -197,6 +211,7 @@ mod tests {
             method,
             path_and_query: "/api/x?a=1",
             body,
+            carries_idempotency_key: false,
         }
     }
 
@@ -221,6 +236,28 @@ mod tests {
             caller.ok().map(|c| c.subaccount_id),
             Some(credential(false).subaccount_id)
         );
+    }
+
+    #[tokio::test]
+    async fn only_a_post_carrying_an_idempotency_key_skips_waiting_for_its_nonce_on_disk() {
+        for (keyed, durability) in [
+            (false, NonceDurability::Immediate),
+            (true, NonceDurability::WithNextCommit),
+        ] {
+            let mut store = MockCredentialStore::new();
+            store
+                .expect_find_credential()
+                .returning(|_| Ok(Some(credential(false))));
+            store
+                .expect_record_nonce()
+                .withf(move |_, _, _, _, d| *d == durability)
+                .times(1)
+                .returning(|_, _, _, _, _| Ok(NonceOutcome::Fresh));
+            let sig = signed(SignatureVersion::V1, NOW_MS, "POST", b"{}");
+            let mut post = request(&sig, "POST", b"{}", None);
+            post.carries_idempotency_key = keyed;
+            assert!(service(Arc::new(store)).authenticate(&post).await.is_ok());
+        }
     }
 
     #[tokio::test]
