@@ -565,3 +565,118 @@ async fn planning_facts_are_the_subaccounts_own_and_answer_every_request_at_once
     let none = fx.store.planning_facts(sub, &empty).await.unwrap();
     assert!(none.receivers.is_empty() && none.accounts.is_empty());
 }
+
+#[derive(diesel::QueryableByName)]
+struct Waiting {
+    #[diesel(sql_type = BigInt)]
+    n: i64,
+}
+
+/// Waits until a session of the test database waits for a lock.
+async fn until_a_session_waits_for_a_lock(fx: &Fixture) {
+    let mut conn = fx.raw().await;
+    for _ in 0..500 {
+        let waiting: Waiting = diesel::sql_query(
+            "SELECT count(*) AS n FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .get_result(&mut conn)
+        .await
+        .unwrap();
+        if waiting.n > 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("no session ever waited for the balance row");
+}
+
+#[tokio::test]
+async fn requests_queued_behind_a_writer_that_dies_answer_unavailable_and_the_next_starts_afresh() {
+    use diesel_async::SimpleAsyncConnection;
+    let fx = Fixture::new().await;
+    let (sub, owner, account) = world(&fx, "10000").await;
+    // Another transaction holds the balance row, so the first request's write waits on it.
+    let mut other = fx.raw().await;
+    other
+        .batch_execute(&format!(
+            "BEGIN; SELECT 1 FROM balances WHERE subaccount_id = '{}' FOR UPDATE",
+            sub.as_uuid()
+        ))
+        .await
+        .unwrap();
+    let store = grouped(&fx, Duration::ZERO);
+    let payout = |reference| {
+        planned(
+            sub,
+            &owner,
+            &account,
+            (100, 0),
+            Some(reference),
+            PayoutStatus::Unassessed,
+        )
+    };
+    // The first request runs on a runtime of its own, so its group's writer task does too.
+    let doomed = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let first = payout("first");
+    let writer_store = store.clone();
+    let _first = doomed.spawn(async move {
+        writer_store
+            .insert_payout(
+                &first.payout,
+                &first.entries,
+                &first.events,
+                &WriteKey::none(),
+            )
+            .await
+    });
+    until_a_session_waits_for_a_lock(&fx).await;
+    // The second request queues behind that writer (one poll puts it in the queue).
+    let second = payout("second");
+    let no_key = WriteKey::none();
+    let mut queued =
+        Box::pin(store.insert_payout(&second.payout, &second.entries, &second.events, &no_key));
+    assert!(futures_util::FutureExt::now_or_never(&mut queued).is_none());
+    // The writer's runtime stops (as at shutdown): the writer task is dropped mid-write.
+    doomed.shutdown_background();
+    let answer = tokio::time::timeout(Duration::from_secs(5), queued)
+        .await
+        .expect("a queued request is answered, not left waiting");
+    assert!(
+        matches!(
+            answer,
+            Err(InsertPayoutError::Port(domain::PortError::Unavailable(_)))
+        ),
+        "{}",
+        outcome(&answer)
+    );
+    other.batch_execute("ROLLBACK").await.unwrap();
+    // The next request finds no writer and starts one.
+    let third = payout("third");
+    store
+        .insert_payout(
+            &third.payout,
+            &third.entries,
+            &third.events,
+            &WriteKey::none(),
+        )
+        .await
+        .expect("a new writer");
+    // The dead writer's transaction never committed: only the third payout exists.
+    assert_eq!(
+        count(
+            &fx,
+            "SELECT count(*) AS n FROM payouts WHERE subaccount_id = $1",
+            sub
+        )
+        .await,
+        1
+    );
+    let balance = fx.store.balance(sub, Asset::Usd).await.unwrap();
+    assert_eq!((balance.available, balance.pending), (10_000 - 100, 100));
+    ledger_is_balanced(&fx.store).await;
+}
