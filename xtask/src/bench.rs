@@ -5,15 +5,22 @@
 //! (`--smoke`: debug, tiny sizes, for CI), and runs the harness with the server URL, the payoutd
 //! binary and `<target dir>/bench` for results. Scenario flags are passed through.
 //!
+//! `chaos --citus` runs the fault tests against the local Citus cluster instead, started as
+//! `cargo xtask citus` starts it (and left running): the crash check on distributed tables and
+//! one worker stopped and started again during a load.
+//!
 //! Scenarios live in `crates/bench` (`payoutd-bench <scenario> --help`); adding one there and
 //! to [`SCENARIOS`] is all xtask needs.
 
 use std::{env, process::ExitCode};
 
 use crate::{
-    cmd, paths,
+    citus, cmd, paths,
     postgres::{Postgres, find_client},
 };
+
+/// The switch that runs `chaos` against the local Citus cluster.
+const CITUS_FLAG: &str = "--citus";
 
 /// Scenarios, with the flags `--smoke` adds to each.
 const SCENARIOS: &[(&str, &[&str])] = &[
@@ -129,7 +136,16 @@ pub fn run(mut args: Vec<String>) -> Result<ExitCode, String> {
         ));
     };
     let smoke = take_switch(&mut args, "--smoke");
+    let on_citus = take_switch(&mut args, CITUS_FLAG);
+    if on_citus && scenario != "chaos" {
+        return Err(format!(
+            "{CITUS_FLAG} is a flag of `chaos` only, not of `{scenario}`"
+        ));
+    }
     check_flags(&args)?;
+    if on_citus {
+        return run_chaos_on_citus(smoke, smoke_flags, &args);
+    }
 
     let mut pg = Postgres::provision()?;
     let keep = env::var("PAYOUT_KEEP_PG").is_ok_and(|keep| keep == "1");
@@ -137,57 +153,26 @@ pub fn run(mut args: Vec<String>) -> Result<ExitCode, String> {
         pg.stop_on_exit();
     }
     eprintln!("xtask: benchmarking against {}", pg.describe());
-
-    let profile = if smoke { "debug" } else { "release" };
-    let mut build = paths::cargo();
-    build.args(["build", "-p", "app-actix", "-p", "payoutd-bench"]);
-    if !smoke {
-        build.arg("--release");
+    let mut harness_args = Vec::new();
+    if scenario == "chaos"
+        && let Some((stop, start)) = pg.control_argv()
+    {
+        harness_args.extend([
+            "--pg-stop".to_owned(),
+            json_array(&stop),
+            "--pg-start".to_owned(),
+            json_array(&start),
+        ]);
     }
-    let built = cmd::run(&mut build);
-    let status = match built {
-        Ok(()) => {
-            let bin_dir = paths::target_dir().join(profile);
-            let out_dir = paths::target_dir().join("bench");
-            let mut bench = std::process::Command::new(bin_dir.join("payoutd-bench"));
-            bench
-                .arg(&scenario)
-                .arg("--database-url")
-                .arg(&pg.url)
-                .arg("--payoutd")
-                .arg(bin_dir.join("payoutd"))
-                .arg("--out-dir")
-                .arg(&out_dir)
-                .current_dir(paths::workspace_root());
-            if let Some(pgbench) = find_client("pgbench") {
-                bench.arg("--pgbench").arg(pgbench);
-            }
-            if scenario == "chaos"
-                && let Some((stop, start)) = pg.control_argv()
-            {
-                bench
-                    .arg("--pg-stop")
-                    .arg(json_array(&stop))
-                    .arg("--pg-start")
-                    .arg(json_array(&start));
-            }
-            if smoke {
-                // Smoke sizes first: flags given on the command line come later and win.
-                bench.args(*smoke_flags);
-            }
-            bench.args(&args);
-            match bench.spawn() {
-                Ok(mut child) => {
-                    pg.watch(child.id());
-                    child
-                        .wait()
-                        .map_err(|err| format!("waiting for payoutd-bench: {err}"))
-                }
-                Err(err) => Err(format!("cannot run `{}`: {err}", cmd::display(&bench))),
-            }
-        }
-        Err(err) => Err(err),
-    };
+    let url = pg.url.clone();
+    let status = build_and_run(
+        &scenario,
+        &url,
+        &harness_args,
+        smoke.then_some(*smoke_flags),
+        &args,
+        |pid| pg.watch(pid),
+    );
     if keep && pg.started_here() {
         eprintln!(
             "xtask: leaving PostgreSQL running (PAYOUT_KEEP_PG=1); `cargo xtask db-stop` stops it"
@@ -195,6 +180,93 @@ pub fn run(mut args: Vec<String>) -> Result<ExitCode, String> {
     }
     pg.shutdown();
     Ok(cmd::exit_code(status?))
+}
+
+/// `cargo xtask chaos --citus`: starts the Citus cluster as `cargo xtask citus` does (leaving it
+/// running for the next run; `cargo xtask citus-stop` stops it) and runs the chaos scenario
+/// against its coordinator, handing it the commands that stop and start the last worker.
+fn run_chaos_on_citus(
+    smoke: bool,
+    smoke_flags: &[&str],
+    args: &[String],
+) -> Result<ExitCode, String> {
+    let coordinator = citus::start()?;
+    let url = citus::maintenance_url(coordinator);
+    let worker = citus::last_worker_control()?;
+    eprintln!(
+        "xtask: chaos against the Citus cluster at {url}, stopping the worker on port {} \
+         (the cluster stays up afterwards; `cargo xtask citus-stop` stops it)",
+        worker.port
+    );
+    let harness_args = [
+        CITUS_FLAG.to_owned(),
+        "--worker-stop".to_owned(),
+        json_array(&worker.stop),
+        "--worker-start".to_owned(),
+        json_array(&worker.start),
+        "--worker-port".to_owned(),
+        worker.port.to_string(),
+    ];
+    let status = build_and_run(
+        "chaos",
+        &url,
+        &harness_args,
+        smoke.then_some(smoke_flags),
+        args,
+        |_| {},
+    )?;
+    Ok(cmd::exit_code(status))
+}
+
+/// Builds payoutd and the harness (release, or debug for a smoke run, which gives `smoke_flags`)
+/// and runs `payoutd-bench <scenario>` against `server_url` with `harness_args`, then the
+/// smoke flags, then the user's `args` (which win); `watch` is told the harness's pid.
+fn build_and_run(
+    scenario: &str,
+    server_url: &str,
+    harness_args: &[String],
+    smoke_flags: Option<&[&str]>,
+    args: &[String],
+    watch: impl FnOnce(u32),
+) -> Result<std::process::ExitStatus, String> {
+    let smoke = smoke_flags.is_some();
+    let profile = if smoke { "debug" } else { "release" };
+    let mut build = paths::cargo();
+    build.args(["build", "-p", "app-actix", "-p", "payoutd-bench"]);
+    if !smoke {
+        build.arg("--release");
+    }
+    cmd::run(&mut build)?;
+    let bin_dir = paths::target_dir().join(profile);
+    let out_dir = paths::target_dir().join("bench");
+    let mut bench = std::process::Command::new(bin_dir.join("payoutd-bench"));
+    bench
+        .arg(scenario)
+        .arg("--database-url")
+        .arg(server_url)
+        .arg("--payoutd")
+        .arg(bin_dir.join("payoutd"))
+        .arg("--out-dir")
+        .arg(&out_dir)
+        .current_dir(paths::workspace_root());
+    if let Some(pgbench) = find_client("pgbench") {
+        bench.arg("--pgbench").arg(pgbench);
+    }
+    bench.args(harness_args);
+    if let Some(smoke_flags) = smoke_flags {
+        // Smoke sizes first: flags given on the command line come later and win.
+        bench.args(smoke_flags);
+    }
+    bench.args(args);
+    match bench.spawn() {
+        Ok(mut child) => {
+            watch(child.id());
+            child
+                .wait()
+                .map_err(|err| format!("waiting for payoutd-bench: {err}"))
+        }
+        Err(err) => Err(format!("cannot run `{}`: {err}", cmd::display(&bench))),
+    }
 }
 
 /// `parts` as a JSON array of strings.
@@ -289,6 +361,21 @@ Scenarios:
              --advisory           report the verdicts without failing on them
              --keep-databases     keep payoutd_bench_api for inspection
 
+  chaos    fault tests (also `cargo xtask chaos`): kill -9 during payout and bulk
+           load, PostgreSQL stopped during load, two instances on one database;
+           a pass/fail table
+             --clients N          concurrent clients (default 8)
+             --kill-after-ms MS   load before the fault (default 2000)
+             --outage-ms MS       how long the database stays down (default 3000)
+             --payouts N          payouts of the two-instance check (default 300)
+             --replays N          signed requests sent to both instances (default 50)
+             --citus              against the local Citus cluster (started as
+                                  `cargo xtask citus` does, on $PAYOUT_CITUS_PORT,
+                                  and left running): kill -9 on distributed tables,
+                                  and its last worker stopped (-m immediate) during
+                                  load: its subaccounts must get 503 SYS503, the
+                                  others be served, all be served once it is back
+
 --smoke runs tiny sizes on debug builds (seconds, for CI); without it both
 binaries are built in release mode. Results go to <target dir>/bench/<scenario>.json,
 server logs beside them. pgbench is looked for on PATH, then in the newest
@@ -303,6 +390,15 @@ mod tests {
 
     fn args(args: &[&str]) -> Vec<String> {
         args.iter().map(|arg| (*arg).to_owned()).collect()
+    }
+
+    #[test]
+    fn citus_is_a_flag_of_chaos_only() {
+        let refused = super::run(args(&["verify", "--citus", "--smoke"]));
+        assert!(
+            refused.as_ref().is_err_and(|e| e.contains("`chaos` only")),
+            "{refused:?}"
+        );
     }
 
     #[test]

@@ -106,6 +106,32 @@ pub fn start() -> Result<u16, String> {
     Ok(*coordinator)
 }
 
+/// A running worker of the cluster, for fault tests: its port and the commands (argv) that stop
+/// it at once (`pg_ctl stop -m immediate`, as a crash would) and start it again.
+pub struct WorkerControl {
+    /// The port it listens on.
+    pub port: u16,
+    /// Stops it.
+    pub stop: Vec<String>,
+    /// Starts it again, with its settings.
+    pub start: Vec<String>,
+}
+
+/// The control of the cluster's last worker, which must be running ([`start`] first).
+pub fn last_worker_control() -> Result<WorkerControl, String> {
+    let node = NODES[NODES.len() - 1];
+    let cluster = node_cluster(node)?;
+    let postmaster = cluster
+        .running()?
+        .ok_or_else(|| format!("the Citus {node} is not running"))?;
+    let (stop, start) = cluster.control_argv("immediate")?;
+    Ok(WorkerControl {
+        port: postmaster.port,
+        stop,
+        start,
+    })
+}
+
 /// `cargo xtask citus-stop`: stops whichever of the three nodes are running.
 pub fn stop(args: Vec<String>) -> Result<ExitCode, String> {
     Flags::new(args).finish()?;

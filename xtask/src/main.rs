@@ -56,10 +56,15 @@ Commands:
   bench <scenario> [--smoke] [flags]
                    Build payoutd in release mode and benchmark it against
                    PostgreSQL (`cargo xtask bench help` lists the scenarios)
-  chaos [--smoke] [flags]
-                   Fault tests against a release build: kill -9 during payout load,
-                   PostgreSQL stopped during load, two instances on one database;
-                   prints a pass/fail table (same as `cargo xtask bench chaos`)
+  chaos [--citus] [--smoke] [flags]
+                   Fault tests against a release build (--smoke: debug, small): kill -9
+                   during payout load, PostgreSQL stopped during load, two instances on
+                   one database; prints a pass/fail table (same as `cargo xtask bench
+                   chaos`). --citus: against the local Citus cluster (started as `citus`
+                   does, on $PAYOUT_CITUS_PORT, and left running): kill -9 during payout
+                   load on distributed tables, and a worker stopped during load (its
+                   subaccounts get 503 SYS503, the others are served, all are served
+                   again once it is back; nothing acknowledged is lost)
   fuzz [--examples N] [--seed S] [-- ARGS...]
                    Run schemathesis against a fresh payoutd (sandbox mode): no 5xx,
                    every response as /openapi.json documents it

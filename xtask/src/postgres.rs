@@ -173,28 +173,7 @@ impl Postgres {
         let Source::Private { cluster, .. } = &self.source else {
             return None;
         };
-        let (data, log) = (cluster.data(), cluster.log());
-        let (data, log) = (utf8(&data).ok()?, utf8(&log).ok()?);
-        let stop = cluster.pg_ctl(&["stop", "-D", data, "-m", "fast", "-w", "-t", "60"]);
-        let start = cluster.pg_ctl(&[
-            "start",
-            "-w",
-            "-t",
-            "60",
-            "-D",
-            data,
-            "-l",
-            log,
-            "-p",
-            &cluster.bins.postgres,
-        ]);
-        let argv = |command: &Command| -> Vec<String> {
-            std::iter::once(command.get_program())
-                .chain(command.get_args())
-                .map(|part| part.to_string_lossy().into_owned())
-                .collect()
-        };
-        Some((argv(&stop), argv(&start)))
+        cluster.control_argv("fast").ok()
     }
 
     /// Stops the cluster if [`Postgres::stop_on_exit`] asked for it.
@@ -476,6 +455,36 @@ impl Cluster {
             fallback.display()
         );
         Ok(Self::new(fallback, bins, runner))
+    }
+
+    /// The commands (argv) that stop this server (`pg_ctl stop -m <stop_mode>`, waiting) and
+    /// start it again with its settings and log, for fault tests.
+    pub(crate) fn control_argv(
+        &self,
+        stop_mode: &str,
+    ) -> Result<(Vec<String>, Vec<String>), String> {
+        let (data, log) = (self.data(), self.log());
+        let (data, log) = (utf8(&data)?, utf8(&log)?);
+        let stop = self.pg_ctl(&["stop", "-D", data, "-m", stop_mode, "-w", "-t", "60"]);
+        let start = self.pg_ctl(&[
+            "start",
+            "-w",
+            "-t",
+            "60",
+            "-D",
+            data,
+            "-l",
+            log,
+            "-p",
+            &self.bins.postgres,
+        ]);
+        let argv = |command: &Command| -> Vec<String> {
+            std::iter::once(command.get_program())
+                .chain(command.get_args())
+                .map(|part| part.to_string_lossy().into_owned())
+                .collect()
+        };
+        Ok((argv(&stop), argv(&start)))
     }
 
     /// The data directory (`initdb -D`).

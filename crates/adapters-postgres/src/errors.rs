@@ -58,7 +58,8 @@ pub(crate) fn from_pool(e: PoolError) -> PortError {
 
 /// What the server says when it cannot serve a query right now: it is shutting down or starting
 /// up (SQLSTATE class 57, operator intervention), it ended the session, or the statement ran out
-/// of time. diesel reports these with the message only, so the message decides.
+/// of time; on Citus, the coordinator cannot reach the worker holding the query's shards. diesel
+/// reports these with the message only, so the message decides.
 const UNAVAILABLE_MESSAGES: &[&str] = &[
     "statement timeout",
     "terminating connection",
@@ -69,6 +70,17 @@ const UNAVAILABLE_MESSAGES: &[&str] = &[
     "connection closed",
     "connection reset",
     "broken pipe",
+    // Citus, a worker down or unreachable (SQLSTATE 08006 and XX000, told apart by message
+    // only): refused or failed connection, no connection within `citus.node_connection_timeout`,
+    // a cached connection found dead, and the connection lost while committing (the outcome is
+    // unknown: an idempotent retry finds out).
+    "connection to the remote node",
+    "could not establish any connections to the node",
+    "could not establish connection after",
+    "could not connect to any active placements",
+    "connection not open",
+    "ssl syscall error",
+    "could not commit transaction for shard",
 ];
 
 /// A query failure. Lost connections, a server going away or coming back, and timeouts are
@@ -154,6 +166,45 @@ mod tests {
             "null value in column \"id\" violates not-null constraint",
         ] {
             assert!(!is_unavailable(message), "{message}");
+        }
+    }
+
+    /// What Citus 13 answered, word for word, with one worker of a local cluster stopped
+    /// (`pg_ctl stop -m immediate`): the first statement routed to it, and a commit that was
+    /// under way on it.
+    #[test]
+    fn a_citus_worker_out_of_reach_is_unavailable() {
+        for message in [
+            "connection to the remote node postgres@127.0.0.1:25452 failed with the following \
+             error: Connection refused\n\tIs the server running on that host and accepting \
+             TCP/IP connections?",
+            "could not commit transaction for shard 102011 on at least one active node",
+            "could not establish any connections to the node 10.0.0.7:5432 after 3000 ms",
+            "connection to the remote node postgres@127.0.0.1:25452 failed with the following \
+             error: server closed the connection unexpectedly",
+            "SSL SYSCALL error: EOF detected",
+        ] {
+            assert!(is_unavailable(message), "{message}");
+            let e = DieselError::DatabaseError(
+                DatabaseErrorKind::Unknown,
+                Box::new(message.to_owned()),
+            );
+            assert!(
+                matches!(from_diesel(e), PortError::Unavailable(_)),
+                "{message}"
+            );
+        }
+        // Citus refusing a query it cannot plan is the query's fault, not the cluster's.
+        for message in [
+            "complex joins are only supported when all distributed tables are joined on their \
+             distribution columns with equal operator",
+            "cannot execute a distributed query from a query on a shard",
+        ] {
+            let e = DieselError::DatabaseError(
+                DatabaseErrorKind::Unknown,
+                Box::new(message.to_owned()),
+            );
+            assert!(matches!(from_diesel(e), PortError::Unknown(_)), "{message}");
         }
     }
 

@@ -181,3 +181,44 @@ fn node_urls_keep_the_user_and_database() {
         "postgres://h:1/db"
     );
 }
+
+#[derive(diesel::QueryableByName)]
+struct Setting {
+    #[diesel(sql_type = diesel::sql_types::Nullable<Text>)]
+    value: Option<String>,
+}
+
+/// `citus.node_connection_timeout` as a new pool connection (connect timeout 2.5 s) sees it.
+async fn pooled_node_connection_timeout(url: &str) -> Option<String> {
+    let mut config = adapters_postgres::DbConfig::new(url);
+    config.connect_timeout = std::time::Duration::from_millis(2500);
+    let pool = adapters_postgres::create_pool(&config).unwrap();
+    let mut conn = pool.get().await.unwrap();
+    let setting: Setting =
+        diesel::sql_query("SELECT current_setting('citus.node_connection_timeout', true) AS value")
+            .get_result(&mut *conn)
+            .await
+            .unwrap();
+    setting.value
+}
+
+#[tokio::test]
+async fn pool_connections_wait_for_a_worker_as_long_as_for_the_coordinator() {
+    let plain = TestDb::postgres().await.unwrap();
+    assert_eq!(pooled_node_connection_timeout(plain.url()).await, None);
+    let Some(url) = std::env::var("PAYOUT_CITUS_URL")
+        .ok()
+        .filter(|url| !url.is_empty())
+    else {
+        eprintln!(
+            "SKIPPED the Citus half of pool_connections_wait_for_a_worker_as_long_as_for_the_\
+             coordinator: PAYOUT_CITUS_URL is not set"
+        );
+        return;
+    };
+    let db = TestDb::citus_unmigrated(&url).await.unwrap();
+    assert_eq!(
+        pooled_node_connection_timeout(db.url()).await.as_deref(),
+        Some("2500ms")
+    );
+}

@@ -7,6 +7,17 @@
 //!   no hang), and the service recovers by itself once the database is back;
 //! - **two instances** on one database and one webhook receiver: every event delivered once,
 //!   no payout submitted twice, no nonce accepted twice.
+//!
+//! With `--citus` (`cargo xtask chaos --citus`) the database server is a Citus coordinator and
+//! each check's database is made on every node of its cluster, its tables distributed by
+//! subaccount:
+//! - **crash** as above, on Citus;
+//! - **worker outage**: one worker stopped (`pg_ctl stop -m immediate`) during a payout load
+//!   of subaccounts on both workers, then started again: while it is down, the requests of the
+//!   subaccounts whose shards it holds get 503 `SYS503` quickly and those of the other worker's
+//!   subaccounts succeed; once it is back every subaccount is served again; nothing
+//!   acknowledged is lost, nothing is stored in part, a retry of a payout committed without an
+//!   answer replays it, and the ledger balances.
 
 use std::collections::HashSet;
 use std::process::{Command, ExitCode};
@@ -33,7 +44,8 @@ pub struct Args {
     /// Concurrent clients of the payout loads.
     #[arg(long, default_value_t = 8)]
     clients: usize,
-    /// How long the crash check's load runs before the `kill -9`, in milliseconds.
+    /// How long the load runs before the fault (the crash check's `kill -9`, the worker
+    /// outage's stop), in milliseconds, counted from the first acknowledged payout.
     #[arg(long, default_value_t = 2_000)]
     kill_after_ms: u64,
     /// How long PostgreSQL stays down in the outage check, in milliseconds.
@@ -52,7 +64,30 @@ pub struct Args {
     /// The command that starts PostgreSQL again, as a JSON array (argv).
     #[arg(long)]
     pg_start: Option<String>,
+    /// `--database-url` is a Citus coordinator: run the crash check and the worker outage on
+    /// distributed tables instead of the plain PostgreSQL checks.
+    #[arg(long)]
+    citus: bool,
+    /// Citus: the command that stops one worker, as a JSON array (argv); without it (and
+    /// `--worker-start`, `--worker-port`) the worker outage is skipped.
+    #[arg(long)]
+    worker_stop: Option<String>,
+    /// Citus: the command that starts that worker again, as a JSON array (argv).
+    #[arg(long)]
+    worker_start: Option<String>,
+    /// Citus: that worker's port, as the coordinator's `pg_dist_node` lists it.
+    #[arg(long)]
+    worker_port: Option<u16>,
 }
+
+/// Shards per distributed table of the databases made on Citus: as in the Citus test databases,
+/// enough to spread every table over both workers at a fraction of the placement time of Citus'
+/// default (32).
+const CITUS_SHARD_COUNT: u32 = 4;
+
+/// Longest a request may take while the database, or one Citus worker, is down: the statement
+/// timeout payoutd runs with by default.
+const DOWN_BUDGET: Duration = Duration::from_secs(5);
 
 /// How one check ended.
 enum Verdict {
@@ -74,30 +109,47 @@ const SERVER_ENV: &[(&str, &str)] = &[
 /// Runs every check and prints the table.
 pub async fn run(env: &Env, args: &Args) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
-    let mut rows: Vec<(&str, Verdict)> = Vec::new();
-    rows.push((
-        "kill -9 during payout load",
-        verdict(crash(env, args).await),
-    ));
-    rows.push((
-        "PostgreSQL stopped during load",
-        match (&args.pg_stop, &args.pg_start) {
+    let mut rows: Vec<(&str, Verdict, Duration)> = Vec::new();
+    let timed = Instant::now();
+    let crashed = verdict(crash(env, args).await);
+    if args.citus {
+        rows.push((
+            "kill -9 during payout load (Citus)",
+            crashed,
+            timed.elapsed(),
+        ));
+        let timed = Instant::now();
+        let outage = match (&args.worker_stop, &args.worker_start, args.worker_port) {
+            (Some(stop), Some(start), Some(port)) => {
+                verdict(worker_outage(env, args, stop, start, port).await)
+            }
+            _ => Verdict::Skip(
+                "needs a Citus worker that xtask controls (--worker-stop, --worker-start, \
+                 --worker-port)"
+                    .to_owned(),
+            ),
+        };
+        rows.push(("Citus worker stopped during load", outage, timed.elapsed()));
+    } else {
+        rows.push(("kill -9 during payout load", crashed, timed.elapsed()));
+        let timed = Instant::now();
+        let outage = match (&args.pg_stop, &args.pg_start) {
             (Some(stop), Some(start)) => verdict(outage(env, args, stop, start).await),
             _ => {
                 Verdict::Skip("needs a PostgreSQL that xtask controls (no DATABASE_URL)".to_owned())
             }
-        },
-    ));
-    rows.push((
-        "two instances, one database",
-        verdict(two_instances(env, args).await),
-    ));
+        };
+        rows.push(("PostgreSQL stopped during load", outage, timed.elapsed()));
+        let timed = Instant::now();
+        let pair = verdict(two_instances(env, args).await);
+        rows.push(("two instances, one database", pair, timed.elapsed()));
+    }
 
     println!("\nchaos ({:.0} s)", started.elapsed().as_secs_f64());
-    println!("{:<34} {:<6} details", "check", "result");
+    println!("{:<34} {:<6} {:>6} details", "check", "result", "time");
     let mut failed = false;
     let mut json_rows = Vec::new();
-    for (name, verdict) in &rows {
+    for (name, verdict, took) in &rows {
         let (word, details) = match verdict {
             Verdict::Pass(d) => ("PASS", d),
             Verdict::Fail(d) => {
@@ -106,11 +158,19 @@ pub async fn run(env: &Env, args: &Args) -> anyhow::Result<ExitCode> {
             }
             Verdict::Skip(d) => ("SKIP", d),
         };
-        println!("{name:<34} {word:<6} {details}");
-        json_rows.push(json!({"check": name, "result": word, "details": details}));
+        let seconds = took.as_secs_f64();
+        println!("{name:<34} {word:<6} {:>5.0}s {details}", seconds);
+        json_rows.push(json!({
+            "check": name, "result": word, "seconds": seconds, "details": details
+        }));
     }
+    let file = if args.citus {
+        "chaos-citus.json"
+    } else {
+        "chaos.json"
+    };
     report::write_json(
-        &env.out_dir.join("chaos.json"),
+        &env.out_dir.join(file),
         &json!({"machine": report::machine_json(), "checks": json_rows}),
     )?;
     Ok(if failed {
@@ -230,9 +290,26 @@ struct World {
     receiver: Receiver,
 }
 
-async fn world(env: &Env, name: &str, keys: usize, payees: usize) -> anyhow::Result<World> {
-    let db = BenchDb::new(&env.server_url, name)?;
-    db.drop_if_exists().await?;
+/// A fresh database `name` (a previous run's dropped): on every node of the cluster with
+/// `--citus`.
+async fn fresh_db(env: &Env, args: &Args, name: &str) -> anyhow::Result<BenchDb> {
+    if args.citus {
+        BenchDb::create_on_citus(&env.server_url, name, CITUS_SHARD_COUNT).await
+    } else {
+        let db = BenchDb::new(&env.server_url, name)?;
+        db.drop_if_exists().await?;
+        Ok(db)
+    }
+}
+
+async fn world(
+    env: &Env,
+    args: &Args,
+    name: &str,
+    keys: usize,
+    payees: usize,
+) -> anyhow::Result<World> {
+    let db = fresh_db(env, args, name).await?;
     let payoutd = Payoutd::new(&env.payoutd, &db.url, &new_master_key());
     payoutd.migrate().await?;
     let tenant = payoutd.tenant(name, keys).await?;
@@ -267,45 +344,7 @@ async fn world(env: &Env, name: &str, keys: usize, payees: usize) -> anyhow::Res
     let key = &tenant.keys[0];
     let mut made = Vec::with_capacity(payees);
     for n in 0..payees {
-        let created = api
-            .ok(
-                key,
-                reqwest::Method::POST,
-                "/api/receiver",
-                Some(&json!({
-                    "subaccount_id": tenant.subaccount_id, "first_name": "Chaos",
-                    "last_name": format!("Payee {}", letters(n)), "email": format!("payee{n}@example.com"),
-                    "gender": "F", "dob": "1990-01-31", "dialcode": "61", "phone": "0412345678",
-                    "address": "12 Smith St", "city": "Sydney", "state": "NSW",
-                    "country": "AUS", "postcode": "2000"
-                })),
-            )
-            .await?;
-        let receiver_id = text(&created, "receiver_id")?;
-        api.ok(
-            key,
-            reqwest::Method::POST,
-            "/api/test-helpers/kyc",
-            Some(&json!({"receiver_id": receiver_id, "kyc_status": "completed"})),
-        )
-        .await?;
-        let account = api
-            .ok(
-                key,
-                reqwest::Method::POST,
-                "/api/receiver-account/aud/direct-entry",
-                Some(&json!({"receiver_id": receiver_id, "bsb": "012002", "account_number": format!("1234567{n:02}")})),
-            )
-            .await?;
-        let account_id = text(&account, "receiver_account_id")?;
-        api.ok(
-            key,
-            reqwest::Method::POST,
-            "/api/test-helpers/account",
-            Some(&json!({"receiver_account_id": account_id, "confirm_status": "confirmed"})),
-        )
-        .await?;
-        made.push((receiver_id, account_id));
+        made.push(payee(&api, key, &tenant.subaccount_id, n).await?);
     }
     server.stop().await?;
     Ok(World {
@@ -315,6 +354,55 @@ async fn world(env: &Env, name: &str, keys: usize, payees: usize) -> anyhow::Res
         payees: made,
         receiver,
     })
+}
+
+/// Creates the `n`th payee of a subaccount through the API: a receiver with KYC completed and a
+/// confirmed AUD account; returns (receiver id, account id).
+async fn payee(
+    api: &Api,
+    key: &Credentials,
+    subaccount_id: &str,
+    n: usize,
+) -> anyhow::Result<(String, String)> {
+    let created = api
+        .ok(
+            key,
+            reqwest::Method::POST,
+            "/api/receiver",
+            Some(&json!({
+                "subaccount_id": subaccount_id, "first_name": "Chaos",
+                "last_name": format!("Payee {}", letters(n)), "email": format!("payee{n}@example.com"),
+                "gender": "F", "dob": "1990-01-31", "dialcode": "61", "phone": "0412345678",
+                "address": "12 Smith St", "city": "Sydney", "state": "NSW",
+                "country": "AUS", "postcode": "2000"
+            })),
+        )
+        .await?;
+    let receiver_id = text(&created, "receiver_id")?;
+    api.ok(
+        key,
+        reqwest::Method::POST,
+        "/api/test-helpers/kyc",
+        Some(&json!({"receiver_id": receiver_id, "kyc_status": "completed"})),
+    )
+    .await?;
+    let account = api
+        .ok(
+            key,
+            reqwest::Method::POST,
+            "/api/receiver-account/aud/direct-entry",
+            Some(&json!({"receiver_id": receiver_id, "bsb": "012002", "account_number": format!("1234567{n:02}")})),
+        )
+        .await?;
+    let account_id = text(&account, "receiver_account_id")?;
+    api.ok(
+        key,
+        reqwest::Method::POST,
+        "/api/test-helpers/account",
+        Some(&json!({"receiver_account_id": account_id, "confirm_status": "confirmed"})),
+    )
+    .await?;
+    Ok((receiver_id, account_id))
 }
 
 /// `n` in letters (names may not hold digits): 0 → "A", 25 → "Z", 26 → "BA", …
@@ -431,9 +519,17 @@ fn payout_body(payee: &(String, String), amount: i64, reference: &str) -> Value 
     })
 }
 
+/// Counts the payouts stored in part: without their hold or their `payoutCreated` event. The
+/// subqueries name the subaccount, as Citus needs to join distributed tables.
+const PARTIAL_PAYOUTS: &str = "SELECT count(*) AS n FROM payouts p \
+     WHERE NOT EXISTS (SELECT 1 FROM ledger_entries l WHERE l.subaccount_id = p.subaccount_id \
+                       AND l.payout_id = p.id AND l.kind = 'payout_hold') \
+        OR NOT EXISTS (SELECT 1 FROM outbox_events e WHERE e.subaccount_id = p.subaccount_id \
+                       AND e.object_id = p.id AND e.event_type = 'payoutCreated')";
+
 /// The crash check.
 async fn crash(env: &Env, args: &Args) -> anyhow::Result<Result<String, String>> {
-    let world = world(env, "payoutd_chaos_crash", args.clients, 4).await?;
+    let world = world(env, args, "payoutd_chaos_crash", args.clients, 4).await?;
     let server = serve(env, &world.payoutd, "crash-1", &[]).await?;
     let pid = server.pid().context("the server has no pid")?;
     let api = Api::new(&server.base_url)?;
@@ -500,6 +596,12 @@ async fn crash(env: &Env, args: &Args) -> anyhow::Result<Result<String, String>>
             sent
         })
     };
+    if let Err(e) =
+        first_acknowledged(|| acknowledged.lock().is_ok_and(|acked| !acked.is_empty())).await
+    {
+        AtomicBool::store(&stop, true, Ordering::SeqCst);
+        return Err(e);
+    }
     tokio::time::sleep(Duration::from_millis(args.kill_after_ms)).await;
     let killed = Command::new("kill")
         .args(["-KILL", &pid.to_string()])
@@ -543,13 +645,7 @@ async fn crash(env: &Env, args: &Args) -> anyhow::Result<Result<String, String>>
         "SELECT count(*) AS n FROM payouts WHERE reference LIKE 'crash-%'",
     )
     .await?;
-    let partial = count(
-        &world.db,
-        "SELECT count(*) AS n FROM payouts p \
-         WHERE NOT EXISTS (SELECT 1 FROM ledger_entries l WHERE l.payout_id = p.id AND l.kind = 'payout_hold') \
-            OR NOT EXISTS (SELECT 1 FROM outbox_events e WHERE e.object_id = p.id AND e.event_type = 'payoutCreated')",
-    )
-    .await?;
+    let partial = count(&world.db, PARTIAL_PAYOUTS).await?;
     if partial > 0 {
         return Ok(Err(format!(
             "{partial} payouts exist in part (no hold or no event)"
@@ -626,6 +722,21 @@ async fn crash(env: &Env, args: &Args) -> anyhow::Result<Result<String, String>>
         acked.len(),
         bulks_acked.len()
     )))
+}
+
+/// Waits until `acknowledged` says a payout of the load was acknowledged, so the fault lands
+/// on a load that is running (a debug build's first payouts, on Citus especially, can take
+/// longer than a smoke run's whole load phase); fails after 30 s.
+async fn first_acknowledged(acknowledged: impl Fn() -> bool) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !acknowledged() {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "no payout was acknowledged within 30 s of starting the load"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    Ok(())
 }
 
 /// Items of each bulk request of the crash check.
@@ -752,7 +863,7 @@ async fn outage(
     pg_stop: &str,
     pg_start: &str,
 ) -> anyhow::Result<Result<String, String>> {
-    let world = world(env, "payoutd_chaos_outage", args.clients, 1).await?;
+    let world = world(env, args, "payoutd_chaos_outage", args.clients, 1).await?;
     let server = serve(env, &world.payoutd, "outage", &[]).await?;
     let api = Api::new(&server.base_url)?;
     let path = format!("/api/subaccount/{}", world.tenant.subaccount_id);
@@ -817,7 +928,7 @@ async fn outage(
             wrong[0]
         )));
     }
-    if slowest > Duration::from_secs(5) {
+    if slowest > DOWN_BUDGET {
         return Ok(Err(format!("a request took {slowest:?} during the outage")));
     }
     if !alive {
@@ -839,7 +950,7 @@ async fn outage(
 
 /// The two-instance check.
 async fn two_instances(env: &Env, args: &Args) -> anyhow::Result<Result<String, String>> {
-    let world = world(env, "payoutd_chaos_pair", args.clients, 4).await?;
+    let world = world(env, args, "payoutd_chaos_pair", args.clients, 4).await?;
     let batches = [
         ("PAYOUT_BATCH_INTERVAL_SECS", "1"),
         ("PAYOUT_BATCH_POLL_MS", "100"),
@@ -1003,4 +1114,407 @@ async fn two_instances(env: &Env, args: &Args) -> anyhow::Result<Result<String, 
         distinct.len(),
         args.replays
     )))
+}
+
+/// A subaccount of the worker outage check: its key, its payee, and whether its shards live on
+/// the worker that is stopped.
+#[derive(Clone)]
+struct Placed {
+    key: Credentials,
+    payee: (String, String),
+    on_stopped_worker: bool,
+}
+
+/// What one payout request of the worker outage check got, and when.
+struct Sample {
+    /// The subaccount (index into the placed subaccounts).
+    tenant: usize,
+    reference: String,
+    sent: Instant,
+    took: Duration,
+    answer: Answer,
+}
+
+#[derive(diesel::QueryableByName)]
+struct NodePort {
+    #[diesel(sql_type = diesel::sql_types::Integer)]
+    port: i32,
+}
+
+/// The port of the worker holding the shards of `subaccount_id` (every distributed table is
+/// colocated with `receivers`, so one shard of it tells).
+async fn worker_of(db: &BenchDb, subaccount_id: &str) -> anyhow::Result<u16> {
+    let mut conn = db.connect().await?;
+    let found: NodePort = diesel::sql_query(
+        "SELECT n.nodeport AS port FROM pg_dist_placement p \
+         JOIN pg_dist_node n ON n.groupid = p.groupid \
+         WHERE p.shardid = get_shard_id_for_distribution_column('receivers', $1::uuid)",
+    )
+    .bind::<Text, _>(subaccount_id)
+    .get_result(&mut conn)
+    .await
+    .with_context(|| format!("finding the worker of subaccount {subaccount_id}"))?;
+    Ok(u16::try_from(found.port)?)
+}
+
+/// Subaccounts (funded, one key and one payee each) until each side, the worker `port` and the
+/// others, has `per_side` of them; those beyond a full side are left unused.
+async fn place_subaccounts(
+    env: &Env,
+    world_db: &BenchDb,
+    payoutd: &Payoutd,
+    port: u16,
+    per_side: usize,
+) -> anyhow::Result<Vec<Placed>> {
+    let server = serve(env, payoutd, "worker-setup", &[]).await?;
+    let api = Api::new(&server.base_url)?;
+    let mut placed: Vec<Placed> = Vec::new();
+    // Each subaccount lands on either side with even odds: 64 tries miss a side of 2 with a
+    // probability below 1e-17.
+    for n in 0..64 {
+        let on_side = |stopped: bool| {
+            placed
+                .iter()
+                .filter(|p| p.on_stopped_worker == stopped)
+                .count()
+        };
+        if on_side(true) >= per_side && on_side(false) >= per_side {
+            break;
+        }
+        let tenant = payoutd
+            .tenant(&format!("chaos worker {}", letters(n)), 1)
+            .await?;
+        let on_stopped_worker = worker_of(world_db, &tenant.subaccount_id).await? == port;
+        if on_side(on_stopped_worker) >= per_side {
+            continue;
+        }
+        payoutd
+            .admin(&[
+                "fund",
+                "--subaccount",
+                &tenant.subaccount_id,
+                "--asset",
+                "aud",
+                "--amount",
+                "1000000000",
+            ])
+            .await?;
+        let key = tenant
+            .keys
+            .into_iter()
+            .next()
+            .context("the subaccount has no key")?;
+        let payee = payee(&api, &key, &tenant.subaccount_id, 0).await?;
+        placed.push(Placed {
+            key,
+            payee,
+            on_stopped_worker,
+        });
+    }
+    server.stop().await?;
+    let stopped = placed.iter().filter(|p| p.on_stopped_worker).count();
+    anyhow::ensure!(
+        stopped >= per_side && placed.len() - stopped >= per_side,
+        "64 subaccounts did not put {per_side} on each side of worker {port}"
+    );
+    Ok(placed)
+}
+
+/// The worker outage check (Citus).
+async fn worker_outage(
+    env: &Env,
+    args: &Args,
+    worker_stop: &str,
+    worker_start: &str,
+    port: u16,
+) -> anyhow::Result<Result<String, String>> {
+    let db = fresh_db(env, args, "payoutd_chaos_worker").await?;
+    let payoutd = Payoutd::new(&env.payoutd, &db.url, &new_master_key());
+    payoutd.migrate().await?;
+    let per_side = (args.clients / 2).max(2);
+    let placed = place_subaccounts(env, &db, &payoutd, port, per_side).await?;
+    let server = serve(env, &payoutd, "worker", &[]).await?;
+    let api = Api::new(&server.base_url)?;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let samples = Arc::new(Mutex::new(Vec::<Sample>::new()));
+    let mut clients = Vec::new();
+    for (tenant, subaccount) in placed.iter().enumerate() {
+        let (api, stop, samples, subaccount) = (
+            api.clone(),
+            stop.clone(),
+            samples.clone(),
+            subaccount.clone(),
+        );
+        clients.push(tokio::spawn(async move {
+            let mut n = 0u64;
+            while !AtomicBool::load(&stop, Ordering::SeqCst) {
+                let reference = format!("worker-{tenant}-{n}");
+                n += 1;
+                let body = payout_body(&subaccount.payee, 100, &reference);
+                let sent = Instant::now();
+                let answer = api
+                    .call(
+                        &subaccount.key,
+                        reqwest::Method::POST,
+                        "/api/payout/single",
+                        Some(&body),
+                        &[("idempotency-key", reference.clone())],
+                    )
+                    .await;
+                let took = sent.elapsed();
+                let failed = !matches!(answer, Answer::Http(200, _));
+                if let Ok(mut samples) = samples.lock() {
+                    samples.push(Sample {
+                        tenant,
+                        reference,
+                        sent,
+                        took,
+                        answer,
+                    });
+                }
+                if failed {
+                    // Failures come back at once: pace them rather than spin.
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+        }));
+    }
+
+    let warmed = first_acknowledged(|| {
+        samples.lock().is_ok_and(|samples| {
+            samples
+                .iter()
+                .any(|s| matches!(s.answer, Answer::Http(200, _)))
+        })
+    })
+    .await;
+    if let Err(e) = warmed {
+        AtomicBool::store(&stop, true, Ordering::SeqCst);
+        return Err(e);
+    }
+    tokio::time::sleep(Duration::from_millis(args.kill_after_ms)).await;
+    let stopping = Instant::now();
+    let stopped = run_command(worker_stop).await;
+    let down_at = Instant::now();
+    if let Err(e) = stopped {
+        AtomicBool::store(&stop, true, Ordering::SeqCst);
+        return Err(e.context("stopping the worker"));
+    }
+    tokio::time::sleep(Duration::from_millis(args.outage_ms)).await;
+    let health = reqwest::get(format!("{}/healthz", server.base_url)).await;
+    let alive = health.is_ok_and(|r| r.status().is_success());
+    let up_from = Instant::now();
+    run_command(worker_start)
+        .await
+        .context("starting the worker again")?;
+    let up_at = Instant::now();
+    // Load goes on until every subaccount has been served since the worker came back.
+    let recovery_limit = Duration::from_secs(30);
+    let recovered = loop {
+        let served: HashSet<usize> = samples
+            .lock()
+            .map_err(|_| anyhow::anyhow!("poisoned"))?
+            .iter()
+            .filter(|s| s.sent >= up_at && matches!(s.answer, Answer::Http(200, _)))
+            .map(|s| s.tenant)
+            .collect();
+        if served.len() == placed.len() {
+            break Some(up_at.elapsed());
+        }
+        if up_at.elapsed() > recovery_limit {
+            break None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    // A little more load, served normally, before the checks.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    AtomicBool::store(&stop, true, Ordering::SeqCst);
+    for client in clients {
+        client.await?;
+    }
+    let samples = std::mem::take(&mut *samples.lock().map_err(|_| anyhow::anyhow!("poisoned"))?);
+
+    let mut problems = Vec::new();
+    if !alive {
+        problems.push("/healthz did not answer while the worker was down".to_owned());
+    }
+    let Some(recovered) = recovered else {
+        server.stop().await?;
+        return Ok(Err(format!(
+            "not every subaccount was served within {recovery_limit:?} of the worker's restart"
+        )));
+    };
+    // While the worker was down (requests sent after it stopped and answered before it was
+    // started again): its subaccounts get 503 SYS503 quickly, the others succeed.
+    let (mut refused, mut served, mut slowest) = (0usize, 0usize, Duration::ZERO);
+    let mut wrong = Vec::new();
+    for sample in samples
+        .iter()
+        .filter(|s| s.sent >= down_at && s.sent + s.took <= up_from)
+    {
+        let expected_down = placed[sample.tenant].on_stopped_worker;
+        match (&sample.answer, expected_down) {
+            (Answer::Http(503, body), true) if body["error"][0]["code"] == "SYS503" => {
+                refused += 1;
+                slowest = slowest.max(sample.took);
+            }
+            (Answer::Http(200, _), false) => served += 1,
+            (answer, _) => wrong.push(format!(
+                "{} (subaccount on the {} worker): {answer:?}",
+                sample.reference,
+                if expected_down { "stopped" } else { "running" }
+            )),
+        }
+    }
+    if !wrong.is_empty() {
+        problems.push(format!(
+            "{} requests while the worker was down got the wrong answer, e.g. {}",
+            wrong.len(),
+            wrong[0]
+        ));
+    }
+    if refused == 0 || served == 0 {
+        problems.push(format!(
+            "while the worker was down, {refused} requests of its subaccounts were refused and \
+             {served} of the others served: both must be some"
+        ));
+    }
+    if slowest > DOWN_BUDGET {
+        problems.push(format!(
+            "a request of the stopped worker's subaccounts took {slowest:?}"
+        ));
+    }
+    // After each subaccount's first success since the restart, everything succeeds.
+    let mut first_served: Vec<Option<Instant>> = vec![None; placed.len()];
+    for sample in samples.iter().filter(|s| s.sent >= up_at) {
+        if matches!(sample.answer, Answer::Http(200, _)) {
+            let first = &mut first_served[sample.tenant];
+            *first = Some(first.map_or(sample.sent, |t| t.min(sample.sent)));
+        }
+    }
+    let failed_after: Vec<&Sample> = samples
+        .iter()
+        .filter(|s| {
+            first_served[s.tenant].is_some_and(|first| s.sent > first)
+                && !matches!(s.answer, Answer::Http(200, _))
+        })
+        .collect();
+    if let Some(first) = <[&Sample]>::first(&failed_after) {
+        problems.push(format!(
+            "{} requests failed after their subaccount was served again, e.g. {}: {:?}",
+            failed_after.len(),
+            first.reference,
+            first.answer
+        ));
+    }
+
+    // Nothing acknowledged is lost, nothing is stored in part, and a payout committed without
+    // an answer (its 503 came after the commit reached the worker) is replayed on retry.
+    let acknowledged: std::collections::HashMap<&str, &str> = samples
+        .iter()
+        .filter_map(|s| match &s.answer {
+            Answer::Http(200, body) => body["payload"]["payout_id"]
+                .as_str()
+                .map(|id| (s.reference.as_str(), id)),
+            _ => None,
+        })
+        .collect();
+    let stored: std::collections::HashMap<String, String> = ids(
+        &db,
+        "SELECT reference || ' ' || id::text AS id FROM payouts WHERE reference LIKE 'worker-%'",
+    )
+    .await?
+    .into_iter()
+    .filter_map(|row| {
+        row.split_once(' ')
+            .map(|(reference, id)| (reference.to_owned(), id.to_owned()))
+    })
+    .collect();
+    let lost: Vec<&&str> = acknowledged
+        .iter()
+        .filter(|(reference, id)| stored.get(**reference).map(String::as_str) != Some(**id))
+        .map(|(reference, _)| reference)
+        .collect();
+    if let Some(reference) = <[&&str]>::first(&lost) {
+        problems.push(format!(
+            "{} acknowledged payouts are missing or changed, e.g. {reference}",
+            lost.len()
+        ));
+    }
+    let partial = count(&db, PARTIAL_PAYOUTS).await?;
+    if partial > 0 {
+        problems.push(format!(
+            "{partial} payouts exist in part (no hold or no event)"
+        ));
+    }
+    let by_reference: std::collections::HashMap<&str, usize> = samples
+        .iter()
+        .map(|s| (s.reference.as_str(), s.tenant))
+        .collect();
+    let mut replayed = 0;
+    let mut unanswered = 0;
+    // Every payout committed without an answer, and a sample of the acknowledged ones.
+    let retries = stored
+        .iter()
+        .filter(|(reference, _)| !acknowledged.contains_key(reference.as_str()))
+        .inspect(|_| unanswered += 1)
+        .chain(
+            stored
+                .iter()
+                .filter(|(reference, _)| acknowledged.contains_key(reference.as_str()))
+                .take(20),
+        )
+        .collect::<Vec<_>>();
+    for (reference, id) in retries {
+        let Some(&tenant) = by_reference.get(reference.as_str()) else {
+            problems.push(format!("payout {reference} was never sent"));
+            continue;
+        };
+        let subaccount = &placed[tenant];
+        let answer = api
+            .call(
+                &subaccount.key,
+                reqwest::Method::POST,
+                "/api/payout/single",
+                Some(&payout_body(&subaccount.payee, 100, reference)),
+                &[("idempotency-key", reference.clone())],
+            )
+            .await;
+        match answer {
+            Answer::Http(200, body) if body["payload"]["payout_id"] == id.as_str() => {
+                replayed += 1;
+            }
+            other => {
+                problems.push(format!("the retry of {reference} got {other:?}"));
+                break;
+            }
+        }
+    }
+    if check_ledger(&payoutd).await.is_err() {
+        problems.push("check-ledger reports a discrepancy".to_owned());
+    }
+    server.stop().await?;
+    if !problems.is_empty() {
+        return Ok(Err(problems.join("; ")));
+    }
+    let stopped_side = placed.iter().filter(|p| p.on_stopped_worker).count();
+    Ok(Ok(format!(
+        "{} subaccounts ({stopped_side} on the stopped worker): worker down {:.1} s (stop took \
+         {:.0} ms); meanwhile {refused} requests of its subaccounts all 503 SYS503, slowest \
+         {:.0} ms, and {served} of the others served; every subaccount served again {:.0} ms \
+         after the restart; {} acknowledged payouts all stored, none in part, {unanswered} \
+         committed without an answer, {replayed} retries replayed; ledger balanced",
+        placed.len(),
+        (up_from - down_at).as_secs_f64(),
+        (down_at - stopping).as_secs_f64() * 1000.0,
+        slowest.as_secs_f64() * 1000.0,
+        recovered.as_secs_f64() * 1000.0,
+        acknowledged.len(),
+    )))
+}
+
+/// `payoutd admin check-ledger`: fails on a discrepancy.
+async fn check_ledger(payoutd: &Payoutd) -> anyhow::Result<()> {
+    payoutd.admin(&["check-ledger"]).await.map(drop)
 }
