@@ -81,13 +81,19 @@ const UNAVAILABLE_MESSAGES: &[&str] = &[
     "connection not open",
     "ssl syscall error",
     "could not commit transaction for shard",
+    // A transaction cancelled to break a deadlock (SQLSTATE 40P01; on Citus also one spanning
+    // nodes): it was rolled back as a whole, and running it again may well succeed.
+    "deadlock detected",
+    "involved in a distributed deadlock",
 ];
 
-/// A query failure. Lost connections, a server going away or coming back, and timeouts are
-/// `Unavailable` (503, worth retrying); anything else `Unknown`.
+/// A query failure. Lost connections, a server going away or coming back, timeouts, and a
+/// transaction rolled back to resolve a deadlock or a serialization conflict are `Unavailable`
+/// (503, worth retrying); anything else `Unknown`.
 pub(crate) fn from_diesel(e: DieselError) -> PortError {
     match &e {
         DieselError::DatabaseError(DatabaseErrorKind::ClosedConnection, _)
+        | DieselError::DatabaseError(DatabaseErrorKind::SerializationFailure, _)
         | DieselError::BrokenTransactionManager => PortError::Unavailable(anyhow::Error::new(e)),
         DieselError::DatabaseError(_, info) if is_unavailable(info.message()) => {
             PortError::Unavailable(anyhow::Error::new(e))
@@ -206,6 +212,31 @@ mod tests {
             );
             assert!(matches!(from_diesel(e), PortError::Unknown(_)), "{message}");
         }
+    }
+
+    /// A deadlock victim, on one server or across Citus nodes (the message Citus 13 gave when a
+    /// single payout and a bulk request of one subaccount met), and a serialization failure:
+    /// rolled back whole, so retrying is safe and may succeed.
+    #[test]
+    fn a_transaction_cancelled_to_break_a_deadlock_is_unavailable() {
+        for message in [
+            "deadlock detected",
+            "canceling the transaction since it was involved in a distributed deadlock",
+        ] {
+            let e = DieselError::DatabaseError(
+                DatabaseErrorKind::Unknown,
+                Box::new(message.to_owned()),
+            );
+            assert!(
+                matches!(from_diesel(e), PortError::Unavailable(_)),
+                "{message}"
+            );
+        }
+        let e = DieselError::DatabaseError(
+            DatabaseErrorKind::SerializationFailure,
+            Box::new("could not serialize access due to concurrent update".to_owned()),
+        );
+        assert!(matches!(from_diesel(e), PortError::Unavailable(_)));
     }
 
     #[test]
