@@ -46,9 +46,10 @@ Commands:
   citus-stop       Stop the local Citus cluster's nodes
   test [ARGS...]   Run `cargo test --workspace ARGS...` against PostgreSQL (also
                    installs xmllint and fetches the ISO 20022 XSDs the tests need)
-  test --citus [ARGS...]
-                   Start the Citus cluster (as `citus`) and run app-actix's HTTP tests
-                   (`--test api ARGS...`) with each test's database on it
+  test --citus [-p PACKAGE] [ARGS...]
+                   Start the Citus cluster (as `citus`) and run adapters-postgres'
+                   tests (`--tests ARGS...`), then app-actix's HTTP tests (`--test api
+                   ARGS...`), with each test's database on it; `-p` picks one of them
   serve [--webhook-url URL]
                    Migrate, create a funded demo subaccount with an API key, an AUD
                    fee and a webhook URL (by default xtask's own receiver on 127.0.0.1,

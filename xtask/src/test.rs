@@ -14,18 +14,28 @@
 //! from `python3-aiosmtpd` when missing and we are root) and `openssl` are passed as
 //! `PAYOUT_PYTHON3` and `PAYOUT_OPENSSL`.
 //!
-//! `cargo xtask test --citus [ARGS...]` runs the black-box HTTP tests (`app-actix`'s `api`
-//! suite) against a local Citus cluster instead: it starts the cluster as `cargo xtask citus`
-//! does (leaving it running for the next run; `cargo xtask citus-stop` stops it) and sets
-//! `PAYOUT_TEST_CITUS_URL`, so each test's database is made on the cluster with the tables
-//! distributed by subaccount. `ARGS` go to `cargo test` (a test name filter, say).
+//! `cargo xtask test --citus [-p PACKAGE] [ARGS...]` runs the database tests against a local
+//! Citus cluster instead: adapters-postgres' tests (`--tests`: its unit tests, the Citus
+//! placement test and the store tests), then the black-box HTTP tests (`app-actix`'s `api`
+//! suite); `-p adapters-postgres` or `-p app-actix` runs one of them. It starts the cluster as
+//! `cargo xtask citus` does (leaving it running for the next run; `cargo xtask citus-stop` stops
+//! it) and sets `PAYOUT_TEST_CITUS_URL` (and `PAYOUT_CITUS_URL`, which the placement test reads),
+//! so each test's database is made on the cluster with the tables distributed by subaccount.
+//! `ARGS` go to each `cargo test` (a test name filter, say).
 
 use std::{env, process::ExitCode};
 
 use crate::{citus, cmd, iso20022, paths, postgres::Postgres, tools};
 
-/// The flag that runs the HTTP tests against Citus.
+/// The flag that runs the database tests against Citus.
 const CITUS_FLAG: &str = "--citus";
+
+/// What `--citus` runs, in order: each package with the `cargo test` arguments that choose
+/// its tests.
+const CITUS_SUITES: [(&str, &[&str]); 2] = [
+    ("adapters-postgres", &["--tests"]),
+    ("app-actix", &["--test", "api"]),
+];
 
 /// The crate whose tests need OpenSSH.
 const SFTP_TESTS_PACKAGE: &str = "adapters-filetransfer";
@@ -105,32 +115,82 @@ pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
     Ok(cmd::exit_code(status))
 }
 
-/// `cargo xtask test --citus ARGS...`: starts the Citus cluster and runs `cargo test -p
-/// app-actix --test api ARGS...` with `PAYOUT_TEST_CITUS_URL` naming its coordinator.
+/// `cargo xtask test --citus [-p PACKAGE] ARGS...`: starts the Citus cluster and runs each of
+/// [`CITUS_SUITES`] (those `-p` picks, else all), `cargo test -p PACKAGE SUITE ARGS...`, with
+/// `PAYOUT_TEST_CITUS_URL` naming its coordinator. Every chosen suite runs even when one fails;
+/// the exit code is the first failure's.
 fn run_citus(args: Vec<String>) -> Result<ExitCode, String> {
-    if selects_packages(&args) {
-        return Err(format!(
-            "`cargo xtask test {CITUS_FLAG}` runs app-actix's api tests; it takes no -p"
-        ));
-    }
-    let coordinator = citus::start()?;
-    let url = citus::maintenance_url(coordinator);
-    eprintln!("xtask: testing the HTTP API against Citus at {url}");
     let (cargo_args, test_args) = match args.iter().position(|arg| arg == "--") {
         Some(split) => (args[..split].to_vec(), args[split + 1..].to_vec()),
         None => (args, Vec::new()),
     };
-    let mut cargo = paths::cargo();
-    cargo
-        .args(["test", "-p", "app-actix", "--test", "api"])
-        .args(&cargo_args)
-        .arg("--")
-        .args(&test_args);
-    cargo.env("PAYOUT_TEST_CITUS_URL", &url);
-    let status = cargo
-        .status()
-        .map_err(|err| format!("cannot run `{}`: {err}", cmd::display(&cargo)))?;
-    Ok(cmd::exit_code(status))
+    let (packages, cargo_args) = take_packages(&cargo_args)?;
+    let suites: Vec<(&str, &[&str])> = CITUS_SUITES
+        .into_iter()
+        .filter(|(package, _)| packages.is_empty() || packages.iter().any(|p| p == package))
+        .collect();
+    if let Some(unknown) = packages
+        .iter()
+        .find(|p| !CITUS_SUITES.iter().any(|(package, _)| package == p))
+    {
+        return Err(format!(
+            "`cargo xtask test {CITUS_FLAG}` runs the tests of {}; not -p {unknown}",
+            CITUS_SUITES.map(|(package, _)| package).join(" and ")
+        ));
+    }
+    let coordinator = citus::start()?;
+    let url = citus::maintenance_url(coordinator);
+    let mut failed = Vec::new();
+    let mut exit = ExitCode::SUCCESS;
+    for (package, suite) in suites {
+        eprintln!("xtask: testing {package} against Citus at {url}");
+        let mut cargo = paths::cargo();
+        cargo
+            .args(["test", "-p", package])
+            .args(suite)
+            .args(&cargo_args)
+            .arg("--")
+            .args(&test_args);
+        cargo
+            .env("PAYOUT_TEST_CITUS_URL", &url)
+            .env("PAYOUT_CITUS_URL", &url);
+        let status = cargo
+            .status()
+            .map_err(|err| format!("cannot run `{}`: {err}", cmd::display(&cargo)))?;
+        if !status.success() {
+            if failed.is_empty() {
+                exit = cmd::exit_code(status);
+            }
+            failed.push(package);
+        }
+    }
+    if !failed.is_empty() {
+        eprintln!("xtask: tests failed on Citus in {}", failed.join(", "));
+    }
+    Ok(exit)
+}
+
+/// The packages cargo arguments (before any `--`) choose with `-p`, and the other arguments.
+fn take_packages(args: &[String]) -> Result<(Vec<String>, Vec<String>), String> {
+    let mut packages = Vec::new();
+    let mut rest = Vec::new();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        if arg == "-p" || arg == "--package" {
+            let package = args
+                .next()
+                .ok_or_else(|| format!("{arg} needs a package name"))?;
+            packages.push(package.clone());
+        } else if let Some(package) = arg
+            .strip_prefix("--package=")
+            .or_else(|| arg.strip_prefix("-p").filter(|_| !arg.starts_with("--")))
+        {
+            packages.push(package.to_owned());
+        } else {
+            rest.push(arg.clone());
+        }
+    }
+    Ok((packages, rest))
 }
 
 /// Whether cargo arguments (before any `--`) choose packages with `-p`.
@@ -163,7 +223,7 @@ fn selects_package(args: &[String], name: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{selects_package, selects_packages};
+    use super::{selects_package, selects_packages, take_packages};
 
     fn args(args: &[&str]) -> Vec<String> {
         args.iter().map(|arg| (*arg).to_owned()).collect()
@@ -195,5 +255,26 @@ mod tests {
             name
         ));
         assert!(!selects_package(&args(&[name]), name));
+    }
+
+    #[test]
+    fn packages_taken_from_the_citus_arguments() {
+        assert_eq!(
+            take_packages(&args(&["-p", "app-actix", "--release", "payout"])),
+            Ok((args(&["app-actix"]), args(&["--release", "payout"])))
+        );
+        assert_eq!(
+            take_packages(&args(&["--package=adapters-postgres", "-papp-actix"])),
+            Ok((args(&["adapters-postgres", "app-actix"]), Vec::new()))
+        );
+        assert_eq!(
+            take_packages(&args(&["--package", "app-actix"])),
+            Ok((args(&["app-actix"]), Vec::new()))
+        );
+        assert_eq!(
+            take_packages(&args(&["payout"])),
+            Ok((Vec::new(), args(&["payout"])))
+        );
+        assert!(take_packages(&args(&["--release", "-p"])).is_err());
     }
 }

@@ -298,7 +298,10 @@ impl AccountStore for PgStore {
         let result = conn
             .transaction::<_, TxError, _>(async |conn| {
                 if let Some(fp) = &previous_details {
+                    // With the subaccount, which the receiver's rows all have, this reads one
+                    // shard on Citus (where the unique index leads with it) instead of all.
                     let taken: i64 = receiver_accounts::table
+                        .filter(receiver_accounts::subaccount_id.eq(row.subaccount_id))
                         .filter(receiver_accounts::receiver_id.eq(row.receiver_id))
                         .filter(receiver_accounts::details_fingerprint.eq(fp))
                         .count()

@@ -20,6 +20,7 @@ use domain::masking::Secret;
 use uuid::Uuid;
 
 use super::PgStore;
+use super::claims::claim_by_subaccount;
 use crate::cached::CachedExt;
 use crate::errors::from_diesel;
 
@@ -107,18 +108,13 @@ const CLAIM_DUE_OF_SUBACCOUNT: &str = claim_due!(" AND subaccount_id = $5");
 
 /// The subaccounts with due events (the conditions of [`claim_due!`]; `$1` now, `$2` limit),
 /// the one with the oldest due event first: a plain read, which Citus runs on every shard, to
-/// choose the subaccounts to claim from with [`CLAIM_DUE_OF_SUBACCOUNT`].
+/// choose the subaccounts to claim from with [`CLAIM_DUE_OF_SUBACCOUNT`] (see
+/// [`claim_by_subaccount`]).
 const SUBACCOUNTS_WITH_DUE_EVENTS: &str = "\
     SELECT subaccount_id FROM outbox_events \
     WHERE status = 'pending' AND next_attempt_at <= $1 \
       AND (claimed_until IS NULL OR claimed_until < $1) \
     GROUP BY subaccount_id ORDER BY min(next_attempt_at) LIMIT $2";
-
-#[derive(QueryableByName)]
-struct SubaccountRow {
-    #[diesel(sql_type = SqlUuid)]
-    subaccount_id: Uuid,
-}
 
 /// The associated data that binds a webhook secret to its subaccount (see `set_webhook`).
 pub(crate) fn webhook_context(subaccount: Uuid) -> Vec<u8> {
@@ -155,48 +151,6 @@ impl PgStore {
     }
 }
 
-impl PgStore {
-    /// The claim on Citus: the subaccounts with due events, then each one's events claimed
-    /// with [`CLAIM_DUE_OF_SUBACCOUNT`] until `limit` events are taken. Every claim is atomic
-    /// and skips the rows other workers hold, as on plain PostgreSQL, so an event is still
-    /// claimed by one worker at a time; only the order across subaccounts is by each one's
-    /// oldest due event rather than event by event.
-    async fn claim_due_by_subaccount(
-        &self,
-        now: DateTime<Utc>,
-        limit: i32,
-        lease_until: DateTime<Utc>,
-    ) -> Result<Vec<ClaimedRow>, PortError> {
-        let mut conn = self.conn().await?;
-        let subaccounts: Vec<SubaccountRow> = diesel::sql_query(SUBACCOUNTS_WITH_DUE_EVENTS)
-            .bind::<Timestamptz, _>(now)
-            .bind::<Integer, _>(limit)
-            .cached()
-            .load(&mut conn)
-            .await
-            .map_err(from_diesel)?;
-        let mut rows: Vec<ClaimedRow> = Vec::new();
-        for subaccount in subaccounts {
-            let remaining = limit.saturating_sub(i32::try_from(rows.len()).unwrap_or(i32::MAX));
-            if remaining <= 0 {
-                break;
-            }
-            let claimed: Vec<ClaimedRow> = diesel::sql_query(CLAIM_DUE_OF_SUBACCOUNT)
-                .bind::<Timestamptz, _>(now)
-                .bind::<Integer, _>(remaining)
-                .bind::<Timestamptz, _>(lease_until)
-                .bind::<Text, _>(NO_ENDPOINT)
-                .bind::<SqlUuid, _>(subaccount.subaccount_id)
-                .cached()
-                .load(&mut conn)
-                .await
-                .map_err(from_diesel)?;
-            rows.extend(claimed);
-        }
-        Ok(rows)
-    }
-}
-
 fn outcome_columns(outcome: &DeliveryOutcome) -> (&'static str, Option<i16>, Option<String>) {
     match outcome {
         DeliveryOutcome::Delivered { status } => ("delivered", i16::try_from(*status).ok(), None),
@@ -225,15 +179,31 @@ impl DeliveryStore for PgStore {
     ) -> Result<Claim, PortError> {
         let lease = chrono::Duration::from_std(lease).map_err(|e| PortError::Unknown(e.into()))?;
         let limit = i32::try_from(limit).unwrap_or(i32::MAX);
-        let rows = if self.detect_citus().await? {
-            self.claim_due_by_subaccount(now, limit, now + lease)
-                .await?
+        let lease_until = now + lease;
+        let rows: Vec<ClaimedRow> = if self.detect_citus().await? {
+            let mut conn = self.conn().await?;
+            claim_by_subaccount(
+                &mut conn,
+                SUBACCOUNTS_WITH_DUE_EVENTS,
+                now,
+                limit,
+                |subaccount, remaining| {
+                    diesel::sql_query(CLAIM_DUE_OF_SUBACCOUNT)
+                        .bind::<Timestamptz, _>(now)
+                        .bind::<Integer, _>(remaining)
+                        .bind::<Timestamptz, _>(lease_until)
+                        .bind::<Text, _>(NO_ENDPOINT)
+                        .bind::<SqlUuid, _>(subaccount)
+                        .cached()
+                },
+            )
+            .await?
         } else {
             let mut conn = self.conn().await?;
             diesel::sql_query(CLAIM_DUE)
                 .bind::<Timestamptz, _>(now)
                 .bind::<Integer, _>(limit)
-                .bind::<Timestamptz, _>(now + lease)
+                .bind::<Timestamptz, _>(lease_until)
                 .bind::<Text, _>(NO_ENDPOINT)
                 .cached()
                 .load(&mut conn)

@@ -2,6 +2,7 @@
 
 pub(crate) mod accounts;
 mod batches;
+mod claims;
 pub mod credentials;
 mod delivery;
 mod events;

@@ -20,6 +20,7 @@ use domain::masking::Secret;
 use uuid::Uuid;
 
 use super::PgStore;
+use super::claims::claim_by_subaccount;
 use crate::cached::CachedExt;
 use crate::errors::from_diesel;
 use crate::schema::notifications;
@@ -200,17 +201,11 @@ const CLAIM_DUE_OF_SUBACCOUNT: &str = claim_due!(" AND subaccount_id = $4");
 
 /// The subaccounts with due rows (`$1` now, `$2` limit), the one with the oldest due row first:
 /// a plain read, which Citus runs on every shard, to choose the subaccounts to claim from with
-/// [`CLAIM_DUE_OF_SUBACCOUNT`].
+/// [`CLAIM_DUE_OF_SUBACCOUNT`] (see [`claim_by_subaccount`]).
 const SUBACCOUNTS_WITH_DUE_ROWS: &str = "\
     SELECT subaccount_id FROM notifications \
     WHERE status = 'pending' AND next_attempt_at <= $1 \
     GROUP BY subaccount_id ORDER BY min(next_attempt_at) LIMIT $2";
-
-#[derive(QueryableByName)]
-struct SubaccountRow {
-    #[diesel(sql_type = SqlUuid)]
-    subaccount_id: Uuid,
-}
 
 /// A listed row: no recipient, no link.
 #[derive(Queryable, Selectable)]
@@ -263,34 +258,21 @@ impl NotificationStore for PgStore {
         let citus = self.detect_citus().await?;
         let mut conn = self.conn().await?;
         let rows: Vec<ClaimedRow> = if citus {
-            // One subaccount at a time (see CLAIM_DUE_OF_SUBACCOUNT); each claim is atomic and
-            // skips rows other instances hold, so a row is still claimed once at a time.
-            let subaccounts: Vec<SubaccountRow> = diesel::sql_query(SUBACCOUNTS_WITH_DUE_ROWS)
-                .bind::<Timestamptz, _>(now)
-                .bind::<Integer, _>(limit)
-                .cached()
-                .load(&mut conn)
-                .await
-                .map_err(from_diesel)?;
-            let mut rows = Vec::new();
-            for subaccount in subaccounts {
-                let taken = i32::try_from(rows.len()).unwrap_or(i32::MAX);
-                let remaining = limit.saturating_sub(taken);
-                if remaining <= 0 {
-                    break;
-                }
-                let claimed: Vec<ClaimedRow> = diesel::sql_query(CLAIM_DUE_OF_SUBACCOUNT)
-                    .bind::<Timestamptz, _>(now)
-                    .bind::<Integer, _>(remaining)
-                    .bind::<Timestamptz, _>(claimed_until)
-                    .bind::<SqlUuid, _>(subaccount.subaccount_id)
-                    .cached()
-                    .load(&mut conn)
-                    .await
-                    .map_err(from_diesel)?;
-                rows.extend(claimed);
-            }
-            rows
+            claim_by_subaccount(
+                &mut conn,
+                SUBACCOUNTS_WITH_DUE_ROWS,
+                now,
+                limit,
+                |subaccount, remaining| {
+                    diesel::sql_query(CLAIM_DUE_OF_SUBACCOUNT)
+                        .bind::<Timestamptz, _>(now)
+                        .bind::<Integer, _>(remaining)
+                        .bind::<Timestamptz, _>(claimed_until)
+                        .bind::<SqlUuid, _>(subaccount)
+                        .cached()
+                },
+            )
+            .await?
         } else {
             diesel::sql_query(CLAIM_DUE)
                 .bind::<Timestamptz, _>(now)

@@ -850,13 +850,13 @@ async fn find_first_match_returns_the_oldest_match_of_the_subaccount() {
     assert!(find(empty, &[("routing_number", ROUTING)]).await.is_none());
 }
 
-async fn explain(conn: &mut AsyncPgConnection, sql: &str, id: Uuid, fp: Vec<u8>) -> String {
-    let plan: Vec<PlanLine> = diesel::sql_query(format!("EXPLAIN {sql}"))
-        .bind::<SqlUuid, _>(id)
-        .bind::<Bytea, _>(fp)
-        .load(conn)
-        .await
-        .unwrap();
+/// The plan of `sql`, whose parameters are `ids` (uuids), then `fp` (bytea).
+async fn explain(conn: &mut AsyncPgConnection, sql: &str, ids: &[Uuid], fp: Vec<u8>) -> String {
+    let mut query = diesel::sql_query(format!("EXPLAIN {sql}")).into_boxed();
+    for id in ids {
+        query = query.bind::<SqlUuid, _>(*id);
+    }
+    let plan: Vec<PlanLine> = query.bind::<Bytea, _>(fp).load(conn).await.unwrap();
     plan.into_iter()
         .map(|l| l.line)
         .collect::<Vec<_>>()
@@ -948,7 +948,7 @@ async fn verify_and_duplicate_lookups_use_their_indexes() {
     let plan = explain(
         &mut conn,
         verify,
-        sub.as_uuid(),
+        &[sub.as_uuid()],
         fps.fp_account_number.clone(),
     )
     .await;
@@ -972,13 +972,14 @@ async fn verify_and_duplicate_lookups_use_their_indexes() {
         .expect("the probe account");
     assert_eq!(found.id, probe.id);
 
-    // The duplicate check on insert.
+    // The duplicate check on insert (with the subaccount: on Citus the unique index leads
+    // with it).
     let duplicate = "SELECT id FROM receiver_accounts \
-                     WHERE receiver_id = $1 AND details_fingerprint = $2";
+                     WHERE subaccount_id = $1 AND receiver_id = $2 AND details_fingerprint = $3";
     let plan = explain(
         &mut conn,
         duplicate,
-        probe.receiver_id.as_uuid(),
+        &[sub.as_uuid(), probe.receiver_id.as_uuid()],
         fps.details_fingerprint,
     )
     .await;

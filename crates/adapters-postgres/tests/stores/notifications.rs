@@ -344,15 +344,20 @@ async fn a_link_copied_onto_another_row_does_not_open() {
     let sub = fx.subaccount("Acme").await.id;
     let queued_ones = queue(&fx, sub, 2).await;
     let mut conn = fx.raw().await;
-    diesel::sql_query(
+    // Both rows named with their subaccount, so the statement stays on one shard on Citus,
+    // which refuses a subquery that joins distributed rows off the distribution column.
+    let copied = diesel::sql_query(
         "UPDATE notifications SET link_ciphertext = \
-           (SELECT link_ciphertext FROM notifications WHERE id = $1) WHERE id = $2",
+           (SELECT link_ciphertext FROM notifications WHERE subaccount_id = $3 AND id = $1) \
+         WHERE subaccount_id = $3 AND id = $2",
     )
     .bind::<SqlUuid, _>(queued_ones[0].id.as_uuid())
     .bind::<SqlUuid, _>(queued_ones[1].id.as_uuid())
+    .bind::<SqlUuid, _>(sub.as_uuid())
     .execute(&mut conn)
     .await
     .unwrap();
+    assert_eq!(copied, 1);
     let result = fx
         .store
         .claim_due(at(T0 + 3_600 * SECOND), 10, at(T0 + 4_000 * SECOND))

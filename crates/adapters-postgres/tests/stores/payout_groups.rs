@@ -347,15 +347,18 @@ async fn a_group_that_cannot_be_written_as_one_is_written_request_by_request() {
         );
         items.push((new, claimed(&store, sub, &format!("own-{n}")).await));
     }
-    // The third request outlived its lease: a retry took its key over.
+    // The third request outlived its lease: a retry took its key over. (The new lease is
+    // computed here, not as `locked_until + interval …` in SQL: Citus refuses a STABLE
+    // function, as `timestamptz + interval` is, applied to a column in an UPDATE.)
     let taken = items[2].1.claim().unwrap().clone();
     let mut conn = fx.raw().await;
     diesel::sql_query(
-        "UPDATE idempotency_keys SET locked_until = locked_until + interval '1 minute' \
+        "UPDATE idempotency_keys SET locked_until = $3 \
          WHERE subaccount_id = $1 AND idempotency_key = $2",
     )
     .bind::<SqlUuid, _>(sub.as_uuid())
     .bind::<diesel::sql_types::Text, _>(taken.key.as_str())
+    .bind::<diesel::sql_types::Timestamptz, _>(taken.lease_until + chrono::Duration::minutes(1))
     .execute(&mut conn)
     .await
     .unwrap();
