@@ -5,15 +5,27 @@
 //! (`--smoke`: debug, tiny sizes, for CI), and runs the harness with the server URL, the payoutd
 //! binary and `<target dir>/bench` for results. Scenario flags are passed through.
 //!
+//! `cargo xtask bench api --citus` also starts the local Citus cluster as `cargo xtask citus`
+//! does (leaving it running; `cargo xtask citus-stop` stops it) and has the harness run the cases
+//! on plain PostgreSQL and then on Citus, printing Citus' overhead and per-node costs
+//! ([`CITUS_SMOKE_FLAGS`] are added to the smoke sizes).
+//!
 //! Scenarios live in `crates/bench` (`payoutd-bench <scenario> --help`); adding one there and
 //! to [`SCENARIOS`] is all xtask needs.
 
 use std::{env, process::ExitCode};
 
 use crate::{
-    cmd, paths,
+    citus, cmd, paths,
     postgres::{Postgres, find_client},
 };
+
+/// The switch that runs `api` on the local Citus cluster too.
+const CITUS_FLAG: &str = "--citus";
+
+/// What `--smoke` adds to `api --citus`, after the smoke sizes: post-payout at one concurrency,
+/// and few shards, so that placing the tables and the run take well under two minutes.
+const CITUS_SMOKE_FLAGS: &[&str] = &["--payout-clients", "4", "--citus-shards", "4"];
 
 /// Scenarios, with the flags `--smoke` adds to each.
 const SCENARIOS: &[(&str, &[&str])] = &[
@@ -108,6 +120,7 @@ const VALUE_FLAGS: &[&str] = &[
     "--kill-after-ms",
     "--outage-ms",
     "--replays",
+    "--citus-shards",
 ];
 const SWITCHES: &[&str] = &[
     "--explain",
@@ -129,7 +142,21 @@ pub fn run(mut args: Vec<String>) -> Result<ExitCode, String> {
         ));
     };
     let smoke = take_switch(&mut args, "--smoke");
+    let on_citus = take_switch(&mut args, CITUS_FLAG);
+    if on_citus && scenario != "api" {
+        return Err(format!(
+            "{CITUS_FLAG} applies to the api scenario only, not `{scenario}`"
+        ));
+    }
     check_flags(&args)?;
+    // The cluster first: it fails fast when Citus is missing, before the long build.
+    let citus_url = if on_citus {
+        let coordinator = citus::start()?;
+        eprintln!("xtask: the Citus cluster stays running; `cargo xtask citus-stop` stops it");
+        Some(citus::maintenance_url(coordinator))
+    } else {
+        None
+    };
 
     let mut pg = Postgres::provision()?;
     let keep = env::var("PAYOUT_KEEP_PG").is_ok_and(|keep| keep == "1");
@@ -171,9 +198,15 @@ pub fn run(mut args: Vec<String>) -> Result<ExitCode, String> {
                     .arg("--pg-start")
                     .arg(json_array(&start));
             }
+            if let Some(url) = &citus_url {
+                bench.arg("--citus-url").arg(url);
+            }
             if smoke {
                 // Smoke sizes first: flags given on the command line come later and win.
                 bench.args(*smoke_flags);
+                if citus_url.is_some() {
+                    bench.args(CITUS_SMOKE_FLAGS);
+                }
             }
             bench.args(&args);
             match bench.spawn() {
@@ -288,6 +321,15 @@ Scenarios:
              --pgbench-threads N  pgbench -j (default 2)
              --advisory           report the verdicts without failing on them
              --keep-databases     keep payoutd_bench_api for inspection
+             --citus              also start the local Citus cluster (as `cargo xtask
+                                  citus`, $PAYOUT_CITUS_PORT) and run the cases on plain
+                                  PostgreSQL, then on Citus: prints payoutd Citus / plain
+                                  (throughput, p50, p99), pgbench through the coordinator,
+                                  and CPU per request of payoutd, the coordinator and each
+                                  worker with the shard queries routed per request. No
+                                  verdicts: one machine cannot show scale-out (every node
+                                  shares its cores). With --smoke: about a minute.
+             --citus-shards N     shards per distributed table (default 32)
 
 --smoke runs tiny sizes on debug builds (seconds, for CI); without it both
 binaries are built in release mode. Results go to <target dir>/bench/<scenario>.json,
@@ -311,6 +353,14 @@ mod tests {
         assert!(check_flags(&args(&["--requests=10", "--concurrency", "2"])).is_ok());
         assert!(check_flags(&args(&["--requests"])).is_err());
         assert!(check_flags(&args(&["--reqests", "10"])).is_err());
+    }
+
+    #[test]
+    fn citus_shards_take_a_value() {
+        assert!(check_flags(&args(&["--citus-shards", "4"])).is_ok());
+        assert!(check_flags(&args(&["--citus-shards"])).is_err());
+        // `--citus` is taken out before the check; the harness' own flag is not xtask's.
+        assert!(check_flags(&args(&["--citus-url", "postgres://x"])).is_err());
     }
 
     #[test]
