@@ -23,9 +23,18 @@ use crate::{
 /// The switch that runs `api` on the local Citus cluster too.
 const CITUS_FLAG: &str = "--citus";
 
-/// What `--smoke` adds to `api --citus`, after the smoke sizes: post-payout at one concurrency,
-/// and few shards, so that placing the tables and the run take well under two minutes.
-const CITUS_SMOKE_FLAGS: &[&str] = &["--payout-clients", "4", "--citus-shards", "4"];
+/// What `--smoke` adds to `api --citus`, after the smoke sizes: post-payout at one concurrency
+/// (replacing the smoke sizes' list, which would otherwise be extended), no warm-up (it only
+/// sizes the bare endpoint's answer, which this mode leaves out) and few shards, so that placing
+/// the tables and both runs take under two minutes.
+const CITUS_SMOKE_FLAGS: &[&str] = &[
+    "--payout-clients",
+    "4",
+    "--warmup-seconds",
+    "0",
+    "--citus-shards",
+    "4",
+];
 
 /// Scenarios, with the flags `--smoke` adds to each.
 const SCENARIOS: &[(&str, &[&str])] = &[
@@ -203,9 +212,11 @@ pub fn run(mut args: Vec<String>) -> Result<ExitCode, String> {
             }
             if smoke {
                 // Smoke sizes first: flags given on the command line come later and win.
-                bench.args(*smoke_flags);
                 if citus_url.is_some() {
+                    bench.args(without_flags(smoke_flags, CITUS_SMOKE_FLAGS));
                     bench.args(CITUS_SMOKE_FLAGS);
+                } else {
+                    bench.args(*smoke_flags);
                 }
             }
             bench.args(&args);
@@ -249,6 +260,29 @@ fn json_array(parts: &[String]) -> String {
         })
         .collect();
     format!("[{}]", quoted.join(","))
+}
+
+/// `flags` (names each followed by its value, or switches) without the flags `replaced` names
+/// (its values are skipped): a list flag given twice extends the list rather than replace it.
+fn without_flags<'a>(flags: &[&'a str], replaced: &[&str]) -> Vec<&'a str> {
+    let names: Vec<&str> = replaced
+        .iter()
+        .copied()
+        .filter(|flag| flag.starts_with("--"))
+        .collect();
+    let mut kept = Vec::with_capacity(flags.len());
+    let mut rest = flags.iter().copied().peekable();
+    while let Some(flag) = rest.next() {
+        if names.contains(&flag) {
+            // Skip its value too, unless the next item is another flag.
+            if rest.peek().is_some_and(|next| !next.starts_with("--")) {
+                rest.next();
+            }
+        } else {
+            kept.push(flag);
+        }
+    }
+    kept
 }
 
 /// Removes the switch `name` from `args`, reporting whether it was there.
@@ -341,7 +375,7 @@ server logs beside them. pgbench is looked for on PATH, then in the newest
 
 #[cfg(test)]
 mod tests {
-    use super::{check_flags, take_switch};
+    use super::{check_flags, take_switch, without_flags};
 
     fn args(args: &[&str]) -> Vec<String> {
         args.iter().map(|arg| (*arg).to_owned()).collect()
@@ -361,6 +395,29 @@ mod tests {
         assert!(check_flags(&args(&["--citus-shards"])).is_err());
         // `--citus` is taken out before the check; the harness' own flag is not xtask's.
         assert!(check_flags(&args(&["--citus-url", "postgres://x"])).is_err());
+    }
+
+    #[test]
+    fn replaced_smoke_flags_are_left_out_with_their_values() {
+        let smoke = [
+            "--clients",
+            "4",
+            "--payout-clients",
+            "4,8",
+            "--advisory",
+            "--seconds",
+            "1",
+        ];
+        assert_eq!(
+            without_flags(&smoke, &["--payout-clients", "4", "--citus-shards", "4"]),
+            ["--clients", "4", "--advisory", "--seconds", "1"]
+        );
+        assert_eq!(without_flags(&smoke, &[]), smoke);
+        // A replaced switch has no value to skip.
+        assert_eq!(
+            without_flags(&["--advisory", "--seconds", "1"], &["--advisory"]),
+            ["--seconds", "1"]
+        );
     }
 
     #[test]
