@@ -362,7 +362,7 @@ Scenarios:
                                   and CPU per request of payoutd, the coordinator and each
                                   worker with the shard queries routed per request. No
                                   verdicts: one machine cannot show scale-out (every node
-                                  shares its cores). With --smoke: about a minute.
+                                  shares its cores). With --smoke: about two minutes.
              --citus-shards N     shards per distributed table (default 32)
 
 --smoke runs tiny sizes on debug builds (seconds, for CI); without it both
