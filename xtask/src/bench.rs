@@ -7,7 +7,10 @@
 //!
 //! `chaos --citus` runs the fault tests against the local Citus cluster instead, started as
 //! `cargo xtask citus` starts it (and left running): the crash check on distributed tables and
-//! one worker stopped and started again during a load.
+//! one worker stopped and started again during a load. `cargo xtask bench api --citus` also
+//! starts that cluster (leaving it running; `cargo xtask citus-stop` stops it) and has the
+//! harness run the cases on plain PostgreSQL and then on Citus, printing Citus' overhead and
+//! per-node costs ([`CITUS_SMOKE_FLAGS`] are added to the smoke sizes).
 //!
 //! Scenarios live in `crates/bench` (`payoutd-bench <scenario> --help`); adding one there and
 //! to [`SCENARIOS`] is all xtask needs.
@@ -19,8 +22,21 @@ use crate::{
     postgres::{Postgres, find_client},
 };
 
-/// The switch that runs `chaos` against the local Citus cluster.
+/// The switch that runs `chaos` against the local Citus cluster, and `api` on it too.
 const CITUS_FLAG: &str = "--citus";
+
+/// What `--smoke` adds to `api --citus`, after the smoke sizes: post-payout at one concurrency
+/// (replacing the smoke sizes' list, which would otherwise be extended), no warm-up (it only
+/// sizes the bare endpoint's answer, which this mode leaves out) and few shards, so that placing
+/// the tables and both runs take under two minutes.
+const CITUS_SMOKE_FLAGS: &[&str] = &[
+    "--payout-clients",
+    "4",
+    "--warmup-seconds",
+    "0",
+    "--citus-shards",
+    "4",
+];
 
 /// Scenarios, with the flags `--smoke` adds to each.
 const SCENARIOS: &[(&str, &[&str])] = &[
@@ -115,6 +131,7 @@ const VALUE_FLAGS: &[&str] = &[
     "--kill-after-ms",
     "--outage-ms",
     "--replays",
+    "--citus-shards",
 ];
 const SWITCHES: &[&str] = &[
     "--explain",
@@ -137,15 +154,23 @@ pub fn run(mut args: Vec<String>) -> Result<ExitCode, String> {
     };
     let smoke = take_switch(&mut args, "--smoke");
     let on_citus = take_switch(&mut args, CITUS_FLAG);
-    if on_citus && scenario != "chaos" {
+    if on_citus && !matches!(scenario.as_str(), "chaos" | "api") {
         return Err(format!(
-            "{CITUS_FLAG} is a flag of `chaos` only, not of `{scenario}`"
+            "{CITUS_FLAG} is a flag of `chaos` and `api` only, not of `{scenario}`"
         ));
     }
     check_flags(&args)?;
-    if on_citus {
+    if on_citus && scenario == "chaos" {
         return run_chaos_on_citus(smoke, smoke_flags, &args);
     }
+    // The cluster first: it fails fast when Citus is missing, before the long build.
+    let citus_url = if on_citus {
+        let coordinator = citus::start()?;
+        eprintln!("xtask: the Citus cluster stays running; `cargo xtask citus-stop` stops it");
+        Some(citus::maintenance_url(coordinator))
+    } else {
+        None
+    };
 
     let mut pg = Postgres::provision()?;
     let keep = env::var("PAYOUT_KEEP_PG").is_ok_and(|keep| keep == "1");
@@ -164,12 +189,18 @@ pub fn run(mut args: Vec<String>) -> Result<ExitCode, String> {
             json_array(&start),
         ]);
     }
+    let mut smoke_sizes: Vec<&str> = smoke_flags.to_vec();
+    if let Some(citus_url) = &citus_url {
+        harness_args.extend(["--citus-url".to_owned(), citus_url.clone()]);
+        smoke_sizes = without_flags(smoke_flags, CITUS_SMOKE_FLAGS);
+        smoke_sizes.extend(CITUS_SMOKE_FLAGS);
+    }
     let url = pg.url.clone();
     let status = build_and_run(
         &scenario,
         &url,
         &harness_args,
-        smoke.then_some(*smoke_flags),
+        smoke.then_some(smoke_sizes.as_slice()),
         &args,
         |pid| pg.watch(pid),
     );
@@ -269,6 +300,29 @@ fn build_and_run(
     }
 }
 
+/// `flags` (names each followed by its value, or switches) without the flags `replaced` names
+/// (its values are skipped): a list flag given twice extends the list rather than replace it.
+fn without_flags<'a>(flags: &[&'a str], replaced: &[&str]) -> Vec<&'a str> {
+    let names: Vec<&str> = replaced
+        .iter()
+        .copied()
+        .filter(|flag| flag.starts_with("--"))
+        .collect();
+    let mut kept = Vec::with_capacity(flags.len());
+    let mut rest = flags.iter().copied().peekable();
+    while let Some(flag) = rest.next() {
+        if names.contains(&flag) {
+            // Skip its value too, unless the next item is another flag.
+            if rest.peek().is_some_and(|next| !next.starts_with("--")) {
+                rest.next();
+            }
+        } else {
+            kept.push(flag);
+        }
+    }
+    kept
+}
+
 /// `parts` as a JSON array of strings.
 fn json_array(parts: &[String]) -> String {
     let quoted: Vec<String> = parts
@@ -360,6 +414,15 @@ Scenarios:
              --pgbench-threads N  pgbench -j (default 2)
              --advisory           report the verdicts without failing on them
              --keep-databases     keep payoutd_bench_api for inspection
+             --citus              also start the local Citus cluster (as `cargo xtask
+                                  citus`, $PAYOUT_CITUS_PORT) and run the cases on plain
+                                  PostgreSQL, then on Citus: prints payoutd Citus / plain
+                                  (throughput, p50, p99), pgbench through the coordinator,
+                                  and CPU per request of payoutd, the coordinator and each
+                                  worker with the shard queries routed per request. No
+                                  verdicts: one machine cannot show scale-out (every node
+                                  shares its cores). With --smoke: about two minutes.
+             --citus-shards N     shards per distributed table (default 32)
 
   chaos    fault tests (also `cargo xtask chaos`): kill -9 during payout and bulk
            load, PostgreSQL stopped during load, two instances on one database;
@@ -386,17 +449,19 @@ server logs beside them. pgbench is looked for on PATH, then in the newest
 
 #[cfg(test)]
 mod tests {
-    use super::{check_flags, take_switch};
+    use super::{check_flags, take_switch, without_flags};
 
     fn args(args: &[&str]) -> Vec<String> {
         args.iter().map(|arg| (*arg).to_owned()).collect()
     }
 
     #[test]
-    fn citus_is_a_flag_of_chaos_only() {
+    fn citus_is_a_flag_of_chaos_and_api_only() {
         let refused = super::run(args(&["verify", "--citus", "--smoke"]));
         assert!(
-            refused.as_ref().is_err_and(|e| e.contains("`chaos` only")),
+            refused
+                .as_ref()
+                .is_err_and(|e| e.contains("`chaos` and `api` only")),
             "{refused:?}"
         );
     }
@@ -414,5 +479,36 @@ mod tests {
         let mut a = args(&["--smoke", "--requests", "5"]);
         assert!(take_switch(&mut a, "--smoke"));
         assert_eq!(a, args(&["--requests", "5"]));
+    }
+
+    #[test]
+    fn citus_shards_take_a_value() {
+        assert!(check_flags(&args(&["--citus-shards", "4"])).is_ok());
+        assert!(check_flags(&args(&["--citus-shards"])).is_err());
+        // `--citus` is taken out before the check; the harness' own flag is not xtask's.
+        assert!(check_flags(&args(&["--citus-url", "postgres://x"])).is_err());
+    }
+
+    #[test]
+    fn replaced_smoke_flags_are_left_out_with_their_values() {
+        let smoke = [
+            "--clients",
+            "4",
+            "--payout-clients",
+            "4,8",
+            "--advisory",
+            "--seconds",
+            "1",
+        ];
+        assert_eq!(
+            without_flags(&smoke, &["--payout-clients", "4", "--citus-shards", "4"]),
+            ["--clients", "4", "--advisory", "--seconds", "1"]
+        );
+        assert_eq!(without_flags(&smoke, &[]), smoke);
+        // A replaced switch has no value to skip.
+        assert_eq!(
+            without_flags(&["--advisory", "--seconds", "1"], &["--advisory"]),
+            ["--seconds", "1"]
+        );
     }
 }

@@ -57,6 +57,9 @@ Commands:
   bench <scenario> [--smoke] [flags]
                    Build payoutd in release mode and benchmark it against
                    PostgreSQL (`cargo xtask bench help` lists the scenarios)
+  bench api --citus [--smoke] [flags]
+                   The api cases on plain PostgreSQL, then on the Citus cluster
+                   (started as `citus`): Citus' overhead and per-node CPU per request
   chaos [--citus] [--smoke] [flags]
                    Fault tests against a release build (--smoke: debug, small): kill -9
                    during payout load, PostgreSQL stopped during load, two instances on

@@ -1,41 +1,58 @@
 //! Bench databases: one fresh database per measured configuration, created (and migrated) by
 //! `payoutd migrate --create-database`, dropped at the end.
 //!
-//! On a Citus cluster ([`BenchDb::create_on_citus`]) a database is created on every node first,
-//! with the `citus` extension and the cluster's nodes registered, as a Citus database must be
-//! before `payoutd migrate` can distribute its tables.
+//! On a Citus cluster ([`BenchDb::citus`]) the database is made on the coordinator and on every
+//! worker, each given the `citus` extension, and the nodes are registered in it on the
+//! coordinator, so that `payoutd migrate` then distributes the tables. `CREATE DATABASE` of a
+//! Citus database is not propagated to the workers, hence one per node.
 
 use adapters_postgres::migrate::with_database;
 use anyhow::Context;
+use diesel::QueryableByName;
 use diesel::sql_types::{Integer, Text};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
 
-/// A database on the bench server.
+/// A database on the bench server (or on every node of a Citus cluster).
 #[derive(Debug, Clone)]
 pub struct BenchDb {
     /// Its name.
     pub name: String,
-    /// URL of the database itself.
+    /// URL of the database itself (the coordinator's, on Citus).
     pub url: String,
     /// URL of the database to connect to for creating and dropping it.
     maintenance_url: String,
-    /// On Citus, the maintenance URLs of the workers, which hold the database too.
-    worker_urls: Vec<String>,
+    /// On Citus: the workers, in group order.
+    workers: Vec<CitusNode>,
+    /// On Citus: the coordinator's host and port, registered in the database.
+    coordinator: Option<(String, i32)>,
+    /// On Citus: `citus.shard_count` of the distributed tables.
+    shard_count: u32,
 }
 
-/// A node of a Citus cluster, as `pg_dist_node` lists it.
-#[derive(diesel::QueryableByName)]
-struct CitusNode {
-    #[diesel(sql_type = Text)]
-    nodename: String,
-    #[diesel(sql_type = Integer)]
-    nodeport: i32,
-    /// 0 for the coordinator.
-    #[diesel(sql_type = Integer)]
-    groupid: i32,
+/// A worker of a Citus cluster.
+#[derive(Debug, Clone)]
+pub struct CitusNode {
+    /// `host:port`.
+    pub label: String,
+    host: String,
+    port: i32,
+    /// The node's maintenance database.
+    maintenance_url: String,
 }
 
-/// `url` with its host and port replaced (user, database and query kept).
+impl CitusNode {
+    /// The URL of database `name` on this node.
+    pub fn url_of(&self, name: &str) -> anyhow::Result<String> {
+        with_database(&self.maintenance_url, name)
+    }
+}
+
+/// `"name"`, quoted as an SQL identifier.
+fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// `url` with its host and port replaced (user, password, database and query kept).
 fn with_host_port(url: &str, host: &str, port: i32) -> anyhow::Result<String> {
     let (scheme, rest) = url.split_once("://").context("the URL has no scheme")?;
     let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
@@ -47,16 +64,14 @@ fn with_host_port(url: &str, host: &str, port: i32) -> anyhow::Result<String> {
     Ok(format!("{scheme}://{user}{host}:{port}{tail}"))
 }
 
-/// A prepared transaction's id.
-#[derive(diesel::QueryableByName)]
-struct Prepared {
+#[derive(QueryableByName)]
+struct Node {
     #[diesel(sql_type = Text)]
-    gid: String,
-}
-
-/// `"name"`, quoted as an SQL identifier.
-fn quote_ident(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
+    nodename: String,
+    #[diesel(sql_type = Integer)]
+    nodeport: i32,
+    #[diesel(sql_type = Integer)]
+    groupid: i32,
 }
 
 impl BenchDb {
@@ -66,121 +81,143 @@ impl BenchDb {
             name: name.to_owned(),
             url: with_database(server_url, name)?,
             maintenance_url: server_url.to_owned(),
-            worker_urls: Vec::new(),
+            workers: Vec::new(),
+            coordinator: None,
+            shard_count: 0,
         })
     }
 
-    /// The database `name`, made afresh (dropping what a previous run left) on every node of
-    /// the Citus cluster whose coordinator `server_url` names: its maintenance database must
-    /// have the extension and the nodes registered, as `cargo xtask citus` leaves it. The new
-    /// database gets the extension on every node, the same nodes registered, and
-    /// `shard_count` shards per distributed table; `payoutd migrate` then distributes the
-    /// tables.
-    pub async fn create_on_citus(
-        server_url: &str,
+    /// The database `name` on the Citus cluster whose coordinator's maintenance database
+    /// (with the extension and the nodes registered, as `cargo xtask citus` leaves it) is
+    /// `coordinator_url`, its distributed tables to have `shard_count` shards. Not created yet:
+    /// [`BenchDb::create_on_citus`] does that.
+    pub async fn citus(
+        coordinator_url: &str,
         name: &str,
         shard_count: u32,
     ) -> anyhow::Result<Self> {
-        let mut coordinator = AsyncPgConnection::establish(server_url)
+        anyhow::ensure!(shard_count > 0, "a shard count must be at least 1");
+        let mut admin = AsyncPgConnection::establish(coordinator_url)
             .await
             .context("connecting to the Citus coordinator")?;
-        let mut nodes: Vec<CitusNode> = diesel::sql_query(
+        let nodes: Vec<Node> = diesel::sql_query(
             "SELECT nodename::text AS nodename, nodeport, groupid FROM pg_dist_node \
              WHERE noderole = 'primary' ORDER BY groupid",
         )
-        .load(&mut coordinator)
+        .load(&mut admin)
         .await
-        .context("listing the Citus nodes (is --database-url a Citus coordinator?)")?;
-        let coordinator_node = match <[CitusNode]>::first(&nodes) {
-            Some(node) if node.groupid == 0 && nodes.len() > 1 => nodes.remove(0),
-            _ => anyhow::bail!(
-                "the Citus coordinator's database must have the coordinator and its workers \
-                 registered (`cargo xtask citus` does it)"
-            ),
-        };
-        let workers = nodes;
-        let mut db = Self::new(server_url, name)?;
-        db.worker_urls = workers
+        .context(
+            "listing the Citus nodes (is the citus extension in the coordinator's database?)",
+        )?;
+        let coordinator = nodes
             .iter()
-            .map(|node| with_host_port(server_url, &node.nodename, node.nodeport))
-            .collect::<anyhow::Result<_>>()?;
-        db.drop_if_exists().await?;
-        let quoted = quote_ident(name);
-        for maintenance_url in std::iter::once(&db.maintenance_url).chain(&db.worker_urls) {
-            let mut conn = AsyncPgConnection::establish(maintenance_url)
+            .find(|n| n.groupid == 0)
+            .map(|n| (n.nodename.clone(), n.nodeport))
+            .context("the coordinator is not registered (`cargo xtask citus` does it)")?;
+        let workers = nodes
+            .iter()
+            .filter(|n| n.groupid != 0)
+            .map(|n| {
+                Ok(CitusNode {
+                    label: format!("{}:{}", n.nodename, n.nodeport),
+                    host: n.nodename.clone(),
+                    port: n.nodeport,
+                    maintenance_url: with_host_port(coordinator_url, &n.nodename, n.nodeport)?,
+                })
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        anyhow::ensure!(!workers.is_empty(), "the Citus cluster has no worker");
+        Ok(Self {
+            name: name.to_owned(),
+            url: with_database(coordinator_url, name)?,
+            maintenance_url: coordinator_url.to_owned(),
+            workers,
+            coordinator: Some(coordinator),
+            shard_count,
+        })
+    }
+
+    /// The Citus workers (none on plain PostgreSQL).
+    pub fn workers(&self) -> &[CitusNode] {
+        &self.workers
+    }
+
+    /// Whether the database is on a Citus cluster.
+    pub fn is_citus(&self) -> bool {
+        self.coordinator.is_some()
+    }
+
+    /// On Citus: creates the database on every node with the extension, sets its shard count,
+    /// switches Citus' statistics counters on (`citus_stat_counters`) and registers the nodes.
+    /// Does nothing on plain PostgreSQL (`payoutd migrate --create-database` creates it).
+    pub async fn create_on_citus(&self) -> anyhow::Result<()> {
+        let Some((host, port)) = &self.coordinator else {
+            return Ok(());
+        };
+        let maintenance = std::iter::once(self.maintenance_url.as_str())
+            .chain(self.workers.iter().map(|w| w.maintenance_url.as_str()));
+        for maintenance_url in maintenance {
+            let mut admin = AsyncPgConnection::establish(maintenance_url)
                 .await
                 .with_context(|| format!("connecting to the Citus node {maintenance_url}"))?;
-            conn.batch_execute(&format!("CREATE DATABASE {quoted}"))
+            diesel::sql_query(format!("CREATE DATABASE {}", quote_ident(&self.name)))
+                .execute(&mut admin)
                 .await
-                .with_context(|| format!("creating {name} on {maintenance_url}"))?;
-            let mut conn = AsyncPgConnection::establish(&with_database(maintenance_url, name)?)
-                .await
-                .with_context(|| format!("connecting to {name} on {maintenance_url}"))?;
+                .with_context(|| format!("creating {} on {maintenance_url}", self.name))?;
+            let mut conn =
+                AsyncPgConnection::establish(&with_database(maintenance_url, &self.name)?).await?;
             conn.batch_execute("CREATE EXTENSION citus")
                 .await
                 .with_context(|| format!("creating the citus extension on {maintenance_url}"))?;
         }
-        let mut conn = db.connect().await?;
+        let mut conn = self.connect().await?;
         conn.batch_execute(&format!(
-            "ALTER DATABASE {quoted} SET citus.shard_count = {shard_count}"
+            "ALTER DATABASE {name} SET citus.shard_count = {shards};
+             ALTER DATABASE {name} SET citus.enable_stat_counters = on;",
+            name = quote_ident(&self.name),
+            shards = self.shard_count
         ))
         .await?;
         diesel::sql_query("SELECT citus_set_coordinator_host($1, $2)")
-            .bind::<Text, _>(&coordinator_node.nodename)
-            .bind::<Integer, _>(coordinator_node.nodeport)
+            .bind::<Text, _>(host)
+            .bind::<Integer, _>(*port)
             .execute(&mut conn)
             .await
             .context("registering the coordinator")?;
-        for node in &workers {
+        for worker in &self.workers {
             diesel::sql_query("SELECT citus_add_node($1, $2)")
-                .bind::<Text, _>(&node.nodename)
-                .bind::<Integer, _>(node.nodeport)
+                .bind::<Text, _>(&worker.host)
+                .bind::<Integer, _>(worker.port)
                 .execute(&mut conn)
                 .await
-                .with_context(|| format!("registering {}:{}", node.nodename, node.nodeport))?;
+                .with_context(|| format!("registering the worker {}", worker.label))?;
         }
-        Ok(db)
+        Ok(())
     }
 
-    /// Drops the database if a previous run left it behind: on Citus, on the coordinator first
-    /// (which ends its connections to the workers), then on each worker, after rolling back the
-    /// prepared transactions a killed coordinator session may have left there (they block
-    /// dropping it).
+    /// Drops the database if a previous run left it behind (on every Citus node, the
+    /// coordinator first: that ends its connections to the workers' databases; on a worker,
+    /// after rolling back the prepared transactions a killed coordinator session may have left
+    /// there, which would block dropping it).
     pub async fn drop_if_exists(&self) -> anyhow::Result<()> {
-        let mut conn = AsyncPgConnection::establish(&self.maintenance_url)
-            .await
-            .with_context(|| "connecting to the maintenance database")?;
-        let drop = format!(
-            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-            quote_ident(&self.name)
-        );
-        conn.batch_execute(&drop)
-            .await
-            .with_context(|| format!("dropping database {}", self.name))?;
-        for worker_url in &self.worker_urls {
-            if let Ok(mut on_worker) =
-                AsyncPgConnection::establish(&with_database(worker_url, &self.name)?).await
-            {
-                let prepared: Vec<Prepared> = diesel::sql_query(
-                    "SELECT gid FROM pg_prepared_xacts WHERE database = current_database()",
-                )
-                .load(&mut on_worker)
-                .await?;
-                for transaction in prepared {
-                    on_worker
-                        .batch_execute(&format!(
-                            "ROLLBACK PREPARED '{}'",
-                            transaction.gid.replace('\'', "''")
-                        ))
-                        .await?;
-                }
+        let maintenance = std::iter::once(self.maintenance_url.as_str())
+            .chain(self.workers.iter().map(|w| w.maintenance_url.as_str()));
+        for (n, maintenance_url) in maintenance.enumerate() {
+            if n > 0 {
+                roll_back_prepared(&with_database(maintenance_url, &self.name)?).await?;
             }
-            let mut conn = AsyncPgConnection::establish(worker_url)
+            let mut conn = AsyncPgConnection::establish(maintenance_url)
                 .await
-                .with_context(|| format!("connecting to the Citus worker {worker_url}"))?;
-            conn.batch_execute(&drop)
-                .await
-                .with_context(|| format!("dropping database {} on {worker_url}", self.name))?;
+                .with_context(|| {
+                    format!("connecting to the maintenance database {maintenance_url}")
+                })?;
+            diesel::sql_query(format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                quote_ident(&self.name)
+            ))
+            .execute(&mut conn)
+            .await
+            .with_context(|| format!("dropping database {} on {maintenance_url}", self.name))?;
         }
         Ok(())
     }
@@ -201,28 +238,55 @@ impl BenchDb {
     }
 }
 
+/// A prepared transaction's id.
+#[derive(QueryableByName)]
+struct Prepared {
+    #[diesel(sql_type = Text)]
+    gid: String,
+}
+
+/// Rolls back the prepared transactions of the database at `url`, if it exists.
+async fn roll_back_prepared(url: &str) -> anyhow::Result<()> {
+    let Ok(mut conn) = AsyncPgConnection::establish(url).await else {
+        // No such database (yet): nothing to roll back.
+        return Ok(());
+    };
+    let prepared: Vec<Prepared> =
+        diesel::sql_query("SELECT gid FROM pg_prepared_xacts WHERE database = current_database()")
+            .load(&mut conn)
+            .await?;
+    for transaction in prepared {
+        conn.batch_execute(&format!(
+            "ROLLBACK PREPARED '{}'",
+            transaction.gid.replace('\'', "''")
+        ))
+        .await?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::with_host_port;
 
     #[test]
-    fn a_workers_url_keeps_the_user_and_database() {
+    fn node_urls_keep_user_database_and_query() {
         assert_eq!(
             with_host_port(
-                "postgres://postgres@127.0.0.1:25450/postgres",
-                "127.0.0.1",
-                25451
+                "postgres://postgres@127.0.0.1:25470/postgres?x=1",
+                "h",
+                25471
             )
             .ok()
             .as_deref(),
-            Some("postgres://postgres@127.0.0.1:25451/postgres")
+            Some("postgres://postgres@h:25471/postgres?x=1")
         );
         assert_eq!(
-            with_host_port("postgres://h:1?sslmode=disable", "w", 2)
+            with_host_port("postgres://127.0.0.1:1", "h", 2)
                 .ok()
                 .as_deref(),
-            Some("postgres://w:2?sslmode=disable")
+            Some("postgres://h:2")
         );
-        assert!(with_host_port("no scheme", "w", 2).is_err());
+        assert!(with_host_port("no scheme", "h", 2).is_err());
     }
 }

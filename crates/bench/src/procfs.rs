@@ -108,12 +108,53 @@ async fn postgres_ticks(conn: &mut AsyncPgConnection) -> PostgresTicks {
     }
 }
 
+/// The CPU time of one PostgreSQL server's processes over a run (see [`PostgresMeter::stop`]).
+pub struct PostgresMeter {
+    before: PostgresTicks,
+}
+
+impl PostgresMeter {
+    /// Readings now of the server behind `conn`.
+    pub async fn start(conn: &mut AsyncPgConnection) -> Self {
+        Self {
+            before: postgres_ticks(conn).await,
+        }
+    }
+
+    /// CPU seconds the server's processes spent since [`PostgresMeter::start`]. A process that
+    /// started meanwhile counts in full; one that ended meanwhile (a pgbench connection, a
+    /// Citus connection between nodes) through the postmaster's exited children, less what it
+    /// had spent before the start.
+    pub async fn stop(self, conn: &mut AsyncPgConnection) -> f64 {
+        let now = postgres_ticks(conn).await;
+        let before = &self.before;
+        let alive: u64 = now
+            .processes
+            .iter()
+            .map(|(pid, ticks)| {
+                ticks.saturating_sub(before.processes.get(pid).copied().unwrap_or(0))
+            })
+            .sum();
+        let gone_before: u64 = before
+            .processes
+            .iter()
+            .filter(|(pid, _)| !now.processes.contains_key(pid))
+            .map(|(_, ticks)| ticks)
+            .sum();
+        let exited = now
+            .exited_children
+            .saturating_sub(before.exited_children)
+            .saturating_sub(gone_before);
+        seconds(alive + exited)
+    }
+}
+
 /// CPU readings at the start of a run.
 pub struct CpuMeter {
     started: Instant,
     own: (u64, u64),
     server: Option<(u32, u64)>,
-    postgres: PostgresTicks,
+    postgres: PostgresMeter,
 }
 
 /// CPU seconds spent during a run, by whom.
@@ -148,7 +189,7 @@ impl CpuUse {
 impl CpuMeter {
     /// Readings now, for a run against `server` (a pid) and the PostgreSQL behind `conn`.
     pub async fn start(conn: &mut AsyncPgConnection, server: Option<u32>) -> Self {
-        let postgres = postgres_ticks(conn).await;
+        let postgres = PostgresMeter::start(conn).await;
         Self {
             started: Instant::now(),
             own: cpu_ticks("self").unwrap_or_default(),
@@ -157,40 +198,21 @@ impl CpuMeter {
         }
     }
 
-    /// What was spent since [`CpuMeter::start`]. A PostgreSQL process that started meanwhile
-    /// counts in full; one that ended meanwhile (a pgbench connection) through the postmaster's
-    /// exited children, less what it had spent before the start. The run is taken to have
-    /// ended at `ended` (the readings may be taken later, once exiting processes are reaped).
+    /// What was spent since [`CpuMeter::start`], PostgreSQL's share as
+    /// [`PostgresMeter::stop`] counts it. The run is taken to have ended at `ended` (the
+    /// readings may be taken later, once exiting processes are reaped).
     pub async fn stop(self, conn: &mut AsyncPgConnection, ended: Instant) -> CpuUse {
         let wall = ended.saturating_duration_since(self.started);
         let own = cpu_ticks("self").unwrap_or_default();
         let server = self.server.map_or(0, |(pid, before)| {
             cpu_ticks(&pid.to_string()).map_or(0, |(now, _)| now.saturating_sub(before))
         });
-        let now = postgres_ticks(conn).await;
-        let before = &self.postgres;
-        let alive: u64 = now
-            .processes
-            .iter()
-            .map(|(pid, ticks)| {
-                ticks.saturating_sub(before.processes.get(pid).copied().unwrap_or(0))
-            })
-            .sum();
-        let gone_before: u64 = before
-            .processes
-            .iter()
-            .filter(|(pid, _)| !now.processes.contains_key(pid))
-            .map(|(_, ticks)| ticks)
-            .sum();
-        let exited = now
-            .exited_children
-            .saturating_sub(before.exited_children)
-            .saturating_sub(gone_before);
+        let postgres = self.postgres.stop(conn).await;
         CpuUse {
             wall,
             client: seconds(own.0.saturating_sub(self.own.0) + own.1.saturating_sub(self.own.1)),
             server: seconds(server),
-            postgres: seconds(alive + exited),
+            postgres,
         }
     }
 }

@@ -61,6 +61,8 @@ use crate::seed::generate::{Generator, sql_uuid};
 use crate::seed::{self, payouts::seed_payouts};
 use crate::server::{Payoutd, Server, new_master_key};
 
+mod citus;
+
 /// Options of `api`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
@@ -97,6 +99,15 @@ pub struct Args {
     /// Report the verdicts without failing on them (debug smoke runs are not judged).
     #[arg(long)]
     advisory: bool,
+    /// The maintenance database of a Citus coordinator, its workers registered (as `cargo
+    /// xtask citus` prints it): runs the cases on plain PostgreSQL (`--database-url`), then on
+    /// the Citus cluster, and prints Citus' overhead and per-node costs instead of the
+    /// verdicts (see [`citus`]).
+    #[arg(long)]
+    citus_url: Option<String>,
+    /// Shards per distributed table of the Citus database (Citus' default is 32).
+    #[arg(long, default_value_t = 32)]
+    citus_shards: u32,
 }
 
 /// What a case sends.
@@ -519,6 +530,10 @@ struct Measured {
     backlog: (i64, Duration),
     /// The open-loop run at half payoutd's closed-loop rate, if the case has one.
     open_loop: Option<OpenLoop>,
+    /// On Citus: what the payoutd rounds cost each node, and what the coordinator routed.
+    nodes: citus::NodeCosts,
+    /// Why a measurement is missing (a pgbench script Citus refuses, say).
+    notes: Vec<String>,
 }
 
 /// payoutd and pgbench (same SQL) driven at one fixed arrival rate, latency counted from when
@@ -530,12 +545,24 @@ struct OpenLoop {
     pgbench: Option<PgbenchResult>,
 }
 
+/// What a run measures besides payoutd and pgbench.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Plan {
+    /// Everything: the bare endpoint, pgbench `-M simple`, the open loop (plain mode).
+    Full,
+    /// payoutd and pgbench only, for comparing plain PostgreSQL with Citus.
+    Compare,
+}
+
 /// Everything a case needs.
 struct Harness<'a> {
     env: &'a Env,
     args: &'a Args,
+    plan: Plan,
     db: BenchDb,
     conn: AsyncPgConnection,
+    /// On Citus: a connection to the database on each worker (for their CPU and counters).
+    workers: Vec<citus::Worker>,
     server: Server,
     fixture: Arc<Fixture>,
     keys: Vec<Credentials>,
@@ -548,16 +575,35 @@ struct Harness<'a> {
 /// Runs the scenario: seeding, every case, the tables, the JSON file, the verdicts.
 pub async fn run(env: &Env, args: &Args) -> anyhow::Result<ExitCode> {
     let cases = cases(args)?;
+    if let Some(coordinator_url) = &args.citus_url {
+        return citus::run(env, args, coordinator_url, &cases).await;
+    }
     let db = BenchDb::new(&env.server_url, DATABASE)?;
+    let (measured, setup) = measure_on(env, args, &db, &cases, Plan::Full).await?;
+    report_all(env, args, &measured, &setup)
+}
+
+/// Creates `db` afresh (on every node, on Citus), measures `cases` on it, and drops it (unless
+/// `--keep-databases`).
+async fn measure_on(
+    env: &Env,
+    args: &Args,
+    db: &BenchDb,
+    cases: &[Case],
+    plan: Plan,
+) -> anyhow::Result<(Vec<Measured>, Setup)> {
     db.drop_if_exists().await?;
-    let outcome = measure_all(env, args, &db, &cases).await;
+    let outcome = async {
+        db.create_on_citus().await?;
+        measure_all(env, args, db, cases, plan).await
+    }
+    .await;
     if env.keep_databases {
         eprintln!("payoutd-bench: kept database {} ({})", db.name, db.url);
     } else if let Err(e) = db.drop_if_exists().await {
         eprintln!("payoutd-bench: warning: could not drop {}: {e:#}", db.name);
     }
-    let (measured, setup) = outcome?;
-    report_all(env, args, &measured, &setup)
+    outcome
 }
 
 /// The cases to run, in order.
@@ -609,8 +655,9 @@ async fn measure_all(
     args: &Args,
     db: &BenchDb,
     cases: &[Case],
+    plan: Plan,
 ) -> anyhow::Result<(Vec<Measured>, Setup)> {
-    let (mut harness, setup) = prepare(env, args, db, cases).await?;
+    let (mut harness, setup) = prepare(env, args, db, cases, plan).await?;
     let mut measured = Vec::new();
     for case in cases {
         eprintln!("payoutd-bench: [{}] measuring", case.label());
@@ -643,6 +690,7 @@ async fn prepare<'a>(
     args: &'a Args,
     db: &BenchDb,
     cases: &[Case],
+    plan: Plan,
 ) -> anyhow::Result<(Harness<'a>, Setup)> {
     let master_key = new_master_key();
     let payoutd = Payoutd::new(&env.payoutd, &db.url, &master_key);
@@ -724,7 +772,11 @@ async fn prepare<'a>(
     };
     let key_id = key_id(&mut conn, &key.api_key).await?;
 
-    let log = env.out_dir.join("payoutd-api.log");
+    let log = env.out_dir.join(if db.is_citus() {
+        "payoutd-api-citus.log"
+    } else {
+        "payoutd-api.log"
+    });
     let server = payoutd.serve(&log).await?;
     let fixture = Fixture {
         subaccount_id: sub.clone(),
@@ -785,8 +837,10 @@ async fn prepare<'a>(
         Harness {
             env,
             args,
+            plan,
             db: db.clone(),
             conn,
+            workers: citus::Worker::connect_all(db).await?,
             server,
             fixture: Arc::new(fixture),
             keys: tenant.keys,
@@ -1026,7 +1080,10 @@ impl Harness<'_> {
             .env
             .out_dir
             .join(format!("bare-http-{}.log", case.label()));
-        let bare_server = bare::start(body_bytes, &bare_log).await?;
+        let bare_server = match self.plan {
+            Plan::Full => Some(bare::start(body_bytes, &bare_log).await?),
+            Plan::Compare => None,
+        };
         let round = Duration::from_secs(args.seconds).div_f64(args.rounds as f64);
         let pid = self.server.pid();
         let mut measured = Measured {
@@ -1041,6 +1098,8 @@ impl Harness<'_> {
             rss_reset: true,
             backlog: (0, Duration::ZERO),
             open_loop: None,
+            nodes: citus::NodeCosts::default(),
+            notes: Vec::new(),
         };
         for r in 0..args.rounds {
             let order = if r % 2 == 0 {
@@ -1055,9 +1114,14 @@ impl Harness<'_> {
                             measured.rss_reset &= procfs::reset_peak_rss(pid);
                         }
                         let config = self.load_config(&base_url, case.clients, round);
+                        let nodes =
+                            citus::NodeMeter::start(&mut self.conn, &mut self.workers).await?;
                         let meter = CpuMeter::start(&mut self.conn, pid).await;
                         let result = load::run(Arc::clone(&workload), &config).await?;
                         let cpu = meter.stop(&mut self.conn, Instant::now()).await;
+                        measured
+                            .nodes
+                            .add(&nodes.stop(&mut self.conn, &mut self.workers).await?);
                         let peak = pid.and_then(|pid| procfs::status_kib(pid, "VmHWM"));
                         measured.peak_rss_kib = measured.peak_rss_kib.max(peak);
                         let (due, took) = self.drain().await?;
@@ -1080,11 +1144,12 @@ impl Harness<'_> {
                         // The baseline for GET receiver is pgbench's select by primary
                         // key; the stack notes measured it with pgbench's default protocol,
                         // so that is measured too, for reference.
-                        let protocols: &[Protocol] = if case.kind == CaseKind::GetReceiver {
-                            &[Protocol::Prepared, Protocol::Simple]
-                        } else {
-                            &[Protocol::Prepared]
-                        };
+                        let protocols: &[Protocol] =
+                            if case.kind == CaseKind::GetReceiver && self.plan == Plan::Full {
+                                &[Protocol::Prepared, Protocol::Simple]
+                            } else {
+                                &[Protocol::Prepared]
+                            };
                         for &protocol in protocols {
                             let scripts = case.kind.scripts();
                             if scripts.is_empty() {
@@ -1092,7 +1157,8 @@ impl Harness<'_> {
                             }
                             let Some((result, cpu)) = self
                                 .pgbench_round(case, scripts, "", round, r, protocol, None)
-                                .await?
+                                .await
+                                .or_else(|e| self.tolerate_on_citus(e, &mut measured.notes))?
                             else {
                                 continue;
                             };
@@ -1125,7 +1191,8 @@ impl Harness<'_> {
                                     Protocol::Prepared,
                                     None,
                                 )
-                                .await?
+                                .await
+                                .or_else(|e| self.tolerate_on_citus(e, &mut measured.notes))?
                             else {
                                 continue;
                             };
@@ -1145,6 +1212,9 @@ impl Harness<'_> {
                         }
                     }
                     System::Bare => {
+                        let Some(bare_server) = &bare_server else {
+                            continue;
+                        };
                         let config = self.load_config(&bare_server.base_url, case.clients, round);
                         let meter = CpuMeter::start(&mut self.conn, bare_server.pid()).await;
                         let result =
@@ -1162,9 +1232,31 @@ impl Harness<'_> {
                 }
             }
         }
-        bare_server.stop().await?;
-        measured.open_loop = self.open_loop(case, &workload, &measured, round).await?;
+        if let Some(bare_server) = bare_server {
+            bare_server.stop().await?;
+        }
+        if self.plan == Plan::Full {
+            measured.open_loop = self.open_loop(case, &workload, &measured, round).await?;
+        }
         Ok(measured)
+    }
+
+    /// On Citus, a pgbench run that failed (a statement of a script that Citus refuses) is
+    /// noted and left out, so that the other measurements still come; elsewhere it is an error.
+    fn tolerate_on_citus<T>(
+        &self,
+        error: anyhow::Error,
+        notes: &mut Vec<String>,
+    ) -> anyhow::Result<Option<T>> {
+        if !self.db.is_citus() {
+            return Err(error);
+        }
+        let note = format!("{error:#}");
+        eprintln!("payoutd-bench: warning: on Citus: {note}");
+        if !notes.contains(&note) {
+            notes.push(note);
+        }
+        Ok(None)
     }
 
     /// The open-loop latency check of a case at the base concurrency with a script of its own:

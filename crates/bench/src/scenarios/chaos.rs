@@ -294,7 +294,10 @@ struct World {
 /// `--citus`.
 async fn fresh_db(env: &Env, args: &Args, name: &str) -> anyhow::Result<BenchDb> {
     if args.citus {
-        BenchDb::create_on_citus(&env.server_url, name, CITUS_SHARD_COUNT).await
+        let db = BenchDb::citus(&env.server_url, name, CITUS_SHARD_COUNT).await?;
+        db.drop_if_exists().await?;
+        db.create_on_citus().await?;
+        Ok(db)
     } else {
         let db = BenchDb::new(&env.server_url, name)?;
         db.drop_if_exists().await?;

@@ -31,7 +31,7 @@ SELECT md5($2 || 'p' || j)::uuid, $1, a.receiver_id, a.id, a.asset, v.amount,
     t.id, t.group_id, t.fixed, t.percentage, t.min_amount, 'INV-' || j, '', 1, NULL, '', false,
     v.at, v.at
 FROM generate_series($3::bigint, $4::bigint) AS j
-JOIN receiver_accounts a ON a.id = md5($2 || 'a' || (j % $5))::uuid
+JOIN receiver_accounts a ON a.subaccount_id = $1 AND a.id = md5($2 || 'a' || (j % $5))::uuid
 JOIN fee_templates t ON t.subaccount_id = $1 AND t.asset = a.asset
 CROSS JOIN LATERAL (SELECT 100 + (j * 7919) % 99900 AS amount,
     now() - interval '30 days 1 hour' + j * (interval '30 days' / $6::float8) AS at) AS v";
