@@ -268,7 +268,7 @@ pub(crate) async fn write_set(
         .zip(&joined)
         .filter_map(|(p, batch)| written_key(p.key?, p.payout, *batch))
         .collect();
-    mark_keys_committed(conn, &commits).await?;
+    mark_keys_committed(conn, subaccount, &commits).await?;
     let events: Vec<OutboxEvent> = written
         .iter()
         .zip(&joined)
@@ -364,18 +364,16 @@ const INSERT_PAYOUTS: &str = "\
 
 /// Marks every request's key committed, storing its answer (completing it) where it renders,
 /// with one statement; each only while the claim is still its request's. Any key that is not
-/// rolls the whole set back (`KeyNotOwn`).
+/// (or is not of `subaccount`, whose payouts the set writes) rolls the whole set back
+/// (`KeyNotOwn`).
 async fn mark_keys_committed(
     conn: &mut AsyncPgConnection,
+    subaccount: Uuid,
     commits: &[KeyCommit<'_>],
 ) -> Result<(), TxError> {
     if commits.is_empty() {
         return Ok(());
     }
-    let subaccounts: Vec<Uuid> = commits
-        .iter()
-        .map(|c| c.claim.subaccount.as_uuid())
-        .collect();
     let keys: Vec<&str> = commits.iter().map(|c| c.claim.key.as_str()).collect();
     let leases: Vec<DateTime<Utc>> = commits.iter().map(|c| c.claim.lease_until).collect();
     let statuses: Vec<Option<i16>> = commits
@@ -387,7 +385,7 @@ async fn mark_keys_committed(
         .map(|c| c.response.as_ref().map(|r| r.body.as_slice()))
         .collect();
     let marked = diesel::sql_query(MARK_KEYS_COMMITTED)
-        .bind::<Array<SqlUuid>, _>(subaccounts)
+        .bind::<SqlUuid, _>(subaccount)
         .bind::<Array<Text>, _>(keys)
         .bind::<Array<Timestamptz>, _>(leases)
         .bind::<Array<Nullable<SmallInt>>, _>(statuses)
@@ -402,13 +400,15 @@ async fn mark_keys_committed(
     }
 }
 
-/// The set form of the key marking a single payout's event statement does.
+/// The set form of the key marking a single payout's event statement does. The subaccount is
+/// one value (`$1`), not a column of the set, so on Citus the statement goes to that
+/// subaccount's shard alone.
 const MARK_KEYS_COMMITTED: &str = "\
     UPDATE idempotency_keys i SET committed = true, \
       state = CASE WHEN k.status IS NULL THEN i.state ELSE 'completed' END, \
       response_status = k.status, response_body = k.body, \
       locked_until = CASE WHEN k.status IS NULL THEN i.locked_until END \
-    FROM unnest($1::uuid[], $2::text[], $3::timestamptz[], $4::int2[], $5::bytea[]) \
-      AS k(subaccount_id, idempotency_key, lease, status, body) \
-    WHERE i.subaccount_id = k.subaccount_id AND i.idempotency_key = k.idempotency_key \
+    FROM unnest($2::text[], $3::timestamptz[], $4::int2[], $5::bytea[]) \
+      AS k(idempotency_key, lease, status, body) \
+    WHERE i.subaccount_id = $1 AND i.idempotency_key = k.idempotency_key \
       AND i.locked_until = k.lease AND i.state = 'in_progress'";

@@ -211,8 +211,11 @@ impl PayoutStore for PgStore {
         let Some(row) = row else {
             return Ok(None);
         };
+        // Named with the subaccount too, so on Citus the read goes to the payout's shard alone
+        // rather than to every shard.
         let entries: Vec<EntryRow> = ledger_entries::table
             .filter(ledger_entries::payout_id.eq(id.as_uuid()))
+            .filter(ledger_entries::subaccount_id.eq(subaccount.as_uuid()))
             .order(ledger_entries::seq.asc())
             .select((
                 ledger_entries::id,
