@@ -36,8 +36,14 @@ const NODES: [&str; 3] = ["coordinator", "worker1", "worker2"];
 
 /// Settings of every node. Citus runs a maintenance background worker per database that has
 /// the extension, and the HTTP tests on Citus keep a few such databases per test thread: the
-/// default of 8 background workers runs out, and registering a node then fails.
-const NODE_SETTINGS: &str = "shared_preload_libraries = 'citus'\nmax_worker_processes = 64\n";
+/// default of 8 background workers runs out, and registering a node then fails. A worker that
+/// stops in the middle of a two-phase commit keeps the transaction prepared, with its row
+/// locks, when it starts again, until the coordinator's maintenance daemon resolves it: every
+/// `citus.recover_2pc_interval`, 60 s by default, during which requests that need those rows
+/// (a subaccount's balance row) time out. 2 s brings a restarted worker back to service at
+/// once.
+const NODE_SETTINGS: &str = "shared_preload_libraries = 'citus'\nmax_worker_processes = 64\n\
+                             citus.recover_2pc_interval = '2s'\n";
 
 /// The database payoutd uses.
 const DATABASE: &str = "payoutd";
