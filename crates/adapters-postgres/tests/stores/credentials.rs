@@ -253,32 +253,16 @@ async fn concurrent_uses_of_one_nonce_accept_exactly_one() {
     assert_eq!(fresh, 1);
 }
 
-#[derive(diesel::QueryableByName)]
-struct Setting {
-    #[diesel(sql_type = diesel::sql_types::Text)]
-    synchronous_commit: String,
-}
-
 #[tokio::test]
 async fn a_nonce_recorded_without_waiting_for_the_flush_leaves_its_connection_as_it_was() {
     let fx = Fixture::new().await;
     let sub = fx.subaccount("Acme").await.id;
-    // One connection: the next checkout is the same session.
-    let mut config = adapters_postgres::DbConfig::new(fx.db.url());
-    config.max_size = 1;
-    let pool = adapters_postgres::create_pool(&config).unwrap();
-    let vault = adapters_postgres::Vault::new(&Secret::new(crate::support::MASTER_KEY)).unwrap();
-    let store = adapters_postgres::PgStore::new(pool, Arc::new(vault));
+    let store = crate::support::one_connection_store(&fx);
     let key = ApiKeyId::from_uuid(Uuid::new_v4());
     let outcome = store
         .record_nonce(key, sub, 7, at(NOW), NonceDurability::WithNextCommit)
         .await
         .unwrap();
     assert_eq!(outcome, NonceOutcome::Fresh);
-    let mut conn = store.pool().get().await.unwrap();
-    let setting: Setting = diesel::sql_query("SHOW synchronous_commit")
-        .get_result(&mut *conn)
-        .await
-        .unwrap();
-    assert_eq!(setting.synchronous_commit, "on");
+    assert_eq!(crate::support::synchronous_commit_of(&store).await, "on");
 }

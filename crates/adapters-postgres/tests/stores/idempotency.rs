@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
-use diesel_async::RunQueryDsl;
 use domain::idempotency::{
     ClaimOutcome, IdempotencyKey, IdempotencyStore, KeyClaim, LEASE, StoredResponse, WriteKey,
     fingerprint,
@@ -262,24 +261,11 @@ async fn completed_keys_replay_and_released_keys_run_again() {
     ));
 }
 
-#[derive(diesel::QueryableByName)]
-struct Setting {
-    #[diesel(sql_type = diesel::sql_types::Text)]
-    synchronous_commit: String,
-}
-
 #[tokio::test]
 async fn a_new_claim_commits_without_waiting_for_the_flush_and_leaves_its_connection_as_it_was() {
     let fx = Fixture::new().await;
     let sub = fx.subaccount("Idem").await.id;
-    // One connection: the next checkout is the same session.
-    let mut config = adapters_postgres::DbConfig::new(fx.db.url());
-    config.max_size = 1;
-    let pool = adapters_postgres::create_pool(&config).unwrap();
-    let vault =
-        adapters_postgres::Vault::new(&domain::masking::Secret::new(crate::support::MASTER_KEY))
-            .unwrap();
-    let store = adapters_postgres::PgStore::new(pool, Arc::new(vault));
+    let store = crate::support::one_connection_store(&fx);
     let fp = fingerprint("POST", "/api/receiver", b"{}");
     let now = Utc::now();
     let first = store.claim(sub, &key("k-1"), fp, now).await.unwrap();
@@ -287,10 +273,5 @@ async fn a_new_claim_commits_without_waiting_for_the_flush_and_leaves_its_connec
     // Visible at once to the next request with the key, as a durable claim would be.
     let again = fx.store.claim(sub, &key("k-1"), fp, now).await.unwrap();
     assert_eq!(again, ClaimOutcome::InFlight);
-    let mut conn = store.pool().get().await.unwrap();
-    let setting: Setting = diesel::sql_query("SHOW synchronous_commit")
-        .get_result(&mut *conn)
-        .await
-        .unwrap();
-    assert_eq!(setting.synchronous_commit, "on");
+    assert_eq!(crate::support::synchronous_commit_of(&store).await, "on");
 }

@@ -62,6 +62,32 @@ impl Fixture {
     }
 }
 
+/// A store over the fixture's database with a pool of one connection, so every checkout is the
+/// same session.
+pub fn one_connection_store(fx: &Fixture) -> PgStore {
+    let mut config = DbConfig::new(fx.db.url());
+    config.max_size = 1;
+    let pool = create_pool(&config).expect("pool");
+    let vault = Vault::new(&Secret::new(MASTER_KEY)).expect("vault");
+    PgStore::new(pool, Arc::new(vault))
+}
+
+#[derive(diesel::QueryableByName)]
+struct Setting {
+    #[diesel(sql_type = Text)]
+    synchronous_commit: String,
+}
+
+/// `synchronous_commit` of the session a one-connection store's pool holds.
+pub async fn synchronous_commit_of(store: &PgStore) -> String {
+    let mut conn = store.pool().get().await.expect("the pool's connection");
+    diesel::sql_query("SHOW synchronous_commit")
+        .get_result::<Setting>(&mut *conn)
+        .await
+        .expect("SHOW synchronous_commit")
+        .synchronous_commit
+}
+
 /// A store over `url` whose vault uses `master_key`.
 pub fn store_for(url: &str, master_key: [u8; 32]) -> PgStore {
     let pool = create_pool(&DbConfig::new(url)).expect("pool");
