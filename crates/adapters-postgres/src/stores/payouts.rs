@@ -109,30 +109,23 @@ impl PayoutStore for PgStore {
                 return Ok(Vec::new());
             }
             let mut conn = conn;
+            let count = query.similar.len();
+            let (mut accounts, mut amounts, mut assets) = (
+                Vec::with_capacity(count),
+                Vec::with_capacity(count),
+                Vec::with_capacity(count),
+            );
+            for (account, amount, asset) in &query.similar {
+                accounts.push(account.as_uuid());
+                amounts.push(amount.get());
+                assets.push(asset.code());
+            }
             diesel::sql_query(PAID_SINCE)
                 .bind::<diesel::sql_types::Uuid, _>(sub)
                 .bind::<diesel::sql_types::Timestamptz, _>(query.since)
-                .bind::<Array<diesel::sql_types::Uuid>, _>(
-                    query
-                        .similar
-                        .iter()
-                        .map(|(a, _, _)| a.as_uuid())
-                        .collect::<Vec<_>>(),
-                )
-                .bind::<Array<BigInt>, _>(
-                    query
-                        .similar
-                        .iter()
-                        .map(|(_, m, _)| m.get())
-                        .collect::<Vec<_>>(),
-                )
-                .bind::<Array<Text>, _>(
-                    query
-                        .similar
-                        .iter()
-                        .map(|(_, _, a)| a.code())
-                        .collect::<Vec<_>>(),
-                )
+                .bind::<Array<diesel::sql_types::Uuid>, _>(accounts)
+                .bind::<Array<BigInt>, _>(amounts)
+                .bind::<Array<Text>, _>(assets)
                 .cached()
                 .load::<PaidSince>(&mut conn)
                 .await
