@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
+use diesel::sql_types::{Text, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use domain::PortError;
 use domain::account::{AccountStatus, ConfirmStatus};
@@ -108,6 +109,22 @@ impl From<TxError> for PayoutAbort {
     }
 }
 
+/// The open batch of subaccount `$1` in currency `$2`, locked against closing. `'open'` is
+/// written in the text, not bound: only then can the generic plan of the prepared statement
+/// use the partial index `batches_open` (`WHERE status = 'open'`); with the status bound,
+/// PostgreSQL planned the statement afresh on every payout (0.08 ms).
+const OPEN_BATCH: &str = "\
+    SELECT id, batch_run_time FROM batches \
+    WHERE subaccount_id = $1 AND asset = $2 AND status = 'open' FOR SHARE";
+
+#[derive(QueryableByName)]
+struct OpenBatch {
+    #[diesel(sql_type = SqlUuid)]
+    id: Uuid,
+    #[diesel(sql_type = diesel::sql_types::Timestamptz)]
+    batch_run_time: DateTime<Utc>,
+}
+
 /// The open batch of (subaccount, asset), locked `FOR SHARE` so it cannot close before this
 /// transaction commits (closing waits for it, then sees the payout); created, to run
 /// `interval` from `now`, when there is none. Returns its id and run time.
@@ -121,17 +138,15 @@ pub(crate) async fn join_open_batch(
     // Two rounds suffice: a concurrent creator's batch is visible once its insert has made ours
     // wait and do nothing. A third round means that batch closed at once; try again anyway.
     for _ in 0..3 {
-        let open: Option<(Uuid, DateTime<Utc>)> = batches::table
-            .filter(batches::subaccount_id.eq(subaccount))
-            .filter(batches::asset.eq(asset))
-            .filter(batches::status.eq(BatchStatus::Open.as_str()))
-            .select((batches::id, batches::batch_run_time))
-            .for_share()
-            .first(conn)
+        let open: Option<OpenBatch> = diesel::sql_query(OPEN_BATCH)
+            .bind::<SqlUuid, _>(subaccount)
+            .bind::<Text, _>(asset)
+            .cached()
+            .get_result(conn)
             .await
             .optional()?;
         if let Some(open) = open {
-            return Ok(open);
+            return Ok((open.id, open.batch_run_time));
         }
         let id = Uuid::new_v4();
         let run_at = Asset::parse(asset).map_or_else(

@@ -264,5 +264,8 @@ async fn a_nonce_recorded_without_waiting_for_the_flush_leaves_its_connection_as
         .await
         .unwrap();
     assert_eq!(outcome, NonceOutcome::Fresh);
-    assert_eq!(crate::support::synchronous_commit_of(&store).await, "on");
+    assert_eq!(
+        crate::support::session_setting(&store, "synchronous_commit").await,
+        "on"
+    );
 }

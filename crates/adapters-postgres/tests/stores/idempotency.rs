@@ -273,5 +273,8 @@ async fn a_new_claim_commits_without_waiting_for_the_flush_and_leaves_its_connec
     // Visible at once to the next request with the key, as a durable claim would be.
     let again = fx.store.claim(sub, &key("k-1"), fp, now).await.unwrap();
     assert_eq!(again, ClaimOutcome::InFlight);
-    assert_eq!(crate::support::synchronous_commit_of(&store).await, "on");
+    assert_eq!(
+        crate::support::session_setting(&store, "synchronous_commit").await,
+        "on"
+    );
 }

@@ -75,17 +75,18 @@ pub fn one_connection_store(fx: &Fixture) -> PgStore {
 #[derive(diesel::QueryableByName)]
 struct Setting {
     #[diesel(sql_type = Text)]
-    synchronous_commit: String,
+    value: String,
 }
 
-/// `synchronous_commit` of the session a one-connection store's pool holds.
-pub async fn synchronous_commit_of(store: &PgStore) -> String {
+/// The setting `name` of the session a one-connection store's pool holds.
+pub async fn session_setting(store: &PgStore, name: &str) -> String {
     let mut conn = store.pool().get().await.expect("the pool's connection");
-    diesel::sql_query("SHOW synchronous_commit")
+    diesel::sql_query("SELECT current_setting($1) AS value")
+        .bind::<Text, _>(name)
         .get_result::<Setting>(&mut *conn)
         .await
-        .expect("SHOW synchronous_commit")
-        .synchronous_commit
+        .expect("current_setting")
+        .value
 }
 
 /// A store over `url` whose vault uses `master_key`.
@@ -184,4 +185,29 @@ pub struct Count {
 pub struct PlanLine {
     #[diesel(sql_type = Text, column_name = "QUERY PLAN")]
     pub line: String,
+}
+
+#[derive(diesel::QueryableByName, Debug)]
+pub struct PlanCounts {
+    #[diesel(sql_type = Text)]
+    pub statement: String,
+    #[diesel(sql_type = BigInt)]
+    pub generic_plans: i64,
+    #[diesel(sql_type = BigInt)]
+    pub custom_plans: i64,
+}
+
+/// The statements prepared in the session of a one-connection store whose text starts with
+/// `prefix`, with how often PostgreSQL ran each with its generic plan and with one made for
+/// the call's parameters (a custom plan: planned afresh on that call).
+pub async fn plans_of(store: &PgStore, prefix: &str) -> Vec<PlanCounts> {
+    let mut conn = store.pool().get().await.expect("the pool's connection");
+    diesel::sql_query(
+        "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements \
+         WHERE starts_with(statement, $1) ORDER BY statement",
+    )
+    .bind::<Text, _>(prefix)
+    .load(&mut *conn)
+    .await
+    .expect("pg_prepared_statements")
 }
