@@ -11,7 +11,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{
     Array, Bytea, Integer, Jsonb, Nullable, SmallInt, Text, Timestamptz, Uuid as SqlUuid,
 };
-use diesel_async::RunQueryDsl;
+use diesel_async::{AsyncConnection, RunQueryDsl};
 use domain::PortError;
 use domain::delivery::ports::{AttemptRecord, Claim, ClaimedEvent, DeliveryStore};
 use domain::delivery::{DeliveryOutcome, NextStep};
@@ -100,6 +100,17 @@ macro_rules! claim_due {
 
 /// The claim of due events of every subaccount (plain PostgreSQL).
 const CLAIM_DUE: &str = claim_due!("");
+
+/// Set in the claim's transaction, before [`CLAIM_DUE`] is planned: its plans walk the due
+/// index (`outbox_events_due`) in order rather than gather the due rows in a bitmap and sort
+/// them. Every event that leaves `pending` leaves a dead entry in that index until VACUUM. A
+/// walk marks the entries of dead rows as dead in the index itself, so the next claim skips them
+/// without visiting the table; a bitmap scan cannot, so each claim read every event given up or
+/// delivered since the last VACUUM again, and claims grew dearer until the next one. Under the
+/// payout benchmark a claim of about 11 events read 1 100–1 200 buffers and took 3–4 ms of
+/// PostgreSQL's time when it settled on the bitmap plan; walking the index, 360–450 buffers and
+/// 0.7–0.9 ms.
+const WALK_THE_DUE_INDEX: &str = "SET LOCAL enable_bitmapscan = off";
 
 /// The claim of one subaccount's due events (`$5`), on Citus: there `FOR UPDATE` works only in
 /// a statement that runs on one shard, which the subaccount picks (the events are distributed
@@ -200,15 +211,23 @@ impl DeliveryStore for PgStore {
             .await?
         } else {
             let mut conn = self.conn().await?;
-            diesel::sql_query(CLAIM_DUE)
-                .bind::<Timestamptz, _>(now)
-                .bind::<Integer, _>(limit)
-                .bind::<Timestamptz, _>(lease_until)
-                .bind::<Text, _>(NO_ENDPOINT)
-                .cached()
-                .load(&mut conn)
-                .await
-                .map_err(from_diesel)?
+            conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+                // See `WALK_THE_DUE_INDEX`.
+                diesel::sql_query(WALK_THE_DUE_INDEX)
+                    .cached()
+                    .execute(conn)
+                    .await?;
+                diesel::sql_query(CLAIM_DUE)
+                    .bind::<Timestamptz, _>(now)
+                    .bind::<Integer, _>(limit)
+                    .bind::<Timestamptz, _>(lease_until)
+                    .bind::<Text, _>(NO_ENDPOINT)
+                    .cached()
+                    .load(conn)
+                    .await
+            })
+            .await
+            .map_err(from_diesel)?
         };
         let mut claim = Claim::default();
         // Secrets are opened once per subaccount in the batch.

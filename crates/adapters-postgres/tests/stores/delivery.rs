@@ -1096,4 +1096,10 @@ async fn the_event_and_delivery_statements_are_prepared_once_per_connection() {
         deliver_one(&fx, sub, secs).await;
     }
     assert_eq!(prepared_statements(&fx).await, after_one);
+    // The claim turns bitmap scans off for its own transaction only: the pooled session, which
+    // every other statement shares, keeps the default.
+    assert_eq!(
+        crate::support::session_setting(&fx.store, "enable_bitmapscan").await,
+        "on"
+    );
 }
