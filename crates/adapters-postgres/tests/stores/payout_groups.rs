@@ -641,12 +641,25 @@ async fn a_single_payouts_statements_settle_on_their_generic_plans() {
         batches.push(batch.expect("a pending payout joins the open batch"));
     }
     assert!(batches.iter().all(|b| *b == batches[0]), "{batches:?}");
-    for prefix in [
-        "SELECT \"receivers\".\"id\", \"receivers\".\"subaccount_id\"",
-        "SELECT \"receiver_accounts\".\"id\", \"receiver_accounts\".\"subaccount_id\"",
-        "SELECT $3::uuid AS account_id",
-        "SELECT id, batch_run_time FROM batches",
+    // On Citus the coordinator plans a statement with a subquery on a distributed table (the
+    // duplicate warning's) for each call's parameters, to route it; its generic plan is
+    // PostgreSQL's alone to settle on.
+    let on_citus = adapters_postgres::test_db::citus_url().is_some();
+    for (prefix, planned_per_call_by_citus) in [
+        (
+            "SELECT \"receivers\".\"id\", \"receivers\".\"subaccount_id\"",
+            false,
+        ),
+        (
+            "SELECT \"receiver_accounts\".\"id\", \"receiver_accounts\".\"subaccount_id\"",
+            false,
+        ),
+        ("SELECT $3::uuid AS account_id", true),
+        ("SELECT id, batch_run_time FROM batches", false),
     ] {
+        if on_citus && planned_per_call_by_citus {
+            continue;
+        }
         let plans = crate::support::plans_of(&store, prefix).await;
         assert_eq!(plans.len(), 1, "{prefix}");
         let plan = &plans[0];
