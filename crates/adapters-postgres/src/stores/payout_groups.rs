@@ -40,7 +40,7 @@ use tokio::sync::oneshot;
 use uuid::Uuid;
 
 use super::PgStore;
-use super::payout_sets::{Planned, Verdict, decide, write_set};
+use super::payout_sets::{Planned, SetPlans, Verdict, decide, write_set};
 use super::transitions::PayoutAbort;
 use crate::errors::TxError;
 
@@ -263,9 +263,13 @@ impl PgStore {
             })
             .collect();
         let subaccount = group[0].payout.subaccount_id.as_uuid();
+        let plans = match self.detect_citus().await {
+            Ok(citus) => SetPlans::on_citus(citus),
+            Err(e) => return Ok(group.iter().map(|_| Err(copied(&e))).collect()),
+        };
         let result = conn
             .transaction::<_, PayoutAbort, _>(async |conn| {
-                let verdicts = decide(conn, subaccount, &set).await?;
+                let verdicts = decide(conn, subaccount, &set, plans).await?;
                 let written: Vec<Planned<'_>> = set
                     .iter()
                     .zip(&verdicts)

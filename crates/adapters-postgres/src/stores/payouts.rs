@@ -23,7 +23,7 @@ use uuid::Uuid;
 use super::PgStore;
 use super::accounts::AccountRow;
 use super::outbox::insert_events;
-use super::payout_sets::{Planned, Verdict, decide, party_status, write_set};
+use super::payout_sets::{Planned, SetPlans, Verdict, decide, party_status, write_set};
 use super::transitions::{
     PayoutAbort, apply_change, insert_entries, join_open_batch, with_batch, written_key,
 };
@@ -440,11 +440,16 @@ impl PgStore {
             .conn()
             .await
             .map_err(|e| BulkAbort::Payout(PayoutAbort::Tx(TxError::invariant(e))))?;
+        let plans = SetPlans::on_citus(
+            self.detect_citus()
+                .await
+                .map_err(|e| BulkAbort::Payout(PayoutAbort::Tx(TxError::invariant(e))))?,
+        );
         let result = conn
             .transaction::<_, BulkAbort, _>(async |conn| {
                 let verdicts = match planned.as_slice().first() {
                     Some(first) => {
-                        decide(conn, first.payout.subaccount_id.as_uuid(), &planned).await?
+                        decide(conn, first.payout.subaccount_id.as_uuid(), &planned, plans).await?
                     }
                     None => Vec::new(),
                 };
