@@ -426,9 +426,11 @@ impl BatchStore for PgStore {
         event_id: EventId,
     ) -> Result<Option<Batch>, PortError> {
         let batch = batch.as_uuid();
+        // Detected before the connection is taken (the first detection takes one of its own).
+        let citus = self.detect_citus().await?;
         let mut conn = self.conn().await?;
         // On Citus the lock must name the batch's shard: its subaccount is looked up first.
-        let subaccount = if self.detect_citus().await? {
+        let subaccount = if citus {
             let found: Option<Uuid> = batches::table
                 .find(batch)
                 .select(batches::subaccount_id)

@@ -248,6 +248,12 @@ impl PgStore {
     /// The set transaction of a group (see the module documentation).
     async fn insert_set(&self, group: &[Submitted]) -> Result<Vec<InsertResult>, PayoutAbort> {
         let schedule = &self.batch_schedule;
+        // Before this transaction's connection is taken: the first detection takes one of its
+        // own, and writers holding theirs while they all waited for another could empty the pool.
+        let plans = match self.detect_citus().await {
+            Ok(citus) => SetPlans::on_citus(citus),
+            Err(e) => return Ok(group.iter().map(|_| Err(copied(&e))).collect()),
+        };
         let mut conn = match self.conn().await {
             Ok(conn) => conn,
             // No connection: every request gets the pool's answer (503 after its wait).
@@ -263,10 +269,6 @@ impl PgStore {
             })
             .collect();
         let subaccount = group[0].payout.subaccount_id.as_uuid();
-        let plans = match self.detect_citus().await {
-            Ok(citus) => SetPlans::on_citus(citus),
-            Err(e) => return Ok(group.iter().map(|_| Err(copied(&e))).collect()),
-        };
         let result = conn
             .transaction::<_, PayoutAbort, _>(async |conn| {
                 let verdicts = decide(conn, subaccount, &set, plans).await?;

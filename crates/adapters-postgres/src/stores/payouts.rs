@@ -436,15 +436,17 @@ impl PgStore {
                 BulkSlot::Rejected(_) => None,
             })
             .collect();
-        let mut conn = self
-            .conn()
-            .await
-            .map_err(|e| BulkAbort::Payout(PayoutAbort::Tx(TxError::invariant(e))))?;
+        // Detected before the transaction's connection is taken (the first detection takes a
+        // connection of its own).
         let plans = SetPlans::on_citus(
             self.detect_citus()
                 .await
                 .map_err(|e| BulkAbort::Payout(PayoutAbort::Tx(TxError::invariant(e))))?,
         );
+        let mut conn = self
+            .conn()
+            .await
+            .map_err(|e| BulkAbort::Payout(PayoutAbort::Tx(TxError::invariant(e))))?;
         let result = conn
             .transaction::<_, BulkAbort, _>(async |conn| {
                 let verdicts = match planned.as_slice().first() {
