@@ -38,7 +38,27 @@ impl TxError {
             TxError::KeyNotOwn | TxError::Invariant(_) => None,
         }
     }
+
+    /// Whether PostgreSQL rolled the transaction back to break a deadlock or a serialization
+    /// conflict with another one: nothing of it was written, and running it again is how such
+    /// a conflict is meant to be resolved.
+    pub(crate) fn lost_a_conflict(&self) -> bool {
+        match self {
+            TxError::Db(DieselError::DatabaseError(DatabaseErrorKind::SerializationFailure, _)) => {
+                true
+            }
+            TxError::Db(DieselError::DatabaseError(_, info)) => {
+                let message = info.message().to_ascii_lowercase();
+                CONFLICT_MESSAGES.iter().any(|m| message.contains(m))
+            }
+            TxError::Db(_) | TxError::KeyNotOwn | TxError::Invariant(_) => false,
+        }
+    }
 }
+
+/// How PostgreSQL (and Citus, across nodes) says it cancelled a transaction to break a deadlock
+/// (SQLSTATE 40P01, which diesel does not name).
+const CONFLICT_MESSAGES: &[&str] = &["deadlock detected", "involved in a distributed deadlock"];
 
 /// A store transaction's failure: a query failure as [`from_diesel`] sorts it; a lost
 /// idempotency key or a broken invariant is `Unknown` (500).
@@ -81,10 +101,6 @@ const UNAVAILABLE_MESSAGES: &[&str] = &[
     "connection not open",
     "ssl syscall error",
     "could not commit transaction for shard",
-    // A transaction cancelled to break a deadlock (SQLSTATE 40P01; on Citus also one spanning
-    // nodes): it was rolled back as a whole, and running it again may well succeed.
-    "deadlock detected",
-    "involved in a distributed deadlock",
 ];
 
 /// A query failure. Lost connections, a server going away or coming back, timeouts, and a
@@ -102,9 +118,14 @@ pub(crate) fn from_diesel(e: DieselError) -> PortError {
     }
 }
 
+/// A transaction cancelled to break a deadlock ([`CONFLICT_MESSAGES`]) is unavailable too: it
+/// was rolled back as a whole, and running it again may well succeed.
 fn is_unavailable(message: &str) -> bool {
     let message = message.to_ascii_lowercase();
-    UNAVAILABLE_MESSAGES.iter().any(|m| message.contains(m))
+    UNAVAILABLE_MESSAGES
+        .iter()
+        .chain(CONFLICT_MESSAGES)
+        .any(|m| message.contains(m))
 }
 
 /// The constraint (or unique index) a unique violation hit, if that is what `e` is.
@@ -236,6 +257,43 @@ mod tests {
             Box::new("could not serialize access due to concurrent update".to_owned()),
         );
         assert!(matches!(from_diesel(e), PortError::Unavailable(_)));
+    }
+
+    /// The conflicts a single payout's transaction is run again for: a deadlock victim (one
+    /// server or Citus) and a serialization failure; not a lost connection, a unique violation
+    /// or a broken invariant.
+    #[test]
+    fn only_a_transaction_that_lost_a_conflict_is_run_again() {
+        let db = |kind, message: &str| {
+            TxError::Db(DieselError::DatabaseError(
+                kind,
+                Box::new(message.to_owned()),
+            ))
+        };
+        for lost in [
+            db(DatabaseErrorKind::Unknown, "deadlock detected"),
+            db(
+                DatabaseErrorKind::Unknown,
+                "canceling the transaction since it was involved in a distributed deadlock",
+            ),
+            db(
+                DatabaseErrorKind::SerializationFailure,
+                "could not serialize access due to concurrent update",
+            ),
+        ] {
+            assert!(lost.lost_a_conflict(), "{lost}");
+        }
+        for other in [
+            db(DatabaseErrorKind::ClosedConnection, "connection closed"),
+            db(
+                DatabaseErrorKind::UniqueViolation,
+                "duplicate key value violates unique constraint",
+            ),
+            TxError::KeyNotOwn,
+            TxError::invariant(anyhow::anyhow!("1 of 2 payouts inserted")),
+        ] {
+            assert!(!other.lost_a_conflict(), "{other}");
+        }
     }
 
     #[test]

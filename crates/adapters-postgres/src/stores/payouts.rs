@@ -591,19 +591,34 @@ impl PgStore {
     ) -> Result<Option<BatchId>, InsertPayoutError> {
         let schedule = &self.batch_schedule;
         let mut conn = self.conn().await?;
-        let result = conn
-            .transaction::<_, PayoutAbort, _>(async |conn| {
-                check_parties(conn, payout).await?;
-                let batch =
-                    write_payout(conn, payout, entries, events, Some(key), schedule).await?;
-                // The hold, last: one conditional update, so concurrent payouts can never take
-                // the balance below zero (and a subaccount with no balance row has nothing to
-                // hold). The balance row is every payout's of the subaccount, so it is locked
-                // only for the commit: the statements before run concurrently.
-                hold(conn, payout).await?;
-                Ok(batch.map(|(id, _)| BatchId::from_uuid(id)))
-            })
-            .await;
+        let mut attempt = 1;
+        let result = loop {
+            let result = conn
+                .transaction::<_, PayoutAbort, _>(async |conn| {
+                    check_parties(conn, payout).await?;
+                    let batch =
+                        write_payout(conn, payout, entries, events, Some(key), schedule).await?;
+                    // The hold, last: one conditional update, so concurrent payouts can never
+                    // take the balance below zero (and a subaccount with no balance row has
+                    // nothing to hold). The balance row is every payout's of the subaccount, so
+                    // it is locked only for the commit: the statements before run concurrently.
+                    hold(conn, payout).await?;
+                    Ok(batch.map(|(id, _)| BatchId::from_uuid(id)))
+                })
+                .await;
+            // A deadlock victim was rolled back whole; run it again rather than answer 503.
+            // One arises when this payout creates its currency's open batch while a group or
+            // bulk request of the subaccount, holding the balance row, waits to create it too.
+            match result {
+                Err(PayoutAbort::Tx(ref e))
+                    if e.lost_a_conflict() && attempt < CONFLICT_ATTEMPTS =>
+                {
+                    attempt += 1;
+                    tracing::debug!(attempt, "a payout lost a lock conflict; writing it again");
+                }
+                result => break result,
+            }
+        };
         let result = self.after_commit(result);
         match result {
             Ok(batch) => Ok(batch),
@@ -617,6 +632,10 @@ impl PgStore {
         }
     }
 }
+
+/// How many times a single payout's transaction runs when PostgreSQL keeps rolling it back to
+/// break deadlocks ([`TxError::lost_a_conflict`]).
+const CONFLICT_ATTEMPTS: u32 = 3;
 
 /// The (account, amount, asset) triples of `$3`–`$5` the subaccount `$1` paid since `$2`.
 const PAID_SINCE: &str = "\
