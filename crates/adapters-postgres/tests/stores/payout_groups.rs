@@ -589,20 +589,27 @@ async fn a_group_forces_generic_plans_for_its_own_transaction_only() {
             max_group: 64,
         },
     ));
-    let mut items = Vec::new();
-    for n in 0..3 {
-        let reference = format!("generic-{n}");
-        let new = planned(
-            sub,
-            &owner,
-            &account,
-            (100, 0),
-            Some(reference.as_str()),
-            PayoutStatus::Unassessed,
-        );
-        items.push((new, claimed(&store, sub, &reference).await));
-    }
-    let results = submit_all(&store, &items).await;
+    // Three requests with references generic-0 to generic-2, each claimed under its own key.
+    let requests = async |key_prefix: &str| {
+        let mut items = Vec::new();
+        for n in 0..3 {
+            let reference = format!("generic-{n}");
+            let new = planned(
+                sub,
+                &owner,
+                &account,
+                (100, 0),
+                Some(reference.as_str()),
+                PayoutStatus::Unassessed,
+            );
+            items.push((
+                new,
+                claimed(&store, sub, &format!("{key_prefix}-{n}")).await,
+            ));
+        }
+        items
+    };
+    let results = submit_all(&store, &requests("first").await).await;
     assert!(results.iter().all(Result::is_ok), "{results:?}");
     assert_eq!(writing_transactions(&fx, sub).await, 1);
     assert_eq!(
@@ -610,20 +617,7 @@ async fn a_group_forces_generic_plans_for_its_own_transaction_only() {
         "auto"
     );
     // The same references again: each its own duplicate, decided by the generic plans.
-    let mut again = Vec::new();
-    for n in 0..3 {
-        let reference = format!("generic-{n}");
-        let new = planned(
-            sub,
-            &owner,
-            &account,
-            (100, 0),
-            Some(reference.as_str()),
-            PayoutStatus::Unassessed,
-        );
-        again.push((new, claimed(&store, sub, &format!("again-{n}")).await));
-    }
-    let results = submit_all(&store, &again).await;
+    let results = submit_all(&store, &requests("again").await).await;
     assert_eq!(
         results.iter().map(outcome).collect::<Vec<_>>(),
         ["duplicate reference"; 3]
