@@ -843,3 +843,72 @@ async fn requests_queued_behind_a_writer_that_dies_answer_unavailable_and_the_ne
     assert_eq!((balance.available, balance.pending), (10_000 - 100, 100));
     ledger_is_balanced(&fx.store).await;
 }
+
+/// A single payout that PostgreSQL rolls back to break a deadlock is written again rather than
+/// answered 503. Here the payout creates its currency's open batch and then waits for the
+/// balance row, which another transaction holds while it waits to create the same batch (what a
+/// group or bulk request of the subaccount does). The payout waited first, so its deadlock check
+/// runs first and it is the one rolled back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_payout_that_loses_a_deadlock_is_written_again() {
+    use diesel_async::SimpleAsyncConnection;
+    let fx = Fixture::new().await;
+    let (sub, owner, account) = world(&fx, "10000").await;
+    payable_at_once(&fx, &owner, &account).await;
+    let mut other = fx.raw().await;
+    other
+        .batch_execute(&format!(
+            "BEGIN; SELECT 1 FROM balances WHERE subaccount_id = '{}' FOR UPDATE",
+            sub.as_uuid()
+        ))
+        .await
+        .unwrap();
+    let new = planned(sub, &owner, &account, (100, 0), None, PayoutStatus::Pending);
+    let store = fx.store.clone();
+    let payout = new.payout.clone();
+    let single = tokio::spawn(async move {
+        store
+            .insert_payout(&new.payout, &new.entries, &new.events, &WriteKey::none())
+            .await
+    });
+    // The payout has created the open batch and waits for the balance row.
+    until_a_session_waits_for_a_lock(&fx).await;
+    other
+        .batch_execute(&format!(
+            "INSERT INTO batches (id, subaccount_id, asset, status, batch_run_time, created_at, \
+               updated_at) \
+             VALUES (gen_random_uuid(), '{}', 'USD', 'open', now() + interval '1 day', now(), \
+               now()) \
+             ON CONFLICT DO NOTHING; \
+             COMMIT",
+            sub.as_uuid()
+        ))
+        .await
+        .expect("the other transaction is not the deadlock's victim");
+    let batch = single
+        .await
+        .unwrap()
+        .expect("written again after the deadlock")
+        .expect("a pending payout joins the open batch");
+    // Its second run joined the batch the other transaction created.
+    let batches = count(
+        &fx,
+        "SELECT count(*) AS n FROM batches WHERE subaccount_id = $1",
+        sub,
+    )
+    .await;
+    assert_eq!(batches, 1);
+    assert_eq!(
+        fx.count_where(
+            "SELECT count(*) AS n FROM payouts WHERE batch_id = $1",
+            batch.as_uuid()
+        )
+        .await,
+        1
+    );
+    let stored = fx.store.find_payout(sub, payout.id).await.unwrap();
+    assert!(stored.is_some());
+    let balance = fx.store.balance(sub, Asset::Usd).await.unwrap();
+    assert_eq!((balance.available, balance.pending), (10_000 - 100, 100));
+    ledger_is_balanced(&fx.store).await;
+}
