@@ -185,12 +185,14 @@ impl SetPlans {
 }
 
 /// The first statement of a set transaction on plain PostgreSQL: the statements after it run
-/// their generic plans. Each takes arrays as long as the set, and PostgreSQL costs a generic plan for an array
-/// of unknown length above one made for the array given, so it would plan them afresh for every
-/// group (about 0.35 ms a group, 13 % of PostgreSQL's statement time under the payout
-/// benchmark). Every statement of the transaction is written so that its generic plan is bound
-/// by an index on the subaccount and the set's own keys (the unit tests below check the reads);
-/// the setting ends with the transaction.
+/// their generic plans. Each takes arrays as long as the set, and PostgreSQL costs a generic
+/// plan for an array of unknown length above one made for the array given, so it would plan
+/// them afresh for every group (about 0.35 ms a group, 13 % of PostgreSQL's statement time under
+/// the payout benchmark). The statements that read by the set's keys are written so that their
+/// generic plans go through an index on the subaccount and those keys (the unit tests below
+/// check [`PARTIES`], [`TAKEN_REFERENCES`] and [`MARK_KEYS_COMMITTED`]); the balances are read
+/// and updated by their primary key, and the rest are inserts. The setting ends with the
+/// transaction.
 const GENERIC_PLANS: &str = "SET LOCAL plan_cache_mode = force_generic_plan";
 
 /// The receiver and account of each account id of `$2`, the subaccount `$1`'s only, locked
