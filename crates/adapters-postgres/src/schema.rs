@@ -63,7 +63,7 @@ diesel::table! {
 }
 
 diesel::table! {
-    idempotency_keys (subaccount_id, idempotency_key) {
+    idempotency_keys (idempotency_key, subaccount_id) {
         subaccount_id -> Uuid,
         idempotency_key -> Text,
         request_hash -> Bytea,

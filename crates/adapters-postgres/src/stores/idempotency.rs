@@ -62,7 +62,7 @@ pub(crate) async fn mark_committed(
     };
     let claim = commit.claim;
     let target = idempotency_keys::table
-        .find((claim.subaccount.as_uuid(), claim.key.as_str()))
+        .find((claim.key.as_str(), claim.subaccount.as_uuid()))
         .filter(idempotency_keys::locked_until.eq(claim.lease_until))
         .filter(idempotency_keys::state.eq("in_progress"));
     let marked = match &commit.response {
@@ -168,7 +168,7 @@ impl IdempotencyStore for PgStore {
         } else {
             conn.transaction::<_, diesel::result::Error, _>(async |conn| {
                 let row: KeyRow = idempotency_keys::table
-                    .find((sub, key.as_str()))
+                    .find((key.as_str(), sub))
                     .select((
                         idempotency_keys::request_hash,
                         idempotency_keys::state,
@@ -184,7 +184,7 @@ impl IdempotencyStore for PgStore {
                 match decide(&stored(row), &fingerprint, now) {
                     Decision::Answer(outcome) => Ok(outcome),
                     Decision::TakeOver => {
-                        diesel::update(idempotency_keys::table.find((sub, key.as_str())))
+                        diesel::update(idempotency_keys::table.find((key.as_str(), sub)))
                             .set(fresh.clone())
                             .cached()
                             .execute(conn)
@@ -207,7 +207,7 @@ impl IdempotencyStore for PgStore {
     ) -> Result<bool, PortError> {
         let mut conn = self.conn().await?;
         let done = diesel::update(
-            idempotency_keys::table.find((claim.subaccount.as_uuid(), claim.key.as_str())),
+            idempotency_keys::table.find((claim.key.as_str(), claim.subaccount.as_uuid())),
         )
         .filter(idempotency_keys::locked_until.eq(claim.lease_until))
         .filter(idempotency_keys::state.eq("in_progress"))
@@ -228,7 +228,7 @@ impl IdempotencyStore for PgStore {
     async fn release(&self, claim: &KeyClaim) -> Result<(), PortError> {
         let mut conn = self.conn().await?;
         diesel::delete(
-            idempotency_keys::table.find((claim.subaccount.as_uuid(), claim.key.as_str())),
+            idempotency_keys::table.find((claim.key.as_str(), claim.subaccount.as_uuid())),
         )
         .filter(idempotency_keys::locked_until.eq(claim.lease_until))
         .filter(idempotency_keys::committed.eq(false))
