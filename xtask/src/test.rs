@@ -21,6 +21,8 @@
 //! `cargo xtask citus` does (leaving it running for the next run; `cargo xtask citus-stop` stops
 //! it) and sets `PAYOUT_TEST_CITUS_URL` (and `PAYOUT_CITUS_URL`, which the placement test reads),
 //! so each test's database is made on the cluster with the tables distributed by subaccount.
+//! It also provisions plain PostgreSQL as above and sets `DATABASE_URL`, for the tests that
+//! compare with it or check plans only it runs (`TestDb::postgres`).
 //! `ARGS` go to each `cargo test` (a test name filter, say).
 
 use std::{env, process::ExitCode};
@@ -138,6 +140,10 @@ fn run_citus(args: Vec<String>) -> Result<ExitCode, String> {
             CITUS_SUITES.map(|(package, _)| package).join(" and ")
         ));
     }
+    // Some of these tests compare with plain PostgreSQL or check plans only plain PostgreSQL
+    // runs (`TestDb::postgres`): they get a server as `cargo xtask test` provides it.
+    let mut pg = Postgres::provision()?;
+    pg.stop_on_exit();
     let coordinator = citus::start()?;
     let url = citus::maintenance_url(coordinator);
     let mut failed = Vec::new();
@@ -153,10 +159,15 @@ fn run_citus(args: Vec<String>) -> Result<ExitCode, String> {
             .args(&test_args);
         cargo
             .env("PAYOUT_TEST_CITUS_URL", &url)
-            .env("PAYOUT_CITUS_URL", &url);
-        let status = cargo
-            .status()
+            .env("PAYOUT_CITUS_URL", &url)
+            .env("DATABASE_URL", &pg.url);
+        let mut child = cargo
+            .spawn()
             .map_err(|err| format!("cannot run `{}`: {err}", cmd::display(&cargo)))?;
+        pg.watch(child.id());
+        let status = child
+            .wait()
+            .map_err(|err| format!("waiting for cargo test: {err}"))?;
         if !status.success() {
             if failed.is_empty() {
                 exit = cmd::exit_code(status);
@@ -167,6 +178,7 @@ fn run_citus(args: Vec<String>) -> Result<ExitCode, String> {
     if !failed.is_empty() {
         eprintln!("xtask: tests failed on Citus in {}", failed.join(", "));
     }
+    pg.shutdown();
     Ok(exit)
 }
 
