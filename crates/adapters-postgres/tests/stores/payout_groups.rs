@@ -8,7 +8,7 @@ use std::time::Duration;
 use adapters_postgres::{GroupCommitSettings, PayoutGroups, PgStore};
 use chrono::Utc;
 use diesel::sql_types::{BigInt, Uuid as SqlUuid};
-use diesel_async::RunQueryDsl;
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use domain::account::{ConfirmStatus, ReceiverAccount};
 use domain::builders::PayoutBuilder;
 use domain::events::{EventKind, OutboxEvent};
@@ -760,14 +760,7 @@ async fn requests_queued_behind_a_writer_that_dies_answer_unavailable_and_the_ne
     let fx = Fixture::new().await;
     let (sub, owner, account) = world(&fx, "10000").await;
     // Another transaction holds the balance row, so the first request's write waits on it.
-    let mut other = fx.raw().await;
-    other
-        .batch_execute(&format!(
-            "BEGIN; SELECT 1 FROM balances WHERE subaccount_id = '{}' FOR UPDATE",
-            sub.as_uuid()
-        ))
-        .await
-        .unwrap();
+    let mut other = holding_the_balance_row(&fx, sub).await;
     let store = grouped(&fx, Duration::ZERO);
     let payout = |reference| {
         planned(
@@ -844,17 +837,10 @@ async fn requests_queued_behind_a_writer_that_dies_answer_unavailable_and_the_ne
     ledger_is_balanced(&fx.store).await;
 }
 
-/// A single payout that PostgreSQL rolls back to break a deadlock is written again rather than
-/// answered 503. Here the payout creates its currency's open batch and then waits for the
-/// balance row, which another transaction holds while it waits to create the same batch (what a
-/// group or bulk request of the subaccount does). The payout waited first, so its deadlock check
-/// runs first and it is the one rolled back.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_single_payout_that_loses_a_deadlock_is_written_again() {
+/// A raw connection in a transaction that holds `sub`'s balance row (`FOR UPDATE`) until it
+/// commits or is dropped.
+async fn holding_the_balance_row(fx: &Fixture, sub: SubaccountId) -> AsyncPgConnection {
     use diesel_async::SimpleAsyncConnection;
-    let fx = Fixture::new().await;
-    let (sub, owner, account) = world(&fx, "10000").await;
-    payable_at_once(&fx, &owner, &account).await;
     let mut other = fx.raw().await;
     other
         .batch_execute(&format!(
@@ -863,6 +849,23 @@ async fn a_single_payout_that_loses_a_deadlock_is_written_again() {
         ))
         .await
         .unwrap();
+    other
+}
+
+/// A single payout that PostgreSQL rolls back to break a deadlock is written again rather than
+/// answered 503. Here the payout creates its currency's open batch and then waits for the
+/// balance row, which another transaction holds while it waits to create the same batch (what a
+/// group or bulk request of the subaccount does). The payout waited first, so on plain
+/// PostgreSQL its deadlock check runs first and it is the one rolled back. On Citus the
+/// distributed deadlock detector may cancel the other transaction instead, and the test then
+/// fails at that transaction: it is deterministic on plain PostgreSQL only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_payout_that_loses_a_deadlock_is_written_again() {
+    use diesel_async::SimpleAsyncConnection;
+    let fx = Fixture::new().await;
+    let (sub, owner, account) = world(&fx, "10000").await;
+    payable_at_once(&fx, &owner, &account).await;
+    let mut other = holding_the_balance_row(&fx, sub).await;
     let new = planned(sub, &owner, &account, (100, 0), None, PayoutStatus::Pending);
     let store = fx.store.clone();
     let payout = new.payout.clone();
