@@ -200,6 +200,89 @@ pub struct PlanCounts {
 /// The statements prepared in the session of a one-connection store whose text starts with
 /// `prefix`, with how often PostgreSQL ran each with its generic plan and with one made for
 /// the call's parameters (a custom plan: planned afresh on that call).
+/// The generic plan (`EXPLAIN`) of the statement `store` prepared whose text starts with
+/// `prefix`, run with arguments that `argument` gives as SQL literals for the column each
+/// parameter is compared with (`table`, `column`, as the statement names them: `"t"."c" = $n`);
+/// a `LIMIT` is given 1.
+pub async fn generic_plan_of(
+    store: &PgStore,
+    prefix: &str,
+    argument: impl Fn(&str, &str) -> String,
+) -> String {
+    #[derive(diesel::QueryableByName)]
+    struct Prepared {
+        #[diesel(sql_type = Text)]
+        name: String,
+        #[diesel(sql_type = Text)]
+        statement: String,
+    }
+    #[derive(diesel::QueryableByName)]
+    struct PlanLine {
+        #[diesel(sql_type = Text, column_name = "QUERY PLAN")]
+        line: String,
+    }
+    let mut conn = store.pool().get().await.expect("the pool's connection");
+    let prepared: Prepared = diesel::sql_query(
+        "SELECT name, statement FROM pg_prepared_statements WHERE starts_with(statement, $1)",
+    )
+    .bind::<Text, _>(prefix)
+    .get_result(&mut *conn)
+    .await
+    .expect("the prepared statement");
+    let mut arguments: Vec<(usize, String)> = Vec::new();
+    for (at, _) in prepared.statement.match_indices('$') {
+        let digits: String = prepared.statement[at + 1..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        let Ok(n) = digits.parse::<usize>() else {
+            continue;
+        };
+        let before = prepared.statement[..at].trim_end();
+        if before.ends_with("LIMIT") {
+            arguments.push((n, "1".to_owned()));
+            continue;
+        }
+        let column = [" IS NOT DISTINCT FROM", " >=", " ="]
+            .iter()
+            .find_map(|op| before.strip_suffix(op))
+            .map(|c| c.trim_end_matches(')'))
+            .and_then(|c| c.strip_suffix('"'))
+            .and_then(|c| c.rsplit_once("\".\""))
+            .and_then(|(table, column)| Some((table.rsplit_once('"')?.1, column)))
+            .unwrap_or_else(|| panic!("${n} is not compared with a column: {before}"));
+        arguments.push((n, argument(column.0, column.1)));
+    }
+    arguments.sort_by_key(|(n, _)| *n);
+    arguments.dedup_by_key(|(n, _)| *n);
+    assert!(
+        arguments.iter().enumerate().all(|(i, (n, _))| *n == i + 1),
+        "every parameter compared with a column: {}",
+        prepared.statement
+    );
+    let list: Vec<String> = arguments.into_iter().map(|(_, a)| a).collect();
+    diesel::sql_query("SET plan_cache_mode = force_generic_plan")
+        .execute(&mut *conn)
+        .await
+        .expect("plan_cache_mode");
+    let plan: Vec<PlanLine> = diesel::sql_query(format!(
+        "EXPLAIN EXECUTE {}({})",
+        prepared.name,
+        list.join(", ")
+    ))
+    .load(&mut *conn)
+    .await
+    .expect("EXPLAIN");
+    diesel::sql_query("RESET plan_cache_mode")
+        .execute(&mut *conn)
+        .await
+        .expect("plan_cache_mode");
+    plan.into_iter()
+        .map(|l| l.line)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 pub async fn plans_of(store: &PgStore, prefix: &str) -> Vec<PlanCounts> {
     let mut conn = store.pool().get().await.expect("the pool's connection");
     diesel::sql_query(
