@@ -118,15 +118,26 @@ impl ReceiverStore for PgStore {
         subaccount: SubaccountId,
         id: ReceiverId,
     ) -> Result<Option<Receiver>, PortError> {
+        // The subaccount is compared with `=` on Citus, which routes the read to its shard, and
+        // with `IS NOT DISTINCT FROM` on plain PostgreSQL, which no index serves, so that the
+        // generic plan finds the receiver by its primary key however the subaccounts' sizes are
+        // spread (as a single payout's reads do: OPERATIONS, Group commit).
+        let citus = self.detect_citus().await?;
         let mut conn = self.conn().await?;
-        let row = receivers::table
+        let read = receivers::table
             .filter(receivers::id.eq(id.as_uuid()))
-            .filter(receivers::subaccount_id.eq(subaccount.as_uuid()))
-            .select(ReceiverRow::as_select())
-            .first(&mut conn)
-            .await
-            .optional()
-            .map_err(from_diesel)?;
+            .select(ReceiverRow::as_select());
+        let row = if citus {
+            read.filter(receivers::subaccount_id.eq(subaccount.as_uuid()))
+                .first(&mut conn)
+                .await
+        } else {
+            read.filter(receivers::subaccount_id.is_not_distinct_from(subaccount.as_uuid()))
+                .first(&mut conn)
+                .await
+        }
+        .optional()
+        .map_err(from_diesel)?;
         row.map(to_domain).transpose()
     }
 
