@@ -80,14 +80,15 @@ pub(crate) async fn decide(
     set: &[Planned<'_>],
     plans: SetPlans,
 ) -> Result<Vec<Verdict>, PayoutAbort> {
-    if plans == SetPlans::ByStatement {
-        diesel::sql_query(PLANS_FOR_THE_SUBACCOUNT)
+    let on_citus = plans == SetPlans::AsChosen;
+    if !on_citus {
+        diesel::sql_query(GENERIC_PLANS)
             .cached()
             .execute(conn)
             .await?;
     }
     let accounts: Vec<Uuid> = set.iter().map(|p| p.payout.account_id.as_uuid()).collect();
-    let parties: Vec<PartyRow> = diesel::sql_query(PARTIES)
+    let parties: Vec<PartyRow> = diesel::sql_query(if on_citus { PARTIES } else { PARTIES_BY_KEY })
         .bind::<SqlUuid, _>(subaccount)
         .bind::<Array<SqlUuid>, _>(&accounts)
         .cached()
@@ -112,22 +113,20 @@ pub(crate) async fn decide(
     let mut taken: HashSet<String> = if references.is_empty() {
         HashSet::new()
     } else {
-        diesel::sql_query(TAKEN_REFERENCES)
-            .bind::<SqlUuid, _>(subaccount)
-            .bind::<Array<Text>, _>(&references)
-            .cached()
-            .load::<TakenReference>(conn)
-            .await?
-            .into_iter()
-            .map(|row| row.reference)
-            .collect()
+        diesel::sql_query(if on_citus {
+            TAKEN_REFERENCES
+        } else {
+            TAKEN_REFERENCES_BY_KEY
+        })
+        .bind::<SqlUuid, _>(subaccount)
+        .bind::<Array<Text>, _>(&references)
+        .cached()
+        .load::<TakenReference>(conn)
+        .await?
+        .into_iter()
+        .map(|row| row.reference)
+        .collect()
     };
-    if plans == SetPlans::ByStatement {
-        diesel::sql_query(GENERIC_PLANS)
-            .cached()
-            .execute(conn)
-            .await?;
-    }
     let mut assets: Vec<&str> = set.iter().map(|p| p.payout.asset.code()).collect();
     assets.sort_unstable();
     assets.dedup();
@@ -175,57 +174,65 @@ pub(crate) async fn decide(
 /// How a set transaction's statements are planned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SetPlans {
-    /// Its reads by the set's keys for the subaccount and keys given
-    /// ([`PLANS_FOR_THE_SUBACCOUNT`]), everything after them with generic plans
-    /// ([`GENERIC_PLANS`]): on plain PostgreSQL.
-    ByStatement,
-    /// As PostgreSQL chooses, which for these statements is afresh on every call: on Citus,
-    /// whose coordinator failed to run the set transaction with generic plans (every group
-    /// fell back to writing its requests one by one).
+    /// Every statement with its generic plan ([`GENERIC_PLANS`]), the reads by the set's keys
+    /// in their forms that only the keys' indexes can serve ([`PARTIES_BY_KEY`],
+    /// [`TAKEN_REFERENCES_BY_KEY`]): on plain PostgreSQL.
+    Generic,
+    /// As PostgreSQL chooses, which for these statements is afresh on every call, with the
+    /// reads comparing the subaccount with `=` ([`PARTIES`], [`TAKEN_REFERENCES`]) so that
+    /// they are routed to its shard: on Citus, whose coordinator failed to run the set
+    /// transaction with generic plans (every group fell back to writing its requests one by
+    /// one).
     AsChosen,
 }
 
 impl SetPlans {
     /// The planning for a database that is (`true`) or is not a Citus cluster.
     pub(crate) fn on_citus(citus: bool) -> Self {
-        if citus {
-            Self::AsChosen
-        } else {
-            Self::ByStatement
-        }
+        if citus { Self::AsChosen } else { Self::Generic }
     }
 }
 
-/// The first statement of a set transaction on plain PostgreSQL: [`PARTIES`] and
-/// [`TAKEN_REFERENCES`] are planned for the subaccount and the keys they are given. A generic
-/// plan estimates "the rows of this subaccount" as the average subaccount's; for a merchant much
-/// larger than the average, a scan of all its receivers (or payouts) by an index on
-/// `subaccount_id` then looks cheaper than a lookup per key, and reads thousands of rows to find
-/// a handful. Planned for the actual subaccount, PostgreSQL uses its statistics of that
-/// subaccount (the large ones are among its most common values). The unit tests below build
-/// that database and check both plans. Planning the two costs about 0.1 ms of PostgreSQL's time
-/// a group.
-const PLANS_FOR_THE_SUBACCOUNT: &str = "SET LOCAL plan_cache_mode = force_custom_plan";
-
-/// Set after the reads of [`PLANS_FOR_THE_SUBACCOUNT`]: the statements after it run their
-/// generic plans. Each takes arrays as long as the set, and PostgreSQL costs a generic plan for
-/// an array of unknown length above one made for the array given, so it would plan them afresh
-/// for every group (about 0.35 ms a group, 13 % of PostgreSQL's statement time under the payout
-/// benchmark). None of them depends on the subaccount's size: the balances are read and updated
-/// by their primary key, [`MARK_KEYS_COMMITTED`] finds the keys through the primary key of
-/// `idempotency_keys`, which leads with the key (the unit tests below check its generic plan in
-/// the same database), and the rest are inserts. Both settings end with the transaction.
+/// The first statement of a set transaction on plain PostgreSQL: every statement after it
+/// runs its generic plan. Each takes arrays as long as the set, and PostgreSQL costs a generic
+/// plan for an array of unknown length above one made for the array given, so it would plan
+/// them afresh for every group (about 0.35 ms a group, 13 % of PostgreSQL's statement time
+/// under the payout benchmark). None of the plans depends on the subaccount's size: the two
+/// reads by the set's keys compare the subaccount in a form no index serves (see
+/// [`PARTIES_BY_KEY`]), the balances are read and updated by their primary key,
+/// [`MARK_KEYS_COMMITTED`] finds the keys through the primary key of `idempotency_keys`, which
+/// leads with the key, and the rest are inserts. The unit tests below check these generic plans
+/// for a large subaccount among many small ones. The setting ends with the transaction.
 const GENERIC_PLANS: &str = "SET LOCAL plan_cache_mode = force_generic_plan";
 
 /// The receiver and account of each account id of `$2`, the subaccount `$1`'s only, locked
-/// `FOR SHARE` as a single payout locks them. `ra.subaccount_id = $1` is implied by the
-/// receivers' subaccount; it is said so that Citus routes the lock to one shard.
-const PARTIES: &str = "\
-    SELECT ra.id AS account_id, r.id AS receiver_id, r.status AS receiver_status, r.kyc_status, \
-      ra.status AS account_status, ra.confirm_status \
-    FROM receivers r JOIN receiver_accounts ra ON ra.receiver_id = r.id \
-    WHERE r.subaccount_id = $1 AND ra.id = ANY($2::uuid[]) AND ra.subaccount_id = $1 \
-    FOR SHARE";
+/// `FOR SHARE` as a single payout locks them; `$same` compares a row's subaccount with `$1`.
+macro_rules! parties {
+    ($same:literal) => {
+        concat!(
+            "SELECT ra.id AS account_id, r.id AS receiver_id, r.status AS receiver_status, \
+               r.kyc_status, ra.status AS account_status, ra.confirm_status \
+             FROM receivers r JOIN receiver_accounts ra ON ra.receiver_id = r.id \
+             WHERE r.subaccount_id ",
+            $same,
+            " $1 AND ra.id = ANY($2::uuid[]) AND ra.subaccount_id ",
+            $same,
+            " $1 FOR SHARE"
+        )
+    };
+}
+
+/// [`parties!`] on Citus: `ra.subaccount_id = $1` is implied by the receivers' subaccount; it
+/// is said so that Citus routes the lock to one shard.
+const PARTIES: &str = parties!("=");
+
+/// [`parties!`] on plain PostgreSQL, comparing the subaccount with `IS NOT DISTINCT FROM` (the
+/// same as `=` for these non-null columns), which no index serves. A generic plan estimates "the
+/// rows of this subaccount" as the average subaccount's; for a merchant much larger than the
+/// average, a scan of all its receivers by an index on `subaccount_id` then looked cheaper than
+/// a lookup per key, and read thousands of rows to find a handful. In this form the accounts
+/// are found by primary key whatever the subaccount's size.
+const PARTIES_BY_KEY: &str = parties!("IS NOT DISTINCT FROM");
 
 #[derive(QueryableByName)]
 struct PartyRow {
@@ -245,9 +252,16 @@ struct PartyRow {
 
 /// Which references of `$2` the subaccount `$1` has already given a payout (through the partial
 /// unique index on references, `payouts_reference_unique`, whose `reference IS NOT NULL` the
-/// strict `= ANY` implies in any plan).
+/// strict `= ANY` implies in any plan), on Citus: `=` routes it to the subaccount's shard.
 const TAKEN_REFERENCES: &str = "\
     SELECT reference FROM payouts WHERE subaccount_id = $1 AND reference = ANY($2::text[])";
+
+/// [`TAKEN_REFERENCES`] on plain PostgreSQL, comparing the subaccount as [`PARTIES_BY_KEY`]
+/// does: the generic plan finds the references through `payouts_reference_unique`, which leads
+/// with the reference, never by scanning the subaccount's payouts.
+const TAKEN_REFERENCES_BY_KEY: &str = "\
+    SELECT reference FROM payouts \
+    WHERE subaccount_id IS NOT DISTINCT FROM $1 AND reference = ANY($2::text[])";
 
 #[derive(QueryableByName)]
 struct TakenReference {
@@ -512,7 +526,7 @@ mod tests {
     use diesel::sql_types::Text;
     use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
 
-    use super::{MARK_KEYS_COMMITTED, PARTIES, TAKEN_REFERENCES};
+    use super::{MARK_KEYS_COMMITTED, PARTIES_BY_KEY, TAKEN_REFERENCES_BY_KEY};
     use crate::test_db::TestDb;
 
     const SUB: &str = "00000000-0000-0000-0000-000000000001";
@@ -614,39 +628,38 @@ mod tests {
             .any(|line| line.contains("Index Cond") && conditions.iter().all(|c| line.contains(c)))
     }
 
-    /// The plans a set transaction runs on plain PostgreSQL read the large subaccount's rows of
-    /// the set's own keys through an index, never every row of the subaccount: the reads planned
-    /// for the subaccount, the key marking with its generic plan.
+    /// The plans a set transaction runs on plain PostgreSQL, all generic, read the large
+    /// subaccount's rows of the set's own keys through an index, never every row of the
+    /// subaccount.
     #[tokio::test]
     async fn a_set_transactions_reads_use_the_sets_keys_for_a_large_subaccount() {
         let (_db, mut conn) = crowded().await;
-        let custom =
-            super::PLANS_FOR_THE_SUBACCOUNT.trim_start_matches("SET LOCAL plan_cache_mode = ");
         let generic = super::GENERIC_PLANS.trim_start_matches("SET LOCAL plan_cache_mode = ");
 
         let parties = plan_in_mode(
             &mut conn,
-            custom,
-            ("parties", "uuid, uuid[]", PARTIES),
+            generic,
+            ("parties", "uuid, uuid[]", PARTIES_BY_KEY),
             &format!("'{SUB}', ARRAY['{SUB}', '{SUB}']::uuid[]"),
         )
         .await;
         assert!(
             index_condition_with(&parties, &["id = ANY"])
-                && !index_condition_with(&parties, &["(subaccount_id = "]),
+                && !index_condition_with(&parties, &["subaccount_id"]),
             "{parties}"
         );
 
         let references = plan_in_mode(
             &mut conn,
-            custom,
-            ("taken", "uuid, text[]", TAKEN_REFERENCES),
+            generic,
+            ("taken", "uuid, text[]", TAKEN_REFERENCES_BY_KEY),
             &format!("'{SUB}', ARRAY['ref-a', 'ref-b']"),
         )
         .await;
         assert!(
             references.contains("payouts_reference_unique")
-                && index_condition_with(&references, &["reference = ANY", "subaccount_id = "]),
+                && index_condition_with(&references, &["reference = ANY"])
+                && !index_condition_with(&references, &["subaccount_id"]),
             "{references}"
         );
 
