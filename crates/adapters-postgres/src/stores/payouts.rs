@@ -41,6 +41,24 @@ use domain::payout::query::PayoutFilter;
 use domain::receiver::Receiver;
 use std::collections::HashMap;
 
+/// A fee template's columns as the planning reads select them ([`template_columns!`]): asset,
+/// id, group, fixed, percentage, minimum.
+type TemplateRow = (String, Uuid, Uuid, i64, i32, i64);
+
+/// The columns of a [`TemplateRow`] (a macro: one list for both reads that select them).
+macro_rules! template_columns {
+    () => {
+        (
+            fee_templates::asset,
+            fee_templates::id,
+            fee_templates::group_id,
+            fee_templates::fixed,
+            fee_templates::percentage,
+            fee_templates::min_amount,
+        )
+    };
+}
+
 #[async_trait]
 impl PayoutStore for PgStore {
     #[tracing::instrument(
@@ -117,14 +135,7 @@ impl PayoutStore for PgStore {
             fee_templates::table
                 .filter(fee_templates::subaccount_id.eq(sub))
                 .filter(fee_templates::asset.eq_any(&assets))
-                .select((
-                    fee_templates::asset,
-                    fee_templates::id,
-                    fee_templates::group_id,
-                    fee_templates::fixed,
-                    fee_templates::percentage,
-                    fee_templates::min_amount,
-                ))
+                .select(template_columns!())
                 .load::<TemplateRow>(&mut conn)
                 .await
         };
@@ -382,10 +393,6 @@ impl PayoutStore for PgStore {
     }
 }
 
-/// A fee template's columns as the planning reads select them: asset, id, group, fixed,
-/// percentage, minimum.
-type TemplateRow = (String, Uuid, Uuid, i64, i32, i64);
-
 /// What one payout's planning asks ([`PlanningQuery`] with one receiver, one account, one asset
 /// and that account's amount): read in one statement ([`Self::read`]) instead of the four
 /// pipelined reads a larger query takes. Each statement PostgreSQL runs costs it a bind, an
@@ -476,15 +483,7 @@ impl OnePayoutFacts {
                     .select((
                         Option::<crate::rows::ReceiverRow>::as_select(),
                         Option::<AccountRow>::as_select(),
-                        (
-                            fee_templates::asset,
-                            fee_templates::id,
-                            fee_templates::group_id,
-                            fee_templates::fixed,
-                            fee_templates::percentage,
-                            fee_templates::min_amount,
-                        )
-                            .nullable(),
+                        template_columns!().nullable(),
                         paid_since,
                     ))
                     .cached()
