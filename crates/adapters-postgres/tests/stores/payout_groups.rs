@@ -574,6 +574,64 @@ async fn planning_facts_are_the_subaccounts_own_and_answer_every_request_at_once
     };
     let none = fx.store.planning_facts(sub, &empty).await.unwrap();
     assert!(none.receivers.is_empty() && none.accounts.is_empty());
+
+    // One payout's facts (one receiver, account, currency and amount) are read in one joined
+    // statement; it answers the same way.
+    let one = |receiver, account, asset, amount| PlanningQuery {
+        receivers: vec![receiver],
+        accounts: vec![account],
+        assets: vec![asset],
+        similar: vec![(account, MinorUnits::new(amount).unwrap(), asset)],
+        since: at(T0) - chrono::Duration::hours(24),
+    };
+    let mine = fx
+        .store
+        .planning_facts(sub, &one(owner.id, account.id, Asset::Usd, 700))
+        .await
+        .unwrap();
+    assert_eq!(mine.receivers.keys().collect::<Vec<_>>(), [&owner.id]);
+    assert_eq!(mine.accounts.keys().collect::<Vec<_>>(), [&account.id]);
+    assert_eq!(mine.fee_templates.get(&Asset::Usd), Some(&template));
+    assert_eq!(
+        mine.paid_since.iter().collect::<Vec<_>>(),
+        [&(account.id, amount(700), Asset::Usd)]
+    );
+    // Another amount was not paid; another currency has no template.
+    let other_amount = fx
+        .store
+        .planning_facts(sub, &one(owner.id, account.id, Asset::Eur, 701))
+        .await
+        .unwrap();
+    assert!(other_amount.paid_since.is_empty() && other_amount.fee_templates.is_empty());
+    assert_eq!(other_amount.accounts.len(), 1);
+    // Another subaccount's receiver or account is not found, alone or beside one's own.
+    let mixed = fx
+        .store
+        .planning_facts(sub, &one(owner.id, strangers_account.id, Asset::Usd, 700))
+        .await
+        .unwrap();
+    assert_eq!(mixed.receivers.keys().collect::<Vec<_>>(), [&owner.id]);
+    assert!(mixed.accounts.is_empty() && mixed.paid_since.is_empty());
+    let foreign = fx
+        .store
+        .planning_facts(other_sub, &one(owner.id, account.id, Asset::Usd, 700))
+        .await
+        .unwrap();
+    assert!(
+        foreign.receivers.is_empty()
+            && foreign.accounts.is_empty()
+            && foreign.fee_templates.is_empty()
+            && foreign.paid_since.is_empty(),
+        "{foreign:?}"
+    );
+    // An unknown subaccount (no row to join to) finds nothing either.
+    let nobody = SubaccountId::from_uuid(Uuid::new_v4());
+    let unknown = fx
+        .store
+        .planning_facts(nobody, &one(owner.id, account.id, Asset::Usd, 700))
+        .await
+        .unwrap();
+    assert!(unknown.receivers.is_empty() && unknown.accounts.is_empty());
 }
 
 /// On plain PostgreSQL a group's transaction runs its set statements with their generic plans
