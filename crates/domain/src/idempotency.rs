@@ -19,6 +19,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
 use sha2::{Digest, Sha256};
 
+use crate::auth::NonceUse;
 use crate::error::PortError;
 use crate::ids::SubaccountId;
 
@@ -263,6 +264,19 @@ pub trait IdempotencyStore: Send + Sync {
         now: DateTime<Utc>,
     ) -> Result<ClaimOutcome, PortError>;
 
+    /// Records a POST's `nonce` as used (as `CredentialStore::record_nonce` does, with its
+    /// durability) and, only when it was not used before, claims `key` of the nonce's
+    /// subaccount as [`claim`](Self::claim) does: in one statement and one commit where the
+    /// store can, since every keyed POST needs both. `Ok(None)` when the nonce was used before:
+    /// the request is a replay, and its key is left untouched.
+    async fn claim_with_nonce(
+        &self,
+        nonce: &NonceUse,
+        key: &IdempotencyKey,
+        fingerprint: [u8; 32],
+        now: DateTime<Utc>,
+    ) -> Result<Option<ClaimOutcome>, PortError>;
+
     /// Stores `response` for `claim` where the claim is still this request's (same lease, not
     /// yet complete). `Ok(false)` when it is not.
     async fn complete(
@@ -307,6 +321,29 @@ impl IdempotencyService {
         self.store
             .claim(subaccount, key, fingerprint, self.clock.now())
             .await
+    }
+
+    /// Records the caller's POST `nonce` and, when it is fresh, claims `key` for the request
+    /// (`method`, `path_and_query`, `body`), in one step: `Ok(None)` when the nonce was used
+    /// before (a replay, `AUTH106`; the key is untouched).
+    pub async fn claim_with_nonce(
+        &self,
+        nonce: &NonceUse,
+        key: &IdempotencyKey,
+        method: &str,
+        path_and_query: &str,
+        body: &[u8],
+    ) -> Result<Option<ClaimOutcome>, PortError> {
+        let fingerprint = fingerprint(method, path_and_query, body);
+        self.store
+            .claim_with_nonce(nonce, key, fingerprint, self.clock.now())
+            .await
+    }
+
+    /// Gives a new claim up without storing an answer, so a retry with the key runs afresh (a
+    /// request refused before it ran, for its rate).
+    pub async fn release(&self, claim: &KeyClaim) -> Result<(), PortError> {
+        self.store.release(claim).await
     }
 
     /// Settles a claimed key once its request answered, unless its write already stored the
@@ -480,5 +517,51 @@ mod tests {
         };
         assert!(service.finish(&claim, &answered(503, b"x")).await.is_ok());
         assert!(service.finish(&claim, &answered(400, b"{}")).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_nonce_and_key_are_claimed_with_the_requests_fingerprint_at_the_clocks_time() {
+        let nonce = NonceUse {
+            api_key: crate::ids::ApiKeyId::from_uuid(uuid::Uuid::from_u128(3)),
+            subaccount: SubaccountId::from_uuid(uuid::Uuid::from_u128(1)),
+            nonce: 1_700_000_000_000,
+            seen_at: at(0),
+            durability: crate::auth::NonceDurability::WithNextCommit,
+        };
+        let expected = fingerprint("POST", "/api/payout/single", b"{}");
+        let mut store = MockIdempotencyStore::new();
+        store
+            .expect_claim_with_nonce()
+            .withf(move |n, k, f, now| {
+                *n == nonce && k.as_str() == "k-1" && *f == expected && *now == at(5)
+            })
+            .times(1)
+            .returning(|_, _, _, now| {
+                Ok(Some(ClaimOutcome::Claimed {
+                    lease_until: now + LEASE,
+                }))
+            });
+        store
+            .expect_claim_with_nonce()
+            .returning(|_, _, _, _| Ok(None));
+        let mut clock = crate::ports::MockClock::new();
+        clock.expect_now().returning(|| at(5));
+        let service =
+            IdempotencyService::new(std::sync::Arc::new(store), std::sync::Arc::new(clock));
+        let key = IdempotencyKey::parse("k-1").unwrap_or_else(|| unreachable!());
+        let claimed = service
+            .claim_with_nonce(&nonce, &key, "POST", "/api/payout/single", b"{}")
+            .await;
+        assert_eq!(
+            claimed.ok().flatten(),
+            Some(ClaimOutcome::Claimed {
+                lease_until: at(5) + LEASE
+            })
+        );
+        // Another body is another fingerprint (the store's answer here: a replayed nonce).
+        let replayed = service
+            .claim_with_nonce(&nonce, &key, "POST", "/api/payout/single", b"{ }")
+            .await;
+        assert_eq!(replayed.ok(), Some(None));
     }
 }

@@ -14,6 +14,8 @@ use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use domain::PortError;
+use domain::auth::ports::CredentialStore;
+use domain::auth::{NonceDurability, NonceOutcome, NonceUse};
 use domain::idempotency::{
     ClaimOutcome, Decision, IdempotencyKey, IdempotencyStore, KeyClaim, KeyCommit, LEASE,
     RETENTION, StoredKey, StoredResponse, decide,
@@ -38,6 +40,94 @@ const CLAIM_NEW_KEY_WITHOUT_FLUSH_WAIT: &str = "\
         response_status, response_body, created_at, expires_at, locked_until, committed) \
     SELECT $1, $2, $3, 'in_progress', NULL, NULL, $4, $5, $6, false FROM no_flush_wait \
     ON CONFLICT DO NOTHING";
+
+/// A keyed POST's nonce and new claim in one statement and one commit
+/// ([`IdempotencyStore::claim_with_nonce`]): the key is inserted only from the nonce's
+/// `RETURNING`, so a replayed nonce leaves it untouched. The commit waits for its flush only
+/// when the nonce must be on disk at once (`$5`); the claim alone never needs to (see
+/// [`CLAIM_NEW_KEY_WITHOUT_FLUSH_WAIT`]). A key seen before is decided afterwards, as by
+/// `claim`. (On Citus the two are recorded one after the other, as `record_nonce` and `claim`
+/// do.)
+const RECORD_NONCE_AND_CLAIM_NEW_KEY: &str = "\
+    WITH flush AS (SELECT set_config('synchronous_commit', \
+            CASE WHEN $5 THEN 'off' ELSE current_setting('synchronous_commit') END, true)), \
+        nonce AS (INSERT INTO request_nonces (api_key_id, nonce, subaccount_id, seen_at) \
+            SELECT $1, $2, $3, $4 FROM flush ON CONFLICT DO NOTHING RETURNING 1), \
+        claimed AS (INSERT INTO idempotency_keys (subaccount_id, idempotency_key, request_hash, \
+                state, response_status, response_body, created_at, expires_at, locked_until, \
+                committed) \
+            SELECT $3, $6, $7, 'in_progress', NULL, NULL, $8, $9, $10, false FROM nonce \
+            ON CONFLICT DO NOTHING RETURNING 1) \
+    SELECT EXISTS (SELECT 1 FROM nonce) AS fresh, EXISTS (SELECT 1 FROM claimed) AS claimed";
+
+/// What [`RECORD_NONCE_AND_CLAIM_NEW_KEY`] did.
+#[derive(QueryableByName)]
+struct NonceAndClaim {
+    /// The nonce was not used before (and is now recorded).
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    fresh: bool,
+    /// The key was new and is now this request's.
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    claimed: bool,
+}
+
+/// The columns of a key claimed afresh (new, or taken over) at `$now` by a request with
+/// `$fingerprint`, leased until `$lease_until`.
+macro_rules! fresh_claim {
+    ($fingerprint:expr, $now:expr, $lease_until:expr) => {
+        (
+            idempotency_keys::request_hash.eq($fingerprint.to_vec()),
+            idempotency_keys::state.eq("in_progress"),
+            idempotency_keys::response_status.eq(None::<i16>),
+            idempotency_keys::response_body.eq(None::<Vec<u8>>),
+            idempotency_keys::created_at.eq($now),
+            idempotency_keys::expires_at.eq($now + RETENTION),
+            idempotency_keys::locked_until.eq(Some($lease_until)),
+            idempotency_keys::committed.eq(false),
+        )
+    };
+}
+
+/// Claims a key that exists already: reads it locked and applies [`decide`], taking it over
+/// (as a claim leased until `lease_until`) where the rule allows.
+async fn claim_existing(
+    conn: &mut AsyncPgConnection,
+    sub: uuid::Uuid,
+    key: &IdempotencyKey,
+    fingerprint: [u8; 32],
+    now: DateTime<Utc>,
+    lease_until: DateTime<Utc>,
+) -> Result<ClaimOutcome, PortError> {
+    conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+        let row: KeyRow = idempotency_keys::table
+            .find((key.as_str(), sub))
+            .select((
+                idempotency_keys::request_hash,
+                idempotency_keys::state,
+                idempotency_keys::response_status,
+                idempotency_keys::response_body,
+                idempotency_keys::committed,
+                idempotency_keys::locked_until,
+                idempotency_keys::expires_at,
+            ))
+            .for_update()
+            .first(conn)
+            .await?;
+        match decide(&stored(row), &fingerprint, now) {
+            Decision::Answer(outcome) => Ok(outcome),
+            Decision::TakeOver => {
+                diesel::update(idempotency_keys::table.find((key.as_str(), sub)))
+                    .set(fresh_claim!(fingerprint, now, lease_until))
+                    .cached()
+                    .execute(conn)
+                    .await?;
+                Ok(ClaimOutcome::Claimed { lease_until })
+            }
+        }
+    })
+    .await
+    .map_err(from_diesel)
+}
 
 /// The error that rolls back a business transaction whose request no longer holds its key.
 pub(crate) fn not_own() -> TxError {
@@ -126,26 +216,16 @@ impl IdempotencyStore for PgStore {
         now: DateTime<Utc>,
     ) -> Result<ClaimOutcome, PortError> {
         let (sub, lease_until) = (subaccount.as_uuid(), now + LEASE);
-        let fresh = (
-            idempotency_keys::request_hash.eq(fingerprint.to_vec()),
-            idempotency_keys::state.eq("in_progress"),
-            idempotency_keys::response_status.eq(None::<i16>),
-            idempotency_keys::response_body.eq(None::<Vec<u8>>),
-            idempotency_keys::created_at.eq(now),
-            idempotency_keys::expires_at.eq(now + RETENTION),
-            idempotency_keys::locked_until.eq(Some(lease_until)),
-            idempotency_keys::committed.eq(false),
-        );
         let citus = self.detect_citus().await?;
         let mut conn = self.conn().await?;
         // A new key (the usual case) is one statement; only a key seen before needs the locked
-        // read and decision below.
+        // read and decision.
         let inserted = if citus {
             diesel::insert_into(idempotency_keys::table)
                 .values((
                     idempotency_keys::subaccount_id.eq(sub),
                     idempotency_keys::idempotency_key.eq(key.as_str()),
-                    fresh.clone(),
+                    fresh_claim!(fingerprint, now, lease_until),
                 ))
                 .on_conflict_do_nothing()
                 .execute(&mut conn)
@@ -163,40 +243,65 @@ impl IdempotencyStore for PgStore {
                 .await
         }
         .map_err(from_diesel)?;
-        let outcome = if inserted == 1 {
-            ClaimOutcome::Claimed { lease_until }
+        if inserted == 1 {
+            Ok(ClaimOutcome::Claimed { lease_until })
         } else {
-            conn.transaction::<_, diesel::result::Error, _>(async |conn| {
-                let row: KeyRow = idempotency_keys::table
-                    .find((key.as_str(), sub))
-                    .select((
-                        idempotency_keys::request_hash,
-                        idempotency_keys::state,
-                        idempotency_keys::response_status,
-                        idempotency_keys::response_body,
-                        idempotency_keys::committed,
-                        idempotency_keys::locked_until,
-                        idempotency_keys::expires_at,
-                    ))
-                    .for_update()
-                    .first(conn)
-                    .await?;
-                match decide(&stored(row), &fingerprint, now) {
-                    Decision::Answer(outcome) => Ok(outcome),
-                    Decision::TakeOver => {
-                        diesel::update(idempotency_keys::table.find((key.as_str(), sub)))
-                            .set(fresh.clone())
-                            .cached()
-                            .execute(conn)
-                            .await?;
-                        Ok(ClaimOutcome::Claimed { lease_until })
-                    }
-                }
-            })
+            claim_existing(&mut conn, sub, key, fingerprint, now, lease_until).await
+        }
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %nonce.subaccount))]
+    async fn claim_with_nonce(
+        &self,
+        nonce: &NonceUse,
+        key: &IdempotencyKey,
+        fingerprint: [u8; 32],
+        now: DateTime<Utc>,
+    ) -> Result<Option<ClaimOutcome>, PortError> {
+        if self.detect_citus().await? {
+            let recorded = self
+                .record_nonce(
+                    nonce.api_key,
+                    nonce.subaccount,
+                    nonce.nonce,
+                    nonce.seen_at,
+                    nonce.durability,
+                )
+                .await?;
+            return match recorded {
+                NonceOutcome::Replayed => Ok(None),
+                NonceOutcome::Fresh => self
+                    .claim(nonce.subaccount, key, fingerprint, now)
+                    .await
+                    .map(Some),
+            };
+        }
+        let (sub, lease_until) = (nonce.subaccount.as_uuid(), now + LEASE);
+        let mut conn = self.conn().await?;
+        let done: NonceAndClaim = diesel::sql_query(RECORD_NONCE_AND_CLAIM_NEW_KEY)
+            .bind::<diesel::sql_types::Uuid, _>(nonce.api_key.as_uuid())
+            .bind::<diesel::sql_types::BigInt, _>(nonce.nonce)
+            .bind::<diesel::sql_types::Uuid, _>(sub)
+            .bind::<diesel::sql_types::Timestamptz, _>(nonce.seen_at)
+            .bind::<diesel::sql_types::Bool, _>(nonce.durability == NonceDurability::WithNextCommit)
+            .bind::<diesel::sql_types::Text, _>(key.as_str())
+            .bind::<diesel::sql_types::Bytea, _>(fingerprint.as_slice())
+            .bind::<diesel::sql_types::Timestamptz, _>(now)
+            .bind::<diesel::sql_types::Timestamptz, _>(now + RETENTION)
+            .bind::<diesel::sql_types::Timestamptz, _>(lease_until)
+            .cached()
+            .get_result(&mut conn)
             .await
-            .map_err(from_diesel)?
-        };
-        Ok(outcome)
+            .map_err(from_diesel)?;
+        match done {
+            NonceAndClaim { fresh: false, .. } => Ok(None),
+            NonceAndClaim { claimed: true, .. } => Ok(Some(ClaimOutcome::Claimed { lease_until })),
+            NonceAndClaim { .. } => {
+                claim_existing(&mut conn, sub, key, fingerprint, now, lease_until)
+                    .await
+                    .map(Some)
+            }
+        }
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %claim.subaccount))]

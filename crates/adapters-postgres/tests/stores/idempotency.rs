@@ -4,11 +4,13 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
+use domain::auth::ports::CredentialStore;
+use domain::auth::{NonceDurability, NonceOutcome, NonceUse};
 use domain::idempotency::{
     ClaimOutcome, IdempotencyKey, IdempotencyStore, KeyClaim, LEASE, StoredResponse, WriteKey,
     fingerprint,
 };
-use domain::ids::SubaccountId;
+use domain::ids::{ApiKeyId, SubaccountId};
 use domain::receiver::Receiver;
 use domain::receiver::ports::ReceiverStore;
 
@@ -277,4 +279,182 @@ async fn a_new_claim_commits_without_waiting_for_the_flush_and_leaves_its_connec
         crate::support::session_setting(&store, "synchronous_commit").await,
         "on"
     );
+}
+
+fn nonce_use(sub: SubaccountId, api_key: ApiKeyId, nonce: i64, keyed: bool) -> NonceUse {
+    NonceUse {
+        api_key,
+        subaccount: sub,
+        nonce,
+        seen_at: Utc::now(),
+        durability: if keyed {
+            NonceDurability::WithNextCommit
+        } else {
+            NonceDurability::Immediate
+        },
+    }
+}
+
+async fn keys_of(fx: &Fixture, sub: SubaccountId) -> i64 {
+    fx.count_where(
+        "SELECT count(*) AS n FROM idempotency_keys WHERE subaccount_id = $1",
+        sub.as_uuid(),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_nonce_and_its_key_are_recorded_together_and_a_replayed_nonce_claims_nothing() {
+    let fx = Fixture::new().await;
+    let sub = fx.subaccount("Idem").await.id;
+    let api_key = ApiKeyId::from_uuid(uuid::Uuid::new_v4());
+    let now = Utc::now();
+    let fp = fingerprint("POST", "/api/payout/single", b"{\"amount\":1}");
+    let nonce = |n, keyed| nonce_use(sub, api_key, n, keyed);
+
+    let first = fx
+        .store
+        .claim_with_nonce(&nonce(1, true), &key("k-1"), fp, now)
+        .await
+        .unwrap();
+    let k1 = claim_of(sub, "k-1", first.unwrap());
+    // Both are recorded: the nonce is used, and the key is this request's.
+    assert_eq!(
+        fx.store
+            .record_nonce(api_key, sub, 1, now, NonceDurability::Immediate)
+            .await
+            .unwrap(),
+        NonceOutcome::Replayed
+    );
+    assert_eq!(
+        fx.store.claim(sub, &key("k-1"), fp, now).await.unwrap(),
+        ClaimOutcome::InFlight
+    );
+
+    // The same nonce again, with another key: a replay, and that key is never created.
+    assert_eq!(
+        fx.store
+            .claim_with_nonce(&nonce(1, true), &key("k-2"), fp, now)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(keys_of(&fx, sub).await, 1);
+
+    // A fresh nonce with a key seen before: the key's own rule answers, and the nonce is used.
+    assert!(fx.store.complete(&k1, &answered(200, b"{}")).await.unwrap());
+    assert_eq!(
+        fx.store
+            .claim_with_nonce(&nonce(2, true), &key("k-1"), fp, now)
+            .await
+            .unwrap(),
+        Some(ClaimOutcome::Replay {
+            status: 200,
+            body: b"{}".to_vec()
+        })
+    );
+    let other = fingerprint("POST", "/api/payout/single", b"{\"amount\":2}");
+    assert_eq!(
+        fx.store
+            .claim_with_nonce(&nonce(3, true), &key("k-1"), other, now)
+            .await
+            .unwrap(),
+        Some(ClaimOutcome::Mismatch)
+    );
+    for used in [2, 3] {
+        assert_eq!(
+            fx.store
+                .claim_with_nonce(&nonce(used, true), &key("k-9"), fp, now)
+                .await
+                .unwrap(),
+            None,
+            "nonce {used}"
+        );
+    }
+    // An expired key is taken over; a nonce that must be on disk at once claims the same way.
+    let day_later = now + domain::idempotency::RETENTION + Duration::seconds(1);
+    assert!(matches!(
+        fx.store
+            .claim_with_nonce(&nonce(4, false), &key("k-1"), other, day_later)
+            .await
+            .unwrap(),
+        Some(ClaimOutcome::Claimed { .. })
+    ));
+    // Another subaccount's key of the same name is its own.
+    let other_sub = fx.subaccount("Other").await.id;
+    let theirs = nonce_use(
+        other_sub,
+        ApiKeyId::from_uuid(uuid::Uuid::new_v4()),
+        1,
+        true,
+    );
+    assert!(matches!(
+        fx.store
+            .claim_with_nonce(&theirs, &key("k-1"), fp, now)
+            .await
+            .unwrap(),
+        Some(ClaimOutcome::Claimed { .. })
+    ));
+    assert_eq!(keys_of(&fx, sub).await, 1);
+    assert_eq!(keys_of(&fx, other_sub).await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_uses_of_one_nonce_with_their_keys_claim_exactly_one() {
+    let fx = Fixture::new().await;
+    let sub = fx.subaccount("Idem").await.id;
+    let api_key = ApiKeyId::from_uuid(uuid::Uuid::new_v4());
+    let barrier = Arc::new(tokio::sync::Barrier::new(10));
+    let tasks: Vec<_> = (0..10)
+        .map(|i| {
+            let store = fx.store.clone();
+            let barrier = Arc::clone(&barrier);
+            let nonce = nonce_use(sub, api_key, 42, i % 2 == 0);
+            tokio::spawn(async move {
+                let fp = fingerprint("POST", "/api/payout/single", b"{}");
+                barrier.wait().await;
+                store
+                    .claim_with_nonce(&nonce, &key(&format!("k-{i}")), fp, Utc::now())
+                    .await
+            })
+        })
+        .collect();
+    let mut claimed = 0;
+    for task in tasks {
+        match task.await.unwrap().unwrap() {
+            Some(ClaimOutcome::Claimed { .. }) => claimed += 1,
+            None => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(claimed, 1);
+    assert_eq!(keys_of(&fx, sub).await, 1);
+}
+
+#[tokio::test]
+async fn a_nonce_and_claim_recorded_together_leave_their_connection_as_it_was() {
+    let fx = Fixture::new().await;
+    let sub = fx.subaccount("Idem").await.id;
+    let store = crate::support::one_connection_store(&fx);
+    let api_key = ApiKeyId::from_uuid(uuid::Uuid::new_v4());
+    let fp = fingerprint("POST", "/api/receiver", b"{}");
+    for (n, keyed) in [(1, true), (2, false)] {
+        let outcome = store
+            .claim_with_nonce(
+                &nonce_use(sub, api_key, n, keyed),
+                &key(&format!("k-{n}")),
+                fp,
+                Utc::now(),
+            )
+            .await
+            .unwrap();
+        assert!(
+            matches!(outcome, Some(ClaimOutcome::Claimed { .. })),
+            "{outcome:?}"
+        );
+        assert_eq!(
+            crate::support::session_setting(&store, "synchronous_commit").await,
+            "on"
+        );
+    }
 }

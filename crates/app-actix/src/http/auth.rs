@@ -5,7 +5,7 @@ use actix_web::dev::Payload;
 use actix_web::web::{Bytes, Data};
 use actix_web::{FromRequest, HttpMessage, HttpRequest};
 use domain::ErrorCode;
-use domain::auth::{AuthError, Caller, SignedRequest};
+use domain::auth::{AuthError, Caller, NonceUse, SignedRequest};
 use futures_util::future::LocalBoxFuture;
 
 use super::error::ApiError;
@@ -51,9 +51,8 @@ fn header<'a>(req: &'a HttpRequest, name: &str) -> Option<&'a str> {
     req.headers().get(name).and_then(|v| v.to_str().ok())
 }
 
-/// Claims the request's idempotency key for the caller (recorded in the request for the
-/// middleware, and returned for the write); answers `IDEM001`/`IDEM002`/`IDEM003`, or marks
-/// the request for a replay (the middleware answers with the stored response).
+/// Claims the request's idempotency key for the caller (a request whose nonce is already
+/// recorded; see [`settle`]).
 async fn claim(
     state: &Data<AppState>,
     req: &HttpRequest,
@@ -73,6 +72,18 @@ async fn claim(
         )
         .await
         .map_err(|e| ApiError::port("Request", &e))?;
+    settle(req, caller, key, outcome)
+}
+
+/// What a claim on the request's key means for it: a claim of its own (recorded in the request
+/// for the middleware, and returned for the write); `IDEM001`/`IDEM002`/`IDEM003`; or a replay
+/// (marked in the request: the middleware answers with the stored response).
+fn settle(
+    req: &HttpRequest,
+    caller: &Caller,
+    key: IdempotencyKey,
+    outcome: ClaimOutcome,
+) -> Result<KeyClaim, ApiError> {
     match outcome {
         ClaimOutcome::Claimed { lease_until } => {
             let claim = KeyClaim {
@@ -92,6 +103,49 @@ async fn claim(
         ClaimOutcome::InFlight => Err(ApiError::code("Request", ErrorCode::Idem001)),
         ClaimOutcome::ResponseLost => Err(ApiError::code("Request", ErrorCode::Idem003)),
     }
+}
+
+fn auth_error(e: AuthError) -> ApiError {
+    match e {
+        AuthError::Rejected(code) => ApiError::code(OPERATION, code),
+        AuthError::Port(e) => ApiError::port(OPERATION, &e),
+    }
+}
+
+/// A keyed POST: records its nonce and claims its key in one statement, then takes its turn
+/// from the rate limit. Counted after the nonce, like every request, so a replayed request
+/// never spends its key's budget; a request refused for its rate gives a key it has just
+/// claimed up again, so a retry with that key runs afresh.
+async fn claim_with_nonce(
+    state: &Data<AppState>,
+    req: &HttpRequest,
+    caller: Caller,
+    nonce: &NonceUse,
+    key: IdempotencyKey,
+    path_and_query: &str,
+    body: &[u8],
+) -> Result<KeyClaim, ApiError> {
+    let outcome = state
+        .idempotency
+        .claim_with_nonce(nonce, &key, req.method().as_str(), path_and_query, body)
+        .await
+        .map_err(|e| ApiError::port(OPERATION, &e))?
+        .ok_or_else(|| ApiError::code(OPERATION, ErrorCode::Auth106))?;
+    if let Err(wait) = state.rate_limit.check(caller.api_key_id) {
+        if let ClaimOutcome::Claimed { lease_until } = outcome {
+            let claim = KeyClaim {
+                subaccount: caller.subaccount_id,
+                key,
+                lease_until,
+            };
+            if let Err(e) = state.idempotency.release(&claim).await {
+                // A retry then sees the key in flight until its lease ends.
+                tracing::warn!(error = %e, "giving up the key of a rate-limited request failed");
+            }
+        }
+        return Err(ApiError::rate_limited(wait));
+    }
+    settle(req, &caller, key, outcome)
 }
 
 impl FromRequest for Authenticated {
@@ -128,24 +182,29 @@ impl FromRequest for Authenticated {
                 body: &body,
                 carries_idempotency_key: key.is_some(),
             };
-            let caller = state
-                .auth
-                .authenticate(&signed)
-                .await
-                .map_err(|e| match e {
-                    AuthError::Rejected(code) => ApiError::code(OPERATION, code),
-                    AuthError::Port(e) => ApiError::port(OPERATION, &e),
-                })?;
+            let verified = state.auth.verify(&signed).await.map_err(auth_error)?;
+            let caller = verified.caller;
             req.extensions_mut().insert(caller);
-            state
-                .rate_limit
-                .check(caller.api_key_id)
-                .map_err(ApiError::rate_limited)?;
-            let claim = match key {
-                Some(RequestKey(key)) => {
-                    Some(claim(state, &req, &caller, key, path_and_query, &body).await?)
+            let claim = match (key, &verified.nonce) {
+                (Some(RequestKey(key)), Some(nonce)) => Some(
+                    claim_with_nonce(state, &req, caller, nonce, key, path_and_query, &body)
+                        .await?,
+                ),
+                (key, nonce) => {
+                    if let Some(nonce) = nonce {
+                        state.auth.record_nonce(nonce).await.map_err(auth_error)?;
+                    }
+                    state
+                        .rate_limit
+                        .check(caller.api_key_id)
+                        .map_err(ApiError::rate_limited)?;
+                    match key {
+                        Some(RequestKey(key)) => {
+                            Some(claim(state, &req, &caller, key, path_and_query, &body).await?)
+                        }
+                        None => None,
+                    }
                 }
-                None => None,
             };
             Ok(Self {
                 caller,

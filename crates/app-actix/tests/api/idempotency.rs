@@ -4,7 +4,9 @@
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
-use crate::helpers::{Tenant, TestApp, now_ms, receiver_body, sign, spawn_app, subaccount};
+use crate::helpers::{
+    Tenant, TestApp, now_ms, receiver_body, sign, spawn_app, spawn_app_with, subaccount,
+};
 
 /// What came back, with the raw body.
 struct Raw {
@@ -38,11 +40,23 @@ impl Raw {
 
 /// A freshly signed POST with an idempotency key.
 async fn post_with_key(app: &TestApp, tenant: &Tenant, path: &str, key: &str, body: &Value) -> Raw {
+    post_signed_with_key(app, tenant, &sign(tenant, now_ms(), None), path, key, body).await
+}
+
+/// A POST with this signature and idempotency key.
+async fn post_signed_with_key(
+    app: &TestApp,
+    tenant: &Tenant,
+    signature: &str,
+    path: &str,
+    key: &str,
+    body: &Value,
+) -> Raw {
     let response = app
         .client
         .post(format!("{}{path}", app.base))
         .header("x-api-key", &tenant.api_key)
-        .header("signature", sign(tenant, now_ms(), None))
+        .header("signature", signature)
         .header("content-type", "application/json")
         .header("idempotency-key", key)
         .body(serde_json::to_vec(body).unwrap())
@@ -251,4 +265,64 @@ async fn concurrent_retries_create_one_payout() {
     }
     assert_eq!(payout_count(&app, &app.a).await, 1);
     assert_eq!(app.aud_balance(&app.a).await.0, 9_300);
+}
+
+#[tokio::test]
+async fn a_replayed_signature_is_refused_before_its_key_is_touched() {
+    let app = spawn_app().await;
+    let body = receiver_body(&app.a, "nonce@example.com");
+    let signature = sign(&app.a, now_ms(), None);
+    let path = "/api/receiver";
+    let first = post_signed_with_key(&app, &app.a, &signature, path, "r-1", &body).await;
+    assert_eq!(first.status, 200, "{}", first.json());
+    // The same signed request again, with its key or another: its nonce is spent.
+    for key in ["r-1", "r-2"] {
+        let replayed = post_signed_with_key(&app, &app.a, &signature, path, key, &body).await;
+        assert_eq!(replayed.status, 401, "{key}");
+        assert_eq!(replayed.codes(), ["AUTH106"], "{key}");
+        assert!(!replayed.replayed());
+    }
+    // "r-2" was never claimed: a freshly signed request with it runs (and is refused only for
+    // the e-mail "r-1" registered), rather than finding it in flight or answered.
+    let fresh = post_with_key(&app, &app.a, path, "r-2", &body).await;
+    assert!(!fresh.replayed());
+    assert!(
+        !fresh.codes().iter().any(|c| c.starts_with("IDEM")),
+        "{}",
+        fresh.json()
+    );
+    assert_ne!(fresh.status, 401, "{}", fresh.json());
+    // And "r-1" still replays its first answer.
+    let again = post_with_key(&app, &app.a, path, "r-1", &body).await;
+    assert!(again.replayed());
+    assert_eq!(again.bytes, first.bytes);
+}
+
+#[tokio::test]
+async fn a_rate_limited_request_gives_its_key_up_so_a_retry_runs_afresh() {
+    use std::num::NonZeroU32;
+    let app = spawn_app_with(|c| {
+        c.rate_limit = (NonZeroU32::new(1).unwrap(), NonZeroU32::new(1).unwrap());
+    })
+    .await;
+    let path = "/api/receiver";
+    let first = post_with_key(
+        &app,
+        &app.a,
+        path,
+        "k-1",
+        &receiver_body(&app.a, "a@example.com"),
+    )
+    .await;
+    assert_eq!(first.status, 200, "{}", first.json());
+    let body = receiver_body(&app.a, "b@example.com");
+    let limited = post_with_key(&app, &app.a, path, "k-2", &body).await;
+    assert_eq!(limited.status, 429, "{}", limited.json());
+    assert_eq!(limited.codes(), ["REQ010"]);
+    // Neither stored as the key's answer nor left in flight: once the bucket refills, the
+    // retry runs and writes.
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    let retry = post_with_key(&app, &app.a, path, "k-2", &body).await;
+    assert_eq!(retry.status, 200, "{}", retry.json());
+    assert!(!retry.replayed());
 }

@@ -6,11 +6,13 @@ pub mod ports;
 pub mod service;
 pub mod signature;
 
+use chrono::{DateTime, Utc};
+
 use crate::ids::{ApiKeyId, SubaccountId};
 use crate::masking::Secret;
 
 pub use cache::{CachedCredentials, CredentialChanges};
-pub use service::{AuthError, AuthService, SignedRequest};
+pub use service::{AuthError, AuthService, SignedRequest, Verified};
 pub use signature::{SignatureHeader, SignatureVersion};
 
 /// An active API credential as the store returns it: the secret already decrypted.
@@ -66,4 +68,20 @@ pub enum NonceOutcome {
     Fresh,
     /// Already used with this key.
     Replayed,
+}
+
+/// A verified POST's nonce, to be recorded as used before the request goes on: a nonce is
+/// single-use per API key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NonceUse {
+    /// The credential that signed the request.
+    pub api_key: ApiKeyId,
+    /// Its subaccount.
+    pub subaccount: SubaccountId,
+    /// The nonce, milliseconds since the epoch as the client sent it.
+    pub nonce: i64,
+    /// When the server saw it.
+    pub seen_at: DateTime<Utc>,
+    /// When its record must be on disk.
+    pub durability: NonceDurability,
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use chrono::Duration;
 
 use super::signature::{self, SignatureHeader, SignatureVersion, SignedParts};
-use super::{Caller, NonceDurability, NonceOutcome};
+use super::{Caller, NonceDurability, NonceOutcome, NonceUse};
 use crate::auth::ports::CredentialStore;
 use crate::codes::ErrorCode;
 use crate::error::PortError;
@@ -63,13 +63,25 @@ impl AuthService {
         }
     }
 
-    /// Establishes who is calling, or why not.
+    /// Establishes who is calling, or why not, recording a POST's nonce as used.
     ///
     /// Order: headers present (`AUTH101`), well-formed (`AUTH103`), fresh (`AUTH105`), key known
     /// and active (`AUTH102`), version allowed (`AUTH107`), MAC matches in constant time
     /// (`AUTH104`), and for POST the nonce unused (`AUTH106`).
-    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn authenticate(&self, request: &SignedRequest<'_>) -> Result<Caller, AuthError> {
+        let verified = self.verify(request).await?;
+        if let Some(nonce) = &verified.nonce {
+            self.record_nonce(nonce).await?;
+        }
+        Ok(verified.caller)
+    }
+
+    /// Every check of [`authenticate`](Self::authenticate) but the last: a POST's nonce is
+    /// returned, not yet recorded. The caller must record it before the request goes on, with
+    /// [`record_nonce`](Self::record_nonce) or together with the request's idempotency key
+    /// (`IdempotencyService::claim_with_nonce`).
+    #[tracing::instrument(level = "debug", skip_all)]
+    pub async fn verify(&self, request: &SignedRequest<'_>) -> Result<Verified, AuthError> {
         let reject = |code| Err(AuthError::Rejected(code));
         let (Some(api_key), Some(raw_signature)) = (
             request.api_key.filter(|k| !k.is_empty()),
@@ -105,31 +117,56 @@ impl AuthService {
         if !signature::verify(credential.secret.expose(), &parts, &header.mac) {
             return reject(ErrorCode::Auth104);
         }
-        let durability = if request.carries_idempotency_key {
-            NonceDurability::WithNextCommit
-        } else {
-            NonceDurability::Immediate
-        };
-        if request.method.eq_ignore_ascii_case("POST")
-            && self
-                .credentials
-                .record_nonce(
-                    credential.id,
-                    credential.subaccount_id,
-                    header.nonce,
-                    now,
-                    durability,
-                )
-                .await?
-                == NonceOutcome::Replayed
-        {
-            return reject(ErrorCode::Auth106);
-        }
-        Ok(Caller {
-            subaccount_id: credential.subaccount_id,
-            api_key_id: credential.id,
+        let nonce = request
+            .method
+            .eq_ignore_ascii_case("POST")
+            .then_some(NonceUse {
+                api_key: credential.id,
+                subaccount: credential.subaccount_id,
+                nonce: header.nonce,
+                seen_at: now,
+                durability: if request.carries_idempotency_key {
+                    NonceDurability::WithNextCommit
+                } else {
+                    NonceDurability::Immediate
+                },
+            });
+        Ok(Verified {
+            caller: Caller {
+                subaccount_id: credential.subaccount_id,
+                api_key_id: credential.id,
+            },
+            nonce,
         })
     }
+
+    /// Records a verified POST's nonce as used: `AUTH106` when it was used before.
+    pub async fn record_nonce(&self, nonce: &NonceUse) -> Result<(), AuthError> {
+        let outcome = self
+            .credentials
+            .record_nonce(
+                nonce.api_key,
+                nonce.subaccount,
+                nonce.nonce,
+                nonce.seen_at,
+                nonce.durability,
+            )
+            .await?;
+        match outcome {
+            NonceOutcome::Fresh => Ok(()),
+            NonceOutcome::Replayed => Err(AuthError::Rejected(ErrorCode::Auth106)),
+        }
+    }
+}
+
+/// A request whose signature checks out: who is calling, and for a POST the nonce still to be
+/// recorded as used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Verified {
+    /// The caller.
+    pub caller: Caller,
+    /// A POST's nonce; `None` for other methods, whose nonces are not single-use.
+    pub nonce: Option<NonceUse>,
 }
 
 #[cfg(test)]
@@ -258,6 +295,42 @@ mod tests {
             post.carries_idempotency_key = keyed;
             assert!(service(Arc::new(store)).authenticate(&post).await.is_ok());
         }
+    }
+
+    #[tokio::test]
+    async fn verify_hands_back_a_posts_nonce_unrecorded_and_no_nonce_for_a_get() {
+        // `store(.., None)`: recording a nonce would fail the test.
+        let svc = service(store(false, None));
+        let sig = signed(SignatureVersion::V1, NOW_MS - 5, "POST", b"{}");
+        let mut post = request(&sig, "POST", b"{}", None);
+        post.carries_idempotency_key = true;
+        let verified = svc.verify(&post).await.ok();
+        let expected = credential(false);
+        assert_eq!(
+            verified,
+            Some(Verified {
+                caller: Caller {
+                    subaccount_id: expected.subaccount_id,
+                    api_key_id: expected.id,
+                },
+                nonce: Some(NonceUse {
+                    api_key: expected.id,
+                    subaccount: expected.subaccount_id,
+                    nonce: NOW_MS - 5,
+                    seen_at: DateTime::<Utc>::from_timestamp_millis(NOW_MS).unwrap_or_default(),
+                    durability: NonceDurability::WithNextCommit,
+                }),
+            })
+        );
+        let get = signed(SignatureVersion::V1, NOW_MS, "GET", b"");
+        let verified = svc.verify(&request(&get, "GET", b"", None)).await.ok();
+        assert_eq!(verified.map(|v| v.nonce), Some(None));
+        let forged = format!("{NOW_MS}.{}", "0".repeat(64));
+        let refused = svc.verify(&request(&forged, "POST", b"{}", None)).await;
+        assert!(matches!(
+            refused,
+            Err(AuthError::Rejected(ErrorCode::Auth104))
+        ));
     }
 
     #[tokio::test]
