@@ -177,26 +177,33 @@ impl PayoutGroups {
     }
 }
 
-/// Ends a writer: removes its queue, so the requests still in it get an answer (their channel
-/// closes) rather than wait for ever, and the next arrival starts a new writer. Runs when the
-/// writing task ends for any reason, including its runtime shutting down.
+/// Ends a writer that stops before its queue is empty (its runtime shutting down, say): removes
+/// its queue, so the requests still in it get an answer (their channel closes) rather than wait
+/// for ever, and the next arrival starts a new writer. A writer that found its queue empty
+/// disarms it first: the queue is gone already, and by the time the writer ends a request on
+/// another worker thread may have opened a new queue under the same key and started its own
+/// writer, whose queue must stay.
 struct WriterGuard {
     groups: Arc<PayoutGroups>,
     key: GroupKey,
+    armed: bool,
 }
 
 impl Drop for WriterGuard {
     fn drop(&mut self) {
-        let abandoned = self.groups.queues().remove(&self.key);
-        drop(abandoned);
+        if self.armed {
+            let abandoned = self.groups.queues().remove(&self.key);
+            drop(abandoned);
+        }
     }
 }
 
 /// Writes `key`'s groups one after another until its queue is empty.
 async fn write_groups(groups: Arc<PayoutGroups>, store: PgStore, key: GroupKey) {
-    let _guard = WriterGuard {
+    let mut guard = WriterGuard {
         groups: Arc::clone(&groups),
         key,
+        armed: true,
     };
     let settings = groups.settings();
     loop {
@@ -204,6 +211,7 @@ async fn write_groups(groups: Arc<PayoutGroups>, store: PgStore, key: GroupKey) 
             tokio::time::sleep(settings.window).await;
         }
         let Some(group) = groups.next_group(key) else {
+            guard.armed = false;
             return;
         };
         let answers = store.insert_group(&group).await;
