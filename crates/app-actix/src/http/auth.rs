@@ -131,6 +131,7 @@ async fn claim_with_nonce(
         .await
         .map_err(|e| ApiError::port(OPERATION, &e))?
         .ok_or_else(|| ApiError::code(OPERATION, ErrorCode::Auth106))?;
+    req.extensions_mut().insert(caller);
     if let Err(wait) = state.rate_limit.check(caller.api_key_id) {
         if let ClaimOutcome::Claimed { lease_until } = outcome {
             let claim = KeyClaim {
@@ -184,7 +185,8 @@ impl FromRequest for Authenticated {
             };
             let verified = state.auth.verify(&signed).await.map_err(auth_error)?;
             let caller = verified.caller;
-            req.extensions_mut().insert(caller);
+            // The caller is recorded for the request log once its nonce is (a replay is not
+            // authenticated).
             let claim = match (key, &verified.nonce) {
                 (Some(RequestKey(key)), Some(nonce)) => Some(
                     claim_with_nonce(state, &req, caller, nonce, key, path_and_query, &body)
@@ -194,6 +196,7 @@ impl FromRequest for Authenticated {
                     if let Some(nonce) = nonce {
                         state.auth.record_nonce(nonce).await.map_err(auth_error)?;
                     }
+                    req.extensions_mut().insert(caller);
                     state
                         .rate_limit
                         .check(caller.api_key_id)
