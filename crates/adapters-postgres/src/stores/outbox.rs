@@ -67,20 +67,11 @@ pub(crate) async fn insert_events(
 
 /// Several events in one statement ([`INSERT_EVENTS`]), so that a transaction writing many
 /// (a batch closing) takes one round trip for them rather than one each.
-async fn insert_many(conn: &mut AsyncPgConnection, events: &[OutboxEvent]) -> Result<(), TxError> {
-    let ids: Vec<Uuid> = events.iter().map(|e| e.id.as_uuid()).collect();
-    let subaccounts: Vec<Uuid> = events.iter().map(|e| e.subaccount_id.as_uuid()).collect();
-    let objects: Vec<Uuid> = events.iter().map(|e| e.object_id).collect();
-    let kinds: Vec<&str> = events.iter().map(|e| e.kind.name()).collect();
-    let payloads: Vec<&serde_json::Value> = events.iter().map(|e| &e.payload).collect();
-    let times: Vec<DateTime<Utc>> = events.iter().map(|e| e.occurred_at).collect();
-    let inserted = diesel::sql_query(INSERT_EVENTS)
-        .bind::<Array<SqlUuid>, _>(ids)
-        .bind::<Array<SqlUuid>, _>(subaccounts)
-        .bind::<Array<SqlUuid>, _>(objects)
-        .bind::<Array<Text>, _>(kinds)
-        .bind::<Array<Jsonb>, _>(payloads)
-        .bind::<Array<Timestamptz>, _>(times)
+pub(crate) async fn insert_many(
+    conn: &mut AsyncPgConnection,
+    events: &[OutboxEvent],
+) -> Result<(), TxError> {
+    let inserted = bind_events(diesel::sql_query(INSERT_EVENTS).into_boxed(), events)
         .cached()
         .execute(conn)
         .await?;
@@ -94,36 +85,103 @@ async fn insert_many(conn: &mut AsyncPgConnection, events: &[OutboxEvent]) -> Re
     }
 }
 
+/// Binds `events` as the six arrays [`events_input!`] unnests (ids, subaccounts, objects,
+/// types, payloads, times), as the next parameters of `query`.
+pub(crate) fn bind_events<'f>(query: BoxedSql<'f>, events: &'f [OutboxEvent]) -> BoxedSql<'f> {
+    let ids: Vec<Uuid> = events.iter().map(|e| e.id.as_uuid()).collect();
+    let subaccounts: Vec<Uuid> = events.iter().map(|e| e.subaccount_id.as_uuid()).collect();
+    let objects: Vec<Uuid> = events.iter().map(|e| e.object_id).collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind.name()).collect();
+    let payloads: Vec<&serde_json::Value> = events.iter().map(|e| &e.payload).collect();
+    let times: Vec<DateTime<Utc>> = events.iter().map(|e| e.occurred_at).collect();
+    query
+        .bind::<Array<SqlUuid>, _>(ids)
+        .bind::<Array<SqlUuid>, _>(subaccounts)
+        .bind::<Array<SqlUuid>, _>(objects)
+        .bind::<Array<Text>, _>(kinds)
+        .bind::<Array<Jsonb>, _>(payloads)
+        .bind::<Array<Timestamptz>, _>(times)
+}
+
+/// A raw statement whose parameters are bound one call at a time, so that the binding of one
+/// part can be shared by statements that combine it with others.
+pub(crate) type BoxedSql<'f> =
+    diesel::query_builder::BoxedSqlQuery<'f, diesel::pg::Pg, diesel::query_builder::SqlQuery>;
+
+/// `input AS (…)`: the events given as the six arrays of [`bind_events`], at the parameter
+/// numbers given, with `n` their order. A macro so that `concat!` builds every statement using
+/// it at compile time.
+macro_rules! events_input {
+    ($ids:literal, $subs:literal, $objects:literal, $types:literal, $payloads:literal, $times:literal) => {
+        concat!(
+            "input AS (SELECT * FROM unnest(",
+            $ids,
+            "::uuid[], ",
+            $subs,
+            "::uuid[], ",
+            $objects,
+            "::uuid[], ",
+            $types,
+            "::text[], ",
+            $payloads,
+            "::jsonb[], ",
+            $times,
+            "::timestamptz[]) WITH ORDINALITY \
+             AS i(id, subaccount_id, object_id, event_type, payload, created_at, n))"
+        )
+    };
+}
+pub(crate) use events_input;
+
+/// The events of `input` ([`events_input!`]), each with the next sequence number of its object
+/// in their order: one upsert per object reserves as many numbers as it has events here, and
+/// each event takes its place among them. Ends with `numbered`, which
+/// [`insert_numbered_events!`] inserts.
+///
 /// The upserts of `outbox_sequences` name its primary key rather than its columns: the key is
 /// `(object_id)` on plain PostgreSQL and `(subaccount_id, object_id)` on Citus, which needs the
 /// distribution column in every unique key ([`crate::citus`]); the name is the same on both.
-///
-/// Events given as arrays (`$1`–`$6`: ids, subaccounts, objects, types, payloads, times), each
-/// with the next sequence number of its object in the order given: one upsert per object
-/// reserves as many numbers as it has events here, and each event takes its place among them.
-const INSERT_EVENTS: &str = "\
-    WITH input AS ( \
-      SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::jsonb[], \
-                           $6::timestamptz[]) WITH ORDINALITY \
-        AS i(id, subaccount_id, object_id, event_type, payload, created_at, n)), \
-    wanted AS ( \
-      SELECT object_id, (array_agg(subaccount_id))[1] AS subaccount_id, count(*)::int AS k \
-      FROM input GROUP BY object_id), \
-    seq AS ( \
-      INSERT INTO outbox_sequences (object_id, subaccount_id, last_sequence) \
-      SELECT object_id, subaccount_id, k FROM wanted ORDER BY object_id \
-      ON CONFLICT ON CONSTRAINT outbox_sequences_pkey DO UPDATE \
-        SET last_sequence = outbox_sequences.last_sequence + EXCLUDED.last_sequence \
-      RETURNING object_id, last_sequence), \
-    numbered AS ( \
-      SELECT i.*, s.last_sequence - w.k \
-               + row_number() OVER (PARTITION BY i.object_id ORDER BY i.n)::int AS sequence \
-      FROM input i JOIN wanted w USING (object_id) JOIN seq s USING (object_id)) \
-    INSERT INTO outbox_events \
-      (id, subaccount_id, object_id, sequence, event_type, payload, created_at, next_attempt_at) \
-    SELECT id, subaccount_id, object_id, sequence, event_type, \
-           payload || jsonb_build_object('sequence', sequence), created_at, created_at \
-    FROM numbered ORDER BY n";
+macro_rules! sequenced_events {
+    () => {
+        "wanted AS ( \
+           SELECT object_id, (array_agg(subaccount_id))[1] AS subaccount_id, count(*)::int AS k \
+           FROM input GROUP BY object_id), \
+         seq AS ( \
+           INSERT INTO outbox_sequences (object_id, subaccount_id, last_sequence) \
+           SELECT object_id, subaccount_id, k FROM wanted ORDER BY object_id \
+           ON CONFLICT ON CONSTRAINT outbox_sequences_pkey DO UPDATE \
+             SET last_sequence = outbox_sequences.last_sequence + EXCLUDED.last_sequence \
+           RETURNING object_id, last_sequence), \
+         numbered AS ( \
+           SELECT i.*, s.last_sequence - w.k \
+                    + row_number() OVER (PARTITION BY i.object_id ORDER BY i.n)::int AS sequence \
+           FROM input i JOIN wanted w USING (object_id) JOIN seq s USING (object_id))"
+    };
+}
+pub(crate) use sequenced_events;
+
+/// Inserts the events of [`sequenced_events!`]'s `numbered`, in their order.
+macro_rules! insert_numbered_events {
+    () => {
+        "INSERT INTO outbox_events \
+           (id, subaccount_id, object_id, sequence, event_type, payload, created_at, \
+            next_attempt_at) \
+         SELECT id, subaccount_id, object_id, sequence, event_type, \
+                payload || jsonb_build_object('sequence', sequence), created_at, created_at \
+         FROM numbered ORDER BY n"
+    };
+}
+pub(crate) use insert_numbered_events;
+
+/// Events given as the arrays of [`bind_events`] (`$1`–`$6`), numbered and inserted.
+const INSERT_EVENTS: &str = concat!(
+    "WITH ",
+    events_input!("$1", "$2", "$3", "$4", "$5", "$6"),
+    ", ",
+    sequenced_events!(),
+    " ",
+    insert_numbered_events!()
+);
 
 /// The part both event statements share: the object's next sequence number, then the event
 /// (`$1`–`$6`: id, subaccount, object, type, payload, time). A macro so that `concat!` can

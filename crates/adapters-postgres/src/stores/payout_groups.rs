@@ -286,7 +286,7 @@ impl PgStore {
                     .filter(|(_, v)| **v == Verdict::Write)
                     .map(|(p, _)| *p)
                     .collect();
-                let mut joined = write_set(conn, subaccount, &written, schedule)
+                let mut joined = write_set(conn, subaccount, &written, schedule, plans)
                     .await?
                     .into_iter();
                 Ok(verdicts

@@ -28,8 +28,14 @@ use domain::rail::schedule::BatchSchedule;
 use domain::receiver::{KycStatus, ReceiverStatus};
 use uuid::Uuid;
 
-use super::outbox::insert_events;
-use super::transitions::{PayoutAbort, insert_entries, join_open_batch, with_batch, written_key};
+use super::outbox::{
+    BoxedSql, bind_events, events_input, insert_events, insert_many, insert_numbered_events,
+    sequenced_events,
+};
+use super::transitions::{
+    PayoutAbort, bind_entries, entries_in_order, insert_entries, insert_entries_from,
+    join_open_batch, with_batch, written_key,
+};
 use crate::cached::CachedExt;
 use crate::errors::TxError;
 use crate::rows::PayoutRow;
@@ -308,6 +314,7 @@ pub(crate) async fn write_set(
     subaccount: Uuid,
     written: &[Planned<'_>],
     schedule: &BatchSchedule,
+    plans: SetPlans,
 ) -> Result<Vec<Joined>, PayoutAbort> {
     if written.is_empty() {
         return Ok(Vec::new());
@@ -357,43 +364,174 @@ pub(crate) async fn write_set(
             ..PayoutRow::from(p.payout)
         })
         .collect();
-    insert_payout_rows(conn, &rows).await?;
     let entries: Vec<LedgerEntry> = written
         .iter()
         .flat_map(|p| p.entries.iter().cloned())
         .collect();
-    insert_entries(conn, &entries).await?;
     let commits: Vec<KeyCommit<'_>> = written
         .iter()
         .zip(&joined)
         .filter_map(|(p, batch)| written_key(p.key?, p.payout, *batch))
         .collect();
-    mark_keys_committed(conn, subaccount, &commits).await?;
     let events: Vec<OutboxEvent> = written
         .iter()
         .zip(&joined)
         .flat_map(|(p, batch)| with_batch(p.events, p.payout.id, *batch))
         .collect();
-    insert_events(conn, &events, None).await?;
-    let assets: Vec<&str> = currencies.keys().copied().collect();
-    let totals: Vec<i64> = currencies.values().map(|c| c.total).collect();
-    let times: Vec<DateTime<Utc>> = currencies.values().map(|c| c.last).collect();
-    let held = diesel::sql_query(HOLD_SUMS)
+    let sums = Sums {
+        assets: currencies.keys().copied().collect(),
+        totals: currencies.values().map(|c| c.total).collect(),
+        times: currencies.values().map(|c| c.last).collect(),
+    };
+    let set = SetRows {
+        payouts: &rows,
+        entries: &entries,
+        keys: &commits,
+        events: &events,
+        sums: &sums,
+    };
+    match plans {
+        SetPlans::Generic => write_in_one_statement(conn, subaccount, &set).await?,
+        SetPlans::AsChosen => write_statement_by_statement(conn, subaccount, &set).await?,
+    }
+    Ok(joined)
+}
+
+/// What a set writes, once its payouts have joined their batches.
+struct SetRows<'s, 'k> {
+    payouts: &'s [PayoutRow],
+    entries: &'s [LedgerEntry],
+    keys: &'s [KeyCommit<'k>],
+    events: &'s [OutboxEvent],
+    sums: &'s Sums<'s>,
+}
+
+/// Each currency's total held by a set, and the time of its last payout.
+struct Sums<'a> {
+    assets: Vec<&'a str>,
+    totals: Vec<i64>,
+    times: Vec<DateTime<Utc>>,
+}
+
+impl SetRows<'_, '_> {
+    /// What the writes must have touched: every payout, entry and event, every key (else one is
+    /// no longer its request's), and every currency's balance (locked since the decisions, so
+    /// it still covers the set).
+    fn check(&self, written: &SetWritten) -> Result<(), PayoutAbort> {
+        let expected = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        if written.keys != expected(self.keys.len()) {
+            return Err(PayoutAbort::Tx(TxError::KeyNotOwn));
+        }
+        let counts = [
+            ("payouts", written.payouts, self.payouts.len()),
+            ("ledger entries", written.entries, self.entries.len()),
+            ("events", written.events, self.events.len()),
+            ("balances", written.balances, self.sums.assets.len()),
+        ];
+        for (what, done, wanted) in counts {
+            if done != expected(wanted) {
+                return Err(PayoutAbort::Tx(TxError::invariant(anyhow::anyhow!(
+                    "a set wrote {done} of its {wanted} {what}"
+                ))));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How many rows each part of a set's writes touched.
+#[derive(QueryableByName)]
+struct SetWritten {
+    #[diesel(sql_type = BigInt)]
+    payouts: i64,
+    #[diesel(sql_type = BigInt)]
+    entries: i64,
+    #[diesel(sql_type = BigInt)]
+    keys: i64,
+    #[diesel(sql_type = BigInt)]
+    events: i64,
+    #[diesel(sql_type = BigInt)]
+    balances: i64,
+}
+
+/// A set's writes as one statement ([`WRITE_SET`]) on plain PostgreSQL: one round trip, and
+/// one statement's overhead in PostgreSQL, for what took five or six.
+async fn write_in_one_statement(
+    conn: &mut AsyncPgConnection,
+    subaccount: Uuid,
+    set: &SetRows<'_, '_>,
+) -> Result<(), PayoutAbort> {
+    let query = bind_payout_rows(diesel::sql_query(WRITE_SET).into_boxed(), set.payouts);
+    let query = bind_entries(query, set.entries);
+    let query = bind_key_commits(query, set.keys);
+    let query = bind_events(query, set.events);
+    let written: SetWritten = bind_sums(query, set.sums)
         .bind::<SqlUuid, _>(subaccount)
-        .bind::<Array<Text>, _>(&assets)
-        .bind::<Array<BigInt>, _>(&totals)
-        .bind::<Array<Timestamptz>, _>(&times)
+        .cached()
+        .get_result(conn)
+        .await
+        .map_err(|e| PayoutAbort::Tx(e.into()))?;
+    set.check(&written)
+}
+
+/// A set's writes one statement after another: on Citus, which runs the parts of a statement
+/// like [`WRITE_SET`] one after another on the workers, checking each foreign key as its part
+/// ends (a ledger entry before its payout was written).
+async fn write_statement_by_statement(
+    conn: &mut AsyncPgConnection,
+    subaccount: Uuid,
+    set: &SetRows<'_, '_>,
+) -> Result<(), PayoutAbort> {
+    let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+    let payouts = bind_payout_rows(diesel::sql_query(INSERT_PAYOUTS).into_boxed(), set.payouts)
         .cached()
         .execute(conn)
         .await?;
-    if held != assets.len() {
-        // The rows are locked since the decisions: they cannot have changed.
-        return Err(PayoutAbort::Tx(TxError::invariant(anyhow::anyhow!(
-            "{held} of {} balances locked for a set of payouts still cover it",
-            assets.len()
-        ))));
+    insert_entries(conn, set.entries).await?;
+    let keys = if set.keys.is_empty() {
+        0
+    } else {
+        bind_key_commits(
+            diesel::sql_query(MARK_KEYS_COMMITTED)
+                .into_boxed()
+                .bind::<SqlUuid, _>(subaccount),
+            set.keys,
+        )
+        .cached()
+        .execute(conn)
+        .await?
+    };
+    match set.events {
+        [] => {}
+        [_] => insert_events(conn, set.events, None).await?,
+        events => insert_many(conn, events).await?,
     }
-    Ok(joined)
+    let balances = bind_sums(
+        diesel::sql_query(HOLD_SUMS)
+            .into_boxed()
+            .bind::<SqlUuid, _>(subaccount),
+        set.sums,
+    )
+    .cached()
+    .execute(conn)
+    .await?;
+    let written = SetWritten {
+        payouts: count(payouts),
+        entries: count(set.entries.len()),
+        keys: count(keys),
+        events: count(set.events.len()),
+        balances: count(balances),
+    };
+    set.check(&written)
+}
+
+/// Binds the sums of [`Sums`] (assets, totals, times) as the next parameters.
+fn bind_sums<'f>(query: BoxedSql<'f>, sums: &Sums<'_>) -> BoxedSql<'f> {
+    let assets: Vec<String> = sums.assets.iter().map(|a| (*a).to_owned()).collect();
+    query
+        .bind::<Array<Text>, _>(assets)
+        .bind::<Array<BigInt>, _>(sums.totals.clone())
+        .bind::<Array<Timestamptz>, _>(sums.times.clone())
 }
 
 /// Each currency's sum moved from `available` to `pending`, never below zero.
@@ -403,17 +541,14 @@ const HOLD_SUMS: &str = "\
     FROM unnest($2::text[], $3::int8[], $4::timestamptz[]) AS h(asset, total, at) \
     WHERE b.subaccount_id = $1 AND b.asset = h.asset AND b.available >= h.total";
 
-/// Inserts new payout rows with one statement (arrays, so its text never varies).
-async fn insert_payout_rows(
-    conn: &mut AsyncPgConnection,
-    rows: &[PayoutRow],
-) -> Result<(), TxError> {
+/// Binds new payout rows as the 24 arrays [`insert_payouts!`] unnests, as the next parameters.
+fn bind_payout_rows<'f>(query: BoxedSql<'f>, rows: &[PayoutRow]) -> BoxedSql<'f> {
     macro_rules! column {
         ($field:ident) => {
             rows.iter().map(|r| r.$field.clone()).collect::<Vec<_>>()
         };
     }
-    let inserted = diesel::sql_query(INSERT_PAYOUTS)
+    query
         .bind::<Array<SqlUuid>, _>(column!(id))
         .bind::<Array<SqlUuid>, _>(column!(subaccount_id))
         .bind::<Array<SqlUuid>, _>(column!(receiver_id))
@@ -438,66 +573,49 @@ async fn insert_payout_rows(
         .bind::<Array<Bool>, _>(column!(receiver_is_invalid))
         .bind::<Array<Nullable<Text>>, _>(column!(failure_reason))
         .bind::<Array<Nullable<Text>>, _>(column!(return_code))
-        .cached()
-        .execute(conn)
-        .await?;
-    if inserted == rows.len() {
-        Ok(())
-    } else {
-        Err(TxError::invariant(anyhow::anyhow!(
-            "{inserted} of {} payouts inserted",
-            rows.len()
-        )))
-    }
 }
 
-const INSERT_PAYOUTS: &str = "\
-    INSERT INTO payouts (id, subaccount_id, receiver_id, account_id, asset, amount, fee, \
-      fee_template_id, fee_group_id, fee_fixed, fee_percentage, fee_min_amount, reference, note, \
-      status, batch_id, provider_reference, duplicate, created_at, updated_at, submitted_at, \
-      receiver_is_invalid, failure_reason, return_code) \
-    SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], \
-      $6::int8[], $7::int8[], $8::uuid[], $9::uuid[], $10::int8[], $11::int4[], $12::int8[], \
-      $13::text[], $14::text[], $15::int2[], $16::uuid[], $17::text[], $18::bool[], \
-      $19::timestamptz[], $20::timestamptz[], $21::timestamptz[], $22::bool[], $23::text[], \
-      $24::text[])";
+/// New payout rows, given as arrays (`$1`–`$24`, [`bind_payout_rows`]). A macro so that
+/// [`WRITE_SET`] can begin with it.
+macro_rules! insert_payouts {
+    () => {
+        "INSERT INTO payouts (id, subaccount_id, receiver_id, account_id, asset, amount, fee, \
+           fee_template_id, fee_group_id, fee_fixed, fee_percentage, fee_min_amount, reference, \
+           note, status, batch_id, provider_reference, duplicate, created_at, updated_at, \
+           submitted_at, receiver_is_invalid, failure_reason, return_code) \
+         SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], \
+           $6::int8[], $7::int8[], $8::uuid[], $9::uuid[], $10::int8[], $11::int4[], $12::int8[], \
+           $13::text[], $14::text[], $15::int2[], $16::uuid[], $17::text[], $18::bool[], \
+           $19::timestamptz[], $20::timestamptz[], $21::timestamptz[], $22::bool[], $23::text[], \
+           $24::text[])"
+    };
+}
 
-/// Marks every request's key committed, storing its answer (completing it) where it renders,
-/// with one statement; each only while the claim is still its request's. Any key that is not
-/// (or is not of `subaccount`, whose payouts the set writes) rolls the whole set back
-/// (`KeyNotOwn`).
-async fn mark_keys_committed(
-    conn: &mut AsyncPgConnection,
-    subaccount: Uuid,
-    commits: &[KeyCommit<'_>],
-) -> Result<(), TxError> {
-    if commits.is_empty() {
-        return Ok(());
-    }
-    let keys: Vec<&str> = commits.iter().map(|c| c.claim.key.as_str()).collect();
+/// New payout rows ([`insert_payouts!`]).
+const INSERT_PAYOUTS: &str = insert_payouts!();
+
+/// Binds the keys to mark committed as the four arrays [`MARK_KEYS_COMMITTED`] unnests (keys,
+/// leases, answer statuses and bodies, null where the answer does not render), as the next
+/// parameters.
+fn bind_key_commits<'f>(query: BoxedSql<'f>, commits: &[KeyCommit<'_>]) -> BoxedSql<'f> {
+    let keys: Vec<String> = commits
+        .iter()
+        .map(|c| c.claim.key.as_str().to_owned())
+        .collect();
     let leases: Vec<DateTime<Utc>> = commits.iter().map(|c| c.claim.lease_until).collect();
     let statuses: Vec<Option<i16>> = commits
         .iter()
         .map(|c| c.response.as_ref().map(super::idempotency::status_column))
         .collect();
-    let bodies: Vec<Option<&[u8]>> = commits
+    let bodies: Vec<Option<Vec<u8>>> = commits
         .iter()
-        .map(|c| c.response.as_ref().map(|r| r.body.as_slice()))
+        .map(|c| c.response.as_ref().map(|r| r.body.clone()))
         .collect();
-    let marked = diesel::sql_query(MARK_KEYS_COMMITTED)
-        .bind::<SqlUuid, _>(subaccount)
+    query
         .bind::<Array<Text>, _>(keys)
         .bind::<Array<Timestamptz>, _>(leases)
         .bind::<Array<Nullable<SmallInt>>, _>(statuses)
         .bind::<Array<Nullable<Bytea>>, _>(bodies)
-        .cached()
-        .execute(conn)
-        .await?;
-    if marked == commits.len() {
-        Ok(())
-    } else {
-        Err(TxError::KeyNotOwn)
-    }
 }
 
 /// The set form of the key marking a single payout's event statement does. The subaccount is
@@ -519,6 +637,53 @@ const MARK_KEYS_COMMITTED: &str = "\
     WHERE i.subaccount_id = $1 AND i.idempotency_key = ANY($2::text[]) \
       AND i.idempotency_key = k.idempotency_key \
       AND i.locked_until = k.lease AND i.state = 'in_progress'";
+
+/// A set's writes as one statement, on plain PostgreSQL: the payouts ([`insert_payouts!`],
+/// `$1`–`$24`), their ledger entries (`$25`–`$32`), the requests' keys marked committed with
+/// their answers (`$33`–`$36`, as [`MARK_KEYS_COMMITTED`] does), the events with their
+/// sequence numbers (`$37`–`$42`), and each currency's sum held (`$43`–`$45`, as
+/// [`HOLD_SUMS`] does), for the subaccount `$46`. It answers how many rows each part touched
+/// ([`SetWritten`]). The foreign keys of the entries and events are checked as the statement
+/// ends, when its payouts are written.
+const WRITE_SET: &str = concat!(
+    "WITH written_payouts AS (",
+    insert_payouts!(),
+    " RETURNING 1), \
+     written_entries AS (",
+    insert_entries_from!(),
+    "$25::uuid[], $26::uuid[], $27::text[], $28::text[], $29::int8[], $30::int8[], \
+     $31::uuid[], $32::timestamptz[]",
+    entries_in_order!(),
+    " RETURNING 1), \
+     marked_keys AS ( \
+       UPDATE idempotency_keys i SET committed = true, \
+         state = CASE WHEN k.status IS NULL THEN i.state ELSE 'completed' END, \
+         response_status = k.status, response_body = k.body, \
+         locked_until = CASE WHEN k.status IS NULL THEN i.locked_until END \
+       FROM unnest($33::text[], $34::timestamptz[], $35::int2[], $36::bytea[]) \
+         AS k(idempotency_key, lease, status, body) \
+       WHERE i.subaccount_id = $46 AND i.idempotency_key = ANY($33::text[]) \
+         AND i.idempotency_key = k.idempotency_key \
+         AND i.locked_until = k.lease AND i.state = 'in_progress' \
+       RETURNING 1), ",
+    events_input!("$37", "$38", "$39", "$40", "$41", "$42"),
+    ", ",
+    sequenced_events!(),
+    ", written_events AS (",
+    insert_numbered_events!(),
+    " RETURNING 1), \
+     held AS ( \
+       UPDATE balances b SET available = b.available - h.total, \
+         pending = b.pending + h.total, updated_at = h.at \
+       FROM unnest($43::text[], $44::int8[], $45::timestamptz[]) AS h(asset, total, at) \
+       WHERE b.subaccount_id = $46 AND b.asset = h.asset AND b.available >= h.total \
+       RETURNING 1) \
+     SELECT (SELECT count(*) FROM written_payouts) AS payouts, \
+       (SELECT count(*) FROM written_entries) AS entries, \
+       (SELECT count(*) FROM marked_keys) AS keys, \
+       (SELECT count(*) FROM written_events) AS events, \
+       (SELECT count(*) FROM held) AS balances"
+);
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
@@ -685,6 +850,30 @@ mod tests {
                 &["idempotency_key = ANY ($2)", "subaccount_id = $1"]
             ),
             "{marking}"
+        );
+
+        // The same marking inside the set's one write statement.
+        let types = "uuid[], uuid[], uuid[], uuid[], text[], int8[], int8[], uuid[], uuid[], \
+            int8[], int4[], int8[], text[], text[], int2[], uuid[], text[], bool[], \
+            timestamptz[], timestamptz[], timestamptz[], bool[], text[], text[], \
+            uuid[], uuid[], text[], text[], int8[], int8[], uuid[], timestamptz[], \
+            text[], timestamptz[], int2[], bytea[], \
+            uuid[], uuid[], uuid[], text[], jsonb[], timestamptz[], \
+            text[], int8[], timestamptz[], uuid";
+        let arrays = vec!["'{}'"; 45].join(", ");
+        let writing = plan_in_mode(
+            &mut conn,
+            generic,
+            ("write_set", types, super::WRITE_SET),
+            &format!("{arrays}, '{SUB}'"),
+        )
+        .await;
+        assert!(
+            index_condition_with(
+                &writing,
+                &["idempotency_key = ANY ($33)", "subaccount_id = $46"]
+            ),
+            "{writing}"
         );
     }
 }

@@ -659,7 +659,7 @@ impl PgStore {
                     .collect();
                 if let Some(first) = written.as_slice().first() {
                     let subaccount = first.payout.subaccount_id.as_uuid();
-                    write_set(conn, subaccount, &written, schedule).await?;
+                    write_set(conn, subaccount, &written, schedule, plans).await?;
                 }
                 super::idempotency::mark_committed(conn, key.commit(&result).as_ref())
                     .await

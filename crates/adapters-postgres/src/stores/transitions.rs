@@ -34,14 +34,59 @@ pub(crate) async fn insert_entries(
     conn: &mut AsyncPgConnection,
     entries: &[LedgerEntry],
 ) -> Result<(), diesel::result::Error> {
-    use diesel::sql_types::{Array, BigInt, Nullable, Text, Timestamptz, Uuid as SqlUuid};
     if entries.is_empty() {
         return Ok(());
     }
+    bind_entries(diesel::sql_query(INSERT_ENTRIES).into_boxed(), entries)
+        .cached()
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// `INSERT INTO ledger_entries`, up to the arrays of [`bind_entries`]; [`ENTRIES_IN_ORDER`]
+/// follows them. Macros so that `concat!` builds every statement using them at compile time.
+macro_rules! insert_entries_from {
+    () => {
+        "INSERT INTO ledger_entries \
+           (id, subaccount_id, asset, kind, available_delta, pending_delta, payout_id, created_at) \
+         SELECT id, subaccount_id, asset, kind, available_delta, pending_delta, payout_id, \
+           created_at \
+         FROM unnest("
+    };
+}
+pub(crate) use insert_entries_from;
+
+/// What follows the arrays of [`insert_entries_from!`]: the entries in the order given.
+macro_rules! entries_in_order {
+    () => {
+        ") WITH ORDINALITY \
+           AS e(id, subaccount_id, asset, kind, available_delta, pending_delta, payout_id, \
+                created_at, n) \
+         ORDER BY n"
+    };
+}
+pub(crate) use entries_in_order;
+
+/// Ledger entries given as the arrays of [`bind_entries`] (`$1`–`$8`).
+const INSERT_ENTRIES: &str = concat!(
+    insert_entries_from!(),
+    "$1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::uuid[], \
+     $8::timestamptz[]",
+    entries_in_order!()
+);
+
+/// Binds `entries` as the eight arrays [`insert_entries_from!`] unnests (ids, subaccounts,
+/// assets, kinds, available and pending deltas, payouts, times), as the next parameters.
+pub(crate) fn bind_entries<'f>(
+    query: super::outbox::BoxedSql<'f>,
+    entries: &[LedgerEntry],
+) -> super::outbox::BoxedSql<'f> {
+    use diesel::sql_types::{Array, BigInt, Nullable, Timestamptz};
     let ids: Vec<Uuid> = entries.iter().map(|e| e.id.as_uuid()).collect();
     let subaccounts: Vec<Uuid> = entries.iter().map(|e| e.subaccount_id.as_uuid()).collect();
-    let assets: Vec<&str> = entries.iter().map(|e| e.asset.code()).collect();
-    let kinds: Vec<&str> = entries.iter().map(|e| e.kind.as_str()).collect();
+    let assets: Vec<&'static str> = entries.iter().map(|e| e.asset.code()).collect();
+    let kinds: Vec<&'static str> = entries.iter().map(|e| e.kind.as_str()).collect();
     let available: Vec<i64> = entries.iter().map(|e| e.available_delta).collect();
     let pending: Vec<i64> = entries.iter().map(|e| e.pending_delta).collect();
     let payouts: Vec<Option<Uuid>> = entries
@@ -49,28 +94,15 @@ pub(crate) async fn insert_entries(
         .map(|e| e.payout_id.map(|p| p.as_uuid()))
         .collect();
     let created: Vec<DateTime<Utc>> = entries.iter().map(|e| e.created_at).collect();
-    diesel::sql_query(
-        "INSERT INTO ledger_entries \
-           (id, subaccount_id, asset, kind, available_delta, pending_delta, payout_id, created_at) \
-         SELECT id, subaccount_id, asset, kind, available_delta, pending_delta, payout_id, created_at \
-         FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::int8[], $6::int8[], \
-                     $7::uuid[], $8::timestamptz[]) WITH ORDINALITY \
-           AS e(id, subaccount_id, asset, kind, available_delta, pending_delta, payout_id, \
-                created_at, n) \
-         ORDER BY n",
-    )
-    .bind::<Array<SqlUuid>, _>(ids)
-    .bind::<Array<SqlUuid>, _>(subaccounts)
-    .bind::<Array<Text>, _>(assets)
-    .bind::<Array<Text>, _>(kinds)
-    .bind::<Array<BigInt>, _>(available)
-    .bind::<Array<BigInt>, _>(pending)
-    .bind::<Array<Nullable<SqlUuid>>, _>(payouts)
-    .bind::<Array<Timestamptz>, _>(created)
-    .cached()
-    .execute(conn)
-    .await?;
-    Ok(())
+    query
+        .bind::<Array<SqlUuid>, _>(ids)
+        .bind::<Array<SqlUuid>, _>(subaccounts)
+        .bind::<Array<Text>, _>(assets)
+        .bind::<Array<Text>, _>(kinds)
+        .bind::<Array<BigInt>, _>(available)
+        .bind::<Array<BigInt>, _>(pending)
+        .bind::<Array<Nullable<SqlUuid>>, _>(payouts)
+        .bind::<Array<Timestamptz>, _>(created)
 }
 
 /// Why a payout transaction rolled back.
