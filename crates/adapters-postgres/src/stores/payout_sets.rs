@@ -474,9 +474,10 @@ async fn write_in_one_statement(
     set.check(&written)
 }
 
-/// A set's writes one statement after another: on Citus, which runs the parts of a statement
-/// like [`WRITE_SET`] one after another on the workers, checking each foreign key as its part
-/// ends (a ledger entry before its payout was written).
+/// A set's writes one statement after another: on Citus. Citus runs the data-modifying parts
+/// of a statement like [`WRITE_SET`] one after another, each checking its foreign keys as it
+/// ends (seen with an outbox event and its delivery attempt written by one statement), so the
+/// ledger entries could be checked before their payouts exist; WRITE_SET is not used there.
 async fn write_statement_by_statement(
     conn: &mut AsyncPgConnection,
     subaccount: Uuid,
