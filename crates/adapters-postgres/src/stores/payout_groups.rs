@@ -5,9 +5,10 @@
 //! queue into fewer, larger transactions: requests that arrive while an earlier group of the
 //! same subaccount and currency is being written (or within the configured window) are written
 //! together, in arrival order, in one transaction of set statements: one statement for all
-//! their parties, one for their references, one lock and one update of the balance, one
-//! statement each for the payouts, their ledger entries, their idempotency keys and their
-//! events, and one commit (one WAL flush) for all of them.
+//! their parties, one for their references, one lock of the balance, then the payouts, their
+//! ledger entries, their idempotency keys, their events and the update of the balance (one
+//! statement on plain PostgreSQL, five on Citus: see `payout_sets::write_set`), and one commit
+//! (one WAL flush) for all of them.
 //!
 //! Each request still gets exactly its own answer. Its parties are checked as a single
 //! payout's are (a stale one is told to plan again); a reference taken before, or by an earlier
