@@ -88,10 +88,7 @@ pub(crate) async fn decide(
 ) -> Result<Vec<Verdict>, PayoutAbort> {
     let on_citus = plans == SetPlans::AsChosen;
     if !on_citus {
-        diesel::sql_query(GENERIC_PLANS)
-            .cached()
-            .execute(conn)
-            .await?;
+        use_generic_plans(conn).await?;
     }
     let accounts: Vec<Uuid> = set.iter().map(|p| p.payout.account_id.as_uuid()).collect();
     let parties: Vec<PartyRow> = diesel::sql_query(if on_citus { PARTIES } else { PARTIES_BY_KEY })
@@ -210,6 +207,16 @@ impl SetPlans {
 /// leads with the key, and the rest are inserts. The unit tests below check these generic plans
 /// for a large subaccount among many small ones. The setting ends with the transaction.
 const GENERIC_PLANS: &str = "SET LOCAL plan_cache_mode = force_generic_plan";
+
+/// Runs the rest of the caller's transaction with generic plans ([`GENERIC_PLANS`]), on plain
+/// PostgreSQL only.
+pub(crate) async fn use_generic_plans(conn: &mut AsyncPgConnection) -> Result<(), TxError> {
+    diesel::sql_query(GENERIC_PLANS)
+        .cached()
+        .execute(conn)
+        .await?;
+    Ok(())
+}
 
 /// The receiver and account of each account id of `$2`, the subaccount `$1`'s only, locked
 /// `FOR SHARE` as a single payout locks them; `$same` compares a row's subaccount with `$1`.
@@ -415,18 +422,21 @@ struct Sums<'a> {
 
 impl SetRows<'_, '_> {
     /// What the writes must have touched: every payout, entry and event, every key (else one is
-    /// no longer its request's), and every currency's balance (locked since the decisions, so
-    /// it still covers the set).
+    /// no longer its request's), and every currency's balance (else it no longer covers the
+    /// set: never for a set [`decide`] locked the balances for, but a lone payout's hold is its
+    /// first lock of the balance).
     fn check(&self, written: &SetWritten) -> Result<(), PayoutAbort> {
         let expected = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
         if written.keys != expected(self.keys.len()) {
             return Err(PayoutAbort::Tx(TxError::KeyNotOwn));
         }
+        if written.balances != expected(self.sums.assets.len()) {
+            return Err(PayoutAbort::InsufficientBalance);
+        }
         let counts = [
             ("payouts", written.payouts, self.payouts.len()),
             ("ledger entries", written.entries, self.entries.len()),
             ("events", written.events, self.events.len()),
-            ("balances", written.balances, self.sums.assets.len()),
         ];
         for (what, done, wanted) in counts {
             if done != expected(wanted) {

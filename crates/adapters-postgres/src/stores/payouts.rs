@@ -23,7 +23,9 @@ use uuid::Uuid;
 use super::PgStore;
 use super::accounts::AccountRow;
 use super::outbox::insert_events;
-use super::payout_sets::{Planned, SetPlans, Verdict, decide, party_status, write_set};
+use super::payout_sets::{
+    Planned, SetPlans, Verdict, decide, party_status, use_generic_plans, write_set,
+};
 use super::transitions::{
     PayoutAbort, apply_change, insert_entries, join_open_batch, with_batch, written_key,
 };
@@ -767,15 +769,42 @@ impl PgStore {
         let result = loop {
             let result = conn
                 .transaction::<_, PayoutAbort, _>(async |conn| {
+                    // The hold comes last: one conditional update, so concurrent payouts can
+                    // never take the balance below zero (and a subaccount with no balance row
+                    // has nothing to hold). The balance row is every payout's of the subaccount,
+                    // so it is locked only for the commit: the statements before run
+                    // concurrently.
+                    if citus {
+                        check_parties(conn, payout, citus).await?;
+                        let batch =
+                            write_payout(conn, payout, entries, events, Some(key), schedule)
+                                .await?;
+                        hold(conn, payout).await?;
+                        return Ok(batch.map(|(id, _)| BatchId::from_uuid(id)));
+                    }
+                    // On plain PostgreSQL the writes are a set's one statement, hold included
+                    // (last in it), run with its generic plan as in a group.
+                    use_generic_plans(conn).await?;
                     check_parties(conn, payout, citus).await?;
-                    let batch =
-                        write_payout(conn, payout, entries, events, Some(key), schedule).await?;
-                    // The hold, last: one conditional update, so concurrent payouts can never
-                    // take the balance below zero (and a subaccount with no balance row has
-                    // nothing to hold). The balance row is every payout's of the subaccount, so
-                    // it is locked only for the commit: the statements before run concurrently.
-                    hold(conn, payout).await?;
-                    Ok(batch.map(|(id, _)| BatchId::from_uuid(id)))
+                    let alone = [Planned {
+                        payout,
+                        entries,
+                        events,
+                        key: Some(key),
+                    }];
+                    let joined = write_set(
+                        conn,
+                        payout.subaccount_id.as_uuid(),
+                        &alone,
+                        schedule,
+                        SetPlans::Generic,
+                    )
+                    .await?;
+                    Ok(joined
+                        .into_iter()
+                        .next()
+                        .flatten()
+                        .map(|(id, _)| BatchId::from_uuid(id)))
                 })
                 .await;
             // A deadlock victim was rolled back whole; run it again rather than answer 503.
