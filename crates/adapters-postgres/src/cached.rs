@@ -42,6 +42,11 @@ impl<Q: Query> Query for Cached<Q> {
     type SqlType = Q::SqlType;
 }
 
+/// A raw statement whose parameters are bound one call at a time (`sql_query(…).into_boxed()`),
+/// so that the binding of one part can be shared by the statements that combine it with others.
+pub(crate) type BoxedSql<'f> =
+    diesel::query_builder::BoxedSqlQuery<'f, Pg, diesel::query_builder::SqlQuery>;
+
 /// `.cached()` on any statement (see the module documentation for when it is right).
 pub(crate) trait CachedExt: Sized {
     /// This statement, marked as having fixed text.

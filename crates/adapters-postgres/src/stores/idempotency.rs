@@ -23,7 +23,7 @@ use domain::idempotency::{
 use domain::ids::SubaccountId;
 
 use super::PgStore;
-use crate::cached::CachedExt;
+use crate::cached::{BoxedSql, CachedExt};
 use crate::errors::{TxError, from_diesel};
 use crate::schema::idempotency_keys;
 
@@ -129,6 +129,24 @@ async fn claim_existing(
     .map_err(from_diesel)
 }
 
+/// Binds a new claim of `key` (the key, the request's fingerprint, when it is claimed, until
+/// when it is kept and its lease) as the next five parameters, in the order both claiming
+/// statements take them.
+fn bind_new_claim<'f>(
+    query: BoxedSql<'f>,
+    key: &IdempotencyKey,
+    fingerprint: [u8; 32],
+    now: DateTime<Utc>,
+    lease_until: DateTime<Utc>,
+) -> BoxedSql<'f> {
+    query
+        .bind::<diesel::sql_types::Text, _>(key.as_str().to_owned())
+        .bind::<diesel::sql_types::Bytea, _>(fingerprint.to_vec())
+        .bind::<diesel::sql_types::Timestamptz, _>(now)
+        .bind::<diesel::sql_types::Timestamptz, _>(now + RETENTION)
+        .bind::<diesel::sql_types::Timestamptz, _>(lease_until)
+}
+
 /// The error that rolls back a business transaction whose request no longer holds its key.
 pub(crate) fn not_own() -> TxError {
     TxError::KeyNotOwn
@@ -231,13 +249,10 @@ impl IdempotencyStore for PgStore {
                 .execute(&mut conn)
                 .await
         } else {
-            diesel::sql_query(CLAIM_NEW_KEY_WITHOUT_FLUSH_WAIT)
-                .bind::<diesel::sql_types::Uuid, _>(sub)
-                .bind::<diesel::sql_types::Text, _>(key.as_str())
-                .bind::<diesel::sql_types::Bytea, _>(fingerprint.as_slice())
-                .bind::<diesel::sql_types::Timestamptz, _>(now)
-                .bind::<diesel::sql_types::Timestamptz, _>(now + RETENTION)
-                .bind::<diesel::sql_types::Timestamptz, _>(lease_until)
+            let query = diesel::sql_query(CLAIM_NEW_KEY_WITHOUT_FLUSH_WAIT)
+                .into_boxed()
+                .bind::<diesel::sql_types::Uuid, _>(sub);
+            bind_new_claim(query, key, fingerprint, now, lease_until)
                 .cached()
                 .execute(&mut conn)
                 .await
@@ -278,17 +293,16 @@ impl IdempotencyStore for PgStore {
         }
         let (sub, lease_until) = (nonce.subaccount.as_uuid(), now + LEASE);
         let mut conn = self.conn().await?;
-        let done: NonceAndClaim = diesel::sql_query(RECORD_NONCE_AND_CLAIM_NEW_KEY)
+        let query = diesel::sql_query(RECORD_NONCE_AND_CLAIM_NEW_KEY)
+            .into_boxed()
             .bind::<diesel::sql_types::Uuid, _>(nonce.api_key.as_uuid())
             .bind::<diesel::sql_types::BigInt, _>(nonce.nonce)
             .bind::<diesel::sql_types::Uuid, _>(sub)
             .bind::<diesel::sql_types::Timestamptz, _>(nonce.seen_at)
-            .bind::<diesel::sql_types::Bool, _>(nonce.durability == NonceDurability::WithNextCommit)
-            .bind::<diesel::sql_types::Text, _>(key.as_str())
-            .bind::<diesel::sql_types::Bytea, _>(fingerprint.as_slice())
-            .bind::<diesel::sql_types::Timestamptz, _>(now)
-            .bind::<diesel::sql_types::Timestamptz, _>(now + RETENTION)
-            .bind::<diesel::sql_types::Timestamptz, _>(lease_until)
+            .bind::<diesel::sql_types::Bool, _>(
+                nonce.durability == NonceDurability::WithNextCommit,
+            );
+        let done: NonceAndClaim = bind_new_claim(query, key, fingerprint, now, lease_until)
             .cached()
             .get_result(&mut conn)
             .await

@@ -7,7 +7,7 @@ use diesel::sql_types::{
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use uuid::Uuid;
 
-use crate::cached::CachedExt;
+use crate::cached::{BoxedSql, CachedExt};
 use crate::errors::TxError;
 use domain::events::OutboxEvent;
 use domain::idempotency::KeyCommit;
@@ -102,11 +102,6 @@ pub(crate) fn bind_events<'f>(query: BoxedSql<'f>, events: &'f [OutboxEvent]) ->
         .bind::<Array<Jsonb>, _>(payloads)
         .bind::<Array<Timestamptz>, _>(times)
 }
-
-/// A raw statement whose parameters are bound one call at a time, so that the binding of one
-/// part can be shared by statements that combine it with others.
-pub(crate) type BoxedSql<'f> =
-    diesel::query_builder::BoxedSqlQuery<'f, diesel::pg::Pg, diesel::query_builder::SqlQuery>;
 
 /// `input AS (…)`: the events given as the six arrays of [`bind_events`], at the parameter
 /// numbers given, with `n` their order. A macro so that `concat!` builds every statement using

@@ -29,14 +29,13 @@ use domain::receiver::{KycStatus, ReceiverStatus};
 use uuid::Uuid;
 
 use super::outbox::{
-    BoxedSql, bind_events, events_input, insert_events, insert_many, insert_numbered_events,
-    sequenced_events,
+    bind_events, events_input, insert_events, insert_many, insert_numbered_events, sequenced_events,
 };
 use super::transitions::{
     PayoutAbort, bind_entries, entries_in_order, insert_entries, insert_entries_from,
     join_open_batch, with_batch, written_key,
 };
-use crate::cached::CachedExt;
+use crate::cached::{BoxedSql, CachedExt};
 use crate::errors::TxError;
 use crate::rows::PayoutRow;
 use crate::schema::balances;
@@ -638,16 +637,36 @@ fn bind_key_commits<'f>(query: BoxedSql<'f>, commits: &[KeyCommit<'_>]) -> Boxed
 /// PostgreSQL settled on for this prepared statement while the table was small read every key
 /// of the subaccount (a bitmap scan on `subaccount_id = $1` alone) and matched them to the set
 /// afterwards: 2.4 ms per group, growing with the subaccount's keys, against 0.1 ms.
-const MARK_KEYS_COMMITTED: &str = "\
-    UPDATE idempotency_keys i SET committed = true, \
-      state = CASE WHEN k.status IS NULL THEN i.state ELSE 'completed' END, \
-      response_status = k.status, response_body = k.body, \
-      locked_until = CASE WHEN k.status IS NULL THEN i.locked_until END \
-    FROM unnest($2::text[], $3::timestamptz[], $4::int2[], $5::bytea[]) \
-      AS k(idempotency_key, lease, status, body) \
-    WHERE i.subaccount_id = $1 AND i.idempotency_key = ANY($2::text[]) \
-      AND i.idempotency_key = k.idempotency_key \
-      AND i.locked_until = k.lease AND i.state = 'in_progress'";
+const MARK_KEYS_COMMITTED: &str = mark_keys_committed!("$1", "$2", "$3", "$4", "$5");
+
+/// The text of [`MARK_KEYS_COMMITTED`] with the parameters numbered as given (subaccount,
+/// then the four arrays of [`bind_key_commits`]).
+macro_rules! mark_keys_committed {
+    ($sub:literal, $keys:literal, $leases:literal, $statuses:literal, $bodies:literal) => {
+        concat!(
+            "UPDATE idempotency_keys i SET committed = true, \
+               state = CASE WHEN k.status IS NULL THEN i.state ELSE 'completed' END, \
+               response_status = k.status, response_body = k.body, \
+               locked_until = CASE WHEN k.status IS NULL THEN i.locked_until END \
+             FROM unnest(",
+            $keys,
+            "::text[], ",
+            $leases,
+            "::timestamptz[], ",
+            $statuses,
+            "::int2[], ",
+            $bodies,
+            "::bytea[]) AS k(idempotency_key, lease, status, body) \
+             WHERE i.subaccount_id = ",
+            $sub,
+            " AND i.idempotency_key = ANY(",
+            $keys,
+            "::text[]) AND i.idempotency_key = k.idempotency_key \
+               AND i.locked_until = k.lease AND i.state = 'in_progress'"
+        )
+    };
+}
+use mark_keys_committed;
 
 /// A set's writes as one statement, on plain PostgreSQL: the payouts ([`insert_payouts!`],
 /// `$1`–`$24`), their ledger entries (`$25`–`$32`), the requests' keys marked committed with
@@ -666,17 +685,9 @@ const WRITE_SET: &str = concat!(
      $31::uuid[], $32::timestamptz[]",
     entries_in_order!(),
     " RETURNING 1), \
-     marked_keys AS ( \
-       UPDATE idempotency_keys i SET committed = true, \
-         state = CASE WHEN k.status IS NULL THEN i.state ELSE 'completed' END, \
-         response_status = k.status, response_body = k.body, \
-         locked_until = CASE WHEN k.status IS NULL THEN i.locked_until END \
-       FROM unnest($33::text[], $34::timestamptz[], $35::int2[], $36::bytea[]) \
-         AS k(idempotency_key, lease, status, body) \
-       WHERE i.subaccount_id = $46 AND i.idempotency_key = ANY($33::text[]) \
-         AND i.idempotency_key = k.idempotency_key \
-         AND i.locked_until = k.lease AND i.state = 'in_progress' \
-       RETURNING 1), ",
+     marked_keys AS (",
+    mark_keys_committed!("$46", "$33", "$34", "$35", "$36"),
+    " RETURNING 1), ",
     events_input!("$37", "$38", "$39", "$40", "$41", "$42"),
     ", ",
     sequenced_events!(),

@@ -24,7 +24,7 @@ use domain::rail::schedule::BatchSchedule;
 use uuid::Uuid;
 
 use super::outbox::insert_events;
-use crate::cached::CachedExt;
+use crate::cached::{BoxedSql, CachedExt};
 use crate::errors::{TxError, from_tx};
 use crate::rows::PayoutRow;
 use crate::schema::{balances, batches, payouts, receiver_accounts};
@@ -78,10 +78,7 @@ const INSERT_ENTRIES: &str = concat!(
 
 /// Binds `entries` as the eight arrays [`insert_entries_from!`] unnests (ids, subaccounts,
 /// assets, kinds, available and pending deltas, payouts, times), as the next parameters.
-pub(crate) fn bind_entries<'f>(
-    query: super::outbox::BoxedSql<'f>,
-    entries: &[LedgerEntry],
-) -> super::outbox::BoxedSql<'f> {
+pub(crate) fn bind_entries<'f>(query: BoxedSql<'f>, entries: &[LedgerEntry]) -> BoxedSql<'f> {
     use diesel::sql_types::{Array, BigInt, Nullable, Timestamptz};
     let ids: Vec<Uuid> = entries.iter().map(|e| e.id.as_uuid()).collect();
     let subaccounts: Vec<Uuid> = entries.iter().map(|e| e.subaccount_id.as_uuid()).collect();
