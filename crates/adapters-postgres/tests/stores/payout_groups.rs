@@ -1047,3 +1047,75 @@ async fn a_single_payout_that_loses_a_deadlock_is_written_again() {
     assert_eq!((balance.available, balance.pending), (10_000 - 100, 100));
     ledger_is_balanced(&fx.store).await;
 }
+
+#[tokio::test]
+async fn a_lone_payout_short_of_balance_or_with_a_taken_reference_writes_nothing() {
+    let fx = Fixture::new().await;
+    let (sub, owner, account) = world(&fx, "1000").await;
+    // Without groups every payout is written alone (one statement for its writes).
+    let store = fx.store.clone();
+    let before = store.balance(sub, Asset::Usd).await.unwrap();
+    let payout = |amount, reference| {
+        planned(
+            sub,
+            &owner,
+            &account,
+            (amount, 0),
+            reference,
+            PayoutStatus::Unassessed,
+        )
+    };
+    let short = payout(before.available + 1, None);
+    let key = claimed(&store, sub, "short").await;
+    let refused = store
+        .insert_payout(&short.payout, &short.entries, &short.events, &key)
+        .await;
+    assert_eq!(outcome(&refused), "insufficient balance");
+    assert_eq!(writing_transactions(&fx, sub).await, 0, "nothing written");
+    assert_eq!(store.balance(sub, Asset::Usd).await.unwrap(), before);
+    // Its key was not marked committed: it is still in flight, then free after its lease.
+    let again = store
+        .claim(
+            sub,
+            &key.claim().unwrap().key,
+            fingerprint("POST", "/api/payout/single", b"short"),
+            Utc::now(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(again, ClaimOutcome::InFlight);
+    assert_eq!(
+        count(
+            &fx,
+            "SELECT count(*) AS n FROM idempotency_keys WHERE subaccount_id = $1 AND committed",
+            sub
+        )
+        .await,
+        0
+    );
+
+    let first = payout(100, Some("inv-1"));
+    let written = store
+        .insert_payout(
+            &first.payout,
+            &first.entries,
+            &first.events,
+            &WriteKey::none(),
+        )
+        .await;
+    assert_eq!(outcome(&written), "written");
+    let taken = payout(100, Some("inv-1"));
+    let refused = store
+        .insert_payout(
+            &taken.payout,
+            &taken.entries,
+            &taken.events,
+            &WriteKey::none(),
+        )
+        .await;
+    assert_eq!(outcome(&refused), "duplicate reference");
+    assert_eq!(writing_transactions(&fx, sub).await, 1);
+    let after = store.balance(sub, Asset::Usd).await.unwrap();
+    assert_eq!(after.available, before.available - 100);
+    ledger_is_balanced(&fx.store).await;
+}
