@@ -4,12 +4,17 @@
 //! transactions commit one after another whatever the service does. Group commit turns that
 //! queue into fewer, larger transactions: requests that arrive while an earlier group of the
 //! same subaccount and currency is being written (or within the configured window) are written
-//! together, in arrival order, in one transaction of set statements: one statement for all
-//! their parties, one for their references, one lock of the balance, then the payouts, their
-//! ledger entries, their idempotency keys, their events and the update of the balance (one
-//! statement on plain PostgreSQL, five on Citus: see `payout_sets::write_set`), and one commit
-//! (one WAL flush) for all of them.
+//! together, in arrival order, in one transaction of set statements, with one commit (one WAL
+//! flush) for all of them.
 //!
+//! A group is first written whole: its parties locked and checked in one statement, then the
+//! payouts, their ledger entries, their idempotency keys, their events and the update of the
+//! balance (one statement on plain PostgreSQL, five on Citus: see `payout_sets::write_set`).
+//! If anything would refuse one of its requests (a party changed, a reference taken, the
+//! balance short), that transaction rolls back and the group is decided request by request in
+//! a second one: one statement for all their parties, one for their references, one lock of
+//! the balance, then the writes of the accepted ones. On Citus every group is decided first.
+
 //! Each request still gets exactly its own answer. Its parties are checked as a single
 //! payout's are (a stale one is told to plan again); a reference taken before, or by an earlier
 //! request of the group, is its own `DuplicateReference`; the balance is taken in arrival order,
@@ -29,7 +34,6 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use diesel_async::AsyncConnection;
 use domain::PortError;
 use domain::events::OutboxEvent;
 use domain::idempotency::WriteKey;
@@ -41,7 +45,9 @@ use tokio::sync::oneshot;
 use uuid::Uuid;
 
 use super::PgStore;
-use super::payout_sets::{Planned, SetPlans, Verdict, decide, write_set};
+use super::payout_sets::{
+    PartyCheck, Planned, SetPlans, Verdict, decide, in_set_transaction, write_set,
+};
 use super::transitions::PayoutAbort;
 use crate::errors::TxError;
 
@@ -278,30 +284,59 @@ impl PgStore {
             })
             .collect();
         let subaccount = group[0].payout.subaccount_id.as_uuid();
-        let result = conn
-            .transaction::<_, PayoutAbort, _>(async |conn| {
-                let verdicts = decide(conn, subaccount, &set, plans).await?;
-                let written: Vec<Planned<'_>> = set
-                    .iter()
-                    .zip(&verdicts)
-                    .filter(|(_, v)| **v == Verdict::Write)
-                    .map(|(p, _)| *p)
-                    .collect();
-                let mut joined = write_set(conn, subaccount, &written, schedule, plans)
-                    .await?
-                    .into_iter();
-                Ok(verdicts
-                    .into_iter()
-                    .map(|verdict| match verdict {
-                        Verdict::Write => Ok(joined
-                            .next()
-                            .flatten()
-                            .map(|(id, _)| BatchId::from_uuid(id))),
-                        Verdict::Refuse(refusal) => Err(refusal.error()),
-                    })
-                    .collect::<Vec<_>>())
+        if plans == SetPlans::Generic {
+            // Most groups are accepted whole: written at once, their parties locked and checked
+            // by `write_set` itself, without reading the references or the balance first.
+            // Anything that would refuse a request fails the attempt as a whole, and the group
+            // is then decided request by request below.
+            let attempt = in_set_transaction::<_, PayoutAbort, _>(&mut conn, plans, async |conn| {
+                write_set(conn, subaccount, &set, schedule, plans, PartyCheck::InWrite).await
             })
             .await;
+            match attempt {
+                Ok(joined) => {
+                    return self.after_commit(Ok(joined
+                        .into_iter()
+                        .map(|batch| Ok(batch.map(|(id, _)| BatchId::from_uuid(id))))
+                        .collect()));
+                }
+                Err(e) => tracing::debug!(
+                    requests = group.len(),
+                    reason = %abort_reason(&e),
+                    "a payout group was not accepted whole; deciding its requests one by one"
+                ),
+            }
+        }
+        let result = in_set_transaction::<_, PayoutAbort, _>(&mut conn, plans, async |conn| {
+            let verdicts = decide(conn, subaccount, &set, plans).await?;
+            let written: Vec<Planned<'_>> = set
+                .iter()
+                .zip(&verdicts)
+                .filter(|(_, v)| **v == Verdict::Write)
+                .map(|(p, _)| *p)
+                .collect();
+            let mut joined = write_set(
+                conn,
+                subaccount,
+                &written,
+                schedule,
+                plans,
+                PartyCheck::Decided,
+            )
+            .await?
+            .into_iter();
+            Ok(verdicts
+                .into_iter()
+                .map(|verdict| match verdict {
+                    Verdict::Write => Ok(joined
+                        .next()
+                        .flatten()
+                        .map(|(id, _)| BatchId::from_uuid(id))),
+                    Verdict::Refuse(refusal) => Err(refusal.error()),
+                })
+                .collect::<Vec<_>>())
+        })
+        .await;
         self.after_commit(result)
     }
 }

@@ -5,9 +5,17 @@
 //! in the order given: its parties checked (`FOR SHARE`, as a single payout takes them), its
 //! reference against those already taken (by earlier payouts, or earlier in the set), then its
 //! total against what its balance has left (each balance row locked `FOR UPDATE` once, in
-//! currency order). [`write_set`] then writes the accepted ones: one statement each for the
-//! payouts, their ledger entries, their idempotency keys and their events, the open batch of
-//! each currency joined once, and one update of the balances by each currency's sum.
+//! currency order). [`write_set`] then writes the accepted ones: the open batch of each
+//! currency joined once, then the payouts, their ledger entries, their idempotency keys, their
+//! events and one update of the balances by each currency's sum, in one statement on plain
+//! PostgreSQL ([`WRITE_SET`]) and one statement each on Citus.
+//!
+//! A set expected to be accepted whole (a group of single requests, or one alone) skips
+//! [`decide`]: [`write_set`] then locks and checks the parties itself, and the write fails as a
+//! whole when anything would refuse a payout; the caller rolls back and decides the set afresh.
+//! On plain PostgreSQL a group nothing refuses is then written in four round trips (`BEGIN`
+//! with its planning setting, the parties, the writes, `COMMIT`), plus the open batch's lookup
+//! when a payout starts `pending`, where deciding first took seven.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -16,7 +24,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{
     Array, BigInt, Bool, Bytea, Integer, Nullable, SmallInt, Text, Timestamptz, Uuid as SqlUuid,
 };
-use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use diesel_async::{AnsiTransactionManager, AsyncPgConnection, RunQueryDsl, TransactionManager};
 use domain::account::{AccountStatus, ConfirmStatus};
 use domain::events::OutboxEvent;
 use domain::idempotency::{KeyCommit, WriteKey};
@@ -77,8 +85,9 @@ impl Refusal {
     }
 }
 
-/// Settles each payout's fate, in the order given (see the module documentation). Every
-/// payout is of `subaccount`.
+/// Settles each payout's fate, in the order given (see the module documentation), in a
+/// transaction begun by [`in_set_transaction`] with the same `plans`. Every payout is of
+/// `subaccount`.
 pub(crate) async fn decide(
     conn: &mut AsyncPgConnection,
     subaccount: Uuid,
@@ -86,28 +95,8 @@ pub(crate) async fn decide(
     plans: SetPlans,
 ) -> Result<Vec<Verdict>, PayoutAbort> {
     let on_citus = plans == SetPlans::AsChosen;
-    if !on_citus {
-        use_generic_plans(conn).await?;
-    }
     let accounts: Vec<Uuid> = set.iter().map(|p| p.payout.account_id.as_uuid()).collect();
-    let parties: Vec<PartyRow> = diesel::sql_query(if on_citus { PARTIES } else { PARTIES_BY_KEY })
-        .bind::<SqlUuid, _>(subaccount)
-        .bind::<Array<SqlUuid>, _>(&accounts)
-        .cached()
-        .load(conn)
-        .await?;
-    let parties: HashMap<Uuid, (Uuid, PayoutStatus, bool)> = parties
-        .into_iter()
-        .map(|row| {
-            let (status, payable) = party_status(
-                row.receiver_status,
-                row.kyc_status,
-                &row.account_status,
-                &row.confirm_status,
-            );
-            (row.account_id, (row.receiver_id, status, payable))
-        })
-        .collect();
+    let parties = lock_parties(conn, subaccount, &accounts, plans).await?;
     let references: Vec<&str> = set
         .iter()
         .filter_map(|p| p.payout.reference.as_deref())
@@ -149,10 +138,7 @@ pub(crate) async fn decide(
         .iter()
         .map(|p| {
             let payout = p.payout;
-            let current = parties.get(&payout.account_id.as_uuid());
-            if !current.is_some_and(|(receiver, status, payable)| {
-                *receiver == payout.receiver_id.as_uuid() && *payable && *status == payout.status
-            }) {
+            if !parties.as_planned(payout) {
                 return Verdict::Refuse(Refusal::Stale);
             }
             if let Some(reference) = &payout.reference
@@ -176,9 +162,10 @@ pub(crate) async fn decide(
 /// How a set transaction's statements are planned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SetPlans {
-    /// Every statement with its generic plan ([`GENERIC_PLANS`]), the reads by the set's keys
-    /// in their forms that only the keys' indexes can serve ([`PARTIES_BY_KEY`],
-    /// [`TAKEN_REFERENCES_BY_KEY`]): on plain PostgreSQL.
+    /// Every statement with its generic plan (the transaction begins with
+    /// [`BEGIN_WITH_GENERIC_PLANS`]), the reads by the set's keys in their forms that only the
+    /// keys' indexes can serve ([`PARTIES_BY_KEY`], [`TAKEN_REFERENCES_BY_KEY`]), the writes in
+    /// one statement ([`WRITE_SET`]): on plain PostgreSQL.
     Generic,
     /// As PostgreSQL chooses, which for these statements is afresh on every call, with the
     /// reads comparing the subaccount with `=` ([`PARTIES`], [`TAKEN_REFERENCES`]) so that
@@ -195,26 +182,100 @@ impl SetPlans {
     }
 }
 
-/// The first statement of a set transaction on plain PostgreSQL: every statement after it
-/// runs its generic plan. Each takes arrays as long as the set, and PostgreSQL costs a generic
-/// plan for an array of unknown length above one made for the array given, so it would plan
-/// them afresh for every group (about 0.35 ms a group, 13 % of PostgreSQL's statement time
-/// under the payout benchmark). None of the plans depends on the subaccount's size: the two
-/// reads by the set's keys compare the subaccount in a form no index serves (see
-/// [`PARTIES_BY_KEY`]), the balances are read and updated by their primary key,
-/// [`MARK_KEYS_COMMITTED`] finds the keys through the primary key of `idempotency_keys`, which
-/// leads with the key, and the rest are inserts. The unit tests below check these generic plans
-/// for a large subaccount among many small ones. The setting ends with the transaction.
-const GENERIC_PLANS: &str = "SET LOCAL plan_cache_mode = force_generic_plan";
+/// How a set transaction begins on plain PostgreSQL: every statement after `BEGIN` runs its
+/// generic plan, and both go in one round trip (one simple query). Each statement takes arrays
+/// as long as the set, and PostgreSQL costs a generic plan for an array of unknown length above
+/// one made for the array given, so it would plan them afresh for every group (about 0.35 ms a
+/// group, 13 % of PostgreSQL's statement time under the payout benchmark). None of the plans
+/// depends on the subaccount's size: the reads by the set's keys compare the subaccount in a
+/// form no index serves (see [`PARTIES_BY_KEY`]), the balances are read and updated by their
+/// primary key, [`MARK_KEYS_COMMITTED`] finds the keys through the primary key of
+/// `idempotency_keys`, which leads with the key, and the rest are inserts. The unit tests below
+/// check these generic plans for a large subaccount among many small ones. The setting ends
+/// with the transaction.
+const BEGIN_WITH_GENERIC_PLANS: &str = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan";
 
-/// Runs the rest of the caller's transaction with generic plans ([`GENERIC_PLANS`]), on plain
-/// PostgreSQL only.
-pub(crate) async fn use_generic_plans(conn: &mut AsyncPgConnection) -> Result<(), TxError> {
-    diesel::sql_query(GENERIC_PLANS)
-        .cached()
-        .execute(conn)
-        .await?;
-    Ok(())
+/// Runs `callback` in a transaction planned as `plans` says (see [`BEGIN_WITH_GENERIC_PLANS`]),
+/// committed when it returns `Ok` and rolled back otherwise, as
+/// [`AsyncConnection::transaction`](diesel_async::AsyncConnection::transaction) does.
+pub(crate) async fn in_set_transaction<R, E, F>(
+    conn: &mut AsyncPgConnection,
+    plans: SetPlans,
+    callback: F,
+) -> Result<R, E>
+where
+    F: AsyncFnOnce(&mut AsyncPgConnection) -> Result<R, E>,
+    E: From<diesel::result::Error>,
+{
+    match plans {
+        SetPlans::Generic => {
+            AnsiTransactionManager::begin_transaction_sql(conn, BEGIN_WITH_GENERIC_PLANS).await?;
+        }
+        SetPlans::AsChosen => AnsiTransactionManager::begin_transaction(conn).await?,
+    }
+    match callback(&mut *conn).await {
+        Ok(value) => {
+            AnsiTransactionManager::commit_transaction(conn).await?;
+            Ok(value)
+        }
+        Err(e) => match AnsiTransactionManager::rollback_transaction(conn).await {
+            // A broken transaction manager is most likely the callback's own failure.
+            Ok(()) | Err(diesel::result::Error::BrokenTransactionManager) => Err(e),
+            Err(rollback) => Err(rollback.into()),
+        },
+    }
+}
+
+/// Each locked account's receiver, the status a new payout to them starts in, and whether
+/// they may be paid at all: what a planned payout is checked against.
+pub(crate) struct Parties(HashMap<Uuid, (Uuid, PayoutStatus, bool)>);
+
+impl Parties {
+    fn of(rows: impl IntoIterator<Item = PartyRow>) -> Self {
+        Self(
+            rows.into_iter()
+                .map(|row| {
+                    let (status, payable) = party_status(
+                        row.receiver_status,
+                        row.kyc_status,
+                        &row.account_status,
+                        &row.confirm_status,
+                    );
+                    (row.account_id, (row.receiver_id, status, payable))
+                })
+                .collect(),
+        )
+    }
+
+    /// Whether `payout`'s account is still its receiver's, both may still be paid, and a new
+    /// payout to them still starts in the status it was planned with.
+    pub(crate) fn as_planned(&self, payout: &Payout) -> bool {
+        self.0
+            .get(&payout.account_id.as_uuid())
+            .is_some_and(|(receiver, status, payable)| {
+                *receiver == payout.receiver_id.as_uuid() && *payable && *status == payout.status
+            })
+    }
+}
+
+/// Locks the parties of `accounts` (the subaccount's own only) `FOR SHARE`, as a single payout
+/// locks them, and reads what [`Parties`] checks.
+async fn lock_parties(
+    conn: &mut AsyncPgConnection,
+    subaccount: Uuid,
+    accounts: &[Uuid],
+    plans: SetPlans,
+) -> Result<Parties, TxError> {
+    let rows: Vec<PartyRow> = diesel::sql_query(match plans {
+        SetPlans::AsChosen => PARTIES,
+        SetPlans::Generic => PARTIES_BY_KEY,
+    })
+    .bind::<SqlUuid, _>(subaccount)
+    .bind::<Array<SqlUuid>, _>(accounts)
+    .cached()
+    .load(conn)
+    .await?;
+    Ok(Parties::of(rows))
 }
 
 /// The receiver and account of each account id of `$2`, the subaccount `$1`'s only, locked
@@ -313,17 +374,45 @@ pub(crate) fn party_status(
 /// The open batch a written payout joined (its id and run time), if it starts `pending`.
 pub(crate) type Joined = Option<(Uuid, DateTime<Utc>)>;
 
-/// Writes the payouts [`decide`] accepted (see the module documentation); returns the batch
-/// each joined, in the order given. Every payout is of `subaccount`.
+/// Whether [`write_set`] still has to check the payouts' parties.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PartyCheck {
+    /// [`decide`] locked and checked them earlier in the transaction.
+    Decided,
+    /// Not yet: `write_set` first locks them in one statement, as [`decide`] does, and fails
+    /// with [`PayoutAbort::Stale`] unless every payout is still
+    /// [as planned](Parties::as_planned).
+    InWrite,
+}
+
+/// Writes the payouts given, all of `subaccount`, in one transaction begun by
+/// [`in_set_transaction`] (see the module documentation); returns the batch each joined, in
+/// the order given. Written after [`decide`], they were accepted by it (`PartyCheck::Decided`).
+/// Written without it (`PartyCheck::InWrite`), the writes fail as a whole, for the caller to
+/// roll back, when a party is no longer as planned ([`PayoutAbort::Stale`]), a key is no longer
+/// its request's ([`TxError::KeyNotOwn`]), a balance does not cover its currency's sum
+/// ([`PayoutAbort::InsufficientBalance`]) or a reference is taken (a unique violation of
+/// `payouts_reference_unique`), in that order when more than one holds.
 pub(crate) async fn write_set(
     conn: &mut AsyncPgConnection,
     subaccount: Uuid,
     written: &[Planned<'_>],
     schedule: &BatchSchedule,
     plans: SetPlans,
+    parties: PartyCheck,
 ) -> Result<Vec<Joined>, PayoutAbort> {
     if written.is_empty() {
         return Ok(Vec::new());
+    }
+    if parties == PartyCheck::InWrite {
+        let accounts: Vec<Uuid> = written
+            .iter()
+            .map(|p| p.payout.account_id.as_uuid())
+            .collect();
+        let locked = lock_parties(conn, subaccount, &accounts, plans).await?;
+        if !written.iter().all(|p| locked.as_planned(p.payout)) {
+            return Err(PayoutAbort::Stale);
+        }
     }
     let mut currencies: BTreeMap<&str, CurrencyTotal> = BTreeMap::new();
     for p in written {
@@ -422,8 +511,8 @@ struct Sums<'a> {
 impl SetRows<'_, '_> {
     /// What the writes must have touched: every payout, entry and event, every key (else one is
     /// no longer its request's), and every currency's balance (else it no longer covers the
-    /// set: never for a set [`decide`] locked the balances for, but a lone payout's hold is its
-    /// first lock of the balance).
+    /// set: never for a set [`decide`] locked the balances for, but a set written without it
+    /// takes its first lock of the balance in its hold).
     fn check(&self, written: &SetWritten) -> Result<(), PayoutAbort> {
         let expected = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
         if written.keys != expected(self.keys.len()) {
@@ -474,13 +563,13 @@ async fn write_in_one_statement(
     let query = bind_entries(query, set.entries);
     let query = bind_key_commits(query, set.keys);
     let query = bind_events(query, set.events);
-    let written: SetWritten = bind_sums(query, set.sums)
+    let counts: SetWritten = bind_sums(query, set.sums)
         .bind::<SqlUuid, _>(subaccount)
         .cached()
         .get_result(conn)
         .await
         .map_err(|e| PayoutAbort::Tx(e.into()))?;
-    set.check(&written)
+    set.check(&counts)
 }
 
 /// A set's writes one statement after another: on Citus. Citus runs the data-modifying parts
@@ -525,14 +614,14 @@ async fn write_statement_by_statement(
     .cached()
     .execute(conn)
     .await?;
-    let written = SetWritten {
+    let counts = SetWritten {
         payouts: count(payouts),
         entries: count(set.entries.len()),
         keys: count(keys),
         events: count(set.events.len()),
         balances: count(balances),
     };
-    set.check(&written)
+    set.check(&counts)
 }
 
 /// Binds the sums of [`Sums`] (assets, totals, times) as the next parameters.
@@ -821,7 +910,10 @@ mod tests {
     #[tokio::test]
     async fn a_set_transactions_reads_use_the_sets_keys_for_a_large_subaccount() {
         let (_db, mut conn) = crowded().await;
-        let generic = super::GENERIC_PLANS.trim_start_matches("SET LOCAL plan_cache_mode = ");
+        let generic = super::BEGIN_WITH_GENERIC_PLANS
+            .rsplit("plan_cache_mode = ")
+            .next()
+            .unwrap();
 
         let parties = plan_in_mode(
             &mut conn,

@@ -24,7 +24,7 @@ use super::PgStore;
 use super::accounts::AccountRow;
 use super::outbox::insert_events;
 use super::payout_sets::{
-    Planned, SetPlans, Verdict, decide, party_status, use_generic_plans, write_set,
+    PartyCheck, Planned, SetPlans, Verdict, decide, in_set_transaction, party_status, write_set,
 };
 use super::transitions::{
     PayoutAbort, apply_change, insert_entries, join_open_batch, with_batch, written_key,
@@ -617,58 +617,65 @@ impl PgStore {
             .conn()
             .await
             .map_err(|e| BulkAbort::Payout(PayoutAbort::Tx(TxError::invariant(e))))?;
-        let result = conn
-            .transaction::<_, BulkAbort, _>(async |conn| {
-                let verdicts = match planned.as_slice().first() {
-                    Some(first) => {
-                        decide(conn, first.payout.subaccount_id.as_uuid(), &planned, plans).await?
+        let result = in_set_transaction::<_, BulkAbort, _>(&mut conn, plans, async |conn| {
+            let verdicts = match planned.as_slice().first() {
+                Some(first) => {
+                    decide(conn, first.payout.subaccount_id.as_uuid(), &planned, plans).await?
+                }
+                None => Vec::new(),
+            };
+            let mut verdict = verdicts.iter();
+            let mut items = Vec::with_capacity(slots.len());
+            for slot in slots {
+                items.push(match (slot, verdict.next()) {
+                    (BulkSlot::Rejected(errors), _) => BulkItemOutcome::Failed(errors.clone()),
+                    (BulkSlot::Insert(new), Some(Verdict::Write)) => {
+                        BulkItemOutcome::Created(new.payout.id)
                     }
-                    None => Vec::new(),
-                };
-                let mut verdict = verdicts.iter();
-                let mut items = Vec::with_capacity(slots.len());
-                for slot in slots {
-                    items.push(match (slot, verdict.next()) {
-                        (BulkSlot::Rejected(errors), _) => BulkItemOutcome::Failed(errors.clone()),
-                        (BulkSlot::Insert(new), Some(Verdict::Write)) => {
-                            BulkItemOutcome::Created(new.payout.id)
-                        }
-                        (BulkSlot::Insert(_), Some(Verdict::Refuse(refusal))) => {
-                            BulkItemOutcome::Failed(bulk_item_error(&refusal.error()).ok_or_else(
-                                || {
-                                    PayoutAbort::Tx(TxError::invariant(anyhow::anyhow!(
-                                        "a refusal without an item error"
-                                    )))
-                                },
-                            )?)
-                        }
-                        (BulkSlot::Insert(_), None) => {
-                            return Err(BulkAbort::Payout(PayoutAbort::Tx(TxError::invariant(
-                                anyhow::anyhow!("fewer decisions than bulk items"),
-                            ))));
-                        }
-                    });
-                }
-                let result = BulkPayoutResult { atomic, items };
-                if atomic && result.failed() > 0 {
-                    return Err(BulkAbort::Refused(result));
-                }
-                let written: Vec<Planned<'_>> = planned
-                    .iter()
-                    .zip(&verdicts)
-                    .filter(|(_, v)| **v == Verdict::Write)
-                    .map(|(p, _)| *p)
-                    .collect();
-                if let Some(first) = written.as_slice().first() {
-                    let subaccount = first.payout.subaccount_id.as_uuid();
-                    write_set(conn, subaccount, &written, schedule, plans).await?;
-                }
-                super::idempotency::mark_committed(conn, key.commit(&result).as_ref())
-                    .await
-                    .map_err(PayoutAbort::Tx)?;
-                Ok(result)
-            })
-            .await;
+                    (BulkSlot::Insert(_), Some(Verdict::Refuse(refusal))) => {
+                        BulkItemOutcome::Failed(bulk_item_error(&refusal.error()).ok_or_else(
+                            || {
+                                PayoutAbort::Tx(TxError::invariant(anyhow::anyhow!(
+                                    "a refusal without an item error"
+                                )))
+                            },
+                        )?)
+                    }
+                    (BulkSlot::Insert(_), None) => {
+                        return Err(BulkAbort::Payout(PayoutAbort::Tx(TxError::invariant(
+                            anyhow::anyhow!("fewer decisions than bulk items"),
+                        ))));
+                    }
+                });
+            }
+            let result = BulkPayoutResult { atomic, items };
+            if atomic && result.failed() > 0 {
+                return Err(BulkAbort::Refused(result));
+            }
+            let written: Vec<Planned<'_>> = planned
+                .iter()
+                .zip(&verdicts)
+                .filter(|(_, v)| **v == Verdict::Write)
+                .map(|(p, _)| *p)
+                .collect();
+            if let Some(first) = written.as_slice().first() {
+                let subaccount = first.payout.subaccount_id.as_uuid();
+                write_set(
+                    conn,
+                    subaccount,
+                    &written,
+                    schedule,
+                    plans,
+                    PartyCheck::Decided,
+                )
+                .await?;
+            }
+            super::idempotency::mark_committed(conn, key.commit(&result).as_ref())
+                .await
+                .map_err(PayoutAbort::Tx)?;
+            Ok(result)
+        })
+        .await;
         self.after_commit(result)
     }
 
@@ -765,48 +772,45 @@ impl PgStore {
         let schedule = &self.batch_schedule;
         let citus = self.detect_citus().await?;
         let mut conn = self.conn().await?;
+        let plans = SetPlans::on_citus(citus);
         let mut attempt = 1;
         let result = loop {
-            let result = conn
-                .transaction::<_, PayoutAbort, _>(async |conn| {
-                    // The hold comes last: one conditional update, so concurrent payouts can
-                    // never take the balance below zero (and a subaccount with no balance row
-                    // has nothing to hold). The balance row is every payout's of the subaccount,
-                    // so it is locked only for the commit: the statements before run
-                    // concurrently.
-                    if citus {
-                        check_parties(conn, payout, citus).await?;
-                        let batch =
-                            write_payout(conn, payout, entries, events, Some(key), schedule)
-                                .await?;
-                        hold(conn, payout).await?;
-                        return Ok(batch.map(|(id, _)| BatchId::from_uuid(id)));
-                    }
-                    // On plain PostgreSQL the writes are a set's one statement, hold included
-                    // (last in it), run with its generic plan as in a group.
-                    use_generic_plans(conn).await?;
+            let result = in_set_transaction::<_, PayoutAbort, _>(&mut conn, plans, async |conn| {
+                // The hold comes last: one conditional update, so concurrent payouts can never
+                // take the balance below zero (and a subaccount with no balance row has nothing
+                // to hold). The balance row is every payout's of the subaccount, so it is
+                // locked only for the commit: the statements before run concurrently.
+                if citus {
                     check_parties(conn, payout, citus).await?;
-                    let alone = [Planned {
-                        payout,
-                        entries,
-                        events,
-                        key: Some(key),
-                    }];
-                    let joined = write_set(
-                        conn,
-                        payout.subaccount_id.as_uuid(),
-                        &alone,
-                        schedule,
-                        SetPlans::Generic,
-                    )
-                    .await?;
-                    Ok(joined
-                        .into_iter()
-                        .next()
-                        .flatten()
-                        .map(|(id, _)| BatchId::from_uuid(id)))
-                })
-                .await;
+                    let batch =
+                        write_payout(conn, payout, entries, events, Some(key), schedule).await?;
+                    hold(conn, payout).await?;
+                    return Ok(batch.map(|(id, _)| BatchId::from_uuid(id)));
+                }
+                // On plain PostgreSQL the party check and the writes are a set's one statement,
+                // hold last, run with its generic plan as in a group.
+                let alone = [Planned {
+                    payout,
+                    entries,
+                    events,
+                    key: Some(key),
+                }];
+                let joined = write_set(
+                    conn,
+                    payout.subaccount_id.as_uuid(),
+                    &alone,
+                    schedule,
+                    plans,
+                    PartyCheck::InWrite,
+                )
+                .await?;
+                Ok(joined
+                    .into_iter()
+                    .next()
+                    .flatten()
+                    .map(|(id, _)| BatchId::from_uuid(id)))
+            })
+            .await;
             // A deadlock victim was rolled back whole; run it again rather than answer 503.
             // One arises when this payout creates its currency's open batch while a group or
             // bulk request of the subaccount, holding the balance row, waits to create it too.

@@ -800,29 +800,36 @@ async fn a_single_payouts_statements_settle_on_their_generic_plans() {
         // The generic plans of the facts' read and of the write's party lock find the receiver
         // and the account by their primary keys, although the average subaccount holds about
         // one receiver and this one 2 001.
-        for prefix in [
+        let locking = crate::support::generic_plan_with(
+            &store,
+            "SELECT ra.id AS account_id",
+            &format!("'{sub}', ARRAY['{account}']::uuid[]", account = account.id),
+        )
+        .await;
+        assert!(
+            locking.contains("receivers_pkey") && locking.contains("receiver_accounts_pkey"),
+            "{locking}"
+        );
+        let facts = crate::support::generic_plan_of(
+            &store,
             "SELECT \"receivers\".\"id\", \"receivers\".\"subaccount_id\"",
-            "SELECT \"receivers\".\"status\", \"receivers\".\"kyc_status\"",
-        ] {
-            let plan = crate::support::generic_plan_of(&store, prefix, |table, column| {
-                match (table, column) {
-                    ("receivers", "id") => format!("'{}'", owner.id),
-                    ("receiver_accounts" | "payouts", "id" | "account_id") => {
-                        format!("'{}'", account.id)
-                    }
-                    (_, "subaccount_id") | ("subaccounts", "id") => format!("'{sub}'"),
-                    ("payouts", "amount") => "100".to_owned(),
-                    (_, "asset") => "'USD'".to_owned(),
-                    ("payouts", "created_at") => "now() - interval '1 day'".to_owned(),
-                    _ => panic!("unexpected parameter {table}.{column}"),
+            |table, column| match (table, column) {
+                ("receivers", "id") => format!("'{}'", owner.id),
+                ("receiver_accounts" | "payouts", "id" | "account_id") => {
+                    format!("'{}'", account.id)
                 }
-            })
-            .await;
-            assert!(
-                plan.contains("receivers_pkey") && plan.contains("receiver_accounts_pkey"),
-                "{plan}"
-            );
-        }
+                (_, "subaccount_id") | ("subaccounts", "id") => format!("'{sub}'"),
+                ("payouts", "amount") => "100".to_owned(),
+                (_, "asset") => "'USD'".to_owned(),
+                ("payouts", "created_at") => "now() - interval '1 day'".to_owned(),
+                _ => panic!("unexpected parameter {table}.{column}"),
+            },
+        )
+        .await;
+        assert!(
+            facts.contains("receivers_pkey") && facts.contains("receiver_accounts_pkey"),
+            "{facts}"
+        );
     }
     if !on_citus {
         // GET receiver's read, likewise (a store of its own, whose one prepared statement
@@ -1049,7 +1056,7 @@ async fn a_single_payout_that_loses_a_deadlock_is_written_again() {
 }
 
 #[tokio::test]
-async fn a_lone_payout_short_of_balance_or_with_a_taken_reference_writes_nothing() {
+async fn a_lone_payout_short_of_balance_with_a_taken_reference_or_stale_writes_nothing() {
     let fx = Fixture::new().await;
     let (sub, owner, account) = world(&fx, "1000").await;
     // Without groups every payout is written alone (one statement for its writes).
@@ -1114,6 +1121,46 @@ async fn a_lone_payout_short_of_balance_or_with_a_taken_reference_writes_nothing
         )
         .await;
     assert_eq!(outcome(&refused), "duplicate reference");
+    assert_eq!(writing_transactions(&fx, sub).await, 1);
+
+    // Stale parties, which the write statement itself locks and checks: a payout planned
+    // `pending` while the receiver's KYC is still pending, and one to a receiver failed since
+    // it was planned. Each is told to plan again, with nothing written and its key in flight.
+    let planned_pending = planned(sub, &owner, &account, (100, 0), None, PayoutStatus::Pending);
+    let failed = new_receiver(&fx, sub, "failed-later@example.com").await;
+    let failed_account = ach(&failed, "011000015", "987654321", "checking", T0);
+    insert(&fx, &failed_account).await.unwrap();
+    let to_failed = planned(
+        sub,
+        &failed,
+        &failed_account,
+        (100, 0),
+        None,
+        PayoutStatus::Unassessed,
+    );
+    let mut conn = fx.raw().await;
+    diesel::sql_query("UPDATE receivers SET status = 3 WHERE id = $1")
+        .bind::<SqlUuid, _>(failed.id.as_uuid())
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    for (name, stale) in [("pending", planned_pending), ("failed", to_failed)] {
+        let key = claimed(&store, sub, name).await;
+        let refused = store
+            .insert_payout(&stale.payout, &stale.entries, &stale.events, &key)
+            .await;
+        assert_eq!(outcome(&refused), "stale", "{name}");
+        let again = store
+            .claim(
+                sub,
+                &key.claim().unwrap().key,
+                fingerprint("POST", "/api/payout/single", name.as_bytes()),
+                Utc::now(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(again, ClaimOutcome::InFlight, "{name}");
+    }
     assert_eq!(writing_transactions(&fx, sub).await, 1);
     let after = store.balance(sub, Asset::Usd).await.unwrap();
     assert_eq!(after.available, before.available - 100);

@@ -216,11 +216,6 @@ pub async fn generic_plan_of(
         #[diesel(sql_type = Text)]
         statement: String,
     }
-    #[derive(diesel::QueryableByName)]
-    struct PlanLine {
-        #[diesel(sql_type = Text, column_name = "QUERY PLAN")]
-        line: String,
-    }
     let mut conn = store.pool().get().await.expect("the pool's connection");
     let prepared: Prepared = diesel::sql_query(
         "SELECT name, statement FROM pg_prepared_statements WHERE starts_with(statement, $1)",
@@ -261,20 +256,43 @@ pub async fn generic_plan_of(
         prepared.statement
     );
     let list: Vec<String> = arguments.into_iter().map(|(_, a)| a).collect();
+    explain_generic(&mut conn, &prepared.name, &list.join(", ")).await
+}
+
+/// The generic plan (`EXPLAIN`) of the statement `store` prepared whose text starts with
+/// `prefix`, run with `arguments` (SQL literals, comma-separated).
+pub async fn generic_plan_with(store: &PgStore, prefix: &str, arguments: &str) -> String {
+    #[derive(diesel::QueryableByName)]
+    struct Prepared {
+        #[diesel(sql_type = Text)]
+        name: String,
+    }
+    let mut conn = store.pool().get().await.expect("the pool's connection");
+    let prepared: Prepared = diesel::sql_query(
+        "SELECT name FROM pg_prepared_statements WHERE starts_with(statement, $1)",
+    )
+    .bind::<Text, _>(prefix)
+    .get_result(&mut *conn)
+    .await
+    .expect("the prepared statement");
+    explain_generic(&mut conn, &prepared.name, arguments).await
+}
+
+async fn explain_generic(
+    conn: &mut diesel_async::AsyncPgConnection,
+    name: &str,
+    arguments: &str,
+) -> String {
     diesel::sql_query("SET plan_cache_mode = force_generic_plan")
-        .execute(&mut *conn)
+        .execute(conn)
         .await
         .expect("plan_cache_mode");
-    let plan: Vec<PlanLine> = diesel::sql_query(format!(
-        "EXPLAIN EXECUTE {}({})",
-        prepared.name,
-        list.join(", ")
-    ))
-    .load(&mut *conn)
-    .await
-    .expect("EXPLAIN");
+    let plan: Vec<PlanLine> = diesel::sql_query(format!("EXPLAIN EXECUTE {name}({arguments})"))
+        .load(conn)
+        .await
+        .expect("EXPLAIN");
     diesel::sql_query("RESET plan_cache_mode")
-        .execute(&mut *conn)
+        .execute(conn)
         .await
         .expect("plan_cache_mode");
     plan.into_iter()
