@@ -46,7 +46,7 @@ use uuid::Uuid;
 
 use super::PgStore;
 use super::payout_sets::{
-    PartyCheck, Planned, SetPlans, Verdict, decide, in_set_transaction, write_set,
+    PartyCheck, Planned, SetPlans, Verdict, accepted, decide, in_set_transaction, write_set,
 };
 use super::transitions::PayoutAbort;
 use crate::errors::TxError;
@@ -309,12 +309,7 @@ impl PgStore {
         }
         let result = in_set_transaction::<_, PayoutAbort, _>(&mut conn, plans, async |conn| {
             let verdicts = decide(conn, subaccount, &set, plans).await?;
-            let written: Vec<Planned<'_>> = set
-                .iter()
-                .zip(&verdicts)
-                .filter(|(_, v)| **v == Verdict::Write)
-                .map(|(p, _)| *p)
-                .collect();
+            let written = accepted(&set, &verdicts);
             let mut joined = write_set(
                 conn,
                 subaccount,

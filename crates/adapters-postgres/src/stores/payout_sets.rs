@@ -159,6 +159,15 @@ pub(crate) async fn decide(
         .collect())
 }
 
+/// The payouts of `set` that [`decide`] accepted (its `verdicts`, in the same order).
+pub(crate) fn accepted<'a>(set: &[Planned<'a>], verdicts: &[Verdict]) -> Vec<Planned<'a>> {
+    set.iter()
+        .zip(verdicts)
+        .filter(|(_, v)| **v == Verdict::Write)
+        .map(|(p, _)| *p)
+        .collect()
+}
+
 /// How a set transaction's statements are planned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SetPlans {

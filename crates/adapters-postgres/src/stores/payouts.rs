@@ -24,7 +24,8 @@ use super::PgStore;
 use super::accounts::AccountRow;
 use super::outbox::insert_events;
 use super::payout_sets::{
-    PartyCheck, Planned, SetPlans, Verdict, decide, in_set_transaction, party_status, write_set,
+    PartyCheck, Planned, SetPlans, Verdict, accepted, decide, in_set_transaction, party_status,
+    write_set,
 };
 use super::transitions::{
     PayoutAbort, apply_change, insert_entries, join_open_batch, with_batch, written_key,
@@ -652,12 +653,7 @@ impl PgStore {
             if atomic && result.failed() > 0 {
                 return Err(BulkAbort::Refused(result));
             }
-            let written: Vec<Planned<'_>> = planned
-                .iter()
-                .zip(&verdicts)
-                .filter(|(_, v)| **v == Verdict::Write)
-                .map(|(p, _)| *p)
-                .collect();
+            let written = accepted(&planned, &verdicts);
             if let Some(first) = written.as_slice().first() {
                 let subaccount = first.payout.subaccount_id.as_uuid();
                 write_set(

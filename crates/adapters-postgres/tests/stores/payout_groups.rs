@@ -124,6 +124,25 @@ fn planned(
     }
 }
 
+/// Another receiver of `sub` (`email`) with an ACH account, failed (status 3) after it was
+/// created: a payout planned to it before is stale.
+async fn failed_receiver(
+    fx: &Fixture,
+    sub: SubaccountId,
+    email: &str,
+) -> (Receiver, ReceiverAccount) {
+    let failed = new_receiver(fx, sub, email).await;
+    let account = ach(&failed, "011000015", "987654321", "checking", T0);
+    insert(fx, &account).await.unwrap();
+    let mut conn = fx.raw().await;
+    diesel::sql_query("UPDATE receivers SET status = 3 WHERE id = $1")
+        .bind::<SqlUuid, _>(failed.id.as_uuid())
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    (failed, account)
+}
+
 /// A claimed idempotency key whose stored answer names the payout.
 async fn claimed(store: &PgStore, sub: SubaccountId, name: &str) -> WriteKey<Payout> {
     let key = IdempotencyKey::parse(name).unwrap();
@@ -195,15 +214,7 @@ async fn concurrent_payouts_are_written_in_one_transaction_each_with_its_own_ans
     let (sub, owner, account) = world(&fx, "1000").await;
     // Another receiver of the subaccount, failed since the payout was planned: its request
     // must plan again, and only it.
-    let failed = new_receiver(&fx, sub, "gone@example.com").await;
-    let failed_account = ach(&failed, "011000015", "987654321", "checking", T0);
-    insert(&fx, &failed_account).await.unwrap();
-    let mut conn = fx.raw().await;
-    diesel::sql_query("UPDATE receivers SET status = 3 WHERE id = $1")
-        .bind::<SqlUuid, _>(failed.id.as_uuid())
-        .execute(&mut conn)
-        .await
-        .unwrap();
+    let (failed, failed_account) = failed_receiver(&fx, sub, "gone@example.com").await;
     let existing = planned(
         sub,
         &owner,
@@ -1127,9 +1138,7 @@ async fn a_lone_payout_short_of_balance_with_a_taken_reference_or_stale_writes_n
     // `pending` while the receiver's KYC is still pending, and one to a receiver failed since
     // it was planned. Each is told to plan again, with nothing written and its key in flight.
     let planned_pending = planned(sub, &owner, &account, (100, 0), None, PayoutStatus::Pending);
-    let failed = new_receiver(&fx, sub, "failed-later@example.com").await;
-    let failed_account = ach(&failed, "011000015", "987654321", "checking", T0);
-    insert(&fx, &failed_account).await.unwrap();
+    let (failed, failed_account) = failed_receiver(&fx, sub, "failed-later@example.com").await;
     let to_failed = planned(
         sub,
         &failed,
@@ -1138,12 +1147,6 @@ async fn a_lone_payout_short_of_balance_with_a_taken_reference_or_stale_writes_n
         None,
         PayoutStatus::Unassessed,
     );
-    let mut conn = fx.raw().await;
-    diesel::sql_query("UPDATE receivers SET status = 3 WHERE id = $1")
-        .bind::<SqlUuid, _>(failed.id.as_uuid())
-        .execute(&mut conn)
-        .await
-        .unwrap();
     for (name, stale) in [("pending", planned_pending), ("failed", to_failed)] {
         let key = claimed(&store, sub, name).await;
         let refused = store
