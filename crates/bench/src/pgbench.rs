@@ -109,7 +109,7 @@ impl PgbenchResult {
 
 /// Reads pgbench's per-transaction logs (`-l`: one file per thread, named `<prefix>.<pid>` and
 /// `<prefix>.<pid>.<thread>`) into a histogram of µs, deleting them.
-fn read_latency_logs(dir: &Path, prefix: &str) -> anyhow::Result<Histogram<u64>> {
+fn read_latency_logs(dir: &Path, prefix: &str, lag: bool) -> anyhow::Result<Histogram<u64>> {
     let mut histogram = Histogram::new_with_bounds(1, 60_000_000, 3)?;
     for entry in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
         let path = entry?.path();
@@ -122,7 +122,7 @@ fn read_latency_logs(dir: &Path, prefix: &str) -> anyhow::Result<Histogram<u64>>
         }
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("cannot read {}", path.display()))?;
-        add_latency_lines(&mut histogram, &text)
+        add_latency_lines(&mut histogram, &text, lag)
             .with_context(|| format!("in {}", path.display()))?;
         std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
     }
@@ -130,20 +130,25 @@ fn read_latency_logs(dir: &Path, prefix: &str) -> anyhow::Result<Histogram<u64>>
 }
 
 /// Adds the latencies of a pgbench transaction log: `client_id transaction_no time script_no
-/// time_epoch time_us [schedule_lag]`, `time` in µs (`failed` or `skipped` for transactions
-/// without one, which are left out). With `--rate` the line ends with the schedule lag (how
-/// late the transaction started), which is added: the latency then counts from when the
-/// transaction was due, as pgbench's own summary counts it.
-fn add_latency_lines(histogram: &mut Histogram<u64>, text: &str) -> anyhow::Result<()> {
+/// time_epoch time_us [schedule_lag] retries`, `time` in µs (`failed` or `skipped` for
+/// transactions without one, which are left out; `retries` because every run allows
+/// [`MAX_TRIES`]). With `--rate` (`lag`) the schedule lag (how late the transaction started)
+/// follows `time_us`, and is added: the latency then counts from when the transaction was due,
+/// as pgbench's own summary counts it.
+fn add_latency_lines(histogram: &mut Histogram<u64>, text: &str, lag: bool) -> anyhow::Result<()> {
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let fields: Vec<&str> = line.split_whitespace().collect();
         let field = fields
             .get(2)
             .with_context(|| format!("short line {line:?}"))?;
-        let lag = fields
-            .get(6)
-            .and_then(|lag| lag.parse::<u64>().ok())
-            .unwrap_or(0);
+        let lag = if lag {
+            fields
+                .get(6)
+                .and_then(|lag| lag.parse::<u64>().ok())
+                .unwrap_or(0)
+        } else {
+            0
+        };
         if let Ok(micros) = field.parse::<u64>() {
             histogram.saturating_record((micros + lag).max(1));
         }
@@ -248,6 +253,14 @@ impl Protocol {
     }
 }
 
+/// How many times pgbench runs a transaction that PostgreSQL rolled back to break a deadlock
+/// (or a serialization failure) before counting it failed (`--max-tries`): three, as payoutd
+/// runs a single payout's transaction again up to three times in all. Without retries, a
+/// script whose clients deadlock now and then (sets of 100 payouts, say) loses each such
+/// transaction and waits out the deadlock timeout, and its rate no longer says what the
+/// database can do.
+const MAX_TRIES: u32 = 3;
+
 /// How to run pgbench once.
 pub struct PgbenchRun<'a> {
     /// Database URL.
@@ -299,6 +312,7 @@ impl Pgbench {
                 .map_or_else(|| "pgbench".into(), |s| s.to_string_lossy())
         );
         command.args(["-n", "-M", run.protocol.name(), "-r", "-l"]);
+        command.arg(format!("--max-tries={MAX_TRIES}"));
         command.arg("--log-prefix").arg(log_dir.join(&log_prefix));
         command
             .arg("-c")
@@ -339,7 +353,11 @@ impl Pgbench {
             report.lines().rev().take(5).collect::<Vec<_>>().join("\n")
         );
         let mut result = parse(&report, run.scripts.len())?;
-        result.latencies = Some(read_latency_logs(log_dir, &log_prefix)?);
+        result.latencies = Some(read_latency_logs(
+            log_dir,
+            &log_prefix,
+            run.rate.is_some_and(|rate| rate > 0.0),
+        )?);
         Ok(result)
     }
 }
@@ -397,13 +415,18 @@ SQL script 2: /tmp/list_after.sql
     #[test]
     fn reads_transaction_latencies_and_merges_them() -> anyhow::Result<()> {
         let mut histogram = Histogram::new_with_bounds(1, 60_000_000, 3)?;
-        // Two scripts, one failed transaction (no latency), a lag column (`--rate`) on the last
-        // line, which counts: 40 ms of transaction 2 ms late is 42 ms from when it was due.
+        // Two scripts, one failed transaction (no latency), each line ending with its retries,
+        // which are not a latency: 1.5 ms retried once is 1.5 ms.
         add_latency_lines(
             &mut histogram,
-            "0 0 1500 0 1732200000 12\n1 0 2500 1 1732200000 15\n\n             2 0 failed 0 1732200000 20\n3 0 40000 0 1732200001 1 2000\n",
+            "0 0 1500 0 1732200000 12 1\n1 0 2500 1 1732200000 15 0\n\n             2 0 failed 0 1732200000 20 2\n",
+            false,
         )?;
+        // With `--rate`, a lag column before the retries, which counts: 40 ms of transaction
+        // 2 ms late is 42 ms from when it was due.
+        add_latency_lines(&mut histogram, "3 0 40000 0 1732200001 1 2000 0\n", true)?;
         assert_eq!(histogram.len(), 3);
+        assert!((histogram.value_at_quantile(0.0) as f64 - 1500.0).abs() < 2.0);
         let mut result = parse(TWO_SCRIPTS, 2)?;
         result.latencies = Some(histogram);
         assert!((result.millis_at(0.5).unwrap_or(0.0) - 2.5).abs() < 0.01);
@@ -411,7 +434,7 @@ SQL script 2: /tmp/list_after.sql
         let mut total = result.clone();
         total.merge(&result)?;
         assert_eq!(total.latencies.map(|h| h.len()), Some(6));
-        assert!(add_latency_lines(&mut Histogram::new(3)?, "0 1\n").is_err());
+        assert!(add_latency_lines(&mut Histogram::new(3)?, "0 1\n", false).is_err());
         Ok(())
     }
 
@@ -419,11 +442,11 @@ SQL script 2: /tmp/list_after.sql
     fn reads_only_its_own_log_files_and_removes_them() -> anyhow::Result<()> {
         let dir = std::env::temp_dir().join(format!("pgbench-logs-{}", std::process::id()));
         std::fs::create_dir_all(&dir)?;
-        std::fs::write(dir.join("case-1-tx.4242"), "0 0 1000 0 1 1\n")?;
-        std::fs::write(dir.join("case-1-tx.4242.1"), "1 0 3000 0 1 1\n")?;
-        std::fs::write(dir.join("case-1-txt.4242"), "0 0 9000000 0 1 1\n")?;
+        std::fs::write(dir.join("case-1-tx.4242"), "0 0 1000 0 1 1 0\n")?;
+        std::fs::write(dir.join("case-1-tx.4242.1"), "1 0 3000 0 1 1 0\n")?;
+        std::fs::write(dir.join("case-1-txt.4242"), "0 0 9000000 0 1 1 0\n")?;
         std::fs::write(dir.join("case-1.log"), "report")?;
-        let histogram = read_latency_logs(&dir, "case-1-tx")?;
+        let histogram = read_latency_logs(&dir, "case-1-tx", false)?;
         assert_eq!(histogram.len(), 2);
         let mut left: Vec<String> = std::fs::read_dir(&dir)?
             .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
