@@ -217,6 +217,9 @@ where
     E: From<diesel::result::Error>,
 {
     match plans {
+        // Setting a valid value of `plan_cache_mode` cannot fail, so the query either begins
+        // the transaction with it or fails at `BEGIN`, leaving no transaction open that the
+        // transaction manager does not know of.
         SetPlans::Generic => {
             AnsiTransactionManager::begin_transaction_sql(conn, BEGIN_WITH_GENERIC_PLANS).await?;
         }
