@@ -158,6 +158,22 @@ async fn during_a_rotation_both_secrets_sign() {
     assert!(signed_by(&got[0], new.expose()) && signed_by(&got[0], &old));
 }
 
+/// Tenant A's exhausted events once there are at least `n` of them (or after 20 s).
+async fn exhausted_events(app: &TestApp, n: usize) -> Vec<domain::delivery::history::EventSummary> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let events = app
+            .admin
+            .events(subaccount(&app.a), Some("exhausted"), None, 10)
+            .await
+            .unwrap();
+        if events.len() >= n || tokio::time::Instant::now() >= deadline {
+            return events;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test]
 async fn gone_disables_the_endpoint_until_it_is_set_again() {
     let app = spawn_app().await;
@@ -166,30 +182,17 @@ async fn gone_disables_the_endpoint_until_it_is_set_again() {
     app.create_receiver(&app.a, "first@example.com").await;
     assert_eq!(endpoint.wait_for(1, Duration::from_secs(5)).await.len(), 1);
     // Wait until the worker has recorded the 410 (and so disabled the endpoint).
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
-    while app
-        .admin
-        .events(subaccount(&app.a), Some("exhausted"), None, 10)
-        .await
-        .unwrap()
-        .is_empty()
-        && tokio::time::Instant::now() < deadline
-    {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    exhausted_events(&app, 1).await;
     app.create_receiver(&app.a, "second@example.com").await;
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    // The second event is settled without a call: skipped, as the endpoint is disabled.
+    let events = exhausted_events(&app, 2).await;
+    assert_eq!(events.len(), 2);
+    tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
         endpoint.received().len(),
         1,
         "a disabled endpoint is not called"
     );
-    let events = app
-        .admin
-        .events(subaccount(&app.a), Some("exhausted"), None, 10)
-        .await
-        .unwrap();
-    assert_eq!(events.len(), 2);
     // Setting the webhook again re-enables it; resending delivers the skipped event.
     hook(&app, &endpoint).await;
     let skipped = events
@@ -207,7 +210,7 @@ async fn a_change_that_did_not_commit_announces_nothing() {
     let app = spawn_app().await;
     let endpoint = WebhookSink::start(&[200]);
     hook(&app, &endpoint).await;
-    app.create_receiver(&app.a, "ada@example.com").await;
+    let ada = app.create_receiver(&app.a, "ada@example.com").await;
     let duplicate = app
         .post(
             &app.a,
@@ -216,13 +219,30 @@ async fn a_change_that_did_not_commit_announces_nothing() {
         )
         .await;
     assert_eq!(duplicate.codes(), ["REVR201"]);
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    let got = endpoint.received();
-    assert_eq!(got.len(), 1, "only the committed receiver was announced");
-    // Another tenant's events never reach this endpoint.
+    // Another tenant's change, then a later one of this tenant: wait for what
+    // must arrive rather than for a fixed time, then let anything that should
+    // not arrive have a settle period to show up.
     app.create_receiver(&app.b, "other@example.com").await;
+    let grace = app.create_receiver(&app.a, "grace@example.com").await;
+    endpoint.wait_for(2, Duration::from_secs(20)).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(endpoint.received().len(), 1);
+    let mut announced: Vec<_> = endpoint
+        .received()
+        .iter()
+        .map(|r| {
+            r.json()["receiver_id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect();
+    announced.sort();
+    let mut committed = vec![ada, grace];
+    committed.sort();
+    assert_eq!(
+        announced, committed,
+        "only this tenant's committed receivers were announced"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
