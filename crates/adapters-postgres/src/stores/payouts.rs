@@ -675,83 +675,107 @@ impl PgStore {
         self.after_commit(result)
     }
 
-    /// A bulk request item by item, each in its own savepoint, in one transaction.
+    /// A bulk request item by item, each in its own savepoint, in one transaction; run again
+    /// when PostgreSQL rolls that transaction back to break a deadlock, as a single payout is
+    /// (the first attempt of a bulk request is often a deadlock's victim already, and its
+    /// items lock the balance row one after another while others wait to take it whole).
     async fn insert_bulk_by_item(
         &self,
         slots: &[BulkSlot],
         atomic: bool,
         key: &WriteKey<BulkPayoutResult>,
     ) -> Result<BulkPayoutResult, PortError> {
-        let schedule = &self.batch_schedule;
         let citus = self.detect_citus().await?;
         let mut conn = self.conn().await?;
-        let result = conn
-            .transaction::<_, BulkAbort, _>(async |conn| {
-                // Every receiver and account first (`FOR SHARE`, as a single payout locks
-                // them), so no party lock is awaited while the balance row is held.
-                let mut stale = Vec::with_capacity(slots.len());
-                for slot in slots {
-                    stale.push(match slot {
-                        BulkSlot::Insert(new) => {
-                            match check_parties(conn, &new.payout, citus).await {
-                                Ok(()) => false,
-                                Err(PayoutAbort::Stale) => true,
-                                Err(e) => return Err(BulkAbort::Payout(e)),
-                            }
-                        }
-                        BulkSlot::Rejected(_) => false,
-                    });
+        let mut attempt = 1;
+        loop {
+            let result = self
+                .insert_bulk_by_item_once(&mut conn, citus, slots, atomic, key)
+                .await;
+            match self.after_commit(result) {
+                Err(BulkAbort::Payout(PayoutAbort::Tx(ref e)))
+                    if e.lost_a_conflict() && attempt < CONFLICT_ATTEMPTS =>
+                {
+                    attempt += 1;
+                    tracing::debug!(
+                        attempt,
+                        "a bulk request lost a lock conflict; writing its items again"
+                    );
                 }
-                let mut items = Vec::with_capacity(slots.len());
-                for (slot, stale) in slots.iter().zip(stale) {
-                    let refused = match slot {
-                        BulkSlot::Rejected(errors) => Some(errors.clone()),
-                        BulkSlot::Insert(_) if stale => bulk_item_error(&InsertPayoutError::Stale),
-                        BulkSlot::Insert(new) => {
-                            // A savepoint per item: a refused item leaves no trace and the
-                            // transaction goes on with the next.
-                            let attempt = conn
-                                .transaction::<_, PayoutAbort, _>(async |conn| {
-                                    insert_planned(conn, new, schedule).await
-                                })
-                                .await;
-                            match attempt {
-                                Ok(()) => None,
-                                Err(PayoutAbort::InsufficientBalance) => {
-                                    bulk_item_error(&InsertPayoutError::InsufficientBalance)
-                                }
-                                Err(PayoutAbort::Tx(e))
-                                    if e.unique_violation() == Some("payouts_reference_unique") =>
-                                {
-                                    bulk_item_error(&InsertPayoutError::DuplicateReference)
-                                }
-                                Err(e) => return Err(BulkAbort::Payout(e)),
-                            }
-                        }
-                    };
-                    items.push(match (refused, slot) {
-                        (Some(errors), _) => BulkItemOutcome::Failed(errors),
-                        (None, BulkSlot::Insert(new)) => BulkItemOutcome::Created(new.payout.id),
-                        (None, BulkSlot::Rejected(errors)) => {
-                            BulkItemOutcome::Failed(errors.clone())
-                        }
-                    });
-                }
-                let result = BulkPayoutResult { atomic, items };
-                if atomic && result.failed() > 0 {
-                    return Err(BulkAbort::Refused(result));
-                }
-                super::idempotency::mark_committed(conn, key.commit(&result).as_ref())
-                    .await
-                    .map_err(PayoutAbort::Tx)
-                    .map_err(BulkAbort::Payout)?;
-                Ok(result)
-            })
-            .await;
-        match self.after_commit(result) {
-            Ok(result) | Err(BulkAbort::Refused(result)) => Ok(result),
-            Err(BulkAbort::Payout(e)) => Err(e.into_port("inserting bulk payouts")),
+                Ok(result) | Err(BulkAbort::Refused(result)) => return Ok(result),
+                Err(BulkAbort::Payout(e)) => return Err(e.into_port("inserting bulk payouts")),
+            }
         }
+    }
+
+    /// One attempt of [`Self::insert_bulk_by_item`].
+    async fn insert_bulk_by_item_once(
+        &self,
+        conn: &mut AsyncPgConnection,
+        citus: bool,
+        slots: &[BulkSlot],
+        atomic: bool,
+        key: &WriteKey<BulkPayoutResult>,
+    ) -> Result<BulkPayoutResult, BulkAbort> {
+        let schedule = &self.batch_schedule;
+        conn.transaction::<_, BulkAbort, _>(async |conn| {
+            // Every receiver and account first (`FOR SHARE`, as a single payout locks
+            // them), so no party lock is awaited while the balance row is held.
+            let mut stale = Vec::with_capacity(slots.len());
+            for slot in slots {
+                stale.push(match slot {
+                    BulkSlot::Insert(new) => match check_parties(conn, &new.payout, citus).await {
+                        Ok(()) => false,
+                        Err(PayoutAbort::Stale) => true,
+                        Err(e) => return Err(BulkAbort::Payout(e)),
+                    },
+                    BulkSlot::Rejected(_) => false,
+                });
+            }
+            let mut items = Vec::with_capacity(slots.len());
+            for (slot, stale) in slots.iter().zip(stale) {
+                let refused = match slot {
+                    BulkSlot::Rejected(errors) => Some(errors.clone()),
+                    BulkSlot::Insert(_) if stale => bulk_item_error(&InsertPayoutError::Stale),
+                    BulkSlot::Insert(new) => {
+                        // A savepoint per item: a refused item leaves no trace and the
+                        // transaction goes on with the next.
+                        let attempt = conn
+                            .transaction::<_, PayoutAbort, _>(async |conn| {
+                                insert_planned(conn, new, schedule).await
+                            })
+                            .await;
+                        match attempt {
+                            Ok(()) => None,
+                            Err(PayoutAbort::InsufficientBalance) => {
+                                bulk_item_error(&InsertPayoutError::InsufficientBalance)
+                            }
+                            Err(PayoutAbort::Tx(e))
+                                if e.unique_violation() == Some("payouts_reference_unique") =>
+                            {
+                                bulk_item_error(&InsertPayoutError::DuplicateReference)
+                            }
+                            Err(e) => return Err(BulkAbort::Payout(e)),
+                        }
+                    }
+                };
+                items.push(match (refused, slot) {
+                    (Some(errors), _) => BulkItemOutcome::Failed(errors),
+                    (None, BulkSlot::Insert(new)) => BulkItemOutcome::Created(new.payout.id),
+                    (None, BulkSlot::Rejected(errors)) => BulkItemOutcome::Failed(errors.clone()),
+                });
+            }
+            let result = BulkPayoutResult { atomic, items };
+            if atomic && result.failed() > 0 {
+                return Err(BulkAbort::Refused(result));
+            }
+            super::idempotency::mark_committed(conn, key.commit(&result).as_ref())
+                .await
+                .map_err(PayoutAbort::Tx)
+                .map_err(BulkAbort::Payout)?;
+            Ok(result)
+        })
+        .await
     }
 }
 

@@ -23,6 +23,7 @@ use domain::validation::ValidationErrors;
 use uuid::Uuid;
 
 use crate::accounts::{ach, insert, new_receiver};
+use crate::payout_groups::until_a_session_waits_for_a_lock;
 use crate::support::{Fixture, admin, at};
 
 const T0: i64 = 1_700_000_000_123_456;
@@ -319,4 +320,73 @@ async fn a_reference_written_meanwhile_by_another_transaction_fails_only_its_ite
     assert_eq!(codes(&result), [None, Some(ErrorCode::Payo206), None]);
     let balance = fx.store.balance(sub, Asset::Usd).await.unwrap();
     assert_eq!((balance.available, balance.pending), (10_000 - 700, 700));
+}
+
+/// A bulk request whose item-by-item attempt PostgreSQL rolls back to break a deadlock is
+/// written again rather than answered 503. Another transaction has inserted the reference
+/// "race" and not committed. The set attempt holds the balance row and waits for that insert;
+/// the other transaction then asks for the balance row, and the set attempt, having waited
+/// first, is the deadlock's victim. The items then go one by one: the first waits for the
+/// balance row, which the other transaction now holds, while that transaction asks for the
+/// receiver the items have locked `FOR SHARE`: a second deadlock, again lost by the items.
+/// Once the other transaction commits, the items are written again, and only "race" fails.
+/// Deterministic on plain PostgreSQL, where the session that waited first runs its deadlock
+/// check first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bulk_request_that_loses_a_deadlock_item_by_item_is_written_again() {
+    use diesel_async::SimpleAsyncConnection;
+    let fx = Fixture::new().await;
+    let (sub, owner, account) = world(&fx, "10000").await;
+    let first = fx
+        .store
+        .insert_payout_bulk(
+            &[planned(sub, &owner, &account, 100, 0, "model")],
+            false,
+            &WriteKey::none(),
+        )
+        .await
+        .unwrap();
+    let BulkItemOutcome::Created(model) = first.items[0] else {
+        panic!("{first:?}");
+    };
+    let mut other = fx.raw().await;
+    hold_reference(&mut other, model, "race").await;
+    let store = fx.store.clone();
+    let owner_id = owner.id.as_uuid();
+    let bulk = tokio::spawn(async move {
+        let slots = [
+            planned(sub, &owner, &account, 200, 0, "calm-1"),
+            planned(sub, &owner, &account, 300, 0, "race"),
+            planned(sub, &owner, &account, 400, 0, "calm-2"),
+        ];
+        store
+            .insert_payout_bulk(&slots, false, &WriteKey::none())
+            .await
+    });
+    // The set attempt holds the balance row and waits for "race".
+    until_a_session_waits_for_a_lock(&fx).await;
+    other
+        .batch_execute(&format!(
+            "SELECT 1 FROM balances WHERE subaccount_id = '{}' FOR UPDATE",
+            sub.as_uuid()
+        ))
+        .await
+        .expect("the set attempt is the first deadlock's victim");
+    // The items have locked their receiver and wait for the balance row.
+    until_a_session_waits_for_a_lock(&fx).await;
+    other
+        .batch_execute(&format!(
+            "SELECT 1 FROM receivers WHERE id = '{owner_id}' FOR UPDATE; COMMIT"
+        ))
+        .await
+        .expect("the items' attempt is the second deadlock's victim");
+    let result = bulk
+        .await
+        .unwrap()
+        .expect("written again after losing the deadlock");
+    assert_eq!(codes(&result), [None, Some(ErrorCode::Payo206), None]);
+    let balance = fx.store.balance(sub, Asset::Usd).await.unwrap();
+    assert_eq!((balance.available, balance.pending), (10_000 - 700, 700));
+    // The model's holds and those of the two items written.
+    assert_eq!(count(&fx, HOLDS, sub).await, 3 * 2);
 }

@@ -881,7 +881,7 @@ struct Waiting {
 
 /// Waits until a session of the test database waits for a lock (on Citus, on any node: the
 /// balance row is locked on the worker that holds its shard).
-async fn until_a_session_waits_for_a_lock(fx: &Fixture) {
+pub(crate) async fn until_a_session_waits_for_a_lock(fx: &Fixture) {
     let activity = if adapters_postgres::test_db::citus_url().is_some() {
         "citus_stat_activity"
     } else {
