@@ -376,7 +376,9 @@ async fn a_bulk_request_that_loses_a_deadlock_item_by_item_is_written_again() {
     until_a_session_waits_for_a_lock(&fx).await;
     other
         .batch_execute(&format!(
-            "SELECT 1 FROM receivers WHERE id = '{owner_id}' FOR UPDATE; COMMIT"
+            "SELECT 1 FROM receivers WHERE subaccount_id = '{}' AND id = '{owner_id}' \
+             FOR UPDATE; COMMIT",
+            sub.as_uuid()
         ))
         .await
         .expect("the items' attempt is the second deadlock's victim");
