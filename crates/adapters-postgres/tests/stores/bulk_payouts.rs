@@ -281,11 +281,18 @@ pub(crate) async fn hold_reference(
     .unwrap();
 }
 
-#[tokio::test]
-async fn a_reference_written_meanwhile_by_another_transaction_fails_only_its_item() {
-    use diesel_async::SimpleAsyncConnection;
-    let fx = Fixture::new().await;
-    let (sub, owner, account) = world(&fx, "10000").await;
+/// A bulk request of "calm-1", "race" and "calm-2" (200, 300 and 400 of 10 000 USD), started
+/// once another transaction (returned, still open) has inserted "race" without committing: the
+/// set attempt does not see it and waits for it at the insert. The parties are returned too.
+async fn a_bulk_racing_another_transaction(
+    fx: &Fixture,
+) -> (
+    SubaccountId,
+    Receiver,
+    diesel_async::AsyncPgConnection,
+    tokio::task::JoinHandle<Result<BulkPayoutResult, domain::PortError>>,
+) {
+    let (sub, owner, account) = world(fx, "10000").await;
     let first = fx
         .store
         .insert_payout_bulk(
@@ -298,25 +305,31 @@ async fn a_reference_written_meanwhile_by_another_transaction_fails_only_its_ite
     let BulkItemOutcome::Created(model) = first.items[0] else {
         panic!("{first:?}");
     };
-    // Another transaction has inserted "race" but not committed: the set statements do not
-    // see it, wait for it at the insert, and fail when it commits.
     let mut other = fx.raw().await;
     hold_reference(&mut other, model, "race").await;
     let store = fx.store.clone();
+    let slots = [
+        planned(sub, &owner, &account, 200, 0, "calm-1"),
+        planned(sub, &owner, &account, 300, 0, "race"),
+        planned(sub, &owner, &account, 400, 0, "calm-2"),
+    ];
     let bulk = tokio::spawn(async move {
-        let slots = [
-            planned(sub, &owner, &account, 200, 0, "calm-1"),
-            planned(sub, &owner, &account, 300, 0, "race"),
-            planned(sub, &owner, &account, 400, 0, "calm-2"),
-        ];
         store
             .insert_payout_bulk(&slots, false, &WriteKey::none())
             .await
-            .unwrap()
     });
+    (sub, owner, other, bulk)
+}
+
+#[tokio::test]
+async fn a_reference_written_meanwhile_by_another_transaction_fails_only_its_item() {
+    use diesel_async::SimpleAsyncConnection;
+    let fx = Fixture::new().await;
+    // The set statements wait for "race" at the insert and fail when it commits.
+    let (sub, _, mut other, bulk) = a_bulk_racing_another_transaction(&fx).await;
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     other.batch_execute("COMMIT").await.unwrap();
-    let result = bulk.await.unwrap();
+    let result = bulk.await.unwrap().unwrap();
     assert_eq!(codes(&result), [None, Some(ErrorCode::Payo206), None]);
     let balance = fx.store.balance(sub, Asset::Usd).await.unwrap();
     assert_eq!((balance.available, balance.pending), (10_000 - 700, 700));
@@ -331,38 +344,12 @@ async fn a_reference_written_meanwhile_by_another_transaction_fails_only_its_ite
 /// receiver the items have locked `FOR SHARE`: a second deadlock, again lost by the items.
 /// Once the other transaction commits, the items are written again, and only "race" fails.
 /// Deterministic on plain PostgreSQL, where the session that waited first runs its deadlock
-/// check first.
+/// check first (and it passed on Citus too).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bulk_request_that_loses_a_deadlock_item_by_item_is_written_again() {
     use diesel_async::SimpleAsyncConnection;
     let fx = Fixture::new().await;
-    let (sub, owner, account) = world(&fx, "10000").await;
-    let first = fx
-        .store
-        .insert_payout_bulk(
-            &[planned(sub, &owner, &account, 100, 0, "model")],
-            false,
-            &WriteKey::none(),
-        )
-        .await
-        .unwrap();
-    let BulkItemOutcome::Created(model) = first.items[0] else {
-        panic!("{first:?}");
-    };
-    let mut other = fx.raw().await;
-    hold_reference(&mut other, model, "race").await;
-    let store = fx.store.clone();
-    let owner_id = owner.id.as_uuid();
-    let bulk = tokio::spawn(async move {
-        let slots = [
-            planned(sub, &owner, &account, 200, 0, "calm-1"),
-            planned(sub, &owner, &account, 300, 0, "race"),
-            planned(sub, &owner, &account, 400, 0, "calm-2"),
-        ];
-        store
-            .insert_payout_bulk(&slots, false, &WriteKey::none())
-            .await
-    });
+    let (sub, owner, mut other, bulk) = a_bulk_racing_another_transaction(&fx).await;
     // The set attempt holds the balance row and waits for "race".
     until_a_session_waits_for_a_lock(&fx).await;
     other
@@ -376,9 +363,9 @@ async fn a_bulk_request_that_loses_a_deadlock_item_by_item_is_written_again() {
     until_a_session_waits_for_a_lock(&fx).await;
     other
         .batch_execute(&format!(
-            "SELECT 1 FROM receivers WHERE subaccount_id = '{}' AND id = '{owner_id}' \
-             FOR UPDATE; COMMIT",
-            sub.as_uuid()
+            "SELECT 1 FROM receivers WHERE subaccount_id = '{}' AND id = '{}' FOR UPDATE; COMMIT",
+            sub.as_uuid(),
+            owner.id.as_uuid()
         ))
         .await
         .expect("the items' attempt is the second deadlock's victim");
