@@ -444,16 +444,14 @@ provider = "manual"
     )
 }
 
-/// A receiver with KYC completed, an account of `route` confirmed through its link, and a
-/// payout of `amount` to it: (payout id, account id).
-pub(crate) async fn payee_with_payout(
+/// A receiver with KYC completed and an account of `route` confirmed through its link:
+/// (receiver id, account id).
+pub(crate) async fn payee(
     app: &TestApp,
     notifier: &SandboxNotifier,
     email: &str,
     route: &str,
     account: serde_json::Value,
-    currency: &str,
-    amount: i64,
 ) -> (String, String) {
     let store = Arc::new(build_store(&app.config).unwrap());
     let kyc = OperatorKycService::new(store, Arc::new(SystemClock), Arc::new(RandomIds::default()));
@@ -493,6 +491,17 @@ pub(crate) async fn payee_with_payout(
         .await
         .unwrap();
     assert_eq!(confirmed.status(), 200);
+    (receiver, account_id)
+}
+
+/// A payout of `amount` in `currency` to `payee` (receiver id, account id): its id.
+pub(crate) async fn pay(
+    app: &TestApp,
+    payee: &(String, String),
+    currency: &str,
+    amount: i64,
+) -> String {
+    let (receiver, account_id) = payee;
     let created = app
         .post(
             &app.a,
@@ -500,14 +509,38 @@ pub(crate) async fn payee_with_payout(
             &json!({"receiver_id": receiver, "account_id": account_id, "amount": amount, "currency": currency}),
         )
         .await;
-    assert_eq!(created.status, 200, "{route}: {}", created.body);
-    (
-        created.body["payload"]["payout_id"]
-            .as_str()
-            .unwrap()
-            .to_owned(),
-        account_id,
-    )
+    assert_eq!(created.status, 200, "{}", created.body);
+    created.body["payload"]["payout_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// A receiver with KYC completed, an account of `route` confirmed through its link, and a
+/// payout of `amount` to it: (payout id, account id).
+pub(crate) async fn payee_with_payout(
+    app: &TestApp,
+    notifier: &SandboxNotifier,
+    email: &str,
+    route: &str,
+    account: serde_json::Value,
+    currency: &str,
+    amount: i64,
+) -> (String, String) {
+    let payee = payee(app, notifier, email, route, account).await;
+    let payout = pay(app, &payee, currency, amount).await;
+    (payout, payee.1)
+}
+
+/// Returns once the next minute (a cut-off of [`every_minute`]) is at least 10 s away, so that
+/// payouts created right after it join one batch however slow the database is (on a loaded
+/// Citus cluster, setting up a payee took long enough for a cut-off to fall between two).
+pub(crate) async fn clear_of_a_cutoff() {
+    use chrono::Timelike;
+    let second = chrono::Utc::now().second();
+    if second >= 50 {
+        tokio::time::sleep(Duration::from_secs(u64::from(61 - second))).await;
+    }
 }
 
 #[tokio::test]
@@ -533,22 +566,27 @@ async fn ach_payouts_are_filed_in_nacha_and_a_return_fails_one_in_progress() {
     let sub = SubaccountId::parse(&app.a.subaccount_id).unwrap();
     app.admin.fund(sub, "USD", "100000").await.unwrap();
 
-    // Two payees, each with a confirmed checking / savings account and a payout.
+    // Two payees, each with a confirmed checking / savings account, then a payout to each,
+    // both in the batch of the next cut-off.
+    let mut payees = Vec::new();
+    for (n, kind) in ["checking", "savings"].into_iter().enumerate() {
+        payees.push(
+            payee(
+                &app,
+                &notifier,
+                &format!("payee{n}@example.com"),
+                "usd/ach",
+                json!({"routing_number": "011000015", "account_number": format!("12345678{n}"), "account_type": kind}),
+            )
+            .await,
+        );
+    }
+    clear_of_a_cutoff().await;
     let mut payouts = Vec::new();
     let mut accounts = Vec::new();
-    for (n, kind) in ["checking", "savings"].into_iter().enumerate() {
-        let (payout_id, account_id) = payee_with_payout(
-            &app,
-            &notifier,
-            &format!("payee{n}@example.com"),
-            "usd/ach",
-            json!({"routing_number": "011000015", "account_number": format!("12345678{n}"), "account_type": kind}),
-            "USD",
-            1_000 + i64::try_from(n).unwrap(),
-        )
-        .await;
-        payouts.push(payout_id);
-        accounts.push(account_id);
+    for (n, payee) in payees.iter().enumerate() {
+        payouts.push(pay(&app, payee, "USD", 1_000 + i64::try_from(n).unwrap()).await);
+        accounts.push(payee.1.clone());
     }
 
     wait_for("both payouts to be filed", async || {

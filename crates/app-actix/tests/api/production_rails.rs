@@ -29,7 +29,8 @@ use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, spawn_app, spawn_production_app};
 use crate::production::{
-    balance_in, event_payloads, every_minute, payee_with_payout, payout, wait_for,
+    balance_in, clear_of_a_cutoff, event_payloads, every_minute, pay, payee, payee_with_payout,
+    payout, wait_for,
 };
 
 const SMTP_AND_KYC: &str = r#"
@@ -417,22 +418,27 @@ async fn interac_batches_go_to_the_partner_and_its_signed_callbacks_settle_them_
     let sub = SubaccountId::parse(&app.a.subaccount_id).unwrap();
     app.admin.fund(sub, "CAD", "100000").await.unwrap();
 
-    let mut payouts = Vec::new();
+    // Both payees first, then a payout to each, both in the batch of the next cut-off.
+    let mut payees = Vec::new();
     for (n, recipient) in ["ada@example.ca", "grace@example.ca"]
         .into_iter()
         .enumerate()
     {
-        let (id, _) = payee_with_payout(
-            &app,
-            &notifier,
-            &format!("payee{n}@example.com"),
-            "cad/digital",
-            json!({"recipient": recipient, "name": "Zoë O'Brien & Søn", "description": "Invoice 42"}),
-            "CAD",
-            2_000 + i64::try_from(n).unwrap(),
-        )
-        .await;
-        payouts.push(id);
+        payees.push(
+            payee(
+                &app,
+                &notifier,
+                &format!("payee{n}@example.com"),
+                "cad/digital",
+                json!({"recipient": recipient, "name": "Zoë O'Brien & Søn", "description": "Invoice 42"}),
+            )
+            .await,
+        );
+    }
+    clear_of_a_cutoff().await;
+    let mut payouts = Vec::new();
+    for (n, payee) in payees.iter().enumerate() {
+        payouts.push(pay(&app, payee, "CAD", 2_000 + i64::try_from(n).unwrap()).await);
     }
     wait_for("the batch request to reach the partner", async || {
         !partner.book.lock().unwrap().batches.is_empty()
