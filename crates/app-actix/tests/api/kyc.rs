@@ -84,7 +84,7 @@ async fn the_helper_decides_kyc_once_and_each_change_is_announced() {
     assert_eq!(foreign.codes(), ["REVR101"]);
 
     // Two receiverCreated and two receiverKycUpdate events, in order per receiver.
-    let got = endpoint.wait_for(4, Duration::from_secs(5)).await;
+    let got = endpoint.wait_for(4, Duration::from_secs(20)).await;
     let updates: Vec<_> = got
         .iter()
         .map(|r| r.json())

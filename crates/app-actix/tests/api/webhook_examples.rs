@@ -98,7 +98,7 @@ async fn a_real_delivery() -> Delivery {
         .await
         .unwrap();
     app.create_receiver(&app.a, "ada@example.com").await;
-    let got = endpoint.wait_for(1, Duration::from_secs(5)).await;
+    let got = endpoint.wait_for(1, Duration::from_secs(20)).await;
     let received = got.first().expect("the receiverCreated delivery arrives");
     let header = |name: &str| {
         received
