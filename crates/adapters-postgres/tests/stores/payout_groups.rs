@@ -904,6 +904,28 @@ pub(crate) async fn until_a_session_waits_for_a_lock(fx: &Fixture) {
     panic!("no session ever waited for the balance row");
 }
 
+/// How many times a deadlock test sets its scenario up before giving up.
+pub(crate) const DEADLOCK_SCENARIO_ATTEMPTS: usize = 5;
+
+/// Whether a test's own transaction, which closed a lock cycle with the store's, was the one
+/// PostgreSQL rolled back. Each waiting session runs one deadlock check, `deadlock_timeout`
+/// (1 s) after it starts to wait. The store's session waits first, so its check normally finds
+/// the cycle and it is the victim; but on a machine slow enough that the test closes the cycle
+/// more than a second later, the store's check has already run and found nothing, and the
+/// test's own check later finds the cycle. The test then sets its scenario up again. Any other
+/// failure panics.
+pub(crate) fn the_test_lost_the_deadlock(closing: Result<(), diesel::result::Error>) -> bool {
+    match closing {
+        Ok(()) => false,
+        Err(diesel::result::Error::DatabaseError(_, info))
+            if info.message().contains("deadlock") =>
+        {
+            true
+        }
+        Err(other) => panic!("the test's transaction failed: {other}"),
+    }
+}
+
 #[tokio::test]
 async fn requests_queued_behind_a_writer_that_dies_answer_unavailable_and_the_next_starts_afresh() {
     use diesel_async::SimpleAsyncConnection;
@@ -1005,65 +1027,75 @@ async fn holding_the_balance_row(fx: &Fixture, sub: SubaccountId) -> AsyncPgConn
 /// A single payout that PostgreSQL rolls back to break a deadlock is written again rather than
 /// answered 503. Here the payout creates its currency's open batch and then waits for the
 /// balance row, which another transaction holds while it waits to create the same batch (what a
-/// group or bulk request of the subaccount does). The payout waited first, so on plain
-/// PostgreSQL its deadlock check runs first and it is the one rolled back. On Citus the
-/// distributed deadlock detector may cancel the other transaction instead, and the test then
-/// fails at that transaction: it is deterministic on plain PostgreSQL only.
+/// group or bulk request of the subaccount does). The payout waited first, so its deadlock check
+/// runs first and it is the one rolled back; when the machine was too slow for that (see
+/// `the_test_lost_the_deadlock`), the scenario is set up again in a new subaccount.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_single_payout_that_loses_a_deadlock_is_written_again() {
     use diesel_async::SimpleAsyncConnection;
     let fx = Fixture::new().await;
-    let (sub, owner, account) = world(&fx, "10000").await;
-    payable_at_once(&fx, &owner, &account).await;
-    let mut other = holding_the_balance_row(&fx, sub).await;
-    let new = planned(sub, &owner, &account, (100, 0), None, PayoutStatus::Pending);
-    let store = fx.store.clone();
-    let payout = new.payout.clone();
-    let single = tokio::spawn(async move {
-        store
-            .insert_payout(&new.payout, &new.entries, &new.events, &WriteKey::none())
+    for _ in 0..DEADLOCK_SCENARIO_ATTEMPTS {
+        let (sub, owner, account) = world(&fx, "10000").await;
+        payable_at_once(&fx, &owner, &account).await;
+        let mut other = holding_the_balance_row(&fx, sub).await;
+        let new = planned(sub, &owner, &account, (100, 0), None, PayoutStatus::Pending);
+        let store = fx.store.clone();
+        let payout = new.payout.clone();
+        let single = tokio::spawn(async move {
+            store
+                .insert_payout(&new.payout, &new.entries, &new.events, &WriteKey::none())
+                .await
+        });
+        // The payout has created the open batch and waits for the balance row.
+        until_a_session_waits_for_a_lock(&fx).await;
+        let closing = other
+            .batch_execute(&format!(
+                "INSERT INTO batches (id, subaccount_id, asset, status, batch_run_time, \
+                   created_at, updated_at) \
+                 VALUES (gen_random_uuid(), '{}', 'USD', 'open', now() + interval '1 day', \
+                   now(), now()) \
+                 ON CONFLICT DO NOTHING; \
+                 COMMIT",
+                sub.as_uuid()
+            ))
+            .await;
+        if the_test_lost_the_deadlock(closing) {
+            drop(other);
+            single
+                .await
+                .unwrap()
+                .expect("written once the test gave way");
+            continue;
+        }
+        let batch = single
             .await
-    });
-    // The payout has created the open batch and waits for the balance row.
-    until_a_session_waits_for_a_lock(&fx).await;
-    other
-        .batch_execute(&format!(
-            "INSERT INTO batches (id, subaccount_id, asset, status, batch_run_time, created_at, \
-               updated_at) \
-             VALUES (gen_random_uuid(), '{}', 'USD', 'open', now() + interval '1 day', now(), \
-               now()) \
-             ON CONFLICT DO NOTHING; \
-             COMMIT",
-            sub.as_uuid()
-        ))
-        .await
-        .expect("the other transaction is not the deadlock's victim");
-    let batch = single
-        .await
-        .unwrap()
-        .expect("written again after the deadlock")
-        .expect("a pending payout joins the open batch");
-    // Its second run joined the batch the other transaction created.
-    let batches = count(
-        &fx,
-        "SELECT count(*) AS n FROM batches WHERE subaccount_id = $1",
-        sub,
-    )
-    .await;
-    assert_eq!(batches, 1);
-    assert_eq!(
-        fx.count_where(
-            "SELECT count(*) AS n FROM payouts WHERE batch_id = $1",
-            batch.as_uuid()
+            .unwrap()
+            .expect("written again after the deadlock")
+            .expect("a pending payout joins the open batch");
+        // Its second run joined the batch the other transaction created.
+        let batches = count(
+            &fx,
+            "SELECT count(*) AS n FROM batches WHERE subaccount_id = $1",
+            sub,
         )
-        .await,
-        1
-    );
-    let stored = fx.store.find_payout(sub, payout.id).await.unwrap();
-    assert!(stored.is_some());
-    let balance = fx.store.balance(sub, Asset::Usd).await.unwrap();
-    assert_eq!((balance.available, balance.pending), (10_000 - 100, 100));
-    ledger_is_balanced(&fx.store).await;
+        .await;
+        assert_eq!(batches, 1);
+        assert_eq!(
+            fx.count_where(
+                "SELECT count(*) AS n FROM payouts WHERE batch_id = $1",
+                batch.as_uuid()
+            )
+            .await,
+            1
+        );
+        let stored = fx.store.find_payout(sub, payout.id).await.unwrap();
+        assert!(stored.is_some());
+        let balance = fx.store.balance(sub, Asset::Usd).await.unwrap();
+        assert_eq!((balance.available, balance.pending), (10_000 - 100, 100));
+        ledger_is_balanced(&fx.store).await;
+        return;
+    }
+    panic!("the payout never lost the deadlock in {DEADLOCK_SCENARIO_ATTEMPTS} attempts");
 }
 
 #[tokio::test]
