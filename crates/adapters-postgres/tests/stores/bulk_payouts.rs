@@ -329,7 +329,7 @@ async fn a_reference_written_meanwhile_by_another_transaction_fails_only_its_ite
     let fx = Fixture::new().await;
     // The set statements wait for "race" at the insert and fail when it commits.
     let (sub, _, mut other, bulk) = a_bulk_racing_another_transaction(&fx).await;
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    until_a_session_waits_for_a_lock(&fx).await;
     other.batch_execute("COMMIT").await.unwrap();
     let result = bulk.await.unwrap().unwrap();
     assert_eq!(codes(&result), [None, Some(ErrorCode::Payo206), None]);

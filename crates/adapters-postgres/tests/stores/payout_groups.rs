@@ -496,7 +496,8 @@ async fn a_reference_written_meanwhile_by_another_transaction_fails_only_its_req
             .map(outcome)
             .collect::<Vec<_>>()
     });
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // The group waits for "race" at its insert when the other transaction commits it.
+    until_a_session_waits_for_a_lock(&fx).await;
     other.batch_execute("COMMIT").await.unwrap();
     assert_eq!(
         requests.await.unwrap(),

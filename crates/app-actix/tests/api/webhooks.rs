@@ -256,7 +256,7 @@ async fn two_instances_deliver_every_event_exactly_once() {
         .collect();
     futures_util::future::join_all(bodies.iter().map(|b| app.post(&app.a, "/api/receiver", b)))
         .await;
-    let got = endpoint.wait_for(40, Duration::from_secs(10)).await;
+    let got = endpoint.wait_for(40, Duration::from_secs(30)).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let got = if got.len() >= 40 {
         endpoint.received()
