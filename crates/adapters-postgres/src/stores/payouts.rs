@@ -694,14 +694,7 @@ impl PgStore {
                 .await;
             match self.after_commit(result) {
                 Err(BulkAbort::Payout(PayoutAbort::Tx(ref e)))
-                    if e.lost_a_conflict() && attempt < CONFLICT_ATTEMPTS =>
-                {
-                    attempt += 1;
-                    tracing::debug!(
-                        attempt,
-                        "a bulk request lost a lock conflict; writing its items again"
-                    );
-                }
+                    if runs_again(e, &mut attempt, "a bulk request's items") => {}
                 Ok(result) | Err(BulkAbort::Refused(result)) => return Ok(result),
                 Err(BulkAbort::Payout(e)) => return Err(e.into_port("inserting bulk payouts")),
             }
@@ -835,12 +828,7 @@ impl PgStore {
             // One arises when this payout creates its currency's open batch while a group or
             // bulk request of the subaccount, holding the balance row, waits to create it too.
             match result {
-                Err(PayoutAbort::Tx(ref e))
-                    if e.lost_a_conflict() && attempt < CONFLICT_ATTEMPTS =>
-                {
-                    attempt += 1;
-                    tracing::debug!(attempt, "a payout lost a lock conflict; writing it again");
-                }
+                Err(PayoutAbort::Tx(ref e)) if runs_again(e, &mut attempt, "a payout") => {}
                 result => break result,
             }
         };
@@ -858,9 +846,23 @@ impl PgStore {
     }
 }
 
-/// How many times a single payout's transaction runs when PostgreSQL keeps rolling it back to
-/// break deadlocks ([`TxError::lost_a_conflict`]).
+/// How many times a single payout's or a bulk request's item-by-item transaction runs when
+/// PostgreSQL keeps rolling it back to break deadlocks ([`TxError::lost_a_conflict`]).
 const CONFLICT_ATTEMPTS: u32 = 3;
+
+/// Whether a transaction that failed with `error` on its `attempt`-th run is run again: when it
+/// was rolled back to break a deadlock and has runs left. Counts the new run in `attempt`.
+fn runs_again(error: &TxError, attempt: &mut u32, what: &'static str) -> bool {
+    if !error.lost_a_conflict() || *attempt >= CONFLICT_ATTEMPTS {
+        return false;
+    }
+    *attempt += 1;
+    tracing::debug!(
+        attempt = *attempt,
+        "{what} lost a lock conflict; writing again"
+    );
+    true
+}
 
 /// The (account, amount, asset) triples of `$3`–`$5` the subaccount `$1` paid since `$2`.
 const PAID_SINCE: &str = "\
