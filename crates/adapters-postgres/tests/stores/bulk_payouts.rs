@@ -92,6 +92,18 @@ fn planned(
     }))
 }
 
+/// `slot` planned as `pending`, which its receiver (KYC not completed) does not allow: its
+/// parties are no longer as planned when the request is written (stale).
+fn planned_pending(slot: BulkSlot) -> BulkSlot {
+    match slot {
+        BulkSlot::Insert(mut new) => {
+            new.payout.status = PayoutStatus::Pending;
+            BulkSlot::Insert(new)
+        }
+        rejected => rejected,
+    }
+}
+
 fn codes(result: &BulkPayoutResult) -> Vec<Option<ErrorCode>> {
     result
         .items
@@ -265,6 +277,44 @@ async fn an_atomic_request_with_a_failure_writes_nothing_and_one_without_commits
     );
 }
 
+/// An item whose parties no longer allow the payout it was planned as fails alone with
+/// `PAYO211`; in an atomic request it fails the request and nothing is written.
+#[tokio::test]
+async fn an_item_whose_parties_changed_since_planning_fails_alone_with_payo211() {
+    let fx = Fixture::new().await;
+    let (sub, owner, account) = world(&fx, "10000").await;
+    let slots = || {
+        [
+            planned(sub, &owner, &account, 200, 0, "calm-1"),
+            planned_pending(planned(sub, &owner, &account, 300, 0, "stale")),
+            planned(sub, &owner, &account, 400, 0, "calm-2"),
+        ]
+    };
+    let atomic = fx
+        .store
+        .insert_payout_bulk(&slots(), true, &WriteKey::none())
+        .await
+        .unwrap();
+    assert_eq!(codes(&atomic), [None, Some(ErrorCode::Payo211), None]);
+    assert_eq!(atomic.failed(), 1);
+    assert_eq!(
+        count(&fx, PAYOUTS, sub).await,
+        0,
+        "an atomic request writes nothing"
+    );
+    let partial = fx
+        .store
+        .insert_payout_bulk(&slots(), false, &WriteKey::none())
+        .await
+        .unwrap();
+    assert_eq!(codes(&partial), [None, Some(ErrorCode::Payo211), None]);
+    let balance = fx.store.balance(sub, Asset::Usd).await.unwrap();
+    assert_eq!((balance.available, balance.pending), (10_000 - 600, 600));
+    assert_eq!(count(&fx, PAYOUTS, sub).await, 2);
+    assert_eq!(count(&fx, HOLDS, sub).await, 2 * 2);
+    assert_eq!(count(&fx, EVENTS, sub).await, 2);
+}
+
 /// Begins a transaction on `conn` that inserts a copy of payout `model` with `reference`, and
 /// leaves it open: a concurrent insert of the same reference waits for it, then fails.
 pub(crate) async fn hold_reference(
@@ -283,11 +333,13 @@ pub(crate) async fn hold_reference(
     .unwrap();
 }
 
-/// A bulk request of "calm-1", "race" and "calm-2" (200, 300 and 400 of 10 000 USD), started
-/// once another transaction (returned, still open) has inserted "race" without committing: the
-/// set attempt does not see it and waits for it at the insert. The parties are returned too.
+/// A bulk request of "calm-1", "race" and "calm-2" (200, 300 and 400 of 10 000 USD, "calm-1"
+/// as `calm` makes it), started once another transaction (returned, still open) has inserted
+/// "race" without committing: the set attempt does not see it and waits for it at the insert.
+/// The parties are returned too.
 async fn a_bulk_racing_another_transaction(
     fx: &Fixture,
+    calm: fn(BulkSlot) -> BulkSlot,
 ) -> (
     SubaccountId,
     Receiver,
@@ -311,7 +363,7 @@ async fn a_bulk_racing_another_transaction(
     hold_reference(&mut other, model, "race").await;
     let store = fx.store.clone();
     let slots = [
-        planned(sub, &owner, &account, 200, 0, "calm-1"),
+        calm(planned(sub, &owner, &account, 200, 0, "calm-1")),
         planned(sub, &owner, &account, 300, 0, "race"),
         planned(sub, &owner, &account, 400, 0, "calm-2"),
     ];
@@ -328,13 +380,34 @@ async fn a_reference_written_meanwhile_by_another_transaction_fails_only_its_ite
     use diesel_async::SimpleAsyncConnection;
     let fx = Fixture::new().await;
     // The set statements wait for "race" at the insert and fail when it commits.
-    let (sub, _, mut other, bulk) = a_bulk_racing_another_transaction(&fx).await;
+    let (sub, _, mut other, bulk) =
+        a_bulk_racing_another_transaction(&fx, std::convert::identity).await;
     until_a_session_waits_for_a_lock(&fx).await;
     other.batch_execute("COMMIT").await.unwrap();
     let result = bulk.await.unwrap().unwrap();
     assert_eq!(codes(&result), [None, Some(ErrorCode::Payo206), None]);
     let balance = fx.store.balance(sub, Asset::Usd).await.unwrap();
     assert_eq!((balance.available, balance.pending), (10_000 - 700, 700));
+}
+
+/// When the set attempt fails and the items go one by one, a stale item still fails alone with
+/// `PAYO211`, beside the reference written meanwhile (`PAYO206`).
+#[tokio::test]
+async fn item_by_item_a_stale_item_fails_alone_with_payo211() {
+    use diesel_async::SimpleAsyncConnection;
+    let fx = Fixture::new().await;
+    let (sub, _, mut other, bulk) = a_bulk_racing_another_transaction(&fx, planned_pending).await;
+    until_a_session_waits_for_a_lock(&fx).await;
+    other.batch_execute("COMMIT").await.unwrap();
+    let result = bulk.await.unwrap().unwrap();
+    assert_eq!(
+        codes(&result),
+        [Some(ErrorCode::Payo211), Some(ErrorCode::Payo206), None]
+    );
+    let balance = fx.store.balance(sub, Asset::Usd).await.unwrap();
+    // The model payout's 100 and "calm-2"'s 400.
+    assert_eq!((balance.available, balance.pending), (10_000 - 500, 500));
+    assert_eq!(count(&fx, HOLDS, sub).await, 2 * 2);
 }
 
 /// A bulk request whose item-by-item attempt PostgreSQL rolls back to break a deadlock is
@@ -352,7 +425,8 @@ async fn a_bulk_request_that_loses_a_deadlock_item_by_item_is_written_again() {
     use diesel_async::SimpleAsyncConnection;
     let fx = Fixture::new().await;
     for _ in 0..DEADLOCK_SCENARIO_ATTEMPTS {
-        let (sub, owner, mut other, bulk) = a_bulk_racing_another_transaction(&fx).await;
+        let (sub, owner, mut other, bulk) =
+            a_bulk_racing_another_transaction(&fx, std::convert::identity).await;
         // The set attempt holds the balance row and waits for "race".
         until_a_session_waits_for_a_lock(&fx).await;
         let first = other
