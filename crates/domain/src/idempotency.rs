@@ -11,6 +11,11 @@
 //! whose holder died can be taken over only when nothing was written (a retry then runs the
 //! request afresh, never twice), and a write whose response was stored with it is replayed
 //! even if its holder died right after committing.
+//!
+//! A new payout's request is cheaper still where its store allows ([`Admission`]): it claims
+//! nothing before it runs, and its write records its nonce and inserts its key, completed with
+//! the response, in the payout's own transaction; a write that cannot do all of that at once
+//! writes nothing, and the request is then claimed as above and run again.
 
 use std::fmt;
 use std::sync::Arc;
@@ -90,12 +95,46 @@ pub struct StoredResponse {
 /// it cannot be rendered.
 pub type RenderResponse<T> = Arc<dyn Fn(&T) -> Option<StoredResponse> + Send + Sync>;
 
+/// A keyed, signed request admitted by its own write instead of before it: its nonce is
+/// recorded and its key inserted, completed with the response, in the write's transaction, so
+/// the request costs one transaction instead of two (a claim, then the write). Nothing marks
+/// the request as running until that transaction commits: a store that cannot write all of it
+/// at once (the nonce used before, the key present, or anything that would refuse the request)
+/// writes none of it and answers that the request was not admitted; the request is then
+/// admitted first, as any other is (its nonce recorded and its key claimed, with the answers
+/// that gives: `AUTH106`, a replay, `IDEM001`, `IDEM002`), and run again under its claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Admission {
+    /// The request's nonce, recorded by the write.
+    pub nonce: NonceUse,
+    /// The key, inserted by the write.
+    pub key: IdempotencyKey,
+    /// The request's [`fingerprint`].
+    pub fingerprint: [u8; 32],
+    /// When the key is recorded; it answers retries until `at + RETENTION`.
+    pub at: DateTime<Utc>,
+}
+
+impl Admission {
+    /// The subaccount the nonce and key belong to.
+    pub fn subaccount(&self) -> SubaccountId {
+        self.nonce.subaccount
+    }
+
+    /// Until when the key answers retries.
+    pub fn expires_at(&self) -> DateTime<Utc> {
+        self.at + RETENTION
+    }
+}
+
 /// The idempotency part of a write's unit of work, handed explicitly from the request through
 /// the use case to the store port that writes: the request's [`KeyClaim`] (if it carries a
-/// key) and how its success response is rendered from the written `T`. The store applies it
-/// with [`WriteKey::commit`] inside the write's transaction.
+/// key) or its [`Admission`] (if its write admits it), and how its success response is
+/// rendered from the written `T`. The store applies a claim with [`WriteKey::commit`] inside
+/// the write's transaction, and an admission with [`WriteKey::admit`].
 pub struct WriteKey<T> {
     claim: Option<KeyClaim>,
+    admission: Option<Admission>,
     render: Option<RenderResponse<T>>,
 }
 
@@ -104,6 +143,7 @@ impl<T> WriteKey<T> {
     pub fn none() -> Self {
         Self {
             claim: None,
+            admission: None,
             render: None,
         }
     }
@@ -113,6 +153,17 @@ impl<T> WriteKey<T> {
     pub fn new(claim: Option<KeyClaim>, render: RenderResponse<T>) -> Self {
         Self {
             claim,
+            admission: None,
+            render: Some(render),
+        }
+    }
+
+    /// A write that admits its request itself ([`Admission`]), whose success response is
+    /// rendered by `render` and stored with the key.
+    pub fn admitting(admission: Admission, render: RenderResponse<T>) -> Self {
+        Self {
+            claim: None,
+            admission: Some(admission),
             render: Some(render),
         }
     }
@@ -122,13 +173,36 @@ impl<T> WriteKey<T> {
     pub fn committing(claim: Option<KeyClaim>) -> Self {
         Self {
             claim,
+            admission: None,
             render: None,
         }
     }
 
-    /// The claim, if the request carries a key.
+    /// The claim, if the request carries a key and was admitted before its write.
     pub fn claim(&self) -> Option<&KeyClaim> {
         self.claim.as_ref()
+    }
+
+    /// The admission, if the write admits its request.
+    pub fn admission(&self) -> Option<&Admission> {
+        self.admission.as_ref()
+    }
+
+    /// Whether the request's key is settled by its write: claimed before it (and marked by
+    /// it), or admitted by it.
+    pub fn is_keyed(&self) -> bool {
+        self.claim.is_some() || self.admission.is_some()
+    }
+
+    /// What the store writes to admit the request with `written` (see [`Admission`]): `None`
+    /// without an admission, or when the response does not render (the write then cannot
+    /// admit its request, and answers that it was not admitted).
+    pub fn admit(&self, written: &T) -> Option<KeyAdmission<'_>> {
+        let admission = self.admission.as_ref()?;
+        Some(KeyAdmission {
+            admission,
+            response: self.render(written)?,
+        })
     }
 
     /// The success response of `written`, if this write has a renderer and it renders.
@@ -153,6 +227,7 @@ impl<T> Clone for WriteKey<T> {
     fn clone(&self) -> Self {
         Self {
             claim: self.claim.clone(),
+            admission: self.admission.clone(),
             render: self.render.clone(),
         }
     }
@@ -162,6 +237,7 @@ impl<T> fmt::Debug for WriteKey<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WriteKey")
             .field("claim", &self.claim)
+            .field("admission", &self.admission)
             .field("renders", &self.render.is_some())
             .finish()
     }
@@ -176,6 +252,17 @@ pub struct KeyCommit<'a> {
     pub claim: &'a KeyClaim,
     /// The response to store with the write (the key is then complete).
     pub response: Option<StoredResponse>,
+}
+
+/// What a store writes, inside the write's transaction, to admit its request: the nonce and
+/// the key of `admission`, the key completed with `response`. All of it or, when the nonce or
+/// the key is there already, nothing (the whole write rolls back).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyAdmission<'a> {
+    /// The admission.
+    pub admission: &'a Admission,
+    /// The response stored with the key.
+    pub response: StoredResponse,
 }
 
 /// A stored key as the store found it.
@@ -340,6 +427,24 @@ impl IdempotencyService {
             .await
     }
 
+    /// The [`Admission`] of the caller's POST (`method`, `path_and_query`, `body`, signed with
+    /// `nonce`, carrying `key`), for a write that admits its request itself.
+    pub fn admission(
+        &self,
+        nonce: &NonceUse,
+        key: &IdempotencyKey,
+        method: &str,
+        path_and_query: &str,
+        body: &[u8],
+    ) -> Admission {
+        Admission {
+            nonce: *nonce,
+            key: key.clone(),
+            fingerprint: fingerprint(method, path_and_query, body),
+            at: self.clock.now(),
+        }
+    }
+
     /// Gives a new claim up without storing an answer, so a retry with the key runs afresh (a
     /// request refused before it ran, for its rate).
     pub async fn release(&self, claim: &KeyClaim) -> Result<(), PortError> {
@@ -383,6 +488,52 @@ mod tests {
             locked_until: Some(at(lease)),
             expires_at: at(86_400),
         }
+    }
+
+    #[test]
+    fn an_admitting_key_admits_with_its_rendered_answer_and_claims_nothing() {
+        let nonce = NonceUse {
+            api_key: crate::ids::ApiKeyId::from_uuid(uuid::Uuid::from_u128(1)),
+            subaccount: SubaccountId::from_uuid(uuid::Uuid::from_u128(2)),
+            nonce: 1_700_000_000_000,
+            seen_at: at(0),
+            durability: crate::auth::NonceDurability::Immediate,
+        };
+        let admission = Admission {
+            nonce,
+            key: IdempotencyKey::parse("k").unwrap_or_else(|| unreachable!()),
+            fingerprint: fingerprint("POST", "/api/x", b"{}"),
+            at: at(10),
+        };
+        let render = |n: &u16| {
+            (*n > 0).then(|| StoredResponse {
+                status: *n,
+                body: b"ok".to_vec(),
+            })
+        };
+        let key = WriteKey::admitting(admission.clone(), Arc::new(render));
+        assert!(key.is_keyed());
+        assert_eq!(key.claim(), None);
+        assert_eq!(key.commit(&200), None, "nothing to mark: no claim");
+        let admitted = key.admit(&200);
+        assert_eq!(
+            admitted,
+            Some(KeyAdmission {
+                admission: &admission,
+                response: StoredResponse {
+                    status: 200,
+                    body: b"ok".to_vec()
+                }
+            })
+        );
+        assert_eq!(admission.subaccount(), nonce.subaccount);
+        assert_eq!(admission.expires_at(), at(10) + RETENTION);
+        // An answer that does not render cannot be stored with the key: nothing to admit with.
+        assert_eq!(key.admit(&0), None);
+        // A key claimed before its write admits nothing.
+        let claimed: WriteKey<u16> = WriteKey::new(None, Arc::new(render));
+        assert!(!claimed.is_keyed());
+        assert_eq!(claimed.admit(&200), None);
     }
 
     #[test]

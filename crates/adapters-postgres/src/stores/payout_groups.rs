@@ -34,6 +34,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use diesel_async::AsyncPgConnection;
 use domain::PortError;
 use domain::events::OutboxEvent;
 use domain::idempotency::WriteKey;
@@ -48,6 +49,7 @@ use super::PgStore;
 use super::payout_sets::{
     PartyCheck, Planned, SetPlans, Verdict, accepted, decide, in_set_transaction, write_set,
 };
+use super::payouts::rolled_back_whole;
 use super::transitions::PayoutAbort;
 use crate::errors::TxError;
 
@@ -284,6 +286,8 @@ impl PgStore {
             })
             .collect();
         let subaccount = group[0].payout.subaccount_id.as_uuid();
+        // Why the commit of the attempt below may have happened after all, if it may.
+        let mut in_doubt: Option<String> = None;
         if plans == SetPlans::Generic {
             // Most groups are accepted whole: written at once, their parties locked and checked
             // by `write_set` itself, without reading the references or the balance first.
@@ -300,16 +304,69 @@ impl PgStore {
                         .map(|batch| Ok(batch.map(|(id, _)| BatchId::from_uuid(id))))
                         .collect()));
                 }
-                Err(e) => tracing::debug!(
-                    requests = group.len(),
-                    reason = %abort_reason(&e),
-                    "a payout group was not accepted whole; deciding its requests one by one"
-                ),
+                Err(e) => {
+                    tracing::debug!(
+                        requests = group.len(),
+                        reason = %abort_reason(&e),
+                        "a payout group was not accepted whole; deciding its requests one by one"
+                    );
+                    if !rolled_back_whole(&e) {
+                        in_doubt = Some(abort_reason(&e));
+                    }
+                }
             }
         }
-        let result = in_set_transaction::<_, PayoutAbort, _>(&mut conn, plans, async |conn| {
-            let verdicts = decide(conn, subaccount, &set, plans).await?;
-            let written = accepted(&set, &verdicts);
+        // The requests their write was to admit are admitted on their own and run again (see
+        // `InsertPayoutError::NotAdmitted`); the others are decided.
+        let admitting = |p: &Planned<'_>| p.key.is_some_and(|k| k.admission().is_some());
+        let decided: Vec<Planned<'_>> = set.iter().filter(|p| !admitting(p)).copied().collect();
+        let result = if decided.is_empty() {
+            Ok(Vec::new())
+        } else {
+            self.decide_and_write(&mut conn, subaccount, &decided, plans)
+                .await
+        };
+        let mut answers = match self.after_commit(result) {
+            Ok(answers) => answers.into_iter(),
+            Err(e) => return Err(e),
+        };
+        Ok(set
+            .iter()
+            .map(|p| {
+                if admitting(p) {
+                    // Admitted on its own and run again; but when the attempt's commit may have
+                    // happened, the request's own nonce could be recorded by it: the port's
+                    // answer instead (503), and a retry finds the key.
+                    match &in_doubt {
+                        None => Err(InsertPayoutError::NotAdmitted),
+                        Some(cause) => Err(InsertPayoutError::Port(PortError::Unavailable(
+                            anyhow::anyhow!("a payout group's write failed: {cause}"),
+                        ))),
+                    }
+                } else {
+                    answers.next().unwrap_or_else(|| {
+                        Err(InsertPayoutError::Port(PortError::unknown(
+                            "a decided payout group answered fewer requests than it has",
+                        )))
+                    })
+                }
+            })
+            .collect())
+    }
+
+    /// The second transaction of a group's set (see the module documentation): `set` decided
+    /// request by request, the accepted ones written.
+    async fn decide_and_write(
+        &self,
+        conn: &mut AsyncPgConnection,
+        subaccount: Uuid,
+        set: &[Planned<'_>],
+        plans: SetPlans,
+    ) -> Result<Vec<InsertResult>, PayoutAbort> {
+        let schedule = &self.batch_schedule;
+        in_set_transaction::<_, PayoutAbort, _>(conn, plans, async |conn| {
+            let verdicts = decide(conn, subaccount, set, plans).await?;
+            let written = accepted(set, &verdicts);
             let mut joined = write_set(
                 conn,
                 subaccount,
@@ -331,8 +388,7 @@ impl PgStore {
                 })
                 .collect::<Vec<_>>())
         })
-        .await;
-        self.after_commit(result)
+        .await
     }
 }
 

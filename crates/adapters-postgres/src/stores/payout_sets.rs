@@ -27,7 +27,7 @@ use diesel::sql_types::{
 use diesel_async::{AnsiTransactionManager, AsyncPgConnection, RunQueryDsl, TransactionManager};
 use domain::account::{AccountStatus, ConfirmStatus};
 use domain::events::OutboxEvent;
-use domain::idempotency::{KeyCommit, WriteKey};
+use domain::idempotency::{KeyAdmission, KeyCommit, WriteKey};
 use domain::ledger::LedgerEntry;
 use domain::payout::initial_status;
 use domain::payout::ports::InsertPayoutError;
@@ -41,7 +41,7 @@ use super::outbox::{
 };
 use super::transitions::{
     PayoutAbort, bind_entries, entries_in_order, insert_entries, insert_entries_from,
-    join_open_batch, with_batch, written_key,
+    join_open_batch, with_batch, written_admission, written_key,
 };
 use crate::cached::{BoxedSql, CachedExt};
 use crate::errors::TxError;
@@ -480,6 +480,22 @@ pub(crate) async fn write_set(
         .zip(&joined)
         .filter_map(|(p, batch)| written_key(p.key?, p.payout, *batch))
         .collect();
+    let admissions: Vec<KeyAdmission<'_>> = written
+        .iter()
+        .zip(&joined)
+        .filter_map(|(p, batch)| written_admission(p.key?, p.payout, *batch))
+        .collect::<Result<_, _>>()?;
+    // Only the one statement admits requests, and only in a set written without deciding
+    // first: a decided set's requests were admitted before (its callers leave out the others).
+    let admits = plans == SetPlans::Generic && parties == PartyCheck::InWrite;
+    if !admissions.is_empty()
+        && (!admits
+            || admissions
+                .iter()
+                .any(|a| a.admission.subaccount().as_uuid() != subaccount))
+    {
+        return Err(PayoutAbort::NotAdmitted);
+    }
     let events: Vec<OutboxEvent> = written
         .iter()
         .zip(&joined)
@@ -494,6 +510,7 @@ pub(crate) async fn write_set(
         payouts: &rows,
         entries: &entries,
         keys: &commits,
+        admissions: &admissions,
         events: &events,
         sums: &sums,
     };
@@ -509,6 +526,7 @@ struct SetRows<'s, 'k> {
     payouts: &'s [PayoutRow],
     entries: &'s [LedgerEntry],
     keys: &'s [KeyCommit<'k>],
+    admissions: &'s [KeyAdmission<'k>],
     events: &'s [OutboxEvent],
     sums: &'s Sums<'s>,
 }
@@ -529,6 +547,10 @@ impl SetRows<'_, '_> {
         let expected = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
         if written.keys != expected(self.keys.len()) {
             return Err(PayoutAbort::Tx(TxError::KeyNotOwn));
+        }
+        let admitted = expected(self.admissions.len());
+        if written.nonces != admitted || written.admitted_keys != admitted {
+            return Err(PayoutAbort::NotAdmitted);
         }
         if written.balances != expected(self.sums.assets.len()) {
             return Err(PayoutAbort::InsufficientBalance);
@@ -559,6 +581,10 @@ struct SetWritten {
     #[diesel(sql_type = BigInt)]
     keys: i64,
     #[diesel(sql_type = BigInt)]
+    nonces: i64,
+    #[diesel(sql_type = BigInt)]
+    admitted_keys: i64,
+    #[diesel(sql_type = BigInt)]
     events: i64,
     #[diesel(sql_type = BigInt)]
     balances: i64,
@@ -575,8 +601,8 @@ async fn write_in_one_statement(
     let query = bind_entries(query, set.entries);
     let query = bind_key_commits(query, set.keys);
     let query = bind_events(query, set.events);
-    let counts: SetWritten = bind_sums(query, set.sums)
-        .bind::<SqlUuid, _>(subaccount)
+    let query = bind_sums(query, set.sums).bind::<SqlUuid, _>(subaccount);
+    let counts: SetWritten = bind_admissions(query, set.admissions)
         .cached()
         .get_result(conn)
         .await
@@ -626,10 +652,13 @@ async fn write_statement_by_statement(
     .cached()
     .execute(conn)
     .await?;
+    // `write_set` leaves admissions to the one statement.
     let counts = SetWritten {
         payouts: count(payouts),
         entries: count(set.entries.len()),
         keys: count(keys),
+        nonces: 0,
+        admitted_keys: 0,
         events: count(set.events.len()),
         balances: count(balances),
     };
@@ -729,6 +758,28 @@ fn bind_key_commits<'f>(query: BoxedSql<'f>, commits: &[KeyCommit<'_>]) -> Boxed
         .bind::<Array<Nullable<Bytea>>, _>(bodies)
 }
 
+/// Binds the requests a set admits ([`KeyAdmission`]) as the nine arrays [`WRITE_SET`] unnests
+/// (`$47`–`$55`: the nonces' API keys, nonces and times seen; the keys, the fingerprints of
+/// their requests, when they were recorded and until when they answer retries, and their
+/// answers' statuses and bodies), as the next parameters.
+fn bind_admissions<'f>(query: BoxedSql<'f>, admissions: &[KeyAdmission<'_>]) -> BoxedSql<'f> {
+    macro_rules! column {
+        ($value:expr) => {
+            admissions.iter().map($value).collect::<Vec<_>>()
+        };
+    }
+    query
+        .bind::<Array<SqlUuid>, _>(column!(|a| a.admission.nonce.api_key.as_uuid()))
+        .bind::<Array<BigInt>, _>(column!(|a| a.admission.nonce.nonce))
+        .bind::<Array<Timestamptz>, _>(column!(|a| a.admission.nonce.seen_at))
+        .bind::<Array<Text>, _>(column!(|a| a.admission.key.as_str().to_owned()))
+        .bind::<Array<Bytea>, _>(column!(|a| a.admission.fingerprint.to_vec()))
+        .bind::<Array<Timestamptz>, _>(column!(|a| a.admission.at))
+        .bind::<Array<Timestamptz>, _>(column!(|a| a.admission.expires_at()))
+        .bind::<Array<SmallInt>, _>(column!(|a| super::idempotency::status_column(&a.response)))
+        .bind::<Array<Bytea>, _>(column!(|a| a.response.body.clone()))
+}
+
 /// The set form of the key marking a single payout's event statement does. The subaccount is
 /// one value (`$1`), not a column of the set, so on Citus the statement goes to that
 /// subaccount's shard alone.
@@ -773,9 +824,12 @@ use mark_keys_committed;
 /// `$1`–`$24`), their ledger entries (`$25`–`$32`), the requests' keys marked committed with
 /// their answers (`$33`–`$36`, as [`MARK_KEYS_COMMITTED`] does), the events with their
 /// sequence numbers (`$37`–`$42`), and each currency's sum held (`$43`–`$45`, as
-/// [`HOLD_SUMS`] does), for the subaccount `$46`. It answers how many rows each part touched
-/// ([`SetWritten`]). The foreign keys of the entries and events are checked as the statement
-/// ends, when its payouts are written.
+/// [`HOLD_SUMS`] does), for the subaccount `$46`, and the requests it admits
+/// (`$47`–`$55`, [`bind_admissions`]): their nonces recorded and their keys inserted, completed
+/// with their answers. A nonce or key there already (committed, or written by a transaction
+/// this statement waited for) is left alone and shows in the counts. It answers how many rows
+/// each part touched ([`SetWritten`]). The foreign keys of the entries and events are checked
+/// as the statement ends, when its payouts are written.
 const WRITE_SET: &str = concat!(
     "WITH written_payouts AS (",
     insert_payouts!(),
@@ -788,7 +842,20 @@ const WRITE_SET: &str = concat!(
     " RETURNING 1), \
      marked_keys AS (",
     mark_keys_committed!("$46", "$33", "$34", "$35", "$36"),
-    " RETURNING 1), ",
+    " RETURNING 1), \
+     admitted_nonces AS ( \
+       INSERT INTO request_nonces (api_key_id, nonce, subaccount_id, seen_at) \
+       SELECT n.api_key_id, n.nonce, $46, n.seen_at \
+       FROM unnest($47::uuid[], $48::int8[], $49::timestamptz[]) AS n(api_key_id, nonce, seen_at) \
+       ON CONFLICT DO NOTHING RETURNING 1), \
+     admitted_keys AS ( \
+       INSERT INTO idempotency_keys (subaccount_id, idempotency_key, request_hash, state, \
+         response_status, response_body, created_at, expires_at, locked_until, committed) \
+       SELECT $46, k.idempotency_key, k.request_hash, 'completed', k.status, k.body, k.at, \
+         k.expires_at, NULL, true \
+       FROM unnest($50::text[], $51::bytea[], $52::timestamptz[], $53::timestamptz[], \
+         $54::int2[], $55::bytea[]) AS k(idempotency_key, request_hash, at, expires_at, status, body) \
+       ON CONFLICT DO NOTHING RETURNING 1), ",
     events_input!("$37", "$38", "$39", "$40", "$41", "$42"),
     ", ",
     sequenced_events!(),
@@ -804,6 +871,8 @@ const WRITE_SET: &str = concat!(
      SELECT (SELECT count(*) FROM written_payouts) AS payouts, \
        (SELECT count(*) FROM written_entries) AS entries, \
        (SELECT count(*) FROM marked_keys) AS keys, \
+       (SELECT count(*) FROM admitted_nonces) AS nonces, \
+       (SELECT count(*) FROM admitted_keys) AS admitted_keys, \
        (SELECT count(*) FROM written_events) AS events, \
        (SELECT count(*) FROM held) AS balances"
 );
@@ -985,13 +1054,16 @@ mod tests {
             uuid[], uuid[], text[], text[], int8[], int8[], uuid[], timestamptz[], \
             text[], timestamptz[], int2[], bytea[], \
             uuid[], uuid[], uuid[], text[], jsonb[], timestamptz[], \
-            text[], int8[], timestamptz[], uuid";
+            text[], int8[], timestamptz[], uuid, \
+            uuid[], int8[], timestamptz[], text[], bytea[], timestamptz[], timestamptz[], \
+            int2[], bytea[]";
         let arrays = vec!["'{}'"; 45].join(", ");
+        let admissions = vec!["'{}'"; 9].join(", ");
         let writing = plan_in_mode(
             &mut conn,
             generic,
             ("write_set", types, super::WRITE_SET),
-            &format!("{arrays}, '{SUB}'"),
+            &format!("{arrays}, '{SUB}', {admissions}"),
         )
         .await;
         assert!(

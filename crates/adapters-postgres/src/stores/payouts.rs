@@ -374,6 +374,13 @@ impl PayoutStore for PgStore {
         }
     }
 
+    /// On plain PostgreSQL: the set statement that writes a payout records its request's nonce
+    /// and key too. On Citus a set is written statement by statement, and requests are
+    /// admitted before they run.
+    async fn admits_in_write(&self) -> Result<bool, PortError> {
+        Ok(!self.detect_citus().await?)
+    }
+
     #[tracing::instrument(level = "debug", skip_all, fields(items = slots.len(), atomic))]
     async fn insert_payout_bulk(
         &self,
@@ -784,6 +791,10 @@ impl PgStore {
     ) -> Result<Option<BatchId>, InsertPayoutError> {
         let schedule = &self.batch_schedule;
         let citus = self.detect_citus().await?;
+        let admitting = key.admission().is_some();
+        if citus && admitting {
+            return Err(InsertPayoutError::NotAdmitted);
+        }
         let mut conn = self.conn().await?;
         let plans = SetPlans::on_citus(citus);
         let mut attempt = 1;
@@ -835,6 +846,12 @@ impl PgStore {
         let result = self.after_commit(result);
         match result {
             Ok(batch) => Ok(batch),
+            // Whatever refused the payout, the request it was to admit is admitted on its own
+            // and run again (see `InsertPayoutError::NotAdmitted`). An error that leaves the
+            // commit in doubt stays a port error: the request's nonce may be recorded.
+            Err(abort) if admitting && rolled_back_whole(&abort) => {
+                Err(InsertPayoutError::NotAdmitted)
+            }
             Err(PayoutAbort::InsufficientBalance) => Err(InsertPayoutError::InsufficientBalance),
             Err(PayoutAbort::Stale) => Err(InsertPayoutError::Stale),
             Err(PayoutAbort::Tx(e)) => Err(match e.unique_violation() {
@@ -843,6 +860,21 @@ impl PgStore {
             }),
             Err(e) => Err(InsertPayoutError::Port(e.into_port("inserting a payout"))),
         }
+    }
+}
+
+/// Whether a payout transaction that failed with `abort` certainly wrote nothing: it refused
+/// (a balance short, a party changed, a request it could not admit, a key no longer its
+/// request's, a taken reference) or lost a deadlock, each of which rolls it back before its
+/// commit. Any other failure (a lost connection, say) may have come after the commit.
+pub(crate) fn rolled_back_whole(abort: &PayoutAbort) -> bool {
+    match abort {
+        PayoutAbort::InsufficientBalance
+        | PayoutAbort::Stale
+        | PayoutAbort::NotAdmitted
+        | PayoutAbort::Tx(TxError::KeyNotOwn) => true,
+        PayoutAbort::Tx(e) => e.unique_violation().is_some() || e.lost_a_conflict(),
+        PayoutAbort::Superseded => false,
     }
 }
 

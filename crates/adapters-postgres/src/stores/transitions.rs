@@ -14,7 +14,7 @@ use domain::PortError;
 use domain::account::{AccountStatus, ConfirmStatus};
 use domain::batch::BatchStatus;
 use domain::events::OutboxEvent;
-use domain::idempotency::{KeyCommit, WriteKey};
+use domain::idempotency::{KeyAdmission, KeyCommit, WriteKey};
 use domain::ids::{BatchId, PayoutId};
 use domain::ledger::LedgerEntry;
 use domain::money::Asset;
@@ -114,6 +114,9 @@ pub(crate) enum PayoutAbort {
     Superseded,
     /// The receiver or account changed since the payout was planned.
     Stale,
+    /// A request the write was to admit could not be: its nonce or key is there already, or
+    /// the write cannot admit requests (see `domain::idempotency::Admission`).
+    NotAdmitted,
 }
 
 impl PayoutAbort {
@@ -567,11 +570,30 @@ pub(crate) fn written_key<'k>(
     batch: Option<(Uuid, DateTime<Utc>)>,
 ) -> Option<KeyCommit<'k>> {
     key.claim()?;
-    let written = Payout {
+    key.commit(&in_batch(payout, batch))
+}
+
+/// `key`'s admission for `payout` as written, in `batch` (see [`written_key`]): `None` when the
+/// request is not admitted by its write, `Some(Err(NotAdmitted))` when it is but its response
+/// does not render (the write then cannot admit it).
+pub(crate) fn written_admission<'k>(
+    key: &'k WriteKey<Payout>,
+    payout: &Payout,
+    batch: Option<(Uuid, DateTime<Utc>)>,
+) -> Option<Result<KeyAdmission<'k>, PayoutAbort>> {
+    key.admission()?;
+    Some(
+        key.admit(&in_batch(payout, batch))
+            .ok_or(PayoutAbort::NotAdmitted),
+    )
+}
+
+/// A copy of `payout` in `batch`.
+fn in_batch(payout: &Payout, batch: Option<(Uuid, DateTime<Utc>)>) -> Payout {
+    Payout {
         batch_id: batch.map(|(id, _)| BatchId::from_uuid(id)),
         ..payout.clone()
-    };
-    key.commit(&written)
+    }
 }
 
 #[cfg(test)]

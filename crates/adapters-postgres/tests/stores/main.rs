@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod accounts;
+mod admission;
 mod bulk_payouts;
 mod credentials;
 mod delivery;

@@ -33,7 +33,7 @@ const T0: i64 = 1_700_000_000_123_456;
 
 /// The fixture's store writing new payouts in groups; `window` long enough that every request
 /// a test submits at once joins the first group.
-fn grouped(fx: &Fixture, window: Duration) -> PgStore {
+pub(crate) fn grouped(fx: &Fixture, window: Duration) -> PgStore {
     fx.store
         .clone()
         .with_payout_groups(PayoutGroups::new(GroupCommitSettings {
@@ -43,7 +43,10 @@ fn grouped(fx: &Fixture, window: Duration) -> PgStore {
 }
 
 /// A subaccount funded with `funding` USD, and a receiver with an ACH account.
-async fn world(fx: &Fixture, funding: &str) -> (SubaccountId, Receiver, ReceiverAccount) {
+pub(crate) async fn world(
+    fx: &Fixture,
+    funding: &str,
+) -> (SubaccountId, Receiver, ReceiverAccount) {
     let sub = fx.subaccount("groups").await.id;
     admin(&fx.store)
         .fund(sub, "USD", funding)
@@ -57,7 +60,7 @@ async fn world(fx: &Fixture, funding: &str) -> (SubaccountId, Receiver, Receiver
 
 /// The receiver's KYC completed and the account confirmed, so new payouts to them start
 /// `pending` (and join the open batch).
-async fn payable_at_once(fx: &Fixture, owner: &Receiver, account: &ReceiverAccount) {
+pub(crate) async fn payable_at_once(fx: &Fixture, owner: &Receiver, account: &ReceiverAccount) {
     let mut conn = fx.raw().await;
     diesel::sql_query("UPDATE receivers SET kyc_status = $2 WHERE id = $1")
         .bind::<SqlUuid, _>(owner.id.as_uuid())
@@ -74,7 +77,7 @@ async fn payable_at_once(fx: &Fixture, owner: &Receiver, account: &ReceiverAccou
 }
 
 /// A planned payout of `amount` + `fee` with its holds and `payoutCreated`.
-fn planned(
+pub(crate) fn planned(
     sub: SubaccountId,
     owner: &Receiver,
     account: &ReceiverAccount,
@@ -144,7 +147,7 @@ async fn failed_receiver(
 }
 
 /// A claimed idempotency key whose stored answer names the payout.
-async fn claimed(store: &PgStore, sub: SubaccountId, name: &str) -> WriteKey<Payout> {
+pub(crate) async fn claimed(store: &PgStore, sub: SubaccountId, name: &str) -> WriteKey<Payout> {
     let key = IdempotencyKey::parse(name).unwrap();
     let fp = fingerprint("POST", "/api/payout/single", name.as_bytes());
     let ClaimOutcome::Claimed { lease_until } =
@@ -168,7 +171,7 @@ async fn claimed(store: &PgStore, sub: SubaccountId, name: &str) -> WriteKey<Pay
 }
 
 /// Submits every payout at once (each joins its queue on its first poll, so in this order).
-async fn submit_all(
+pub(crate) async fn submit_all(
     store: &PgStore,
     items: &[(NewPayout, WriteKey<Payout>)],
 ) -> Vec<Result<Option<domain::ids::BatchId>, InsertPayoutError>> {
@@ -193,12 +196,15 @@ async fn count(fx: &Fixture, sql: &str, sub: SubaccountId) -> i64 {
     fx.count_where(sql, sub.as_uuid()).await
 }
 
-fn outcome(result: &Result<Option<domain::ids::BatchId>, InsertPayoutError>) -> &'static str {
+pub(crate) fn outcome(
+    result: &Result<Option<domain::ids::BatchId>, InsertPayoutError>,
+) -> &'static str {
     match result {
         Ok(_) => "written",
         Err(InsertPayoutError::Stale) => "stale",
         Err(InsertPayoutError::DuplicateReference) => "duplicate reference",
         Err(InsertPayoutError::InsufficientBalance) => "insufficient balance",
+        Err(InsertPayoutError::NotAdmitted) => "not admitted",
         Err(InsertPayoutError::Port(_)) => "port error",
     }
 }

@@ -11,7 +11,9 @@ use futures_util::future::LocalBoxFuture;
 use super::error::ApiError;
 use super::idempotency::{Replayed, RequestKey};
 use crate::state::AppState;
-use domain::idempotency::{ClaimOutcome, IdempotencyKey, KeyClaim, StoredResponse, WriteKey};
+use domain::idempotency::{
+    Admission, ClaimOutcome, IdempotencyKey, KeyClaim, StoredResponse, WriteKey,
+};
 use std::sync::Arc;
 
 /// An authenticated request: who is calling, the raw body they signed, and the idempotency
@@ -25,6 +27,10 @@ pub struct Authenticated {
     /// The claim on the request's idempotency key, when it carries one: handed to the write
     /// through [`Self::write_key`].
     pub claim: Option<KeyClaim>,
+    /// A keyed, signed request taken by [`AdmittedInWrite`] where its write can admit it: its
+    /// nonce is not yet recorded and its key not yet claimed; the write does both, or the
+    /// request is admitted with [`Self::admit`] and run again.
+    pub admission: Option<Admission>,
 }
 
 impl Authenticated {
@@ -34,7 +40,44 @@ impl Authenticated {
         &self,
         render: impl Fn(&T) -> Option<StoredResponse> + Send + Sync + 'static,
     ) -> WriteKey<T> {
-        WriteKey::new(self.claim.clone(), Arc::new(render))
+        match &self.admission {
+            Some(admission) => WriteKey::admitting(admission.clone(), Arc::new(render)),
+            None => WriteKey::new(self.claim.clone(), Arc::new(render)),
+        }
+    }
+
+    /// Admits a request its write did not: records its nonce and claims its key, as every
+    /// other keyed POST is admitted before it runs, with the same answers (`AUTH106` for a
+    /// nonce used before, a replay, `IDEM001`, `IDEM002`). Its rate was counted when it
+    /// arrived. Afterwards the request runs under its claim.
+    pub async fn admit(&mut self, req: &HttpRequest) -> Result<(), ApiError> {
+        let Some(admission) = self.admission.take() else {
+            return Ok(());
+        };
+        let Some(state) = req.app_data::<Data<AppState>>() else {
+            return Err(ApiError::code(OPERATION, ErrorCode::Sys500));
+        };
+        let outcome = state
+            .idempotency
+            .claim_with_nonce(
+                &admission.nonce,
+                &admission.key,
+                req.method().as_str(),
+                path_and_query(req),
+                &self.body,
+            )
+            .await
+            .map_err(|e| ApiError::port(OPERATION, &e))?
+            .ok_or_else(|| ApiError::code(OPERATION, ErrorCode::Auth106))?;
+        req.extensions_mut().insert(self.caller);
+        self.claim = Some(settle(req, &self.caller, admission.key, outcome)?);
+        Ok(())
+    }
+
+    /// Records the caller of a request its write admitted, for the request log (as the
+    /// extractor records every other caller once its nonce is).
+    pub fn admitted(&self, req: &HttpRequest) {
+        req.extensions_mut().insert(self.caller);
     }
 
     /// The idempotency part of a write whose response is known only after it (several
@@ -149,71 +192,127 @@ async fn claim_with_nonce(
     settle(req, &caller, key, outcome)
 }
 
+/// The path with its query, as signed.
+fn path_and_query(req: &HttpRequest) -> &str {
+    req.uri()
+        .path_and_query()
+        .map_or_else(|| req.path(), |p| p.as_str())
+}
+
+/// An authenticated request whose write may admit it: a keyed, signed POST is not admitted
+/// here (its nonce recorded, its key claimed) when its use case's store can do both in the
+/// write's own transaction; [`Authenticated::admission`] then carries what the write records.
+/// Any other request is taken as [`Authenticated`] takes it. Its rate is counted on arrival,
+/// before its nonce is known to be fresh.
+#[derive(Debug)]
+pub struct AdmittedInWrite(pub Authenticated);
+
 impl FromRequest for Authenticated {
     type Error = ApiError;
     type Future = LocalBoxFuture<'static, Result<Self, ApiError>>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let req = req.clone();
-        let body = Bytes::from_request(&req, payload);
-        Box::pin(async move {
-            let body = body.await.map_err(|e| {
-                if e.as_response_error().status_code()
-                    == actix_web::http::StatusCode::PAYLOAD_TOO_LARGE
-                {
-                    ApiError::code("Request", ErrorCode::Req008)
-                } else {
-                    ApiError::code("Request", ErrorCode::Req001)
-                }
-            })?;
-            let Some(state) = req.app_data::<Data<AppState>>() else {
-                return Err(ApiError::code(OPERATION, ErrorCode::Sys500));
-            };
-            let path_and_query = req
-                .uri()
-                .path_and_query()
-                .map_or_else(|| req.path(), |p| p.as_str());
-            let key = req.extensions().get::<RequestKey>().cloned();
-            let signed = SignedRequest {
-                api_key: header(&req, "x-api-key"),
-                signature: header(&req, "signature"),
-                signature_version: header(&req, "x-signature-version"),
-                method: req.method().as_str(),
+        authenticate(req, payload, false)
+    }
+}
+
+impl FromRequest for AdmittedInWrite {
+    type Error = ApiError;
+    type Future = LocalBoxFuture<'static, Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let authenticated = authenticate(req, payload, true);
+        Box::pin(async move { authenticated.await.map(Self) })
+    }
+}
+
+/// Reads the body and authenticates the request; admits it (its nonce, its key) unless
+/// `in_write` and the write can.
+fn authenticate(
+    req: &HttpRequest,
+    payload: &mut Payload,
+    in_write: bool,
+) -> LocalBoxFuture<'static, Result<Authenticated, ApiError>> {
+    let req = req.clone();
+    let body = Bytes::from_request(&req, payload);
+    Box::pin(async move {
+        let body = body.await.map_err(|e| {
+            if e.as_response_error().status_code() == actix_web::http::StatusCode::PAYLOAD_TOO_LARGE
+            {
+                ApiError::code("Request", ErrorCode::Req008)
+            } else {
+                ApiError::code("Request", ErrorCode::Req001)
+            }
+        })?;
+        let Some(state) = req.app_data::<Data<AppState>>() else {
+            return Err(ApiError::code(OPERATION, ErrorCode::Sys500));
+        };
+        let path_and_query = path_and_query(&req);
+        let key = req.extensions().get::<RequestKey>().cloned();
+        let signed = SignedRequest {
+            api_key: header(&req, "x-api-key"),
+            signature: header(&req, "signature"),
+            signature_version: header(&req, "x-signature-version"),
+            method: req.method().as_str(),
+            path_and_query,
+            body: &body,
+            carries_idempotency_key: key.is_some(),
+        };
+        let verified = state.auth.verify(&signed).await.map_err(auth_error)?;
+        let caller = verified.caller;
+        if let (true, Some(RequestKey(key)), Some(nonce)) = (in_write, &key, &verified.nonce)
+            && state
+                .payouts
+                .admits_in_write()
+                .await
+                .map_err(|e| ApiError::port(OPERATION, &e))?
+        {
+            state
+                .rate_limit
+                .check(caller.api_key_id)
+                .map_err(ApiError::rate_limited)?;
+            let admission = state.idempotency.admission(
+                nonce,
+                key,
+                req.method().as_str(),
                 path_and_query,
-                body: &body,
-                carries_idempotency_key: key.is_some(),
-            };
-            let verified = state.auth.verify(&signed).await.map_err(auth_error)?;
-            let caller = verified.caller;
-            // The caller is recorded for the request log once its nonce is (a replay is not
-            // authenticated).
-            let claim = match (key, &verified.nonce) {
-                (Some(RequestKey(key)), Some(nonce)) => Some(
-                    claim_with_nonce(state, &req, caller, nonce, key, path_and_query, &body)
-                        .await?,
-                ),
-                (key, nonce) => {
-                    if let Some(nonce) = nonce {
-                        state.auth.record_nonce(nonce).await.map_err(auth_error)?;
-                    }
-                    req.extensions_mut().insert(caller);
-                    state
-                        .rate_limit
-                        .check(caller.api_key_id)
-                        .map_err(ApiError::rate_limited)?;
-                    match key {
-                        Some(RequestKey(key)) => {
-                            Some(claim(state, &req, &caller, key, path_and_query, &body).await?)
-                        }
-                        None => None,
-                    }
-                }
-            };
-            Ok(Self {
+                &body,
+            );
+            return Ok(Authenticated {
                 caller,
                 body,
-                claim,
-            })
+                claim: None,
+                admission: Some(admission),
+            });
+        }
+        // The caller is recorded for the request log once its nonce is (a replay is not
+        // authenticated).
+        let claim = match (key, &verified.nonce) {
+            (Some(RequestKey(key)), Some(nonce)) => Some(
+                claim_with_nonce(state, &req, caller, nonce, key, path_and_query, &body).await?,
+            ),
+            (key, nonce) => {
+                if let Some(nonce) = nonce {
+                    state.auth.record_nonce(nonce).await.map_err(auth_error)?;
+                }
+                req.extensions_mut().insert(caller);
+                state
+                    .rate_limit
+                    .check(caller.api_key_id)
+                    .map_err(ApiError::rate_limited)?;
+                match key {
+                    Some(RequestKey(key)) => {
+                        Some(claim(state, &req, &caller, key, path_and_query, &body).await?)
+                    }
+                    None => None,
+                }
+            }
+        };
+        Ok(Authenticated {
+            caller,
+            body,
+            claim,
+            admission: None,
         })
-    }
+    })
 }

@@ -125,6 +125,8 @@ async fn read_item(
     match state.payouts.validate(&request.caller, &raw).await {
         Err(CreatePayoutError::Invalid(invalid)) => merge_field_errors(&mut shape, invalid),
         Err(CreatePayoutError::Port(e)) => return Err(ApiError::port(BULK, &e)),
+        // Validating writes nothing, so it has no request to admit.
+        Err(CreatePayoutError::NotAdmitted) => return Err(ApiError::code(BULK, ErrorCode::Sys500)),
         Ok(()) => {}
     }
     Ok(Err(shape))

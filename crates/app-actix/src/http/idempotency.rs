@@ -9,7 +9,9 @@
 //! store marks the key committed and stores that response in the write's own transaction.
 //! [`written`] answers with exactly those bytes and marks the response
 //! [`StoredWithWrite`], so the middleware stores only the responses of requests that wrote
-//! nothing (refusals) or could not render theirs before committing.
+//! nothing (refusals) or could not render theirs before committing. A payout whose write admits
+//! its request ([`AdmittedInWrite`](super::auth::AdmittedInWrite)) has no claim until that write
+//! commits with its key, or sends the request back to be claimed.
 
 use actix_web::body::{BoxBody, MessageBody, to_bytes};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -54,7 +56,7 @@ pub fn written<T>(
     let mut response = HttpResponse::build(status)
         .insert_header((CONTENT_TYPE, "application/json"))
         .body(stored.body);
-    if key.claim().is_some() {
+    if key.is_keyed() {
         response.extensions_mut().insert(StoredWithWrite);
     }
     Ok(response)

@@ -241,8 +241,10 @@ fn api_conventions(path: &str, method: &HttpMethod, operation: &mut Operation) {
             "1 to 255 printable ASCII characters without leading or trailing spaces (else \
              `IDEM201`). A retry with the same key and request replays the first response \
              (status below 500) with `idempotent-replayed: true`; the same key with another \
-             request is `IDEM002`, while the first still runs `IDEM001`; a first request that \
-             wrote but whose response was lost (its server died) is `IDEM003`. Kept 24 hours.",
+             request is `IDEM002`, while the first still runs `IDEM001` (on \
+             `POST /api/payout/single` the key is recorded with the payout, so a retry waits for \
+             the first and replays its response); a first request that wrote but whose response \
+             was lost (its server died) is `IDEM003`. Kept 24 hours.",
             ObjectBuilder::new()
                 .schema_type(Type::String)
                 .min_length(Some(1))

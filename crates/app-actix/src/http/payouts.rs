@@ -2,7 +2,7 @@
 
 use super::query::query_pairs;
 use actix_web::web::{Data, Path};
-use actix_web::{HttpRequest, HttpResponse};
+use actix_web::{HttpRequest, HttpResponse, ResponseError};
 use domain::ErrorCode;
 use domain::account::{PayoutAccountSlot, ReceiverAccount};
 use domain::ids::MerchantId;
@@ -20,7 +20,7 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
-use super::auth::Authenticated;
+use super::auth::{AdmittedInWrite, Authenticated};
 use super::body::{fields_by_name, json_object, merge_field_errors};
 use super::envelope::{self, Listing, Success};
 use super::error::ApiError;
@@ -87,8 +87,53 @@ pub(super) fn amount_text(value: Value, errors: &mut ValidationErrors) -> Option
 )]
 pub async fn create(
     state: Data<AppState>,
-    request: Authenticated,
+    req: HttpRequest,
+    request: AdmittedInWrite,
 ) -> Result<HttpResponse, ApiError> {
+    let AdmittedInWrite(mut request) = request;
+    if request.admission.is_some() {
+        // The request is admitted by the payout's write. Whatever else it gets (a refusal, a
+        // nonce or key seen before, a write that could not admit it), it gets after being
+        // admitted on its own, as any other request, and running again under its claim. A
+        // server error is answered as it is: nothing was admitted, or the commit is in doubt
+        // and a retry finds the key.
+        match create_once(&state, &request).await {
+            Ok(response) => {
+                request.admitted(&req);
+                return Ok(response);
+            }
+            Err(NotCreated::Refused(e)) if e.status_code().is_server_error() => return Err(e),
+            Err(NotCreated::Refused(_) | NotCreated::NotAdmitted) => request.admit(&req).await?,
+        }
+    }
+    match create_once(&state, &request).await {
+        Ok(response) => Ok(response),
+        Err(NotCreated::Refused(e)) => Err(e),
+        // Only a write that admits its request answers this, and this one was admitted.
+        Err(NotCreated::NotAdmitted) => Err(ApiError::code(CREATE, ErrorCode::Sys500)),
+    }
+}
+
+/// Why a run of [`create`] created nothing.
+enum NotCreated {
+    /// The answer.
+    Refused(ApiError),
+    /// The write was to admit the request and did not (`CreatePayoutError::NotAdmitted`).
+    NotAdmitted,
+}
+
+impl From<ApiError> for NotCreated {
+    fn from(e: ApiError) -> Self {
+        Self::Refused(e)
+    }
+}
+
+/// One run of [`create`] with the request's key as it stands (claimed, to be admitted by the
+/// write, or none).
+async fn create_once(
+    state: &AppState,
+    request: &Authenticated,
+) -> Result<HttpResponse, NotCreated> {
     let object = json_object(CREATE, &request.body)?;
     let mut shape = ValidationErrors::default();
     let raw = raw_payout(object, &mut shape);
@@ -96,10 +141,11 @@ pub async fn create(
         // The body has problems of its own: report them with the field checks, store nothing.
         match state.payouts.validate(&request.caller, &raw).await {
             Err(CreatePayoutError::Invalid(invalid)) => merge_field_errors(&mut shape, invalid),
-            Err(CreatePayoutError::Port(e)) => return Err(ApiError::port(CREATE, &e)),
+            Err(CreatePayoutError::NotAdmitted) => return Err(NotCreated::NotAdmitted),
+            Err(CreatePayoutError::Port(e)) => return Err(ApiError::port(CREATE, &e).into()),
             Ok(()) => {}
         }
-        return Err(ApiError::fields(CREATE, &shape));
+        return Err(ApiError::fields(CREATE, &shape).into());
     }
     let key = request.write_key(|payout: &Payout| {
         envelope::stored_ok(
@@ -110,9 +156,10 @@ pub async fn create(
         )
     });
     match state.payouts.create(&request.caller, &raw, &key).await {
-        Ok(payout) => written(CREATE, &key, &payout),
-        Err(CreatePayoutError::Invalid(invalid)) => Err(ApiError::fields(CREATE, &invalid)),
-        Err(CreatePayoutError::Port(e)) => Err(ApiError::port(CREATE, &e)),
+        Ok(payout) => Ok(written(CREATE, &key, &payout)?),
+        Err(CreatePayoutError::Invalid(invalid)) => Err(ApiError::fields(CREATE, &invalid).into()),
+        Err(CreatePayoutError::NotAdmitted) => Err(NotCreated::NotAdmitted),
+        Err(CreatePayoutError::Port(e)) => Err(ApiError::port(CREATE, &e).into()),
     }
 }
 

@@ -223,6 +223,11 @@ impl TestApp {
         base
     }
 
+    /// Whether the app's database is a Citus cluster.
+    pub fn is_citus(&self) -> bool {
+        self._db.is_citus()
+    }
+
     /// Runs `sql` on the app's database (to set up what the API cannot, e.g. a trigger). On
     /// Citus a trigger on a distributed table must be allowed first; it then runs on the
     /// shards, as the tests' triggers only look at the row they fire for.

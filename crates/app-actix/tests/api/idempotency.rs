@@ -326,3 +326,100 @@ async fn a_rate_limited_request_gives_its_key_up_so_a_retry_runs_afresh() {
     assert_eq!(retry.status, 200, "{}", retry.json());
     assert!(!retry.replayed());
 }
+
+#[tokio::test]
+async fn a_replayed_payout_signature_is_refused_and_writes_nothing() {
+    let app = spawn_app().await;
+    app.admin
+        .fund(subaccount(&app.a), "AUD", "10000")
+        .await
+        .unwrap();
+    let (r, a) = app.payee(&app.a, "replay@example.com", true, false).await;
+    let path = "/api/payout/single";
+    let body = json!({"receiver_id": r, "account_id": a, "amount": 700, "currency": "AUD"});
+    let signature = sign(&app.a, now_ms(), None);
+    let first = post_signed_with_key(&app, &app.a, &signature, path, "p-1", &body).await;
+    assert_eq!(first.status, 200, "{}", first.json());
+    // The payout's write recorded the nonce with the payout: the same signed request, with its
+    // key or another, is a replay.
+    for key in ["p-1", "p-2"] {
+        let replayed = post_signed_with_key(&app, &app.a, &signature, path, key, &body).await;
+        assert_eq!(replayed.status, 401, "{key}: {}", replayed.json());
+        assert_eq!(replayed.codes(), ["AUTH106"], "{key}");
+        assert!(!replayed.replayed());
+    }
+    assert_eq!(payout_count(&app, &app.a).await, 1);
+    assert_eq!(app.aud_balance(&app.a).await.0, 9_300);
+    // "p-2" was never claimed, and "p-1" answers its retries.
+    let fresh = post_with_key(&app, &app.a, path, "p-2", &body).await;
+    assert_eq!(fresh.status, 200, "{}", fresh.json());
+    assert!(!fresh.replayed());
+    let again = post_with_key(&app, &app.a, path, "p-1", &body).await;
+    assert!(again.replayed());
+    assert_eq!(again.bytes, first.bytes);
+
+    // A refused request's nonce is recorded too, and its refusal stored under its key.
+    let large = json!({"receiver_id": r, "account_id": a, "amount": 50_000, "currency": "AUD"});
+    let signature = sign(&app.a, now_ms(), None);
+    let short = post_signed_with_key(&app, &app.a, &signature, path, "p-3", &large).await;
+    assert_eq!(short.status, 400, "{}", short.json());
+    assert_eq!(short.codes(), ["PAYO207"]);
+    let replayed = post_signed_with_key(&app, &app.a, &signature, path, "p-3", &large).await;
+    assert_eq!(replayed.codes(), ["AUTH106"]);
+    app.admin
+        .fund(subaccount(&app.a), "AUD", "100000")
+        .await
+        .unwrap();
+    let retry = post_with_key(&app, &app.a, path, "p-3", &large).await;
+    assert!(retry.replayed(), "the refusal is the key's answer");
+    assert_eq!((retry.status, retry.bytes), (short.status, short.bytes));
+    assert_eq!(payout_count(&app, &app.a).await, 2);
+}
+
+/// Forbids claiming a key before its request runs (an `in_progress` key): only a key inserted
+/// already completed, by its request's own write, gets through.
+const NO_CLAIM_BEFORE_THE_WRITE: [&str; 2] = [
+    "CREATE FUNCTION forbid_claims() RETURNS trigger LANGUAGE plpgsql AS $$ \
+     BEGIN \
+       IF NEW.state = 'in_progress' THEN \
+         RAISE EXCEPTION 'a key claimed before its write'; \
+       END IF; \
+       RETURN NEW; \
+     END $$",
+    "CREATE TRIGGER forbid_claims BEFORE INSERT ON idempotency_keys \
+     FOR EACH ROW EXECUTE FUNCTION forbid_claims()",
+];
+
+#[tokio::test]
+async fn a_keyed_payout_is_admitted_by_its_own_write() {
+    let app = spawn_app().await;
+    if app.is_citus() {
+        return; // On Citus requests are admitted before they run.
+    }
+    app.admin
+        .fund(subaccount(&app.a), "AUD", "10000")
+        .await
+        .unwrap();
+    let (r, a) = app
+        .payee(&app.a, "own-write@example.com", true, false)
+        .await;
+    for statement in NO_CLAIM_BEFORE_THE_WRITE {
+        app.execute_sql(statement).await;
+    }
+    let path = "/api/payout/single";
+    let body = json!({"receiver_id": r, "account_id": a, "amount": 700, "currency": "AUD"});
+    let first = post_with_key(&app, &app.a, path, "w-1", &body).await;
+    assert_eq!(first.status, 200, "{}", first.json());
+    // Another route's key is still claimed before its request runs (and here refused by the
+    // trigger: 5xx, the key given up).
+    let receiver = receiver_body(&app.a, "claimed@example.com");
+    let other = post_with_key(&app, &app.a, "/api/receiver", "w-2", &receiver).await;
+    assert!(other.status >= 500, "{}", other.json());
+    // A retry is admitted on its own (a claim attempt, which finds the key): it replays.
+    app.execute_sql("DROP TRIGGER forbid_claims ON idempotency_keys")
+        .await;
+    let again = post_with_key(&app, &app.a, path, "w-1", &body).await;
+    assert!(again.replayed());
+    assert_eq!(again.bytes, first.bytes);
+    assert_eq!(payout_count(&app, &app.a).await, 1);
+}

@@ -44,6 +44,11 @@ pub enum InsertPayoutError {
     /// planned (its initial status or payability is out of date); plan it again.
     #[error("receiver or account changed meanwhile")]
     Stale,
+    /// The write was to admit its request ([`Admission`](crate::idempotency::Admission)) and
+    /// could not write all of it at once; it wrote nothing. Admit the request first, then run
+    /// it again.
+    #[error("the write could not admit its request")]
+    NotAdmitted,
     /// Infrastructure failure.
     #[error(transparent)]
     Port(#[from] PortError),
@@ -118,7 +123,7 @@ pub fn bulk_item_error(e: &InsertPayoutError) -> Option<ValidationErrors> {
         InsertPayoutError::InsufficientBalance => (ErrorCode::Payo207, "amount"),
         InsertPayoutError::DuplicateReference => (ErrorCode::Payo206, "reference"),
         InsertPayoutError::Stale => (ErrorCode::Payo211, "receiver_id"),
-        InsertPayoutError::Port(_) => return None,
+        InsertPayoutError::NotAdmitted | InsertPayoutError::Port(_) => return None,
     };
     let mut errors = ValidationErrors::default();
     errors.push(code, field);
@@ -207,15 +212,20 @@ pub trait PayoutStore: Send + Sync {
     /// `available` to `pending` with one conditional update (never below zero, also under
     /// concurrent requests), inserts the payout, joins the open batch when it starts `pending`,
     /// appends `entries` to the ledger and writes `events`, and applies `key` to the request's
-    /// idempotency key ([`WriteKey::commit`] of the payout as written, batch included).
+    /// idempotency key ([`WriteKey::commit`] of the payout as written, batch included), or
+    /// admits the request with it ([`WriteKey::admit`]: its nonce recorded, its key inserted
+    /// with the response) where [`Self::admits_in_write`] says it can.
     /// Returns the batch joined.
     ///
     /// [`WriteKey::commit`]: crate::idempotency::WriteKey::commit
+    /// [`WriteKey::admit`]: crate::idempotency::WriteKey::admit
     ///
     /// # Errors
     /// `InsufficientBalance` when `available` does not cover the total (or the subaccount never
     /// had a balance in the asset); `DuplicateReference` when the reference is taken; `Stale` as
-    /// above. Then nothing, events included, was written.
+    /// above. Then nothing, events included, was written. A write that admits its request
+    /// answers `NotAdmitted` instead of any of these, and when its nonce or key is there
+    /// already: the request is then admitted on its own and run again, and gets its answer then.
     async fn insert_payout(
         &self,
         payout: &Payout,
@@ -223,6 +233,11 @@ pub trait PayoutStore: Send + Sync {
         events: &[OutboxEvent],
         key: &crate::idempotency::WriteKey<Payout>,
     ) -> Result<Option<BatchId>, InsertPayoutError>;
+
+    /// Whether [`Self::insert_payout`] can admit its request itself
+    /// ([`Admission`](crate::idempotency::Admission)), in the write's own transaction. A
+    /// store that cannot answers `false`, and requests are admitted before they run.
+    async fn admits_in_write(&self) -> Result<bool, PortError>;
 
     /// Stores the items of a bulk payout request in one transaction, in order: each
     /// [`BulkSlot::Insert`] as [`Self::insert_payout`] stores one payout (parties checked, hold

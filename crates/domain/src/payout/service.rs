@@ -56,6 +56,10 @@ pub enum CreatePayoutError {
     /// The request failed its checks (`PAYO201`–`PAYO208`), every independent failure listed.
     #[error(transparent)]
     Invalid(ValidationErrors),
+    /// The write was to admit the request itself and could not: nothing was written. Admit
+    /// the request, then create again (see [`Admission`](crate::idempotency::Admission)).
+    #[error("the payout's write could not admit its request")]
+    NotAdmitted,
     /// Infrastructure failure.
     #[error(transparent)]
     Port(#[from] PortError),
@@ -329,6 +333,13 @@ impl PayoutService {
         )))
     }
 
+    /// Whether [`Self::create`] can admit its request in the payout's own write (see
+    /// [`Admission`](crate::idempotency::Admission)); when it cannot, requests are admitted
+    /// before they run.
+    pub async fn admits_in_write(&self) -> Result<bool, PortError> {
+        self.payouts.admits_in_write().await
+    }
+
     /// Every check of [`Self::create`] that comes before storing (so not `PAYO206`/`PAYO207`),
     /// writing nothing: for a request whose body also has problems of its own.
     #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %caller.subaccount_id))]
@@ -413,6 +424,7 @@ impl PayoutService {
             Err(InsertPayoutError::DuplicateReference) => {
                 return Err(rejected(ErrorCode::Payo206, "reference"));
             }
+            Err(InsertPayoutError::NotAdmitted) => return Err(CreatePayoutError::NotAdmitted),
             Err(InsertPayoutError::Port(e)) => return Err(CreatePayoutError::Port(e)),
         };
         Ok(Some(payout))

@@ -423,6 +423,20 @@ async fn the_stores_refusals_map_to_their_codes() {
         ),
         [ErrorCode::Payo206]
     );
+    // A write that was to admit its request and could not is not a refusal of the payout:
+    // it goes back to the caller to admit the request and create again, and is not planned
+    // again here (the store's mock allows one insert).
+    let unadmitted = World {
+        insert: Some(|| Err(InsertPayoutError::NotAdmitted)),
+        ..active()
+    };
+    let result = service(unadmitted, ignore)
+        .create(&caller(), &raw("100", "AUD"), &WriteKey::none())
+        .await;
+    assert!(
+        matches!(result, Err(CreatePayoutError::NotAdmitted)),
+        "{result:?}"
+    );
 }
 
 fn stored_payout(status: PayoutStatus, fee: i64) -> Payout {
