@@ -1058,7 +1058,7 @@ mod tests {
             uuid[], int8[], timestamptz[], text[], bytea[], timestamptz[], timestamptz[], \
             int2[], bytea[]";
         let arrays = vec!["'{}'"; 45].join(", ");
-        let admissions = vec!["'{}'"; 9].join(", ");
+        let admissions = ["'{}'"; 9].join(", ");
         let writing = plan_in_mode(
             &mut conn,
             generic,

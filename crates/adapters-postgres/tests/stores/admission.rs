@@ -9,6 +9,7 @@ use adapters_postgres::PgStore;
 use chrono::Utc;
 use diesel::sql_types::{BigInt, Bytea, Nullable, SmallInt, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::RunQueryDsl;
+use domain::account::ReceiverAccount;
 use domain::auth::{NonceDurability, NonceUse};
 use domain::idempotency::{
     Admission, ClaimOutcome, IdempotencyKey, IdempotencyStore, RETENTION, StoredResponse, WriteKey,
@@ -18,6 +19,7 @@ use domain::ids::{ApiKeyId, SubaccountId};
 use domain::money::Asset;
 use domain::payout::ports::{InsertPayoutError, NewPayout, PayoutStore};
 use domain::payout::{Payout, PayoutStatus};
+use domain::receiver::Receiver;
 use domain::subaccount::ports::SubaccountStore;
 use uuid::Uuid;
 
@@ -58,6 +60,24 @@ fn admitting(nonce: NonceUse, key: &str) -> WriteKey<Payout> {
             })
         }),
     )
+}
+
+/// A subaccount funded with 1 000 USD and a payee whose payouts start `pending`; `None` on a
+/// store whose writes do not admit requests (Citus).
+async fn payable_world(fx: &Fixture) -> Option<(SubaccountId, Receiver, ReceiverAccount)> {
+    if !fx.store.admits_in_write().await.unwrap() {
+        return None;
+    }
+    let (sub, owner, account) = world(fx, "1000").await;
+    payable_at_once(fx, &owner, &account).await;
+    Some((sub, owner, account))
+}
+
+/// What claiming `key` of `sub` (for a request named after the key) answers now.
+async fn claim(fx: &Fixture, sub: SubaccountId, key: &str) -> ClaimOutcome {
+    let fp = fingerprint("POST", PATH, key.as_bytes());
+    let key = IdempotencyKey::parse(key).unwrap();
+    fx.store.claim(sub, &key, fp, Utc::now()).await.unwrap()
 }
 
 async fn insert(
@@ -201,11 +221,10 @@ async fn a_payout_admits_its_request_in_its_own_transaction() {
 #[tokio::test]
 async fn a_write_that_cannot_admit_its_request_writes_nothing() {
     let fx = Fixture::new().await;
-    if !fx.store.admits_in_write().await.unwrap() {
-        return; // Covered by the test above: on Citus no write admits.
-    }
-    let (sub, owner, account) = world(&fx, "1000").await;
-    payable_at_once(&fx, &owner, &account).await;
+    // On Citus no write admits: covered by the test above.
+    let Some((sub, owner, account)) = payable_world(&fx).await else {
+        return;
+    };
     let api_key = Uuid::new_v4();
     // A nonce recorded before (with another key), and a key claimed before.
     let spent = nonce(sub, api_key, 1);
@@ -216,10 +235,8 @@ async fn a_write_that_cannot_admit_its_request_writes_nothing() {
         first.await.unwrap(),
         Some(ClaimOutcome::Claimed { .. })
     ));
-    let taken = fingerprint("POST", PATH, b"taken");
-    let key = IdempotencyKey::parse("taken").unwrap();
-    let claim = fx.store.claim(sub, &key, taken, Utc::now()).await.unwrap();
-    assert!(matches!(claim, ClaimOutcome::Claimed { .. }));
+    let taken = claim(&fx, sub, "taken").await;
+    assert!(matches!(taken, ClaimOutcome::Claimed { .. }));
     let nonces_before = nonces_of(&fx, sub).await;
 
     let small = planned(sub, &owner, &account, (300, 0), None, PayoutStatus::Pending);
@@ -252,9 +269,7 @@ async fn a_write_that_cannot_admit_its_request_writes_nothing() {
     assert_eq!(nonces_of(&fx, sub).await, nonces_before);
     assert_eq!(balance(&fx, sub).await, (1_000, 0));
     for fresh in ["fresh-1", "fresh-3"] {
-        let key = IdempotencyKey::parse(fresh).unwrap();
-        let fp = fingerprint("POST", PATH, fresh.as_bytes());
-        let claim = fx.store.claim(sub, &key, fp, Utc::now()).await.unwrap();
+        let claim = claim(&fx, sub, fresh).await;
         assert!(
             matches!(claim, ClaimOutcome::Claimed { .. }),
             "{fresh} was never written: {claim:?}"
@@ -265,11 +280,9 @@ async fn a_write_that_cannot_admit_its_request_writes_nothing() {
 #[tokio::test]
 async fn a_group_admits_its_requests_in_its_one_transaction() {
     let fx = Fixture::new().await;
-    if !fx.store.admits_in_write().await.unwrap() {
+    let Some((sub, owner, account)) = payable_world(&fx).await else {
         return;
-    }
-    let (sub, owner, account) = world(&fx, "1000").await;
-    payable_at_once(&fx, &owner, &account).await;
+    };
     let store = grouped(&fx, Duration::from_millis(200));
     let api_key = Uuid::new_v4();
     let items: Vec<(NewPayout, WriteKey<Payout>)> = (0..3)
@@ -306,19 +319,15 @@ async fn a_group_admits_its_requests_in_its_one_transaction() {
 #[tokio::test]
 async fn a_group_sends_back_the_requests_it_cannot_admit_and_writes_the_others() {
     let fx = Fixture::new().await;
-    if !fx.store.admits_in_write().await.unwrap() {
+    let Some((sub, owner, account)) = payable_world(&fx).await else {
         return;
-    }
-    let (sub, owner, account) = world(&fx, "1000").await;
-    payable_at_once(&fx, &owner, &account).await;
+    };
     let store = grouped(&fx, Duration::from_millis(200));
     let api_key = Uuid::new_v4();
     // "taken" is claimed before, so the group cannot be written whole: it is decided request
     // by request, and the requests it was to admit go back to be admitted on their own.
-    let key = IdempotencyKey::parse("taken").unwrap();
-    let fp = fingerprint("POST", PATH, b"taken");
-    let claim = fx.store.claim(sub, &key, fp, Utc::now()).await.unwrap();
-    assert!(matches!(claim, ClaimOutcome::Claimed { .. }));
+    let taken = claim(&fx, sub, "taken").await;
+    assert!(matches!(taken, ClaimOutcome::Claimed { .. }));
     let new = || planned(sub, &owner, &account, (100, 0), None, PayoutStatus::Pending);
     let items = vec![
         (new(), admitting(nonce(sub, api_key, 1), "fresh")),
