@@ -346,3 +346,61 @@ async fn a_group_sends_back_the_requests_it_cannot_admit_and_writes_the_others()
         "the key of a request sent back is not written"
     );
 }
+
+#[tokio::test]
+async fn a_write_that_fails_otherwise_answers_the_port_error_without_admitting() {
+    let fx = Fixture::new().await;
+    let Some((sub, owner, account)) = payable_world(&fx).await else {
+        return;
+    };
+    // A failure that is neither a refusal nor a lost deadlock (a statement error): the commit
+    // counts as in doubt, so a request the write was to admit is not sent back to be admitted
+    // (its nonce might be recorded), but answered with the port's error.
+    let mut conn = fx.raw().await;
+    diesel::sql_query(
+        "CREATE FUNCTION refuse_777() RETURNS trigger LANGUAGE plpgsql AS $$ \
+         BEGIN IF NEW.amount = 777 THEN RAISE EXCEPTION 'refused by the test'; END IF; \
+         RETURN NEW; END $$",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    diesel::sql_query(
+        "CREATE TRIGGER refuse_777 BEFORE INSERT ON payouts \
+         FOR EACH ROW EXECUTE FUNCTION refuse_777()",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    let api_key = Uuid::new_v4();
+    let new = |amount| {
+        planned(
+            sub,
+            &owner,
+            &account,
+            (amount, 0),
+            None,
+            PayoutStatus::Pending,
+        )
+    };
+    let alone = insert(
+        &fx.store,
+        &new(777),
+        &admitting(nonce(sub, api_key, 1), "a-1"),
+    )
+    .await;
+    assert_eq!(outcome(&alone), "port error");
+
+    let store = grouped(&fx, Duration::from_millis(200));
+    let items = vec![
+        (new(100), admitting(nonce(sub, api_key, 2), "g-1")),
+        (new(777), admitting(nonce(sub, api_key, 3), "g-2")),
+        (new(100), claimed(&store, sub, "g-claimed").await),
+    ];
+    let results = submit_all(&store, &items).await;
+    let outcomes: Vec<&str> = results.iter().map(outcome).collect();
+    assert_eq!(outcomes, ["port error", "port error", "written"]);
+    assert_eq!(payouts_of(&fx, sub).await, 1);
+    assert_eq!(nonces_of(&fx, sub).await, 0);
+    assert_eq!(balance(&fx, sub).await, (900, 100));
+}

@@ -57,19 +57,16 @@ impl Authenticated {
         let Some(state) = req.app_data::<Data<AppState>>() else {
             return Err(ApiError::code(OPERATION, ErrorCode::Sys500));
         };
-        let outcome = state
-            .idempotency
-            .claim_with_nonce(
-                &admission.nonce,
-                &admission.key,
-                req.method().as_str(),
-                path_and_query(req),
-                &self.body,
-            )
-            .await
-            .map_err(|e| ApiError::port(OPERATION, &e))?
-            .ok_or_else(|| ApiError::code(OPERATION, ErrorCode::Auth106))?;
-        req.extensions_mut().insert(self.caller);
+        let outcome = record_nonce_and_claim(
+            state,
+            req,
+            self.caller,
+            &admission.nonce,
+            &admission.key,
+            path_and_query(req),
+            &self.body,
+        )
+        .await?;
         self.claim = Some(settle(req, &self.caller, admission.key, outcome)?);
         Ok(())
     }
@@ -155,6 +152,28 @@ fn auth_error(e: AuthError) -> ApiError {
     }
 }
 
+/// Records a keyed POST's nonce and claims its key in one statement: `AUTH106` for a nonce
+/// used before (the key untouched); otherwise the caller is recorded for the request log and
+/// the claim's outcome returned, for [`settle`].
+async fn record_nonce_and_claim(
+    state: &Data<AppState>,
+    req: &HttpRequest,
+    caller: Caller,
+    nonce: &NonceUse,
+    key: &IdempotencyKey,
+    path_and_query: &str,
+    body: &[u8],
+) -> Result<ClaimOutcome, ApiError> {
+    let outcome = state
+        .idempotency
+        .claim_with_nonce(nonce, key, req.method().as_str(), path_and_query, body)
+        .await
+        .map_err(|e| ApiError::port(OPERATION, &e))?
+        .ok_or_else(|| ApiError::code(OPERATION, ErrorCode::Auth106))?;
+    req.extensions_mut().insert(caller);
+    Ok(outcome)
+}
+
 /// A keyed POST: records its nonce and claims its key in one statement, then takes its turn
 /// from the rate limit. Counted after the nonce, like every request, so a replayed request
 /// never spends its key's budget; a request refused for its rate gives a key it has just
@@ -168,13 +187,8 @@ async fn claim_with_nonce(
     path_and_query: &str,
     body: &[u8],
 ) -> Result<KeyClaim, ApiError> {
-    let outcome = state
-        .idempotency
-        .claim_with_nonce(nonce, &key, req.method().as_str(), path_and_query, body)
-        .await
-        .map_err(|e| ApiError::port(OPERATION, &e))?
-        .ok_or_else(|| ApiError::code(OPERATION, ErrorCode::Auth106))?;
-    req.extensions_mut().insert(caller);
+    let outcome =
+        record_nonce_and_claim(state, req, caller, nonce, &key, path_and_query, body).await?;
     if let Err(wait) = state.rate_limit.check(caller.api_key_id) {
         if let ClaimOutcome::Claimed { lease_until } = outcome {
             let claim = KeyClaim {

@@ -423,3 +423,42 @@ async fn a_keyed_payout_is_admitted_by_its_own_write() {
     assert_eq!(again.bytes, first.bytes);
     assert_eq!(payout_count(&app, &app.a).await, 1);
 }
+
+#[tokio::test]
+async fn a_rate_limited_payout_leaves_its_key_free() {
+    use std::num::NonZeroU32;
+    let app = spawn_app_with(|c| {
+        c.rate_limit = (NonZeroU32::new(1).unwrap(), NonZeroU32::new(3).unwrap());
+    })
+    .await;
+    app.admin
+        .fund(subaccount(&app.a), "AUD", "10000")
+        .await
+        .unwrap();
+    let (r, a) = app.payee(&app.a, "limited@example.com", true, false).await;
+    // A payout's write records its nonce and key; one refused for its rate (counted on
+    // arrival) has recorded neither. Payouts until the bucket is empty.
+    let body = json!({"receiver_id": r, "account_id": a, "amount": 700, "currency": "AUD"});
+    let path = "/api/payout/single";
+    let (mut limited, mut created) = (None, 0);
+    for n in 0..5 {
+        let key = format!("p-{n}");
+        let reply = post_with_key(&app, &app.a, path, &key, &body).await;
+        if reply.status == 429 {
+            assert_eq!(reply.codes(), ["REQ010"]);
+            limited = Some(key);
+            break;
+        }
+        assert_eq!(reply.status, 200, "{}", reply.json());
+        created += 1;
+    }
+    let key = limited.expect("the bucket of 3 ran out within 5 payouts");
+    // (Each request below waits for a token: reads count too.)
+    let refill = std::time::Duration::from_millis(1_100);
+    tokio::time::sleep(refill).await;
+    let retry = post_with_key(&app, &app.a, path, &key, &body).await;
+    assert_eq!(retry.status, 200, "{}", retry.json());
+    assert!(!retry.replayed(), "the refused request left its key free");
+    tokio::time::sleep(refill).await;
+    assert_eq!(payout_count(&app, &app.a).await, created + 1);
+}
