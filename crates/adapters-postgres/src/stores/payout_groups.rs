@@ -47,7 +47,7 @@ use uuid::Uuid;
 
 use super::PgStore;
 use super::payout_sets::{
-    PartyCheck, Planned, SetPlans, Verdict, accepted, decide, in_set_transaction, write_set,
+    Planned, SetPlans, Verdict, accepted, decide, in_set_transaction, write_set, write_whole,
 };
 use super::payouts::rolled_back_whole;
 use super::transitions::PayoutAbort;
@@ -293,10 +293,7 @@ impl PgStore {
             // by `write_set` itself, without reading the references or the balance first.
             // Anything that would refuse a request fails the attempt as a whole, and the group
             // is then decided request by request below.
-            let attempt = in_set_transaction::<_, PayoutAbort, _>(&mut conn, plans, async |conn| {
-                write_set(conn, subaccount, &set, schedule, plans, PartyCheck::InWrite).await
-            })
-            .await;
+            let attempt = write_whole(&mut conn, subaccount, &set, schedule).await;
             match attempt {
                 Ok(joined) => {
                     return self.after_commit(Ok(joined
@@ -367,16 +364,9 @@ impl PgStore {
         in_set_transaction::<_, PayoutAbort, _>(conn, plans, async |conn| {
             let verdicts = decide(conn, subaccount, set, plans).await?;
             let written = accepted(set, &verdicts);
-            let mut joined = write_set(
-                conn,
-                subaccount,
-                &written,
-                schedule,
-                plans,
-                PartyCheck::Decided,
-            )
-            .await?
-            .into_iter();
+            let mut joined = write_set(conn, subaccount, &written, schedule, plans)
+                .await?
+                .into_iter();
             Ok(verdicts
                 .into_iter()
                 .map(|verdict| match verdict {

@@ -11,20 +11,24 @@
 //! PostgreSQL ([`WRITE_SET`]) and one statement each on Citus.
 //!
 //! A set expected to be accepted whole (a group of single requests, or one alone) skips
-//! [`decide`]: [`write_set`] then locks and checks the parties itself, and the write fails as a
-//! whole when anything would refuse a payout; the caller rolls back and decides the set afresh.
-//! On plain PostgreSQL a group nothing refuses is then written in four round trips (`BEGIN`
-//! with its planning setting, the parties, the writes, `COMMIT`), plus the open batch's lookup
-//! when a payout starts `pending`, where deciding first took seven.
+//! [`decide`] on plain PostgreSQL: [`write_whole`] locks and checks the parties itself, in its
+//! own transaction, and the write fails as a whole when anything would refuse a payout; the
+//! caller then decides the set afresh. Such a set is written in three round trips: `BEGIN` with
+//! its planning setting, the parties and the open batch's lookup sent together; the writes;
+//! `COMMIT`. Waiting for each statement took five, and deciding first seven.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
+use diesel::connection::TransactionDepthChange;
 use diesel::prelude::*;
 use diesel::sql_types::{
     Array, BigInt, Bool, Bytea, Integer, Nullable, SmallInt, Text, Timestamptz, Uuid as SqlUuid,
 };
-use diesel_async::{AnsiTransactionManager, AsyncPgConnection, RunQueryDsl, TransactionManager};
+use diesel_async::{
+    AnsiTransactionManager, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection,
+    TransactionManager,
+};
 use domain::account::{AccountStatus, ConfirmStatus};
 use domain::events::OutboxEvent;
 use domain::idempotency::{KeyAdmission, KeyCommit, WriteKey};
@@ -34,6 +38,7 @@ use domain::payout::ports::InsertPayoutError;
 use domain::payout::{Payout, PayoutStatus};
 use domain::rail::schedule::BatchSchedule;
 use domain::receiver::{KycStatus, ReceiverStatus};
+use futures_util::future::{join_all, join3};
 use uuid::Uuid;
 
 use super::outbox::{
@@ -41,7 +46,7 @@ use super::outbox::{
 };
 use super::transitions::{
     PayoutAbort, bind_entries, entries_in_order, insert_entries, insert_entries_from,
-    join_open_batch, with_batch, written_admission, written_key,
+    join_open_batch, open_batch, with_batch, written_admission, written_key,
 };
 use crate::cached::{BoxedSql, CachedExt};
 use crate::errors::TxError;
@@ -225,13 +230,22 @@ where
         }
         SetPlans::AsChosen => AnsiTransactionManager::begin_transaction(conn).await?,
     }
-    match callback(&mut *conn).await {
+    let result = callback(&mut *conn).await;
+    end_transaction(conn, result).await
+}
+
+/// Ends the open transaction: commits it when `result` is `Ok`, rolls it back otherwise.
+async fn end_transaction<R, E>(conn: &mut AsyncPgConnection, result: Result<R, E>) -> Result<R, E>
+where
+    E: From<diesel::result::Error>,
+{
+    match result {
         Ok(value) => {
             AnsiTransactionManager::commit_transaction(conn).await?;
             Ok(value)
         }
         Err(e) => match AnsiTransactionManager::rollback_transaction(conn).await {
-            // A broken transaction manager is most likely the callback's own failure.
+            // A broken transaction manager is most likely the failure's own doing.
             Ok(()) | Err(diesel::result::Error::BrokenTransactionManager) => Err(e),
             Err(rollback) => Err(rollback.into()),
         },
@@ -273,7 +287,7 @@ impl Parties {
 /// Locks the parties of `accounts` (the subaccount's own only) `FOR SHARE`, as a single payout
 /// locks them, and reads what [`Parties`] checks.
 async fn lock_parties(
-    conn: &mut AsyncPgConnection,
+    mut conn: &AsyncPgConnection,
     subaccount: Uuid,
     accounts: &[Uuid],
     plans: SetPlans,
@@ -285,7 +299,7 @@ async fn lock_parties(
     .bind::<SqlUuid, _>(subaccount)
     .bind::<Array<SqlUuid>, _>(accounts)
     .cached()
-    .load(conn)
+    .load(&mut conn)
     .await?;
     Ok(Parties::of(rows))
 }
@@ -386,47 +400,139 @@ pub(crate) fn party_status(
 /// The open batch a written payout joined (its id and run time), if it starts `pending`.
 pub(crate) type Joined = Option<(Uuid, DateTime<Utc>)>;
 
-/// Whether [`write_set`] still has to check the payouts' parties.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum PartyCheck {
-    /// [`decide`] locked and checked them earlier in the transaction.
-    Decided,
-    /// Not yet: `write_set` first locks them in one statement, as [`decide`] does, and fails
-    /// with [`PayoutAbort::Stale`] unless every payout is still
-    /// [as planned](Parties::as_planned).
-    InWrite,
-}
-
-/// Writes the payouts given, all of `subaccount`, in one transaction begun by
-/// [`in_set_transaction`] (see the module documentation); returns the batch each joined, in
-/// the order given. Written after [`decide`], they were accepted by it (`PartyCheck::Decided`).
-/// Written without it (`PartyCheck::InWrite`), the writes fail as a whole, for the caller to
-/// roll back, when a party is no longer as planned ([`PayoutAbort::Stale`]), a key is no longer
-/// its request's ([`TxError::KeyNotOwn`]), a balance does not cover its currency's sum
-/// ([`PayoutAbort::InsufficientBalance`]) or a reference is taken (a unique violation of
-/// `payouts_reference_unique`), in that order when more than one holds.
+/// Writes the payouts given, all of `subaccount`, accepted by [`decide`] earlier in the
+/// transaction begun by [`in_set_transaction`] with the same `plans` (see the module
+/// documentation): joins each currency's open batch, then writes. Returns the batch each
+/// payout joined, in the order given. The requests of a decided set were admitted before (its
+/// callers leave out the others): a request it would admit fails it
+/// ([`PayoutAbort::NotAdmitted`]).
 pub(crate) async fn write_set(
     conn: &mut AsyncPgConnection,
     subaccount: Uuid,
     written: &[Planned<'_>],
     schedule: &BatchSchedule,
     plans: SetPlans,
-    parties: PartyCheck,
 ) -> Result<Vec<Joined>, PayoutAbort> {
     if written.is_empty() {
         return Ok(Vec::new());
     }
-    if parties == PartyCheck::InWrite {
-        let accounts: Vec<Uuid> = written
-            .iter()
-            .map(|p| p.payout.account_id.as_uuid())
-            .collect();
-        let locked = lock_parties(conn, subaccount, &accounts, plans).await?;
-        if !written.iter().all(|p| locked.as_planned(p.payout)) {
-            return Err(PayoutAbort::Stale);
+    let currencies = currency_totals(written);
+    let mut batches: HashMap<&str, (Uuid, DateTime<Utc>)> = HashMap::new();
+    for (asset, currency) in &currencies {
+        if let Some(at) = currency.opens_batch_at {
+            batches.insert(
+                asset,
+                join_open_batch(conn, subaccount, asset, at, schedule).await?,
+            );
         }
     }
-    let mut currencies: BTreeMap<&str, CurrencyTotal> = BTreeMap::new();
+    write_joined(
+        conn,
+        subaccount,
+        written,
+        &currencies,
+        &batches,
+        plans,
+        false,
+    )
+    .await
+}
+
+/// Writes a set expected to be accepted whole (a group of single requests, or one alone), all
+/// of `subaccount`, on plain PostgreSQL, in a transaction of its own, committed when it is
+/// written and rolled back otherwise. The transaction's `BEGIN` (with its generic plans), the
+/// lock and read of the payouts' parties and the lookup of the open batch of each currency a
+/// payout joins are sent together and answered in one round trip; then come the writes, one
+/// statement ([`WRITE_SET`], which also admits the requests whose admission their keys carry),
+/// and the commit: three round trips, where waiting for each statement took five when a payout
+/// starts `pending`. Returns the batch each payout joined, in the order given.
+///
+/// Fails as a whole, for the caller to decide the set afresh, when a party is no longer as
+/// planned ([`PayoutAbort::Stale`]), a key is no longer its request's ([`TxError::KeyNotOwn`]),
+/// a request cannot be admitted ([`PayoutAbort::NotAdmitted`]), a balance does not cover its
+/// currency's sum ([`PayoutAbort::InsufficientBalance`]) or a reference is taken (a unique
+/// violation of `payouts_reference_unique`), in that order when more than one holds.
+pub(crate) async fn write_whole(
+    conn: &mut AsyncPgConnection,
+    subaccount: Uuid,
+    written: &[Planned<'_>],
+    schedule: &BatchSchedule,
+) -> Result<Vec<Joined>, PayoutAbort> {
+    // The transaction manager counts the transaction as begun before its `BEGIN` is sent, so
+    // that a connection left midway (this future dropped while the statements are in flight)
+    // is one the pool discards, never one it lends again with a transaction open.
+    AnsiTransactionManager::transaction_manager_status_mut(conn)
+        .transaction_state()?
+        .change_transaction_depth(TransactionDepthChange::IncreaseDepth)?;
+    let result = write_whole_begun(conn, subaccount, written, schedule).await;
+    end_transaction(conn, result).await
+}
+
+/// [`write_whole`] once the transaction manager counts its transaction as begun: sends the
+/// `BEGIN` with the reads that open the transaction, then writes.
+async fn write_whole_begun(
+    conn: &mut AsyncPgConnection,
+    subaccount: Uuid,
+    written: &[Planned<'_>],
+    schedule: &BatchSchedule,
+) -> Result<Vec<Joined>, PayoutAbort> {
+    let currencies = currency_totals(written);
+    let accounts: Vec<Uuid> = written
+        .iter()
+        .map(|p| p.payout.account_id.as_uuid())
+        .collect();
+    let joining: Vec<(&str, DateTime<Utc>)> = currencies
+        .iter()
+        .filter_map(|(asset, currency)| currency.opens_batch_at.map(|at| (*asset, at)))
+        .collect();
+    // Sent in this order on the first poll (each future sends its statement when first
+    // polled, or after the statement it prepares, which the others wait for), so the reads run
+    // after `BEGIN`, in its transaction. Should `BEGIN` fail, the reads may have run on their
+    // own; nothing is written before it is known to have begun.
+    let opening: &AsyncPgConnection = conn;
+    let (begun, parties, open) = join3(
+        async {
+            let mut opening = opening;
+            opening.batch_execute(BEGIN_WITH_GENERIC_PLANS).await
+        },
+        lock_parties(opening, subaccount, &accounts, SetPlans::Generic),
+        join_all(
+            joining
+                .iter()
+                .map(|(asset, _)| open_batch(opening, subaccount, asset)),
+        ),
+    )
+    .await;
+    begun?;
+    let parties = parties?;
+    if !written.iter().all(|p| parties.as_planned(p.payout)) {
+        return Err(PayoutAbort::Stale);
+    }
+    let mut batches: HashMap<&str, (Uuid, DateTime<Utc>)> = HashMap::new();
+    for ((asset, at), open) in joining.iter().zip(open) {
+        let batch = match open? {
+            Some(batch) => batch,
+            // No batch is open: one is created (or joined, if another transaction created it
+            // meanwhile), as a decided set's is.
+            None => join_open_batch(conn, subaccount, asset, *at, schedule).await?,
+        };
+        batches.insert(asset, batch);
+    }
+    write_joined(
+        conn,
+        subaccount,
+        written,
+        &currencies,
+        &batches,
+        SetPlans::Generic,
+        true,
+    )
+    .await
+}
+
+/// Each currency's [`CurrencyTotal`] of the payouts of `written`.
+fn currency_totals<'p>(written: &[Planned<'p>]) -> BTreeMap<&'p str, CurrencyTotal> {
+    let mut currencies: BTreeMap<&'p str, CurrencyTotal> = BTreeMap::new();
     for p in written {
         let payout = p.payout;
         let entry = currencies
@@ -446,15 +552,23 @@ pub(crate) async fn write_set(
         entry.total += payout.total();
         entry.last = entry.last.max(payout.created_at);
     }
-    let mut batches: HashMap<&str, (Uuid, DateTime<Utc>)> = HashMap::new();
-    for (asset, currency) in &currencies {
-        if let Some(at) = currency.opens_batch_at {
-            batches.insert(
-                asset,
-                join_open_batch(conn, subaccount, asset, at, schedule).await?,
-            );
-        }
-    }
+    currencies
+}
+
+/// Writes the payouts given, their currencies' open batches joined (`batches`, by currency):
+/// one statement on plain PostgreSQL, one per table on Citus. Returns the batch each payout
+/// joined. `admits` says whether the statement may admit requests (only [`WRITE_SET`] does,
+/// and only in a set written whole); a request to admit otherwise fails the set with
+/// [`PayoutAbort::NotAdmitted`].
+async fn write_joined(
+    conn: &mut AsyncPgConnection,
+    subaccount: Uuid,
+    written: &[Planned<'_>],
+    currencies: &BTreeMap<&str, CurrencyTotal>,
+    batches: &HashMap<&str, (Uuid, DateTime<Utc>)>,
+    plans: SetPlans,
+    admits: bool,
+) -> Result<Vec<Joined>, PayoutAbort> {
     let joined: Vec<Joined> = written
         .iter()
         .map(|p| {
@@ -485,9 +599,7 @@ pub(crate) async fn write_set(
         .zip(&joined)
         .filter_map(|(p, batch)| written_admission(p.key?, p.payout, *batch))
         .collect::<Result<_, _>>()?;
-    // Only the one statement admits requests, and only in a set written without deciding
-    // first: a decided set's requests were admitted before (its callers leave out the others).
-    let admits = plans == SetPlans::Generic && parties == PartyCheck::InWrite;
+    let admits = admits && plans == SetPlans::Generic;
     if !admissions.is_empty()
         && (!admits
             || admissions

@@ -24,8 +24,8 @@ use super::PgStore;
 use super::accounts::AccountRow;
 use super::outbox::insert_events;
 use super::payout_sets::{
-    PartyCheck, Planned, SetPlans, Verdict, accepted, decide, in_set_transaction, party_status,
-    write_set,
+    Planned, SetPlans, Verdict, accepted, decide, in_set_transaction, party_status, write_set,
+    write_whole,
 };
 use super::transitions::{
     PayoutAbort, apply_change, insert_entries, join_open_batch, with_batch, written_key,
@@ -663,15 +663,7 @@ impl PgStore {
             let written = accepted(&planned, &verdicts);
             if let Some(first) = written.as_slice().first() {
                 let subaccount = first.payout.subaccount_id.as_uuid();
-                write_set(
-                    conn,
-                    subaccount,
-                    &written,
-                    schedule,
-                    plans,
-                    PartyCheck::Decided,
-                )
-                .await?;
+                write_set(conn, subaccount, &written, schedule, plans).await?;
             }
             super::idempotency::mark_committed(conn, key.commit(&result).as_ref())
                 .await
@@ -799,42 +791,40 @@ impl PgStore {
         let plans = SetPlans::on_citus(citus);
         let mut attempt = 1;
         let result = loop {
-            let result = in_set_transaction::<_, PayoutAbort, _>(&mut conn, plans, async |conn| {
-                // The hold comes last: one conditional update, so concurrent payouts can never
-                // take the balance below zero (and a subaccount with no balance row has nothing
-                // to hold). The balance row is every payout's of the subaccount, so it is
-                // locked only for the commit: the statements before run concurrently.
-                if citus {
+            let result = if citus {
+                in_set_transaction::<_, PayoutAbort, _>(&mut conn, plans, async |conn| {
+                    // The hold comes last: one conditional update, so concurrent payouts can
+                    // never take the balance below zero (and a subaccount with no balance row
+                    // has nothing to hold). The balance row is every payout's of the
+                    // subaccount, so it is locked only for the commit: the statements before
+                    // run concurrently.
                     check_parties(conn, payout, citus).await?;
                     let batch =
                         write_payout(conn, payout, entries, events, Some(key), schedule).await?;
                     hold(conn, payout).await?;
-                    return Ok(batch.map(|(id, _)| BatchId::from_uuid(id)));
-                }
-                // On plain PostgreSQL the party check and the writes are a set's one statement,
-                // hold last, run with its generic plan as in a group.
+                    Ok(batch.map(|(id, _)| BatchId::from_uuid(id)))
+                })
+                .await
+            } else {
+                // On plain PostgreSQL the payout is a set of one written whole, as a group is:
+                // its party check, then its writes in one statement, hold last, with their
+                // generic plans.
                 let alone = [Planned {
                     payout,
                     entries,
                     events,
                     key: Some(key),
                 }];
-                let joined = write_set(
-                    conn,
-                    payout.subaccount_id.as_uuid(),
-                    &alone,
-                    schedule,
-                    plans,
-                    PartyCheck::InWrite,
-                )
-                .await?;
-                Ok(joined
-                    .into_iter()
-                    .next()
-                    .flatten()
-                    .map(|(id, _)| BatchId::from_uuid(id)))
-            })
-            .await;
+                write_whole(&mut conn, payout.subaccount_id.as_uuid(), &alone, schedule)
+                    .await
+                    .map(|joined| {
+                        joined
+                            .into_iter()
+                            .next()
+                            .flatten()
+                            .map(|(id, _)| BatchId::from_uuid(id))
+                    })
+            };
             // A deadlock victim was rolled back whole; run it again rather than answer 503.
             // One arises when this payout creates its currency's open batch while a group or
             // bulk request of the subaccount, holding the balance row, waits to create it too.

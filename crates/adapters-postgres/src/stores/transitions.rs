@@ -157,6 +157,24 @@ struct OpenBatch {
     batch_run_time: DateTime<Utc>,
 }
 
+/// The open batch of (subaccount, asset), if there is one, locked `FOR SHARE` as
+/// [`join_open_batch`] locks it: its id and run time. Takes the connection shared, so that it
+/// can be sent together with other statements ([`write_whole`](super::payout_sets::write_whole)).
+pub(crate) async fn open_batch(
+    mut conn: &AsyncPgConnection,
+    subaccount: Uuid,
+    asset: &str,
+) -> QueryResult<Option<(Uuid, DateTime<Utc>)>> {
+    let open: Option<OpenBatch> = diesel::sql_query(OPEN_BATCH)
+        .bind::<SqlUuid, _>(subaccount)
+        .bind::<Text, _>(asset)
+        .cached()
+        .get_result(&mut conn)
+        .await
+        .optional()?;
+    Ok(open.map(|open| (open.id, open.batch_run_time)))
+}
+
 /// The open batch of (subaccount, asset), locked `FOR SHARE` so it cannot close before this
 /// transaction commits (closing waits for it, then sees the payout); created, to run
 /// `interval` from `now`, when there is none. Returns its id and run time.
@@ -170,15 +188,8 @@ pub(crate) async fn join_open_batch(
     // Two rounds suffice: a concurrent creator's batch is visible once its insert has made ours
     // wait and do nothing. A third round means that batch closed at once; try again anyway.
     for _ in 0..3 {
-        let open: Option<OpenBatch> = diesel::sql_query(OPEN_BATCH)
-            .bind::<SqlUuid, _>(subaccount)
-            .bind::<Text, _>(asset)
-            .cached()
-            .get_result(conn)
-            .await
-            .optional()?;
-        if let Some(open) = open {
-            return Ok((open.id, open.batch_run_time));
+        if let Some(open) = open_batch(conn, subaccount, asset).await? {
+            return Ok(open);
         }
         let id = Uuid::new_v4();
         let run_at = Asset::parse(asset).map_or_else(

@@ -1208,3 +1208,89 @@ async fn a_lone_payout_short_of_balance_with_a_taken_reference_or_stale_writes_n
     assert_eq!(after.available, before.available - 100);
     ledger_is_balanced(&fx.store).await;
 }
+
+#[derive(diesel::QueryableByName)]
+struct Session {
+    #[diesel(sql_type = diesel::sql_types::Integer)]
+    pid: i32,
+}
+
+#[derive(diesel::QueryableByName)]
+struct SessionState {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    state: String,
+}
+
+/// A payout whose request goes away while its transaction is open (its `BEGIN` sent with the
+/// reads that open it, one of them waiting for a lock) leaves no transaction open on the
+/// connection the pool lends next: the pool discards that connection, and the next payout is
+/// written in a transaction of its own.
+#[tokio::test]
+async fn a_payout_dropped_in_its_transaction_leaves_no_transaction_to_the_next_request() {
+    let fx = Fixture::new().await;
+    let (sub, owner, account) = world(&fx, "1000").await;
+    payable_at_once(&fx, &owner, &account).await;
+    let store = crate::support::one_connection_store(&fx);
+    let before = store.balance(sub, Asset::Usd).await.unwrap();
+    let mut blocker = fx.raw().await;
+    diesel::sql_query("BEGIN")
+        .execute(&mut blocker)
+        .await
+        .unwrap();
+    diesel::sql_query("SELECT 1 FROM receiver_accounts WHERE id = $1 FOR UPDATE")
+        .bind::<SqlUuid, _>(account.id.as_uuid())
+        .execute(&mut blocker)
+        .await
+        .unwrap();
+    let dropped = planned(sub, &owner, &account, (100, 0), None, PayoutStatus::Pending);
+    let none = WriteKey::none();
+    tokio::select! {
+        written = store.insert_payout(&dropped.payout, &dropped.entries, &dropped.events, &none) => {
+            panic!("the payout was written past a locked account: {written:?}");
+        }
+        () = until_a_session_waits_for_a_lock(&fx) => {}
+    }
+    diesel::sql_query("ROLLBACK")
+        .execute(&mut blocker)
+        .await
+        .unwrap();
+    // The session the pool lends next, once its statement is done, is idle: not idle in a
+    // transaction left open.
+    let lent = {
+        let mut conn = store.pool().get().await.unwrap();
+        diesel::sql_query("SELECT pg_backend_pid() AS pid")
+            .get_result::<Session>(&mut *conn)
+            .await
+            .unwrap()
+            .pid
+    };
+    let lent: SessionState = diesel::sql_query("SELECT state FROM pg_stat_activity WHERE pid = $1")
+        .bind::<diesel::sql_types::Integer, _>(lent)
+        .get_result(&mut blocker)
+        .await
+        .unwrap();
+    assert_eq!(
+        lent.state, "idle",
+        "the pool lent a connection inside a transaction"
+    );
+    let next = planned(sub, &owner, &account, (200, 0), None, PayoutStatus::Pending);
+    let written = store
+        .insert_payout(&next.payout, &next.entries, &next.events, &none)
+        .await;
+    assert!(
+        written.unwrap().is_some(),
+        "the next payout joins the open batch"
+    );
+    assert_eq!(
+        count(
+            &fx,
+            "SELECT count(*) AS n FROM payouts WHERE subaccount_id = $1",
+            sub
+        )
+        .await,
+        1
+    );
+    let balance = store.balance(sub, Asset::Usd).await.unwrap();
+    assert_eq!(balance.available, before.available - 200);
+    ledger_is_balanced(&fx.store).await;
+}
