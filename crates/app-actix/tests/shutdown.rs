@@ -6,6 +6,8 @@
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use adapters_postgres::test_db::TestDb;
@@ -42,12 +44,20 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// A webhook endpoint that answers 200 only after `delay`, counting the requests it finished.
-fn slow_endpoint(delay: Duration) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+/// The requests a [`slow_endpoint`] has received, and those it has answered.
+#[derive(Default)]
+struct Deliveries {
+    arrived: AtomicUsize,
+    finished: AtomicUsize,
+}
+
+/// A webhook endpoint that answers 200 only after `delay`, counting the requests it received
+/// and those it finished.
+fn slow_endpoint(delay: Duration) -> (String, Arc<Deliveries>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counter = done.clone();
+    let deliveries = Arc::new(Deliveries::default());
+    let counter = deliveries.clone();
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { continue };
@@ -55,15 +65,25 @@ fn slow_endpoint(delay: Duration) -> (String, std::sync::Arc<std::sync::atomic::
             std::thread::spawn(move || {
                 let mut buf = [0u8; 65536];
                 let _ = stream.read(&mut buf);
+                counter.arrived.fetch_add(1, Ordering::SeqCst);
                 std::thread::sleep(delay);
                 let _ = stream.write_all(
                     b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
                 );
-                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                counter.finished.fetch_add(1, Ordering::SeqCst);
             });
         }
     });
-    (url, done)
+    (url, deliveries)
+}
+
+/// Waits (20 s at most) until `condition` holds, failing with `what` otherwise.
+async fn until<F: AsyncFnMut() -> bool>(what: &str, mut condition: F) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !condition().await {
+        assert!(Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 fn signature(key: &str, secret: &str, nonce: i64) -> String {
@@ -141,7 +161,10 @@ async fn sigterm_finishes_the_request_and_the_webhook_in_flight_then_exits_clean
     // A first receiver: its webhook is delivered to the slow endpoint, in flight at SIGTERM.
     let first = create("first@example.com").await.unwrap();
     assert_eq!(first.status().as_u16(), 200);
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    until("the first webhook never reached the endpoint", async || {
+        AtomicUsize::load(&delivered.arrived, Ordering::SeqCst) >= 1
+    })
+    .await;
 
     // A second request held in flight: the test locks the subaccount row, which the request's
     // writes must wait for (foreign key checks).
@@ -156,7 +179,17 @@ async fn sigterm_finishes_the_request_and_the_webhook_in_flight_then_exits_clean
         .await
         .unwrap();
     let in_flight = tokio::spawn(create("second@example.com"));
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut observer = AsyncPgConnection::establish(db.url()).await.unwrap();
+    until("the second request never waited for the lock", async || {
+        count(
+            &mut observer,
+            "SELECT count(*) AS n FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .await
+            > 0
+    })
+    .await;
     assert!(!in_flight.is_finished(), "the request waits for the lock");
 
     let killed = Command::new("kill")
@@ -164,17 +197,16 @@ async fn sigterm_finishes_the_request_and_the_webhook_in_flight_then_exits_clean
         .status()
         .unwrap();
     assert!(killed.success());
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    // No new connections once stopping.
-    assert!(
+    // No new connections once stopping (as soon as the signal is handled).
+    until("a stopping server accepts no new requests", async || {
         reqwest::Client::new()
             .get(format!("{base}/healthz"))
             .timeout(Duration::from_secs(2))
             .send()
             .await
-            .is_err(),
-        "a stopping server accepts no new requests"
-    );
+            .is_err()
+    })
+    .await;
     diesel::sql_query("COMMIT")
         .execute(&mut blocker)
         .await
@@ -199,8 +231,8 @@ async fn sigterm_finishes_the_request_and_the_webhook_in_flight_then_exits_clean
     // The attempt in flight finished and was recorded; nothing is left claimed.
     // Every attempt started was answered (the first was in flight at SIGTERM; the second
     // receiver's event may have been claimed before the worker stopped) and recorded.
-    let finished =
-        std::sync::atomic::AtomicUsize::load(&delivered, std::sync::atomic::Ordering::SeqCst);
+    // `AtomicUsize::load` by name: diesel's `RunQueryDsl::load` is in scope.
+    let finished = AtomicUsize::load(&delivered.finished, Ordering::SeqCst);
     assert!(finished >= 1, "the attempt in flight was answered");
     let mut conn = AsyncPgConnection::establish(db.url()).await.unwrap();
     let attempts = count(&mut conn, "SELECT count(*) AS n FROM webhook_attempts").await;
