@@ -1237,11 +1237,15 @@ async fn a_payout_dropped_in_its_transaction_leaves_no_transaction_to_the_next_r
         .execute(&mut blocker)
         .await
         .unwrap();
-    diesel::sql_query("SELECT 1 FROM receiver_accounts WHERE id = $1 FOR UPDATE")
-        .bind::<SqlUuid, _>(account.id.as_uuid())
-        .execute(&mut blocker)
-        .await
-        .unwrap();
+    // The subaccount routes the lock to one shard on Citus.
+    diesel::sql_query(
+        "SELECT 1 FROM receiver_accounts WHERE id = $1 AND subaccount_id = $2 FOR UPDATE",
+    )
+    .bind::<SqlUuid, _>(account.id.as_uuid())
+    .bind::<SqlUuid, _>(sub.as_uuid())
+    .execute(&mut blocker)
+    .await
+    .unwrap();
     let dropped = planned(sub, &owner, &account, (100, 0), None, PayoutStatus::Pending);
     let none = WriteKey::none();
     tokio::select! {
