@@ -7,13 +7,15 @@
 //! together, in arrival order, in one transaction of set statements, with one commit (one WAL
 //! flush) for all of them.
 //!
-//! A group is first written whole: its parties locked and checked in one statement, then the
-//! payouts, their ledger entries, their idempotency keys, their events and the update of the
-//! balance (one statement on plain PostgreSQL, five on Citus: see `payout_sets::write_set`).
-//! If anything would refuse one of its requests (a party changed, a reference taken, the
-//! balance short), that transaction rolls back and the group is decided request by request in
-//! a second one: one statement for all their parties, one for their references, one lock of
-//! the balance, then the writes of the accepted ones. On Citus every group is decided first.
+//! On plain PostgreSQL a group is first written whole (`payout_sets::write_whole`): its parties
+//! locked and checked in one statement, sent with the transaction's `BEGIN` and the open
+//! batch's lookup, then the payouts, their ledger entries, their idempotency keys, their events
+//! and the update of the balance in one statement. If anything would refuse one of its requests
+//! (a party changed, a reference taken, the balance short), that transaction rolls back and the
+//! group is decided request by request in a second one: one statement for all their parties,
+//! one for their references, one lock of the balance, then the writes of the accepted ones
+//! (`payout_sets::write_set`: one statement on plain PostgreSQL, five on Citus). On Citus every
+//! group is decided first.
 
 //! Each request still gets exactly its own answer. Its parties are checked as a single
 //! payout's are (a stale one is told to plan again); a reference taken before, or by an earlier
@@ -290,7 +292,7 @@ impl PgStore {
         let mut in_doubt: Option<String> = None;
         if plans == SetPlans::Generic {
             // Most groups are accepted whole: written at once, their parties locked and checked
-            // by `write_set` itself, without reading the references or the balance first.
+            // by `write_whole` itself, without reading the references or the balance first.
             // Anything that would refuse a request fails the attempt as a whole, and the group
             // is then decided request by request below.
             let attempt = write_whole(&mut conn, subaccount, &set, schedule).await;

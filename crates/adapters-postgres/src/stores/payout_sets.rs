@@ -764,7 +764,7 @@ async fn write_statement_by_statement(
     .cached()
     .execute(conn)
     .await?;
-    // `write_set` leaves admissions to the one statement.
+    // Only the one statement admits requests (`write_joined` refuses them here).
     let counts = SetWritten {
         payouts: count(payouts),
         entries: count(set.entries.len()),
