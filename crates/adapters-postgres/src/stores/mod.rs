@@ -15,6 +15,7 @@ mod outbox;
 mod payout_groups;
 mod payout_sets;
 mod payouts;
+mod planning_reads;
 mod rail_files;
 mod receivers;
 pub mod rotation;
@@ -146,6 +147,15 @@ impl PgStore {
 
     async fn conn(&self) -> Result<Object<AsyncPgConnection>, PortError> {
         self.pool.get().await.map_err(from_pool)
+    }
+}
+
+/// The same port error again, for another request that shares its cause (a group's write, a
+/// statement of several requests' reads); the error itself is not `Clone`.
+fn copied_port_error(e: &PortError) -> PortError {
+    match e {
+        PortError::Unavailable(cause) => PortError::Unavailable(anyhow::anyhow!("{cause:#}")),
+        PortError::Unknown(cause) => PortError::Unknown(anyhow::anyhow!("{cause:#}")),
     }
 }
 

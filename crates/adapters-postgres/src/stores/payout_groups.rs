@@ -31,6 +31,9 @@
 //! a group is written by a task spawned on the runtime of the request that opened it, with that
 //! request's store, so a request that goes away (a client that disconnects) never strands the
 //! others waiting behind it.
+//!
+//! The same shared value carries the requests' planning reads, several to a statement on plain
+//! PostgreSQL (`super::planning_reads`), since they too are one statement per request otherwise.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -52,6 +55,7 @@ use super::payout_sets::{
     Planned, SetPlans, Verdict, accepted, decide, in_set_transaction, write_set, write_whole,
 };
 use super::payouts::rolled_back_whole;
+use super::planning_reads::PlanningReads;
 use super::transitions::PayoutAbort;
 use crate::errors::TxError;
 
@@ -101,6 +105,8 @@ type GroupKey = (Uuid, &'static str);
 pub struct PayoutGroups {
     settings: GroupCommitSettings,
     queues: Mutex<HashMap<GroupKey, Queue>>,
+    /// The planning reads of the requests, several in one statement.
+    planning_reads: Arc<PlanningReads>,
 }
 
 impl std::fmt::Debug for PayoutGroups {
@@ -120,7 +126,14 @@ impl PayoutGroups {
                 ..settings
             },
             queues: Mutex::new(HashMap::new()),
+            planning_reads: Arc::default(),
         })
+    }
+
+    /// The planning reads of new payouts, read several requests at a time
+    /// ([`super::planning_reads`]).
+    pub(crate) fn planning_reads(&self) -> &Arc<PlanningReads> {
+        &self.planning_reads
     }
 
     /// The settings in force.
@@ -384,12 +397,9 @@ impl PgStore {
     }
 }
 
-/// The same port error for another request of the group (the error itself is not `Clone`).
+/// The same port error for another request of the group.
 fn copied(e: &PortError) -> InsertPayoutError {
-    InsertPayoutError::Port(match e {
-        PortError::Unavailable(cause) => PortError::Unavailable(anyhow::anyhow!("{cause:#}")),
-        PortError::Unknown(cause) => PortError::Unknown(anyhow::anyhow!("{cause:#}")),
-    })
+    InsertPayoutError::Port(super::copied_port_error(e))
 }
 
 /// A group failure in words for the log: the constraint or error kind, never a value.

@@ -27,6 +27,7 @@ use super::payout_sets::{
     Planned, SetPlans, Verdict, accepted, decide, in_set_transaction, party_status, write_set,
     write_whole,
 };
+use super::planning_reads::{PlanningRead, PlanningRow, read_planning};
 use super::transitions::{
     PayoutAbort, apply_change, insert_entries, join_open_batch, with_batch, written_key,
 };
@@ -46,7 +47,7 @@ use std::collections::HashMap;
 
 /// A fee template's columns as the planning reads select them ([`template_columns!`]): asset,
 /// id, group, fixed, percentage, minimum.
-type TemplateRow = (String, Uuid, Uuid, i64, i32, i64);
+pub(crate) type TemplateRow = (String, Uuid, Uuid, i64, i32, i64);
 
 /// The columns of a [`TemplateRow`] (a macro: one list for both reads that select them).
 macro_rules! template_columns {
@@ -61,6 +62,7 @@ macro_rules! template_columns {
         )
     };
 }
+pub(crate) use template_columns;
 
 #[async_trait]
 impl PayoutStore for PgStore {
@@ -77,15 +79,34 @@ impl PayoutStore for PgStore {
         let one = OnePayoutFacts::of(query);
         // Before the connection is taken: the first check takes one of its own.
         let citus = one.is_some() && self.detect_citus().await?;
+        let sub = subaccount.as_uuid();
+        if let Some(one) = one.as_ref().filter(|_| !citus) {
+            let read = one.planning_read(query.since);
+            let row = match &self.payout_groups {
+                // With group commit, the reads of concurrent requests share statements.
+                Some(groups) => groups.planning_reads().read(self, sub, read).await?,
+                None => {
+                    let conn = self.conn().await?;
+                    read_planning(&conn, sub, &[read])
+                        .await
+                        .map_err(from_diesel)?
+                        .pop()
+                        .ok_or_else(|| PortError::unknown("a planning read answered no row"))?
+                }
+            };
+            return self.facts_from_one(one, row);
+        }
         let pooled = self.conn().await?;
         let conn: &AsyncPgConnection = &pooled;
-        let sub = subaccount.as_uuid();
         if let Some(one) = one {
-            let (receivers, accounts, templates, paid) = one
-                .read(sub, query.since, citus, conn)
+            let row = one
+                .read(sub, query.since, conn)
                 .await
                 .map_err(from_diesel)?;
-            return self.facts_from_rows(receivers, accounts, templates, paid);
+            return match row {
+                Some(row) => self.facts_from_one(&one, row),
+                None => Ok(PlanningFacts::default()),
+            };
         }
         // Four independent reads, pipelined on one connection: sent together, answered in
         // one round trip's time. A single payout's reads compare with one value (`= $2`), not
@@ -404,11 +425,12 @@ impl PayoutStore for PgStore {
 }
 
 /// What one payout's planning asks ([`PlanningQuery`] with one receiver, one account, one asset
-/// and that account's amount): read in one statement ([`Self::read`]) instead of the four
-/// pipelined reads a larger query takes. Each statement PostgreSQL runs costs it a bind, an
-/// executor start and end, an implicit transaction and a reply of its own, and the server an
-/// encoded request and a decoded answer, whatever the statement reads; the single payout is the
-/// common request, so it pays for one.
+/// and that account's amount): read in one statement instead of the four pipelined reads a
+/// larger query takes. Each statement PostgreSQL runs costs it a bind, an executor start and
+/// end, an implicit transaction and a reply of its own, and the server an encoded request and a
+/// decoded answer, whatever the statement reads; the single payout is the common request, so it
+/// pays for one, and on plain PostgreSQL shares it with concurrent requests
+/// ([`super::planning_reads`]).
 struct OnePayoutFacts {
     receiver: Uuid,
     account: Uuid,
@@ -438,106 +460,91 @@ impl OnePayoutFacts {
         }
     }
 
-    /// The subaccount's row, with the receiver, the account and the asset's fee template
-    /// joined where they exist (each only if it is the subaccount's own), and whether the
-    /// account was paid the same amount since `since`. Answered as the four reads would be.
-    ///
-    /// On Citus the receiver's and the account's subaccount are compared with `=`, which routes
-    /// the statement to the subaccount's shard. On plain PostgreSQL they are compared with `IS
-    /// NOT DISTINCT FROM` (the same for these non-null columns), which no index can serve: the
-    /// statement runs with its generic plan, which PostgreSQL costs for the average subaccount,
-    /// and with `=` among many subaccounts of one receiver or so a large subaccount's receiver
-    /// was found by scanning all of the subaccount's receivers (2 000 rows read for one in the
-    /// test that reproduces it) instead of by its primary key.
+    /// This query as a read of [`super::planning_reads`], looking back to `since`.
+    fn planning_read(&self, since: DateTime<Utc>) -> PlanningRead {
+        PlanningRead {
+            receiver: self.receiver,
+            account: self.account,
+            asset: self.asset,
+            amount: self.amount,
+            since,
+        }
+    }
+
+    /// On Citus: the subaccount's row, with the receiver, the account and the asset's fee
+    /// template joined where they exist (each only if it is the subaccount's own), and whether
+    /// the account was paid the same amount since `since`; `None` without the subaccount. Every
+    /// table is compared with the subaccount with `=`, which routes the statement to the
+    /// subaccount's shard.
     async fn read(
         &self,
         sub: Uuid,
         since: DateTime<Utc>,
-        citus: bool,
         conn: &AsyncPgConnection,
-    ) -> QueryResult<(
-        Vec<crate::rows::ReceiverRow>,
-        Vec<AccountRow>,
-        Vec<TemplateRow>,
-        Vec<PaidSince>,
-    )> {
+    ) -> QueryResult<Option<PlanningRow>> {
         use crate::schema::subaccounts;
-        /// The statement, with `$same` comparing a party's subaccount with `sub`.
-        macro_rules! one_payout_facts {
-            ($same:ident) => {{
-                let paid_since = diesel::dsl::exists(
-                    payouts::table
-                        .filter(payouts::subaccount_id.eq(sub))
-                        .filter(payouts::account_id.eq(self.account))
-                        .filter(payouts::amount.eq(self.amount.get()))
-                        .filter(payouts::asset.eq(self.asset.code()))
-                        .filter(payouts::created_at.ge(since)),
-                );
-                subaccounts::table
-                    .filter(subaccounts::id.eq(sub))
-                    .left_join(
-                        receivers::table.on(receivers::id
-                            .eq(self.receiver)
-                            .and(receivers::subaccount_id.$same(sub))),
-                    )
-                    .left_join(
-                        receiver_accounts::table.on(receiver_accounts::id
-                            .eq(self.account)
-                            .and(receiver_accounts::subaccount_id.$same(sub))),
-                    )
-                    .left_join(
-                        fee_templates::table.on(fee_templates::subaccount_id
-                            .eq(sub)
-                            .and(fee_templates::asset.eq(self.asset.code()))),
-                    )
-                    .select((
-                        Option::<crate::rows::ReceiverRow>::as_select(),
-                        Option::<AccountRow>::as_select(),
-                        template_columns!().nullable(),
-                        paid_since,
-                    ))
-                    .cached()
-            }};
-        }
-        type Row = (
-            Option<crate::rows::ReceiverRow>,
-            Option<AccountRow>,
-            Option<TemplateRow>,
-            bool,
+        let paid_since = diesel::dsl::exists(
+            payouts::table
+                .filter(payouts::subaccount_id.eq(sub))
+                .filter(payouts::account_id.eq(self.account))
+                .filter(payouts::amount.eq(self.amount.get()))
+                .filter(payouts::asset.eq(self.asset.code()))
+                .filter(payouts::created_at.ge(since)),
         );
         let mut conn = conn;
-        let row: Option<Row> = if citus {
-            one_payout_facts!(eq)
-                .get_result(&mut conn)
-                .await
-                .optional()?
-        } else {
-            one_payout_facts!(is_not_distinct_from)
-                .get_result(&mut conn)
-                .await
-                .optional()?
-        };
-        let Some((receiver, account, template, paid)) = row else {
-            return Ok(Default::default());
-        };
-        let paid = paid
-            .then(|| PaidSince {
-                account_id: self.account,
-                amount: self.amount.get(),
-                asset: self.asset.code().to_owned(),
-            })
-            .into_iter()
-            .collect();
-        Ok((
-            receiver.into_iter().collect(),
-            account.into_iter().collect(),
-            template.into_iter().collect(),
-            paid,
-        ))
+        subaccounts::table
+            .filter(subaccounts::id.eq(sub))
+            .left_join(
+                receivers::table.on(receivers::id
+                    .eq(self.receiver)
+                    .and(receivers::subaccount_id.eq(sub))),
+            )
+            .left_join(
+                receiver_accounts::table.on(receiver_accounts::id
+                    .eq(self.account)
+                    .and(receiver_accounts::subaccount_id.eq(sub))),
+            )
+            .left_join(
+                fee_templates::table.on(fee_templates::subaccount_id
+                    .eq(sub)
+                    .and(fee_templates::asset.eq(self.asset.code()))),
+            )
+            .select((
+                Option::<crate::rows::ReceiverRow>::as_select(),
+                Option::<AccountRow>::as_select(),
+                template_columns!().nullable(),
+                paid_since,
+            ))
+            .cached()
+            .get_result(&mut conn)
+            .await
+            .optional()
     }
 }
 
 impl PgStore {
+    /// The answer to `one`'s query from its row.
+    fn facts_from_one(
+        &self,
+        one: &OnePayoutFacts,
+        (receiver, account, template, paid): PlanningRow,
+    ) -> Result<PlanningFacts, PortError> {
+        let paid = paid
+            .then(|| PaidSince {
+                account_id: one.account,
+                amount: one.amount.get(),
+                asset: one.asset.code().to_owned(),
+            })
+            .into_iter()
+            .collect();
+        self.facts_from_rows(
+            receiver.into_iter().collect(),
+            account.into_iter().collect(),
+            template.into_iter().collect(),
+            paid,
+        )
+    }
+
     /// The answer to a [`PlanningQuery`] from the rows read for it.
     fn facts_from_rows(
         &self,
@@ -916,9 +923,9 @@ struct PaidSince {
 /// confirmation updates these rows, so it either committed before (and the check sees it) or
 /// waits for this transaction (and then sees the new payout among those waiting for it).
 ///
-/// The parties' subaccount is compared as in [`OnePayoutFacts::read`]: with `=` on Citus (`citus`),
-/// which routes the lock to one shard, and with `IS NOT DISTINCT FROM` on plain PostgreSQL, so
-/// that the generic plan locks both rows through their primary keys.
+/// The parties' subaccount is compared with `=` on Citus (`citus`), which routes the lock to one
+/// shard, and with `IS NOT DISTINCT FROM` on plain PostgreSQL, so that the generic plan locks
+/// both rows through their primary keys (as in [`super::planning_reads`]).
 async fn check_parties(
     conn: &mut AsyncPgConnection,
     payout: &Payout,

@@ -652,6 +652,139 @@ async fn planning_facts_are_the_subaccounts_own_and_answer_every_request_at_once
     assert!(unknown.receivers.is_empty() && unknown.accounts.is_empty());
 }
 
+/// With group commit, the planning reads of single payouts of one subaccount that arrive
+/// together are read in one statement, and each request gets exactly the facts a read of its
+/// own gives: its own receiver and account only if they are the subaccount's, its currency's fee
+/// template, and its own duplicate warning (its account, amount, currency and window).
+#[tokio::test]
+async fn concurrent_planning_reads_share_one_statement_and_each_gets_its_own_facts() {
+    use domain::ids::{FeeGroupId, FeeTemplateId, ReceiverId};
+    use domain::money::{MinorUnits, Percentage};
+    use domain::payout::ports::PlanningQuery;
+    use domain::subaccount::FeeTemplate;
+
+    let fx = Fixture::new().await;
+    let (sub, owner, account) = world(&fx, "10000").await;
+    let (other_sub, stranger, strangers_account) = world(&fx, "10000").await;
+    let template = FeeTemplate {
+        id: FeeTemplateId::from_uuid(Uuid::new_v4()),
+        group_id: FeeGroupId::from_uuid(Uuid::new_v4()),
+        asset: Asset::Usd,
+        fixed: 30,
+        percentage: Percentage::parse("1.25").unwrap(),
+        min_amount: 50,
+    };
+    fx.store.upsert_fee_template(sub, &template).await.unwrap();
+    let paid = planned(
+        sub,
+        &owner,
+        &account,
+        (700, 0),
+        None,
+        PayoutStatus::Unassessed,
+    );
+    fx.store
+        .insert_payout(&paid.payout, &paid.entries, &paid.events, &WriteKey::none())
+        .await
+        .unwrap();
+    let day_before = at(T0) - chrono::Duration::hours(24);
+    let one = |receiver, account, asset, amount, since| PlanningQuery {
+        receivers: vec![receiver],
+        accounts: vec![account],
+        assets: vec![asset],
+        similar: vec![(account, MinorUnits::new(amount).unwrap(), asset)],
+        since,
+    };
+    let nobody = ReceiverId::from_uuid(Uuid::new_v4());
+    let asked = [
+        (sub, one(owner.id, account.id, Asset::Usd, 700, day_before)),
+        (sub, one(owner.id, account.id, Asset::Usd, 701, day_before)),
+        (sub, one(owner.id, account.id, Asset::Eur, 700, day_before)),
+        (
+            sub,
+            one(owner.id, strangers_account.id, Asset::Usd, 700, day_before),
+        ),
+        (
+            sub,
+            one(stranger.id, account.id, Asset::Usd, 700, day_before),
+        ),
+        (sub, one(owner.id, account.id, Asset::Usd, 700, day_before)),
+        (sub, one(nobody, account.id, Asset::Usd, 700, day_before)),
+        (
+            sub,
+            one(
+                owner.id,
+                account.id,
+                Asset::Usd,
+                700,
+                at(T0) + chrono::Duration::seconds(1),
+            ),
+        ),
+        (
+            other_sub,
+            one(
+                stranger.id,
+                strangers_account.id,
+                Asset::Usd,
+                700,
+                day_before,
+            ),
+        ),
+        (
+            other_sub,
+            one(owner.id, account.id, Asset::Usd, 700, day_before),
+        ),
+    ];
+    // One connection, so the statements it prepared are those of every read; all the requests
+    // are queued before the first statement runs (the test's runtime has one thread, and the
+    // task that reads them runs once they all wait).
+    let store = crate::support::one_connection_store(&fx)
+        .with_payout_groups(PayoutGroups::new(GroupCommitSettings::default()));
+    let together = join_all(
+        asked
+            .iter()
+            .map(|(sub, query)| store.planning_facts(*sub, query)),
+    )
+    .await;
+    for ((sub, query), facts) in asked.iter().zip(together) {
+        let facts = facts.unwrap();
+        let alone = fx.store.planning_facts(*sub, query).await.unwrap();
+        assert_eq!(format!("{facts:?}"), format!("{alone:?}"), "{query:?}");
+    }
+    // What each read found, spelled out for the first ones.
+    let first = fx.store.planning_facts(sub, &asked[0].1).await.unwrap();
+    assert_eq!(first.receivers.keys().collect::<Vec<_>>(), [&owner.id]);
+    assert_eq!(first.accounts.keys().collect::<Vec<_>>(), [&account.id]);
+    assert_eq!(first.fee_templates.get(&Asset::Usd), Some(&template));
+    assert_eq!(first.paid_since.len(), 1);
+    let foreign = fx
+        .store
+        .planning_facts(other_sub, &asked[9].1)
+        .await
+        .unwrap();
+    assert!(
+        foreign.receivers.is_empty()
+            && foreign.accounts.is_empty()
+            && foreign.paid_since.is_empty(),
+        "{foreign:?}"
+    );
+    if adapters_postgres::test_db::citus_url().is_none() {
+        // The eight reads of `sub` took one statement, and the two of `other_sub` another.
+        let plans = crate::support::plans_of(&store, "SELECT q.i, ").await;
+        let mut sizes: Vec<(usize, i64)> = plans
+            .iter()
+            .map(|p| {
+                (
+                    p.statement.matches("), (").count() + 1,
+                    p.generic_plans + p.custom_plans,
+                )
+            })
+            .collect();
+        sizes.sort_unstable();
+        assert_eq!(sizes, [(2, 1), (8, 1)], "{plans:?}");
+    }
+}
+
 /// On plain PostgreSQL a group's transaction runs its set statements with their generic plans
 /// (it sets `plan_cache_mode` for itself; on Citus it leaves planning to the coordinator): the
 /// pooled session every other statement shares keeps the default, and the group's payouts are
@@ -794,10 +927,8 @@ async fn a_single_payouts_statements_settle_on_their_generic_plans() {
     }
     assert!(batches.iter().all(|b| *b == batches[0]), "{batches:?}");
     for (prefix, planned_per_call_by_citus) in [
-        (
-            "SELECT \"receivers\".\"id\", \"receivers\".\"subaccount_id\"",
-            true,
-        ),
+        // The facts' read: on plain PostgreSQL the statement of `planning_reads`.
+        ("SELECT q.i, ", true),
         ("SELECT id, batch_run_time FROM batches", false),
     ] {
         if on_citus && planned_per_call_by_citus {
@@ -828,20 +959,14 @@ async fn a_single_payouts_statements_settle_on_their_generic_plans() {
             locking.contains("receivers_pkey") && locking.contains("receiver_accounts_pkey"),
             "{locking}"
         );
-        let facts = crate::support::generic_plan_of(
+        let facts = crate::support::generic_plan_with(
             &store,
-            "SELECT \"receivers\".\"id\", \"receivers\".\"subaccount_id\"",
-            |table, column| match (table, column) {
-                ("receivers", "id") => format!("'{}'", owner.id),
-                ("receiver_accounts" | "payouts", "id" | "account_id") => {
-                    format!("'{}'", account.id)
-                }
-                (_, "subaccount_id") | ("subaccounts", "id") => format!("'{sub}'"),
-                ("payouts", "amount") => "100".to_owned(),
-                (_, "asset") => "'USD'".to_owned(),
-                ("payouts", "created_at") => "now() - interval '1 day'".to_owned(),
-                _ => panic!("unexpected parameter {table}.{column}"),
-            },
+            "SELECT q.i, ",
+            &format!(
+                "'{sub}', '{owner}', '{account}', 'USD', 100, now() - interval '1 day'",
+                owner = owner.id,
+                account = account.id
+            ),
         )
         .await;
         assert!(

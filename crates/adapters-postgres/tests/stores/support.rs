@@ -197,9 +197,6 @@ pub struct PlanCounts {
     pub custom_plans: i64,
 }
 
-/// The statements prepared in the session of a one-connection store whose text starts with
-/// `prefix`, with how often PostgreSQL ran each with its generic plan and with one made for
-/// the call's parameters (a custom plan: planned afresh on that call).
 /// The generic plan (`EXPLAIN`) of the statement `store` prepared whose text starts with
 /// `prefix`, run with arguments that `argument` gives as SQL literals for the column each
 /// parameter is compared with (`table`, `column`, as the statement names them: `"t"."c" = $n`);
@@ -301,6 +298,9 @@ async fn explain_generic(
         .join("\n")
 }
 
+/// The statements prepared in the session of a one-connection store whose text starts with
+/// `prefix`, with how often PostgreSQL ran each with its generic plan and with one made for
+/// the call's parameters (a custom plan: planned afresh on that call).
 pub async fn plans_of(store: &PgStore, prefix: &str) -> Vec<PlanCounts> {
     let mut conn = store.pool().get().await.expect("the pool's connection");
     diesel::sql_query(
