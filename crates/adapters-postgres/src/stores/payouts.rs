@@ -27,7 +27,9 @@ use super::payout_sets::{
     Planned, SetPlans, Verdict, accepted, decide, in_set_transaction, party_status, write_set,
     write_whole,
 };
-use super::planning_reads::{PlanningRead, PlanningRow, read_planning};
+use super::planning_reads::{
+    PlanningRead, PlanningRow, TemplateRow, read_planning, template_columns,
+};
 use super::transitions::{
     PayoutAbort, apply_change, insert_entries, join_open_batch, with_batch, written_key,
 };
@@ -44,25 +46,6 @@ use domain::payout::ports::PayoutListItem;
 use domain::payout::query::PayoutFilter;
 use domain::receiver::Receiver;
 use std::collections::HashMap;
-
-/// A fee template's columns as the planning reads select them ([`template_columns!`]): asset,
-/// id, group, fixed, percentage, minimum.
-pub(crate) type TemplateRow = (String, Uuid, Uuid, i64, i32, i64);
-
-/// The columns of a [`TemplateRow`] (a macro: one list for both reads that select them).
-macro_rules! template_columns {
-    () => {
-        (
-            fee_templates::asset,
-            fee_templates::id,
-            fee_templates::group_id,
-            fee_templates::fixed,
-            fee_templates::percentage,
-            fee_templates::min_amount,
-        )
-    };
-}
-pub(crate) use template_columns;
 
 #[async_trait]
 impl PayoutStore for PgStore {
@@ -159,7 +142,7 @@ impl PayoutStore for PgStore {
             fee_templates::table
                 .filter(fee_templates::subaccount_id.eq(sub))
                 .filter(fee_templates::asset.eq_any(&assets))
-                .select(template_columns!())
+                .select(template_columns())
                 .load::<TemplateRow>(&mut conn)
                 .await
         };
@@ -512,7 +495,7 @@ impl OnePayoutFacts {
             .select((
                 Option::<crate::rows::ReceiverRow>::as_select(),
                 Option::<AccountRow>::as_select(),
-                template_columns!().nullable(),
+                template_columns().nullable(),
                 paid_since,
             ))
             .cached()

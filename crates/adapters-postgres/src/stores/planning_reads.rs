@@ -36,7 +36,6 @@ use uuid::Uuid;
 
 use super::PgStore;
 use super::accounts::AccountRow;
-use super::payouts::{TemplateRow, template_columns};
 use crate::errors::from_diesel;
 use crate::rows::ReceiverRow;
 use crate::schema::fee_templates;
@@ -45,6 +44,25 @@ use crate::schema::fee_templates;
 /// statement of its own text, prepared once per connection, so this also bounds how many such
 /// statements a connection keeps.
 pub(crate) const MAX_READS_PER_STATEMENT: usize = 16;
+
+/// A fee template's columns as the planning reads select them ([`template_columns`]): asset,
+/// id, group, fixed, percentage, minimum.
+pub(crate) type TemplateRow = (String, Uuid, Uuid, i64, i32, i64);
+
+/// The columns of a [`TemplateRow`], one list for every read that selects them.
+pub(crate) type TemplateColumns = (
+    fee_templates::asset,
+    fee_templates::id,
+    fee_templates::group_id,
+    fee_templates::fixed,
+    fee_templates::percentage,
+    fee_templates::min_amount,
+);
+
+/// The [`TemplateColumns`] to select (diesel's columns are unit values).
+pub(crate) fn template_columns() -> TemplateColumns {
+    TemplateColumns::default()
+}
 
 /// What one payout's planning asks: one receiver, one account, and the currency and amount of
 /// the payout (its fee template, and whether the account was paid that amount since `since`).
@@ -71,14 +89,7 @@ pub(crate) type PlanningRow = (
 /// check, as diesel renders and reads them: the lists the other reads of these rows use.
 type ReceiverSelection = diesel::dsl::AsSelect<Option<ReceiverRow>, Pg>;
 type AccountSelection = diesel::dsl::AsSelect<Option<AccountRow>, Pg>;
-type TemplateSelection = diesel::dsl::Nullable<(
-    fee_templates::asset,
-    fee_templates::id,
-    fee_templates::group_id,
-    fee_templates::fixed,
-    fee_templates::percentage,
-    fee_templates::min_amount,
-)>;
+type TemplateSelection = diesel::dsl::Nullable<TemplateColumns>;
 type Selection = (ReceiverSelection, AccountSelection, TemplateSelection);
 
 /// The planning facts of `reads` (all of subaccount `sub`), one row per read, in one statement:
@@ -129,7 +140,7 @@ impl PlanningStatement {
             selection: (
                 Option::<ReceiverRow>::as_select(),
                 Option::<AccountRow>::as_select(),
-                template_columns!().nullable(),
+                template_columns().nullable(),
             ),
         }
     }

@@ -513,37 +513,73 @@ async fn a_reference_written_meanwhile_by_another_transaction_fails_only_its_req
     assert_eq!((balance.available, balance.pending), (10_000 - 210, 210));
 }
 
+/// Two subaccounts, each with a receiver and an account; the first with a USD fee template and
+/// a payout of 700 to its account at `T0` (for the duplicate warning).
+struct FactsWorld {
+    sub: SubaccountId,
+    owner: Receiver,
+    account: ReceiverAccount,
+    template: domain::subaccount::FeeTemplate,
+    other_sub: SubaccountId,
+    stranger: Receiver,
+    strangers_account: ReceiverAccount,
+}
+
+impl FactsWorld {
+    async fn new(fx: &Fixture) -> Self {
+        use domain::ids::{FeeGroupId, FeeTemplateId};
+        use domain::money::Percentage;
+
+        let (sub, owner, account) = world(fx, "10000").await;
+        let (other_sub, stranger, strangers_account) = world(fx, "10000").await;
+        let template = domain::subaccount::FeeTemplate {
+            id: FeeTemplateId::from_uuid(Uuid::new_v4()),
+            group_id: FeeGroupId::from_uuid(Uuid::new_v4()),
+            asset: Asset::Usd,
+            fixed: 30,
+            percentage: Percentage::parse("1.25").unwrap(),
+            min_amount: 50,
+        };
+        fx.store.upsert_fee_template(sub, &template).await.unwrap();
+        let paid = planned(
+            sub,
+            &owner,
+            &account,
+            (700, 0),
+            None,
+            PayoutStatus::Unassessed,
+        );
+        fx.store
+            .insert_payout(&paid.payout, &paid.entries, &paid.events, &WriteKey::none())
+            .await
+            .unwrap();
+        Self {
+            sub,
+            owner,
+            account,
+            template,
+            other_sub,
+            stranger,
+            strangers_account,
+        }
+    }
+}
+
 #[tokio::test]
 async fn planning_facts_are_the_subaccounts_own_and_answer_every_request_at_once() {
-    use domain::ids::{FeeGroupId, FeeTemplateId};
-    use domain::money::{MinorUnits, Percentage};
+    use domain::money::MinorUnits;
     use domain::payout::ports::PlanningQuery;
-    use domain::subaccount::FeeTemplate;
 
     let fx = Fixture::new().await;
-    let (sub, owner, account) = world(&fx, "10000").await;
-    let (other_sub, stranger, strangers_account) = world(&fx, "10000").await;
-    let template = FeeTemplate {
-        id: FeeTemplateId::from_uuid(Uuid::new_v4()),
-        group_id: FeeGroupId::from_uuid(Uuid::new_v4()),
-        asset: Asset::Usd,
-        fixed: 30,
-        percentage: Percentage::parse("1.25").unwrap(),
-        min_amount: 50,
-    };
-    fx.store.upsert_fee_template(sub, &template).await.unwrap();
-    let paid = planned(
+    let FactsWorld {
         sub,
-        &owner,
-        &account,
-        (700, 0),
-        None,
-        PayoutStatus::Unassessed,
-    );
-    fx.store
-        .insert_payout(&paid.payout, &paid.entries, &paid.events, &WriteKey::none())
-        .await
-        .unwrap();
+        owner,
+        account,
+        template,
+        other_sub,
+        stranger,
+        strangers_account,
+    } = FactsWorld::new(&fx).await;
     let amount = |n| MinorUnits::new(n).unwrap();
     let query = PlanningQuery {
         receivers: vec![owner.id, stranger.id],
@@ -658,35 +694,20 @@ async fn planning_facts_are_the_subaccounts_own_and_answer_every_request_at_once
 /// template, and its own duplicate warning (its account, amount, currency and window).
 #[tokio::test]
 async fn concurrent_planning_reads_share_one_statement_and_each_gets_its_own_facts() {
-    use domain::ids::{FeeGroupId, FeeTemplateId, ReceiverId};
-    use domain::money::{MinorUnits, Percentage};
+    use domain::ids::ReceiverId;
+    use domain::money::MinorUnits;
     use domain::payout::ports::PlanningQuery;
-    use domain::subaccount::FeeTemplate;
 
     let fx = Fixture::new().await;
-    let (sub, owner, account) = world(&fx, "10000").await;
-    let (other_sub, stranger, strangers_account) = world(&fx, "10000").await;
-    let template = FeeTemplate {
-        id: FeeTemplateId::from_uuid(Uuid::new_v4()),
-        group_id: FeeGroupId::from_uuid(Uuid::new_v4()),
-        asset: Asset::Usd,
-        fixed: 30,
-        percentage: Percentage::parse("1.25").unwrap(),
-        min_amount: 50,
-    };
-    fx.store.upsert_fee_template(sub, &template).await.unwrap();
-    let paid = planned(
+    let FactsWorld {
         sub,
-        &owner,
-        &account,
-        (700, 0),
-        None,
-        PayoutStatus::Unassessed,
-    );
-    fx.store
-        .insert_payout(&paid.payout, &paid.entries, &paid.events, &WriteKey::none())
-        .await
-        .unwrap();
+        owner,
+        account,
+        template,
+        other_sub,
+        stranger,
+        strangers_account,
+    } = FactsWorld::new(&fx).await;
     let day_before = at(T0) - chrono::Duration::hours(24);
     let one = |receiver, account, asset, amount, since| PlanningQuery {
         receivers: vec![receiver],
