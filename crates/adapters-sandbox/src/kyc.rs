@@ -26,11 +26,17 @@ pub struct SandboxCheck {
     pub subaccount_id: SubaccountId,
     /// When the provider decides by itself, if it does.
     pub decide_at: Option<DateTime<Utc>>,
+    /// When its decision is sent again, after one that could not be applied.
+    pub retry_at: Option<DateTime<Utc>>,
 }
 
 /// A decision the provider made by itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SandboxDecision {
+    /// The provider's applicant id.
+    pub applicant_id: String,
+    /// When the decision first came due.
+    pub due_since: DateTime<Utc>,
     /// The receiver.
     pub receiver_id: ReceiverId,
     /// Its subaccount.
@@ -86,7 +92,8 @@ impl SandboxKyc {
             .unwrap_or_else(PoisonError::into_inner) = true;
     }
 
-    /// Removes and returns the decisions due at `now` (each check is decided once).
+    /// Removes and returns the decisions due at `now` (each check is decided once, unless
+    /// [`Self::retry`] puts it back).
     pub fn take_due(&self, now: DateTime<Utc>) -> Vec<SandboxDecision> {
         let Some((_, outcome)) = self.auto_decide else {
             return Vec::new();
@@ -94,17 +101,37 @@ impl SandboxKyc {
         let mut checks = self.checks.lock().unwrap_or_else(PoisonError::into_inner);
         let due: Vec<String> = checks
             .iter()
-            .filter(|(_, c)| c.decide_at.is_some_and(|at| at <= now))
+            .filter(|(_, c)| c.retry_at.or(c.decide_at).is_some_and(|at| at <= now))
             .map(|(k, _)| k.clone())
             .collect();
         due.iter()
             .filter_map(|key| checks.remove(key))
-            .map(|c| SandboxDecision {
-                receiver_id: c.receiver_id,
-                subaccount_id: c.subaccount_id,
-                outcome,
+            .filter_map(|c| {
+                Some(SandboxDecision {
+                    due_since: c.decide_at?,
+                    applicant_id: c.applicant_id,
+                    receiver_id: c.receiver_id,
+                    subaccount_id: c.subaccount_id,
+                    outcome,
+                })
             })
             .collect()
+    }
+
+    /// Puts back a decision that could not be applied, to be taken again at `at`, as a real
+    /// provider sends a callback again when it was not accepted.
+    pub fn retry(&self, decision: SandboxDecision, at: DateTime<Utc>) {
+        let check = SandboxCheck {
+            applicant_id: decision.applicant_id.clone(),
+            receiver_id: decision.receiver_id,
+            subaccount_id: decision.subaccount_id,
+            decide_at: Some(decision.due_since),
+            retry_at: Some(at),
+        };
+        self.checks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(decision.applicant_id, check);
     }
 }
 
@@ -132,6 +159,7 @@ impl KycProvider for SandboxKyc {
             receiver_id: request.receiver_id,
             subaccount_id: request.subaccount_id,
             decide_at,
+            retry_at: None,
         };
         self.checks
             .lock()
@@ -201,5 +229,27 @@ mod tests {
                 .is_empty(),
             "decided once"
         );
+    }
+
+    #[tokio::test]
+    async fn a_decision_put_back_comes_due_again_at_its_retry_time_only() {
+        let kyc = SandboxKyc::deciding_after(Duration::from_secs(60), KycOutcome::Completed);
+        kyc.start_check(&request(8)).await.unwrap_or_default();
+        let first = Utc::now() + chrono::Duration::seconds(61);
+        let due = kyc.take_due(first);
+        assert_eq!(due.len(), 1);
+        let decision = due[0].clone();
+        let again = first + chrono::Duration::seconds(5);
+        kyc.retry(decision.clone(), again);
+        assert_eq!(kyc.open_checks(), 1);
+        assert!(kyc.take_due(first).is_empty(), "not before its retry time");
+        let retried = kyc.take_due(again);
+        assert_eq!(
+            retried,
+            std::slice::from_ref(&decision),
+            "the same decision, first due as before"
+        );
+        assert!(retried[0].due_since < first);
+        assert!(kyc.take_due(again).is_empty(), "taken once more, not twice");
     }
 }

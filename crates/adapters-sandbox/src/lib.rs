@@ -6,6 +6,6 @@ pub mod kyc;
 pub mod notifier;
 pub mod rail;
 
-pub use kyc::SandboxKyc;
+pub use kyc::{SandboxDecision, SandboxKyc};
 pub use notifier::SandboxNotifier;
 pub use rail::SandboxRail;
