@@ -806,6 +806,48 @@ async fn concurrent_planning_reads_share_one_statement_and_each_gets_its_own_fac
     }
 }
 
+/// A shared planning statement that fails answers every request waiting for it with the
+/// error (none is left waiting), and the next reads run afresh.
+#[tokio::test]
+async fn a_failed_shared_planning_read_answers_every_waiting_request_and_the_next_read_works() {
+    use domain::money::MinorUnits;
+    use domain::payout::ports::PlanningQuery;
+
+    let fx = Fixture::new().await;
+    let (sub, owner, account) = world(&fx, "10000").await;
+    let store = crate::support::one_connection_store(&fx)
+        .with_payout_groups(PayoutGroups::new(GroupCommitSettings::default()));
+    let query = PlanningQuery {
+        receivers: vec![owner.id],
+        accounts: vec![account.id],
+        assets: vec![Asset::Usd],
+        similar: vec![(account.id, MinorUnits::new(700).unwrap(), Asset::Usd)],
+        since: at(T0) - chrono::Duration::hours(24),
+    };
+    // One read first, so that the store knows whether the database is Citus.
+    assert!(store.planning_facts(sub, &query).await.is_ok());
+    let mut conn = fx.raw().await;
+    diesel::sql_query("ALTER TABLE fee_templates RENAME TO fee_templates_away")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let failed = tokio::time::timeout(
+        Duration::from_secs(20),
+        join_all((0..3).map(|_| store.planning_facts(sub, &query))),
+    )
+    .await
+    .expect("every waiting request is answered");
+    assert!(failed.iter().all(Result::is_err), "{failed:?}");
+    diesel::sql_query("ALTER TABLE fee_templates_away RENAME TO fee_templates")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let again = join_all((0..3).map(|_| store.planning_facts(sub, &query))).await;
+    for facts in again {
+        assert_eq!(facts.unwrap().accounts.len(), 1);
+    }
+}
+
 /// On plain PostgreSQL a group's transaction runs its set statements with their generic plans
 /// (it sets `plan_cache_mode` for itself; on Citus it leaves planning to the coordinator): the
 /// pooled session every other statement shares keeps the default, and the group's payouts are
