@@ -848,6 +848,72 @@ async fn a_failed_shared_planning_read_answers_every_waiting_request_and_the_nex
     }
 }
 
+/// A reading task that stops mid-statement (its runtime shut down, as at shutdown) answers the
+/// reads queued behind it `Unavailable` instead of leaving them waiting, and the next read of
+/// the subaccount starts a new task. On Citus every request reads alone: nothing queues.
+#[tokio::test]
+async fn reads_queued_behind_a_reading_task_that_dies_answer_unavailable_and_the_next_starts_afresh()
+ {
+    use diesel_async::SimpleAsyncConnection;
+    use domain::money::MinorUnits;
+    use domain::payout::ports::PlanningQuery;
+
+    if adapters_postgres::test_db::citus_url().is_some() {
+        return;
+    }
+    let fx = Fixture::new().await;
+    let (sub, owner, account) = world(&fx, "10000").await;
+    let store = grouped(&fx, Duration::ZERO);
+    let query = PlanningQuery {
+        receivers: vec![owner.id],
+        accounts: vec![account.id],
+        assets: vec![Asset::Usd],
+        similar: vec![(account.id, MinorUnits::new(700).unwrap(), Asset::Usd)],
+        since: at(T0) - chrono::Duration::hours(24),
+    };
+    // One read first, so that the store knows whether the database is Citus.
+    assert!(store.planning_facts(sub, &query).await.is_ok());
+    // Another transaction holds the fee templates, so the next statement waits on them.
+    let mut other = fx.raw().await;
+    other
+        .batch_execute("BEGIN; LOCK TABLE fee_templates IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    // The first read runs on a runtime of its own, so its reading task does too.
+    let doomed = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (first_store, first_query) = (store.clone(), query.clone());
+    let _first = doomed.spawn(async move { first_store.planning_facts(sub, &first_query).await });
+    until_a_session_waits_for_a_lock(&fx).await;
+    // Two more queue behind that statement (one poll each puts them in the queue).
+    let mut queued: Vec<_> = (0..2)
+        .map(|_| Box::pin(store.planning_facts(sub, &query)))
+        .collect();
+    for read in &mut queued {
+        assert!(futures_util::FutureExt::now_or_never(read).is_none());
+    }
+    // The reading task's runtime stops: the task is dropped while its statement waits.
+    doomed.shutdown_background();
+    let answers = tokio::time::timeout(Duration::from_secs(5), join_all(queued))
+        .await
+        .expect("the queued reads are answered, not left waiting");
+    for answer in &answers {
+        assert!(
+            matches!(answer, Err(domain::PortError::Unavailable(_))),
+            "{answer:?}"
+        );
+    }
+    other.batch_execute("ROLLBACK").await.unwrap();
+    // The next reads find no reading task and start one, and get their facts.
+    let again = join_all((0..3).map(|_| store.planning_facts(sub, &query))).await;
+    for facts in again {
+        assert_eq!(facts.unwrap().accounts.len(), 1);
+    }
+}
+
 /// On plain PostgreSQL a group's transaction runs its set statements with their generic plans
 /// (it sets `plan_cache_mode` for itself; on Citus it leaves planning to the coordinator): the
 /// pooled session every other statement shares keeps the default, and the group's payouts are
