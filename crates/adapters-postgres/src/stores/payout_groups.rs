@@ -8,8 +8,8 @@
 //! flush) for all of them.
 //!
 //! On plain PostgreSQL a group is first written whole (`payout_sets::write_whole`): its parties
-//! locked and checked in one statement, sent with the transaction's `BEGIN` and the open
-//! batch's lookup, then the payouts, their ledger entries, their idempotency keys, their events
+//! locked with its currency's open batch in one statement, sent with the transaction's `BEGIN`,
+//! and checked; then the payouts, their ledger entries, their idempotency keys, their events
 //! and the update of the balance in one statement. If anything would refuse one of its requests
 //! (a party changed, a reference taken, the balance short), that transaction rolls back and the
 //! group is decided request by request in a second one: one statement for all their parties,

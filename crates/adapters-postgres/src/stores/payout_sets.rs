@@ -14,8 +14,9 @@
 //! [`decide`] on plain PostgreSQL: [`write_whole`] locks and checks the parties itself, in its
 //! own transaction, and the write fails as a whole when anything would refuse a payout; the
 //! caller then decides the set afresh. Such a set is written in three round trips: `BEGIN` with
-//! its planning setting, the parties and the open batch's lookup sent together; the writes;
-//! `COMMIT`. Waiting for each statement took five, and deciding first seven.
+//! its planning setting sent together with one statement that locks the parties and looks up
+//! the open batch ([`PARTIES_AND_OPEN_BATCH`]); the writes; `COMMIT`. Waiting for each statement
+//! took five, and deciding first seven.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -38,7 +39,7 @@ use domain::payout::ports::InsertPayoutError;
 use domain::payout::{Payout, PayoutStatus};
 use domain::rail::schedule::BatchSchedule;
 use domain::receiver::{KycStatus, ReceiverStatus};
-use futures_util::future::{join_all, join3};
+use futures_util::future::{join, join_all};
 use uuid::Uuid;
 
 use super::outbox::{
@@ -333,6 +334,109 @@ const PARTIES: &str = parties!("=");
 /// are found by primary key whatever the subaccount's size.
 const PARTIES_BY_KEY: &str = parties!("IS NOT DISTINCT FROM");
 
+/// What a set written whole on plain PostgreSQL reads first, in one statement: its parties as
+/// [`PARTIES_BY_KEY`] reads and locks them (`$1`, `$2`), and the open batch of the currency `$3`
+/// locked `FOR SHARE` as `open_batch` locks it (`'open'` in the text, so that the generic plan
+/// uses the partial index `batches_open`). One row per party, each carrying the batch (or one
+/// row of nulls but the batch, when no party is the subaccount's): a statement fewer per group
+/// than reading them apart.
+const PARTIES_AND_OPEN_BATCH: &str = concat!(
+    "WITH parties AS (",
+    parties!("IS NOT DISTINCT FROM"),
+    "), open_batch AS ( \
+       SELECT id, batch_run_time FROM batches \
+       WHERE subaccount_id = $1 AND asset = $3 AND status = 'open' FOR SHARE) \
+     SELECT p.account_id, p.receiver_id, p.receiver_status, p.kyc_status, p.account_status, \
+       p.confirm_status, b.id AS batch_id, b.batch_run_time \
+     FROM (VALUES (1)) AS one (n) LEFT JOIN parties p ON true LEFT JOIN open_batch b ON true"
+);
+
+/// A row of [`PARTIES_AND_OPEN_BATCH`].
+#[derive(QueryableByName)]
+struct PartyAndBatchRow {
+    #[diesel(sql_type = Nullable<SqlUuid>)]
+    account_id: Option<Uuid>,
+    #[diesel(sql_type = Nullable<SqlUuid>)]
+    receiver_id: Option<Uuid>,
+    #[diesel(sql_type = Nullable<SmallInt>)]
+    receiver_status: Option<i16>,
+    #[diesel(sql_type = Nullable<SmallInt>)]
+    kyc_status: Option<i16>,
+    #[diesel(sql_type = Nullable<Text>)]
+    account_status: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    confirm_status: Option<String>,
+    #[diesel(sql_type = Nullable<SqlUuid>)]
+    batch_id: Option<Uuid>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    batch_run_time: Option<DateTime<Utc>>,
+}
+
+impl PartyAndBatchRow {
+    /// The party of the row, unless it is the row of nulls that carries only the batch.
+    fn party(self) -> Option<PartyRow> {
+        Some(PartyRow {
+            account_id: self.account_id?,
+            receiver_id: self.receiver_id?,
+            receiver_status: self.receiver_status?,
+            kyc_status: self.kyc_status?,
+            account_status: self.account_status?,
+            confirm_status: self.confirm_status?,
+        })
+    }
+}
+
+/// The open batch of a set's only currency with its parties locked (the reads that open
+/// [`write_whole`]), one statement in all ([`PARTIES_AND_OPEN_BATCH`]).
+async fn lock_parties_and_open_batch(
+    mut conn: &AsyncPgConnection,
+    subaccount: Uuid,
+    accounts: &[Uuid],
+    asset: &str,
+) -> Result<(Parties, Option<(Uuid, DateTime<Utc>)>), TxError> {
+    let rows: Vec<PartyAndBatchRow> = diesel::sql_query(PARTIES_AND_OPEN_BATCH)
+        .bind::<SqlUuid, _>(subaccount)
+        .bind::<Array<SqlUuid>, _>(accounts)
+        .bind::<Text, _>(asset)
+        .cached()
+        .load(&mut conn)
+        .await?;
+    let batch = rows
+        .iter()
+        .find_map(|row| row.batch_id.zip(row.batch_run_time));
+    Ok((
+        Parties::of(rows.into_iter().filter_map(PartyAndBatchRow::party)),
+        batch,
+    ))
+}
+
+/// The reads that open [`write_whole`]: the set's parties locked, and the open batch of each
+/// currency that joins one (in one statement when there is one such currency, as for every
+/// group and lone payout).
+async fn opening_reads(
+    conn: &AsyncPgConnection,
+    subaccount: Uuid,
+    accounts: &[Uuid],
+    joining: &[(&str, DateTime<Utc>)],
+) -> Result<(Parties, Vec<Option<(Uuid, DateTime<Utc>)>>), TxError> {
+    if let [(asset, _)] = joining {
+        let (parties, batch) =
+            lock_parties_and_open_batch(conn, subaccount, accounts, asset).await?;
+        return Ok((parties, vec![batch]));
+    }
+    let (parties, open) = join(
+        lock_parties(conn, subaccount, accounts, SetPlans::Generic),
+        join_all(
+            joining
+                .iter()
+                .map(|(asset, _)| open_batch(conn, subaccount, asset)),
+        ),
+    )
+    .await;
+    let open = open.into_iter().collect::<QueryResult<Vec<_>>>()?;
+    Ok((parties?, open))
+}
+
 #[derive(QueryableByName)]
 struct PartyRow {
     #[diesel(sql_type = SqlUuid)]
@@ -440,9 +544,10 @@ pub(crate) async fn write_set(
 
 /// Writes a set expected to be accepted whole (a group of single requests, or one alone), all
 /// of `subaccount`, on plain PostgreSQL, in a transaction of its own, committed when it is
-/// written and rolled back otherwise. The transaction's `BEGIN` (with its generic plans), the
-/// lock and read of the payouts' parties and the lookup of the open batch of each currency a
-/// payout joins are sent together and answered in one round trip; then come the writes, one
+/// written and rolled back otherwise. The transaction's `BEGIN` (with its generic plans) and the
+/// lock and read of the payouts' parties with the lookup of the open batch of the currency the
+/// payouts join (one statement, [`PARTIES_AND_OPEN_BATCH`], for a set of one currency) are sent
+/// together and answered in one round trip; then come the writes, one
 /// statement ([`WRITE_SET`], which also admits the requests whose admission their keys carry),
 /// and the commit: three round trips, where waiting for each statement took five when a payout
 /// starts `pending`. Returns the batch each payout joined, in the order given.
@@ -490,27 +595,22 @@ async fn write_whole_begun(
     // after `BEGIN`, in its transaction. Should `BEGIN` fail, the reads may have run on their
     // own; nothing is written before it is known to have begun.
     let opening: &AsyncPgConnection = conn;
-    let (begun, parties, open) = join3(
+    let (begun, read) = join(
         async {
             let mut opening = opening;
             opening.batch_execute(BEGIN_WITH_GENERIC_PLANS).await
         },
-        lock_parties(opening, subaccount, &accounts, SetPlans::Generic),
-        join_all(
-            joining
-                .iter()
-                .map(|(asset, _)| open_batch(opening, subaccount, asset)),
-        ),
+        opening_reads(opening, subaccount, &accounts, &joining),
     )
     .await;
     begun?;
-    let parties = parties?;
+    let (parties, open) = read?;
     if !written.iter().all(|p| parties.as_planned(p.payout)) {
         return Err(PayoutAbort::Stale);
     }
     let mut batches: HashMap<&str, (Uuid, DateTime<Utc>)> = HashMap::new();
     for ((asset, at), open) in joining.iter().zip(open) {
-        let batch = match open? {
+        let batch = match open {
             Some(batch) => batch,
             // No batch is open: one is created (or joined, if another transaction created it
             // meanwhile), as a decided set's is.
@@ -1008,7 +1108,8 @@ mod tests {
 
     /// A database where one subaccount has 2 000 receivers, each with an account, 2 000
     /// payouts with references and 5 000 idempotency keys, and 2 000 other subaccounts have one
-    /// of each, analysed. A generic plan estimates the rows of "this subaccount" as the average
+    /// of each; every subaccount has an open batch and two settled ones in each of two
+    /// currencies; all analysed. A generic plan estimates the rows of "this subaccount" as the average
     /// subaccount's (about 2 here), so the crowded one looks small on paper: the shape of a
     /// large merchant among many small ones, in which a plan that reads every row of the
     /// subaccount looks cheap.
@@ -1061,6 +1162,11 @@ mod tests {
                created_at, expires_at, committed) \
              SELECT sub, 'key-' || g, '\\x00', 'completed', now(), now() + interval '1 day', true \
              FROM others; \
+             INSERT INTO batches (id, subaccount_id, asset, status, batch_run_time, created_at, \
+               updated_at) \
+             SELECT gen_random_uuid(), s.id, a.asset, b.status, now(), now(), now() \
+             FROM subaccounts s, (VALUES ('USD'), ('EUR')) AS a(asset), \
+               (VALUES ('open'), ('settled'), ('settled')) AS b(status); \
              ANALYZE;"
         ))
         .await
@@ -1119,6 +1225,24 @@ mod tests {
             index_condition_with(&parties, &["id = ANY"])
                 && !index_condition_with(&parties, &["subaccount_id"]),
             "{parties}"
+        );
+
+        // The same parties read with the open batch, as a set written whole reads them: the
+        // parties by their keys, the batch through the partial index of open batches.
+        let opening = plan_in_mode(
+            &mut conn,
+            generic,
+            (
+                "opening",
+                "uuid, uuid[], text",
+                super::PARTIES_AND_OPEN_BATCH,
+            ),
+            &format!("'{SUB}', ARRAY['{SUB}', '{SUB}']::uuid[], 'USD'"),
+        )
+        .await;
+        assert!(
+            index_condition_with(&opening, &["id = ANY"]) && opening.contains("batches_open"),
+            "{opening}"
         );
 
         let references = plan_in_mode(

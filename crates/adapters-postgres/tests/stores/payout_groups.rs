@@ -965,7 +965,7 @@ async fn a_group_forces_generic_plans_for_its_own_transaction_only() {
 }
 
 /// A single payout's reads (one statement: the receiver, the account, the fee template and the
-/// duplicate warning together) and its batch lookup are prepared once and, after PostgreSQL's
+/// duplicate warning together) and its party lock with its batch lookup are prepared once and, after PostgreSQL's
 /// first five calls, run with their generic plan rather than planned afresh on every call
 /// (which cost a payout about 0.3 ms of PostgreSQL's CPU when they compared with arrays or
 /// bound the batch's status).
@@ -1055,12 +1055,16 @@ async fn a_single_payouts_statements_settle_on_their_generic_plans() {
         batches.push(batch.expect("a pending payout joins the open batch"));
     }
     assert!(batches.iter().all(|b| *b == batches[0]), "{batches:?}");
-    for (prefix, planned_per_call_by_citus) in [
-        // The facts' read: on plain PostgreSQL the statement of `planning_reads`.
-        ("SELECT q.i, ", true),
-        ("SELECT id, batch_run_time FROM batches", false),
+    for (prefix, on_plain, on_citus_too) in [
+        // The facts' read: on plain PostgreSQL the statement of `planning_reads`; Citus plans
+        // it for each call, to route it.
+        ("SELECT q.i, ", true, false),
+        // On plain PostgreSQL the payout is written whole, its parties locked with the open
+        // batch's lookup in one statement; on Citus the batch is looked up alone.
+        ("WITH parties AS (SELECT ra.id AS account_id", true, false),
+        ("SELECT id, batch_run_time FROM batches", false, true),
     ] {
-        if on_citus && planned_per_call_by_citus {
+        if !(if on_citus { on_citus_too } else { on_plain }) {
             continue;
         }
         let plans = crate::support::plans_of(&store, prefix).await;
@@ -1077,15 +1081,21 @@ async fn a_single_payouts_statements_settle_on_their_generic_plans() {
     if !on_citus {
         // The generic plans of the facts' read and of the write's party lock find the receiver
         // and the account by their primary keys, although the average subaccount holds about
-        // one receiver and this one 2 001.
+        // one receiver and this one 2 001; the lock's statement finds the open batch through
+        // the partial index of open batches.
         let locking = crate::support::generic_plan_with(
             &store,
-            "SELECT ra.id AS account_id",
-            &format!("'{sub}', ARRAY['{account}']::uuid[]", account = account.id),
+            "WITH parties AS (SELECT ra.id AS account_id",
+            &format!(
+                "'{sub}', ARRAY['{account}']::uuid[], 'USD'",
+                account = account.id
+            ),
         )
         .await;
         assert!(
-            locking.contains("receivers_pkey") && locking.contains("receiver_accounts_pkey"),
+            locking.contains("receivers_pkey")
+                && locking.contains("receiver_accounts_pkey")
+                && locking.contains("batches_open"),
             "{locking}"
         );
         let facts = crate::support::generic_plan_with(
