@@ -42,6 +42,26 @@ pub(crate) fn grouped(fx: &Fixture, window: Duration) -> PgStore {
         }))
 }
 
+/// What the planning of a single payout of `amount` USD cents to `owner`'s `account` asks of
+/// the store, with the duplicate warning's window of the day before `T0`.
+fn single_payout_query(
+    owner: &Receiver,
+    account: &ReceiverAccount,
+    amount: i64,
+) -> domain::payout::ports::PlanningQuery {
+    domain::payout::ports::PlanningQuery {
+        receivers: vec![owner.id],
+        accounts: vec![account.id],
+        assets: vec![Asset::Usd],
+        similar: vec![(
+            account.id,
+            domain::money::MinorUnits::new(amount).unwrap(),
+            Asset::Usd,
+        )],
+        since: at(T0) - chrono::Duration::hours(24),
+    }
+}
+
 /// A subaccount funded with `funding` USD, and a receiver with an ACH account.
 pub(crate) async fn world(
     fx: &Fixture,
@@ -810,20 +830,11 @@ async fn concurrent_planning_reads_share_one_statement_and_each_gets_its_own_fac
 /// error (none is left waiting), and the next reads run afresh.
 #[tokio::test]
 async fn a_failed_shared_planning_read_answers_every_waiting_request_and_the_next_read_works() {
-    use domain::money::MinorUnits;
-    use domain::payout::ports::PlanningQuery;
-
     let fx = Fixture::new().await;
     let (sub, owner, account) = world(&fx, "10000").await;
     let store = crate::support::one_connection_store(&fx)
         .with_payout_groups(PayoutGroups::new(GroupCommitSettings::default()));
-    let query = PlanningQuery {
-        receivers: vec![owner.id],
-        accounts: vec![account.id],
-        assets: vec![Asset::Usd],
-        similar: vec![(account.id, MinorUnits::new(700).unwrap(), Asset::Usd)],
-        since: at(T0) - chrono::Duration::hours(24),
-    };
+    let query = single_payout_query(&owner, &account, 700);
     // One read first, so that the store knows whether the database is Citus.
     assert!(store.planning_facts(sub, &query).await.is_ok());
     let mut conn = fx.raw().await;
@@ -855,8 +866,6 @@ async fn a_failed_shared_planning_read_answers_every_waiting_request_and_the_nex
 async fn reads_queued_behind_a_reading_task_that_dies_answer_unavailable_and_the_next_starts_afresh()
  {
     use diesel_async::SimpleAsyncConnection;
-    use domain::money::MinorUnits;
-    use domain::payout::ports::PlanningQuery;
 
     if adapters_postgres::test_db::citus_url().is_some() {
         return;
@@ -864,13 +873,7 @@ async fn reads_queued_behind_a_reading_task_that_dies_answer_unavailable_and_the
     let fx = Fixture::new().await;
     let (sub, owner, account) = world(&fx, "10000").await;
     let store = grouped(&fx, Duration::ZERO);
-    let query = PlanningQuery {
-        receivers: vec![owner.id],
-        accounts: vec![account.id],
-        assets: vec![Asset::Usd],
-        similar: vec![(account.id, MinorUnits::new(700).unwrap(), Asset::Usd)],
-        since: at(T0) - chrono::Duration::hours(24),
-    };
+    let query = single_payout_query(&owner, &account, 700);
     // One read first, so that the store knows whether the database is Citus.
     assert!(store.planning_facts(sub, &query).await.is_ok());
     // Another transaction holds the fee templates, so the next statement waits on them.
@@ -971,9 +974,6 @@ async fn a_group_forces_generic_plans_for_its_own_transaction_only() {
 /// bound the batch's status).
 #[tokio::test]
 async fn a_single_payouts_statements_settle_on_their_generic_plans() {
-    use domain::money::MinorUnits;
-    use domain::payout::ports::PlanningQuery;
-
     let fx = Fixture::new().await;
     let (sub, owner, account) = world(&fx, "10000").await;
     payable_at_once(&fx, &owner, &account).await;
@@ -1032,13 +1032,7 @@ async fn a_single_payouts_statements_settle_on_their_generic_plans() {
         .await
         .unwrap();
     let store = crate::support::one_connection_store(&fx);
-    let one = PlanningQuery {
-        receivers: vec![owner.id],
-        accounts: vec![account.id],
-        assets: vec![Asset::Usd],
-        similar: vec![(account.id, MinorUnits::new(100).unwrap(), Asset::Usd)],
-        since: at(T0) - chrono::Duration::hours(24),
-    };
+    let one = single_payout_query(&owner, &account, 100);
     let mut batches = Vec::new();
     for n in 0..8 {
         let facts = store.planning_facts(sub, &one).await.unwrap();
