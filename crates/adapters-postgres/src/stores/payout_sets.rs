@@ -1109,9 +1109,9 @@ mod tests {
     /// A database where one subaccount has 2 000 receivers, each with an account, 2 000
     /// payouts with references and 5 000 idempotency keys, and 2 000 other subaccounts have one
     /// of each; every subaccount has an open batch and two settled ones in each of two
-    /// currencies; all analysed. A generic plan estimates the rows of "this subaccount" as the average
-    /// subaccount's (about 2 here), so the crowded one looks small on paper: the shape of a
-    /// large merchant among many small ones, in which a plan that reads every row of the
+    /// currencies; all analysed. A generic plan estimates the rows of "this subaccount" as the
+    /// average subaccount's (about 2 here), so the crowded one looks small on paper: the shape
+    /// of a large merchant among many small ones, in which a plan that reads every row of the
     /// subaccount looks cheap.
     async fn crowded() -> (TestDb, AsyncPgConnection) {
         let db = TestDb::postgres().await.unwrap();

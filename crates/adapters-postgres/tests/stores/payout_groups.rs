@@ -1432,8 +1432,10 @@ async fn a_lone_payout_short_of_balance_with_a_taken_reference_or_stale_writes_n
     assert_eq!(writing_transactions(&fx, sub).await, 1);
 
     // Stale parties, which the write statement itself locks and checks: a payout planned
-    // `pending` while the receiver's KYC is still pending, and one to a receiver failed since
-    // it was planned. Each is told to plan again, with nothing written and its key in flight.
+    // `pending` while the receiver's KYC is still pending, one to a receiver failed since it
+    // was planned, and one planned `pending` to another subaccount's payable account (its lock
+    // finds no party of this subaccount, only the currency's batch lookup). Each is told to plan
+    // again, with nothing written and its key in flight.
     let planned_pending = planned(sub, &owner, &account, (100, 0), None, PayoutStatus::Pending);
     let (failed, failed_account) = failed_receiver(&fx, sub, "failed-later@example.com").await;
     let to_failed = planned(
@@ -1444,7 +1446,22 @@ async fn a_lone_payout_short_of_balance_with_a_taken_reference_or_stale_writes_n
         None,
         PayoutStatus::Unassessed,
     );
-    for (name, stale) in [("pending", planned_pending), ("failed", to_failed)] {
+    let (_, stranger, strangers_account) = world(&fx, "1").await;
+    // Payable, so that only its subaccount makes it stale.
+    payable_at_once(&fx, &stranger, &strangers_account).await;
+    let to_stranger = planned(
+        sub,
+        &stranger,
+        &strangers_account,
+        (100, 0),
+        None,
+        PayoutStatus::Pending,
+    );
+    for (name, stale) in [
+        ("pending", planned_pending),
+        ("failed", to_failed),
+        ("stranger", to_stranger),
+    ] {
         let key = claimed(&store, sub, name).await;
         let refused = store
             .insert_payout(&stale.payout, &stale.entries, &stale.events, &key)

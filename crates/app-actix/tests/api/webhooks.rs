@@ -288,6 +288,9 @@ async fn a_hanging_endpoint_does_not_hold_up_other_subaccounts() {
         .set_webhook(subaccount(&app.b), &hanging.url)
         .await
         .unwrap();
+    // From before B's first attempt could start, so that while less than `HANG` has passed
+    // since, none of them can have ended.
+    let started = tokio::time::Instant::now();
     for n in 0..3 {
         app.create_receiver(&app.b, &format!("b{n}@example.com"))
             .await;
@@ -297,7 +300,6 @@ async fn a_hanging_endpoint_does_not_hold_up_other_subaccounts() {
         3,
         "B's attempts are in flight"
     );
-    let started = tokio::time::Instant::now();
     let healthy = WebhookSink::start(&[200]);
     hook(&app, &healthy).await;
     app.create_receiver(&app.a, "ada@example.com").await;
