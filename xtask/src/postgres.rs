@@ -470,7 +470,7 @@ impl Cluster {
             "start",
             "-w",
             "-t",
-            "60",
+            START_WAIT_SECONDS,
             "-D",
             data,
             "-l",
@@ -632,7 +632,7 @@ impl Cluster {
             "start",
             "-w",
             "-t",
-            "60",
+            START_WAIT_SECONDS,
             "-D",
             utf8(&data)?,
             "-l",
@@ -721,6 +721,11 @@ impl Cluster {
         }
     }
 }
+
+/// How long `pg_ctl start` waits for the server to accept connections. A server stopped as a
+/// crash would stop it (fault tests, a killed run) first replays its WAL since its last
+/// checkpoint, up to `max_wal_size`, which a busy 2-core machine can take minutes over.
+const START_WAIT_SECONDS: &str = "300";
 
 /// Where the cluster lives when the postgres user cannot reach the target
 /// dir (e.g. a checkout in a 0700 home directory): unique per workspace.

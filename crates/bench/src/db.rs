@@ -45,6 +45,22 @@ impl CitusNode {
     pub fn url_of(&self, name: &str) -> anyhow::Result<String> {
         with_database(&self.maintenance_url, name)
     }
+
+    /// The port it listens on.
+    pub fn port(&self) -> i32 {
+        self.port
+    }
+
+    /// Runs `CHECKPOINT` on the node, so that a crash from here on replays only the WAL written
+    /// after it.
+    pub async fn checkpoint(&self) -> anyhow::Result<()> {
+        let mut conn = AsyncPgConnection::establish(&self.maintenance_url)
+            .await
+            .with_context(|| format!("connecting to the Citus node {}", self.label))?;
+        conn.batch_execute("CHECKPOINT")
+            .await
+            .with_context(|| format!("a checkpoint on the Citus node {}", self.label))
+    }
 }
 
 /// `"name"`, quoted as an SQL identifier.

@@ -1236,6 +1236,16 @@ async fn worker_outage(
     payoutd.migrate().await?;
     let per_side = (args.clients / 2).max(2);
     let placed = place_subaccounts(env, &db, &payoutd, port, per_side).await?;
+    // The worker is stopped as a crash would stop it, so it starts again by replaying its WAL
+    // since its last checkpoint. After a long run of tests on the same cluster that can be a
+    // gigabyte, which a busy machine does not replay within the start's bound; the outage under
+    // test is the load's, so its replay starts here.
+    db.workers()
+        .iter()
+        .find(|worker| worker.port() == i32::from(port))
+        .with_context(|| format!("no Citus worker of the database listens on port {port}"))?
+        .checkpoint()
+        .await?;
     let server = serve(env, &payoutd, "worker", &[]).await?;
     let api = Api::new(&server.base_url)?;
 
