@@ -465,12 +465,21 @@ impl Cluster {
     ) -> Result<(Vec<String>, Vec<String>), String> {
         let (data, log) = (self.data(), self.log());
         let (data, log) = (utf8(&data)?, utf8(&log)?);
-        let stop = self.pg_ctl(&["stop", "-D", data, "-m", stop_mode, "-w", "-t", "60"]);
+        let stop = self.pg_ctl(&[
+            "stop",
+            "-D",
+            data,
+            "-m",
+            stop_mode,
+            "-w",
+            "-t",
+            PG_CTL_WAIT_SECONDS,
+        ]);
         let start = self.pg_ctl(&[
             "start",
             "-w",
             "-t",
-            START_WAIT_SECONDS,
+            PG_CTL_WAIT_SECONDS,
             "-D",
             data,
             "-l",
@@ -632,7 +641,7 @@ impl Cluster {
             "start",
             "-w",
             "-t",
-            START_WAIT_SECONDS,
+            PG_CTL_WAIT_SECONDS,
             "-D",
             utf8(&data)?,
             "-l",
@@ -711,7 +720,7 @@ impl Cluster {
             "fast",
             "-w",
             "-t",
-            "60",
+            PG_CTL_WAIT_SECONDS,
         ]);
         let out = cmd::output(&mut stop)?;
         if out.status.success() {
@@ -722,10 +731,12 @@ impl Cluster {
     }
 }
 
-/// How long `pg_ctl start` waits for the server to accept connections. A server stopped as a
-/// crash would stop it (fault tests, a killed run) first replays its WAL since its last
-/// checkpoint, up to `max_wal_size`, which a busy 2-core machine can take minutes over.
-const START_WAIT_SECONDS: &str = "300";
+/// How long `pg_ctl start` and `pg_ctl stop` wait. A server stopped as a crash would stop it
+/// (fault tests, a killed run) first replays its WAL since its last checkpoint when it starts,
+/// up to `max_wal_size`; a server stopping writes a checkpoint first (`-m fast`), or waits for
+/// its children to go (`-m immediate`, seen taking 55 s behind a busy disk). A busy 2-core
+/// machine can take minutes over either.
+const PG_CTL_WAIT_SECONDS: &str = "300";
 
 /// Where the cluster lives when the postgres user cannot reach the target
 /// dir (e.g. a checkout in a 0700 home directory): unique per workspace.
