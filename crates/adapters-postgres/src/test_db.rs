@@ -13,8 +13,16 @@
 //! ([`crate::citus`]). Such databases are made with [`CITUS_TEST_SHARD_COUNT`] shards per
 //! distributed table, enough to spread every table over the workers at a fraction of the
 //! placement time of Citus' default.
+//!
+//! A test's database is dropped when its handle is; a run that is killed leaves its databases
+//! behind. Their names carry the creating process's id (`payoutd_test_p<pid>_<uuid>`,
+//! `payoutd_citus_p<pid>_<uuid>`), and the first database a test process makes on a server
+//! drops those whose process is gone ([`sweep_leftovers`]).
 
+use std::collections::BTreeSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
+use std::net::IpAddr;
+use std::path::Path;
 
 use anyhow::Context;
 use diesel::sql_types::{BigInt, Integer, Text};
@@ -25,6 +33,10 @@ use crate::citus::has_citus;
 use crate::migrate::{embedded_versions, run_migrations, with_database};
 
 static TEMPLATE: OnceCell<String> = OnceCell::const_new();
+
+/// Set once this process has swept the plain PostgreSQL server, and the Citus cluster.
+static SWEPT_POSTGRES: OnceCell<()> = OnceCell::const_new();
+static SWEPT_CITUS: OnceCell<()> = OnceCell::const_new();
 
 /// The variable that makes [`TestDb::new`] create its databases on a Citus cluster.
 pub const CITUS_URL_VAR: &str = "PAYOUT_TEST_CITUS_URL";
@@ -163,7 +175,8 @@ impl TestDb {
         let template = TEMPLATE
             .get_or_try_init(|| ensure_template(&maintenance_url))
             .await?;
-        let name = format!("payoutd_test_{}", uuid::Uuid::new_v4().simple());
+        swept_once(&SWEPT_POSTGRES, std::slice::from_ref(&maintenance_url)).await;
+        let name = new_database_name("test");
         let mut admin = AsyncPgConnection::establish(&maintenance_url).await?;
         diesel::sql_query(format!("CREATE DATABASE {name} TEMPLATE {template}"))
             .execute(&mut admin)
@@ -209,7 +222,6 @@ impl TestDb {
              (`cargo xtask citus` does it)"
         );
         nodes.sort_by_key(|n| n.groupid);
-        let name = format!("payoutd_citus_{}", uuid::Uuid::new_v4().simple());
         let mut maintenance_urls = Vec::new();
         for node in &nodes {
             maintenance_urls.push(with_host_port(
@@ -218,6 +230,8 @@ impl TestDb {
                 node.nodeport,
             )?);
         }
+        swept_once(&SWEPT_CITUS, &maintenance_urls).await;
+        let name = new_database_name("citus");
         let url = with_database(coordinator_url, &name)?;
         // From here on the handle drops whatever was created, should a step fail.
         let db = Self {
@@ -340,34 +354,196 @@ impl Drop for TestDb {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
-            // On Citus the coordinator (first) goes first: dropping its database ends its
-            // connections to the workers' databases.
-            let failures: Vec<String> = runtime.block_on(async {
-                let mut failures = Vec::new();
-                for (node, maintenance_url) in maintenance_urls.iter().enumerate() {
-                    let dropped = async {
-                        if node > 0 {
-                            rollback_orphaned_prepared(&with_database(maintenance_url, &name)?)
-                                .await?;
-                        }
-                        let mut admin = AsyncPgConnection::establish(maintenance_url).await?;
-                        diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                            .execute(&mut admin)
-                            .await?;
-                        anyhow::Ok(())
-                    };
-                    if let Err(e) = dropped.await {
-                        failures.push(format!("on {maintenance_url}: {e:#}"));
-                    }
-                }
-                failures
-            });
-            anyhow::ensure!(failures.is_empty(), "{}", failures.join("; "));
-            anyhow::Ok(())
+            runtime.block_on(drop_everywhere(&name, &maintenance_urls))
         })
         .join();
         if let Ok(Err(e)) = dropped {
             eprintln!("warning: could not drop test database {}: {e:#}", self.name);
+        }
+    }
+}
+
+/// Drops database `name` on every server of `maintenance_urls`, each even when another fails.
+/// On Citus the coordinator (first) goes first: dropping its database ends its connections to
+/// the workers' databases, where the prepared transactions it leaves are rolled back.
+async fn drop_everywhere(name: &str, maintenance_urls: &[String]) -> anyhow::Result<()> {
+    let mut failures = Vec::new();
+    for (node, maintenance_url) in maintenance_urls.iter().enumerate() {
+        let dropped = async {
+            if node > 0 {
+                let url = with_database(maintenance_url, name)?;
+                if AsyncPgConnection::establish(&url).await.is_ok() {
+                    rollback_orphaned_prepared(&url).await?;
+                }
+            }
+            let mut admin = AsyncPgConnection::establish(maintenance_url).await?;
+            diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                .execute(&mut admin)
+                .await?;
+            anyhow::Ok(())
+        };
+        if let Err(e) = dropped.await {
+            failures.push(format!("on {maintenance_url}: {e:#}"));
+        }
+    }
+    anyhow::ensure!(failures.is_empty(), "{}", failures.join("; "));
+    Ok(())
+}
+
+/// A new test database's name: `payoutd_<kind>_p<pid>_<uuid>`, with this process's id.
+fn new_database_name(kind: &str) -> String {
+    format!(
+        "payoutd_{kind}_p{}_{}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
+/// The id of the process that named a test database `name` ([`new_database_name`]), or `None`
+/// for any other name.
+fn creator(name: &str) -> Option<u32> {
+    let rest = name
+        .strip_prefix("payoutd_test_p")
+        .or_else(|| name.strip_prefix("payoutd_citus_p"))?;
+    let (pid, id) = rest.split_once('_')?;
+    let digits = |s: &str, hex: bool| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (hex && matches!(b, b'a'..=b'f')))
+    };
+    if !digits(pid, false) || id.len() != 32 || !digits(id, true) {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+/// Whether the server of `url` runs on this machine, so that the processes that made its test
+/// databases were this machine's: a loopback address, `localhost`, or a Unix socket (no host).
+fn on_this_machine(url: &str) -> bool {
+    let Some((_, rest)) = url.split_once("://") else {
+        return false;
+    };
+    let authority = &rest[..rest.find(['/', '?']).unwrap_or(rest.len())];
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = match host_port.strip_prefix('[') {
+        Some(bracketed) => bracketed.split(']').next().unwrap_or_default(),
+        None => host_port.split(':').next().unwrap_or_default(),
+    };
+    host.is_empty()
+        || host.eq_ignore_ascii_case("localhost")
+        || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Whether process `pid` has ended, as this machine's `/proc` tells.
+fn has_ended(pid: u32) -> bool {
+    pid != std::process::id() && !Path::new("/proc").join(pid.to_string()).exists()
+}
+
+#[derive(diesel::QueryableByName)]
+struct DatabaseName {
+    #[diesel(sql_type = Text)]
+    name: String,
+}
+
+/// Drops the test databases on the servers of `maintenance_urls` (one server, or a Citus
+/// cluster's nodes, the coordinator first) whose creating process has ended: those a killed
+/// run left behind. Returns their names. Does nothing unless every server runs on this machine
+/// and `/proc` shows its processes, since a process id means nothing elsewhere. A database whose
+/// process still runs is never touched, whoever else uses the servers.
+pub async fn sweep_leftovers(maintenance_urls: &[String]) -> anyhow::Result<Vec<String>> {
+    if !Path::new("/proc/self").exists() || !maintenance_urls.iter().all(|u| on_this_machine(u)) {
+        return Ok(Vec::new());
+    }
+    let mut leftovers = BTreeSet::new();
+    for maintenance_url in maintenance_urls {
+        let mut conn = AsyncPgConnection::establish(maintenance_url)
+            .await
+            .with_context(|| format!("connecting to {maintenance_url}"))?;
+        let names: Vec<DatabaseName> = diesel::sql_query(
+            "SELECT datname::text AS name FROM pg_database \
+             WHERE datname LIKE 'payoutd\\_test\\_p%' OR datname LIKE 'payoutd\\_citus\\_p%'",
+        )
+        .load(&mut conn)
+        .await?;
+        leftovers.extend(
+            names
+                .into_iter()
+                .map(|n| n.name)
+                .filter(|name| creator(name).is_some_and(has_ended)),
+        );
+    }
+    for name in &leftovers {
+        drop_everywhere(name, maintenance_urls).await?;
+    }
+    Ok(leftovers.into_iter().collect())
+}
+
+/// [`sweep_leftovers`] once per process and `cell`. A sweep that fails is reported, not fatal:
+/// the test goes on.
+async fn swept_once(cell: &OnceCell<()>, maintenance_urls: &[String]) {
+    cell.get_or_init(|| async {
+        match sweep_leftovers(maintenance_urls).await {
+            Ok(dropped) if !dropped.is_empty() => eprintln!(
+                "note: dropped {} test database(s) left by ended test runs",
+                dropped.len()
+            ),
+            Ok(_) => {}
+            Err(e) => eprintln!("warning: could not sweep leftover test databases: {e:#}"),
+        }
+    })
+    .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{creator, new_database_name, on_this_machine};
+
+    #[test]
+    fn a_test_databases_name_carries_its_creators_process_id() {
+        let name = new_database_name("test");
+        assert_eq!(creator(&name), Some(std::process::id()));
+        assert!(
+            name.len() <= 63,
+            "{name} is longer than an identifier may be"
+        );
+        assert_eq!(
+            creator("payoutd_citus_p17_0123456789abcdef0123456789abcdef"),
+            Some(17)
+        );
+        for other in [
+            "payoutd_template_0123456789abcdef",
+            "payoutd_test_0123456789abcdef0123456789abcdef",
+            "payoutd_test_p_0123456789abcdef0123456789abcdef",
+            "payoutd_test_p12_0123456789abcdef0123456789abcde",
+            "payoutd_test_p12_0123456789ABCDEF0123456789abcdef",
+            "payoutd_test_p1x_0123456789abcdef0123456789abcdef",
+            "payoutd_test_p99999999999_0123456789abcdef0123456789abcdef",
+            "payoutd_bench_p12_0123456789abcdef0123456789abcdef",
+            "payoutd",
+        ] {
+            assert_eq!(creator(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn only_a_server_on_this_machine_is_swept() {
+        for local in [
+            "postgres://postgres@127.0.0.1:25432/postgres",
+            "postgres://u:p@127.9.9.9/db?sslmode=disable",
+            "postgres://localhost/db",
+            "postgres://postgres@[::1]:5432/db",
+            "postgres:///db?host=/var/run/postgresql",
+        ] {
+            assert!(on_this_machine(local), "{local}");
+        }
+        for remote in [
+            "postgres://postgres@10.0.0.5:5432/db",
+            "postgres://db.example.com/db",
+            "postgres://postgres@[2001:db8::1]:5432/db",
+            "postgres://127.0.0.1@db.example.com/db",
+            "not a url",
+        ] {
+            assert!(!on_this_machine(remote), "{remote}");
         }
     }
 }

@@ -20,3 +20,4 @@ mod rail_files;
 mod receivers;
 mod rotation;
 mod support;
+mod test_databases;
