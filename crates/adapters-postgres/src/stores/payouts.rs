@@ -59,38 +59,27 @@ impl PayoutStore for PgStore {
         subaccount: SubaccountId,
         query: &PlanningQuery,
     ) -> Result<PlanningFacts, PortError> {
-        let one = OnePayoutFacts::of(query);
-        // Before the connection is taken: the first check takes one of its own.
-        let citus = one.is_some() && self.detect_citus().await?;
         let sub = subaccount.as_uuid();
-        if let Some(one) = one.as_ref().filter(|_| !citus) {
+        if let Some(one) = OnePayoutFacts::of(query) {
+            // Before the connection is taken: the first check takes one of its own.
+            let citus = self.detect_citus().await?;
             let read = one.planning_read(query.since);
             let row = match &self.payout_groups {
                 // With group commit, the reads of concurrent requests share statements.
-                Some(groups) => groups.planning_reads().read(self, sub, read).await?,
+                Some(groups) => groups.planning_reads().read(self, sub, read, citus).await?,
                 None => {
                     let conn = self.conn().await?;
-                    read_planning(&conn, sub, &[read])
+                    read_planning(&conn, sub, &[read], citus)
                         .await
                         .map_err(from_diesel)?
                         .pop()
                         .ok_or_else(|| PortError::unknown("a planning read answered no row"))?
                 }
             };
-            return self.facts_from_one(one, row);
+            return self.facts_from_one(&one, row);
         }
         let pooled = self.conn().await?;
         let conn: &AsyncPgConnection = &pooled;
-        if let Some(one) = one {
-            let row = one
-                .read(sub, query.since, conn)
-                .await
-                .map_err(from_diesel)?;
-            return match row {
-                Some(row) => self.facts_from_one(&one, row),
-                None => Ok(PlanningFacts::default()),
-            };
-        }
         // Four independent reads, pipelined on one connection: sent together, answered in
         // one round trip's time. A single payout's reads compare with one value (`= $2`), not
         // with an array (`= ANY($2)`): PostgreSQL plans a prepared statement with an array
@@ -412,7 +401,7 @@ impl PayoutStore for PgStore {
 /// larger query takes. Each statement PostgreSQL runs costs it a bind, an executor start and
 /// end, an implicit transaction and a reply of its own, and the server an encoded request and a
 /// decoded answer, whatever the statement reads; the single payout is the common request, so it
-/// pays for one, and on plain PostgreSQL shares it with concurrent requests
+/// pays for one, and shares it with concurrent requests of its subaccount
 /// ([`super::planning_reads`]).
 struct OnePayoutFacts {
     receiver: Uuid,
@@ -452,56 +441,6 @@ impl OnePayoutFacts {
             amount: self.amount,
             since,
         }
-    }
-
-    /// On Citus: the subaccount's row, with the receiver, the account and the asset's fee
-    /// template joined where they exist (each only if it is the subaccount's own), and whether
-    /// the account was paid the same amount since `since`; `None` without the subaccount. Every
-    /// table is compared with the subaccount with `=`, which routes the statement to the
-    /// subaccount's shard.
-    async fn read(
-        &self,
-        sub: Uuid,
-        since: DateTime<Utc>,
-        conn: &AsyncPgConnection,
-    ) -> QueryResult<Option<PlanningRow>> {
-        use crate::schema::subaccounts;
-        let paid_since = diesel::dsl::exists(
-            payouts::table
-                .filter(payouts::subaccount_id.eq(sub))
-                .filter(payouts::account_id.eq(self.account))
-                .filter(payouts::amount.eq(self.amount.get()))
-                .filter(payouts::asset.eq(self.asset.code()))
-                .filter(payouts::created_at.ge(since)),
-        );
-        let mut conn = conn;
-        subaccounts::table
-            .filter(subaccounts::id.eq(sub))
-            .left_join(
-                receivers::table.on(receivers::id
-                    .eq(self.receiver)
-                    .and(receivers::subaccount_id.eq(sub))),
-            )
-            .left_join(
-                receiver_accounts::table.on(receiver_accounts::id
-                    .eq(self.account)
-                    .and(receiver_accounts::subaccount_id.eq(sub))),
-            )
-            .left_join(
-                fee_templates::table.on(fee_templates::subaccount_id
-                    .eq(sub)
-                    .and(fee_templates::asset.eq(self.asset.code()))),
-            )
-            .select((
-                Option::<crate::rows::ReceiverRow>::as_select(),
-                Option::<AccountRow>::as_select(),
-                template_columns().nullable(),
-                paid_since,
-            ))
-            .cached()
-            .get_result(&mut conn)
-            .await
-            .optional()
     }
 }
 

@@ -17,8 +17,9 @@
 //! another, by a task spawned on the runtime of the request that found no read running, so a
 //! request that goes away never strands the others waiting behind it.
 //!
-//! Only plain PostgreSQL reads this way. On Citus a single payout's facts are still read by the
-//! statement that routes to the subaccount's shard (`OnePayoutFacts::read`).
+//! On Citus the statement compares every table's subaccount with `= $1` instead, which routes
+//! it, like every other statement of one subaccount, to that subaccount's shard: one task on one
+//! worker for the requests it carries.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -109,22 +110,29 @@ type Selection = (ReceiverSelection, AccountSelection, TemplateSelection);
 /// Every value is a scalar parameter, never an array: PostgreSQL plans a prepared statement
 /// with an array afresh on every call (its generic plan, costed for an array of unknown length,
 /// never looks cheaper than one planned for the array at hand), while with scalars it settles on
-/// the generic plan. Its text depends only on the number of reads, so it is prepared once per
-/// connection for each number. The parties' subaccount is compared with `IS NOT DISTINCT FROM`
-/// (the same for these non-null columns) so that no index on the subaccount can serve it: the
-/// generic plan is costed for the average subaccount, and with `=` a large subaccount's receiver
-/// would be found by scanning all of the subaccount's receivers instead of by its primary key.
+/// the generic plan. Its text depends only on the number of reads (and the kind of database),
+/// so it is prepared once per connection for each number. On plain PostgreSQL the parties'
+/// subaccount is compared with `IS NOT DISTINCT FROM` (the same for these non-null columns) so
+/// that no index on the subaccount can serve it: the generic plan is costed for the average
+/// subaccount, and with `=` a large subaccount's receiver would be found by scanning all of the
+/// subaccount's receivers instead of by its primary key. On Citus every table, the payouts of
+/// the duplicate check too, is compared with `= $1`, which routes the statement to the
+/// subaccount's shard (Citus reads a single relation's `ON` conditions of a `LEFT JOIN` as its
+/// filters); there each shard is a fraction of the table, and the plan is the worker's.
 struct PlanningStatement {
     sub: Uuid,
+    /// Whether the database is Citus (see the type's documentation).
+    citus: bool,
     /// The reads' values as bound (the binds borrow them for the statement's life).
     binds: Vec<(Uuid, Uuid, &'static str, i64, DateTime<Utc>)>,
     selection: Selection,
 }
 
 impl PlanningStatement {
-    fn new(sub: Uuid, reads: &[PlanningRead]) -> Self {
+    fn new(sub: Uuid, reads: &[PlanningRead], citus: bool) -> Self {
         Self {
             sub,
+            citus,
             binds: reads
                 .iter()
                 .map(|r| {
@@ -150,9 +158,16 @@ impl QueryFragment<Pg> for PlanningStatement {
     fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
         out.push_sql("SELECT q.i, ");
         self.selection.walk_ast(out.reborrow())?;
+        // The subaccount is the first parameter, `$1`, whichever the comparison.
+        let (same, same_payouts) = if self.citus {
+            ("= $1", "= $1")
+        } else {
+            ("IS NOT DISTINCT FROM s.sub", "= s.sub")
+        };
+        out.push_sql(", EXISTS (SELECT 1 FROM payouts p WHERE p.subaccount_id ");
+        out.push_sql(same_payouts);
         out.push_sql(
-            ", EXISTS (SELECT 1 FROM payouts p WHERE p.subaccount_id = s.sub \
-             AND p.account_id = q.account AND p.amount = q.amount AND p.asset = q.asset \
+            " AND p.account_id = q.account AND p.amount = q.amount AND p.asset = q.asset \
              AND p.created_at >= q.since) \
              FROM (SELECT ",
         );
@@ -174,15 +189,20 @@ impl QueryFragment<Pg> for PlanningStatement {
             out.push_bind_param::<Timestamptz, _>(since)?;
             out.push_sql(")");
         }
+        let templates = if self.citus { "= $1" } else { "= s.sub" };
         out.push_sql(
             ") AS q (i, receiver, account, asset, amount, since) \
-             LEFT JOIN receivers ON receivers.id = q.receiver \
-             AND receivers.subaccount_id IS NOT DISTINCT FROM s.sub \
-             LEFT JOIN receiver_accounts ON receiver_accounts.id = q.account \
-             AND receiver_accounts.subaccount_id IS NOT DISTINCT FROM s.sub \
-             LEFT JOIN fee_templates ON fee_templates.subaccount_id = s.sub \
-             AND fee_templates.asset = q.asset",
+             LEFT JOIN receivers ON receivers.id = q.receiver AND receivers.subaccount_id ",
         );
+        out.push_sql(same);
+        out.push_sql(
+            " LEFT JOIN receiver_accounts ON receiver_accounts.id = q.account \
+             AND receiver_accounts.subaccount_id ",
+        );
+        out.push_sql(same);
+        out.push_sql(" LEFT JOIN fee_templates ON fee_templates.subaccount_id ");
+        out.push_sql(templates);
+        out.push_sql(" AND fee_templates.asset = q.asset");
         Ok(())
     }
 
@@ -209,18 +229,21 @@ impl Query for PlanningStatement {
     );
 }
 
-/// Reads the planning facts of `reads`, all of subaccount `sub`, in one statement: the row of
-/// each read, in the order of `reads`.
+/// Reads the planning facts of `reads`, all of subaccount `sub`, in one statement (its form for
+/// Citus when `citus`): the row of each read, in the order of `reads`.
 pub(crate) async fn read_planning(
     conn: &AsyncPgConnection,
     sub: Uuid,
     reads: &[PlanningRead],
+    citus: bool,
 ) -> QueryResult<Vec<PlanningRow>> {
     if reads.is_empty() {
         return Ok(Vec::new());
     }
     let mut conn = conn;
-    let rows: Vec<NumberedRow> = PlanningStatement::new(sub, reads).load(&mut conn).await?;
+    let rows: Vec<NumberedRow> = PlanningStatement::new(sub, reads, citus)
+        .load(&mut conn)
+        .await?;
     let mut by_read: Vec<Option<PlanningRow>> = (0..reads.len()).map(|_| None).collect();
     for (i, receiver, account, template, paid) in rows {
         let slot = usize::try_from(i)
@@ -274,12 +297,14 @@ impl PlanningReads {
     }
 
     /// Reads `read` (of subaccount `sub`) in the next statement of its subaccount, starting the
-    /// task that runs them when none is running, and waits for its own row.
+    /// task that runs them when none is running, and waits for its own row. `citus` says
+    /// whether the store's database is Citus (the same for every request of a store).
     pub(crate) async fn read(
         self: &Arc<Self>,
         store: &PgStore,
         sub: Uuid,
         read: PlanningRead,
+        citus: bool,
     ) -> ReadResult {
         let (answer, answered) = oneshot::channel();
         let start_reader = {
@@ -292,7 +317,7 @@ impl PlanningReads {
             !reading
         };
         if start_reader {
-            tokio::spawn(read_statements(Arc::clone(self), store.clone(), sub));
+            tokio::spawn(read_statements(Arc::clone(self), store.clone(), sub, citus));
         }
         answered.await.unwrap_or_else(|_| {
             Err(PortError::Unavailable(anyhow::anyhow!(
@@ -335,7 +360,7 @@ impl Drop for ReaderGuard {
 }
 
 /// Runs `sub`'s statements one after another until no read waits.
-async fn read_statements(reads: Arc<PlanningReads>, store: PgStore, sub: Uuid) {
+async fn read_statements(reads: Arc<PlanningReads>, store: PgStore, sub: Uuid, citus: bool) {
     let mut guard = ReaderGuard {
         reads: Arc::clone(&reads),
         sub,
@@ -348,7 +373,9 @@ async fn read_statements(reads: Arc<PlanningReads>, store: PgStore, sub: Uuid) {
         };
         let asked: Vec<PlanningRead> = batch.iter().map(|w| w.read).collect();
         let result = match store.conn().await {
-            Ok(conn) => read_planning(&conn, sub, &asked).await.map_err(from_diesel),
+            Ok(conn) => read_planning(&conn, sub, &asked, citus)
+                .await
+                .map_err(from_diesel),
             Err(e) => Err(e),
         };
         match result {
