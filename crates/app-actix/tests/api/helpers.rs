@@ -174,7 +174,13 @@ async fn spawn_built(
         base,
         config,
         simulators,
-        client: reqwest::Client::new(),
+        // Idle connections are given up before the server's keep-alive (5 s) ends them, so that
+        // a request is never sent on a connection the server is closing at that moment (which
+        // fails it with an incomplete message, as seen on a loaded machine).
+        client: reqwest::Client::builder()
+            .pool_idle_timeout(Duration::from_secs(2))
+            .build()
+            .expect("a reqwest client with default TLS"),
         admin,
         a,
         b,
