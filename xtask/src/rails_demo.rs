@@ -760,6 +760,7 @@ fn config_text(c: &ConfigInputs) -> String {
             "[rails.\"{route}\"]\n\
              file_prefix = \"DEMO\"\n\
              cutoffs = [{cutoffs}]\n\
+             open_on_weekends = true\n\
              settlement_days = 0\n\
              {format}\
              \n[rails.\"{route}\".transport]\n\
@@ -778,6 +779,7 @@ fn config_text(c: &ConfigInputs) -> String {
         "[rails.\"cad/digital\"]\n\
          file_prefix = \"DEMO\"\n\
          cutoffs = [{cutoffs}]\n\
+         open_on_weekends = true\n\
          settlement_days = 0\n\
          partner_customer_id = \"PAYOUTD-DEMO\"\n\
          sender_name = \"Payoutd Demo\"\n\

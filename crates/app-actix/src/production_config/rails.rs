@@ -184,15 +184,17 @@ struct Common {
     cutoffs: Vec<toml::Value>,
     #[serde(default)]
     holidays: Vec<toml::Value>,
+    open_on_weekends: Option<toml::Value>,
     settlement_days: Option<i64>,
     transport: toml::Table,
 }
 
 impl Common {
-    const KEYS: [&'static str; 5] = [
+    const KEYS: [&'static str; 6] = [
         "file_prefix",
         "cutoffs",
         "holidays",
+        "open_on_weekends",
         "settlement_days",
         "transport",
     ];
@@ -405,6 +407,17 @@ fn rail_settings(
     problems: &mut Problems,
 ) -> Option<RailSettings> {
     let prefix = file_prefix(&raw.file_prefix, &key_path(path, "file_prefix"), problems);
+    let weekends_open = match &raw.open_on_weekends {
+        None => Some(false),
+        Some(toml::Value::Boolean(open)) => Some(*open),
+        Some(other) => {
+            problems.push(
+                key_path(path, "open_on_weekends"),
+                format!("must be true or false, got {}", type_name(other)),
+            );
+            None
+        }
+    };
     let days_path = key_path(path, "settlement_days");
     let days = match raw.settlement_days {
         None => Some(1),
@@ -421,8 +434,13 @@ fn rail_settings(
             }
         },
     };
-    let calendar = calendar(&raw.cutoffs, &raw.holidays, path, problems)
-        .and_then(|calendar| Some(calendar.with_settlement_days(days?)));
+    let calendar = calendar(&raw.cutoffs, &raw.holidays, path, problems).and_then(|calendar| {
+        Some(
+            calendar
+                .with_settlement_days(days?)
+                .with_weekends_open(weekends_open?),
+        )
+    });
     let transport_path = key_path(path, "transport");
     let transport = transport(raw.transport, &transport_path, env, problems).and_then(|t| {
         // A partner's API carries Interac batch requests only, and nothing else speaks it.

@@ -317,6 +317,40 @@ fn settlement_days_default_to_one_and_are_bounded() {
 }
 
 #[test]
+fn weekends_are_closed_unless_a_rail_opens_them() {
+    let Ok(settings) = parse(EXAMPLE) else {
+        panic!("the example is valid");
+    };
+    assert!(
+        settings
+            .rails
+            .values()
+            .all(|rail| !rail.calendar.weekends_open())
+    );
+    let Ok(open) = parse(&example_with(
+        "settlement_days = 1",
+        "settlement_days = 1\nopen_on_weekends = true",
+    )) else {
+        panic!("open_on_weekends is a rail setting");
+    };
+    let open: Vec<bool> = open
+        .rails
+        .iter()
+        .map(|(method, rail)| *method == PayoutMethod::Ach && rail.calendar.weekends_open())
+        .collect();
+    assert_eq!(open.iter().filter(|o| **o).count(), 1, "{open:?}");
+    let p = problems(&example_with(
+        "settlement_days = 1",
+        "settlement_days = 1\nopen_on_weekends = \"yes\"",
+    ));
+    assert_problem(
+        &p,
+        "rails.\"usd/ach\".open_on_weekends",
+        "must be true or false, got a string",
+    );
+}
+
+#[test]
 fn nacha_settings_are_checked() {
     let p = problems(&example_with(
         "immediate_destination = \"021000021\"",

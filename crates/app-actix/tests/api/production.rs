@@ -37,13 +37,15 @@ pub(crate) fn every_minute() -> String {
     cutoffs.join(", ")
 }
 
-/// Every minute of the day is a cut-off, so a batch runs within a minute; same-day settlement.
+/// Every minute of every day is a cut-off (weekends open), so a batch runs within a minute
+/// whatever the day the tests run on; same-day settlement.
 fn config(outbound: &Path, inbound: &Path) -> String {
     format!(
         r#"
 [rails."eur/sepa"]
 file_prefix = "TEST"
 cutoffs = [{cutoffs}]
+open_on_weekends = true
 settlement_days = 0
 debtor_name = "Payoutd Test GmbH"
 debtor_iban = "DE02120300000000202051"
@@ -410,13 +412,14 @@ async fn a_sepa_payout_is_filed_at_the_cutoff_settled_and_returned_by_the_bank()
     );
 }
 
-/// A `usd/ach` rail with a cut-off every minute, settling the next business day.
+/// A `usd/ach` rail with a cut-off every minute of every day, settling the next business day.
 fn ach_config(outbound: &Path, inbound: &Path) -> String {
     format!(
         r#"
 [rails."usd/ach"]
 file_prefix = "TEST"
 cutoffs = [{cutoffs}]
+open_on_weekends = true
 immediate_destination = "021000021"
 immediate_destination_name = "TEST BANK"
 immediate_origin = "1234567890"

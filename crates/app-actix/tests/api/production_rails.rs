@@ -54,7 +54,7 @@ fn file_rail(route: &str, settings: &str, dirs: &Path) -> String {
     std::fs::create_dir_all(&outbound).unwrap();
     std::fs::create_dir_all(&inbound).unwrap();
     format!(
-        "[rails.\"{route}\"]\nfile_prefix = \"TEST\"\ncutoffs = [{cutoffs}]\n{settings}\n\
+        "[rails.\"{route}\"]\nfile_prefix = \"TEST\"\ncutoffs = [{cutoffs}]\nopen_on_weekends = true\n{settings}\n\
          [rails.\"{route}\".transport]\nkind = \"directory\"\noutbound_dir = \"{outbound}\"\n\
          inbound_dir = \"{inbound}\"\npoll_interval_secs = 1\n\n",
         cutoffs = every_minute(),
@@ -402,7 +402,7 @@ async fn interac_batches_go_to_the_partner_and_its_signed_callbacks_settle_them_
     const SECRET: &str = "partner-shared-secret-for-tests";
     let (base_url, partner) = start_partner(SECRET).await;
     let text = format!(
-        "[rails.\"cad/digital\"]\nfile_prefix = \"TEST\"\ncutoffs = [{cutoffs}]\n\
+        "[rails.\"cad/digital\"]\nfile_prefix = \"TEST\"\ncutoffs = [{cutoffs}]\nopen_on_weekends = true\n\
          partner_customer_id = \"PAYOUTD-TEST\"\nsender_name = \"Payoutd Test\"\n\n\
          [rails.\"cad/digital\".transport]\nkind = \"partner_api\"\nbase_url = \"{base_url}\"\n\
          shared_secret = \"env:INTERAC_SECRET\"\npoll_interval_secs = 1\n{SMTP_AND_KYC}",

@@ -109,6 +109,9 @@ pub struct RailCalendar {
     /// Business days from a cut-off's day to its files' effective date (1 by default; 0 for
     /// same-day settlement).
     settlement_days: u32,
+    /// Whether Saturdays and Sundays are business days (a rail that runs every day); closed by
+    /// default.
+    weekends_open: bool,
 }
 
 /// The most business days a rail may take to settle.
@@ -119,6 +122,7 @@ impl fmt::Debug for RailCalendar {
         f.debug_struct("RailCalendar")
             .field("cutoffs", &self.cutoff_texts())
             .field("holidays", &self.holidays.len())
+            .field("weekends_open", &self.weekends_open)
             .finish()
     }
 }
@@ -150,6 +154,7 @@ impl RailCalendar {
             cutoffs: sorted,
             holidays: holidays.into_iter().collect(),
             settlement_days: 1,
+            weekends_open: false,
         };
         for holiday in &calendar.holidays {
             // A run of closed days longer than the bound holds a holiday within its first three
@@ -183,9 +188,19 @@ impl RailCalendar {
         self.holidays.iter().copied()
     }
 
-    /// Whether the bank works on `date`: not a Saturday, Sunday or listed holiday.
+    /// Whether the bank works on `date`: not a listed holiday, nor a Saturday or Sunday unless
+    /// the weekends are open ([`with_weekends_open`](Self::with_weekends_open)).
     pub fn is_business_day(&self, date: NaiveDate) -> bool {
-        !matches!(date.weekday(), Weekday::Sat | Weekday::Sun) && !self.holidays.contains(&date)
+        (self.weekends_open || !matches!(date.weekday(), Weekday::Sat | Weekday::Sun))
+            && !self.holidays.contains(&date)
+    }
+
+    /// This calendar with Saturdays and Sundays open when `open`: a rail whose bank works
+    /// every day. The holidays stay closed.
+    #[must_use]
+    pub fn with_weekends_open(mut self, open: bool) -> Self {
+        self.weekends_open = open;
+        self
     }
 
     /// The first business day on or after `date`, looking at most [`MAX_CLOSED_DAYS`] days
@@ -233,6 +248,11 @@ impl RailCalendar {
             settlement_days: days.min(MAX_SETTLEMENT_DAYS),
             ..self
         }
+    }
+
+    /// Whether Saturdays and Sundays are business days ([`with_weekends_open`](Self::with_weekends_open)).
+    pub fn weekends_open(&self) -> bool {
+        self.weekends_open
     }
 
     /// Business days from a cut-off's day to its files' effective date.
@@ -293,6 +313,37 @@ mod tests {
     }
 
     // 2026-11-27 is a Friday; 2026-11-30 a Monday.
+
+    #[test]
+    fn with_the_weekends_open_saturday_has_cutoffs_and_settles_on_sunday_but_holidays_stay_closed()
+    {
+        let closed = calendar(&["15:00"], &[date(2026, 11, 29)]);
+        let open = closed.clone().with_weekends_open(true);
+        assert!(!closed.is_business_day(date(2026, 11, 28)));
+        assert!(open.is_business_day(date(2026, 11, 28)));
+        // A holiday that falls on a weekend stays closed.
+        assert!(!open.is_business_day(date(2026, 11, 29)));
+        // Saturday 10:00: Saturday's cut-off, where the closed weekend waits for Monday's.
+        assert_eq!(
+            open.next_cutoff(at(2026, 11, 28, 10, 0, 0)),
+            Some(at(2026, 11, 28, 15, 0, 0))
+        );
+        assert_eq!(
+            closed.next_cutoff(at(2026, 11, 28, 10, 0, 0)),
+            Some(at(2026, 11, 30, 15, 0, 0))
+        );
+        // Friday's file settles on Saturday with the weekend open; Sunday is a holiday.
+        assert_eq!(
+            open.effective_date(at(2026, 11, 27, 15, 0, 0)),
+            Some(date(2026, 11, 28))
+        );
+        assert_eq!(
+            open.next_business_day(date(2026, 11, 28)),
+            Some(date(2026, 11, 30))
+        );
+        assert_ne!(open, closed);
+        assert!(format!("{open:?}").contains("weekends_open: true"));
+    }
 
     #[test]
     fn cutoffs_parse_only_as_hh_mm() {
@@ -585,6 +636,7 @@ mod tests {
             cutoffs: times(&["15:00"]),
             holidays: year.into_iter().collect(),
             settlement_days: 1,
+            weekends_open: false,
         };
         assert_eq!(unchecked.next_business_day(date(2026, 12, 31)), None);
         assert_eq!(unchecked.next_cutoff(at(2026, 12, 31, 16, 0, 0)), None);
