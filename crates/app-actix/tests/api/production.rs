@@ -73,11 +73,8 @@ provider = "manual"
     )
 }
 
-/// Checks every 100 ms until `check` holds, for up to 5 minutes (five of the jobs' one-minute
-/// cutoffs). The 90 s this allowed before ran out for four filing tests at once on Citus, on a
-/// machine whose two cores also ran release builds and a second Citus cluster.
 pub(crate) async fn wait_for(what: &str, mut check: impl AsyncFnMut() -> bool) {
-    for _ in 0..3_000 {
+    for _ in 0..900 {
         if check().await {
             return;
         }
