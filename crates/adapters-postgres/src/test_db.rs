@@ -326,20 +326,19 @@ struct PreparedTransaction {
     gid: String,
 }
 
-/// Rolls back the prepared transactions left in a Citus worker's database at `url`, which block
-/// dropping it. A test's application may still be committing (Citus prepares on the workers,
-/// then commits) when the coordinator's database is dropped under it; the coordinator would
-/// have finished those transactions, but it is gone, so they are rolled back.
-async fn rollback_orphaned_prepared(url: &str) -> anyhow::Result<()> {
-    let mut conn = AsyncPgConnection::establish(url).await?;
+/// Rolls back the prepared transactions left in a database (`conn`), which block dropping it. A
+/// test's application may still be committing (Citus prepares on the workers, then commits)
+/// when the coordinator's database is dropped under it; the coordinator would have finished
+/// those transactions, but it is gone, so they are rolled back.
+async fn rollback_orphaned_prepared(conn: &mut AsyncPgConnection) -> anyhow::Result<()> {
     let prepared: Vec<PreparedTransaction> =
         diesel::sql_query("SELECT gid FROM pg_prepared_xacts WHERE database = current_database()")
-            .load(&mut conn)
+            .load(conn)
             .await?;
     for transaction in prepared {
         let gid = transaction.gid.replace('\'', "''");
         diesel::sql_query(format!("ROLLBACK PREPARED '{gid}'"))
-            .execute(&mut conn)
+            .execute(conn)
             .await?;
     }
     Ok(())
@@ -365,16 +364,19 @@ impl Drop for TestDb {
 
 /// Drops database `name` on every server of `maintenance_urls`, each even when another fails.
 /// On Citus the coordinator (first) goes first: dropping its database ends its connections to
-/// the workers' databases, where the prepared transactions it leaves are rolled back.
+/// the workers' databases. On every node the prepared transactions left in the database are
+/// rolled back first: on the workers those of a commit the coordinator can no longer finish, and
+/// on the coordinator too those of a run killed mid-commit (seen blocking a sweep).
 async fn drop_everywhere(name: &str, maintenance_urls: &[String]) -> anyhow::Result<()> {
     let mut failures = Vec::new();
-    for (node, maintenance_url) in maintenance_urls.iter().enumerate() {
+    for maintenance_url in maintenance_urls {
         let dropped = async {
-            if node > 0 {
-                let url = with_database(maintenance_url, name)?;
-                if AsyncPgConnection::establish(&url).await.is_ok() {
-                    rollback_orphaned_prepared(&url).await?;
-                }
+            // A node may lack the database (a run killed while creating it): nothing to roll
+            // back there, and dropping it if it exists is all that is left.
+            if let Ok(mut conn) =
+                AsyncPgConnection::establish(&with_database(maintenance_url, name)?).await
+            {
+                rollback_orphaned_prepared(&mut conn).await?;
             }
             let mut admin = AsyncPgConnection::establish(maintenance_url).await?;
             diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
@@ -472,9 +474,14 @@ pub async fn sweep_leftovers(maintenance_urls: &[String]) -> anyhow::Result<Vec<
                 .filter(|name| creator(name).is_some_and(has_ended)),
         );
     }
+    // Each leftover is dropped even when another cannot be.
+    let mut failures = Vec::new();
     for name in &leftovers {
-        drop_everywhere(name, maintenance_urls).await?;
+        if let Err(e) = drop_everywhere(name, maintenance_urls).await {
+            failures.push(format!("{name}: {e:#}"));
+        }
     }
+    anyhow::ensure!(failures.is_empty(), "{}", failures.join("; "));
     Ok(leftovers.into_iter().collect())
 }
 

@@ -158,14 +158,15 @@ impl QueryFragment<Pg> for PlanningStatement {
     fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
         out.push_sql("SELECT q.i, ");
         self.selection.walk_ast(out.reborrow())?;
-        // The subaccount is the first parameter, `$1`, whichever the comparison.
-        let (same, same_payouts) = if self.citus {
+        // How the parties' subaccount, and the other tables', are compared. The subaccount is
+        // the first parameter, `$1`.
+        let (parties, others) = if self.citus {
             ("= $1", "= $1")
         } else {
             ("IS NOT DISTINCT FROM s.sub", "= s.sub")
         };
         out.push_sql(", EXISTS (SELECT 1 FROM payouts p WHERE p.subaccount_id ");
-        out.push_sql(same_payouts);
+        out.push_sql(others);
         out.push_sql(
             " AND p.account_id = q.account AND p.amount = q.amount AND p.asset = q.asset \
              AND p.created_at >= q.since) \
@@ -189,19 +190,18 @@ impl QueryFragment<Pg> for PlanningStatement {
             out.push_bind_param::<Timestamptz, _>(since)?;
             out.push_sql(")");
         }
-        let templates = if self.citus { "= $1" } else { "= s.sub" };
         out.push_sql(
             ") AS q (i, receiver, account, asset, amount, since) \
              LEFT JOIN receivers ON receivers.id = q.receiver AND receivers.subaccount_id ",
         );
-        out.push_sql(same);
+        out.push_sql(parties);
         out.push_sql(
             " LEFT JOIN receiver_accounts ON receiver_accounts.id = q.account \
              AND receiver_accounts.subaccount_id ",
         );
-        out.push_sql(same);
+        out.push_sql(parties);
         out.push_sql(" LEFT JOIN fee_templates ON fee_templates.subaccount_id ");
-        out.push_sql(templates);
+        out.push_sql(others);
         out.push_sql(" AND fee_templates.asset = q.asset");
         Ok(())
     }

@@ -333,12 +333,13 @@ fn weekends_are_closed_unless_a_rail_opens_them() {
     )) else {
         panic!("open_on_weekends is a rail setting");
     };
-    let open: Vec<bool> = open
+    let opened: Vec<PayoutMethod> = open
         .rails
         .iter()
-        .map(|(method, rail)| *method == PayoutMethod::Ach && rail.calendar.weekends_open())
+        .filter(|(_, rail)| rail.calendar.weekends_open())
+        .map(|(method, _)| *method)
         .collect();
-    assert_eq!(open.iter().filter(|o| **o).count(), 1, "{open:?}");
+    assert_eq!(opened, [PayoutMethod::Ach], "only the rail that says so");
     let p = problems(&example_with(
         "settlement_days = 1",
         "settlement_days = 1\nopen_on_weekends = \"yes\"",

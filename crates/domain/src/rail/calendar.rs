@@ -315,8 +315,7 @@ mod tests {
     // 2026-11-27 is a Friday; 2026-11-30 a Monday.
 
     #[test]
-    fn with_the_weekends_open_saturday_has_cutoffs_and_settles_on_sunday_but_holidays_stay_closed()
-    {
+    fn with_the_weekends_open_saturday_has_cutoffs_and_settles_files_but_holidays_stay_closed() {
         let closed = calendar(&["15:00"], &[date(2026, 11, 29)]);
         let open = closed.clone().with_weekends_open(true);
         assert!(!closed.is_business_day(date(2026, 11, 28)));
