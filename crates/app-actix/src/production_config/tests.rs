@@ -328,8 +328,8 @@ fn weekends_are_closed_unless_a_rail_opens_them() {
             .all(|rail| !rail.calendar.weekends_open())
     );
     let Ok(open) = parse(&example_with(
-        "settlement_days = 1",
-        "settlement_days = 1\nopen_on_weekends = true",
+        "open_on_weekends = false",
+        "open_on_weekends = true",
     )) else {
         panic!("open_on_weekends is a rail setting");
     };
@@ -341,8 +341,8 @@ fn weekends_are_closed_unless_a_rail_opens_them() {
         .collect();
     assert_eq!(opened, [PayoutMethod::Ach], "only the rail that says so");
     let p = problems(&example_with(
-        "settlement_days = 1",
-        "settlement_days = 1\nopen_on_weekends = \"yes\"",
+        "open_on_weekends = false",
+        "open_on_weekends = \"yes\"",
     ));
     assert_problem(
         &p,
