@@ -8,6 +8,10 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 /// A process id above any Linux allows (`pid_max` is at most 2^22), so never a running one.
 const ENDED: u32 = 4_194_999;
 
+/// Held by each test of this file while it sweeps: a sweep drops every leftover of the server,
+/// so one test's sweep would take (or fail on) the leftovers another made.
+static SWEEPING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[derive(diesel::QueryableByName)]
 struct Name {
     #[diesel(sql_type = Text)]
@@ -37,6 +41,7 @@ async fn create(url: &str, name: &str) {
 /// Makes on every server of `urls` a database of an ended process, one of this process and
 /// one whose name only looks like a test database's; sweeps; checks that only the first went.
 async fn sweep_on(urls: &[String]) {
+    let _sweeping = SWEEPING.lock().await;
     let id = || uuid::Uuid::new_v4().simple().to_string();
     let ended = format!("payoutd_test_p{ENDED}_{}", id());
     let ended_citus = format!("payoutd_citus_p{ENDED}_{}", id());
@@ -81,6 +86,51 @@ async fn databases_left_by_ended_processes_are_dropped_and_no_others() {
     let _first = TestDb::postgres().await.unwrap();
     let server = std::env::var("DATABASE_URL").unwrap();
     sweep_on(&[server]).await;
+}
+
+async fn execute(url: &str, sql: &str) -> diesel::QueryResult<usize> {
+    let mut conn = AsyncPgConnection::establish(url).await.unwrap();
+    diesel::sql_query(sql).execute(&mut conn).await
+}
+
+#[tokio::test]
+async fn a_leftover_that_cannot_be_dropped_does_not_keep_the_others() {
+    let _first = TestDb::postgres().await.unwrap();
+    let server = std::env::var("DATABASE_URL").unwrap();
+    let _sweeping = SWEEPING.lock().await;
+    // Leftovers are dropped in the order of their names, so the one that cannot be dropped
+    // (PostgreSQL refuses to drop a template database) comes first.
+    let id = || uuid::Uuid::new_v4().simple().to_string();
+    let stuck = format!("payoutd_test_p{ENDED}_0{}", &id()[1..]);
+    let after = format!("payoutd_test_p{ENDED}_f{}", &id()[1..]);
+    create(&server, &stuck).await;
+    create(&server, &after).await;
+    execute(&server, &format!("ALTER DATABASE {stuck} IS_TEMPLATE true"))
+        .await
+        .unwrap();
+
+    let swept = sweep_leftovers(std::slice::from_ref(&server)).await;
+    let left = databases(&server, &[stuck.clone(), after.clone()]).await;
+    // Cleaned up before any assertion can fail: a template left behind would make every later
+    // test process's sweep warn about it.
+    execute(
+        &server,
+        &format!("ALTER DATABASE {stuck} IS_TEMPLATE false"),
+    )
+    .await
+    .unwrap();
+    execute(&server, &format!("DROP DATABASE {stuck}"))
+        .await
+        .unwrap();
+
+    let message = format!("{:#}", swept.unwrap_err());
+    assert!(message.contains(&stuck), "{message}");
+    assert!(
+        message.contains("cannot drop a template database"),
+        "{message}"
+    );
+    assert!(!message.contains(&after), "{message}");
+    assert_eq!(left, vec![stuck], "the leftover after it was not dropped");
 }
 
 #[derive(diesel::QueryableByName)]
