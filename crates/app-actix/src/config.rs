@@ -14,6 +14,8 @@
 //! | `PAYOUT_CONFIG` | required unless sandbox | the production configuration file (rails, SMTP, KYC): read and checked by [`ProductionSettings::from_env`] |
 //! | `PAYOUT_PUBLIC_URL` | `http://<PAYOUT_BIND>` (`https://` with TLS) | public base URL of this service, for confirmation links |
 //! | `PAYOUT_WORKERS` | number of cores | HTTP worker threads |
+//! | `PAYOUT_HTTP_KEEP_ALIVE_SECS` | `5` | how long an idle client connection is kept open for its next request (0..=3600; 0 closes each connection after its response) |
+//! | `PAYOUT_HTTP_REQUEST_TIMEOUT_MS` | `5000` | how long a client has, once connected, to send its first request's head (request line and headers) before it is answered 408 and disconnected (100..=60000) |
 //! | `PAYOUT_SIGNATURE_WINDOW_SECS` | `300` | accepted distance of a signature nonce from server time (1..=1800) |
 //! | `PAYOUT_CREDENTIAL_CACHE_MS` | `1000` | how long each HTTP worker keeps an API key it looked up (0..=60000; 0 looks every request up); a revocation is announced (PostgreSQL NOTIFY) and takes effect at once, this time bounding it only while the listener reconnects |
 //! | `PAYOUT_WEBHOOK_TIMEOUT_MS` | `15000` | per-attempt webhook timeout |
@@ -264,6 +266,59 @@ pub struct Config {
     pub rate_limit: (std::num::NonZeroU32, std::num::NonZeroU32),
     /// Group commit of create-payout requests.
     pub group_commit: GroupCommitSettings,
+    /// Client connections: keep-alive and the request head's deadline.
+    pub http: HttpConfig,
+}
+
+/// How the listener treats client connections: `PAYOUT_HTTP_KEEP_ALIVE_SECS` and
+/// `PAYOUT_HTTP_REQUEST_TIMEOUT_MS`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpConfig {
+    /// How long an idle connection is kept open for its next request (zero: each connection is
+    /// closed after its response). Behind a load balancer that reuses connections, longer than
+    /// the balancer's own idle timeout, so that it never sends a request on a connection this
+    /// side is closing.
+    pub keep_alive: Duration,
+    /// How long a client has, once connected, to send its first request's head (its request
+    /// line and headers) before it is answered 408 and disconnected: how long a client that
+    /// opens connections and trickles bytes into them holds each one.
+    pub request_timeout: Duration,
+}
+
+/// `PAYOUT_HTTP_KEEP_ALIVE_SECS` when unset (actix-web's own default).
+const KEEP_ALIVE_SECS: u64 = 5;
+
+/// `PAYOUT_HTTP_REQUEST_TIMEOUT_MS` when unset (actix-web's own default).
+const REQUEST_TIMEOUT_MS: u64 = 5_000;
+
+impl Default for HttpConfig {
+    /// The defaults of the variables.
+    fn default() -> Self {
+        Self {
+            keep_alive: Duration::from_secs(KEEP_ALIVE_SECS),
+            request_timeout: Duration::from_millis(REQUEST_TIMEOUT_MS),
+        }
+    }
+}
+
+impl HttpConfig {
+    /// Reads `PAYOUT_HTTP_KEEP_ALIVE_SECS` and `PAYOUT_HTTP_REQUEST_TIMEOUT_MS`.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Ok(Self {
+            keep_alive: Duration::from_secs(parsed(
+                "PAYOUT_HTTP_KEEP_ALIVE_SECS",
+                KEEP_ALIVE_SECS,
+                |n| (0..=3_600).contains(n),
+                "seconds from 0 to 3600",
+            )?),
+            request_timeout: Duration::from_millis(parsed(
+                "PAYOUT_HTTP_REQUEST_TIMEOUT_MS",
+                REQUEST_TIMEOUT_MS,
+                |n| (100..=60_000).contains(n),
+                "milliseconds from 100 to 60000",
+            )?),
+        })
+    }
 }
 
 /// `PAYOUT_GROUP_COMMIT_MAX` and `PAYOUT_GROUP_COMMIT_WINDOW_US`.
@@ -476,6 +531,7 @@ impl Config {
             batches: BatchConfig::from_env()?,
             rate_limit: rate_limit_from_env()?,
             group_commit: group_commit_from_env()?,
+            http: HttpConfig::from_env()?,
             sandbox,
             workers: parsed(
                 "PAYOUT_WORKERS",

@@ -351,6 +351,16 @@ pub fn build_smtp_notification_worker(
 /// connections (actix's graceful shutdown; the service manager's stop timeout must exceed it).
 pub const SHUTDOWN_TIMEOUT_SECS: u64 = 30;
 
+/// The listener's keep-alive for `PAYOUT_HTTP_KEEP_ALIVE_SECS`: zero closes each connection
+/// after its response (`Connection: close`).
+fn keep_alive(idle: Duration) -> actix_web::http::KeepAlive {
+    if idle.is_zero() {
+        actix_web::http::KeepAlive::Disabled
+    } else {
+        actix_web::http::KeepAlive::Timeout(idle)
+    }
+}
+
 /// A bound, not yet running, HTTP server and its background jobs.
 pub struct Application {
     server: Server,
@@ -465,6 +475,8 @@ impl Application {
                 .default_service(http::fallback())
         })
         .workers(workers)
+        .keep_alive(keep_alive(config.http.keep_alive))
+        .client_request_timeout(config.http.request_timeout)
         .shutdown_timeout(SHUTDOWN_TIMEOUT_SECS);
         let server = match &config.tls {
             Some(tls) => server.listen_rustls_0_23(listener, tls.server_config())?,

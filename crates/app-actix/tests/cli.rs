@@ -270,6 +270,42 @@ fn configuration_problems_name_the_variable() {
         &["serve"],
     ));
     assert!(bad_bind.contains("PAYOUT_BIND"), "{bad_bind}");
+    for (variable, value, expected) in [
+        (
+            "PAYOUT_HTTP_KEEP_ALIVE_SECS",
+            "forever",
+            "seconds from 0 to 3600",
+        ),
+        (
+            "PAYOUT_HTTP_KEEP_ALIVE_SECS",
+            "3601",
+            "seconds from 0 to 3600",
+        ),
+        (
+            "PAYOUT_HTTP_REQUEST_TIMEOUT_MS",
+            "99",
+            "milliseconds from 100 to 60000",
+        ),
+        (
+            "PAYOUT_HTTP_REQUEST_TIMEOUT_MS",
+            "-1",
+            "milliseconds from 100 to 60000",
+        ),
+    ] {
+        let bad = failure(&payoutd(
+            &[
+                ("DATABASE_URL", "postgres://127.0.0.1:1/x"),
+                ("PAYOUT_MASTER_KEY", MASTER_KEY),
+                ("PAYOUT_BIND", "127.0.0.1:0"),
+                (variable, value),
+            ],
+            &["serve"],
+        ));
+        assert!(
+            bad.contains(&format!("{variable} must be {expected}, got {value:?}")),
+            "{bad}"
+        );
+    }
     let bad_url = failure(&payoutd(&[("DATABASE_URL", "mysql://x")], &["migrate"]));
     assert!(bad_url.contains("DATABASE_URL"), "{bad_url}");
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use adapters_postgres::DbConfig;
 use adapters_postgres::test_db::TestDb;
-use app_actix::config::{BatchConfig, Config, DeliveryConfig};
+use app_actix::config::{BatchConfig, Config, DeliveryConfig, HttpConfig};
 use app_actix::startup::{Application, Sandbox, build_store};
 use app_actix::system::{RandomIds, SystemClock};
 use domain::admin::{AdminPorts, AdminService};
@@ -155,6 +155,7 @@ async fn spawn_built(
             std::num::NonZeroU32::new(100_000).unwrap(),
         ),
         group_commit: adapters_postgres::GroupCommitSettings::default(),
+        http: HttpConfig::default(),
     };
     let mut config = config;
     adjust(&mut config);

@@ -8,6 +8,7 @@ mod batches;
 mod bodies;
 mod bulk_payouts;
 mod confirm;
+mod connections;
 mod envelope;
 mod fuzz_regressions;
 mod helpers;
