@@ -10,10 +10,11 @@
 //! events and one update of the balances by each currency's sum, in one statement on plain
 //! PostgreSQL ([`WRITE_SET`]) and one statement each on Citus.
 //!
-//! A set expected to be accepted whole (a group of single requests, or one alone) skips
-//! [`decide`] on plain PostgreSQL: [`write_whole`] locks and checks the parties itself, in its
-//! own transaction, and the write fails as a whole when anything would refuse a payout; the
-//! caller then decides the set afresh. Such a set is written in three round trips: `BEGIN` with
+//! A set expected to be accepted whole (a group of single requests, one alone, or a bulk
+//! request) skips [`decide`] on plain PostgreSQL: [`write_whole`] locks and checks the parties
+//! itself, in its own transaction, and the write fails as a whole when anything would refuse a
+//! payout; the caller then decides the set afresh. Its balance row is locked only by the write
+//! statement's last part, the guarded update, where [`decide`] locks it before the writes. Such a set is written in three round trips: `BEGIN` with
 //! its planning setting sent together with one statement that locks the parties and looks up
 //! the open batch ([`PARTIES_AND_OPEN_BATCH`]); the writes; `COMMIT`. Waiting for each statement
 //! took five, and deciding first seven.
@@ -563,13 +564,32 @@ pub(crate) async fn write_whole(
     written: &[Planned<'_>],
     schedule: &BatchSchedule,
 ) -> Result<Vec<Joined>, PayoutAbort> {
+    write_whole_then(conn, subaccount, written, schedule, async |_| Ok(())).await
+}
+
+/// [`write_whole`], with `then` run in its transaction once the payouts are written, before
+/// the commit (a bulk request's own key marked committed with its answer): when `then` fails,
+/// nothing is written.
+pub(crate) async fn write_whole_then<F>(
+    conn: &mut AsyncPgConnection,
+    subaccount: Uuid,
+    written: &[Planned<'_>],
+    schedule: &BatchSchedule,
+    then: F,
+) -> Result<Vec<Joined>, PayoutAbort>
+where
+    F: AsyncFnOnce(&mut AsyncPgConnection) -> Result<(), PayoutAbort>,
+{
     // The transaction manager counts the transaction as begun before its `BEGIN` is sent, so
     // that a connection left midway (this future dropped while the statements are in flight)
     // is one the pool discards, never one it lends again with a transaction open.
     AnsiTransactionManager::transaction_manager_status_mut(conn)
         .transaction_state()?
         .change_transaction_depth(TransactionDepthChange::IncreaseDepth)?;
-    let result = write_whole_begun(conn, subaccount, written, schedule).await;
+    let result = match write_whole_begun(conn, subaccount, written, schedule).await {
+        Ok(joined) => then(&mut *conn).await.map(|()| joined),
+        Err(e) => Err(e),
+    };
     end_transaction(conn, result).await
 }
 

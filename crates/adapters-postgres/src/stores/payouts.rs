@@ -25,7 +25,7 @@ use super::accounts::AccountRow;
 use super::outbox::insert_events;
 use super::payout_sets::{
     Planned, SetPlans, Verdict, accepted, decide, in_set_transaction, party_status, write_set,
-    write_whole,
+    write_whole, write_whole_then,
 };
 use super::planning_reads::{
     PlanningRead, PlanningRow, TemplateRow, read_planning, template_columns,
@@ -521,9 +521,11 @@ impl PgStore {
 }
 
 impl PgStore {
-    /// A bulk request in one transaction of set statements ([`super::payout_sets`]): every
-    /// item decided in request order, then the accepted ones written together and the key
-    /// applied. `Refused` for an atomic request with a refused item (nothing written).
+    /// A bulk request in one transaction of set statements ([`super::payout_sets`]): on plain
+    /// PostgreSQL first written whole with its key applied; when anything would refuse an
+    /// item (and on Citus), every item decided in request order, then the accepted ones
+    /// written together and the key applied. `Refused` for an atomic request with a refused
+    /// item (nothing written).
     async fn insert_bulk_set(
         &self,
         slots: &[BulkSlot],
@@ -554,6 +556,47 @@ impl PgStore {
             .conn()
             .await
             .map_err(|e| BulkAbort::Payout(PayoutAbort::Tx(TxError::invariant(e))))?;
+        let rejected = slots.iter().any(|s| matches!(s, BulkSlot::Rejected(_)));
+        if let (SetPlans::Generic, Some(first), false) =
+            (plans, planned.as_slice().first(), atomic && rejected)
+        {
+            // Most bulk requests are accepted whole: written at once, as a group of single
+            // requests is, the balance locked only by the write's last part (its guarded
+            // update) until the commit, instead of from before the writes, so concurrent bulk
+            // requests of a subaccount write their payouts side by side rather than one after
+            // another. Anything that would refuse an item rolls the attempt back, and the
+            // request is then decided item by item below.
+            let result = BulkPayoutResult {
+                atomic,
+                items: slots
+                    .iter()
+                    .map(|slot| match slot {
+                        BulkSlot::Rejected(errors) => BulkItemOutcome::Failed(errors.clone()),
+                        BulkSlot::Insert(new) => BulkItemOutcome::Created(new.payout.id),
+                    })
+                    .collect(),
+            };
+            let subaccount = first.payout.subaccount_id.as_uuid();
+            let written =
+                write_whole_then(&mut conn, subaccount, &planned, schedule, async |conn| {
+                    super::idempotency::mark_committed(conn, key.commit(&result).as_ref())
+                        .await
+                        .map_err(PayoutAbort::Tx)
+                })
+                .await;
+            match written {
+                Ok(_) => return self.after_commit(Ok(result)),
+                // Nothing written: decided item by item.
+                Err(e) if rolled_back_whole(&e) => tracing::debug!(
+                    items = planned.len(),
+                    reason = %e.into_port("writing a bulk request whole"),
+                    "a bulk request was not accepted whole; deciding its items one by one"
+                ),
+                // Perhaps committed: the caller's item-by-item attempt finds the key
+                // committed if it was, and writes nothing.
+                Err(e) => return Err(BulkAbort::Payout(e)),
+            }
+        }
         let result = in_set_transaction::<_, BulkAbort, _>(&mut conn, plans, async |conn| {
             let verdicts = match planned.as_slice().first() {
                 Some(first) => {

@@ -412,7 +412,10 @@ async fn item_by_item_a_stale_item_fails_alone_with_payo211() {
 
 /// A bulk request whose item-by-item attempt PostgreSQL rolls back to break a deadlock is
 /// written again rather than answered 503. Another transaction has inserted the reference
-/// "race" and not committed. The set attempt holds the balance row and waits for that insert;
+/// "race" and not committed. The first item is planned `pending`, which its receiver no longer
+/// allows, so the attempt to write the request whole fails at once and the request is decided
+/// item by item in a set transaction: that set attempt holds the balance row and waits for the
+/// insert;
 /// the other transaction then asks for the balance row, and the set attempt, having waited
 /// first, is the deadlock's victim. The items then go one by one: the first waits for the
 /// balance row, which the other transaction now holds, while that transaction asks for the
@@ -426,7 +429,7 @@ async fn a_bulk_request_that_loses_a_deadlock_item_by_item_is_written_again() {
     let fx = Fixture::new().await;
     for _ in 0..DEADLOCK_SCENARIO_ATTEMPTS {
         let (sub, owner, mut other, bulk) =
-            a_bulk_racing_another_transaction(&fx, std::convert::identity).await;
+            a_bulk_racing_another_transaction(&fx, planned_pending).await;
         // The set attempt holds the balance row and waits for "race".
         until_a_session_waits_for_a_lock(&fx).await;
         let first = other
@@ -459,12 +462,83 @@ async fn a_bulk_request_that_loses_a_deadlock_item_by_item_is_written_again() {
             .await
             .unwrap()
             .expect("written again after losing the deadlock");
-        assert_eq!(codes(&result), [None, Some(ErrorCode::Payo206), None]);
+        assert_eq!(
+            codes(&result),
+            [Some(ErrorCode::Payo211), Some(ErrorCode::Payo206), None]
+        );
         let balance = fx.store.balance(sub, Asset::Usd).await.unwrap();
-        assert_eq!((balance.available, balance.pending), (10_000 - 700, 700));
-        // The model's holds and those of the two items written.
-        assert_eq!(count(&fx, HOLDS, sub).await, 3 * 2);
+        // The model payout's 100 and "calm-2"'s 400.
+        assert_eq!((balance.available, balance.pending), (10_000 - 500, 500));
+        // The model's holds and those of the one item written.
+        assert_eq!(count(&fx, HOLDS, sub).await, 2 * 2);
         return;
     }
     panic!("the bulk request never lost the deadlock in {DEADLOCK_SCENARIO_ATTEMPTS} attempts");
+}
+
+#[derive(diesel::QueryableByName)]
+struct Query {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    query: String,
+}
+
+/// A bulk request that nothing refuses is written whole: its payouts, entries and events are
+/// written before it asks for its balance row, which it holds only from its write statement's
+/// last part (the guarded update) to its commit. While another transaction holds that row, the
+/// request waits in its write statement, not in a lock of the balance taken before writing.
+#[tokio::test]
+async fn a_bulk_request_written_whole_asks_for_its_balance_only_in_its_write_statement() {
+    use diesel_async::{RunQueryDsl, SimpleAsyncConnection};
+    let fx = Fixture::new().await;
+    if adapters_postgres::test_db::citus_url().is_some() {
+        // On Citus every set is decided first (see `payout_sets`).
+        return;
+    }
+    let (sub, owner, account) = world(&fx, "10000").await;
+    let mut other = fx.raw().await;
+    other
+        .batch_execute(&format!(
+            "BEGIN; SELECT 1 FROM balances WHERE subaccount_id = '{}' FOR UPDATE",
+            sub.as_uuid()
+        ))
+        .await
+        .unwrap();
+    let store = fx.store.clone();
+    let slots = [
+        planned(sub, &owner, &account, 200, 5, "whole-1"),
+        planned(sub, &owner, &account, 300, 5, "whole-2"),
+    ];
+    let bulk = tokio::spawn(async move {
+        store
+            .insert_payout_bulk(&slots, true, &WriteKey::none())
+            .await
+    });
+    until_a_session_waits_for_a_lock(&fx).await;
+    let waiting: Vec<Query> = diesel::sql_query(
+        "SELECT query FROM pg_stat_activity \
+         WHERE datname = current_database() AND wait_event_type = 'Lock'",
+    )
+    .load(&mut fx.raw().await)
+    .await
+    .unwrap();
+    other.batch_execute("COMMIT").await.unwrap();
+    let result = bulk.await.unwrap().unwrap();
+    assert_eq!(codes(&result), [None, None]);
+    assert_eq!(
+        waiting.len(),
+        1,
+        "{:?}",
+        waiting.iter().map(|w| &w.query).collect::<Vec<_>>()
+    );
+    assert!(
+        waiting[0]
+            .query
+            .starts_with("WITH written_payouts AS (INSERT INTO payouts"),
+        "the request waited for its balance in {:?}",
+        waiting[0].query
+    );
+    let balance = fx.store.balance(sub, Asset::Usd).await.unwrap();
+    assert_eq!((balance.available, balance.pending), (10_000 - 510, 510));
+    assert_eq!(count(&fx, HOLDS, sub).await, 2 * 2);
+    assert_eq!(count(&fx, EVENTS, sub).await, 2);
 }
