@@ -1056,7 +1056,11 @@ use mark_keys_committed;
 /// `$1`–`$24`), their ledger entries (`$25`–`$32`), the requests' keys marked committed with
 /// their answers (`$33`–`$36`, as [`MARK_KEYS_COMMITTED`] does), the events with their
 /// sequence numbers (`$37`–`$42`), and each currency's sum held (`$43`–`$45`, as
-/// [`HOLD_SUMS`] does), for the subaccount `$46`, and the requests it admits
+/// [`HOLD_SUMS`] does, each balance row locked first in currency order, as [`decide`] locks
+/// them: one update of several rows locks them in the order its plan meets them, which
+/// follows where their latest versions lie, so two sets of the same currencies written at once
+/// could otherwise each hold the row the other waits for), for the subaccount `$46`, and the
+/// requests it admits
 /// (`$47`–`$55`, [`bind_admissions`]): their nonces recorded and their keys inserted, completed
 /// with their answers. A nonce or key there already (committed, or written by a transaction
 /// this statement waited for) is left alone and shows in the counts. It answers how many rows
@@ -1094,11 +1098,16 @@ const WRITE_SET: &str = concat!(
     ", written_events AS (",
     insert_numbered_events!(),
     " RETURNING 1), \
+     balances_in_order AS ( \
+       SELECT asset FROM balances WHERE subaccount_id = $46 AND asset = ANY($43::text[]) \
+       ORDER BY asset FOR NO KEY UPDATE), \
      held AS ( \
        UPDATE balances b SET available = b.available - h.total, \
          pending = b.pending + h.total, updated_at = h.at \
-       FROM unnest($43::text[], $44::int8[], $45::timestamptz[]) AS h(asset, total, at) \
-       WHERE b.subaccount_id = $46 AND b.asset = h.asset AND b.available >= h.total \
+       FROM unnest($43::text[], $44::int8[], $45::timestamptz[]) AS h(asset, total, at), \
+         balances_in_order o \
+       WHERE b.subaccount_id = $46 AND b.asset = h.asset AND o.asset = h.asset \
+         AND b.available >= h.total \
        RETURNING 1) \
      SELECT (SELECT count(*) FROM written_payouts) AS payouts, \
        (SELECT count(*) FROM written_entries) AS entries, \

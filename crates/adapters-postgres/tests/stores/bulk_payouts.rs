@@ -22,7 +22,7 @@ use domain::subaccount::ports::SubaccountStore;
 use domain::validation::ValidationErrors;
 use uuid::Uuid;
 
-use crate::accounts::{ach, insert, new_receiver};
+use crate::accounts::{ach, direct_entry, insert, new_receiver};
 use crate::payout_groups::{
     DEADLOCK_SCENARIO_ATTEMPTS, the_test_lost_the_deadlock, until_a_session_waits_for_a_lock,
 };
@@ -541,4 +541,74 @@ async fn a_bulk_request_written_whole_asks_for_its_balance_only_in_its_write_sta
     assert_eq!((balance.available, balance.pending), (10_000 - 510, 510));
     assert_eq!(count(&fx, HOLDS, sub).await, 2 * 2);
     assert_eq!(count(&fx, EVENTS, sub).await, 2);
+}
+
+/// `slot` in another currency (its payout and its holds).
+fn in_currency(slot: BulkSlot, asset: Asset) -> BulkSlot {
+    match slot {
+        BulkSlot::Insert(mut new) => {
+            new.payout.asset = asset;
+            for entry in &mut new.entries {
+                entry.asset = asset;
+            }
+            BulkSlot::Insert(new)
+        }
+        rejected => rejected,
+    }
+}
+
+/// A request of two currencies locks their balance rows in currency order, as a decided set
+/// does, whatever order its update meets them in; so two such requests never each hold the
+/// row the other waits for. The USD row is written first, so it lies first in the table; the
+/// AUD row comes first in currency order and another transaction holds it: the request waits
+/// for it without holding USD.
+#[tokio::test]
+async fn a_bulk_request_of_two_currencies_locks_their_balances_in_currency_order() {
+    use diesel_async::SimpleAsyncConnection;
+    if adapters_postgres::test_db::citus_url().is_some() {
+        return;
+    }
+    let fx = Fixture::new().await;
+    let (sub, owner, usd_account) = world(&fx, "10000").await;
+    admin(&fx.store)
+        .fund(sub, "AUD", "10000")
+        .await
+        .expect("fund");
+    let aud_account = direct_entry(&owner, "062000", "12345678", T0);
+    insert(&fx, &aud_account).await.expect("account");
+    let lock = |asset: &str, wait: &str| {
+        format!(
+            "BEGIN; SELECT 1 FROM balances WHERE subaccount_id = '{}' AND asset = '{asset}' \
+             FOR UPDATE{wait}",
+            sub.as_uuid()
+        )
+    };
+    let mut other = fx.raw().await;
+    other.batch_execute(&lock("AUD", "")).await.unwrap();
+    let store = fx.store.clone();
+    let slots = [
+        planned(sub, &owner, &usd_account, 200, 5, "usd"),
+        in_currency(
+            planned(sub, &owner, &aud_account, 300, 5, "aud"),
+            Asset::Aud,
+        ),
+    ];
+    let bulk = tokio::spawn(async move {
+        store
+            .insert_payout_bulk(&slots, false, &WriteKey::none())
+            .await
+    });
+    until_a_session_waits_for_a_lock(&fx).await;
+    let usd = fx.raw().await.batch_execute(&lock("USD", " NOWAIT")).await;
+    other.batch_execute("COMMIT").await.unwrap();
+    let result = bulk.await.unwrap().unwrap();
+    assert!(
+        usd.is_ok(),
+        "the request held USD while it waited for AUD: {usd:?}"
+    );
+    assert_eq!(codes(&result), [None, None]);
+    for (asset, held) in [(Asset::Usd, 205), (Asset::Aud, 305)] {
+        let balance = fx.store.balance(sub, asset).await.unwrap();
+        assert_eq!((balance.available, balance.pending), (10_000 - held, held));
+    }
 }
