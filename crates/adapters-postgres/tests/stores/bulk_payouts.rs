@@ -24,7 +24,8 @@ use uuid::Uuid;
 
 use crate::accounts::{ach, direct_entry, insert, new_receiver};
 use crate::payout_groups::{
-    DEADLOCK_SCENARIO_ATTEMPTS, the_test_lost_the_deadlock, until_a_session_waits_for_a_lock,
+    DEADLOCK_SCENARIO_ATTEMPTS, holding_the_balance_row, the_test_lost_the_deadlock,
+    until_a_session_waits_for_a_lock,
 };
 use crate::support::{Fixture, admin, at};
 
@@ -495,14 +496,7 @@ async fn a_bulk_request_written_whole_asks_for_its_balance_only_in_its_write_sta
         return;
     }
     let (sub, owner, account) = world(&fx, "10000").await;
-    let mut other = fx.raw().await;
-    other
-        .batch_execute(&format!(
-            "BEGIN; SELECT 1 FROM balances WHERE subaccount_id = '{}' FOR UPDATE",
-            sub.as_uuid()
-        ))
-        .await
-        .unwrap();
+    let mut other = holding_the_balance_row(&fx, sub).await;
     let store = fx.store.clone();
     let slots = [
         planned(sub, &owner, &account, 200, 5, "whole-1"),

@@ -1287,7 +1287,7 @@ async fn requests_queued_behind_a_writer_that_dies_answer_unavailable_and_the_ne
 
 /// A raw connection in a transaction that holds `sub`'s balance row (`FOR UPDATE`) until it
 /// commits or is dropped.
-async fn holding_the_balance_row(fx: &Fixture, sub: SubaccountId) -> AsyncPgConnection {
+pub(crate) async fn holding_the_balance_row(fx: &Fixture, sub: SubaccountId) -> AsyncPgConnection {
     use diesel_async::SimpleAsyncConnection;
     let mut other = fx.raw().await;
     other
