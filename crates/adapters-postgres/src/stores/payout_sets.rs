@@ -14,10 +14,11 @@
 //! request) skips [`decide`] on plain PostgreSQL: [`write_whole`] locks and checks the parties
 //! itself, in its own transaction, and the write fails as a whole when anything would refuse a
 //! payout; the caller then decides the set afresh. Its balance row is locked only by the write
-//! statement's last part, the guarded update, where [`decide`] locks it before the writes. Such a set is written in three round trips: `BEGIN` with
-//! its planning setting sent together with one statement that locks the parties and looks up
-//! the open batch ([`PARTIES_AND_OPEN_BATCH`]); the writes; `COMMIT`. Waiting for each statement
-//! took five, and deciding first seven.
+//! statement's last part, the guarded update, where [`decide`] locks it before the writes.
+//! Such a set is written in three round trips: `BEGIN` with its planning setting sent together
+//! with one statement that locks the parties and looks up the open batch
+//! ([`PARTIES_AND_OPEN_BATCH`]); the writes; `COMMIT`. Waiting for each statement took five,
+//! and deciding first seven.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 

@@ -383,9 +383,12 @@ impl PayoutStore for PgStore {
     ) -> Result<BulkPayoutResult, PortError> {
         match self.insert_bulk_set(slots, atomic, key).await {
             Ok(result) | Err(BulkAbort::Refused(result)) => Ok(result),
+            Err(BulkAbort::Payout(e)) if !may_write_again(&e, key.claim().is_some()) => {
+                Err(e.into_port("inserting bulk payouts as a set"))
+            }
             Err(BulkAbort::Payout(e)) => {
                 // Rolled back as a whole (a reference written meanwhile by another request, a
-                // lost connection): item by item, each refusal is its item's alone.
+                // lost deadlock), or keyed: item by item, each refusal is its item's alone.
                 tracing::debug!(
                     error = %e.into_port("inserting bulk payouts as a set"),
                     "bulk payouts could not be written as a set; writing them item by item"
@@ -592,8 +595,9 @@ impl PgStore {
                     reason = %e.into_port("writing a bulk request whole"),
                     "a bulk request was not accepted whole; deciding its items one by one"
                 ),
-                // Perhaps committed: the caller's item-by-item attempt finds the key
-                // committed if it was, and writes nothing.
+                // Perhaps committed: the caller writes a keyed request again item by item
+                // (its key marking then finds the key committed, if it was, and writes
+                // nothing) and answers an unkeyed one with the failure.
                 Err(e) => return Err(BulkAbort::Payout(e)),
             }
         }
@@ -607,7 +611,12 @@ impl PgStore {
             let mut verdict = verdicts.iter();
             let mut items = Vec::with_capacity(slots.len());
             for slot in slots {
-                items.push(match (slot, verdict.next()) {
+                // Only the inserted items were decided: a rejected one takes no verdict.
+                let decided = match slot {
+                    BulkSlot::Rejected(_) => None,
+                    BulkSlot::Insert(_) => verdict.next(),
+                };
+                items.push(match (slot, decided) {
                     (BulkSlot::Rejected(errors), _) => BulkItemOutcome::Failed(errors.clone()),
                     (BulkSlot::Insert(new), Some(Verdict::Write)) => {
                         BulkItemOutcome::Created(new.payout.id)
@@ -840,6 +849,15 @@ pub(crate) fn rolled_back_whole(abort: &PayoutAbort) -> bool {
     }
 }
 
+/// Whether a bulk request whose set transaction failed with `abort` may be written again item
+/// by item: when the failure rolled it back before its commit, or when the request is keyed,
+/// since the item-by-item transaction marks the same claim and so writes nothing if the first
+/// one did commit. An unkeyed request whose failure may have come after its commit (a lost
+/// connection) is answered with the failure instead: writing it again could pay twice.
+fn may_write_again(abort: &PayoutAbort, keyed: bool) -> bool {
+    keyed || rolled_back_whole(abort)
+}
+
 /// How many times a single payout's or a bulk request's item-by-item transaction runs when
 /// PostgreSQL keeps rolling it back to break deadlocks ([`TxError::lost_a_conflict`]).
 const CONFLICT_ATTEMPTS: u32 = 3;
@@ -1030,4 +1048,20 @@ async fn write_payout(
     let commit = key.and_then(|key| written_key(key, payout, batch));
     insert_events(conn, &with_batch(events, payout.id, batch), commit.as_ref()).await?;
     Ok(batch)
+}
+
+#[cfg(test)]
+mod bulk_retry_tests {
+    use super::{PayoutAbort, may_write_again};
+    use crate::errors::TxError;
+
+    #[test]
+    fn only_a_keyed_or_rolled_back_bulk_request_is_written_again() {
+        let in_doubt = || PayoutAbort::Tx(TxError::invariant(anyhow::anyhow!("connection lost")));
+        assert!(!may_write_again(&in_doubt(), false));
+        assert!(may_write_again(&in_doubt(), true));
+        for rolled_back in [PayoutAbort::InsufficientBalance, PayoutAbort::Stale] {
+            assert!(may_write_again(&rolled_back, false));
+        }
+    }
 }
