@@ -47,8 +47,32 @@ struct ClaimedRow {
     previous_until: Option<DateTime<Utc>>,
 }
 
-/// Why an event given up by the claim was not sent.
-const NO_ENDPOINT: &str = "no enabled postback URL";
+/// Why an event given up by the claim, or as it was written, was not sent.
+pub(crate) const NO_ENDPOINT: &str = "no enabled postback URL";
+
+/// Whether a subaccount `s` with its endpoint `w` (left-joined: null when it has none) has an
+/// enabled postback URL its events can be sent to.
+macro_rules! endpoint_enabled {
+    () => {
+        "s.postback_url IS NOT NULL AND w.disabled_at IS NULL"
+    };
+}
+
+/// Whether the subaccount `$sub` has an enabled postback URL ([`endpoint_enabled!`]): one
+/// row, or none for a subaccount that does not exist. A set's write gives up its events as it
+/// writes them when it has not (see `payout_sets::WRITE_SET`), as the claim gives up due ones.
+macro_rules! deliverable_endpoint {
+    ($sub:literal) => {
+        concat!(
+            "SELECT ",
+            $crate::stores::delivery::endpoint_enabled!(),
+            " FROM subaccounts s LEFT JOIN webhook_endpoints w ON w.subaccount_id = s.id \
+             WHERE s.id = ",
+            $sub
+        )
+    };
+}
+pub(crate) use {deliverable_endpoint, endpoint_enabled};
 
 /// Takes due events in one statement (so atomically), oldest due first, skipping rows another
 /// worker holds. Each one's attempt count goes up. An event whose subaccount has a postback URL
@@ -68,8 +92,9 @@ macro_rules! claim_due {
             $subaccount,
             " ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED), \
              target AS ( \
-               SELECT due.id, s.postback_url, w.secret, w.previous_secret, w.previous_until, \
-                      s.postback_url IS NOT NULL AND w.disabled_at IS NULL AS deliverable \
+               SELECT due.id, s.postback_url, w.secret, w.previous_secret, w.previous_until, ",
+            endpoint_enabled!(),
+            " AS deliverable \
                FROM due JOIN subaccounts s ON s.id = due.subaccount_id \
                LEFT JOIN webhook_endpoints w ON w.subaccount_id = due.subaccount_id), \
              taken AS ( \

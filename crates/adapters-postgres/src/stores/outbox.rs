@@ -166,7 +166,6 @@ macro_rules! insert_numbered_events {
          FROM numbered ORDER BY n"
     };
 }
-pub(crate) use insert_numbered_events;
 
 /// Events given as the arrays of [`bind_events`] (`$1`–`$6`), numbered and inserted.
 const INSERT_EVENTS: &str = concat!(

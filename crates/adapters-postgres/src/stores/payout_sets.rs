@@ -44,9 +44,8 @@ use domain::receiver::{KycStatus, ReceiverStatus};
 use futures_util::future::{join, join_all};
 use uuid::Uuid;
 
-use super::outbox::{
-    bind_events, events_input, insert_events, insert_many, insert_numbered_events, sequenced_events,
-};
+use super::delivery::{NO_ENDPOINT, deliverable_endpoint};
+use super::outbox::{bind_events, events_input, insert_events, insert_many, sequenced_events};
 use super::transitions::{
     PayoutAbort, bind_entries, entries_in_order, insert_entries, insert_entries_from,
     join_open_batch, open_batch, with_batch, written_admission, written_key,
@@ -836,6 +835,7 @@ async fn write_in_one_statement(
     let query = bind_events(query, set.events);
     let query = bind_sums(query, set.sums).bind::<SqlUuid, _>(subaccount);
     let counts: SetWritten = bind_admissions(query, set.admissions)
+        .bind::<Text, _>(NO_ENDPOINT)
         .cached()
         .get_result(conn)
         .await
@@ -1056,7 +1056,10 @@ use mark_keys_committed;
 /// A set's writes as one statement, on plain PostgreSQL: the payouts ([`insert_payouts!`],
 /// `$1`–`$24`), their ledger entries (`$25`–`$32`), the requests' keys marked committed with
 /// their answers (`$33`–`$36`, as [`MARK_KEYS_COMMITTED`] does), the events with their
-/// sequence numbers (`$37`–`$42`), and each currency's sum held (`$43`–`$45`, as
+/// sequence numbers (`$37`–`$42`; given up as they are written, exhausted with a `skipped`
+/// attempt whose error is `$56`, when the subaccount has no enabled postback URL, as the
+/// delivery claim would give them up at once: a new event is due as it is written, and this
+/// spares each one an update of its row and a claim), and each currency's sum held (`$43`–`$45`, as
 /// [`HOLD_SUMS`] does, each balance row locked first in currency order, as [`decide`] locks
 /// them: one update of several rows locks them in the order its plan meets them, which
 /// follows where their latest versions lie, so two sets of the same currencies written at once
@@ -1096,9 +1099,24 @@ const WRITE_SET: &str = concat!(
     events_input!("$37", "$38", "$39", "$40", "$41", "$42"),
     ", ",
     sequenced_events!(),
-    ", written_events AS (",
-    insert_numbered_events!(),
-    " RETURNING 1), \
+    ", delivery AS (SELECT coalesce((",
+    deliverable_endpoint!("$46"),
+    "), true) AS deliverable), \
+     written_events AS ( \
+       INSERT INTO outbox_events (id, subaccount_id, object_id, sequence, event_type, payload, \
+         created_at, next_attempt_at, status, attempts, last_error) \
+       SELECT n.id, n.subaccount_id, n.object_id, n.sequence, n.event_type, \
+         n.payload || jsonb_build_object('sequence', n.sequence), n.created_at, n.created_at, \
+         CASE WHEN d.deliverable THEN 'pending' ELSE 'exhausted' END, \
+         CASE WHEN d.deliverable THEN 0 ELSE 1 END, \
+         CASE WHEN d.deliverable THEN NULL ELSE $56 END \
+       FROM numbered n CROSS JOIN delivery d ORDER BY n.n \
+       RETURNING id, subaccount_id, created_at, status), \
+     skipped_attempts AS ( \
+       INSERT INTO webhook_attempts (event_id, attempt, subaccount_id, attempted_at, outcome, \
+         status_code, latency_ms, error) \
+       SELECT id, 1, subaccount_id, created_at, 'skipped', NULL, 0, $56 \
+       FROM written_events WHERE status = 'exhausted'), \
      balances_in_order AS ( \
        SELECT asset FROM balances WHERE subaccount_id = $46 AND asset = ANY($43::text[]) \
        ORDER BY asset FOR NO KEY UPDATE), \
@@ -1322,14 +1340,14 @@ mod tests {
             uuid[], uuid[], uuid[], text[], jsonb[], timestamptz[], \
             text[], int8[], timestamptz[], uuid, \
             uuid[], int8[], timestamptz[], text[], bytea[], timestamptz[], timestamptz[], \
-            int2[], bytea[]";
+            int2[], bytea[], text";
         let arrays = vec!["'{}'"; 45].join(", ");
         let admissions = ["'{}'"; 9].join(", ");
         let writing = plan_in_mode(
             &mut conn,
             generic,
             ("write_set", types, super::WRITE_SET),
-            &format!("{arrays}, '{SUB}', {admissions}"),
+            &format!("{arrays}, '{SUB}', {admissions}, 'no endpoint'"),
         )
         .await;
         assert!(

@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use adapters_postgres::PgStore;
 use chrono::{DateTime, Utc};
 use diesel::sql_types::{Bytea, Integer, Nullable, SmallInt, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::RunQueryDsl;
@@ -17,9 +18,12 @@ use domain::error::OperatorError;
 use domain::idempotency::WriteKey;
 use domain::ids::{EventId, SubaccountId};
 use domain::masking::Secret;
+use domain::payout::PayoutStatus;
+use domain::payout::ports::{NewPayout, PayoutStore};
 use domain::receiver::ports::ReceiverStore;
 use uuid::Uuid;
 
+use crate::payout_groups::{grouped, planned, world};
 use crate::support::{Fixture, MASTER_KEY, at, created_event, receiver, store_for};
 
 const T0: i64 = 1_700_000_000_000_000;
@@ -608,6 +612,100 @@ async fn an_event_with_nowhere_to_go_is_given_up_by_the_claim() {
     assert_eq!((claimed.event_id, claimed.attempt), (id, 1));
     assert_eq!(claimed.url, URL);
     assert_eq!(attempt_rows(&fx, id).await.len(), 1, "history kept");
+}
+
+/// The event of `new`, a payout written by `store` (the fixture's, or one writing groups).
+async fn payout_event(store: &PgStore, new: &NewPayout) -> EventId {
+    store
+        .insert_payout(&new.payout, &new.entries, &new.events, &WriteKey::none())
+        .await
+        .unwrap();
+    new.events[0].id
+}
+
+/// Asserts that the event `id` of `sub`, written at `written_at`, was given up as it was
+/// written: exhausted with one `skipped` attempt, as the claim gives up an event with nowhere
+/// to go.
+async fn given_up_as_written(
+    fx: &Fixture,
+    sub: SubaccountId,
+    id: EventId,
+    written_at: DateTime<Utc>,
+) {
+    let row = event_row(fx, id).await;
+    assert_eq!((row.status.as_str(), row.attempts), ("exhausted", 1));
+    assert_eq!(row.last_error.as_deref(), Some("no enabled postback URL"));
+    assert_eq!(row.claimed_until, None);
+    assert_eq!(
+        attempt_rows(fx, id).await,
+        vec![AttemptRow {
+            attempt: 1,
+            subaccount_id: sub.as_uuid(),
+            attempted_at: written_at,
+            outcome: "skipped".to_owned(),
+            status_code: None,
+            latency_ms: 0,
+            error: Some("no enabled postback URL".to_owned()),
+        }]
+    );
+}
+
+/// A new payout's event whose subaccount has no enabled postback URL is given up in the
+/// payout's own write (as the claim would give it up, so nothing is left for the claim); with a
+/// URL it is written due, and once the endpoint is disabled it is given up again.
+#[tokio::test]
+async fn a_new_payouts_event_with_nowhere_to_go_is_given_up_as_it_is_written() {
+    let fx = Fixture::new().await;
+    let (sub, owner, account) = world(&fx, "1000").await;
+    let payout = || {
+        planned(
+            sub,
+            &owner,
+            &account,
+            (10, 0),
+            None,
+            PayoutStatus::Unassessed,
+        )
+    };
+    let written_at = payout().payout.created_at;
+    // The receiver's and account's events, written before, are left to the claim.
+    let setup = fx.store.claim_due(written_at, 100, LEASE).await.unwrap();
+    assert_eq!((setup.skipped, setup.taken()), (2, 2), "{setup:?}");
+    // No postback URL: a lone payout and a group of two.
+    let lone = payout_event(&fx.store, &payout()).await;
+    given_up_as_written(&fx, sub, lone, written_at).await;
+    let groups = grouped(&fx, Duration::from_millis(100));
+    let (first, second) = (payout(), payout());
+    let (a, b) = tokio::join!(
+        payout_event(&groups, &first),
+        payout_event(&groups, &second)
+    );
+    given_up_as_written(&fx, sub, a, written_at).await;
+    given_up_as_written(&fx, sub, b, written_at).await;
+    // Nothing of them is left for the claim.
+    let claim = fx.store.claim_due(written_at, 100, LEASE).await.unwrap();
+    assert_eq!(claim.taken(), 0, "{claim:?}");
+
+    // With a URL the event is due, and the claim sends it.
+    fx.store
+        .set_webhook(sub, URL, &secret(SECRET))
+        .await
+        .unwrap();
+    let due = payout_event(&groups, &payout()).await;
+    let row = event_row(&fx, due).await;
+    assert_eq!((row.status.as_str(), row.attempts), ("pending", 0));
+    assert!(attempt_rows(&fx, due).await.is_empty());
+    assert_eq!(claim_one(&fx, written_at).await.event_id, due);
+
+    // Disabled (as a 410 answer disables it): given up as it is written again.
+    let mut conn = fx.raw().await;
+    diesel::sql_query("UPDATE webhook_endpoints SET disabled_at = now() WHERE subaccount_id = $1")
+        .bind::<SqlUuid, _>(sub.as_uuid())
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let again = payout_event(&fx.store, &payout()).await;
+    given_up_as_written(&fx, sub, again, written_at).await;
 }
 
 #[tokio::test]
