@@ -8,6 +8,7 @@
 //! rate (no coordinated-omission correction is applied).
 
 use std::collections::BTreeMap;
+use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -19,10 +20,73 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
+use nix::sys::time::TimeSpec;
+use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
 use sha2::Sha256;
+use tokio::io::unix::AsyncFd;
 
 /// Largest latency the histograms track: one minute, in microseconds.
 const MAX_MICROS: u64 = 60_000_000;
+
+/// An open-loop worker's wait for the moment its next request is due, to the microsecond.
+///
+/// tokio's own timer rounds every deadline up to its next millisecond tick, so a request sent
+/// after `tokio::time::sleep_until` left 0–1 ms after it was due; since an open loop counts
+/// latency from when each request was due, that lateness of the generator's clock was counted
+/// as the server's (about half a millisecond on every request), while `pgbench --rate`, the
+/// reference it is compared with, waits to the microsecond. A one-shot `timerfd` (the kernel's
+/// high-resolution timer, polled by the runtime like a socket) fires at the due moment.
+struct Pacer(AsyncFd<Timer>);
+
+/// A `timerfd` as tokio's [`AsyncFd`] takes it.
+struct Timer(TimerFd);
+
+impl AsRawFd for Timer {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0.as_fd().as_raw_fd()
+    }
+}
+
+impl Pacer {
+    fn new() -> anyhow::Result<Self> {
+        let timer = TimerFd::new(
+            ClockId::CLOCK_MONOTONIC,
+            TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC,
+        )
+        .context("creating a timerfd")?;
+        // `AsyncFd::new` is deprecated because a registered descriptor could be closed, and its
+        // number reused, while tokio still polls it; that cannot happen here: `Timer` owns the
+        // descriptor and keeps it open for as long as the `AsyncFd` that owns the `Timer`. Its
+        // replacement, `AsyncFd::register`, is `unsafe`, which the workspace forbids.
+        #[allow(deprecated)]
+        let registered = AsyncFd::new(Timer(timer))?;
+        Ok(Self(registered))
+    }
+
+    /// Returns at `due` (at once when it has passed), never before it.
+    async fn until(&self, due: Instant) -> anyhow::Result<()> {
+        let wait = due.saturating_duration_since(Instant::now());
+        if wait.is_zero() {
+            return Ok(());
+        }
+        self.0
+            .get_ref()
+            .0
+            .set(
+                Expiration::OneShot(TimeSpec::from_duration(wait)),
+                TimerSetTimeFlags::empty(),
+            )
+            .context("setting the timerfd")?;
+        loop {
+            let mut ready = self.0.readable().await?;
+            // Reading the expiry count re-arms readiness; before expiry it would block.
+            match ready.try_io(|timer| timer.get_ref().0.wait().map_err(std::io::Error::from)) {
+                Ok(expired) => return Ok(expired?),
+                Err(_would_block) => continue,
+            }
+        }
+    }
+}
 
 /// An API key and its secret, with the last nonce used so nonces strictly increase (POST nonces
 /// are single use). Clones share that last nonce, so a key stays safe to use from several
@@ -388,6 +452,7 @@ pub async fn run<W: Workload>(workload: Arc<W>, config: &LoadConfig) -> anyhow::
         let mut connection = Connection::new(&config.base_url)?;
         let (total, first_seq, kind_count) = (config.requests, config.first_seq, kinds.len());
         let rate = config.rate.filter(|rate| *rate > 0.0);
+        let pacer = rate.map(|_| Pacer::new()).transpose()?;
         workers.push(tokio::spawn(async move {
             let mut tally = Tally {
                 per_kind: (0..kind_count)
@@ -411,7 +476,9 @@ pub async fn run<W: Workload>(workload: Arc<W>, config: &LoadConfig) -> anyhow::
                     if deadline.is_some_and(|deadline| due >= deadline) {
                         break;
                     }
-                    tokio::time::sleep_until(due.into()).await;
+                    if let Some(pacer) = &pacer {
+                        pacer.until(due).await?;
+                    }
                 }
                 let request = workload.request(first_seq + index);
                 let outgoing = connection.outgoing(&key, &request);
@@ -603,6 +670,28 @@ mod tests {
     async fn only_plain_http_base_urls_are_accepted() {
         let result = run(Arc::new(Echo), &config("https://127.0.0.1:1".to_owned(), 1)).await;
         assert!(result.is_err());
+    }
+
+    #[tokio::test]
+    async fn the_pacer_never_returns_before_the_moment_due_and_can_wait_again() {
+        let pacer = Pacer::new().unwrap();
+        for micros in [300, 1_500, 50, 2_000] {
+            let due = Instant::now() + Duration::from_micros(micros);
+            pacer.until(due).await.unwrap();
+            assert!(
+                Instant::now() >= due,
+                "returned early for a wait of {micros} µs"
+            );
+        }
+        // A moment already past: returns at once, arming nothing.
+        let now = Instant::now();
+        pacer
+            .until(now.checked_sub(Duration::from_millis(5)).unwrap_or(now))
+            .await
+            .unwrap();
+        let due = Instant::now() + Duration::from_micros(700);
+        pacer.until(due).await.unwrap();
+        assert!(Instant::now() >= due);
     }
 
     #[tokio::test]
