@@ -1053,23 +1053,27 @@ macro_rules! mark_keys_committed {
 }
 use mark_keys_committed;
 
-/// A set's writes as one statement, on plain PostgreSQL: the payouts ([`insert_payouts!`],
-/// `$1`–`$24`), their ledger entries (`$25`–`$32`), the requests' keys marked committed with
-/// their answers (`$33`–`$36`, as [`MARK_KEYS_COMMITTED`] does), the events with their
-/// sequence numbers (`$37`–`$42`; given up as they are written, exhausted with a `skipped`
-/// attempt whose error is `$56`, when the subaccount has no enabled postback URL, as the
-/// delivery claim would give them up at once: a new event is due as it is written, and this
-/// spares each one an update of its row and a claim), and each currency's sum held (`$43`–`$45`, as
-/// [`HOLD_SUMS`] does, each balance row locked first in currency order, as [`decide`] locks
-/// them: one update of several rows locks them in the order its plan meets them, which
-/// follows where their latest versions lie, so two sets of the same currencies written at once
-/// could otherwise each hold the row the other waits for), for the subaccount `$46`, and the
-/// requests it admits
-/// (`$47`–`$55`, [`bind_admissions`]): their nonces recorded and their keys inserted, completed
-/// with their answers. A nonce or key there already (committed, or written by a transaction
-/// this statement waited for) is left alone and shows in the counts. It answers how many rows
-/// each part touched ([`SetWritten`]). The foreign keys of the entries and events are checked
-/// as the statement ends, when its payouts are written.
+/// A set's writes as one statement, on plain PostgreSQL, for the subaccount `$46`:
+///
+/// - the payouts ([`insert_payouts!`], `$1`–`$24`) and their ledger entries (`$25`–`$32`);
+/// - the requests' keys marked committed with their answers (`$33`–`$36`, as
+///   [`MARK_KEYS_COMMITTED`] does);
+/// - the events with their sequence numbers (`$37`–`$42`). When the subaccount has no enabled
+///   postback URL they are given up as they are written: exhausted, with a `skipped` attempt
+///   whose error is `$56`, as the delivery claim would give them up at once (a new event is due
+///   as it is written). That spares each one an update of its row and a claim;
+/// - each currency's sum held (`$43`–`$45`, as [`HOLD_SUMS`] does), each balance row locked
+///   first in currency order, as [`decide`] locks them. One update of several rows locks them
+///   in the order its plan meets them, which follows where their latest versions lie, so two
+///   sets of the same currencies written at once could otherwise each hold the row the other
+///   waits for;
+/// - the requests it admits (`$47`–`$55`, [`bind_admissions`]): their nonces recorded and their
+///   keys inserted, completed with their answers. A nonce or key there already (committed, or
+///   written by a transaction this statement waited for) is left alone and shows in the counts.
+///
+/// It answers how many rows each part touched ([`SetWritten`]). The foreign keys of the
+/// entries, events and attempts are checked as the statement ends, when its payouts and events
+/// are written.
 const WRITE_SET: &str = concat!(
     "WITH written_payouts AS (",
     insert_payouts!(),

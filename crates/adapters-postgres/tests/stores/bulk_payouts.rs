@@ -362,18 +362,28 @@ async fn a_bulk_racing_another_transaction(
     };
     let mut other = fx.raw().await;
     hold_reference(&mut other, model, "race").await;
-    let store = fx.store.clone();
     let slots = [
         calm(planned(sub, &owner, &account, 200, 0, "calm-1")),
         planned(sub, &owner, &account, 300, 0, "race"),
         planned(sub, &owner, &account, 400, 0, "calm-2"),
     ];
-    let bulk = tokio::spawn(async move {
-        store
-            .insert_payout_bulk(&slots, false, &WriteKey::none())
-            .await
-    });
+    let bulk = spawn_bulk(fx, slots, false);
     (sub, owner, other, bulk)
+}
+
+/// The unkeyed bulk request of `slots`, sent by the fixture's store on a task of its own (for a
+/// test that holds a lock it waits for).
+fn spawn_bulk<const N: usize>(
+    fx: &Fixture,
+    slots: [BulkSlot; N],
+    atomic: bool,
+) -> tokio::task::JoinHandle<Result<BulkPayoutResult, domain::PortError>> {
+    let store = fx.store.clone();
+    tokio::spawn(async move {
+        store
+            .insert_payout_bulk(&slots, atomic, &WriteKey::none())
+            .await
+    })
 }
 
 #[tokio::test]
@@ -497,16 +507,11 @@ async fn a_bulk_request_written_whole_asks_for_its_balance_only_in_its_write_sta
     }
     let (sub, owner, account) = world(&fx, "10000").await;
     let mut other = holding_the_balance_row(&fx, sub).await;
-    let store = fx.store.clone();
     let slots = [
         planned(sub, &owner, &account, 200, 5, "whole-1"),
         planned(sub, &owner, &account, 300, 5, "whole-2"),
     ];
-    let bulk = tokio::spawn(async move {
-        store
-            .insert_payout_bulk(&slots, true, &WriteKey::none())
-            .await
-    });
+    let bulk = spawn_bulk(&fx, slots, true);
     until_a_session_waits_for_a_lock(&fx).await;
     let waiting: Vec<Query> = diesel::sql_query(
         "SELECT query FROM pg_stat_activity \
@@ -579,7 +584,6 @@ async fn a_bulk_request_of_two_currencies_locks_their_balances_in_currency_order
     };
     let mut other = fx.raw().await;
     other.batch_execute(&lock("AUD", "")).await.unwrap();
-    let store = fx.store.clone();
     let slots = [
         planned(sub, &owner, &usd_account, 200, 5, "usd"),
         in_currency(
@@ -587,11 +591,7 @@ async fn a_bulk_request_of_two_currencies_locks_their_balances_in_currency_order
             Asset::Aud,
         ),
     ];
-    let bulk = tokio::spawn(async move {
-        store
-            .insert_payout_bulk(&slots, false, &WriteKey::none())
-            .await
-    });
+    let bulk = spawn_bulk(&fx, slots, false);
     until_a_session_waits_for_a_lock(&fx).await;
     let usd = fx.raw().await.batch_execute(&lock("USD", " NOWAIT")).await;
     other.batch_execute("COMMIT").await.unwrap();
