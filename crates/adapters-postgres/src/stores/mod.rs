@@ -49,6 +49,9 @@ pub struct PgStore {
     payout_groups: Option<Arc<PayoutGroups>>,
     /// Whether the database is a Citus cluster, found once by [`PgStore::detect_citus`].
     citus: Arc<OnceCell<bool>>,
+    /// The open batch each subaccount and currency's last new payouts joined (shared by the
+    /// store's clones), so the next can be written in one round trip.
+    open_batches: Arc<payout_sets::OpenBatches>,
 }
 
 /// How long a new batch stays open by default (docs/OPERATIONS.md, Configuration,
@@ -65,6 +68,7 @@ impl PgStore {
             events_committed: Arc::new(Notify::new()),
             payout_groups: None,
             citus: Arc::new(OnceCell::new()),
+            open_batches: Arc::default(),
         }
     }
 

@@ -178,7 +178,7 @@ impl PayoutGroups {
             // The writing task went away before answering (the runtime shut down): whether the
             // payout was written is unknown; the idempotency key tells a retry.
             Err(InsertPayoutError::Port(PortError::Unavailable(
-                anyhow::anyhow!("the payout's group was abandoned before it was written"),
+                anyhow::anyhow!("the writer of the payout's group stopped before answering"),
             )))
         })
     }
@@ -308,7 +308,8 @@ impl PgStore {
             // by `write_whole` itself, without reading the references or the balance first.
             // Anything that would refuse a request fails the attempt as a whole, and the group
             // is then decided request by request below.
-            let attempt = write_whole(&mut conn, subaccount, &set, schedule).await;
+            let attempt =
+                write_whole(&mut conn, subaccount, &set, schedule, &self.open_batches).await;
             match attempt {
                 Ok(joined) => {
                     return self.after_commit(Ok(joined

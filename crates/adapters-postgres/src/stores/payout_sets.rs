@@ -18,13 +18,18 @@
 //! Such a set is written in three round trips: `BEGIN` with its planning setting sent together
 //! with one statement that locks the parties and looks up the open batch
 //! ([`PARTIES_AND_OPEN_BATCH`]); the writes; `COMMIT`. Waiting for each statement took five,
-//! and deciding first seven.
+//! and deciding first seven. Once the open batch of its subaccount and currency is known, a
+//! set of one currency is written in one: `BEGIN`, one statement that locks and checks the
+//! parties and the batch as it writes and raises an error when a check fails
+//! ([`WRITE_SET_AT_ONCE`]), and `COMMIT`, sent together ([`write_whole_at_once`]).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use chrono::{DateTime, Utc};
 use diesel::connection::TransactionDepthChange;
 use diesel::prelude::*;
+use diesel::result::DatabaseErrorKind;
 use diesel::sql_types::{
     Array, BigInt, Bool, Bytea, Integer, Nullable, SmallInt, Text, Timestamptz, Uuid as SqlUuid,
 };
@@ -41,7 +46,7 @@ use domain::payout::ports::InsertPayoutError;
 use domain::payout::{Payout, PayoutStatus};
 use domain::rail::schedule::BatchSchedule;
 use domain::receiver::{KycStatus, ReceiverStatus};
-use futures_util::future::{join, join_all};
+use futures_util::future::{join, join_all, join3};
 use uuid::Uuid;
 
 use super::delivery::{NO_ENDPOINT, deliverable_endpoint};
@@ -54,6 +59,15 @@ use crate::cached::{BoxedSql, CachedExt};
 use crate::errors::TxError;
 use crate::rows::PayoutRow;
 use crate::schema::balances;
+
+/// Why [`WRITE_SET_AT_ONCE`] refuses a set whose open batch is not the one it expected (the
+/// batch closed, or another replaced it): the batch remembered for the subaccount and currency
+/// is then forgotten.
+macro_rules! other_batch {
+    () => {
+        "the open batch is not the one expected"
+    };
+}
 
 /// A planned new payout of a set, with the idempotency key of its own request, if any.
 #[derive(Clone, Copy)]
@@ -306,26 +320,33 @@ async fn lock_parties(
     Ok(Parties::of(rows))
 }
 
-/// The receiver and account of each account id of `$2`, the subaccount `$1`'s only, locked
-/// `FOR SHARE` as a single payout locks them; `$same` compares a row's subaccount with `$1`.
+/// The receiver and account of each account id of the array `$accounts`, the subaccount
+/// `$sub`'s only, locked `FOR SHARE` as a single payout locks them; `$same` compares a row's
+/// subaccount with `$sub`.
 macro_rules! parties {
-    ($same:literal) => {
+    ($same:literal, $sub:literal, $accounts:literal) => {
         concat!(
             "SELECT ra.id AS account_id, r.id AS receiver_id, r.status AS receiver_status, \
                r.kyc_status, ra.status AS account_status, ra.confirm_status \
              FROM receivers r JOIN receiver_accounts ra ON ra.receiver_id = r.id \
              WHERE r.subaccount_id ",
             $same,
-            " $1 AND ra.id = ANY($2::uuid[]) AND ra.subaccount_id ",
+            " ",
+            $sub,
+            " AND ra.id = ANY(",
+            $accounts,
+            "::uuid[]) AND ra.subaccount_id ",
             $same,
-            " $1 FOR SHARE"
+            " ",
+            $sub,
+            " FOR SHARE"
         )
     };
 }
 
 /// [`parties!`] on Citus: `ra.subaccount_id = $1` is implied by the receivers' subaccount; it
 /// is said so that Citus routes the lock to one shard.
-const PARTIES: &str = parties!("=");
+const PARTIES: &str = parties!("=", "$1", "$2");
 
 /// [`parties!`] on plain PostgreSQL, comparing the subaccount with `IS NOT DISTINCT FROM` (the
 /// same as `=` for these non-null columns), which no index serves. A generic plan estimates "the
@@ -333,7 +354,7 @@ const PARTIES: &str = parties!("=");
 /// average, a scan of all its receivers by an index on `subaccount_id` then looked cheaper than
 /// a lookup per key, and read thousands of rows to find a handful. In this form the accounts
 /// are found by primary key whatever the subaccount's size.
-const PARTIES_BY_KEY: &str = parties!("IS NOT DISTINCT FROM");
+const PARTIES_BY_KEY: &str = parties!("IS NOT DISTINCT FROM", "$1", "$2");
 
 /// What a set written whole on plain PostgreSQL reads first, in one statement: its parties as
 /// [`PARTIES_BY_KEY`] reads and locks them (`$1`, `$2`), and the open batch of the currency `$3`
@@ -343,7 +364,7 @@ const PARTIES_BY_KEY: &str = parties!("IS NOT DISTINCT FROM");
 /// than reading them apart.
 const PARTIES_AND_OPEN_BATCH: &str = concat!(
     "WITH parties AS (",
-    parties!("IS NOT DISTINCT FROM"),
+    parties!("IS NOT DISTINCT FROM", "$1", "$2"),
     "), open_batch AS ( \
        SELECT id, batch_run_time FROM batches \
        WHERE subaccount_id = $1 AND asset = $3 AND status = 'open' FOR SHARE) \
@@ -482,6 +503,9 @@ struct CurrencyTotal {
     last: DateTime<Utc>,
 }
 
+/// The statuses of a receiver that may not be paid.
+const UNPAYABLE_RECEIVERS: [ReceiverStatus; 2] = [ReceiverStatus::Failed, ReceiverStatus::Inactive];
+
 /// From the stored statuses of a payout's receiver (status, KYC) and account (status,
 /// confirmation): the status a new payout to them starts in, and whether they may be paid at
 /// all.
@@ -491,7 +515,7 @@ pub(crate) fn party_status(
     account_status: &str,
     confirm: &str,
 ) -> (PayoutStatus, bool) {
-    let payable = ![ReceiverStatus::Failed, ReceiverStatus::Inactive]
+    let payable = !UNPAYABLE_RECEIVERS
         .iter()
         .any(|s| i16::from(s.code()) == receiver_status)
         && account_status != AccountStatus::Failed.as_str();
@@ -545,7 +569,15 @@ pub(crate) async fn write_set(
 
 /// Writes a set expected to be accepted whole (a group of single requests, or one alone), all
 /// of `subaccount`, on plain PostgreSQL, in a transaction of its own, committed when it is
-/// written and rolled back otherwise. The transaction's `BEGIN` (with its generic plans) and the
+/// written and rolled back otherwise.
+///
+/// When the set is of one currency and the open batch its `pending` payouts join is known
+/// (`open_batches`: the batch the last such set of the subaccount and currency joined), it is
+/// written in one round trip ([`write_whole_at_once`]); if that is refused (anything below, or
+/// the batch no longer open), it is written as follows. Either way the batch joined is
+/// remembered for the next set.
+///
+/// The transaction's `BEGIN` (with its generic plans) and the
 /// lock and read of the payouts' parties with the lookup of the open batch of the currency the
 /// payouts join (one statement, [`PARTIES_AND_OPEN_BATCH`], for a set of one currency) are sent
 /// together and answered in one round trip; then come the writes, one
@@ -563,9 +595,224 @@ pub(crate) async fn write_whole(
     subaccount: Uuid,
     written: &[Planned<'_>],
     schedule: &BatchSchedule,
+    open_batches: &OpenBatches,
 ) -> Result<Vec<Joined>, PayoutAbort> {
-    write_whole_then(conn, subaccount, written, schedule, async |_| Ok(())).await
+    if let Some(expected) = open_batches.expected(subaccount, written) {
+        match write_whole_at_once(conn, subaccount, written, &expected).await {
+            AtOnce::Written(joined) => return Ok(joined),
+            AtOnce::InDoubt(abort) => return Err(abort),
+            AtOnce::NotWritten(why) => {
+                tracing::debug!(
+                    payouts = written.len(),
+                    reason = %why,
+                    "a payout set was not written at once; writing it in three round trips"
+                );
+                if why == other_batch!() {
+                    open_batches.forget(subaccount, expected.asset);
+                }
+            }
+        }
+    }
+    let joined = write_whole_then(conn, subaccount, written, schedule, async |_| Ok(())).await?;
+    open_batches.remember(subaccount, written, &joined);
+    Ok(joined)
 }
+
+/// What a set written at once ([`write_whole_at_once`]) expects to find: its only currency,
+/// and the open batch of that currency its `pending` payouts join (none if none starts
+/// `pending`).
+pub(crate) struct Expected {
+    asset: &'static str,
+    batch: Option<(Uuid, DateTime<Utc>)>,
+}
+
+/// The open batch that the last set written whole of each subaccount and currency joined, so
+/// that the next can be written in one round trip ([`write_whole_at_once`], which checks that
+/// the batch is still the open one). Shared by a store's clones. It holds at most
+/// [`OpenBatches::MOST`] subaccounts and currencies, and starts afresh when full.
+#[derive(Debug, Default)]
+pub(crate) struct OpenBatches(Mutex<BatchesByCurrency>);
+
+/// Each subaccount and currency's open batch, by (subaccount, currency code).
+type BatchesByCurrency = HashMap<(Uuid, &'static str), (Uuid, DateTime<Utc>)>;
+
+impl OpenBatches {
+    const MOST: usize = 10_000;
+
+    fn lock(&self) -> MutexGuard<'_, BatchesByCurrency> {
+        // Inserts and removals only: a poisoned lock still holds a consistent map.
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// What `written` (payouts of `subaccount`) expects when written at once, or `None` when it
+    /// cannot be: its payouts are of several currencies, or one starts `pending` and the
+    /// currency's open batch is not known.
+    fn expected(&self, subaccount: Uuid, written: &[Planned<'_>]) -> Option<Expected> {
+        let asset = written.first()?.payout.asset.code();
+        if written.iter().any(|p| p.payout.asset.code() != asset) {
+            return None;
+        }
+        let pending = written
+            .iter()
+            .any(|p| p.payout.status == PayoutStatus::Pending);
+        let batch = if pending {
+            Some(*self.lock().get(&(subaccount, asset))?)
+        } else {
+            None
+        };
+        Some(Expected { asset, batch })
+    }
+
+    /// Records the batch the payouts of `written` (of `subaccount`, in the batches of
+    /// `joined`) joined, if they are of one currency and one of them joined one.
+    fn remember(&self, subaccount: Uuid, written: &[Planned<'_>], joined: &[Joined]) {
+        let Some(asset) = written.first().map(|p| p.payout.asset.code()) else {
+            return;
+        };
+        if written.iter().any(|p| p.payout.asset.code() != asset) {
+            return;
+        }
+        if let Some(batch) = joined.iter().flatten().next() {
+            let mut batches = self.lock();
+            if batches.len() >= Self::MOST && !batches.contains_key(&(subaccount, asset)) {
+                batches.clear();
+            }
+            batches.insert((subaccount, asset), *batch);
+        }
+    }
+
+    /// Forgets the batch of `subaccount` and `asset`.
+    fn forget(&self, subaccount: Uuid, asset: &'static str) {
+        self.lock().remove(&(subaccount, asset));
+    }
+}
+
+/// How a set written at once ended.
+pub(crate) enum AtOnce {
+    /// Written and committed: the batch each payout joined.
+    Written(Vec<Joined>),
+    /// Rolled back as a whole (a check of [`WRITE_SET_AT_ONCE`] failed, or the statement did),
+    /// or never sent: why, in words that carry no value of the set.
+    NotWritten(String),
+    /// Failed in a way that leaves the commit in doubt (a lost connection).
+    InDoubt(PayoutAbort),
+}
+
+/// Writes `written` (payouts of `subaccount`, of one currency, as `expected` says) whole, in
+/// one round trip: `BEGIN` with its planning setting ([`BEGIN_WITH_GENERIC_PLANS`]),
+/// [`WRITE_SET_AT_ONCE`] and `COMMIT`, sent together. The statement checks everything the
+/// three round trips of [`write_whole_then`] check in between (parties, open batch, keys,
+/// admissions, counts, balance) and raises an error when a check fails, which aborts the
+/// transaction; the `COMMIT` then rolls it back. Should the statement be sent after the
+/// `COMMIT` (it is prepared on its first use on a connection, and the `COMMIT` does not wait),
+/// it runs as a transaction of its own, with the same checks.
+async fn write_whole_at_once(
+    conn: &mut AsyncPgConnection,
+    subaccount: Uuid,
+    written: &[Planned<'_>],
+    expected: &Expected,
+) -> AtOnce {
+    let currencies = currency_totals(written);
+    let batches: HashMap<&str, (Uuid, DateTime<Utc>)> = expected
+        .batch
+        .map(|b| (expected.asset, b))
+        .into_iter()
+        .collect();
+    let joined = joined_batches(written, &batches);
+    let built = match BuiltSet::of(subaccount, written, &joined, &currencies, true) {
+        Ok(built) => built,
+        Err(abort) => return AtOnce::NotWritten(format!("{abort:?}")),
+    };
+    let query = bind_party_rule(bind_set(WRITE_SET_AT_ONCE, subaccount, &built.rows()))
+        .bind::<Nullable<Text>, _>(expected.batch.map(|_| expected.asset))
+        .bind::<Nullable<SqlUuid>, _>(expected.batch.map(|(id, _)| id))
+        .bind::<Nullable<Timestamptz>, _>(expected.batch.map(|(_, at)| at))
+        .cached();
+    // Counted as begun before `BEGIN` is sent, as in `write_whole_then`: a connection left
+    // midway is one the pool discards.
+    if let Err(e) = AnsiTransactionManager::transaction_manager_status_mut(conn)
+        .transaction_state()
+        .and_then(|state| state.change_transaction_depth(TransactionDepthChange::IncreaseDepth))
+    {
+        return AtOnce::NotWritten(format!("the connection cannot begin a transaction: {e}"));
+    }
+    let shared: &AsyncPgConnection = conn;
+    let (_, wrote, ended) = join3(
+        async {
+            let mut shared = shared;
+            shared.batch_execute(BEGIN_WITH_GENERIC_PLANS).await
+        },
+        async {
+            let mut shared = shared;
+            query.get_result::<Refused>(&mut shared).await
+        },
+        async {
+            let mut shared = shared;
+            shared.batch_execute("COMMIT").await
+        },
+    )
+    .await;
+    // `BEGIN`'s own outcome changes nothing: had it failed, the statement ran alone and the
+    // `COMMIT` found no transaction (a warning), which the statement's outcome covers.
+    if ended.is_ok() {
+        // The transaction is over (committed, or rolled back after the statement's error).
+        // A manager that cannot count it so is broken, and the pool discards its connection.
+        if let Ok(state) =
+            AnsiTransactionManager::transaction_manager_status_mut(conn).transaction_state()
+        {
+            drop(state.change_transaction_depth(TransactionDepthChange::DecreaseDepth));
+        }
+    }
+    match (wrote, ended) {
+        (Ok(row), Ok(())) if row.refused == 0 => AtOnce::Written(joined),
+        (Ok(_), Ok(())) => AtOnce::InDoubt(PayoutAbort::Tx(TxError::invariant(anyhow::anyhow!(
+            "a set written at once answered a refusal without raising it"
+        )))),
+        (Ok(_), Err(e)) => AtOnce::InDoubt(PayoutAbort::Tx(e.into())),
+        (Err(e), _) if reported_by_server(&e) => AtOnce::NotWritten(refusal(&e)),
+        (Err(e), _) => AtOnce::InDoubt(PayoutAbort::Tx(e.into())),
+    }
+}
+
+/// [`WRITE_SET_AT_ONCE`]'s answer: 0 (a refusal raises an error instead).
+#[derive(QueryableByName)]
+struct Refused {
+    #[diesel(sql_type = BigInt)]
+    refused: i64,
+}
+
+/// Whether `error` came from the server about the statement (which then wrote nothing, its
+/// transaction aborted), rather than from a connection that failed.
+fn reported_by_server(error: &diesel::result::Error) -> bool {
+    matches!(
+        error,
+        diesel::result::Error::DatabaseError(kind, _)
+            if !matches!(
+                kind,
+                DatabaseErrorKind::UnableToSendCommand | DatabaseErrorKind::ClosedConnection
+            )
+    )
+}
+
+/// Why a set written at once was refused, in words that carry no value of the set: the check
+/// that failed, the constraint a unique violation hit, or the kind of error.
+fn refusal(error: &diesel::result::Error) -> String {
+    match error {
+        diesel::result::Error::DatabaseError(kind, info) => {
+            if let Some(why) = info.message().strip_prefix(REFUSED) {
+                why.to_owned()
+            } else if let Some(constraint) = info.constraint_name() {
+                format!("{kind:?} of {constraint}")
+            } else {
+                format!("{kind:?}")
+            }
+        }
+        other => format!("{other:?}"),
+    }
+}
+
+/// How the message of `payout_set_refused`'s error begins.
+const REFUSED: &str = "payout set refused: ";
 
 /// [`write_whole`], with `then` run in its transaction once the payouts are written, before
 /// the commit (a bulk request's own key marked committed with its answer): when `then` fails,
@@ -689,68 +936,119 @@ async fn write_joined(
     plans: SetPlans,
     admits: bool,
 ) -> Result<Vec<Joined>, PayoutAbort> {
-    let joined: Vec<Joined> = written
+    let joined = joined_batches(written, batches);
+    let built = BuiltSet::of(
+        subaccount,
+        written,
+        &joined,
+        currencies,
+        admits && plans == SetPlans::Generic,
+    )?;
+    let set = built.rows();
+    match plans {
+        SetPlans::Generic => write_in_one_statement(conn, subaccount, &set).await?,
+        SetPlans::AsChosen => write_statement_by_statement(conn, subaccount, &set).await?,
+    }
+    Ok(joined)
+}
+
+/// The batch each payout of `written` joins: its currency's of `batches` if it starts
+/// `pending`, none otherwise.
+fn joined_batches(
+    written: &[Planned<'_>],
+    batches: &HashMap<&str, (Uuid, DateTime<Utc>)>,
+) -> Vec<Joined> {
+    written
         .iter()
         .map(|p| {
             (p.payout.status == PayoutStatus::Pending)
                 .then(|| batches.get(p.payout.asset.code()).copied())
                 .flatten()
         })
-        .collect();
-    let rows: Vec<PayoutRow> = written
-        .iter()
-        .zip(&joined)
-        .map(|(p, batch)| PayoutRow {
-            batch_id: batch.map(|(id, _)| id),
-            ..PayoutRow::from(p.payout)
+        .collect()
+}
+
+/// The rows a set writes, its payouts in the batches they join (`joined`), owned.
+struct BuiltSet<'k> {
+    rows: Vec<PayoutRow>,
+    entries: Vec<LedgerEntry>,
+    commits: Vec<KeyCommit<'k>>,
+    admissions: Vec<KeyAdmission<'k>>,
+    events: Vec<OutboxEvent>,
+    sums: Sums<'k>,
+}
+
+impl<'k> BuiltSet<'k> {
+    /// The rows of `written`, all of `subaccount`, each payout in its batch of `joined`, and
+    /// the sums of `currencies`. A request to admit fails the set with
+    /// [`PayoutAbort::NotAdmitted`] unless `admits`, or when it is another subaccount's.
+    fn of(
+        subaccount: Uuid,
+        written: &[Planned<'k>],
+        joined: &[Joined],
+        currencies: &BTreeMap<&'k str, CurrencyTotal>,
+        admits: bool,
+    ) -> Result<Self, PayoutAbort> {
+        let rows: Vec<PayoutRow> = written
+            .iter()
+            .zip(joined)
+            .map(|(p, batch)| PayoutRow {
+                batch_id: batch.map(|(id, _)| id),
+                ..PayoutRow::from(p.payout)
+            })
+            .collect();
+        let entries: Vec<LedgerEntry> = written
+            .iter()
+            .flat_map(|p| p.entries.iter().cloned())
+            .collect();
+        let commits: Vec<KeyCommit<'k>> = written
+            .iter()
+            .zip(joined)
+            .filter_map(|(p, batch)| written_key(p.key?, p.payout, *batch))
+            .collect();
+        let admissions: Vec<KeyAdmission<'k>> = written
+            .iter()
+            .zip(joined)
+            .filter_map(|(p, batch)| written_admission(p.key?, p.payout, *batch))
+            .collect::<Result<_, _>>()?;
+        if !admissions.is_empty()
+            && (!admits
+                || admissions
+                    .iter()
+                    .any(|a| a.admission.subaccount().as_uuid() != subaccount))
+        {
+            return Err(PayoutAbort::NotAdmitted);
+        }
+        let events: Vec<OutboxEvent> = written
+            .iter()
+            .zip(joined)
+            .flat_map(|(p, batch)| with_batch(p.events, p.payout.id, *batch))
+            .collect();
+        let sums = Sums {
+            assets: currencies.keys().copied().collect(),
+            totals: currencies.values().map(|c| c.total).collect(),
+            times: currencies.values().map(|c| c.last).collect(),
+        };
+        Ok(Self {
+            rows,
+            entries,
+            commits,
+            admissions,
+            events,
+            sums,
         })
-        .collect();
-    let entries: Vec<LedgerEntry> = written
-        .iter()
-        .flat_map(|p| p.entries.iter().cloned())
-        .collect();
-    let commits: Vec<KeyCommit<'_>> = written
-        .iter()
-        .zip(&joined)
-        .filter_map(|(p, batch)| written_key(p.key?, p.payout, *batch))
-        .collect();
-    let admissions: Vec<KeyAdmission<'_>> = written
-        .iter()
-        .zip(&joined)
-        .filter_map(|(p, batch)| written_admission(p.key?, p.payout, *batch))
-        .collect::<Result<_, _>>()?;
-    let admits = admits && plans == SetPlans::Generic;
-    if !admissions.is_empty()
-        && (!admits
-            || admissions
-                .iter()
-                .any(|a| a.admission.subaccount().as_uuid() != subaccount))
-    {
-        return Err(PayoutAbort::NotAdmitted);
     }
-    let events: Vec<OutboxEvent> = written
-        .iter()
-        .zip(&joined)
-        .flat_map(|(p, batch)| with_batch(p.events, p.payout.id, *batch))
-        .collect();
-    let sums = Sums {
-        assets: currencies.keys().copied().collect(),
-        totals: currencies.values().map(|c| c.total).collect(),
-        times: currencies.values().map(|c| c.last).collect(),
-    };
-    let set = SetRows {
-        payouts: &rows,
-        entries: &entries,
-        keys: &commits,
-        admissions: &admissions,
-        events: &events,
-        sums: &sums,
-    };
-    match plans {
-        SetPlans::Generic => write_in_one_statement(conn, subaccount, &set).await?,
-        SetPlans::AsChosen => write_statement_by_statement(conn, subaccount, &set).await?,
+
+    fn rows(&self) -> SetRows<'_, 'k> {
+        SetRows {
+            payouts: &self.rows,
+            entries: &self.entries,
+            keys: &self.commits,
+            admissions: &self.admissions,
+            events: &self.events,
+            sums: &self.sums,
+        }
     }
-    Ok(joined)
 }
 
 /// What a set writes, once its payouts have joined their batches.
@@ -829,18 +1127,23 @@ async fn write_in_one_statement(
     subaccount: Uuid,
     set: &SetRows<'_, '_>,
 ) -> Result<(), PayoutAbort> {
-    let query = bind_payout_rows(diesel::sql_query(WRITE_SET).into_boxed(), set.payouts);
-    let query = bind_entries(query, set.entries);
-    let query = bind_key_commits(query, set.keys);
-    let query = bind_events(query, set.events);
-    let query = bind_sums(query, set.sums).bind::<SqlUuid, _>(subaccount);
-    let counts: SetWritten = bind_admissions(query, set.admissions)
-        .bind::<Text, _>(NO_ENDPOINT)
+    let counts: SetWritten = bind_set(WRITE_SET, subaccount, set)
         .cached()
         .get_result(conn)
         .await
         .map_err(|e| PayoutAbort::Tx(e.into()))?;
     set.check(&counts)
+}
+
+/// `sql` ([`WRITE_SET`] or [`WRITE_SET_AT_ONCE`]) with the rows of `set` and the subaccount
+/// bound as `$1`–`$56`.
+fn bind_set<'f>(sql: &'static str, subaccount: Uuid, set: &SetRows<'f, 'f>) -> BoxedSql<'f> {
+    let query = bind_payout_rows(diesel::sql_query(sql).into_boxed(), set.payouts);
+    let query = bind_entries(query, set.entries);
+    let query = bind_key_commits(query, set.keys);
+    let query = bind_events(query, set.events);
+    let query = bind_sums(query, set.sums).bind::<SqlUuid, _>(subaccount);
+    bind_admissions(query, set.admissions).bind::<Text, _>(NO_ENDPOINT)
 }
 
 /// A set's writes one statement after another: on Citus. Citus runs the data-modifying parts
@@ -1053,6 +1356,74 @@ macro_rules! mark_keys_committed {
 }
 use mark_keys_committed;
 
+/// The parts of [`WRITE_SET`] and [`WRITE_SET_AT_ONCE`] that write, as a list of `WITH`
+/// queries (see [`WRITE_SET`]).
+macro_rules! write_set_parts {
+    () => {
+        concat!(
+            "written_payouts AS (",
+        insert_payouts!(),
+        " RETURNING 1), \
+         written_entries AS (",
+        insert_entries_from!(),
+        "$25::uuid[], $26::uuid[], $27::text[], $28::text[], $29::int8[], $30::int8[], \
+         $31::uuid[], $32::timestamptz[]",
+        entries_in_order!(),
+        " RETURNING 1), \
+         marked_keys AS (",
+        mark_keys_committed!("$46", "$33", "$34", "$35", "$36"),
+        " RETURNING 1), \
+         admitted_nonces AS ( \
+           INSERT INTO request_nonces (api_key_id, nonce, subaccount_id, seen_at) \
+           SELECT n.api_key_id, n.nonce, $46, n.seen_at \
+           FROM unnest($47::uuid[], $48::int8[], $49::timestamptz[]) \
+             AS n(api_key_id, nonce, seen_at) \
+           ON CONFLICT DO NOTHING RETURNING 1), \
+         admitted_keys AS ( \
+           INSERT INTO idempotency_keys (subaccount_id, idempotency_key, request_hash, state, \
+             response_status, response_body, created_at, expires_at, locked_until, committed) \
+           SELECT $46, k.idempotency_key, k.request_hash, 'completed', k.status, k.body, k.at, \
+             k.expires_at, NULL, true \
+           FROM unnest($50::text[], $51::bytea[], $52::timestamptz[], $53::timestamptz[], \
+             $54::int2[], $55::bytea[]) \
+             AS k(idempotency_key, request_hash, at, expires_at, status, body) \
+           ON CONFLICT DO NOTHING RETURNING 1), ",
+        events_input!("$37", "$38", "$39", "$40", "$41", "$42"),
+        ", ",
+        sequenced_events!(),
+        ", delivery AS MATERIALIZED (SELECT coalesce((",
+        deliverable_endpoint!("$46"),
+        "), true) AS deliverable), \
+         written_events AS ( \
+           INSERT INTO outbox_events (id, subaccount_id, object_id, sequence, event_type, payload, \
+             created_at, next_attempt_at, status, attempts, last_error) \
+           SELECT n.id, n.subaccount_id, n.object_id, n.sequence, n.event_type, \
+             n.payload || jsonb_build_object('sequence', n.sequence), n.created_at, n.created_at, \
+             CASE WHEN d.deliverable THEN 'pending' ELSE 'exhausted' END, \
+             CASE WHEN d.deliverable THEN 0 ELSE 1 END, \
+             CASE WHEN d.deliverable THEN NULL ELSE $56 END \
+           FROM numbered n CROSS JOIN delivery d ORDER BY n.n \
+           RETURNING id, subaccount_id, created_at, status), \
+         skipped_attempts AS ( \
+           INSERT INTO webhook_attempts (event_id, attempt, subaccount_id, attempted_at, outcome, \
+             status_code, latency_ms, error) \
+           SELECT id, 1, subaccount_id, created_at, 'skipped', NULL, 0, $56 \
+           FROM written_events WHERE status = 'exhausted'), \
+         balances_in_order AS ( \
+           SELECT asset FROM balances WHERE subaccount_id = $46 AND asset = ANY($43::text[]) \
+           ORDER BY asset FOR NO KEY UPDATE), \
+         held AS ( \
+           UPDATE balances b SET available = b.available - h.total, \
+             pending = b.pending + h.total, updated_at = h.at \
+           FROM unnest($43::text[], $44::int8[], $45::timestamptz[]) AS h(asset, total, at), \
+             balances_in_order o \
+           WHERE b.subaccount_id = $46 AND b.asset = h.asset AND o.asset = h.asset \
+             AND b.available >= h.total \
+           RETURNING 1)"
+        )
+    };
+}
+
 /// A set's writes as one statement, on plain PostgreSQL, for the subaccount `$46`:
 ///
 /// - the payouts ([`insert_payouts!`], `$1`–`$24`) and their ledger entries (`$25`–`$32`);
@@ -1075,63 +1446,9 @@ use mark_keys_committed;
 /// entries, events and attempts are checked as the statement ends, when its payouts and events
 /// are written.
 const WRITE_SET: &str = concat!(
-    "WITH written_payouts AS (",
-    insert_payouts!(),
-    " RETURNING 1), \
-     written_entries AS (",
-    insert_entries_from!(),
-    "$25::uuid[], $26::uuid[], $27::text[], $28::text[], $29::int8[], $30::int8[], \
-     $31::uuid[], $32::timestamptz[]",
-    entries_in_order!(),
-    " RETURNING 1), \
-     marked_keys AS (",
-    mark_keys_committed!("$46", "$33", "$34", "$35", "$36"),
-    " RETURNING 1), \
-     admitted_nonces AS ( \
-       INSERT INTO request_nonces (api_key_id, nonce, subaccount_id, seen_at) \
-       SELECT n.api_key_id, n.nonce, $46, n.seen_at \
-       FROM unnest($47::uuid[], $48::int8[], $49::timestamptz[]) AS n(api_key_id, nonce, seen_at) \
-       ON CONFLICT DO NOTHING RETURNING 1), \
-     admitted_keys AS ( \
-       INSERT INTO idempotency_keys (subaccount_id, idempotency_key, request_hash, state, \
-         response_status, response_body, created_at, expires_at, locked_until, committed) \
-       SELECT $46, k.idempotency_key, k.request_hash, 'completed', k.status, k.body, k.at, \
-         k.expires_at, NULL, true \
-       FROM unnest($50::text[], $51::bytea[], $52::timestamptz[], $53::timestamptz[], \
-         $54::int2[], $55::bytea[]) AS k(idempotency_key, request_hash, at, expires_at, status, body) \
-       ON CONFLICT DO NOTHING RETURNING 1), ",
-    events_input!("$37", "$38", "$39", "$40", "$41", "$42"),
-    ", ",
-    sequenced_events!(),
-    ", delivery AS (SELECT coalesce((",
-    deliverable_endpoint!("$46"),
-    "), true) AS deliverable), \
-     written_events AS ( \
-       INSERT INTO outbox_events (id, subaccount_id, object_id, sequence, event_type, payload, \
-         created_at, next_attempt_at, status, attempts, last_error) \
-       SELECT n.id, n.subaccount_id, n.object_id, n.sequence, n.event_type, \
-         n.payload || jsonb_build_object('sequence', n.sequence), n.created_at, n.created_at, \
-         CASE WHEN d.deliverable THEN 'pending' ELSE 'exhausted' END, \
-         CASE WHEN d.deliverable THEN 0 ELSE 1 END, \
-         CASE WHEN d.deliverable THEN NULL ELSE $56 END \
-       FROM numbered n CROSS JOIN delivery d ORDER BY n.n \
-       RETURNING id, subaccount_id, created_at, status), \
-     skipped_attempts AS ( \
-       INSERT INTO webhook_attempts (event_id, attempt, subaccount_id, attempted_at, outcome, \
-         status_code, latency_ms, error) \
-       SELECT id, 1, subaccount_id, created_at, 'skipped', NULL, 0, $56 \
-       FROM written_events WHERE status = 'exhausted'), \
-     balances_in_order AS ( \
-       SELECT asset FROM balances WHERE subaccount_id = $46 AND asset = ANY($43::text[]) \
-       ORDER BY asset FOR NO KEY UPDATE), \
-     held AS ( \
-       UPDATE balances b SET available = b.available - h.total, \
-         pending = b.pending + h.total, updated_at = h.at \
-       FROM unnest($43::text[], $44::int8[], $45::timestamptz[]) AS h(asset, total, at), \
-         balances_in_order o \
-       WHERE b.subaccount_id = $46 AND b.asset = h.asset AND o.asset = h.asset \
-         AND b.available >= h.total \
-       RETURNING 1) \
+    "WITH ",
+    write_set_parts!(),
+    " \
      SELECT (SELECT count(*) FROM written_payouts) AS payouts, \
        (SELECT count(*) FROM written_entries) AS entries, \
        (SELECT count(*) FROM marked_keys) AS keys, \
@@ -1139,6 +1456,99 @@ const WRITE_SET: &str = concat!(
        (SELECT count(*) FROM admitted_keys) AS admitted_keys, \
        (SELECT count(*) FROM written_events) AS events, \
        (SELECT count(*) FROM held) AS balances"
+);
+
+/// Whether the party `p` (a row of [`parties!`]) still gives the payout `w` the status it was
+/// planned with (`w.status`) and may be paid, as [`party_status`] decides: the receiver's status
+/// none of `$unpayable`, the account's not `$failed`, and the status the table `$initial`
+/// gives, indexed by whether the KYC is `$completed` and the account `$confirmed` (the values
+/// [`bind_party_rule`] binds).
+macro_rules! as_planned_by {
+    ($unpayable:literal, $failed:literal, $initial:literal, $completed:literal, $confirmed:literal) => {
+        concat!(
+            "p.receiver_status <> ALL (",
+            $unpayable,
+            "::int2[]) AND p.account_status <> ",
+            $failed,
+            "::text AND w.status = (",
+            $initial,
+            "::int2[])[1 + 2 * (p.kyc_status = ",
+            $completed,
+            "::int2)::int + (p.confirm_status = ",
+            $confirmed,
+            "::text)::int]"
+        )
+    };
+}
+
+/// Binds what [`as_planned_by!`] compares with, from the rule of [`party_status`], as the next
+/// five parameters.
+fn bind_party_rule(query: BoxedSql<'_>) -> BoxedSql<'_> {
+    let initial = [(false, false), (false, true), (true, false), (true, true)]
+        .map(|(kyc, confirmed)| i16::from(initial_status(kyc, confirmed).code()));
+    query
+        .bind::<Array<SmallInt>, _>(UNPAYABLE_RECEIVERS.map(|s| i16::from(s.code())).to_vec())
+        .bind::<Text, _>(AccountStatus::Failed.as_str())
+        .bind::<Array<SmallInt>, _>(initial.to_vec())
+        .bind::<SmallInt, _>(i16::from(KycStatus::Completed.code()))
+        .bind::<Text, _>(ConfirmStatus::Confirmed.as_str())
+}
+
+/// A set written whole in one round trip, on plain PostgreSQL: [`WRITE_SET`]'s writes, after
+/// the reads that otherwise open its transaction, and checking itself instead of answering
+/// counts, so that it can be sent together with the transaction's `BEGIN` and `COMMIT`
+/// ([`write_whole_at_once`]):
+///
+/// - the parties of the payouts (the accounts of `$4`) locked as [`PARTIES_BY_KEY`] locks them,
+///   and each payout checked against them as [`Parties::as_planned`] checks it: its account
+///   still its receiver's (`$3`), both still payable (the receiver's status none of `$57`, the
+///   account's not `$58`), and the status it was planned with (`$15`) still the one a new
+///   payout to them starts in (`$59`, indexed by whether the KYC is `$60` and the account
+///   `$61`);
+/// - the open batch of the currency `$62` (null when no payout starts `pending`), locked `FOR
+///   SHARE` as [`PARTIES_AND_OPEN_BATCH`] locks it, still the batch `$63` that runs at `$64`,
+///   which the payouts, their events and their answers were given;
+/// - then every count [`SetRows::check`] checks, the balances' last, so their rows are locked
+///   for the shortest time.
+///
+/// The first check that fails raises `payout set refused: <why>` (the function
+/// `payout_set_refused`), which aborts the transaction: the `COMMIT` sent after it then rolls
+/// it back, and nothing of the set is written.
+const WRITE_SET_AT_ONCE: &str = concat!(
+    "WITH parties AS MATERIALIZED (",
+    parties!("IS NOT DISTINCT FROM", "$46", "$4"),
+    "), as_planned AS MATERIALIZED ( \
+       SELECT count(*) AS n \
+       FROM unnest($4::uuid[], $3::uuid[], $15::int2[]) AS w(account_id, receiver_id, status) \
+       JOIN parties p ON p.account_id = w.account_id AND p.receiver_id = w.receiver_id \
+       WHERE ",
+    as_planned_by!("$57", "$58", "$59", "$60", "$61"),
+    "), \
+     joined_batch AS MATERIALIZED ( \
+       SELECT id, batch_run_time FROM batches \
+       WHERE subaccount_id = $46 AND asset = $62::text AND status = 'open' FOR SHARE), ",
+    write_set_parts!(),
+    " \
+     SELECT CASE \
+       WHEN (SELECT n FROM as_planned) <> cardinality($4::uuid[]) \
+         THEN payout_set_refused('a party changed since it was planned') \
+       WHEN $62::text IS NOT NULL AND (SELECT (id, batch_run_time) FROM joined_batch) \
+           IS DISTINCT FROM ($63::uuid, $64::timestamptz) \
+         THEN payout_set_refused('",
+    other_batch!(),
+    "') \
+       WHEN (SELECT count(*) FROM marked_keys) <> cardinality($33::text[]) \
+         THEN payout_set_refused('an idempotency key is no longer its request''s') \
+       WHEN (SELECT count(*) FROM admitted_nonces) <> cardinality($47::uuid[]) \
+           OR (SELECT count(*) FROM admitted_keys) <> cardinality($50::text[]) \
+         THEN payout_set_refused('a request could not be admitted') \
+       WHEN (SELECT count(*) FROM written_payouts) <> cardinality($1::uuid[]) \
+           OR (SELECT count(*) FROM written_entries) <> cardinality($25::uuid[]) \
+           OR (SELECT count(*) FROM written_events) <> cardinality($37::uuid[]) \
+         THEN payout_set_refused('a part wrote fewer rows than it must') \
+       WHEN (SELECT count(*) FROM held) <> cardinality($43::text[]) \
+         THEN payout_set_refused('the balance does not cover the set') \
+       ELSE 0 END AS refused"
 );
 
 #[cfg(test)]
@@ -1361,5 +1771,109 @@ mod tests {
             ),
             "{writing}"
         );
+
+        // The same writes at once: the parties by their keys, the batch through the partial
+        // index of open batches, the keys by the primary key.
+        let at_once = plan_in_mode(
+            &mut conn,
+            generic,
+            (
+                "write_set_at_once",
+                &format!("{types}, int2[], text, int2[], int2, text, text, uuid, timestamptz"),
+                super::WRITE_SET_AT_ONCE,
+            ),
+            &format!(
+                "{arrays}, '{SUB}', {admissions}, 'no endpoint', '{{3,4}}', 'failed', \
+                 '{{1,1,0,2}}', 1, 'confirmed', 'USD', '{SUB}', now()"
+            ),
+        )
+        .await;
+        assert!(
+            index_condition_with(&at_once, &["id = ANY ($4)"])
+                && at_once.contains("Index Scan using receivers_pkey")
+                && at_once.contains("batches_open")
+                && index_condition_with(
+                    &at_once,
+                    &["idempotency_key = ANY ($33)", "subaccount_id = $46"]
+                ),
+            "{at_once}"
+        );
+    }
+
+    /// The check a set written at once makes of each payout against its parties
+    /// ([`super::as_planned_by!`]) accepts exactly what [`super::party_status`] accepts, for
+    /// every combination of the statuses of a receiver, its KYC, an account and its
+    /// confirmation, and every status a payout could have been planned with.
+    #[tokio::test]
+    async fn the_at_once_party_check_agrees_with_party_status() {
+        use diesel::sql_types::{Array, BigInt, SmallInt};
+        use domain::account::{AccountStatus, ConfirmStatus};
+        use domain::payout::PayoutStatus;
+        use domain::receiver::{KycStatus, ReceiverStatus};
+
+        #[derive(diesel::QueryableByName)]
+        struct Accepted {
+            #[diesel(sql_type = BigInt)]
+            n: i64,
+            #[diesel(sql_type = SmallInt)]
+            status: i16,
+        }
+
+        let db = TestDb::postgres().await.unwrap();
+        let mut conn = AsyncPgConnection::establish(db.url()).await.unwrap();
+        let mut parties: Vec<(i16, i16, &str, &str)> = Vec::new();
+        for receiver in ReceiverStatus::ALL {
+            for kyc in KycStatus::ALL {
+                for account in AccountStatus::ALL {
+                    for confirm in ConfirmStatus::ALL {
+                        parties.push((
+                            i16::from(receiver.code()),
+                            i16::from(kyc.code()),
+                            account.as_str(),
+                            confirm.as_str(),
+                        ));
+                    }
+                }
+            }
+        }
+        let statuses: Vec<i16> = PayoutStatus::ALL
+            .iter()
+            .map(|s| i16::from(s.code()))
+            .collect();
+        let query = super::bind_party_rule(
+            diesel::sql_query(concat!(
+                "SELECT p.n, w.status FROM unnest($6::int2[], $7::int2[], $8::text[], \
+                   $9::text[]) WITH ORDINALITY \
+                   AS p(receiver_status, kyc_status, account_status, confirm_status, n) \
+                 CROSS JOIN unnest($10::int2[]) AS w(status) \
+                 WHERE ",
+                as_planned_by!("$1", "$2", "$3", "$4", "$5"),
+                " ORDER BY p.n, w.status"
+            ))
+            .into_boxed(),
+        )
+        .bind::<Array<SmallInt>, _>(parties.iter().map(|p| p.0).collect::<Vec<_>>())
+        .bind::<Array<SmallInt>, _>(parties.iter().map(|p| p.1).collect::<Vec<_>>())
+        .bind::<Array<Text>, _>(parties.iter().map(|p| p.2).collect::<Vec<_>>())
+        .bind::<Array<Text>, _>(parties.iter().map(|p| p.3).collect::<Vec<_>>())
+        .bind::<Array<SmallInt>, _>(statuses.clone());
+        let accepted: Vec<(i64, i16)> = query
+            .load::<Accepted>(&mut conn)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|a| (a.n, a.status))
+            .collect();
+        let mut expected = Vec::new();
+        for (n, (receiver, kyc, account, confirm)) in (1_i64..).zip(&parties) {
+            let (status, payable) = super::party_status(*receiver, *kyc, account, confirm);
+            for planned in &statuses {
+                if payable && i16::from(status.code()) == *planned {
+                    expected.push((n, *planned));
+                }
+            }
+        }
+        assert!(!expected.is_empty());
+        assert_eq!(accepted, expected);
     }
 }

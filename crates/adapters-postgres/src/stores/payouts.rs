@@ -796,15 +796,21 @@ impl PgStore {
                     events,
                     key: Some(key),
                 }];
-                write_whole(&mut conn, payout.subaccount_id.as_uuid(), &alone, schedule)
-                    .await
-                    .map(|joined| {
-                        joined
-                            .into_iter()
-                            .next()
-                            .flatten()
-                            .map(|(id, _)| BatchId::from_uuid(id))
-                    })
+                write_whole(
+                    &mut conn,
+                    payout.subaccount_id.as_uuid(),
+                    &alone,
+                    schedule,
+                    &self.open_batches,
+                )
+                .await
+                .map(|joined| {
+                    joined
+                        .into_iter()
+                        .next()
+                        .flatten()
+                        .map(|(id, _)| BatchId::from_uuid(id))
+                })
             };
             // A deadlock victim was rolled back whole; run it again rather than answer 503.
             // One arises when this payout creates its currency's open batch while a group or

@@ -19,5 +19,6 @@ mod payouts;
 mod rail_files;
 mod receivers;
 mod rotation;
+mod sets_at_once;
 mod support;
 mod test_databases;

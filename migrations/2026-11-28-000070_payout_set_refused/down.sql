@@ -1,0 +1,1 @@
+DROP FUNCTION payout_set_refused(text);
