@@ -134,16 +134,26 @@ fn is_unavailable(message: &str) -> bool {
 /// shard's constraint, the table's followed by `_<shard id>`: the name is then taken from the
 /// message (`… violates unique constraint "<name>"`, PostgreSQL's English wording) and the
 /// suffix removed, so callers compare the names the migrations give (none of which ends in
-/// `_<digits>`).
+/// `_<digits>`). A violation a worker reports from a `COPY` into a shard (how Citus runs a
+/// multi-row `INSERT … SELECT`) reaches the client with the worker's message but no SQLSTATE
+/// of its own (an internal error, diesel's `Unknown`): it is recognised by its message.
 pub(crate) fn unique_violation(e: &DieselError) -> Option<&str> {
     match e {
         DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, info) => info
             .constraint_name()
             .or_else(|| constraint_in_message(info.message()))
             .map(without_shard_suffix),
+        DieselError::DatabaseError(DatabaseErrorKind::Unknown, info)
+            if info.message().starts_with(UNIQUE_VIOLATION) =>
+        {
+            constraint_in_message(info.message()).map(without_shard_suffix)
+        }
         _ => None,
     }
 }
+
+/// How PostgreSQL's message of a unique violation begins.
+const UNIQUE_VIOLATION: &str = "duplicate key value violates unique constraint \"";
 
 /// The quoted constraint name of a unique violation's message.
 fn constraint_in_message(message: &str) -> Option<&str> {
@@ -316,5 +326,40 @@ mod tests {
             Some("receivers_email_unique_102027")
         );
         assert_eq!(constraint_in_message("deadlock detected"), None);
+    }
+
+    /// A unique violation is recognised with its constraint's name whether the error carries
+    /// its SQLSTATE, or comes from a Citus worker's `COPY` into a shard, which has none; no
+    /// other unknown error is one.
+    #[test]
+    fn a_unique_violation_relayed_without_its_sqlstate_is_recognised() {
+        let db =
+            |kind, message: &str| DieselError::DatabaseError(kind, Box::new(message.to_owned()));
+        let message =
+            "duplicate key value violates unique constraint \"payouts_reference_unique_102079\"";
+        for kind in [
+            DatabaseErrorKind::UniqueViolation,
+            DatabaseErrorKind::Unknown,
+        ] {
+            assert_eq!(
+                unique_violation(&db(kind, message)),
+                Some("payouts_reference_unique")
+            );
+        }
+        assert_eq!(
+            unique_violation(&db(DatabaseErrorKind::Unknown, "deadlock detected")),
+            None
+        );
+        assert_eq!(
+            unique_violation(&db(
+                DatabaseErrorKind::Unknown,
+                "the row \"x\" violates unique constraint \"y\" somehow"
+            )),
+            None
+        );
+        assert_eq!(
+            unique_violation(&db(DatabaseErrorKind::ForeignKeyViolation, message)),
+            None
+        );
     }
 }
