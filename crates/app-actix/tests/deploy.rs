@@ -639,6 +639,22 @@ async fn the_runtime_role_runs_payoutd_and_cannot_change_the_schema() {
     )
     .await;
     assert!(payout["payout_id"].is_string(), "{payout}");
+    // The second joins the batch the first opened, written at once by the one statement that
+    // raises `payout_set_refused` when a check fails: the runtime role may call it.
+    let second = call(
+        "/api/payout/single",
+        json!({"receiver_id": receiver, "account_id": account, "amount": 10_000, "currency": "aud"}),
+    )
+    .await;
+    assert!(second["payout_id"].is_string(), "{second}");
+    let may_refuse = ok(psql(
+        &runtime_url,
+        &[
+            "-tAc",
+            "SELECT has_function_privilege('payout_set_refused(text)', 'EXECUTE')",
+        ],
+    ));
+    assert_eq!(may_refuse.trim(), "t");
     // Nothing the service did was refused by the database.
     let denied: Vec<String> = log
         .lock()

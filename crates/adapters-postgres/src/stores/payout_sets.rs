@@ -1464,7 +1464,13 @@ const WRITE_SET: &str = concat!(
 /// gives, indexed by whether the KYC is `$completed` and the account `$confirmed` (the values
 /// [`bind_party_rule`] binds).
 macro_rules! as_planned_by {
-    ($unpayable:literal, $failed:literal, $initial:literal, $completed:literal, $confirmed:literal) => {
+    (
+        $unpayable:literal,
+        $failed:literal,
+        $initial:literal,
+        $completed:literal,
+        $confirmed:literal
+    ) => {
         concat!(
             "p.receiver_status <> ALL (",
             $unpayable,
