@@ -10,7 +10,10 @@
 //! On plain PostgreSQL a group is first written whole (`payout_sets::write_whole`): its parties
 //! locked with its currency's open batch in one statement, sent with the transaction's `BEGIN`,
 //! and checked; then the payouts, their ledger entries, their idempotency keys, their events
-//! and the update of the balance in one statement. If anything would refuse one of its requests
+//! and the update of the balance in one statement. Once the open batch of the subaccount and
+//! currency is known, all of it is one statement sent with the `BEGIN` and the `COMMIT`, which
+//! checks the parties and the batch itself and raises an error when one fails (and the group is
+//! then written the first way). If anything would refuse one of its requests
 //! (a party changed, a reference taken, the balance short), that transaction rolls back and the
 //! group is decided request by request in a second one: one statement for all their parties,
 //! one for their references, one lock of the balance, then the writes of the accepted ones

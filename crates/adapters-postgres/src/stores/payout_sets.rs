@@ -621,7 +621,7 @@ pub(crate) async fn write_whole(
 /// What a set written at once ([`write_whole_at_once`]) expects to find: its only currency,
 /// and the open batch of that currency its `pending` payouts join (none if none starts
 /// `pending`).
-pub(crate) struct Expected {
+struct Expected {
     asset: &'static str,
     batch: Option<(Uuid, DateTime<Utc>)>,
 }
@@ -648,10 +648,7 @@ impl OpenBatches {
     /// cannot be: its payouts are of several currencies, or one starts `pending` and the
     /// currency's open batch is not known.
     fn expected(&self, subaccount: Uuid, written: &[Planned<'_>]) -> Option<Expected> {
-        let asset = written.first()?.payout.asset.code();
-        if written.iter().any(|p| p.payout.asset.code() != asset) {
-            return None;
-        }
+        let asset = only_currency(written)?;
         let pending = written
             .iter()
             .any(|p| p.payout.status == PayoutStatus::Pending);
@@ -666,12 +663,9 @@ impl OpenBatches {
     /// Records the batch the payouts of `written` (of `subaccount`, in the batches of
     /// `joined`) joined, if they are of one currency and one of them joined one.
     fn remember(&self, subaccount: Uuid, written: &[Planned<'_>], joined: &[Joined]) {
-        let Some(asset) = written.first().map(|p| p.payout.asset.code()) else {
+        let Some(asset) = only_currency(written) else {
             return;
         };
-        if written.iter().any(|p| p.payout.asset.code() != asset) {
-            return;
-        }
         if let Some(batch) = joined.iter().flatten().next() {
             let mut batches = self.lock();
             if batches.len() >= Self::MOST && !batches.contains_key(&(subaccount, asset)) {
@@ -687,8 +681,17 @@ impl OpenBatches {
     }
 }
 
+/// The currency of every payout of `written`, if they share one (none for an empty set).
+fn only_currency(written: &[Planned<'_>]) -> Option<&'static str> {
+    let asset = written.first()?.payout.asset.code();
+    written
+        .iter()
+        .all(|p| p.payout.asset.code() == asset)
+        .then_some(asset)
+}
+
 /// How a set written at once ended.
-pub(crate) enum AtOnce {
+enum AtOnce {
     /// Written and committed: the batch each payout joined.
     Written(Vec<Joined>),
     /// Rolled back as a whole (a check of [`WRITE_SET_AT_ONCE`] failed, or the statement did),
@@ -801,8 +804,8 @@ fn refusal(error: &diesel::result::Error) -> String {
         diesel::result::Error::DatabaseError(kind, info) => {
             if let Some(why) = info.message().strip_prefix(REFUSED) {
                 why.to_owned()
-            } else if let Some(constraint) = info.constraint_name() {
-                format!("{kind:?} of {constraint}")
+            } else if let Some(constraint) = crate::errors::unique_violation(error) {
+                format!("unique violation of {constraint}")
             } else {
                 format!("{kind:?}")
             }
@@ -1362,64 +1365,67 @@ macro_rules! write_set_parts {
     () => {
         concat!(
             "written_payouts AS (",
-        insert_payouts!(),
-        " RETURNING 1), \
-         written_entries AS (",
-        insert_entries_from!(),
-        "$25::uuid[], $26::uuid[], $27::text[], $28::text[], $29::int8[], $30::int8[], \
-         $31::uuid[], $32::timestamptz[]",
-        entries_in_order!(),
-        " RETURNING 1), \
-         marked_keys AS (",
-        mark_keys_committed!("$46", "$33", "$34", "$35", "$36"),
-        " RETURNING 1), \
-         admitted_nonces AS ( \
-           INSERT INTO request_nonces (api_key_id, nonce, subaccount_id, seen_at) \
-           SELECT n.api_key_id, n.nonce, $46, n.seen_at \
-           FROM unnest($47::uuid[], $48::int8[], $49::timestamptz[]) \
-             AS n(api_key_id, nonce, seen_at) \
-           ON CONFLICT DO NOTHING RETURNING 1), \
-         admitted_keys AS ( \
-           INSERT INTO idempotency_keys (subaccount_id, idempotency_key, request_hash, state, \
-             response_status, response_body, created_at, expires_at, locked_until, committed) \
-           SELECT $46, k.idempotency_key, k.request_hash, 'completed', k.status, k.body, k.at, \
-             k.expires_at, NULL, true \
-           FROM unnest($50::text[], $51::bytea[], $52::timestamptz[], $53::timestamptz[], \
-             $54::int2[], $55::bytea[]) \
-             AS k(idempotency_key, request_hash, at, expires_at, status, body) \
-           ON CONFLICT DO NOTHING RETURNING 1), ",
-        events_input!("$37", "$38", "$39", "$40", "$41", "$42"),
-        ", ",
-        sequenced_events!(),
-        ", delivery AS MATERIALIZED (SELECT coalesce((",
-        deliverable_endpoint!("$46"),
-        "), true) AS deliverable), \
-         written_events AS ( \
-           INSERT INTO outbox_events (id, subaccount_id, object_id, sequence, event_type, payload, \
-             created_at, next_attempt_at, status, attempts, last_error) \
-           SELECT n.id, n.subaccount_id, n.object_id, n.sequence, n.event_type, \
-             n.payload || jsonb_build_object('sequence', n.sequence), n.created_at, n.created_at, \
-             CASE WHEN d.deliverable THEN 'pending' ELSE 'exhausted' END, \
-             CASE WHEN d.deliverable THEN 0 ELSE 1 END, \
-             CASE WHEN d.deliverable THEN NULL ELSE $56 END \
-           FROM numbered n CROSS JOIN delivery d ORDER BY n.n \
-           RETURNING id, subaccount_id, created_at, status), \
-         skipped_attempts AS ( \
-           INSERT INTO webhook_attempts (event_id, attempt, subaccount_id, attempted_at, outcome, \
-             status_code, latency_ms, error) \
-           SELECT id, 1, subaccount_id, created_at, 'skipped', NULL, 0, $56 \
-           FROM written_events WHERE status = 'exhausted'), \
-         balances_in_order AS ( \
-           SELECT asset FROM balances WHERE subaccount_id = $46 AND asset = ANY($43::text[]) \
-           ORDER BY asset FOR NO KEY UPDATE), \
-         held AS ( \
-           UPDATE balances b SET available = b.available - h.total, \
-             pending = b.pending + h.total, updated_at = h.at \
-           FROM unnest($43::text[], $44::int8[], $45::timestamptz[]) AS h(asset, total, at), \
-             balances_in_order o \
-           WHERE b.subaccount_id = $46 AND b.asset = h.asset AND o.asset = h.asset \
-             AND b.available >= h.total \
-           RETURNING 1)"
+            insert_payouts!(),
+            " RETURNING 1), \
+             written_entries AS (",
+            insert_entries_from!(),
+            "$25::uuid[], $26::uuid[], $27::text[], $28::text[], $29::int8[], $30::int8[], \
+                 $31::uuid[], $32::timestamptz[]",
+            entries_in_order!(),
+            " RETURNING 1), \
+             marked_keys AS (",
+            mark_keys_committed!("$46", "$33", "$34", "$35", "$36"),
+            " RETURNING 1), \
+             admitted_nonces AS ( \
+               INSERT INTO request_nonces (api_key_id, nonce, subaccount_id, seen_at) \
+               SELECT n.api_key_id, n.nonce, $46, n.seen_at \
+               FROM unnest($47::uuid[], $48::int8[], $49::timestamptz[]) \
+                 AS n(api_key_id, nonce, seen_at) \
+               ON CONFLICT DO NOTHING RETURNING 1), \
+             admitted_keys AS ( \
+               INSERT INTO idempotency_keys (subaccount_id, idempotency_key, request_hash, state, \
+                 response_status, response_body, created_at, expires_at, locked_until, committed) \
+               SELECT $46, k.idempotency_key, k.request_hash, 'completed', k.status, k.body, k.at, \
+                 k.expires_at, NULL, true \
+               FROM unnest($50::text[], $51::bytea[], $52::timestamptz[], $53::timestamptz[], \
+                 $54::int2[], $55::bytea[]) \
+                 AS k(idempotency_key, request_hash, at, expires_at, status, body) \
+               ON CONFLICT DO NOTHING RETURNING 1), ",
+            events_input!("$37", "$38", "$39", "$40", "$41", "$42"),
+            ", ",
+            sequenced_events!(),
+            ", delivery AS MATERIALIZED (SELECT coalesce((",
+            deliverable_endpoint!("$46"),
+            "), true) AS deliverable), \
+             written_events AS ( \
+               INSERT INTO outbox_events (id, subaccount_id, object_id, sequence, event_type, \
+                 payload, \
+                 created_at, next_attempt_at, status, attempts, last_error) \
+               SELECT n.id, n.subaccount_id, n.object_id, n.sequence, n.event_type, \
+                 n.payload || jsonb_build_object('sequence', n.sequence), n.created_at, \
+                 n.created_at, \
+                 CASE WHEN d.deliverable THEN 'pending' ELSE 'exhausted' END, \
+                 CASE WHEN d.deliverable THEN 0 ELSE 1 END, \
+                 CASE WHEN d.deliverable THEN NULL ELSE $56 END \
+               FROM numbered n CROSS JOIN delivery d ORDER BY n.n \
+               RETURNING id, subaccount_id, created_at, status), \
+             skipped_attempts AS ( \
+               INSERT INTO webhook_attempts (event_id, attempt, subaccount_id, attempted_at, \
+                 outcome, \
+                 status_code, latency_ms, error) \
+               SELECT id, 1, subaccount_id, created_at, 'skipped', NULL, 0, $56 \
+               FROM written_events WHERE status = 'exhausted'), \
+             balances_in_order AS ( \
+               SELECT asset FROM balances WHERE subaccount_id = $46 AND asset = ANY($43::text[]) \
+               ORDER BY asset FOR NO KEY UPDATE), \
+             held AS ( \
+               UPDATE balances b SET available = b.available - h.total, \
+                 pending = b.pending + h.total, updated_at = h.at \
+               FROM unnest($43::text[], $44::int8[], $45::timestamptz[]) AS h(asset, total, at), \
+                 balances_in_order o \
+               WHERE b.subaccount_id = $46 AND b.asset = h.asset AND o.asset = h.asset \
+                 AND b.available >= h.total \
+               RETURNING 1)"
         )
     };
 }
@@ -1804,6 +1810,34 @@ mod tests {
                 ),
             "{at_once}"
         );
+    }
+
+    /// What the migration's `payout_set_refused` raises is what a set written at once reads
+    /// back: an error the server reported (so the set is known not to be written) whose words
+    /// after [`super::REFUSED`] are the check's, the same text the forgetting of a batch
+    /// compares with. A connection that failed is not such an error.
+    #[tokio::test]
+    async fn the_refusal_raised_in_the_database_is_the_one_the_writer_reads() {
+        use diesel::result::{DatabaseErrorKind, Error as DieselError};
+
+        let db = TestDb::postgres().await.unwrap();
+        let mut conn = AsyncPgConnection::establish(db.url()).await.unwrap();
+        let raised = diesel::sql_query(concat!(
+            "SELECT payout_set_refused('",
+            other_batch!(),
+            "') AS refused"
+        ))
+        .get_result::<super::Refused>(&mut conn)
+        .await
+        .err()
+        .unwrap();
+        assert!(super::reported_by_server(&raised));
+        assert_eq!(super::refusal(&raised), other_batch!());
+        let lost = DieselError::DatabaseError(
+            DatabaseErrorKind::UnableToSendCommand,
+            Box::new("connection closed".to_owned()),
+        );
+        assert!(!super::reported_by_server(&lost));
     }
 
     /// The check a set written at once makes of each payout against its parties
