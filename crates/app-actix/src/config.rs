@@ -30,8 +30,8 @@
 //! | `PAYOUT_SANDBOX_RAIL_SETTLE_MS` | `5000` | sandbox: the simulated rail reports each payout's result this long after its submission |
 //! | `PAYOUT_RATE_LIMIT_PER_SEC` | `100` | requests per second per API key (1..=1000000) |
 //! | `PAYOUT_RATE_LIMIT_BURST` | `200` | burst per API key (1..=1000000) |
-//! | `PAYOUT_GROUP_COMMIT_MAX` | `64` | most create-payout requests of one subaccount and currency written in one transaction (group commit; 1 writes each alone) (1..=1000) |
-//! | `PAYOUT_GROUP_COMMIT_WINDOW_US` | `0` | how long the first request of a group waits for others, in microseconds; 0 groups only the requests that arrive while the previous group of their subaccount and currency is being written (0..=10000) |
+//! | `PAYOUT_GROUP_COMMIT_MAX` | `64` | most create-payout requests of one subaccount written in one transaction (group commit; 1 writes each alone) (1..=1000) |
+//! | `PAYOUT_GROUP_COMMIT_WINDOW_US` | `0` | how long the first request of a group waits for others, in microseconds; 0 groups only the requests that arrive while the previous group of their subaccount is being written (0..=10000) |
 //! | `PAYOUT_DB_POOL_SIZE` | `16` | database connections for requests, split among the HTTP workers (the background jobs get up to 8 more) |
 //! | `PAYOUT_DB_WAIT_TIMEOUT_MS` | `2000` | wait for a free connection before answering 503 |
 //! | `PAYOUT_DB_STATEMENT_TIMEOUT_MS` | `5000` | per-statement timeout |

@@ -1,22 +1,26 @@
 //! Group commit of new payouts.
 //!
 //! Every payout of a subaccount in one currency holds from the same balance row, so their
-//! transactions commit one after another whatever the service does. Group commit turns that
-//! queue into fewer, larger transactions: requests that arrive while an earlier group of the
-//! same subaccount and currency is being written (or within the configured window) are written
-//! together, in arrival order, in one transaction of set statements, with one commit (one WAL
-//! flush) for all of them.
+//! transactions commit one after another whatever the service does, and a transaction costs
+//! the database about as much for one payout as for several. Group commit turns that queue into
+//! fewer, larger transactions: requests that arrive while an earlier group of the same
+//! subaccount is being written (or within the configured window) are written together, whatever
+//! their currencies, in arrival order, in one transaction of set statements, with one commit
+//! (one WAL flush) for all of them. Grouping by subaccount rather than by currency makes the
+//! groups larger when a subaccount pays in several currencies at once; the balance rows of a
+//! group are locked in currency order, as every set's are.
 //!
 //! On plain PostgreSQL a group is first written whole (`payout_sets::write_whole`): its parties
-//! locked with its currency's open batch in one statement, sent with the transaction's `BEGIN`,
-//! and checked; then the payouts, their ledger entries, their idempotency keys, their events
-//! and the update of the balance in one statement. Once the open batch of the subaccount and
-//! currency is known, all of it is one statement sent with the `BEGIN` and the `COMMIT`, which
-//! checks the parties and the batch itself and raises an error when one fails (and the group is
-//! then written the first way). If anything would refuse one of its requests
-//! (a party changed, a reference taken, the balance short), that transaction rolls back and the
-//! group is decided request by request in a second one: one statement for all their parties,
-//! one for their references, one lock of the balance, then the writes of the accepted ones
+//! locked with its currencies' open batches (in one statement for one currency), sent with the
+//! transaction's `BEGIN`, and checked; then the payouts, their ledger entries, their
+//! idempotency keys, their events and the update of the balances in one statement. Once the
+//! open batch of each of its currencies is known, all of it is one statement sent with the
+//! `BEGIN` and the `COMMIT`, which checks the parties and the batches itself and raises an
+//! error when one fails (and the group is then written the first way). If anything would
+//! refuse one of its requests (a party changed, a reference taken, a balance short), that
+//! transaction rolls back and the group is decided request by request in a second one: one
+//! statement for all their parties, one for their references, one lock of the balances, then
+//! the writes of the accepted ones
 //! (`payout_sets::write_set`: one statement on plain PostgreSQL, five on Citus). On Citus every
 //! group is decided first.
 
@@ -94,7 +98,7 @@ struct Submitted {
     answer: oneshot::Sender<InsertResult>,
 }
 
-/// The requests of one subaccount and currency waiting to be written.
+/// The requests of one subaccount waiting to be written.
 #[derive(Default)]
 struct Queue {
     waiting: VecDeque<Submitted>,
@@ -102,7 +106,8 @@ struct Queue {
     writing: bool,
 }
 
-type GroupKey = (Uuid, &'static str);
+/// A group's subaccount: its requests may be of any of the subaccount's currencies.
+type GroupKey = Uuid;
 
 /// The groups being formed, shared by every HTTP worker's store.
 pub struct PayoutGroups {
@@ -150,7 +155,7 @@ impl PayoutGroups {
         self.queues.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Queues `payout` for the next group of its subaccount and currency and waits for its
+    /// Queues `payout` for the next group of its subaccount and waits for its
     /// own answer, starting the task that writes the groups when none is running.
     pub(crate) async fn submit(
         self: &Arc<Self>,
@@ -161,7 +166,7 @@ impl PayoutGroups {
         key: &WriteKey<Payout>,
     ) -> InsertResult {
         let (answer, answered) = oneshot::channel();
-        let group = (payout.subaccount_id.as_uuid(), payout.asset.code());
+        let group = payout.subaccount_id.as_uuid();
         let start_writer = {
             let mut queues = self.queues();
             let queue = queues.entry(group).or_default();
@@ -251,7 +256,7 @@ async fn write_groups(groups: Arc<PayoutGroups>, store: PgStore, key: GroupKey) 
 }
 
 impl PgStore {
-    /// Writes `group` (requests of one subaccount and currency, in arrival order): one request
+    /// Writes `group` (requests of one subaccount, in arrival order): one request
     /// alone as a single payout; more in one set transaction, or one by one when that fails.
     async fn insert_group(&self, group: &[Submitted]) -> Vec<InsertResult> {
         if let [one] = group {

@@ -18,12 +18,12 @@
 //! Such a set is written in three round trips: `BEGIN` with its planning setting sent together
 //! with one statement that locks the parties and looks up the open batch
 //! ([`PARTIES_AND_OPEN_BATCH`]); the writes; `COMMIT`. Waiting for each statement took five,
-//! and deciding first seven. Once the open batch of its subaccount and currency is known, a
-//! set of one currency is written in one: `BEGIN`, one statement that locks and checks the
-//! parties and the batch as it writes and raises an error when a check fails
+//! and deciding first seven. Once the open batch of each currency its payouts join is known,
+//! a set is written in one: `BEGIN`, one statement that locks and checks the parties and the
+//! batches as it writes and raises an error when a check fails
 //! ([`WRITE_SET_AT_ONCE`]), and `COMMIT`, sent together ([`write_whole_at_once`]).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use chrono::{DateTime, Utc};
@@ -61,8 +61,8 @@ use crate::rows::PayoutRow;
 use crate::schema::balances;
 
 /// Why [`WRITE_SET_AT_ONCE`] refuses a set whose open batch is not the one it expected (the
-/// batch closed, or another replaced it): the batch remembered for the subaccount and currency
-/// is then forgotten.
+/// batch closed, or another replaced it): the batches remembered for the subaccount in the
+/// set's currencies are then forgotten.
 macro_rules! other_batch {
     () => {
         "the open batch is not the one expected"
@@ -571,11 +571,11 @@ pub(crate) async fn write_set(
 /// of `subaccount`, on plain PostgreSQL, in a transaction of its own, committed when it is
 /// written and rolled back otherwise.
 ///
-/// When the set is of one currency and the open batch its `pending` payouts join is known
-/// (`open_batches`: the batch the last such set of the subaccount and currency joined), it is
-/// written in one round trip ([`write_whole_at_once`]); if that is refused (anything below, or
-/// the batch no longer open), it is written as follows. Either way the batch joined is
-/// remembered for the next set.
+/// When the open batch of each currency its `pending` payouts join is known (`open_batches`:
+/// the batch the last set of the subaccount joined in that currency), it is written in one
+/// round trip ([`write_whole_at_once`]); if that is refused (anything below, or a batch no
+/// longer open), it is written as follows. Either way the batches joined are remembered for
+/// the next set.
 ///
 /// The transaction's `BEGIN` (with its generic plans) and the
 /// lock and read of the payouts' parties with the lookup of the open batch of the currency the
@@ -608,7 +608,7 @@ pub(crate) async fn write_whole(
                     "a payout set was not written at once; writing it in three round trips"
                 );
                 if why == other_batch!() {
-                    open_batches.forget(subaccount, expected.asset);
+                    open_batches.forget(subaccount, &expected.batches);
                 }
             }
         }
@@ -618,17 +618,16 @@ pub(crate) async fn write_whole(
     Ok(joined)
 }
 
-/// What a set written at once ([`write_whole_at_once`]) expects to find: its only currency,
-/// and the open batch of that currency its `pending` payouts join (none if none starts
-/// `pending`).
+/// What a set written at once ([`write_whole_at_once`]) expects to find: the open batch of
+/// each currency whose payouts join one (some start `pending`), in currency order, as
+/// (currency code, batch, run time).
 struct Expected {
-    asset: &'static str,
-    batch: Option<(Uuid, DateTime<Utc>)>,
+    batches: Vec<(&'static str, Uuid, DateTime<Utc>)>,
 }
 
 /// The open batch that the last set written whole of each subaccount and currency joined, so
 /// that the next can be written in one round trip ([`write_whole_at_once`], which checks that
-/// the batch is still the open one). Shared by a store's clones. It holds at most
+/// each batch is still the open one). Shared by a store's clones. It holds at most
 /// [`OpenBatches::MOST`] subaccounts and currencies, and starts afresh when full.
 #[derive(Debug, Default)]
 pub(crate) struct OpenBatches(Mutex<BatchesByCurrency>);
@@ -645,49 +644,49 @@ impl OpenBatches {
     }
 
     /// What `written` (payouts of `subaccount`) expects when written at once, or `None` when it
-    /// cannot be: its payouts are of several currencies, or one starts `pending` and the
-    /// currency's open batch is not known.
+    /// cannot be: it is empty, or the open batch of a currency some of its payouts join
+    /// (starting `pending`) is not known.
     fn expected(&self, subaccount: Uuid, written: &[Planned<'_>]) -> Option<Expected> {
-        let asset = only_currency(written)?;
-        let pending = written
+        if written.is_empty() {
+            return None;
+        }
+        let joining: BTreeSet<&'static str> = written
             .iter()
-            .any(|p| p.payout.status == PayoutStatus::Pending);
-        let batch = if pending {
-            Some(*self.lock().get(&(subaccount, asset))?)
-        } else {
-            None
-        };
-        Some(Expected { asset, batch })
+            .filter(|p| p.payout.status == PayoutStatus::Pending)
+            .map(|p| p.payout.asset.code())
+            .collect();
+        let known = self.lock();
+        let batches = joining
+            .into_iter()
+            .map(|asset| {
+                let (id, run_time) = known.get(&(subaccount, asset))?;
+                Some((asset, *id, *run_time))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(Expected { batches })
     }
 
-    /// Records the batch the payouts of `written` (of `subaccount`, in the batches of
-    /// `joined`) joined, if they are of one currency and one of them joined one.
+    /// Records the batches the payouts of `written` (of `subaccount`, in the batches of
+    /// `joined`) joined, one per currency.
     fn remember(&self, subaccount: Uuid, written: &[Planned<'_>], joined: &[Joined]) {
-        let Some(asset) = only_currency(written) else {
-            return;
-        };
-        if let Some(batch) = joined.iter().flatten().next() {
-            let mut batches = self.lock();
-            if batches.len() >= Self::MOST && !batches.contains_key(&(subaccount, asset)) {
+        let mut batches = self.lock();
+        for (p, batch) in written.iter().zip(joined) {
+            let Some(batch) = batch else { continue };
+            let key = (subaccount, p.payout.asset.code());
+            if batches.len() >= Self::MOST && !batches.contains_key(&key) {
                 batches.clear();
             }
-            batches.insert((subaccount, asset), *batch);
+            batches.insert(key, *batch);
         }
     }
 
-    /// Forgets the batch of `subaccount` and `asset`.
-    fn forget(&self, subaccount: Uuid, asset: &'static str) {
-        self.lock().remove(&(subaccount, asset));
+    /// Forgets the batches of `subaccount` in the currencies of `expected`.
+    fn forget(&self, subaccount: Uuid, expected: &[(&'static str, Uuid, DateTime<Utc>)]) {
+        let mut batches = self.lock();
+        for (asset, _, _) in expected {
+            batches.remove(&(subaccount, *asset));
+        }
     }
-}
-
-/// The currency of every payout of `written`, if they share one (none for an empty set).
-fn only_currency(written: &[Planned<'_>]) -> Option<&'static str> {
-    let asset = written.first()?.payout.asset.code();
-    written
-        .iter()
-        .all(|p| p.payout.asset.code() == asset)
-        .then_some(asset)
 }
 
 /// How a set written at once ended.
@@ -701,11 +700,11 @@ enum AtOnce {
     InDoubt(PayoutAbort),
 }
 
-/// Writes `written` (payouts of `subaccount`, of one currency, as `expected` says) whole, in
+/// Writes `written` (payouts of `subaccount`, in the open batches `expected` says) whole, in
 /// one round trip: `BEGIN` with its planning setting ([`BEGIN_WITH_GENERIC_PLANS`]),
 /// [`WRITE_SET_AT_ONCE`] and `COMMIT`, sent together. The statement checks everything the
-/// three round trips of [`write_whole_then`] check in between (parties, open batch, keys,
-/// admissions, counts, balance) and raises an error when a check fails, which aborts the
+/// three round trips of [`write_whole_then`] check in between (parties, open batches, keys,
+/// admissions, counts, balances) and raises an error when a check fails, which aborts the
 /// transaction; the `COMMIT` then rolls it back. Should the statement be sent after the
 /// `COMMIT` (it is prepared on its first use on a connection, and the `COMMIT` does not wait),
 /// it runs as a transaction of its own, with the same checks.
@@ -717,19 +716,20 @@ async fn write_whole_at_once(
 ) -> AtOnce {
     let currencies = currency_totals(written);
     let batches: HashMap<&str, (Uuid, DateTime<Utc>)> = expected
-        .batch
-        .map(|b| (expected.asset, b))
-        .into_iter()
+        .batches
+        .iter()
+        .map(|&(asset, id, run_time)| (asset, (id, run_time)))
         .collect();
     let joined = joined_batches(written, &batches);
     let built = match BuiltSet::of(subaccount, written, &joined, &currencies, true) {
         Ok(built) => built,
         Err(abort) => return AtOnce::NotWritten(format!("{abort:?}")),
     };
+    let open = &expected.batches;
     let query = bind_party_rule(bind_set(WRITE_SET_AT_ONCE, subaccount, &built.rows()))
-        .bind::<Nullable<Text>, _>(expected.batch.map(|_| expected.asset))
-        .bind::<Nullable<SqlUuid>, _>(expected.batch.map(|(id, _)| id))
-        .bind::<Nullable<Timestamptz>, _>(expected.batch.map(|(_, at)| at))
+        .bind::<Array<Text>, _>(open.iter().map(|b| b.0).collect::<Vec<_>>())
+        .bind::<Array<SqlUuid>, _>(open.iter().map(|b| b.1).collect::<Vec<_>>())
+        .bind::<Array<Timestamptz>, _>(open.iter().map(|b| b.2).collect::<Vec<_>>())
         .cached();
     // Counted as begun before `BEGIN` is sent, as in `write_whole_then`: a connection left
     // midway is one the pool discards.
@@ -1517,9 +1517,10 @@ fn bind_party_rule(query: BoxedSql<'_>) -> BoxedSql<'_> {
 ///   account's not `$58`), and the status it was planned with (`$15`) still the one a new
 ///   payout to them starts in (`$59`, indexed by whether the KYC is `$60` and the account
 ///   `$61`);
-/// - the open batch of the currency `$62` (null when no payout starts `pending`), locked `FOR
-///   SHARE` as [`PARTIES_AND_OPEN_BATCH`] locks it, still the batch `$63` that runs at `$64`,
-///   which the payouts, their events and their answers were given;
+/// - the open batch of each currency of `$62` (those whose payouts start `pending`; none when
+///   no payout does), locked `FOR SHARE` in currency order as [`PARTIES_AND_OPEN_BATCH`] and
+///   `open_batch` lock them, still the batch of `$63` that runs at the time of `$64` (the same
+///   position), which the payouts, their events and their answers were given;
 /// - then every count [`SetRows::check`] checks, the balances' last, so their rows are locked
 ///   for the shortest time.
 ///
@@ -1536,16 +1537,21 @@ const WRITE_SET_AT_ONCE: &str = concat!(
        WHERE ",
     as_planned_by!("$57", "$58", "$59", "$60", "$61"),
     "), \
-     joined_batch AS MATERIALIZED ( \
-       SELECT id, batch_run_time FROM batches \
-       WHERE subaccount_id = $46 AND asset = $62::text AND status = 'open' FOR SHARE), ",
+     joined_batches AS MATERIALIZED ( \
+       SELECT asset, id, batch_run_time FROM batches \
+       WHERE subaccount_id = $46 AND asset = ANY($62::text[]) AND status = 'open' \
+       ORDER BY asset FOR SHARE), \
+     as_expected AS MATERIALIZED ( \
+       SELECT count(*) AS n FROM joined_batches j \
+       JOIN unnest($62::text[], $63::uuid[], $64::timestamptz[]) AS e(asset, id, run_time) \
+         ON j.asset = e.asset AND j.id = e.id AND j.batch_run_time = e.run_time), ",
     write_set_parts!(),
     " \
      SELECT CASE \
        WHEN (SELECT n FROM as_planned) <> cardinality($4::uuid[]) \
          THEN payout_set_refused('a party changed since it was planned') \
-       WHEN $62::text IS NOT NULL AND (SELECT (id, batch_run_time) FROM joined_batch) \
-           IS DISTINCT FROM ($63::uuid, $64::timestamptz) \
+       WHEN (SELECT count(*) FROM joined_batches) <> cardinality($62::text[]) \
+           OR (SELECT n FROM as_expected) <> cardinality($62::text[]) \
          THEN payout_set_refused('",
     other_batch!(),
     "') \
@@ -1784,19 +1790,22 @@ mod tests {
             "{writing}"
         );
 
-        // The same writes at once: the parties by their keys, the batch through the partial
+        // The same writes at once: the parties by their keys, the batches through the partial
         // index of open batches, the keys by the primary key.
         let at_once = plan_in_mode(
             &mut conn,
             generic,
             (
                 "write_set_at_once",
-                &format!("{types}, int2[], text, int2[], int2, text, text, uuid, timestamptz"),
+                &format!(
+                    "{types}, int2[], text, int2[], int2, text, text[], uuid[], timestamptz[]"
+                ),
                 super::WRITE_SET_AT_ONCE,
             ),
             &format!(
                 "{arrays}, '{SUB}', {admissions}, 'no endpoint', '{{3,4}}', 'failed', \
-                 '{{1,1,0,2}}', 1, 'confirmed', 'USD', '{SUB}', now()"
+                 '{{1,1,0,2}}', 1, 'confirmed', '{{AUD,USD}}', '{{{SUB},{SUB}}}', \
+                 ARRAY[now(), now()]"
             ),
         )
         .await;

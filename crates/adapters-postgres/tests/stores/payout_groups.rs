@@ -1,5 +1,5 @@
-//! Group commit (`PgStore::with_payout_groups`): concurrent new payouts of one subaccount and
-//! currency written in one transaction, each request with exactly its own answer, and a group
+//! Group commit (`PgStore::with_payout_groups`): concurrent new payouts of one subaccount
+//! written in one transaction, each request with exactly its own answer, and a group
 //! that cannot be written as one written request by request.
 
 use std::sync::Arc;
@@ -34,12 +34,15 @@ const T0: i64 = 1_700_000_000_123_456;
 /// The fixture's store writing new payouts in groups; `window` long enough that every request
 /// a test submits at once joins the first group.
 pub(crate) fn grouped(fx: &Fixture, window: Duration) -> PgStore {
-    fx.store
-        .clone()
-        .with_payout_groups(PayoutGroups::new(GroupCommitSettings {
-            window,
-            max_group: 64,
-        }))
+    grouping(fx.store.clone(), window)
+}
+
+/// `store` writing new payouts in groups, as [`grouped`].
+pub(crate) fn grouping(store: PgStore, window: Duration) -> PgStore {
+    store.with_payout_groups(PayoutGroups::new(GroupCommitSettings {
+        window,
+        max_group: 64,
+    }))
 }
 
 /// What the planning of a single payout of `amount` USD cents to `owner`'s `account` asks of
@@ -96,8 +99,21 @@ pub(crate) async fn payable_at_once(fx: &Fixture, owner: &Receiver, account: &Re
         .unwrap();
 }
 
-/// A planned payout of `amount` + `fee` with its holds and `payoutCreated`.
+/// A planned payout of `amount` + `fee` USD cents with its holds and `payoutCreated`.
 pub(crate) fn planned(
+    sub: SubaccountId,
+    owner: &Receiver,
+    account: &ReceiverAccount,
+    amounts: (i64, i64),
+    reference: Option<&str>,
+    status: PayoutStatus,
+) -> NewPayout {
+    planned_in(Asset::Usd, sub, owner, account, amounts, reference, status)
+}
+
+/// [`planned`] in `asset` (the account's currency).
+pub(crate) fn planned_in(
+    asset: Asset,
     sub: SubaccountId,
     owner: &Receiver,
     account: &ReceiverAccount,
@@ -110,7 +126,7 @@ pub(crate) fn planned(
         .subaccount(sub)
         .receiver(owner.id)
         .account(account.id)
-        .asset(Asset::Usd)
+        .asset(asset)
         .amount(amount)
         .fee(fee)
         .status(status)
@@ -123,7 +139,7 @@ pub(crate) fn planned(
     let hold = |kind, delta: i64| LedgerEntry {
         id: LedgerEntryId::from_uuid(Uuid::new_v4()),
         subaccount_id: sub,
-        asset: Asset::Usd,
+        asset,
         kind,
         available_delta: -delta,
         pending_delta: delta,

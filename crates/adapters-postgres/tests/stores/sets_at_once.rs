@@ -1,8 +1,10 @@
-//! New payouts written at once: once the open batch of a subaccount and currency is known, a
-//! set of one currency (a lone payout here) is sent with its transaction's `BEGIN` and `COMMIT`
-//! in one round trip, and checks itself. Each refusal must still get the answer the slower
+//! New payouts written at once: once the open batch of each currency a set's payouts join is
+//! known, the set (a lone payout, or a group of several currencies) is sent with its
+//! transaction's `BEGIN` and `COMMIT` in one round trip, and checks itself. Each refusal must still get the answer the slower
 //! path gives, and nothing of a refused set may be written. On Citus sets are written statement
 //! by statement, never at once; the same answers hold there.
+
+use std::time::Duration;
 
 use diesel::sql_types::{SmallInt, Text, Uuid as SqlUuid};
 use diesel_async::RunQueryDsl;
@@ -15,7 +17,10 @@ use domain::payout::ports::PayoutStore;
 use domain::receiver::KycStatus;
 use domain::subaccount::ports::SubaccountStore;
 
-use crate::payout_groups::{outcome, payable_at_once, planned, world};
+use crate::accounts::{direct_entry, insert};
+use crate::payout_groups::{
+    grouping, outcome, payable_at_once, planned, planned_in, submit_all, world,
+};
 use crate::support::{Fixture, PlanCounts, admin, one_connection_store, plans_of};
 
 /// The statement that writes a set at once, and the one that opens the slower path.
@@ -147,6 +152,134 @@ async fn payouts_after_the_first_are_written_at_once_and_refusals_answer_as_befo
     assert_eq!(count(&fx, PAYOUTS, sub).await, 6);
     let balance = fx.store.balance(sub, Asset::Usd).await.unwrap();
     assert_eq!((balance.available, balance.pending), (400, 600));
+    let report = admin(&fx.store).check_ledger().await.unwrap();
+    assert!(report.discrepancies.is_empty(), "{report:?}");
+}
+
+/// A group of two currencies is one transaction. Once the open batch of each is known it is
+/// written at once, each payout into its own currency's batch and each balance held by its
+/// own currency's sum; a balance short in one currency refuses the request it no longer
+/// covers, and only that one; a batch replaced in one currency is caught and the new one
+/// joined.
+#[tokio::test]
+async fn a_group_of_two_currencies_is_written_at_once_once_both_batches_are_known() {
+    let fx = Fixture::new().await;
+    let (sub, owner, usd_account) = world(&fx, "1000").await;
+    admin(&fx.store)
+        .fund(sub, "AUD", "1000")
+        .await
+        .expect("fund");
+    let aud_account = direct_entry(&owner, "062000", "12345678", 1_700_000_000_123_456);
+    insert(&fx, &aud_account).await.expect("account");
+    payable_at_once(&fx, &owner, &usd_account).await;
+    payable_at_once(&fx, &owner, &aud_account).await;
+    let store = grouping(one_connection_store(&fx), Duration::from_millis(200));
+    let pending = PayoutStatus::Pending;
+    let group = |usd: i64, aud: i64, usd_again: i64| {
+        [
+            planned_in(
+                Asset::Usd,
+                sub,
+                &owner,
+                &usd_account,
+                (usd, 0),
+                None,
+                pending,
+            ),
+            planned_in(
+                Asset::Aud,
+                sub,
+                &owner,
+                &aud_account,
+                (aud, 0),
+                None,
+                pending,
+            ),
+            planned_in(
+                Asset::Usd,
+                sub,
+                &owner,
+                &usd_account,
+                (usd_again, 0),
+                None,
+                pending,
+            ),
+        ]
+        .map(|new| (new, WriteKey::none()))
+    };
+    let joined = |results: &[Result<Option<BatchId>, _>]| {
+        results
+            .iter()
+            .map(|r| r.as_ref().ok().copied().flatten())
+            .collect::<Vec<_>>()
+    };
+
+    // Neither batch is known yet: the group goes the slower way, in one transaction.
+    let first = submit_all(&store, &group(100, 100, 100)).await;
+    let batches = joined(&first);
+    assert!(
+        batches.iter().all(Option::is_some) && batches[0] == batches[2] && batches[0] != batches[1],
+        "{first:?}"
+    );
+    ran_at_once(&store, 0).await;
+    // Both are known now: the next group is written at once, into the same batches.
+    let second = submit_all(&store, &group(100, 200, 100)).await;
+    assert_eq!(joined(&second), batches, "{second:?}");
+    ran_at_once(&store, 1).await;
+    // 600 of the AUD balance's 700 left: refused at once, then decided request by request.
+    let third = submit_all(&store, &group(100, 800, 100)).await;
+    assert_eq!(
+        third.iter().map(outcome).collect::<Vec<_>>(),
+        ["written", "insufficient balance", "written"]
+    );
+    ran_at_once(&store, 2).await;
+
+    // Another instance replaced the AUD batch: refused at once (the batch is not the one
+    // expected), written the slower way into the new batch, which the group after joins at once.
+    let replacement = uuid::Uuid::new_v4();
+    diesel::sql_query(
+        "UPDATE batches SET status = 'queue' WHERE subaccount_id = $1 AND asset = 'AUD'; ",
+    )
+    .bind::<SqlUuid, _>(sub.as_uuid())
+    .execute(&mut fx.raw().await)
+    .await
+    .unwrap();
+    diesel::sql_query(
+        "INSERT INTO batches (id, subaccount_id, asset, status, batch_run_time, created_at, \
+           updated_at) \
+         VALUES ($2, $1, 'AUD', 'open', now() + interval '1 day', now(), now())",
+    )
+    .bind::<SqlUuid, _>(sub.as_uuid())
+    .bind::<SqlUuid, _>(replacement)
+    .execute(&mut fx.raw().await)
+    .await
+    .unwrap();
+    let replaced = [
+        batches[0],
+        Some(BatchId::from_uuid(replacement)),
+        batches[2],
+    ];
+    let fourth = submit_all(&store, &group(50, 100, 50)).await;
+    assert_eq!(joined(&fourth), replaced, "{fourth:?}");
+    ran_at_once(&store, 3).await;
+    let fifth = submit_all(&store, &group(50, 100, 50)).await;
+    assert_eq!(joined(&fifth), replaced, "{fifth:?}");
+    ran_at_once(&store, 4).await;
+
+    assert_eq!(
+        count(
+            &fx,
+            "SELECT count(DISTINCT xmin::text) AS n FROM payouts WHERE subaccount_id = $1",
+            sub
+        )
+        .await,
+        5,
+        "a transaction per group"
+    );
+    for (asset, held) in [(Asset::Usd, 800), (Asset::Aud, 500)] {
+        let balance = fx.store.balance(sub, asset).await.unwrap();
+        assert_eq!((balance.available, balance.pending), (1000 - held, held));
+    }
     let report = admin(&fx.store).check_ledger().await.unwrap();
     assert!(report.discrepancies.is_empty(), "{report:?}");
 }
