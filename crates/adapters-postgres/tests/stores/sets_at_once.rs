@@ -19,7 +19,8 @@ use domain::subaccount::ports::SubaccountStore;
 
 use crate::accounts::{direct_entry, insert};
 use crate::payout_groups::{
-    grouping, outcome, payable_at_once, planned, planned_in, submit_all, world,
+    grouping, holding_the_balance_row, outcome, payable_at_once, planned, planned_in, submit_all,
+    until_a_session_waits_for_a_lock, world,
 };
 use crate::support::{Fixture, PlanCounts, admin, one_connection_store, plans_of};
 
@@ -282,4 +283,77 @@ async fn a_group_of_two_currencies_is_written_at_once_once_both_batches_are_know
     }
     let report = admin(&fx.store).check_ledger().await.unwrap();
     assert!(report.discrepancies.is_empty(), "{report:?}");
+}
+
+/// A payout written at once whose connection is lost while its statement runs (its backend
+/// terminated as it waits for the balance row) answers with a port error (503), writes
+/// nothing, and leaves the pool able to serve the next payout, which is written at once on a
+/// new connection into the batch still remembered.
+#[tokio::test]
+async fn a_payout_written_at_once_whose_connection_is_lost_answers_unavailable_and_writes_nothing()
+{
+    use diesel_async::SimpleAsyncConnection;
+    if adapters_postgres::test_db::citus_url().is_some() {
+        // Nothing is written at once on Citus.
+        return;
+    }
+    let fx = Fixture::new().await;
+    let (sub, owner, account) = world(&fx, "1000").await;
+    payable_at_once(&fx, &owner, &account).await;
+    let store = one_connection_store(&fx);
+    let insert = |amount: i64| {
+        let store = store.clone();
+        let new = planned(
+            sub,
+            &owner,
+            &account,
+            (amount, 0),
+            None,
+            PayoutStatus::Pending,
+        );
+        async move {
+            store
+                .insert_payout(&new.payout, &new.entries, &new.events, &WriteKey::none())
+                .await
+        }
+    };
+    let first = insert(100).await.unwrap();
+    ran_at_once(&store, 0).await;
+
+    let mut holder = holding_the_balance_row(&fx, sub).await;
+    let waiting = tokio::spawn(insert(200));
+    until_a_session_waits_for_a_lock(&fx).await;
+    let terminated: Vec<Terminated> = diesel::sql_query(
+        "SELECT query, pg_terminate_backend(pid) AS done FROM pg_stat_activity \
+         WHERE datname = current_database() AND wait_event_type = 'Lock'",
+    )
+    .load(&mut fx.raw().await)
+    .await
+    .unwrap();
+    assert!(
+        matches!(&terminated[..], [t] if t.query.starts_with(AT_ONCE) && t.done),
+        "the statement waiting for the balance row is the one written at once"
+    );
+    let lost = waiting.await.unwrap();
+    assert_eq!(outcome(&lost), "port error", "{lost:?}");
+    holder.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(count(&fx, PAYOUTS, sub).await, 1);
+
+    let next = insert(300).await.unwrap();
+    assert_eq!(next, first);
+    ran_at_once(&store, 1).await;
+    assert_eq!(count(&fx, PAYOUTS, sub).await, 2);
+    let balance = fx.store.balance(sub, Asset::Usd).await.unwrap();
+    assert_eq!((balance.available, balance.pending), (600, 400));
+    let report = admin(&fx.store).check_ledger().await.unwrap();
+    assert!(report.discrepancies.is_empty(), "{report:?}");
+}
+
+/// A session `pg_terminate_backend` was sent to, with the statement it was running.
+#[derive(diesel::QueryableByName)]
+struct Terminated {
+    #[diesel(sql_type = Text)]
+    query: String,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    done: bool,
 }
