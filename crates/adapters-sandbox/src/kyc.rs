@@ -3,7 +3,7 @@
 //! delay. Decisions it makes by itself wait in an inbox that the app drains, as it would receive a
 //! real provider's callbacks.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -46,9 +46,18 @@ pub struct SandboxDecision {
 }
 
 /// The sandbox KYC provider.
+///
+/// Its open checks are kept in a B-tree rather than a hash map. Every receiver created in the
+/// sandbox opens a check, and one that is never decided stays open, so the map only grows; a
+/// hash map that grows doubles its table now and then and moves every entry while holding the
+/// lock that every receiver's creation takes, blocking the thread of each HTTP worker that
+/// creates a receiver meanwhile, with every request that worker serves (measured with 40-byte
+/// ids: 8.6 ms to insert the 28 673rd check, 18 ms the 57 345th, on 2 cores with a build
+/// running). A B-tree grows a node at a time: its slowest insert in the same measurement took
+/// 0.08 ms.
 #[derive(Debug, Default)]
 pub struct SandboxKyc {
-    checks: Mutex<HashMap<String, SandboxCheck>>,
+    checks: Mutex<BTreeMap<String, SandboxCheck>>,
     fail_next: Mutex<bool>,
     auto_decide: Option<(Duration, KycOutcome)>,
 }
