@@ -622,8 +622,11 @@ pub(crate) async fn write_whole(
 /// each currency whose payouts join one (some start `pending`), in currency order, as
 /// (currency code, batch, run time).
 struct Expected {
-    batches: Vec<(&'static str, Uuid, DateTime<Utc>)>,
+    batches: Vec<OpenBatch>,
 }
+
+/// A currency's open batch: (currency code, batch, run time).
+type OpenBatch = (&'static str, Uuid, DateTime<Utc>);
 
 /// The open batch that the last set written whole of each subaccount and currency joined, so
 /// that the next can be written in one round trip ([`write_whole_at_once`], which checks that
@@ -681,7 +684,7 @@ impl OpenBatches {
     }
 
     /// Forgets the batches of `subaccount` in the currencies of `expected`.
-    fn forget(&self, subaccount: Uuid, expected: &[(&'static str, Uuid, DateTime<Utc>)]) {
+    fn forget(&self, subaccount: Uuid, expected: &[OpenBatch]) {
         let mut batches = self.lock();
         for (asset, _, _) in expected {
             batches.remove(&(subaccount, *asset));
@@ -1520,7 +1523,9 @@ fn bind_party_rule(query: BoxedSql<'_>) -> BoxedSql<'_> {
 /// - the open batch of each currency of `$62` (those whose payouts start `pending`; none when
 ///   no payout does), locked `FOR SHARE` in currency order as [`PARTIES_AND_OPEN_BATCH`] and
 ///   `open_batch` lock them, still the batch of `$63` that runs at the time of `$64` (the same
-///   position), which the payouts, their events and their answers were given;
+///   position), which the payouts, their events and their answers were given (`$62` holds
+///   each currency once and `batches_open` allows one open batch per currency, so every one
+///   matches exactly when as many rows match as `$62` has);
 /// - then every count [`SetRows::check`] checks, the balances' last, so their rows are locked
 ///   for the shortest time.
 ///
@@ -1550,8 +1555,7 @@ const WRITE_SET_AT_ONCE: &str = concat!(
      SELECT CASE \
        WHEN (SELECT n FROM as_planned) <> cardinality($4::uuid[]) \
          THEN payout_set_refused('a party changed since it was planned') \
-       WHEN (SELECT count(*) FROM joined_batches) <> cardinality($62::text[]) \
-           OR (SELECT n FROM as_expected) <> cardinality($62::text[]) \
+       WHEN (SELECT n FROM as_expected) <> cardinality($62::text[]) \
          THEN payout_set_refused('",
     other_batch!(),
     "') \

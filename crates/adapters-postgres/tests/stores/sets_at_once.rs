@@ -1,8 +1,8 @@
-//! New payouts written at once: once the open batch of each currency a set's payouts join is
-//! known, the set (a lone payout, or a group of several currencies) is sent with its
-//! transaction's `BEGIN` and `COMMIT` in one round trip, and checks itself. Each refusal must still get the answer the slower
-//! path gives, and nothing of a refused set may be written. On Citus sets are written statement
-//! by statement, never at once; the same answers hold there.
+//! New payouts written at once: once the open batch of each currency a set's payouts join is known,
+//! the set (a lone payout, or a group of several currencies) is sent with its transaction's `BEGIN`
+//! and `COMMIT` in one round trip, and checks itself. Each refusal must still get the answer the
+//! slower path gives, and nothing of a refused set may be written. On Citus sets are written
+//! statement by statement, never at once; the same answers hold there.
 
 use std::time::Duration;
 
@@ -13,7 +13,7 @@ use domain::idempotency::WriteKey;
 use domain::ids::{BatchId, SubaccountId};
 use domain::money::Asset;
 use domain::payout::PayoutStatus;
-use domain::payout::ports::PayoutStore;
+use domain::payout::ports::{InsertPayoutError, NewPayout, PayoutStore};
 use domain::receiver::KycStatus;
 use domain::subaccount::ports::SubaccountStore;
 
@@ -65,6 +65,20 @@ async fn count(fx: &Fixture, sql: &str, sub: SubaccountId) -> i64 {
     fx.count_where(sql, sub.as_uuid()).await
 }
 
+/// Writes `new` as a lone single payout without an idempotency key (a future of its own, so a
+/// test can also spawn it).
+fn alone(
+    store: &adapters_postgres::PgStore,
+    new: NewPayout,
+) -> impl Future<Output = Result<Option<BatchId>, InsertPayoutError>> + use<> {
+    let store = store.clone();
+    async move {
+        store
+            .insert_payout(&new.payout, &new.entries, &new.events, &WriteKey::none())
+            .await
+    }
+}
+
 const PAYOUTS: &str = "SELECT count(*) AS n FROM payouts WHERE subaccount_id = $1";
 
 #[tokio::test]
@@ -74,13 +88,10 @@ async fn payouts_after_the_first_are_written_at_once_and_refusals_answer_as_befo
     payable_at_once(&fx, &owner, &account).await;
     let store = one_connection_store(&fx);
     let insert = |amount: i64, reference: Option<&'static str>, status| {
-        let store = store.clone();
-        let new = planned(sub, &owner, &account, (amount, 0), reference, status);
-        async move {
-            store
-                .insert_payout(&new.payout, &new.entries, &new.events, &WriteKey::none())
-                .await
-        }
+        alone(
+            &store,
+            planned(sub, &owner, &account, (amount, 0), reference, status),
+        )
     };
 
     // The first payout finds its batch the slower way; the second is written at once into it.
@@ -157,7 +168,8 @@ async fn payouts_after_the_first_are_written_at_once_and_refusals_answer_as_befo
     assert!(report.discrepancies.is_empty(), "{report:?}");
 }
 
-/// A group of two currencies is one transaction. Once the open batch of each is known it is
+/// A group of two currencies is one transaction, written the slower way while the open batch of
+/// either is unknown. Once the open batch of each is known it is
 /// written at once, each payout into its own currency's batch and each balance held by its
 /// own currency's sum; a balance short in one currency refuses the request it no longer
 /// covers, and only that one; a batch replaced in one currency is caught and the new one
@@ -215,13 +227,18 @@ async fn a_group_of_two_currencies_is_written_at_once_once_both_batches_are_know
             .collect::<Vec<_>>()
     };
 
-    // Neither batch is known yet: the group goes the slower way, in one transaction.
+    // A lone USD payout opens the USD batch, which is then known; the AUD batch is not, so the
+    // first group goes the slower way, in one transaction.
+    let lone = alone(&store, group(100, 100, 100)[0].0.clone())
+        .await
+        .unwrap();
     let first = submit_all(&store, &group(100, 100, 100)).await;
     let batches = joined(&first);
     assert!(
         batches.iter().all(Option::is_some) && batches[0] == batches[2] && batches[0] != batches[1],
         "{first:?}"
     );
+    assert_eq!(lone, batches[0]);
     ran_at_once(&store, 0).await;
     // Both are known now: the next group is written at once, into the same batches.
     let second = submit_all(&store, &group(100, 200, 100)).await;
@@ -239,7 +256,7 @@ async fn a_group_of_two_currencies_is_written_at_once_once_both_batches_are_know
     // expected), written the slower way into the new batch, which the group after joins at once.
     let replacement = uuid::Uuid::new_v4();
     diesel::sql_query(
-        "UPDATE batches SET status = 'queue' WHERE subaccount_id = $1 AND asset = 'AUD'; ",
+        "UPDATE batches SET status = 'queue' WHERE subaccount_id = $1 AND asset = 'AUD'",
     )
     .bind::<SqlUuid, _>(sub.as_uuid())
     .execute(&mut fx.raw().await)
@@ -274,10 +291,10 @@ async fn a_group_of_two_currencies_is_written_at_once_once_both_batches_are_know
             sub
         )
         .await,
-        5,
-        "a transaction per group"
+        6,
+        "a transaction per group, and one for the lone payout"
     );
-    for (asset, held) in [(Asset::Usd, 800), (Asset::Aud, 500)] {
+    for (asset, held) in [(Asset::Usd, 900), (Asset::Aud, 500)] {
         let balance = fx.store.balance(sub, asset).await.unwrap();
         assert_eq!((balance.available, balance.pending), (1000 - held, held));
     }
@@ -301,21 +318,12 @@ async fn a_payout_written_at_once_whose_connection_is_lost_answers_unavailable_a
     let (sub, owner, account) = world(&fx, "1000").await;
     payable_at_once(&fx, &owner, &account).await;
     let store = one_connection_store(&fx);
+    let pending = PayoutStatus::Pending;
     let insert = |amount: i64| {
-        let store = store.clone();
-        let new = planned(
-            sub,
-            &owner,
-            &account,
-            (amount, 0),
-            None,
-            PayoutStatus::Pending,
-        );
-        async move {
-            store
-                .insert_payout(&new.payout, &new.entries, &new.events, &WriteKey::none())
-                .await
-        }
+        alone(
+            &store,
+            planned(sub, &owner, &account, (amount, 0), None, pending),
+        )
     };
     let first = insert(100).await.unwrap();
     ran_at_once(&store, 0).await;
