@@ -322,6 +322,8 @@ diesel::table! {
         outcome -> Text,
         detail -> Nullable<Text>,
         received_at -> Timestamptz,
+        bytes -> Nullable<Bytea>,
+        original_id -> Nullable<Uuid>,
     }
 }
 
@@ -342,6 +344,7 @@ diesel::table! {
         rail_file_id -> Nullable<Uuid>,
         resolution -> Text,
         created_at -> Timestamptz,
+        contradicts -> Nullable<Uuid>,
     }
 }
 

@@ -38,6 +38,7 @@ use bank_formats::aba::{
 };
 use domain::PortError;
 use domain::money::{Asset, MinorUnits};
+use domain::rail::answers::AnswerRules;
 use domain::rail::file_rail::{FileNumbering, Settlement};
 use domain::rail::instruction::{BankFileWriter, CreditInstruction, FileRequest, WrittenFile};
 use domain::rail::report::{
@@ -53,6 +54,10 @@ pub const NUMBERING: FileNumbering = FileNumbering::Overall;
 
 /// How direct entry payouts settle: on the processing date unless returned.
 pub const SETTLEMENT: Settlement = Settlement::OnEffectiveDate;
+
+/// Which of the bank's answers may follow which: a bank file rail, with returns after
+/// settlement and files named by the bank.
+pub const ANSWERS: AnswerRules = AnswerRules::FILE_RAIL;
 
 /// The file name extension.
 pub const EXTENSION: &str = "aba";

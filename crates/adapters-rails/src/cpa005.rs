@@ -25,6 +25,7 @@ use domain::PortError;
 use domain::account::ca::CaRoutingNumber;
 use domain::ids::PayoutId;
 use domain::money::{Asset, MinorUnits};
+use domain::rail::answers::AnswerRules;
 use domain::rail::file_rail::{FileNumbering, Settlement};
 use domain::rail::instruction::{BankFileWriter, CreditInstruction, FileRequest, WrittenFile};
 use domain::rail::report::{
@@ -40,6 +41,10 @@ pub const NUMBERING: FileNumbering = FileNumbering::Overall;
 
 /// How EFT payouts settle: on the effective date unless returned (no positive confirmation).
 pub const SETTLEMENT: Settlement = Settlement::OnEffectiveDate;
+
+/// Which of the bank's answers may follow which: a bank file rail, with returns after
+/// settlement and files named by the bank.
+pub const ANSWERS: AnswerRules = AnswerRules::FILE_RAIL;
 
 /// The file name extension.
 pub const EXTENSION: &str = "cpa";

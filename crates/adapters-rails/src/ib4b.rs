@@ -27,6 +27,7 @@ use bank_formats::ib4b::{
 use domain::PortError;
 use domain::account::nz::NzAccountNumber;
 use domain::money::{Asset, MinorUnits};
+use domain::rail::answers::AnswerRules;
 use domain::rail::file_rail::{FileNumbering, Settlement};
 use domain::rail::instruction::{BankFileWriter, CreditInstruction, FileRequest, WrittenFile};
 use domain::rail::report::{
@@ -42,6 +43,10 @@ pub const NUMBERING: FileNumbering = FileNumbering::Overall;
 
 /// How IB4B payouts settle: on the due date unless dishonoured.
 pub const SETTLEMENT: Settlement = Settlement::OnEffectiveDate;
+
+/// Which of the bank's answers may follow which: a bank file rail, with returns after
+/// settlement and files named by the bank.
+pub const ANSWERS: AnswerRules = AnswerRules::FILE_RAIL;
 
 /// The file name extension.
 pub const EXTENSION: &str = "csv";

@@ -23,6 +23,7 @@ use bank_formats::interac::{
 use chrono::{DateTime, SubsecRound, TimeDelta, Utc};
 use domain::PortError;
 use domain::money::Asset;
+use domain::rail::answers::{AnswerRules, ReportNames, Returns};
 use domain::rail::file_rail::{FileNumbering, Settlement};
 use domain::rail::instruction::{BankFileWriter, CreditInstruction, FileRequest, WrittenFile};
 use domain::rail::report::{
@@ -38,6 +39,14 @@ pub const NUMBERING: FileNumbering = FileNumbering::Overall;
 
 /// How Interac payouts settle: when the partner reports them `deposited`.
 pub const SETTLEMENT: Settlement = Settlement::OnConfirmation;
+
+/// Which of the partner's answers may follow which: a deposited transfer is final (Interac has
+/// no returns: a `declined`, `expired`, `cancelled` or `failed` transfer after a deposit is an
+/// anomaly), and each report id names one document.
+pub const ANSWERS: AnswerRules = AnswerRules {
+    returns: Returns::Never,
+    names: ReportNames::Unique,
+};
 
 /// The file name extension of batch requests.
 pub const EXTENSION: &str = "json";

@@ -22,6 +22,7 @@ use bank_formats::nacha::{
 };
 use domain::PortError;
 use domain::money::Asset;
+use domain::rail::answers::AnswerRules;
 use domain::rail::file_rail::{FileNumbering, Settlement};
 use domain::rail::instruction::{BankFileWriter, CreditInstruction, FileRequest, WrittenFile};
 
@@ -39,6 +40,10 @@ pub const NUMBERING: FileNumbering = FileNumbering::PerDay;
 
 /// How NACHA payouts settle: on the effective date unless returned (no positive confirmation).
 pub const SETTLEMENT: Settlement = Settlement::OnEffectiveDate;
+
+/// Which of the bank's answers may follow which: a bank file rail, with returns after
+/// settlement and files named by the bank.
+pub const ANSWERS: AnswerRules = AnswerRules::FILE_RAIL;
 
 /// The file name extension.
 pub const EXTENSION: &str = "ach";

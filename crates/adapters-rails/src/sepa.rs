@@ -20,6 +20,7 @@ use bank_formats::iso20022::{
 };
 use domain::PortError;
 use domain::money::Asset;
+use domain::rail::answers::AnswerRules;
 use domain::rail::file_rail::{FileNumbering, Settlement};
 use domain::rail::instruction::{BankFileWriter, CreditInstruction, FileRequest, WrittenFile};
 
@@ -30,6 +31,10 @@ pub const NUMBERING: FileNumbering = FileNumbering::Overall;
 
 /// How SEPA payouts settle: when the bank's pain.002 reports them `ACSC`.
 pub const SETTLEMENT: Settlement = Settlement::OnConfirmation;
+
+/// Which of the bank's answers may follow which: a bank file rail, with returns after
+/// settlement and files named by the bank.
+pub const ANSWERS: AnswerRules = AnswerRules::FILE_RAIL;
 
 /// The file name extension.
 pub const EXTENSION: &str = "xml";

@@ -50,6 +50,7 @@ impl SandboxRail {
     pub fn result_for(payout: &Payout) -> RailResult {
         if payout.amount.get() % 100 == FAILING_CENTS {
             RailResult::Failed {
+                code: None,
                 receiver_is_invalid: true,
                 reason: "sandbox: the receiving bank rejected the account".to_owned(),
             }

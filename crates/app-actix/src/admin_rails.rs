@@ -2,7 +2,10 @@
 //! returns): `payoutd admin rail-files [--state S] [--limit N]` lists the bank files, newest first;
 //! `payoutd admin rail-file --id X [--raw]` shows one (with `--raw`, its bytes exactly as sent);
 //! `payoutd admin bank-reports [--resolution R] [--limit N]` lists what the bank's files said and
-//! what was done with each line (`unmatched` and `conflicting` ones need an operator).
+//! what was done with each line (`unmatched` and `anomaly` ones need an operator; an anomaly
+//! names the line and document it contradicts); `payoutd admin inbound-files [--outcome O]
+//! [--limit N]` lists the documents read, and `payoutd admin inbound-file --id X [--raw]` shows
+//! one with its lines (with `--raw`, its bytes exactly as received).
 
 use std::io::Write;
 use std::sync::Arc;
@@ -10,9 +13,11 @@ use std::sync::Arc;
 use adapters_postgres::PgStore;
 use anyhow::Context;
 use clap::Args;
-use domain::ids::RailFileId;
+use domain::ids::{InboundFileId, RailFileId};
 use domain::rail::file::{RailFile, RailFileState};
-use domain::rail::inbound_ports::{InboundStore, Resolution};
+use domain::rail::inbound_ports::{
+    InboundFile, InboundOutcome, InboundStore, RecordedReport, Resolution,
+};
 use domain::rail::ports::{RailFileStore, RailFileSummary};
 use serde_json::{Value, json};
 
@@ -65,12 +70,34 @@ pub struct RailFileArgs {
 /// `admin bank-reports`.
 #[derive(Debug, Args)]
 pub struct BankReportsArgs {
-    /// Only lines with this resolution: applied, repeated, unmatched, noted or conflicting.
+    /// Only lines with this resolution: applied, repeated, unmatched, noted or anomaly.
     #[arg(long)]
     pub resolution: Option<String>,
     /// At most this many (1 to 1000).
     #[arg(long, default_value_t = 100)]
     pub limit: u32,
+}
+
+/// `admin inbound-files`.
+#[derive(Debug, Args)]
+pub struct InboundFilesArgs {
+    /// Only documents with this outcome: read, foreign, unreadable or altered.
+    #[arg(long)]
+    pub outcome: Option<String>,
+    /// At most this many (1 to 1000).
+    #[arg(long, default_value_t = 100)]
+    pub limit: u32,
+}
+
+/// `admin inbound-file`.
+#[derive(Debug, Args)]
+pub struct InboundFileArgs {
+    /// The document's id (`document` in `bank-reports`).
+    #[arg(long)]
+    pub id: String,
+    /// Print the document's bytes exactly as received instead of its description.
+    #[arg(long)]
+    pub raw: bool,
 }
 
 fn limit(raw: u32) -> anyhow::Result<u32> {
@@ -149,12 +176,47 @@ pub async fn show_file(store: Arc<PgStore>, args: &RailFileArgs) -> anyhow::Resu
     })
 }
 
-/// `admin bank-reports`: what the bank's files said, newest first.
+fn line_json(r: &RecordedReport) -> Value {
+    json!({
+        "id": r.id.to_string(),
+        "position": r.position,
+        "kind": r.kind.as_str(),
+        "reference": r.reference,
+        "code": r.code,
+        "reason": r.reason,
+        "account_invalid": r.account_invalid,
+        "amount": r.amount,
+        "subaccount_id": r.subaccount_id.map(|s| s.to_string()),
+        "payout_id": r.payout_id.map(|p| p.to_string()),
+        "rail_file_id": r.rail_file_id.map(|f| f.to_string()),
+        "resolution": r.resolution.as_str(),
+        "contradicts": r.contradicts.map(|c| c.to_string()),
+        "created_at": r.created_at.to_rfc3339(),
+    })
+}
+
+fn inbound_json(file: &InboundFile) -> Value {
+    json!({
+        "id": file.id.to_string(),
+        "method": file.method.route(),
+        "name": file.name,
+        "outcome": file.outcome.as_str(),
+        "detail": file.detail,
+        "original": file.original.map(|o| o.to_string()),
+        "sha256": hex::encode(file.sha256),
+        "size": file.bytes.as_ref().map(Vec::len),
+        "received_at": file.received_at.to_rfc3339(),
+    })
+}
+
+/// `admin bank-reports`: what the bank's files said, newest first. Each line names its
+/// `document` (`admin inbound-file --id`); an anomaly also the line it contradicts and that
+/// line's document.
 pub async fn list_reports(store: Arc<PgStore>, args: &BankReportsArgs) -> anyhow::Result<Output> {
     let resolution = match &args.resolution {
         Some(raw) => Some(Resolution::parse(raw).with_context(|| {
             format!(
-                "invalid --resolution {raw:?}: expected applied, repeated, unmatched, noted or conflicting"
+                "invalid --resolution {raw:?}: expected applied, repeated, unmatched, noted or anomaly"
             )
         })?),
         None => None,
@@ -164,25 +226,47 @@ pub async fn list_reports(store: Arc<PgStore>, args: &BankReportsArgs) -> anyhow
         reports
             .iter()
             .map(|listing| {
-                let r = &listing.report;
-                json!({
-                    "id": r.id.to_string(),
-                    "method": listing.method.route(),
-                    "file": listing.file_name,
-                    "position": r.position,
-                    "kind": r.kind.as_str(),
-                    "reference": r.reference,
-                    "code": r.code,
-                    "reason": r.reason,
-                    "account_invalid": r.account_invalid,
-                    "amount": r.amount,
-                    "subaccount_id": r.subaccount_id.map(|s| s.to_string()),
-                    "payout_id": r.payout_id.map(|p| p.to_string()),
-                    "rail_file_id": r.rail_file_id.map(|f| f.to_string()),
-                    "resolution": r.resolution.as_str(),
-                    "created_at": r.created_at.to_rfc3339(),
-                })
+                let mut line = line_json(&listing.report);
+                line["method"] = json!(listing.method.route());
+                line["file"] = json!(listing.file_name);
+                line["document"] = json!(listing.inbound_file_id.to_string());
+                line["contradicts_document"] =
+                    json!(listing.contradicted_file.map(|f| f.to_string()));
+                line
             })
             .collect(),
     )))
+}
+
+/// `admin inbound-files`: the documents read from the rails, newest first, without bytes.
+pub async fn list_inbound(store: Arc<PgStore>, args: &InboundFilesArgs) -> anyhow::Result<Output> {
+    let outcome = match &args.outcome {
+        Some(raw) => Some(InboundOutcome::parse(raw).with_context(|| {
+            format!("invalid --outcome {raw:?}: expected read, foreign, unreadable or altered")
+        })?),
+        None => None,
+    };
+    let files = store.list_inbound(outcome, limit(args.limit)?).await?;
+    Ok(Output::Json(Value::Array(
+        files.iter().map(inbound_json).collect(),
+    )))
+}
+
+/// `admin inbound-file`: one document with its lines, or its bytes as received.
+pub async fn show_inbound(store: Arc<PgStore>, args: &InboundFileArgs) -> anyhow::Result<Output> {
+    let id = InboundFileId::parse(&args.id)
+        .with_context(|| format!("invalid --id {:?}: not a UUID", args.id))?;
+    let (file, lines) = store
+        .get_inbound(id)
+        .await?
+        .with_context(|| format!("no inbound document {id}"))?;
+    if args.raw {
+        let bytes = file
+            .bytes
+            .with_context(|| format!("inbound document {id} was not kept (another rail's file)"))?;
+        return Ok(Output::Raw(bytes));
+    }
+    let mut shown = inbound_json(&file);
+    shown["lines"] = Value::Array(lines.iter().map(line_json).collect());
+    Ok(Output::Json(shown))
 }

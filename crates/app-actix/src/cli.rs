@@ -68,8 +68,13 @@ pub enum AdminCommand {
     RailFiles(crate::admin_rails::RailFilesArgs),
     /// Show one bank file with its payouts and references; with --raw, its bytes as sent.
     RailFile(crate::admin_rails::RailFileArgs),
-    /// List what the bank's inbound files said and what was done with each line, newest first.
+    /// List what the bank's inbound files said and what was done with each line, newest first
+    /// (an anomaly names the line and document it contradicts).
     BankReports(crate::admin_rails::BankReportsArgs),
+    /// List the documents read from the rails (bank files, partner reports), newest first.
+    InboundFiles(crate::admin_rails::InboundFilesArgs),
+    /// Show one document read from a rail with its lines; with --raw, its bytes as received.
+    InboundFile(crate::admin_rails::InboundFileArgs),
     /// Create a subaccount; prints {subaccount_id, merchant_id}.
     CreateSubaccount {
         /// Display name.
@@ -474,6 +479,12 @@ async fn admin(command: AdminCommand) -> anyhow::Result<Output> {
         AdminCommand::RailFile(args) => return crate::admin_rails::show_file(store, &args).await,
         AdminCommand::BankReports(args) => {
             return crate::admin_rails::list_reports(store, &args).await;
+        }
+        AdminCommand::InboundFiles(args) => {
+            return crate::admin_rails::list_inbound(store, &args).await;
+        }
+        AdminCommand::InboundFile(args) => {
+            return crate::admin_rails::show_inbound(store, &args).await;
         }
         AdminCommand::CreateSubaccount { name, email, postback_url } => {
             if let Some(url) = &postback_url {

@@ -209,13 +209,13 @@ impl Metrics {
         let inbound_files = Family::<OutcomeLabels, Counter>::default();
         registry.register(
             "inbound_bank_files",
-            "Files read from the production rails' inbound directories, by outcome (read, unreadable)",
+            "Files read from the production rails' inbound directories, by outcome (read, unreadable, altered)",
             inbound_files.clone(),
         );
         let bank_report_lines = Family::<OutcomeLabels, Counter>::default();
         registry.register(
             "bank_report_lines",
-            "Lines of the banks' reports, by what was done (applied, repeated, unmatched, noted, conflicting)",
+            "Lines of the banks' reports, by what was done (applied, repeated, unmatched, noted, anomaly)",
             bank_report_lines.clone(),
         );
         let pool = Family::<StateLabels, Gauge>::default();
@@ -333,14 +333,17 @@ impl Metrics {
         count(
             &self.inbound_files,
             "read",
-            pass.files.saturating_sub(pass.unreadable),
+            pass.files
+                .saturating_sub(pass.unreadable)
+                .saturating_sub(pass.altered),
         );
         count(&self.inbound_files, "unreadable", pass.unreadable);
+        count(&self.inbound_files, "altered", pass.altered);
         count(&self.bank_report_lines, "applied", pass.applied);
         count(&self.bank_report_lines, "repeated", pass.repeated);
         count(&self.bank_report_lines, "unmatched", pass.unmatched);
         count(&self.bank_report_lines, "noted", pass.noted);
-        count(&self.bank_report_lines, "conflicting", pass.conflicting);
+        count(&self.bank_report_lines, "anomaly", pass.anomalies);
     }
 
     /// Counts what a batch job pass did.

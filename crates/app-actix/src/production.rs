@@ -22,6 +22,7 @@ use domain::account::ports::{AccountStore, Notifier};
 use domain::batch::runner::BatchRunner;
 use domain::payout::ports::PayoutStore;
 use domain::ports::{Clock, IdGenerator, KycCheckRequest, KycProvider};
+use domain::rail::answers::AnswerRules;
 use domain::rail::calendar::RailCalendar;
 use domain::rail::file_rail::{FileNumbering, FileRail, FileRailSettings, MethodRails, Settlement};
 use domain::rail::inbound::{InboundProcessor, InboundRail};
@@ -66,6 +67,8 @@ pub struct BuiltRail {
     pub transport: Arc<dyn FileTransport>,
     numbering: FileNumbering,
     settlement: Settlement,
+    /// Which of the rail's answers may follow which.
+    pub answers: AnswerRules,
 }
 
 /// The outside world of production mode.
@@ -133,9 +136,10 @@ fn sepa_settings(o: &SepaOriginator) -> SepaSettings {
 fn build_rail(settings: &RailSettings) -> anyhow::Result<BuiltRail> {
     let route = settings.method.route();
     let at = |setting: &str| format!("rails.\"{route}\".{setting}");
-    let (writer, reader, numbering, settlement): (
+    let (writer, reader, numbering, settlement, answers): (
         Arc<dyn BankFileWriter>,
         Arc<dyn BankFileReader>,
+        _,
         _,
         _,
     ) = match &settings.format {
@@ -147,6 +151,7 @@ fn build_rail(settings: &RailSettings) -> anyhow::Result<BuiltRail> {
             Arc::new(NachaReader),
             nacha::NUMBERING,
             nacha::SETTLEMENT,
+            nacha::ANSWERS,
         ),
         FormatSettings::Pain001(originator) => (
             Arc::new(
@@ -156,6 +161,7 @@ fn build_rail(settings: &RailSettings) -> anyhow::Result<BuiltRail> {
             Arc::new(Pain002Reader),
             sepa::NUMBERING,
             sepa::SETTLEMENT,
+            sepa::ANSWERS,
         ),
         FormatSettings::Aba(settings) => (
             Arc::new(
@@ -165,6 +171,7 @@ fn build_rail(settings: &RailSettings) -> anyhow::Result<BuiltRail> {
             Arc::new(AbaReader),
             aba::NUMBERING,
             aba::SETTLEMENT,
+            aba::ANSWERS,
         ),
         FormatSettings::Cpa005(settings) => (
             Arc::new(
@@ -174,6 +181,7 @@ fn build_rail(settings: &RailSettings) -> anyhow::Result<BuiltRail> {
             Arc::new(Cpa005Reader),
             cpa005::NUMBERING,
             cpa005::SETTLEMENT,
+            cpa005::ANSWERS,
         ),
         FormatSettings::Ib4b(settings) => (
             Arc::new(
@@ -183,6 +191,7 @@ fn build_rail(settings: &RailSettings) -> anyhow::Result<BuiltRail> {
             Arc::new(Ib4bReader),
             ib4b::NUMBERING,
             ib4b::SETTLEMENT,
+            ib4b::ANSWERS,
         ),
         FormatSettings::Interac(settings) => (
             Arc::new(
@@ -192,6 +201,7 @@ fn build_rail(settings: &RailSettings) -> anyhow::Result<BuiltRail> {
             Arc::new(InteracReader),
             interac::NUMBERING,
             interac::SETTLEMENT,
+            interac::ANSWERS,
         ),
     };
     let transport: Arc<dyn FileTransport> = match &settings.transport {
@@ -214,6 +224,7 @@ fn build_rail(settings: &RailSettings) -> anyhow::Result<BuiltRail> {
         transport,
         numbering,
         settlement,
+        answers,
     })
 }
 
@@ -337,6 +348,7 @@ impl Production {
                 method: rail.method,
                 transport: rail.transport.clone(),
                 reader: rail.reader.clone(),
+                answers: rail.answers,
             }],
             store.clone(),
             store.clone(),
@@ -371,6 +383,7 @@ impl Production {
                 method: rail.method,
                 transport: rail.transport.clone(),
                 reader: rail.reader.clone(),
+                answers: rail.answers,
             })
             .collect();
         InboundProcessor::new(

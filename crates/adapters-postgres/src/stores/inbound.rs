@@ -7,9 +7,11 @@ use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use domain::PortError;
 use domain::account::PayoutMethod;
-use domain::ids::{BankReportId, PayoutId, RailFileId, SubaccountId};
+use domain::ids::{BankReportId, InboundFileId, PayoutId, RailFileId, SubaccountId};
+use domain::rail::file::RailFileState;
 use domain::rail::inbound_ports::{
-    InboundFile, InboundStore, RecordedReport, ReportKind, ReportListing, Resolution, SentItem,
+    DecidingReport, InboundFile, InboundOutcome, InboundStore, RecordedReport, ReportKind,
+    ReportListing, Resolution, SentItem,
 };
 use uuid::Uuid;
 
@@ -17,9 +19,46 @@ use super::PgStore;
 use crate::errors::from_diesel;
 use crate::schema::{bank_reports, inbound_files, rail_file_items, rail_files};
 
-/// A `bank_reports` row with its file's method and name.
+diesel::alias!(bank_reports as contradicted: Contradicted);
+
+/// The columns of a [`ReportRow`]'s line.
+type LineColumns = (
+    bank_reports::id,
+    bank_reports::position,
+    bank_reports::kind,
+    bank_reports::reference,
+    bank_reports::code,
+    bank_reports::reason,
+    bank_reports::account_invalid,
+    bank_reports::amount,
+    bank_reports::subaccount_id,
+    bank_reports::payout_id,
+    bank_reports::rail_file_id,
+    bank_reports::resolution,
+    bank_reports::contradicts,
+    bank_reports::created_at,
+);
+
+const LINE_COLUMNS: LineColumns = (
+    bank_reports::id,
+    bank_reports::position,
+    bank_reports::kind,
+    bank_reports::reference,
+    bank_reports::code,
+    bank_reports::reason,
+    bank_reports::account_invalid,
+    bank_reports::amount,
+    bank_reports::subaccount_id,
+    bank_reports::payout_id,
+    bank_reports::rail_file_id,
+    bank_reports::resolution,
+    bank_reports::contradicts,
+    bank_reports::created_at,
+);
+
+/// A `bank_reports` row.
 #[derive(Debug, Queryable)]
-struct ReportRow {
+struct LineRow {
     id: Uuid,
     position: i32,
     kind: String,
@@ -32,19 +71,40 @@ struct ReportRow {
     payout_id: Option<Uuid>,
     rail_file_id: Option<Uuid>,
     resolution: String,
+    contradicts: Option<Uuid>,
     created_at: DateTime<Utc>,
+}
+
+/// A line with its file's id, method and name, and the document of the line it contradicts.
+#[derive(Debug, Queryable)]
+struct ReportRow {
+    line: LineRow,
+    inbound_file_id: Uuid,
     method: String,
     file_name: String,
+    contradicted_file: Option<Uuid>,
+}
+
+fn method_of(raw: &str, what: impl std::fmt::Display) -> Result<PayoutMethod, PortError> {
+    PayoutMethod::from_route(raw)
+        .ok_or_else(|| PortError::unknown(format!("{what} has method {raw}")))
 }
 
 impl ReportRow {
     fn into_listing(self) -> Result<ReportListing, PortError> {
-        let method = PayoutMethod::from_route(&self.method).ok_or_else(|| {
-            PortError::unknown(format!(
-                "bank report {} has method {}",
-                self.id, self.method
-            ))
-        })?;
+        let method = method_of(&self.method, format_args!("bank report {}", self.line.id))?;
+        Ok(ReportListing {
+            method,
+            inbound_file_id: InboundFileId::from_uuid(self.inbound_file_id),
+            file_name: self.file_name,
+            report: self.line.into_report()?,
+            contradicted_file: self.contradicted_file.map(InboundFileId::from_uuid),
+        })
+    }
+}
+
+impl LineRow {
+    fn into_report(self) -> Result<RecordedReport, PortError> {
         let kind = ReportKind::parse(&self.kind).ok_or_else(|| {
             PortError::unknown(format!("bank report {} has kind {}", self.id, self.kind))
         })?;
@@ -54,24 +114,62 @@ impl ReportRow {
                 self.id, self.resolution
             ))
         })?;
-        Ok(ReportListing {
+        Ok(RecordedReport {
+            id: BankReportId::from_uuid(self.id),
+            position: u32::try_from(self.position).unwrap_or(0),
+            kind,
+            reference: self.reference,
+            code: self.code,
+            reason: self.reason,
+            account_invalid: self.account_invalid,
+            amount: self.amount,
+            subaccount_id: self.subaccount_id.map(SubaccountId::from_uuid),
+            payout_id: self.payout_id.map(PayoutId::from_uuid),
+            rail_file_id: self.rail_file_id.map(RailFileId::from_uuid),
+            resolution,
+            contradicts: self.contradicts.map(BankReportId::from_uuid),
+            created_at: self.created_at,
+        })
+    }
+}
+
+/// An `inbound_files` row (its bytes only where asked for).
+#[derive(Debug, Queryable)]
+struct InboundRow {
+    id: Uuid,
+    method: String,
+    name: String,
+    sha256: Vec<u8>,
+    outcome: String,
+    detail: Option<String>,
+    original_id: Option<Uuid>,
+    bytes: Option<Vec<u8>>,
+    received_at: DateTime<Utc>,
+}
+
+impl InboundRow {
+    fn into_file(self) -> Result<InboundFile, PortError> {
+        let what = format_args!("inbound file {}", self.id);
+        let method = method_of(&self.method, what)?;
+        let outcome = InboundOutcome::parse(&self.outcome).ok_or_else(|| {
+            PortError::unknown(format!(
+                "inbound file {} has outcome {}",
+                self.id, self.outcome
+            ))
+        })?;
+        let sha256 = <[u8; 32]>::try_from(self.sha256.as_slice()).map_err(|_| {
+            PortError::unknown(format!("inbound file {} has a malformed digest", self.id))
+        })?;
+        Ok(InboundFile {
+            id: InboundFileId::from_uuid(self.id),
             method,
-            file_name: self.file_name,
-            report: RecordedReport {
-                id: BankReportId::from_uuid(self.id),
-                position: u32::try_from(self.position).unwrap_or(0),
-                kind,
-                reference: self.reference,
-                code: self.code,
-                reason: self.reason,
-                account_invalid: self.account_invalid,
-                amount: self.amount,
-                subaccount_id: self.subaccount_id.map(SubaccountId::from_uuid),
-                payout_id: self.payout_id.map(PayoutId::from_uuid),
-                rail_file_id: self.rail_file_id.map(RailFileId::from_uuid),
-                resolution,
-                created_at: self.created_at,
-            },
+            name: self.name,
+            sha256,
+            outcome,
+            detail: self.detail,
+            original: self.original_id.map(InboundFileId::from_uuid),
+            bytes: self.bytes,
+            received_at: self.received_at,
         })
     }
 }
@@ -106,7 +204,7 @@ impl InboundStore for PgStore {
         let mut conn = self.conn().await?;
         // Joined on the subaccount too (an item's file is its subaccount's): Citus joins
         // distributed tables only on their distribution column.
-        let rows: Vec<(Uuid, DateTime<Utc>, Uuid, Uuid)> = rail_file_items::table
+        let rows: Vec<(Uuid, DateTime<Utc>, String, Uuid, Uuid)> = rail_file_items::table
             .inner_join(
                 rail_files::table.on(rail_file_items::file_id
                     .eq(rail_files::id)
@@ -118,21 +216,107 @@ impl InboundStore for PgStore {
             .select((
                 rail_files::id,
                 rail_files::created_at,
+                rail_files::state,
                 rail_file_items::subaccount_id,
                 rail_file_items::payout_id,
             ))
             .load(&mut conn)
             .await
             .map_err(from_diesel)?;
-        Ok(rows
-            .into_iter()
-            .map(|(file, created, subaccount, payout)| SentItem {
-                file_id: RailFileId::from_uuid(file),
-                file_created_at: created,
-                subaccount_id: SubaccountId::from_uuid(subaccount),
-                payout_id: PayoutId::from_uuid(payout),
+        rows.into_iter()
+            .map(|(file, created, state, subaccount, payout)| {
+                Ok(SentItem {
+                    file_id: RailFileId::from_uuid(file),
+                    file_created_at: created,
+                    file_state: RailFileState::parse(&state).ok_or_else(|| {
+                        PortError::unknown(format!("rail file {file} has state {state}"))
+                    })?,
+                    subaccount_id: SubaccountId::from_uuid(subaccount),
+                    payout_id: PayoutId::from_uuid(payout),
+                })
             })
-            .collect())
+            .collect()
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(method = method.route()))]
+    async fn read_under(
+        &self,
+        method: PayoutMethod,
+        name: &str,
+    ) -> Result<Option<InboundFileId>, PortError> {
+        let mut conn = self.conn().await?;
+        let first: Option<Uuid> = inbound_files::table
+            .filter(inbound_files::method.eq(method.route()))
+            .filter(inbound_files::name.eq(name))
+            .filter(inbound_files::outcome.eq(InboundOutcome::Read.as_str()))
+            .order((inbound_files::received_at, inbound_files::id))
+            .select(inbound_files::id)
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(from_diesel)?;
+        Ok(first.map(InboundFileId::from_uuid))
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(file = %file))]
+    async fn deciding_report(
+        &self,
+        payout: Option<PayoutId>,
+        file: RailFileId,
+    ) -> Result<Option<DecidingReport>, PortError> {
+        let mut conn = self.conn().await?;
+        let applied = bank_reports::table
+            .filter(bank_reports::resolution.eq(Resolution::Applied.as_str()))
+            .order((
+                bank_reports::created_at.desc(),
+                bank_reports::position.desc(),
+            ))
+            .select((
+                bank_reports::id,
+                bank_reports::kind,
+                bank_reports::created_at,
+            ));
+        // The whole file's newest line, and the payout's own (each by its partial index).
+        let whole_file = [
+            ReportKind::FileSettled,
+            ReportKind::FileRejected,
+            ReportKind::FileAccepted,
+        ];
+        let mut file_kinds: Vec<&str> = whole_file.iter().map(|k| k.as_str()).collect();
+        if payout.is_some() {
+            // A payout is decided by what settled or rejected its file, not by an acceptance.
+            file_kinds.retain(|k| *k != ReportKind::FileAccepted.as_str());
+        }
+        let mut newest: Vec<(Uuid, String, DateTime<Utc>)> = applied
+            .filter(bank_reports::payout_id.is_null())
+            .filter(bank_reports::rail_file_id.eq(file.as_uuid()))
+            .filter(bank_reports::kind.eq_any(file_kinds))
+            .limit(1)
+            .load(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        if let Some(payout) = payout {
+            newest.extend(
+                applied
+                    .filter(bank_reports::payout_id.eq(payout.as_uuid()))
+                    .limit(1)
+                    .load::<(Uuid, String, DateTime<Utc>)>(&mut conn)
+                    .await
+                    .map_err(from_diesel)?,
+            );
+        }
+        newest
+            .into_iter()
+            .max_by_key(|(_, _, created)| *created)
+            .map(|(id, kind, _)| {
+                Ok(DecidingReport {
+                    id: BankReportId::from_uuid(id),
+                    kind: ReportKind::parse(&kind).ok_or_else(|| {
+                        PortError::unknown(format!("bank report {id} has kind {kind}"))
+                    })?,
+                })
+            })
+            .transpose()
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(reports = reports.len()))]
@@ -153,6 +337,8 @@ impl InboundStore for PgStore {
                     inbound_files::sha256.eq(file.sha256.as_slice()),
                     inbound_files::outcome.eq(file.outcome.as_str()),
                     inbound_files::detail.eq(&file.detail),
+                    inbound_files::original_id.eq(file.original.map(|o| o.as_uuid())),
+                    inbound_files::bytes.eq(&file.bytes),
                     inbound_files::received_at.eq(file.received_at),
                 ))
                 .on_conflict((
@@ -187,6 +373,7 @@ impl InboundStore for PgStore {
                         bank_reports::payout_id.eq(r.payout_id.map(|p| p.as_uuid())),
                         bank_reports::rail_file_id.eq(r.rail_file_id.map(|f| f.as_uuid())),
                         bank_reports::resolution.eq(r.resolution.as_str()),
+                        bank_reports::contradicts.eq(r.contradicts.map(|c| c.as_uuid())),
                         bank_reports::created_at.eq(r.created_at),
                     )
                 })
@@ -208,36 +395,101 @@ impl InboundStore for PgStore {
         limit: u32,
     ) -> Result<Vec<ReportListing>, PortError> {
         let mut conn = self.conn().await?;
-        let mut query = bank_reports::table
-            .inner_join(inbound_files::table)
-            .select((
-                bank_reports::id,
-                bank_reports::position,
-                bank_reports::kind,
-                bank_reports::reference,
-                bank_reports::code,
-                bank_reports::reason,
-                bank_reports::account_invalid,
-                bank_reports::amount,
-                bank_reports::subaccount_id,
-                bank_reports::payout_id,
-                bank_reports::rail_file_id,
-                bank_reports::resolution,
-                bank_reports::created_at,
-                bank_reports::method,
-                inbound_files::name,
-            ))
-            .order((
-                bank_reports::created_at.desc(),
-                bank_reports::inbound_file_id.desc(),
-                bank_reports::position,
-            ))
-            .limit(i64::from(limit))
-            .into_boxed();
+        let mut query =
+            bank_reports::table
+                .inner_join(inbound_files::table)
+                .left_join(contradicted.on(
+                    bank_reports::contradicts.eq(contradicted.field(bank_reports::id).nullable()),
+                ))
+                .select((
+                    LINE_COLUMNS,
+                    bank_reports::inbound_file_id,
+                    bank_reports::method,
+                    inbound_files::name,
+                    contradicted.field(bank_reports::inbound_file_id).nullable(),
+                ))
+                .order((
+                    bank_reports::created_at.desc(),
+                    bank_reports::inbound_file_id.desc(),
+                    bank_reports::position,
+                ))
+                .limit(i64::from(limit))
+                .into_boxed();
         if let Some(resolution) = resolution {
             query = query.filter(bank_reports::resolution.eq(resolution.as_str()));
         }
         let rows: Vec<ReportRow> = query.load(&mut conn).await.map_err(from_diesel)?;
         rows.into_iter().map(ReportRow::into_listing).collect()
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(limit = limit))]
+    async fn list_inbound(
+        &self,
+        outcome: Option<InboundOutcome>,
+        limit: u32,
+    ) -> Result<Vec<InboundFile>, PortError> {
+        let mut conn = self.conn().await?;
+        let mut query = inbound_files::table
+            .select((
+                inbound_files::id,
+                inbound_files::method,
+                inbound_files::name,
+                inbound_files::sha256,
+                inbound_files::outcome,
+                inbound_files::detail,
+                inbound_files::original_id,
+                None::<Vec<u8>>.into_sql::<diesel::sql_types::Nullable<diesel::sql_types::Bytea>>(),
+                inbound_files::received_at,
+            ))
+            .order((inbound_files::received_at.desc(), inbound_files::id.desc()))
+            .limit(i64::from(limit))
+            .into_boxed();
+        if let Some(outcome) = outcome {
+            query = query.filter(inbound_files::outcome.eq(outcome.as_str()));
+        }
+        let rows: Vec<InboundRow> = query.load(&mut conn).await.map_err(from_diesel)?;
+        rows.into_iter().map(InboundRow::into_file).collect()
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(file = %id))]
+    async fn get_inbound(
+        &self,
+        id: InboundFileId,
+    ) -> Result<Option<(InboundFile, Vec<RecordedReport>)>, PortError> {
+        let mut conn = self.conn().await?;
+        let row: Option<InboundRow> = inbound_files::table
+            .filter(inbound_files::id.eq(id.as_uuid()))
+            .select((
+                inbound_files::id,
+                inbound_files::method,
+                inbound_files::name,
+                inbound_files::sha256,
+                inbound_files::outcome,
+                inbound_files::detail,
+                inbound_files::original_id,
+                inbound_files::bytes,
+                inbound_files::received_at,
+            ))
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(from_diesel)?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let lines: Vec<LineRow> = bank_reports::table
+            .filter(bank_reports::inbound_file_id.eq(id.as_uuid()))
+            .order(bank_reports::position)
+            .select(LINE_COLUMNS)
+            .load(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        Ok(Some((
+            row.into_file()?,
+            lines
+                .into_iter()
+                .map(LineRow::into_report)
+                .collect::<Result<_, _>>()?,
+        )))
     }
 }

@@ -1,12 +1,14 @@
 //! `InboundStore`: an inbound file is recorded once per (method, name, content) with its report
 //! lines in one transaction, sent payments are found by reference newest file first, and report
-//! lines list newest first, by resolution.
+//! lines list newest first, by resolution; documents keep their bytes, an altered document
+//! names the one it alters and an anomaly the line it contradicts; the line that decided a
+//! payout or a file is found.
 
 use std::collections::BTreeSet;
 
 use domain::account::PayoutMethod;
 use domain::ids::{BankReportId, InboundFileId, PayoutId};
-use domain::rail::file::RailFile;
+use domain::rail::file::{RailFile, RailFileState};
 use domain::rail::inbound_ports::{
     InboundFile, InboundOutcome, InboundStore, RecordedReport, ReportKind, Resolution,
 };
@@ -27,6 +29,8 @@ fn inbound_file(name: &str, content: &[u8], micros: i64) -> InboundFile {
         sha256: RailFile::digest(content),
         outcome: InboundOutcome::Read,
         detail: None,
+        original: None,
+        bytes: Some(content.to_vec()),
         received_at: at(micros),
     }
 }
@@ -45,6 +49,7 @@ fn line(position: u32, kind: ReportKind, resolution: Resolution, micros: i64) ->
         payout_id: None,
         rail_file_id: None,
         resolution,
+        contradicts: None,
         created_at: at(micros),
     }
 }
@@ -176,7 +181,7 @@ async fn report_lines_round_trip_and_list_by_resolution_newest_first() {
     assert_eq!(fx.store.list_reports(None, 1).await.unwrap().len(), 1);
     assert!(
         fx.store
-            .list_reports(Some(Resolution::Conflicting), 10)
+            .list_reports(Some(Resolution::Anomaly), 10)
             .await
             .unwrap()
             .is_empty()
@@ -208,6 +213,7 @@ async fn sent_payments_are_found_by_reference_newest_file_first() {
     assert_eq!(found[0].file_id, new.id);
     assert_eq!(found[0].subaccount_id, sub);
     assert_eq!(found[0].file_created_at, new.created_at);
+    assert_eq!(found[0].file_state, RailFileState::Generated);
 
     let second = fx
         .store
@@ -231,5 +237,206 @@ async fn sent_payments_are_found_by_reference_newest_file_first() {
             .await
             .unwrap()
             .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn an_altered_document_and_an_anomaly_keep_both_documents() {
+    let fx = Fixture::new().await;
+    let sub = fx.subaccount("altered").await.id;
+    let (batch, payouts) = batch_with_payouts(&fx, sub, 1).await;
+    let rail = file_of(sub, batch, &payouts, b"file");
+    fx.store.insert_file(&rail).await.unwrap();
+    let matched = |mut l: RecordedReport| {
+        l.subaccount_id = Some(sub);
+        l.payout_id = Some(payouts[0]);
+        l.rail_file_id = Some(rail.id);
+        l
+    };
+
+    // Nothing read under the name yet: an unreadable or foreign document does not count.
+    let broken = InboundFile {
+        outcome: InboundOutcome::Unreadable,
+        ..inbound_file("rpt_1", b"{broken", T0)
+    };
+    fx.store.record_inbound(&broken, &[]).await.unwrap();
+    assert_eq!(
+        fx.store
+            .read_under(PayoutMethod::Ach, "rpt_1")
+            .await
+            .unwrap(),
+        None
+    );
+    let first = inbound_file("rpt_1", b"deposited", T0 + SECOND);
+    let settled = matched(line(
+        0,
+        ReportKind::Settled,
+        Resolution::Applied,
+        T0 + SECOND,
+    ));
+    fx.store
+        .record_inbound(&first, std::slice::from_ref(&settled))
+        .await
+        .unwrap();
+    assert_eq!(
+        fx.store
+            .read_under(PayoutMethod::Ach, "rpt_1")
+            .await
+            .unwrap(),
+        Some(first.id)
+    );
+    assert_eq!(
+        fx.store
+            .read_under(PayoutMethod::Sepa, "rpt_1")
+            .await
+            .unwrap(),
+        None
+    );
+
+    // The same name, other content: altered, naming the first; its line contradicts the
+    // settlement.
+    let altered = InboundFile {
+        outcome: InboundOutcome::Altered,
+        detail: Some("rpt_1 was first read with other content".to_owned()),
+        original: Some(first.id),
+        ..inbound_file("rpt_1", b"failed", T0 + 2 * SECOND)
+    };
+    let mut anomaly = matched(line(
+        0,
+        ReportKind::Rejected,
+        Resolution::Anomaly,
+        T0 + 2 * SECOND,
+    ));
+    anomaly.contradicts = Some(settled.id);
+    assert!(
+        fx.store
+            .record_inbound(&altered, std::slice::from_ref(&anomaly))
+            .await
+            .unwrap()
+    );
+    let anomalies = fx
+        .store
+        .list_reports(Some(Resolution::Anomaly), 10)
+        .await
+        .unwrap();
+    assert_eq!(anomalies.len(), 1);
+    assert_eq!(anomalies[0].report, anomaly);
+    assert_eq!(anomalies[0].inbound_file_id, altered.id);
+    assert_eq!(anomalies[0].contradicted_file, Some(first.id));
+
+    let (shown, lines) = fx.store.get_inbound(altered.id).await.unwrap().unwrap();
+    assert_eq!(shown, altered);
+    assert_eq!(lines, [anomaly]);
+    let (shown, _) = fx.store.get_inbound(first.id).await.unwrap().unwrap();
+    assert_eq!(shown.bytes.as_deref(), Some(&b"deposited"[..]));
+    assert!(
+        fx.store
+            .get_inbound(InboundFileId::from_uuid(Uuid::new_v4()))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let listed = fx
+        .store
+        .list_inbound(Some(InboundOutcome::Altered), 10)
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].id, altered.id);
+    assert_eq!(listed[0].bytes, None, "listed without bytes");
+    assert_eq!(listed[0].original, Some(first.id));
+    let all: Vec<_> = fx
+        .store
+        .list_inbound(None, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|f| f.id)
+        .collect();
+    assert_eq!(all, [altered.id, first.id, broken.id], "newest first");
+}
+
+#[tokio::test]
+async fn the_line_that_decided_a_payout_or_its_file_is_the_newest_applied_one() {
+    let fx = Fixture::new().await;
+    let sub = fx.subaccount("deciding").await.id;
+    let (batch, payouts) = batch_with_payouts(&fx, sub, 2).await;
+    let rail = file_of(sub, batch, &payouts, b"file");
+    fx.store.insert_file(&rail).await.unwrap();
+    let about = |l: RecordedReport, payout: Option<PayoutId>| RecordedReport {
+        subaccount_id: Some(sub),
+        payout_id: payout,
+        rail_file_id: Some(rail.id),
+        ..l
+    };
+    assert_eq!(
+        fx.store
+            .deciding_report(Some(payouts[0]), rail.id)
+            .await
+            .unwrap(),
+        None
+    );
+    // The file accepted, then settled as a whole; later a return of the first payout, and a
+    // repeated (not applied) line of the second.
+    let accepted = about(
+        line(0, ReportKind::FileAccepted, Resolution::Applied, T0),
+        None,
+    );
+    let settled = about(
+        line(0, ReportKind::FileSettled, Resolution::Applied, T0 + SECOND),
+        None,
+    );
+    let returned = about(
+        line(
+            0,
+            ReportKind::Returned,
+            Resolution::Applied,
+            T0 + 2 * SECOND,
+        ),
+        Some(payouts[0]),
+    );
+    let repeated = about(
+        line(
+            1,
+            ReportKind::Returned,
+            Resolution::Repeated,
+            T0 + 2 * SECOND,
+        ),
+        Some(payouts[1]),
+    );
+    for (name, when, lines) in [
+        ("ack", T0, vec![accepted.clone()]),
+        ("settled", T0 + SECOND, vec![settled.clone()]),
+        ("returns", T0 + 2 * SECOND, vec![returned.clone(), repeated]),
+    ] {
+        fx.store
+            .record_inbound(&inbound_file(name, name.as_bytes(), when), &lines)
+            .await
+            .unwrap();
+    }
+    let deciding = |payout| {
+        let store = fx.store.clone();
+        async move {
+            store
+                .deciding_report(payout, rail.id)
+                .await
+                .unwrap()
+                .map(|r| (r.id, r.kind))
+        }
+    };
+    assert_eq!(
+        deciding(Some(payouts[0])).await,
+        Some((returned.id, ReportKind::Returned)),
+        "its own return, newer than the file's settlement"
+    );
+    assert_eq!(
+        deciding(Some(payouts[1])).await,
+        Some((settled.id, ReportKind::FileSettled)),
+        "the file's settlement; a repeated line decides nothing"
+    );
+    assert_eq!(
+        deciding(None).await,
+        Some((settled.id, ReportKind::FileSettled)),
+        "the file's newest line"
     );
 }

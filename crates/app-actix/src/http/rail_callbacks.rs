@@ -46,9 +46,11 @@ async fn read_body(mut payload: Payload) -> Result<Vec<u8>, ApiError> {
         \"<t>.<body>\">`, checked in constant time; a timestamp further than the tolerance \
         (300 s) from payoutd's clock is refused. The report is applied exactly as the same \
         report read by polling: each payment's `deposited` settles its payout, `declined`, \
-        `expired`, `cancelled` and `failed` fail it with the partner's code. A report already \
-        recorded (pushed twice, replayed, or polled first) changes nothing and answers 204 \
-        again. Bodies up to 4 MiB.",
+        `expired`, `cancelled` and `failed` fail it with the partner's code while it is in \
+        progress. A report already recorded (pushed twice, replayed, or polled first) changes \
+        nothing and answers 204 again; a report that contradicts an earlier one (a failure \
+        after a deposit) or a report id seen again with other content is recorded as an \
+        anomaly for operators, changes nothing and answers 204. Bodies up to 4 MiB.",
     request_body(content_type = "application/json", description = "A status report.", content = Object),
     responses(
         (status = 204, description = "Recorded (now or before); the partner stops retrying"),

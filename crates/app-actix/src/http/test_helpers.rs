@@ -234,6 +234,7 @@ pub async fn status(
     let result = match status.as_deref() {
         Some("success") => Some(RailResult::Paid),
         Some("fail") => Some(RailResult::Failed {
+            code: None,
             receiver_is_invalid: false,
             reason: "sandbox: failed by the status helper".to_owned(),
         }),

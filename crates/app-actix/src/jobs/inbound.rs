@@ -29,7 +29,8 @@ pub async fn run(
                         repeated = pass.repeated,
                         unmatched = pass.unmatched,
                         noted = pass.noted,
-                        conflicting = pass.conflicting,
+                        anomalies = pass.anomalies,
+                        altered = pass.altered,
                         unreadable = pass.unreadable,
                         "inbound bank files read"
                     );

@@ -1,8 +1,10 @@
 //! Production mode end to end over directory transports: no sandbox helpers, methods without a
 //! rail refused with REAC302, manual KYC decided by the operator, a batch that waits for its
 //! rail's cut-off, a pain.001 file stored and placed in the bank's drop, and the bank's pain.002
-//! answers applied: a settlement, then a return after settlement (the amount back, the fee
-//! kept, the account failed, `return_code` in the events), a repeated answer applied once.
+//! answers applied: a settlement, then a rejection of the settled payment, twice: an anomaly
+//! naming the settlement each time, the payout still paid and no money moved (returns after
+//! settlement, with the amount back and the fee kept, are run end to end by `cargo xtask
+//! rails-demo`'s late returns).
 //!
 //! A second test runs the `usd/ach` rail: a NACHA file checked with the project's parser, and
 //! the receiving bank's return file (written by `bank-formats`' bank side) failing one payout
@@ -120,7 +122,7 @@ pub(crate) async fn event_payloads(app: &TestApp, payout: &str) -> Vec<serde_jso
 }
 
 /// `payoutd ARGS` against the application's database.
-fn admin_output(app: &TestApp, args: &[&str]) -> std::process::Output {
+pub(crate) fn admin_output(app: &TestApp, args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_payoutd"))
         .args(args)
         .env_clear()
@@ -135,7 +137,7 @@ fn admin_output(app: &TestApp, args: &[&str]) -> std::process::Output {
 }
 
 /// Its stdout; it must succeed.
-fn admin_cli(app: &TestApp, args: &[&str]) -> Vec<u8> {
+pub(crate) fn admin_cli(app: &TestApp, args: &[&str]) -> Vec<u8> {
     let output = admin_output(app, args);
     assert!(
         output.status.success(),
@@ -173,7 +175,7 @@ pub(crate) async fn balance_in(app: &TestApp, asset: &str) -> (i64, i64) {
 }
 
 #[tokio::test]
-async fn a_sepa_payout_is_filed_at_the_cutoff_settled_and_returned_by_the_bank() {
+async fn a_sepa_payout_is_filed_at_the_cutoff_settled_and_a_later_rejection_is_an_anomaly() {
     let drop = tempfile::tempdir().unwrap();
     let (outbound, inbound) = (drop.path().join("out"), drop.path().join("in"));
     std::fs::create_dir_all(&outbound).unwrap();
@@ -317,61 +319,41 @@ async fn a_sepa_payout_is_filed_at_the_cutoff_settled_and_returned_by_the_bank()
     .await;
     assert_eq!(eur_balance(&app).await, (100_000 - 1_050, 0));
 
-    // Then returns it: closed account.
-    std::fs::write(
-        inbound.join("status-2.xml"),
-        pain002(&batch, &end_to_end, "RJCT", Some("AC04")),
-    )
-    .unwrap();
-    wait_for("the return", async || {
-        payout(&app, &payout_id).await["status"] == "failed"
-    })
-    .await;
+    // Then a pain.002 rejecting it: closed account. A rejection is not a return (a SEPA return
+    // after settlement comes as a credit back, not a status report): it contradicts the
+    // settlement, so it is an anomaly for operators, and the payout stays paid.
+    let events = event_payloads(&app, &payout_id).await.len();
+    for name in ["status-2.xml", "status-3.xml"] {
+        std::fs::write(
+            inbound.join(name),
+            pain002(&batch, &end_to_end, "RJCT", Some("AC04")),
+        )
+        .unwrap();
+        wait_for("the rejection to be recorded", async || {
+            store
+                .list_reports(None, 100)
+                .await
+                .unwrap()
+                .iter()
+                .any(|l| l.file_name == name)
+        })
+        .await;
+    }
+    assert_eq!(payout(&app, &payout_id).await["status"], "successful");
     assert_eq!(
         eur_balance(&app).await,
-        (100_000 - 50, 0),
-        "the amount is back, the fee stays charged"
+        (100_000 - 1_050, 0),
+        "nothing comes back"
     );
     let account = app
         .get(&app.a, &format!("/api/receiver-account/{account_id}"))
         .await;
-    assert_eq!(
+    assert_ne!(
         account.body["payload"]["status"], "failed",
         "{}",
         account.body
     );
-    let payloads = event_payloads(&app, &payout_id).await;
-    let returned: Vec<_> = payloads
-        .iter()
-        .filter(|p| p.get("return_code").is_some())
-        .collect();
-    assert_eq!(
-        returned.len(),
-        2,
-        "payoutUpdated and payoutFailure: {payloads:#?}"
-    );
-    for payload in returned {
-        assert_eq!(payload["return_code"], "AC04");
-        assert_eq!(payload["return_reason"], "Closed account number");
-        assert_eq!(payload["status"], "failed");
-    }
-
-    // The same return again under another name: recorded as repeated, applied once.
-    std::fs::write(
-        inbound.join("status-3.xml"),
-        pain002(&batch, &end_to_end, "RJCT", Some("AC04")),
-    )
-    .unwrap();
-    wait_for("the repeated return to be recorded", async || {
-        store
-            .list_reports(None, 100)
-            .await
-            .unwrap()
-            .iter()
-            .any(|l| l.file_name == "status-3.xml")
-    })
-    .await;
-    assert_eq!(eur_balance(&app).await, (100_000 - 50, 0));
+    assert_eq!(event_payloads(&app, &payout_id).await.len(), events);
     let reports = store.list_reports(None, 100).await.unwrap();
     let of = |name: &str| -> Vec<Resolution> {
         let mut lines: Vec<_> = reports
@@ -387,14 +369,23 @@ async fn a_sepa_payout_is_filed_at_the_cutoff_settled_and_returned_by_the_bank()
         of("status-1.xml"),
         [Resolution::Applied, Resolution::Applied]
     );
-    assert_eq!(
-        of("status-2.xml"),
-        [Resolution::Repeated, Resolution::Applied]
-    );
-    assert_eq!(
-        of("status-3.xml"),
-        [Resolution::Repeated, Resolution::Repeated]
-    );
+    let settlement = reports
+        .iter()
+        .find(|l| l.file_name == "status-1.xml" && l.report.payout_id.is_some())
+        .unwrap();
+    for name in ["status-2.xml", "status-3.xml"] {
+        assert_eq!(
+            of(name),
+            [Resolution::Repeated, Resolution::Anomaly],
+            "{name}"
+        );
+        let anomaly = reports
+            .iter()
+            .find(|l| l.file_name == name && l.report.resolution == Resolution::Anomaly)
+            .unwrap();
+        assert_eq!(anomaly.report.contradicts, Some(settlement.report.id));
+        assert_eq!(anomaly.contradicted_file, Some(settlement.inbound_file_id));
+    }
     assert_eq!(
         store.get_file(file.id).await.unwrap().unwrap().state,
         RailFileState::Acknowledged

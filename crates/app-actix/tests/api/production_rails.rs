@@ -29,8 +29,8 @@ use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, spawn_app, spawn_production_app};
 use crate::production::{
-    balance_in, clear_of_a_cutoff, event_payloads, every_minute, pay, payee, payee_with_payout,
-    payout, wait_for,
+    admin_cli, admin_output, balance_in, clear_of_a_cutoff, event_payloads, every_minute, pay,
+    payee, payee_with_payout, payout, wait_for,
 };
 
 const SMTP_AND_KYC: &str = r#"
@@ -397,9 +397,19 @@ async fn callback(app: &TestApp, signature: Option<String>, body: Vec<u8>) -> (u
     (status, serde_json::from_str(&text).unwrap_or(Value::Null))
 }
 
-#[tokio::test]
-async fn interac_batches_go_to_the_partner_and_its_signed_callbacks_settle_them_once() {
-    const SECRET: &str = "partner-shared-secret-for-tests";
+/// A production payoutd whose `cad/digital` rail posts to a partner on loopback, with two CAD
+/// payouts of 2,000 and 2,001 cents sent in one batch request.
+struct InteracPayouts {
+    app: TestApp,
+    partner: web::Data<Partner>,
+    batch: BatchRequest,
+    payouts: Vec<String>,
+    references: Vec<String>,
+}
+
+const SECRET: &str = "partner-shared-secret-for-tests";
+
+async fn interac_payouts() -> InteracPayouts {
     let (base_url, partner) = start_partner(SECRET).await;
     let text = format!(
         "[rails.\"cad/digital\"]\nfile_prefix = \"TEST\"\ncutoffs = [{cutoffs}]\nopen_on_weekends = true\n\
@@ -462,6 +472,42 @@ async fn interac_batches_go_to_the_partner_and_its_signed_callbacks_settle_them_
         );
         references.push(reference);
     }
+    InteracPayouts {
+        app,
+        partner,
+        batch,
+        payouts,
+        references,
+    }
+}
+
+/// A payment's update in a report.
+fn update(reference: &str, status: PaymentStatus, code: Option<&str>) -> PaymentUpdate {
+    PaymentUpdate {
+        payment_id: reference.to_owned(),
+        status,
+        code: code.map(str::to_owned),
+        reason: None,
+        updated_at: Utc::now(),
+    }
+}
+
+/// A signed callback of `report`: its status code.
+async fn push(app: &TestApp, report: &StatusReport) -> u16 {
+    let body = report.to_bytes().unwrap();
+    let signature = interac::sign(SECRET.as_bytes(), Utc::now().timestamp(), &body).unwrap();
+    callback(app, Some(signature), body).await.0
+}
+
+#[tokio::test]
+async fn interac_batches_go_to_the_partner_and_its_signed_callbacks_settle_them_once() {
+    let InteracPayouts {
+        app,
+        partner,
+        batch,
+        payouts,
+        references,
+    } = interac_payouts().await;
 
     // The partner's final report: the first deposited, the second declined.
     let report = StatusReport {
@@ -566,5 +612,131 @@ async fn interac_batches_go_to_the_partner_and_its_signed_callbacks_settle_them_
     assert_eq!(
         (status, &reply["error"][0]["code"]),
         (404, &json!("REQ006"))
+    );
+}
+
+#[tokio::test]
+async fn a_deposited_transfer_stays_paid_whatever_the_partner_reports_next() {
+    let InteracPayouts {
+        app,
+        batch,
+        payouts,
+        references,
+        ..
+    } = interac_payouts().await;
+    let deposit = StatusReport {
+        report_id: "rpt_deposit".to_owned(),
+        batch_id: batch.batch_id.clone(),
+        created_at: Utc::now(),
+        batch_status: None,
+        payments: vec![update(&references[0], PaymentStatus::Deposited, None)],
+    };
+    assert_eq!(push(&app, &deposit).await, 204);
+    assert_eq!(payout(&app, &payouts[0]).await["status"], "successful");
+    let paid = balance_in(&app, "CAD").await;
+    let events = event_payloads(&app, &payouts[0]).await.len();
+
+    // The probe's reports: a new report saying the deposited transfer failed, and the deposit's
+    // own report id again with a body saying so. Both are answered 204 (recorded, the partner
+    // stops retrying) and neither moves the payout or the money.
+    let contradiction = StatusReport {
+        report_id: "rpt_contradiction".to_owned(),
+        payments: vec![update(
+            &references[0],
+            PaymentStatus::Failed,
+            Some("INVALID_RECIPIENT"),
+        )],
+        ..deposit.clone()
+    };
+    assert_eq!(push(&app, &contradiction).await, 204);
+    let altered = StatusReport {
+        created_at: Utc::now(),
+        payments: vec![update(&references[0], PaymentStatus::Declined, None)],
+        ..deposit.clone()
+    };
+    assert_eq!(push(&app, &altered).await, 204);
+    let shown = payout(&app, &payouts[0]).await;
+    assert_eq!(shown["status"], "successful", "{shown}");
+    assert_eq!(balance_in(&app, "CAD").await, paid, "no money moved");
+    assert_eq!(event_payloads(&app, &payouts[0]).await.len(), events);
+    let account = app
+        .get(
+            &app.a,
+            &format!(
+                "/api/receiver-account/{}",
+                shown["receiver_account"]["id"].as_str().unwrap()
+            ),
+        )
+        .await;
+    assert_eq!(account.status, 200, "{}", account.body);
+    assert_ne!(
+        account.body["payload"]["status"], "failed",
+        "{}",
+        account.body
+    );
+
+    // Operators see both anomalies, each naming the deposit's line and document, and can read
+    // every document as received.
+    let json = |args: &[&str]| -> Value { serde_json::from_slice(&admin_cli(&app, args)).unwrap() };
+    let applied = json(&["admin", "bank-reports", "--resolution", "applied"]);
+    let deposit_line = applied
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["file"] == "rpt_deposit")
+        .expect("the deposit applied")
+        .clone();
+    let anomalies = json(&["admin", "bank-reports", "--resolution", "anomaly"]);
+    let anomalies = anomalies.as_array().unwrap();
+    assert_eq!(anomalies.len(), 2, "{anomalies:#?}");
+    for anomaly in anomalies {
+        assert_eq!(anomaly["contradicts"], deposit_line["id"], "{anomaly}");
+        assert_eq!(anomaly["contradicts_document"], deposit_line["document"]);
+        assert_eq!(anomaly["payout_id"], payouts[0].as_str());
+    }
+    let document = deposit_line["document"].as_str().unwrap();
+    assert_eq!(
+        admin_cli(&app, &["admin", "inbound-file", "--id", document, "--raw"]),
+        deposit.to_bytes().unwrap()
+    );
+    let altered_documents = json(&["admin", "inbound-files", "--outcome", "altered"]);
+    assert_eq!(altered_documents.as_array().map(Vec::len), Some(1));
+    assert_eq!(altered_documents[0]["name"], "rpt_deposit");
+    assert_eq!(altered_documents[0]["original"], document);
+    let altered_id = altered_documents[0]["id"].as_str().unwrap();
+    let shown = json(&["admin", "inbound-file", "--id", altered_id]);
+    assert_eq!(shown["outcome"], "altered");
+    assert_eq!(shown["lines"][0]["resolution"], "anomaly");
+    assert_eq!(
+        admin_cli(
+            &app,
+            &["admin", "inbound-file", "--id", altered_id, "--raw"]
+        ),
+        altered.to_bytes().unwrap()
+    );
+    let refused = admin_output(&app, &["admin", "inbound-files", "--outcome", "odd"]);
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--outcome"));
+    let metrics = app
+        .client
+        .get(format!("{}/metrics", app.base))
+        .send()
+        .await
+        .unwrap();
+    let metrics = metrics.text().await.unwrap();
+    assert!(
+        metrics.contains("payoutd_bank_report_lines_total{outcome=\"anomaly\"} 2"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("payoutd_inbound_bank_files_total{outcome=\"altered\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        app.admin
+            .check_ledger()
+            .await
+            .unwrap()
+            .discrepancies
+            .is_empty()
     );
 }

@@ -121,14 +121,17 @@ pub struct RailReceipt {
 pub enum RailResult {
     /// Paid.
     Paid,
-    /// Not paid.
+    /// Not paid: refused before payment. Never undoes a payout the rail paid.
     Failed {
+        /// The bank's code, when it gave one (`AC04`, `DECLINED`).
+        code: Option<String>,
         /// The receiver's account cannot be paid (the account becomes `failed`).
         receiver_is_invalid: bool,
         /// The rail's reason.
         reason: String,
     },
-    /// The bank refused it, or sent it back after paying it, with a code (production rails).
+    /// The receiving bank sent it back, with a code (production rails): a payout not yet
+    /// settled fails; a settled one is returned, its amount back in the balance.
     Returned {
         /// The bank's code (`R03`, `AC04`).
         code: String,

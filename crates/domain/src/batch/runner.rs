@@ -183,13 +183,14 @@ impl BatchRunner {
         let (trigger, invalid, reason, code) = match result {
             RailResult::Paid => (PayoutTrigger::RailSucceeded, false, None, None),
             RailResult::Failed {
+                code,
                 receiver_is_invalid,
                 reason,
             } => (
                 PayoutTrigger::RailFailed,
                 *receiver_is_invalid,
                 Some(reason.clone()),
-                None,
+                code.clone(),
             ),
             RailResult::Returned {
                 code,
@@ -463,6 +464,7 @@ mod tests {
             .returning(|_, _, _| Ok(None));
         let runner = runner(batches, payouts, accounts, MockPayoutRail::new());
         let result = RailResult::Failed {
+            code: None,
             receiver_is_invalid: true,
             reason: "closed".to_owned(),
         };
@@ -589,6 +591,31 @@ mod tests {
         let outcome = runner
             .settle(&done, &RailResult::Paid, &WriteKey::none())
             .await;
+        assert_eq!(outcome.ok(), Some((false, false)));
+    }
+
+    #[tokio::test]
+    async fn a_refusal_never_undoes_a_paid_payout_only_a_return_does() {
+        let mut payouts = MockPayoutStore::new();
+        payouts.expect_apply_transition().never();
+        let mut batches = MockBatchStore::new();
+        batches.expect_finish_batch().never();
+        let runner = runner(
+            batches,
+            payouts,
+            MockAccountStore::new(),
+            MockPayoutRail::new(),
+        );
+        let paid = Payout {
+            status: PayoutStatus::Successful,
+            ..in_progress()
+        };
+        let refused = RailResult::Failed {
+            code: Some("AC04".to_owned()),
+            receiver_is_invalid: true,
+            reason: "closed account".to_owned(),
+        };
+        let outcome = runner.settle(&paid, &refused, &WriteKey::none()).await;
         assert_eq!(outcome.ok(), Some((false, false)));
     }
 

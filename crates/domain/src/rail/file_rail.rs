@@ -243,6 +243,7 @@ impl FileRail {
             let result = match file.state {
                 RailFileState::Generated => None,
                 RailFileState::Rejected => Some(RailResult::Failed {
+                    code: None,
                     receiver_is_invalid: false,
                     reason: format!(
                         "the bank rejected file {}: {}",

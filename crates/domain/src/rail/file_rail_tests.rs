@@ -517,7 +517,7 @@ async fn payouts_settle_on_the_effective_date_and_a_rejected_file_fails_them() {
     assert_eq!(failed.len(), 2);
     assert!(failed.iter().all(|o| matches!(
         &o.result,
-        RailResult::Failed { receiver_is_invalid: false, reason } if reason.contains("bad control total")
+        RailResult::Failed { code: None, receiver_is_invalid: false, reason } if reason.contains("bad control total")
     )));
 }
 

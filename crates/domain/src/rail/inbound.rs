@@ -2,17 +2,23 @@
 //! polls each rail's inbound directory, reads every new file with the rail's reader, applies what
 //! it says and records it.
 //!
-//! - A file is recorded once per (method, name, SHA-256) and never read again; a file whose
-//!   content changed under the same name is a new file.
-//! - A file verdict moves the stored file (`uploaded` → `acknowledged` / `rejected`); a rejected
-//!   file fails its payouts, a settled one pays them.
+//! - A file is recorded once per (method, name, SHA-256) and never read again. On a rail whose
+//!   names are documents' identities ([`ReportNames::Unique`]: the Interac `report_id`), other
+//!   content under a name already read is an altered document: recorded with its bytes, every
+//!   line an anomaly, nothing applied. In a drop directory ([`ReportNames::Reusable`]) it is a
+//!   new file.
+//! - A file verdict moves the stored file forward only (`uploaded` → `acknowledged` /
+//!   `rejected`); a rejected file rejects its payouts, a settled one pays them.
 //! - A payment line is matched by its reference among the rail's stored files (the newest file
-//!   first, and for a return stating an amount, a payout of that amount) and applied through
-//!   [`BatchRunner::settle`]: a settlement pays a payout `in_progress`; a rejection or return
-//!   fails a payout `in_progress` or returns a `successful` one (`payout_return`, fee kept), with
-//!   the bank's code.
+//!   first, and for a return stating an amount, a payout of that amount).
+//! - Whether an answer is applied is the rail's [`AnswerRules`] table over where the payment
+//!   stands ([`RailState`]) and what the answer says ([`RailAnswer`]): applied through
+//!   [`BatchRunner::settle`] (a settlement pays a payout `in_progress`; a rejection fails it; a
+//!   return fails it, or returns a `successful` one with `payout_return`, fee kept), recorded as
+//!   repeated, or recorded as an anomaly with the line it contradicts. Only a real return moves
+//!   a settled payout's money.
 //! - Every line is recorded with its resolution: `applied`, `repeated` (already so: a return is
-//!   never applied twice), `unmatched`, `noted` (notifications of change) or `conflicting`.
+//!   never applied twice), `unmatched`, `noted` (notifications of change) or `anomaly`.
 //!
 //! Effects are applied before the file is recorded, and each is a conditional change, so a
 //! crash in between only makes the next poll read the file again: its lines then find their
@@ -20,6 +26,7 @@
 
 use std::sync::Arc;
 
+use super::answers::{AnswerRules, AnswerVerdict, RailAnswer, RailState, ReportNames};
 use super::file::RailFileState;
 use super::inbound_ports::{
     InboundFile, InboundOutcome, InboundStore, RecordedReport, ReportKind, Resolution, SentItem,
@@ -47,6 +54,8 @@ pub struct InboundRail {
     pub transport: Arc<dyn FileTransport>,
     /// The format's reader.
     pub reader: Arc<dyn BankFileReader>,
+    /// Which of its answers may follow which, and how it names its documents.
+    pub answers: AnswerRules,
 }
 
 /// What one poll did.
@@ -64,8 +73,11 @@ pub struct InboundPass {
     pub unmatched: usize,
     /// Report lines recorded only.
     pub noted: usize,
-    /// Report lines that contradict what happened.
-    pub conflicting: usize,
+    /// Report lines that contradict what happened (anomalies).
+    pub anomalies: usize,
+    /// New documents that alter one read before under the same name (their lines are
+    /// anomalies too).
+    pub altered: usize,
 }
 
 impl InboundPass {
@@ -75,7 +87,7 @@ impl InboundPass {
             Resolution::Repeated => self.repeated += 1,
             Resolution::Unmatched => self.unmatched += 1,
             Resolution::Noted => self.noted += 1,
-            Resolution::Conflicting => self.conflicting += 1,
+            Resolution::Anomaly => self.anomalies += 1,
         }
     }
 }
@@ -101,6 +113,7 @@ struct Line {
     amount: Option<i64>,
     matched: Option<(SubaccountId, Option<PayoutId>, Option<RailFileId>)>,
     resolution: Resolution,
+    contradicts: Option<BankReportId>,
 }
 
 impl Line {
@@ -129,8 +142,25 @@ impl Line {
             amount: None,
             matched: None,
             resolution: Resolution::Unmatched,
+            contradicts: None,
         }
     }
+
+    /// Records the line as an anomaly contradicting `earlier`.
+    fn anomaly(&mut self, earlier: Option<BankReportId>) {
+        self.resolution = Resolution::Anomaly;
+        self.contradicts = earlier;
+    }
+}
+
+/// What a line of a report answers, and the result applying it gives.
+type Answer = (RailAnswer, RailResult);
+
+/// Whether a report's lines are applied or, for an altered document, only matched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Apply,
+    Altered,
 }
 
 impl InboundProcessor {
@@ -220,6 +250,10 @@ impl InboundProcessor {
         {
             return Ok(());
         }
+        let original = match rail.answers.names {
+            ReportNames::Unique => self.inbound.read_under(rail.method, name).await?,
+            ReportNames::Reusable => None,
+        };
         let (outcome, detail, lines) = match rail.reader.read(name, bytes)? {
             ReadOutcome::NotMine => (InboundOutcome::Foreign, None, Vec::new()),
             ReadOutcome::Unreadable(why) => {
@@ -227,11 +261,21 @@ impl InboundProcessor {
                 pass.unreadable += 1;
                 (InboundOutcome::Unreadable, Some(why), Vec::new())
             }
-            ReadOutcome::Report(report) => (
-                InboundOutcome::Read,
-                None,
-                self.apply(rail.method, report).await?,
-            ),
+            ReadOutcome::Report(report) => match original {
+                None => (
+                    InboundOutcome::Read,
+                    None,
+                    self.apply(rail, report, Mode::Apply).await?,
+                ),
+                Some(first) => (
+                    InboundOutcome::Altered,
+                    Some(format!(
+                        "{name} was first read as inbound file {first} with other content: \
+                         this version is not applied"
+                    )),
+                    self.apply(rail, report, Mode::Altered).await?,
+                ),
+            },
         };
         let now = self.clock.now();
         let file = InboundFile {
@@ -241,6 +285,9 @@ impl InboundProcessor {
             sha256,
             outcome,
             detail,
+            original: original.filter(|_| outcome == InboundOutcome::Altered),
+            // A foreign file is another rail's: not ours to keep.
+            bytes: (outcome != InboundOutcome::Foreign).then(|| bytes.to_vec()),
             received_at: now,
         };
         let reports: Vec<RecordedReport> = lines
@@ -259,16 +306,27 @@ impl InboundProcessor {
                 payout_id: line.matched.and_then(|(_, p, _)| p),
                 rail_file_id: line.matched.and_then(|(_, _, f)| f),
                 resolution: line.resolution,
+                contradicts: line.contradicts,
                 created_at: now,
             })
             .collect();
         if self.inbound.record_inbound(&file, &reports).await? {
             pass.files += 1;
+            if let Some(first) = file.original {
+                pass.altered += 1;
+                tracing::warn!(
+                    method = rail.method.route(),
+                    file = %name,
+                    inbound_file = %file.id,
+                    original = %first,
+                    "bank report altered: a document with the name of one already read and other content; not applied"
+                );
+            }
             for report in &reports {
                 pass.count(report.resolution);
                 if matches!(
                     report.resolution,
-                    Resolution::Unmatched | Resolution::Conflicting
+                    Resolution::Unmatched | Resolution::Anomaly
                 ) {
                     tracing::warn!(
                         method = rail.method.route(),
@@ -276,6 +334,7 @@ impl InboundProcessor {
                         reference = %report.reference,
                         kind = report.kind.as_str(),
                         resolution = report.resolution.as_str(),
+                        contradicts = report.contradicts.map(tracing::field::display),
                         "bank report needs an operator"
                     );
                 }
@@ -286,15 +345,16 @@ impl InboundProcessor {
 
     async fn apply(
         &self,
-        method: PayoutMethod,
+        rail: &InboundRail,
         report: BankReport,
+        mode: Mode,
     ) -> Result<Vec<Line>, PortError> {
         let mut lines = Vec::new();
         if let Some((mention, verdict)) = report.file {
-            lines.push(self.apply_verdict(method, mention, verdict).await?);
+            lines.push(self.apply_verdict(rail, mention, verdict, mode).await?);
         }
         for item in report.items {
-            lines.push(self.apply_item(method, item).await?);
+            lines.push(self.apply_item(rail, item, mode).await?);
         }
         Ok(lines)
     }
@@ -311,69 +371,99 @@ impl InboundProcessor {
             .map(|(p, _)| p))
     }
 
-    /// Applies `result` to `payout`, as it is now: the batch runner can move it meanwhile (to
-    /// `successful` on its file's effective date, while a return of it is being read), and the
-    /// conditional write then finds nothing to do. So when the result was not applied and the
-    /// payout has moved since it was read, it is decided again on the payout as it is now.
-    async fn settle(&self, payout: &Payout, result: &RailResult) -> Result<Resolution, PortError> {
+    /// The applied line that put `payout` (or, without one, file `file`) where it is.
+    async fn deciding(
+        &self,
+        payout: Option<PayoutId>,
+        file: RailFileId,
+    ) -> Result<Option<BankReportId>, PortError> {
+        Ok(self
+            .inbound
+            .deciding_report(payout, file)
+            .await?
+            .map(|report| report.id))
+    }
+
+    /// Where `payout`, a payment of file `file` (in `file_state`), stands at the rail: `None`
+    /// for a payout that never reached it (still waiting, or cancelled).
+    async fn state_of(
+        &self,
+        payout: &Payout,
+        file: RailFileId,
+        file_state: RailFileState,
+    ) -> Result<Option<RailState>, PortError> {
+        Ok(match payout.status {
+            PayoutStatus::InProgress => Some(match file_state {
+                RailFileState::Acknowledged => RailState::Acknowledged,
+                RailFileState::Generated | RailFileState::Uploaded | RailFileState::Rejected => {
+                    RailState::Sent
+                }
+            }),
+            PayoutStatus::Successful => Some(RailState::Settled),
+            // A failed payout was returned when a return decided it, and rejected otherwise (by
+            // a rejection, its file's rejection, or the rail at submission).
+            PayoutStatus::Failed => Some(
+                match self.inbound.deciding_report(Some(payout.id), file).await? {
+                    Some(report) if report.kind == ReportKind::Returned => RailState::Returned,
+                    _ => RailState::Rejected,
+                },
+            ),
+            PayoutStatus::Awaiting
+            | PayoutStatus::Pending
+            | PayoutStatus::Unassessed
+            | PayoutStatus::Cancelled
+            | PayoutStatus::SuccessfulPendingKyc => None,
+        })
+    }
+
+    /// Decides `answer` for `payout` with the rail's table and applies it when the table says
+    /// so, on the payout as it is now: the batch runner can move it meanwhile (to `successful`
+    /// on its file's effective date, while a return of it is being read), and the conditional
+    /// write then finds nothing to do; the answer is then decided again on the payout as it is.
+    /// Returns the line's resolution and, for an anomaly, the line it contradicts.
+    async fn answer_payment(
+        &self,
+        rules: AnswerRules,
+        payout: &Payout,
+        file: RailFileId,
+        file_state: RailFileState,
+        (answer, result): &Answer,
+    ) -> Result<(Resolution, Option<BankReportId>), PortError> {
         let mut current = payout.clone();
         for _ in 0..3 {
-            let resolution = self.settle_as_read(&current, result).await?;
-            if resolution == Resolution::Applied {
-                return Ok(resolution);
+            let Some(state) = self.state_of(&current, file, file_state).await? else {
+                return Ok((Resolution::Anomaly, None));
+            };
+            match rules.verdict(state, *answer) {
+                AnswerVerdict::Repeated => return Ok((Resolution::Repeated, None)),
+                AnswerVerdict::Anomaly => {
+                    let earlier = self.deciding(Some(current.id), file).await?;
+                    return Ok((Resolution::Anomaly, earlier));
+                }
+                AnswerVerdict::Apply => {
+                    let (applied, _) = self
+                        .runner
+                        .settle(&current, result, &WriteKey::none())
+                        .await?;
+                    if applied {
+                        return Ok((Resolution::Applied, None));
+                    }
+                }
             }
             match self.payout(current.subaccount_id, current.id).await? {
                 Some(fresh) if fresh.status != current.status => current = fresh,
-                _ => return Ok(resolution),
+                _ => return Ok((Resolution::Repeated, None)),
             }
         }
-        self.settle_as_read(&current, result).await
-    }
-
-    /// Applies `result` to `payout` as read: `applied` when it changed it, `repeated` when the
-    /// payout is where the result would put it, `conflicting` otherwise.
-    async fn settle_as_read(
-        &self,
-        payout: &Payout,
-        result: &RailResult,
-    ) -> Result<Resolution, PortError> {
-        let allowed = match result {
-            RailResult::Paid => payout.status == PayoutStatus::InProgress,
-            RailResult::Failed { .. } => payout.status == PayoutStatus::InProgress,
-            RailResult::Returned { .. } => matches!(
-                payout.status,
-                PayoutStatus::InProgress | PayoutStatus::Successful
-            ),
-        };
-        let already = match result {
-            RailResult::Paid => payout.status == PayoutStatus::Successful,
-            RailResult::Failed { .. } | RailResult::Returned { .. } => {
-                payout.status == PayoutStatus::Failed
-            }
-        };
-        if !allowed {
-            return Ok(if already {
-                Resolution::Repeated
-            } else {
-                Resolution::Conflicting
-            });
-        }
-        let (applied, _) = self
-            .runner
-            .settle(payout, result, &WriteKey::none())
-            .await?;
-        Ok(if applied {
-            Resolution::Applied
-        } else {
-            Resolution::Repeated
-        })
+        Ok((Resolution::Repeated, None))
     }
 
     async fn apply_verdict(
         &self,
-        method: PayoutMethod,
+        rail: &InboundRail,
         mention: FileMention,
         verdict: FileVerdict,
+        mode: Mode,
     ) -> Result<Line, PortError> {
         let (kind, code, reason) = match &verdict {
             FileVerdict::Accepted => (ReportKind::FileAccepted, None, None),
@@ -385,11 +475,15 @@ impl InboundProcessor {
         let batch = match mention {
             FileMention::Batch(batch) => batch,
             FileMention::Unknown(reference) => {
-                return Ok(Line {
+                let mut line = Line {
                     code,
                     reason,
                     ..Line::new(kind, reference)
-                });
+                };
+                if mode == Mode::Altered {
+                    line.anomaly(None);
+                }
+                return Ok(line);
             }
         };
         let mut line = Line {
@@ -397,10 +491,17 @@ impl InboundProcessor {
             reason,
             ..Line::new(kind, batch.as_uuid().simple().to_string())
         };
-        let Some(file) = self.files.find_file(batch, method).await? else {
+        let Some(file) = self.files.find_file(batch, rail.method).await? else {
+            if mode == Mode::Altered {
+                line.anomaly(None);
+            }
             return Ok(line);
         };
         line.matched = Some((file.subaccount_id, None, Some(file.id)));
+        if mode == Mode::Altered {
+            line.anomaly(self.deciding(None, file.id).await?);
+            return Ok(line);
+        }
         let now = self.clock.now();
         let target = match verdict {
             FileVerdict::Rejected { .. } => RailFileState::Rejected,
@@ -423,6 +524,8 @@ impl InboundProcessor {
         {
             state = RailFileState::Uploaded;
         }
+        // A file moves forward only: an answer that would move it back (an acceptance of a
+        // rejected file, a rejection of an accepted one) contradicts an earlier answer.
         let moved = state == RailFileState::Uploaded
             && self
                 .files
@@ -434,45 +537,50 @@ impl InboundProcessor {
                     line.reason.clone(),
                 )
                 .await?;
-        let mut resolution = if moved {
+        if !moved && state != target {
+            line.anomaly(self.deciding(None, file.id).await?);
+            return Ok(line);
+        }
+        line.resolution = if moved {
             Resolution::Applied
-        } else if state == target {
-            Resolution::Repeated
         } else {
-            Resolution::Conflicting
+            Resolution::Repeated
         };
-        // The file's payouts follow a rejection or a settlement of the whole file.
-        let result = match verdict {
-            FileVerdict::Rejected { code, reason } => Some(match code {
-                Some(code) => RailResult::Returned {
+        // The file's payouts follow a rejection or a settlement of the whole file, each as the
+        // rail's table decides for where it stands.
+        let answer = match verdict {
+            FileVerdict::Rejected { code, reason } => Some((
+                RailAnswer::Rejected,
+                RailResult::Failed {
                     code,
-                    reason: format!("the bank rejected file {}: {reason}", file.name),
-                    receiver_is_invalid: false,
-                },
-                None => RailResult::Failed {
                     receiver_is_invalid: false,
                     reason: format!("the bank rejected file {}: {reason}", file.name),
                 },
-            }),
-            FileVerdict::Settled => Some(RailResult::Paid),
+            )),
+            FileVerdict::Settled => Some((RailAnswer::Settled, RailResult::Paid)),
             FileVerdict::Accepted => None,
         };
-        if let (Some(result), false) = (result, resolution == Resolution::Conflicting) {
-            let mut any = false;
+        if let Some(answer) = answer {
             for item in &file.items {
                 let Some(payout) = self.payout(file.subaccount_id, item.payout_id).await? else {
                     continue;
                 };
-                // A rejection never undoes a payout the bank reported paid meanwhile.
-                if payout.status == PayoutStatus::InProgress {
-                    any |= self.settle(&payout, &result).await? == Resolution::Applied;
+                let (resolution, earlier) = self
+                    .answer_payment(rail.answers, &payout, file.id, state, &answer)
+                    .await?;
+                match resolution {
+                    Resolution::Applied if line.resolution != Resolution::Anomaly => {
+                        line.resolution = Resolution::Applied;
+                    }
+                    // One payout the answer contradicts makes the line an anomaly; the other
+                    // payouts are still decided for themselves.
+                    Resolution::Anomaly if line.resolution != Resolution::Anomaly => {
+                        line.anomaly(earlier);
+                    }
+                    _ => {}
                 }
             }
-            if any {
-                resolution = Resolution::Applied;
-            }
         }
-        line.resolution = resolution;
         Ok(line)
     }
 
@@ -499,15 +607,27 @@ impl InboundProcessor {
         Ok(first)
     }
 
-    async fn apply_item(&self, method: PayoutMethod, item: ItemReport) -> Result<Line, PortError> {
-        let (mut line, result) = match item.outcome {
+    async fn apply_item(
+        &self,
+        rail: &InboundRail,
+        item: ItemReport,
+        mode: Mode,
+    ) -> Result<Line, PortError> {
+        let (mut line, answer) = match item.outcome {
             ItemOutcome::Settled => (
                 Line::new(ReportKind::Settled, item.reference),
-                Some(RailResult::Paid),
+                Some((RailAnswer::Settled, RailResult::Paid)),
             ),
             ItemOutcome::Rejected(reason) => (
                 Line::with_reason(ReportKind::Rejected, item.reference, &reason, None),
-                Some(returned(reason)),
+                Some((
+                    RailAnswer::Rejected,
+                    RailResult::Failed {
+                        code: Some(reason.code),
+                        reason: reason.reason,
+                        receiver_is_invalid: reason.account_is_invalid,
+                    },
+                )),
             ),
             ItemOutcome::Returned { reason, amount } => (
                 Line::with_reason(
@@ -516,7 +636,14 @@ impl InboundProcessor {
                     &reason,
                     amount.map(|a| a.get()),
                 ),
-                Some(returned(reason)),
+                Some((
+                    RailAnswer::Returned,
+                    RailResult::Returned {
+                        code: reason.code,
+                        reason: reason.reason,
+                        receiver_is_invalid: reason.account_is_invalid,
+                    },
+                )),
             ),
             ItemOutcome::Notice { code, reason } => (
                 Line {
@@ -527,27 +654,43 @@ impl InboundProcessor {
                 None,
             ),
         };
-        let Some((sent, payout)) = self.find_sent(method, &line.reference, line.amount).await?
+        let Some((sent, payout)) = self
+            .find_sent(rail.method, &line.reference, line.amount)
+            .await?
         else {
+            if mode == Mode::Altered {
+                line.anomaly(None);
+            }
             return Ok(line);
         };
         line.matched = Some((sent.subaccount_id, Some(sent.payout_id), Some(sent.file_id)));
-        line.resolution = match result {
-            None => Resolution::Noted,
-            Some(result) => self.settle(&payout, &result).await?,
-        };
+        match (mode, answer) {
+            (Mode::Altered, _) => {
+                line.anomaly(self.deciding(Some(payout.id), sent.file_id).await?);
+            }
+            (Mode::Apply, None) => line.resolution = Resolution::Noted,
+            (Mode::Apply, Some(answer)) => {
+                let (resolution, earlier) = self
+                    .answer_payment(
+                        rail.answers,
+                        &payout,
+                        sent.file_id,
+                        sent.file_state,
+                        &answer,
+                    )
+                    .await?;
+                line.resolution = resolution;
+                line.contradicts = earlier;
+            }
+        }
         Ok(line)
-    }
-}
-
-fn returned(reason: super::report::ReturnReason) -> RailResult {
-    RailResult::Returned {
-        code: reason.code,
-        reason: reason.reason,
-        receiver_is_invalid: reason.account_is_invalid,
     }
 }
 
 #[cfg(test)]
 #[path = "inbound_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "inbound_answers_tests.rs"]
+mod answers_tests;

@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use strum::{EnumString, IntoStaticStr, VariantArray};
 
+use super::file::RailFileState;
 use crate::account::PayoutMethod;
 use crate::error::PortError;
 use crate::ids::{BankReportId, InboundFileId, PayoutId, RailFileId, SubaccountId};
@@ -18,6 +19,10 @@ pub enum InboundOutcome {
     Foreign,
     /// The rail's format, but broken.
     Unreadable,
+    /// A document under a name the rail gives each document once (an Interac `report_id`),
+    /// with other content than the document first read under it: an anomaly, not a new report.
+    /// Its lines are recorded as anomalies; nothing of it is applied.
+    Altered,
 }
 
 impl InboundOutcome {
@@ -45,8 +50,13 @@ pub struct InboundFile {
     pub sha256: [u8; 32],
     /// What reading it gave.
     pub outcome: InboundOutcome,
-    /// Why it could not be read, when it could not.
+    /// Why it could not be read, when it could not; for an altered document, what it alters.
     pub detail: Option<String>,
+    /// For an [`InboundOutcome::Altered`] document, the document first read under its name.
+    pub original: Option<InboundFileId>,
+    /// The document's bytes, kept for operators (not kept for a foreign file, which is
+    /// another rail's).
+    pub bytes: Option<Vec<u8>>,
     /// When it was read.
     pub received_at: DateTime<Utc>,
 }
@@ -96,9 +106,10 @@ pub enum Resolution {
     Unmatched,
     /// Recorded only.
     Noted,
-    /// It contradicts what happened (a settlement of a failed payout, a rejection of an
-    /// acknowledged file): nothing was applied; an operator should look.
-    Conflicting,
+    /// It contradicts what happened (a rejection of a settled payout, a settlement of a
+    /// rejected one, a return on a rail without returns, a line of an altered document):
+    /// nothing was applied; recorded with the line it contradicts, for an operator.
+    Anomaly,
 }
 
 impl Resolution {
@@ -143,6 +154,10 @@ pub struct RecordedReport {
     pub rail_file_id: Option<RailFileId>,
     /// What was done.
     pub resolution: Resolution,
+    /// For an anomaly, the applied line that put the payout or file where it is (the other
+    /// document of the contradiction), when a report did (not a settlement on the effective
+    /// date).
+    pub contradicts: Option<BankReportId>,
     /// When.
     pub created_at: DateTime<Utc>,
 }
@@ -154,6 +169,8 @@ pub struct SentItem {
     pub file_id: RailFileId,
     /// When the file was written.
     pub file_created_at: DateTime<Utc>,
+    /// Where the file is.
+    pub file_state: RailFileState,
     /// The payout's subaccount.
     pub subaccount_id: SubaccountId,
     /// The payout.
@@ -165,10 +182,23 @@ pub struct SentItem {
 pub struct ReportListing {
     /// The rail.
     pub method: PayoutMethod,
+    /// The inbound file it came in.
+    pub inbound_file_id: InboundFileId,
     /// The inbound file's name.
     pub file_name: String,
     /// The line.
     pub report: RecordedReport,
+    /// For an anomaly, the document of the line it contradicts.
+    pub contradicted_file: Option<InboundFileId>,
+}
+
+/// An applied line that decided a payout or a file: what a later answer is checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecidingReport {
+    /// The line.
+    pub id: BankReportId,
+    /// What it said.
+    pub kind: ReportKind,
 }
 
 /// Inbound files and their reports (docs/RAILS.md, Transports; Results and returns).
@@ -182,6 +212,25 @@ pub trait InboundStore: Send + Sync {
         name: &str,
         sha256: [u8; 32],
     ) -> Result<bool, PortError>;
+
+    /// The document of `method` first read under `name` (outcome `read`), whatever its
+    /// content: what a document of the same name and other content alters, on a rail whose
+    /// names are unique.
+    async fn read_under(
+        &self,
+        method: PayoutMethod,
+        name: &str,
+    ) -> Result<Option<InboundFileId>, PortError>;
+
+    /// The newest applied line that decided `payout` of file `file`: a line naming the payout,
+    /// or a settlement or rejection of the whole file; without `payout`, the newest applied line
+    /// about the whole file. `Ok(None)` when no report did (a payout settled on its file's
+    /// effective date, or still as it was sent).
+    async fn deciding_report(
+        &self,
+        payout: Option<PayoutId>,
+        file: RailFileId,
+    ) -> Result<Option<DecidingReport>, PortError>;
 
     /// The payments of `method`'s stored files whose reference is `reference`, newest file
     /// first (NACHA trace numbers repeat from one day to the next).
@@ -206,4 +255,19 @@ pub trait InboundStore: Send + Sync {
         resolution: Option<Resolution>,
         limit: u32,
     ) -> Result<Vec<ReportListing>, PortError>;
+
+    /// Recorded inbound files without their bytes, newest first, optionally only those with
+    /// `outcome`, at most `limit`.
+    async fn list_inbound(
+        &self,
+        outcome: Option<InboundOutcome>,
+        limit: u32,
+    ) -> Result<Vec<InboundFile>, PortError>;
+
+    /// One recorded inbound file with its bytes (when they were kept) and its lines in order.
+    /// `Ok(None)` when there is none with that id.
+    async fn get_inbound(
+        &self,
+        id: InboundFileId,
+    ) -> Result<Option<(InboundFile, Vec<RecordedReport>)>, PortError>;
 }

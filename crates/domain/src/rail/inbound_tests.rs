@@ -20,20 +20,20 @@ use crate::payout::change::PayoutChange;
 use crate::payout::ports::MockPayoutStore;
 use crate::ports::{MockClock, MockIdGenerator};
 use crate::rail::file::{RailFile, RailFileItem};
-use crate::rail::inbound_ports::MockInboundStore;
+use crate::rail::inbound_ports::{DecidingReport, MockInboundStore};
 use crate::rail::ports::MockRailFileStore;
 use crate::rail::report::{MockBankFileReader, ReturnReason};
 use crate::rail::transport::MockFileTransport;
 
-fn at(secs: i64) -> DateTime<Utc> {
+pub(super) fn at(secs: i64) -> DateTime<Utc> {
     DateTime::from_timestamp(1_700_000_000 + secs, 0).unwrap()
 }
 
-fn id(n: u128) -> Uuid {
+pub(super) fn id(n: u128) -> Uuid {
     Uuid::from_u128(n)
 }
 
-fn payout(n: u128, status: PayoutStatus, amount: i64) -> Payout {
+pub(super) fn payout(n: u128, status: PayoutStatus, amount: i64) -> Payout {
     PayoutBuilder::new()
         .id(PayoutId::from_uuid(id(n)))
         .amount(amount)
@@ -46,15 +46,15 @@ fn payout(n: u128, status: PayoutStatus, amount: i64) -> Payout {
 /// Payouts by id; applying a change works only from the status it expects, as the store's
 /// conditional update does. Every applied change is kept.
 #[derive(Default, Clone)]
-struct Ledger {
-    payouts: Arc<Mutex<BTreeMap<PayoutId, Payout>>>,
-    applied: Arc<Mutex<Vec<PayoutChange>>>,
+pub(super) struct Ledger {
+    pub(super) payouts: Arc<Mutex<BTreeMap<PayoutId, Payout>>>,
+    pub(super) applied: Arc<Mutex<Vec<PayoutChange>>>,
     /// Outdated copies the next reads return first (a payout another job moved meanwhile).
     stale: Arc<Mutex<Vec<Payout>>>,
 }
 
 impl Ledger {
-    fn with(payouts: Vec<Payout>) -> Self {
+    pub(super) fn with(payouts: Vec<Payout>) -> Self {
         let ledger = Self::default();
         for p in payouts {
             ledger.payouts.lock().unwrap().insert(p.id, p);
@@ -62,11 +62,11 @@ impl Ledger {
         ledger
     }
 
-    fn status(&self, n: u128) -> PayoutStatus {
+    pub(super) fn status(&self, n: u128) -> PayoutStatus {
         self.payouts.lock().unwrap()[&PayoutId::from_uuid(id(n))].status
     }
 
-    fn store(&self) -> Arc<MockPayoutStore> {
+    pub(super) fn store(&self) -> Arc<MockPayoutStore> {
         let mut store = MockPayoutStore::new();
         let (payouts, stale) = (self.payouts.clone(), self.stale.clone());
         store.expect_find_payout().returning(move |_, id| {
@@ -98,19 +98,19 @@ impl Ledger {
     }
 }
 
-fn clock() -> Arc<MockClock> {
+pub(super) fn clock() -> Arc<MockClock> {
     let mut clock = MockClock::new();
     clock.expect_now().returning(|| at(3_600));
     Arc::new(clock)
 }
 
-fn ids() -> Arc<MockIdGenerator> {
+pub(super) fn ids() -> Arc<MockIdGenerator> {
     let mut ids = MockIdGenerator::new();
     ids.expect_new_id().returning(Uuid::new_v4);
     Arc::new(ids)
 }
 
-fn runner(payouts: Arc<MockPayoutStore>) -> Arc<BatchRunner> {
+pub(super) fn runner(payouts: Arc<MockPayoutStore>) -> Arc<BatchRunner> {
     let mut batches = MockBatchStore::new();
     batches.expect_finish_batch().returning(|_, _, _| Ok(None));
     let mut accounts = MockAccountStore::new();
@@ -127,7 +127,7 @@ fn runner(payouts: Arc<MockPayoutStore>) -> Arc<BatchRunner> {
 }
 
 /// The stored file of batch 500 with payouts 1 and 2, in `state`.
-fn sent_file(state: RailFileState) -> RailFile {
+pub(super) fn sent_file(state: RailFileState) -> RailFile {
     RailFile {
         id: RailFileId::from_uuid(id(900)),
         batch_id: BatchId::from_uuid(id(500)),
@@ -156,11 +156,14 @@ fn sent_file(state: RailFileState) -> RailFile {
 }
 
 /// What the inbound store recorded: each file with its report lines.
-type Recorded = Arc<Mutex<Vec<(InboundFile, Vec<RecordedReport>)>>>;
+pub(super) type Recorded = Arc<Mutex<Vec<(InboundFile, Vec<RecordedReport>)>>>;
 
 /// An inbound store that knows no file yet, finds `sent` items by reference and keeps what is
-/// recorded.
-fn inbound(sent: Vec<(&'static str, SentItem)>, recorded: Recorded) -> Arc<MockInboundStore> {
+/// recorded, answering from it as the store does from its tables.
+pub(super) fn inbound(
+    sent: Vec<(&'static str, SentItem)>,
+    recorded: Recorded,
+) -> Arc<MockInboundStore> {
     let mut store = MockInboundStore::new();
     let seen = recorded.clone();
     store.expect_inbound_known().returning(move |_, name, sha| {
@@ -170,6 +173,41 @@ fn inbound(sent: Vec<(&'static str, SentItem)>, recorded: Recorded) -> Arc<MockI
             .iter()
             .any(|(f, _)| f.name == name && f.sha256 == sha))
     });
+    let seen = recorded.clone();
+    store.expect_read_under().returning(move |_, name| {
+        Ok(seen
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|(f, _)| f.name == name && f.outcome == InboundOutcome::Read)
+            .map(|(f, _)| f.id))
+    });
+    let seen = recorded.clone();
+    store
+        .expect_deciding_report()
+        .returning(move |payout, file| {
+            let file_line = |r: &RecordedReport| {
+                r.payout_id.is_none()
+                    && r.rail_file_id == Some(file)
+                    && matches!(r.kind, ReportKind::FileSettled | ReportKind::FileRejected)
+            };
+            Ok(seen
+                .lock()
+                .unwrap()
+                .iter()
+                .flat_map(|(_, reports)| reports.iter())
+                .rfind(|r| {
+                    r.resolution == Resolution::Applied
+                        && match payout {
+                            Some(p) => r.payout_id == Some(p) || file_line(r),
+                            None => r.payout_id.is_none() && r.rail_file_id == Some(file),
+                        }
+                })
+                .map(|r| DecidingReport {
+                    id: r.id,
+                    kind: r.kind,
+                }))
+        });
     store.expect_sent_items().returning(move |_, reference| {
         Ok(sent
             .iter()
@@ -193,16 +231,17 @@ fn inbound(sent: Vec<(&'static str, SentItem)>, recorded: Recorded) -> Arc<MockI
     Arc::new(store)
 }
 
-fn sent(n: u128, file: u128, created: i64) -> SentItem {
+pub(super) fn sent(n: u128, file: u128, created: i64) -> SentItem {
     SentItem {
         file_id: RailFileId::from_uuid(id(file)),
         file_created_at: at(created),
+        file_state: RailFileState::Uploaded,
         subaccount_id: SubaccountId::from_uuid(id(2)),
         payout_id: PayoutId::from_uuid(id(n)),
     }
 }
 
-fn reader(outcome: ReadOutcome) -> Arc<MockBankFileReader> {
+pub(super) fn reader(outcome: ReadOutcome) -> Arc<MockBankFileReader> {
     let mut reader = MockBankFileReader::new();
     reader
         .expect_read()
@@ -210,20 +249,21 @@ fn reader(outcome: ReadOutcome) -> Arc<MockBankFileReader> {
     Arc::new(reader)
 }
 
-fn rail(reader: Arc<MockBankFileReader>) -> InboundRail {
+pub(super) fn rail(reader: Arc<MockBankFileReader>) -> InboundRail {
     InboundRail {
         method: PayoutMethod::Sepa,
         transport: Arc::new(MockFileTransport::new()),
         reader,
+        answers: AnswerRules::FILE_RAIL,
     }
 }
 
-struct Setup {
-    processor: InboundProcessor,
-    recorded: Recorded,
+pub(super) struct Setup {
+    pub(super) processor: InboundProcessor,
+    pub(super) recorded: Recorded,
 }
 
-fn setup(
+pub(super) fn setup(
     ledger: &Ledger,
     files: MockRailFileStore,
     sent_items: Vec<(&'static str, SentItem)>,
@@ -245,7 +285,12 @@ fn setup(
     }
 }
 
-fn return_of(reference: &str, code: &str, invalid: bool, amount: Option<i64>) -> ItemReport {
+pub(super) fn return_of(
+    reference: &str,
+    code: &str,
+    invalid: bool,
+    amount: Option<i64>,
+) -> ItemReport {
     ItemReport {
         reference: reference.into(),
         outcome: ItemOutcome::Returned {
@@ -259,11 +304,11 @@ fn return_of(reference: &str, code: &str, invalid: bool, amount: Option<i64>) ->
     }
 }
 
-fn items(items: Vec<ItemReport>) -> ReadOutcome {
+pub(super) fn items(items: Vec<ItemReport>) -> ReadOutcome {
     ReadOutcome::Report(BankReport { file: None, items })
 }
 
-fn resolutions(setup: &Setup) -> Vec<Resolution> {
+pub(super) fn resolutions(setup: &Setup) -> Vec<Resolution> {
     setup
         .recorded
         .lock()
@@ -435,10 +480,10 @@ async fn unmatched_notices_and_contradictions_are_recorded_not_applied() {
         [
             Resolution::Unmatched,
             Resolution::Noted,
-            Resolution::Conflicting
+            Resolution::Anomaly
         ]
     );
-    assert_eq!((pass.unmatched, pass.noted, pass.conflicting), (1, 1, 1));
+    assert_eq!((pass.unmatched, pass.noted, pass.anomalies), (1, 1, 1));
 }
 
 #[tokio::test]
@@ -521,7 +566,7 @@ async fn a_status_report_pays_and_refuses_payouts_in_progress() {
 }
 
 #[tokio::test]
-async fn a_rejected_file_fails_its_payouts_but_never_one_paid_meanwhile() {
+async fn a_rejected_file_fails_its_payouts_and_one_paid_meanwhile_is_an_anomaly() {
     let ledger = Ledger::with(vec![
         payout(1, PayoutStatus::InProgress, 1_000),
         payout(2, PayoutStatus::Successful, 500),
@@ -567,7 +612,12 @@ async fn a_rejected_file_fails_its_payouts_but_never_one_paid_meanwhile() {
             .unwrap()
             .contains("Invalid file format")
     );
-    assert_eq!(resolutions(&s), [Resolution::Applied]);
+    assert_eq!(applied[0].payout.return_code.as_deref(), Some("FF01"));
+    // The settled payout is left as it is; the line says so for an operator. It was settled on
+    // its file's effective date, so no earlier line is named.
+    assert_eq!(resolutions(&s), [Resolution::Anomaly]);
+    assert_eq!(pass.anomalies, 1);
+    assert_eq!(s.recorded.lock().unwrap()[0].1[0].contradicts, None);
 }
 
 #[tokio::test]
@@ -614,7 +664,7 @@ async fn an_answer_to_a_file_whose_upload_was_not_recorded_records_it_first() {
 async fn an_acknowledgement_read_twice_or_after_a_rejection_changes_nothing() {
     for (state, expected) in [
         (RailFileState::Acknowledged, Resolution::Repeated),
-        (RailFileState::Rejected, Resolution::Conflicting),
+        (RailFileState::Rejected, Resolution::Anomaly),
     ] {
         let ledger = Ledger::default();
         let mut files = MockRailFileStore::new();
@@ -713,11 +763,13 @@ async fn a_poll_reads_every_rail_and_skips_an_unreachable_one() {
                 method: PayoutMethod::DirectEntry,
                 transport: Arc::new(down),
                 reader: Arc::new(MockBankFileReader::new()),
+                answers: AnswerRules::FILE_RAIL,
             },
             InboundRail {
                 method: PayoutMethod::Ach,
                 transport: Arc::new(up),
                 reader: reader(items(vec![return_of("T1", "R01", false, None)])),
+                answers: AnswerRules::FILE_RAIL,
             },
         ],
         Arc::new(MockRailFileStore::new()),

@@ -1,5 +1,6 @@
 //! Production payout rails: bank files and the transports that carry them (docs/RAILS.md).
 
+pub mod answers;
 pub mod calendar;
 pub mod file;
 pub mod file_rail;
