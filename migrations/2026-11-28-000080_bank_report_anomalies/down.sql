@@ -1,9 +1,9 @@
 DROP INDEX bank_reports_file_lines;
 ALTER TABLE bank_reports DROP COLUMN contradicts;
-ALTER TABLE bank_reports DROP CONSTRAINT bank_reports_resolution_check;
 UPDATE bank_reports SET resolution = 'conflicting' WHERE resolution = 'anomaly';
-ALTER TABLE bank_reports ADD CONSTRAINT bank_reports_resolution_check
-    CHECK (resolution IN ('applied', 'repeated', 'unmatched', 'noted', 'conflicting'));
+ALTER TABLE bank_reports DROP CONSTRAINT bank_reports_resolution_check,
+    ADD CONSTRAINT bank_reports_resolution_check
+        CHECK (resolution IN ('applied', 'repeated', 'unmatched', 'noted', 'conflicting'));
 DELETE FROM bank_reports
     WHERE inbound_file_id IN (SELECT id FROM inbound_files WHERE outcome = 'altered');
 DELETE FROM inbound_files WHERE outcome = 'altered';

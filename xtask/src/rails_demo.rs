@@ -407,6 +407,9 @@ fn drive(
         "Rails demo",
         "--email",
         "rails-demo@example.com",
+        // The demo's client signs with v1 (docs/API.md, Signature policies).
+        "--signature-policy",
+        "any",
     ])?;
     let subaccount = field(&created, "subaccount_id")?;
     let key = payoutd.json(&["admin", "issue-key", "--subaccount", &subaccount])?;

@@ -356,10 +356,9 @@ impl Demo {
              \nFrom the workspace, once the server below is listening:\n\
              \n# The subaccount\n{subaccount_cmd}\n\
              \n# Its AUD balance\n{balance_cmd}\n\
-             \n# Create a receiver\n\
-             curl -s -X POST {receiver} -H 'content-type: application/json' -H {key_header} -H \"signature: $({sign})\" -d {body_arg}\n\
-             \n# Another receiver, with a v2 signature, which also covers method, path and body\n\
-             BODY={v2_body_arg}; curl -s -X POST {receiver} -H 'content-type: application/json' -H {key_header} -H 'x-signature-version: 2' -H \"signature: $({sign} --v2 --method POST --path /api/receiver --body \"$BODY\")\" -d \"$BODY\"\n\
+             \n# Create a receiver: a POST is signed with v2, which covers method, path and body \
+             (GETs may use v1)\n\
+             BODY={body_arg}; curl -s -X POST {receiver} -H 'content-type: application/json' -H {key_header} -H 'x-signature-version: 2' -H \"signature: $({sign} --v2 --method POST --path /api/receiver --body \"$BODY\")\" -d \"$BODY\"\n\
              {line}\n\n",
             env_file = env_file.display(),
             key = self.api_key,
@@ -369,9 +368,8 @@ impl Demo {
             webhook_secret = self.webhook.secret,
             subaccount_cmd = get(&format!("/api/subaccount/{id}")),
             balance_cmd = get(&format!("/api/subaccount/balance/{id}?asset=aud")),
-            body_arg = sh_quote(&body("Ada", "Lovelace", "ada@example.com")),
             // Not Grace Hopper, whom the README's walkthrough creates: e-mails are unique.
-            v2_body_arg = sh_quote(&body("Katherine", "Johnson", "katherine@example.com")),
+            body_arg = sh_quote(&body("Katherine", "Johnson", "katherine@example.com")),
         )
     }
 }
@@ -565,7 +563,11 @@ mod tests {
             banner
                 .contains("curl -s 'http://127.0.0.1:8080/api/subaccount/balance/sa_1?asset=aud'")
         );
-        assert!(banner.contains(r#"-d '{"subaccount_id":"sa_1","first_name":"Ada","#));
+        assert!(banner.contains(r#"BODY='{"subaccount_id":"sa_1","first_name":"Katherine","#));
+        assert!(banner.contains(
+            "-H 'x-signature-version: 2' -H \"signature: $(cargo xtask sign --api-key pk_1 \
+             --api-secret sk_1 --v2 --method POST --path /api/receiver --body \"$BODY\")\""
+        ));
         assert!(banner.contains("`set -a; . /t/dev/demo.env; set +a`"));
         assert!(banner.contains("AUD fee         30 cents + 1.25 %, at least 50 cents\n"));
         assert!(banner.contains(

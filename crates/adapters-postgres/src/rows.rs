@@ -6,6 +6,7 @@ use uuid::Uuid;
 
 use crate::schema::{payouts, receivers, subaccounts};
 use domain::PortError;
+use domain::auth::SignaturePolicy;
 use domain::country::CountryCode;
 use domain::ids::{BatchId, FeeGroupId, FeeTemplateId, LedgerEntryId, PayoutId, ReceiverAccountId};
 use domain::ids::{MerchantId, ReceiverId, SubaccountId};
@@ -165,9 +166,12 @@ pub(crate) struct SubaccountRow {
     pub postback_url: Option<String>,
     pub sms_provider: String,
     pub email_provider: String,
+    /// Written as `signature_policy = 'v2'` for instances of the previous version, and read as
+    /// `v2` when set (the previous version's `require-signature-v2` sets only it).
     pub require_signature_v2: bool,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    pub signature_policy: String,
 }
 
 impl From<&Subaccount> for SubaccountRow {
@@ -199,11 +203,22 @@ impl From<&Subaccount> for SubaccountRow {
             postback_url: s.postback_url.clone(),
             sms_provider: s.sms_provider.clone(),
             email_provider: s.email_provider.clone(),
-            require_signature_v2: s.require_signature_v2,
+            require_signature_v2: s.signature_policy == SignaturePolicy::V2Only,
             created_at: s.created_at,
             updated_at: s.created_at,
+            signature_policy: s.signature_policy.as_str().to_owned(),
         }
     }
+}
+
+/// A subaccount's policy from its two columns: `v2` where the previous version required v2, else
+/// its `signature_policy` (whose CHECK allows only known names: anything else reads as the
+/// strictest).
+pub fn signature_policy(require_signature_v2: bool, stored: &str) -> SignaturePolicy {
+    if require_signature_v2 {
+        return SignaturePolicy::V2Only;
+    }
+    SignaturePolicy::parse(stored).unwrap_or(SignaturePolicy::V2Only)
 }
 
 impl From<SubaccountRow> for Subaccount {
@@ -237,7 +252,7 @@ impl From<SubaccountRow> for Subaccount {
             postback_url: row.postback_url,
             sms_provider: row.sms_provider,
             email_provider: row.email_provider,
-            require_signature_v2: row.require_signature_v2,
+            signature_policy: signature_policy(row.require_signature_v2, &row.signature_policy),
             created_at: row.created_at,
         }
     }

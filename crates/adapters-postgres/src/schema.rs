@@ -249,6 +249,7 @@ diesel::table! {
         require_signature_v2 -> Bool,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        signature_policy -> Text,
     }
 }
 

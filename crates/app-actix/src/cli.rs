@@ -8,6 +8,7 @@ use anyhow::Context;
 use chrono::{DateTime, Utc};
 use clap::{Parser, Subcommand};
 use domain::admin::{AdminError, AdminPorts, AdminService};
+use domain::auth::SignaturePolicy;
 use domain::delivery::history::EventSummary;
 use domain::ids::{EventId, SubaccountId};
 use domain::ports::{Clock, IdGenerator};
@@ -86,6 +87,10 @@ pub enum AdminCommand {
         /// Webhook URL.
         #[arg(long)]
         postback_url: Option<String>,
+        /// Which signature versions its requests may use: v2_for_posts (the default), v2, or
+        /// any (see `signature-policy`).
+        #[arg(long)]
+        signature_policy: Option<String>,
     },
     /// Issue an API key; prints {api_key, api_secret} (the secret is shown only now).
     IssueKey {
@@ -141,11 +146,24 @@ pub enum AdminCommand {
     /// Compare every balance with the sum of its ledger entries; prints the report and exits 1
     /// when any differs.
     CheckLedger,
-    /// Require signature version 2 for every request of the subaccount.
+    /// Require signature version 2 for every request of the subaccount (the same as
+    /// `signature-policy --policy v2`).
     RequireSignatureV2 {
         /// Subaccount id.
         #[arg(long)]
         subaccount: String,
+    },
+    /// Set which signature versions the subaccount's requests may use: `v2_for_posts` (the
+    /// default of new subaccounts: v1 on GET only), `v2` (every request), or `any` (v1 on POST
+    /// too, for a client that can sign only v1: a captured v1 signature can then sign a POST).
+    /// Prints {subaccount_id, signature_policy}.
+    SignaturePolicy {
+        /// Subaccount id.
+        #[arg(long)]
+        subaccount: String,
+        /// any, v2_for_posts or v2.
+        #[arg(long)]
+        policy: String,
     },
     /// Issue a new webhook secret; the current one keeps signing (both signatures are sent)
     /// for the overlap. Prints {webhook_secret, previous_valid_until}.
@@ -437,19 +455,32 @@ fn check_webhook_target(url: &str) -> anyhow::Result<()> {
 
 /// Creates the subaccount; with a postback URL, also issues its webhook signing secret (a URL
 /// without a secret could not be signed for).
+fn parse_policy(raw: &str) -> anyhow::Result<SignaturePolicy> {
+    SignaturePolicy::parse(raw).with_context(|| {
+        format!("invalid signature policy {raw:?}: expected any, v2_for_posts or v2")
+    })
+}
+
 async fn create_subaccount(
     service: &AdminService,
     name: &str,
     email: Option<&str>,
     postback_url: Option<&str>,
+    policy: Option<SignaturePolicy>,
 ) -> Result<Value, AdminError> {
     if let Some(url) = postback_url {
         domain::admin::parse_postback_url(url)?;
     }
     let subaccount = service.create_subaccount(name, email, None).await?;
+    let mut policy_now = subaccount.signature_policy;
+    if let Some(policy) = policy.filter(|p| *p != policy_now) {
+        service.set_signature_policy(subaccount.id, policy).await?;
+        policy_now = policy;
+    }
     let mut output = json!({
         "subaccount_id": subaccount.id.to_string(),
         "merchant_id": subaccount.merchant_id.to_string(),
+        "signature_policy": policy_now.as_str(),
     });
     if let Some(url) = postback_url {
         let (url, secret) = service.set_webhook(subaccount.id, url).await?;
@@ -486,11 +517,13 @@ async fn admin(command: AdminCommand) -> anyhow::Result<Output> {
         AdminCommand::InboundFile(args) => {
             return crate::admin_rails::show_inbound(store, &args).await;
         }
-        AdminCommand::CreateSubaccount { name, email, postback_url } => {
+        AdminCommand::CreateSubaccount { name, email, postback_url, signature_policy } => {
             if let Some(url) = &postback_url {
                 check_webhook_target(url)?;
             }
-            create_subaccount(&service, &name, email.as_deref(), postback_url.as_deref()).await
+            let policy = signature_policy.as_deref().map(parse_policy).transpose()?;
+            create_subaccount(&service, &name, email.as_deref(), postback_url.as_deref(), policy)
+                .await
         }
         AdminCommand::IssueKey { subaccount } => service
             .issue_key(subaccount_id(&subaccount)?)
@@ -583,9 +616,23 @@ async fn admin(command: AdminCommand) -> anyhow::Result<Output> {
         AdminCommand::RequireSignatureV2 { subaccount } => {
             let id = subaccount_id(&subaccount)?;
             service
-                .require_signature_v2(id)
+                .set_signature_policy(id, SignaturePolicy::V2Only)
                 .await
-                .map(|()| json!({"subaccount_id": id.to_string(), "require_signature_v2": true}))
+                .map(|()| {
+                    json!({
+                        "subaccount_id": id.to_string(),
+                        "require_signature_v2": true,
+                        "signature_policy": SignaturePolicy::V2Only.as_str(),
+                    })
+                })
+        }
+        AdminCommand::SignaturePolicy { subaccount, policy } => {
+            let id = subaccount_id(&subaccount)?;
+            let policy = parse_policy(&policy)?;
+            service
+                .set_signature_policy(id, policy)
+                .await
+                .map(|()| json!({"subaccount_id": id.to_string(), "signature_policy": policy.as_str()}))
         }
     };
     Ok(Output::Json(result?))

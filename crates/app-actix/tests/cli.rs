@@ -56,6 +56,7 @@ async fn admin_commands_print_json_and_fail_with_a_message() {
     ]));
     let id = created["subaccount_id"].as_str().unwrap().to_owned();
     assert!(created["merchant_id"].is_string());
+    assert_eq!(created["signature_policy"], "v2_for_posts", "the default");
 
     let key = json(&run(&["admin", "issue-key", "--subaccount", &id]));
     assert!(key["api_key"].as_str().unwrap().starts_with("pk_"));
@@ -115,6 +116,35 @@ async fn admin_commands_print_json_and_fail_with_a_message() {
         ]))["require_signature_v2"],
         true
     );
+    assert_eq!(
+        json(&run(&[
+            "admin",
+            "signature-policy",
+            "--subaccount",
+            &id,
+            "--policy",
+            "any"
+        ])),
+        serde_json::json!({"subaccount_id": id, "signature_policy": "any"})
+    );
+    let odd = failure(&run(&[
+        "admin",
+        "signature-policy",
+        "--subaccount",
+        &id,
+        "--policy",
+        "v1",
+    ]));
+    assert!(odd.contains("expected any, v2_for_posts or v2"), "{odd}");
+    let legacy = json(&run(&[
+        "admin",
+        "create-subaccount",
+        "--name",
+        "Legacy client",
+        "--signature-policy",
+        "any",
+    ]));
+    assert_eq!(legacy["signature_policy"], "any");
     let hooked = json(&run(&[
         "admin",
         "create-subaccount",

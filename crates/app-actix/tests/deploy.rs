@@ -432,9 +432,13 @@ fn json_of(output: Output) -> Value {
     serde_json::from_str(&ok(output)).unwrap()
 }
 
-fn signature(key: &str, secret: &str, nonce: i64) -> String {
+/// A v2 `signature` of a POST of `body` to `path` (new subaccounts sign their POSTs with v2);
+/// send it with `x-signature-version: 2`.
+fn signature(key: &str, secret: &str, nonce: i64, path: &str, body: &[u8]) -> String {
+    use sha2::Digest;
+    let body_hash = hex::encode(Sha256::digest(body));
     let mut mac = hmac::Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
-    mac.update(format!("{nonce}.{key}").as_bytes());
+    mac.update(format!("{nonce}.{key}.POST.{path}.{body_hash}").as_bytes());
     format!("{nonce}.{}", hex::encode(mac.finalize().into_bytes()))
 }
 
@@ -585,11 +589,14 @@ async fn the_runtime_role_runs_payoutd_and_cannot_change_the_schema() {
     let nonce = std::sync::atomic::AtomicI64::new(chrono::Utc::now().timestamp_millis());
     let post = |path: &str, body: Value| {
         let n = nonce.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let body = serde_json::to_vec(&body).unwrap();
         client
             .post(format!("{base}{path}"))
             .header("x-api-key", &api_key)
-            .header("signature", signature(&api_key, &secret, n))
-            .json(&body)
+            .header("x-signature-version", "2")
+            .header("signature", signature(&api_key, &secret, n, path, &body))
+            .header("content-type", "application/json")
+            .body(body)
             .send()
     };
     let call = |path: &'static str, body: Value| {

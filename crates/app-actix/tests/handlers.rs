@@ -16,7 +16,7 @@ use domain::account::ports::{MockAccountStore, MockNotifier};
 use domain::account::service::AccountService;
 use domain::auth::ports::MockCredentialStore;
 use domain::auth::signature::{SignatureVersion, SignedParts, sign};
-use domain::auth::{AuthService, Credential};
+use domain::auth::{AuthService, Credential, SignaturePolicy};
 use domain::batch::ports::{MockBatchStore, MockPayoutRail};
 use domain::batch::runner::BatchRunner;
 use domain::idempotency::{IdempotencyService, MockIdempotencyStore};
@@ -170,7 +170,7 @@ fn working_credentials() -> MockCredentialStore {
             id: ApiKeyId::from_uuid(Uuid::from_u128(1)),
             subaccount_id: subaccount(),
             secret: Secret::new("sk_test".to_owned()),
-            require_signature_v2: false,
+            signature_policy: SignaturePolicy::AnyVersion,
         }))
     });
     store

@@ -86,9 +86,13 @@ async fn until<F: AsyncFnMut() -> bool>(what: &str, mut condition: F) {
     }
 }
 
-fn signature(key: &str, secret: &str, nonce: i64) -> String {
+/// A v2 `signature` of a POST of `body` to `path` (new subaccounts sign their POSTs with v2);
+/// send it with `x-signature-version: 2`.
+fn signature(key: &str, secret: &str, nonce: i64, path: &str, body: &[u8]) -> String {
+    use sha2::Digest;
+    let body_hash = hex::encode(Sha256::digest(body));
     let mut mac = hmac::Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
-    mac.update(format!("{nonce}.{key}").as_bytes());
+    mac.update(format!("{nonce}.{key}.POST.{path}.{body_hash}").as_bytes());
     format!("{nonce}.{}", hex::encode(mac.finalize().into_bytes()))
 }
 
@@ -146,16 +150,23 @@ async fn sigterm_finishes_the_request_and_the_webhook_in_flight_then_exits_clean
     let nonce = std::sync::atomic::AtomicI64::new(chrono::Utc::now().timestamp_millis());
     let create = |email: &str| {
         let n = nonce.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let body = serde_json::to_vec(&json!({
+            "subaccount_id": sub, "first_name": "Ada", "last_name": "Lovelace",
+            "email": email, "gender": "F", "dob": "1990-01-31", "dialcode": "61",
+            "phone": "0412345678", "address": "12 Smith St", "city": "Sydney",
+            "state": "NSW", "country": "AUS", "postcode": "2000"
+        }))
+        .unwrap();
         client
             .post(format!("{base}/api/receiver"))
             .header("x-api-key", &api_key)
-            .header("signature", signature(&api_key, &secret, n))
-            .json(&json!({
-                "subaccount_id": sub, "first_name": "Ada", "last_name": "Lovelace",
-                "email": email, "gender": "F", "dob": "1990-01-31", "dialcode": "61",
-                "phone": "0412345678", "address": "12 Smith St", "city": "Sydney",
-                "state": "NSW", "country": "AUS", "postcode": "2000"
-            }))
+            .header("x-signature-version", "2")
+            .header(
+                "signature",
+                signature(&api_key, &secret, n, "/api/receiver", &body),
+            )
+            .header("content-type", "application/json")
+            .body(body)
             .send()
     };
     // A first receiver: its webhook is delivered to the slow endpoint, in flight at SIGTERM.

@@ -76,9 +76,13 @@ fn admin(db: &TestDb, args: &[&str]) -> Value {
     serde_json::from_slice(&output.stdout).unwrap()
 }
 
-fn signature(key: &str, secret: &str, nonce: i64) -> String {
+/// A v2 `signature` of a POST of `body` to `path` (new subaccounts sign their POSTs with v2);
+/// send it with `x-signature-version: 2`.
+fn signature(key: &str, secret: &str, nonce: i64, path: &str, body: &[u8]) -> String {
+    use sha2::Digest;
+    let body_hash = hex::encode(Sha256::digest(body));
     let mut mac = hmac::Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
-    mac.update(format!("{nonce}.{key}").as_bytes());
+    mac.update(format!("{nonce}.{key}.POST.{path}.{body_hash}").as_bytes());
     format!("{nonce}.{}", hex::encode(mac.finalize().into_bytes()))
 }
 
@@ -182,16 +186,23 @@ async fn serve_answers_signed_requests_over_https_and_refuses_plain_http() {
         assert_eq!(health.status().as_u16(), 200, "{host}");
     }
     let nonce = chrono::Utc::now().timestamp_millis();
+    let body = serde_json::to_vec(&json!({
+        "subaccount_id": sub, "first_name": "Ada", "last_name": "Lovelace",
+        "email": "ada@example.com", "gender": "F", "dob": "1990-01-31", "dialcode": "61",
+        "phone": "0412345678", "address": "12 Smith St", "city": "Sydney",
+        "state": "NSW", "country": "AUS", "postcode": "2000"
+    }))
+    .unwrap();
     let created = https
         .post(format!("https://127.0.0.1:{port}/api/receiver"))
         .header("x-api-key", &api_key)
-        .header("signature", signature(&api_key, &secret, nonce))
-        .json(&json!({
-            "subaccount_id": sub, "first_name": "Ada", "last_name": "Lovelace",
-            "email": "ada@example.com", "gender": "F", "dob": "1990-01-31", "dialcode": "61",
-            "phone": "0412345678", "address": "12 Smith St", "city": "Sydney",
-            "state": "NSW", "country": "AUS", "postcode": "2000"
-        }))
+        .header("x-signature-version", "2")
+        .header(
+            "signature",
+            signature(&api_key, &secret, nonce, "/api/receiver", &body),
+        )
+        .header("content-type", "application/json")
+        .body(body)
         .send()
         .await
         .unwrap();

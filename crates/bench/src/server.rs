@@ -110,6 +110,10 @@ impl Payoutd {
                 name,
                 "--email",
                 "bench@example.com",
+                // The load generator signs every request with v1, as a client written for
+                // the provider's scheme does (docs/API.md, Signature policies).
+                "--signature-policy",
+                "any",
             ])
             .await?;
         let subaccount_id = field(&created, "subaccount_id")?;

@@ -8,6 +8,7 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use crate::auth::SignaturePolicy;
 use crate::auth::ports::ApiKeyStore;
 use crate::delivery::history::EventHistoryStore;
 use crate::delivery::history::{EventStatus, EventSummary, ResendSelection};
@@ -190,7 +191,7 @@ impl AdminService {
             postback_url,
             sms_provider: "sandbox".to_owned(),
             email_provider: "sandbox".to_owned(),
-            require_signature_v2: false,
+            signature_policy: SignaturePolicy::default(),
             created_at: self.clock.now(),
         };
         self.ports
@@ -399,12 +400,17 @@ impl AdminService {
         Ok(template)
     }
 
-    /// Makes every request of the subaccount require signature version 2.
-    pub async fn require_signature_v2(&self, subaccount: SubaccountId) -> Result<(), AdminError> {
+    /// Sets which signature versions the subaccount's requests may use (docs/API.md,
+    /// Signature policies).
+    pub async fn set_signature_policy(
+        &self,
+        subaccount: SubaccountId,
+        policy: SignaturePolicy,
+    ) -> Result<(), AdminError> {
         Ok(self
             .ports
             .subaccounts
-            .require_signature_v2(subaccount)
+            .set_signature_policy(subaccount, policy)
             .await?)
     }
 }

@@ -37,7 +37,7 @@ impl CredentialStore for PgStore {
     #[tracing::instrument(level = "debug", skip_all)]
     async fn find_credential(&self, api_key: &str) -> Result<Option<Credential>, PortError> {
         let mut conn = self.conn().await?;
-        let found: Option<(Uuid, Uuid, Vec<u8>, bool)> = api_keys::table
+        let found: Option<(Uuid, Uuid, Vec<u8>, bool, String)> = api_keys::table
             .inner_join(subaccounts::table)
             .filter(api_keys::api_key.eq(api_key))
             .filter(api_keys::revoked_at.is_null())
@@ -46,12 +46,13 @@ impl CredentialStore for PgStore {
                 api_keys::subaccount_id,
                 api_keys::secret_ciphertext,
                 subaccounts::require_signature_v2,
+                subaccounts::signature_policy,
             ))
             .first(&mut conn)
             .await
             .optional()
             .map_err(from_diesel)?;
-        let Some((id, subaccount_id, sealed, require_signature_v2)) = found else {
+        let Some((id, subaccount_id, sealed, require_v2, policy)) = found else {
             return Ok(None);
         };
         let secret = self
@@ -62,7 +63,7 @@ impl CredentialStore for PgStore {
             id: ApiKeyId::from_uuid(id),
             subaccount_id: SubaccountId::from_uuid(subaccount_id),
             secret,
-            require_signature_v2,
+            signature_policy: crate::rows::signature_policy(require_v2, &policy),
         }))
     }
 

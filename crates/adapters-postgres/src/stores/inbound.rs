@@ -416,7 +416,7 @@ impl InboundStore for PgStore {
                 .limit(i64::from(limit))
                 .into_boxed();
         if let Some(resolution) = resolution {
-            query = query.filter(bank_reports::resolution.eq(resolution.as_str()));
+            query = query.filter(bank_reports::resolution.eq_any(resolution.stored_names()));
         }
         let rows: Vec<ReportRow> = query.load(&mut conn).await.map_err(from_diesel)?;
         rows.into_iter().map(ReportRow::into_listing).collect()

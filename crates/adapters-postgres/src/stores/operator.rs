@@ -10,6 +10,7 @@ use domain::PortError;
 use domain::ids::{ApiKeyId, SubaccountId};
 use domain::masking::Secret;
 
+use domain::auth::SignaturePolicy;
 use domain::auth::ports::ApiKeyStore;
 use domain::delivery::history::{EventHistoryStore, EventStatus, EventSummary, ResendSelection};
 use domain::delivery::ports::WebhookEndpointStore;
@@ -97,12 +98,19 @@ impl SubaccountSetupStore for PgStore {
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %subaccount))]
-    async fn require_signature_v2(&self, subaccount: SubaccountId) -> Result<(), OperatorError> {
+    async fn set_signature_policy(
+        &self,
+        subaccount: SubaccountId,
+        policy: SignaturePolicy,
+    ) -> Result<(), OperatorError> {
         let mut conn = self.conn().await?;
         let updated = conn
             .transaction::<_, diesel::result::Error, _>(async |conn| {
                 let updated = diesel::update(subaccounts::table.find(subaccount.as_uuid()))
-                    .set(subaccounts::require_signature_v2.eq(true))
+                    .set((
+                        subaccounts::signature_policy.eq(policy.as_str()),
+                        subaccounts::require_signature_v2.eq(policy == SignaturePolicy::V2Only),
+                    ))
                     .execute(conn)
                     .await?;
                 // Every instance's credential cache looks its keys up again.

@@ -4,12 +4,12 @@
 use std::sync::Arc;
 
 use chrono::Duration;
-use diesel::sql_types::{Bytea, Uuid as SqlUuid};
+use diesel::sql_types::{Bool, Bytea, Uuid as SqlUuid};
 use diesel_async::RunQueryDsl;
 use domain::PortError;
 use domain::auth::ports::ApiKeyStore;
 use domain::auth::ports::CredentialStore;
-use domain::auth::{NonceDurability, NonceOutcome};
+use domain::auth::{NonceDurability, NonceOutcome, SignaturePolicy};
 use domain::error::OperatorError;
 use domain::ids::{ApiKeyId, SubaccountId};
 use domain::masking::Secret;
@@ -24,6 +24,12 @@ const NOW: i64 = 1_700_000_000_000_000;
 struct Sealed {
     #[diesel(sql_type = Bytea)]
     secret_ciphertext: Vec<u8>,
+}
+
+#[derive(diesel::QueryableByName)]
+struct RequireV2 {
+    #[diesel(sql_type = Bool)]
+    require_signature_v2: bool,
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
@@ -50,7 +56,11 @@ async fn credential_round_trips_encrypted_and_stops_working_when_revoked() {
     assert_eq!(found.id, id);
     assert_eq!(found.subaccount_id, sub);
     assert_eq!(found.secret.expose(), secret.expose());
-    assert!(!found.require_signature_v2);
+    assert_eq!(
+        found.signature_policy,
+        SignaturePolicy::V2ForPosts,
+        "the default"
+    );
     assert!(
         fx.store
             .find_credential("pk_other")
@@ -59,15 +69,46 @@ async fn credential_round_trips_encrypted_and_stops_working_when_revoked() {
             .is_none()
     );
 
-    // Signature v2 is a property of the subaccount, visible through its credentials.
-    fx.store.require_signature_v2(sub).await.unwrap();
+    // The signature policy is a property of the subaccount, visible through its credentials,
+    // and written for the previous release as require_signature_v2.
+    for policy in SignaturePolicy::ALL
+        .iter()
+        .chain([&SignaturePolicy::V2Only, &SignaturePolicy::AnyVersion])
+    {
+        fx.store.set_signature_policy(sub, *policy).await.unwrap();
+        let found = fx
+            .store
+            .find_credential("pk_test_1")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(found.signature_policy, *policy);
+        let mut conn = fx.raw().await;
+        let previous: RequireV2 =
+            diesel::sql_query("SELECT require_signature_v2 FROM subaccounts WHERE id = $1")
+                .bind::<SqlUuid, _>(sub.as_uuid())
+                .get_result(&mut conn)
+                .await
+                .unwrap();
+        assert_eq!(
+            previous.require_signature_v2,
+            *policy == SignaturePolicy::V2Only
+        );
+    }
+    // The previous release's require-signature-v2 sets only the old column: v2 it is.
+    let mut conn = fx.raw().await;
+    diesel::sql_query("UPDATE subaccounts SET require_signature_v2 = true WHERE id = $1")
+        .bind::<SqlUuid, _>(sub.as_uuid())
+        .execute(&mut conn)
+        .await
+        .unwrap();
     let found = fx
         .store
         .find_credential("pk_test_1")
         .await
         .unwrap()
         .unwrap();
-    assert!(found.require_signature_v2);
+    assert_eq!(found.signature_policy, SignaturePolicy::V2Only);
 
     // Encrypted at rest: the stored bytes do not contain the secret.
     let mut conn = fx.raw().await;
@@ -162,11 +203,14 @@ async fn credential_for_an_unknown_subaccount_is_refused() {
 }
 
 #[tokio::test]
-async fn require_signature_v2_of_an_unknown_subaccount_is_refused() {
+async fn a_signature_policy_of_an_unknown_subaccount_is_refused() {
     let fx = Fixture::new().await;
     let err = fx
         .store
-        .require_signature_v2(SubaccountId::from_uuid(Uuid::new_v4()))
+        .set_signature_policy(
+            SubaccountId::from_uuid(Uuid::new_v4()),
+            SignaturePolicy::V2Only,
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, OperatorError::SubaccountNotFound), "{err:?}");

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeSet;
 
+use diesel_async::RunQueryDsl;
 use domain::account::PayoutMethod;
 use domain::ids::{BankReportId, InboundFileId, PayoutId};
 use domain::rail::file::{RailFile, RailFileState};
@@ -323,6 +324,20 @@ async fn an_altered_document_and_an_anomaly_keep_both_documents() {
     assert_eq!(anomalies[0].report, anomaly);
     assert_eq!(anomalies[0].inbound_file_id, altered.id);
     assert_eq!(anomalies[0].contradicted_file, Some(first.id));
+    // A line the previous release recorded as `conflicting` reads as an anomaly.
+    let mut conn = fx.raw().await;
+    diesel::sql_query("UPDATE bank_reports SET resolution = 'conflicting' WHERE id = $1")
+        .bind::<diesel::sql_types::Uuid, _>(anomaly.id.as_uuid())
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let again = fx
+        .store
+        .list_reports(Some(Resolution::Anomaly), 10)
+        .await
+        .unwrap();
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].report, anomaly);
 
     let (shown, lines) = fx.store.get_inbound(altered.id).await.unwrap().unwrap();
     assert_eq!(shown, altered);

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use domain::auth::SignaturePolicy;
+
 use crate::helpers::{
     Reply, Tenant, TestApp, now_ms, receiver_body, sign, spawn_app, spawn_app_with, subaccount,
 };
@@ -128,6 +130,99 @@ async fn a_post_nonce_is_accepted_once_and_gets_are_repeatable() {
 }
 
 #[tokio::test]
+async fn a_captured_v1_get_signature_cannot_create_a_payout_of_a_new_subaccount() {
+    // Without the credential cache, so that a policy change applies to the very next request.
+    let app = spawn_app_with(|c| c.credential_cache = Duration::ZERO).await;
+    // A new subaccount, as `admin create-subaccount` makes it: its policy is the default.
+    let created = app
+        .admin
+        .create_subaccount("New shop", None, None)
+        .await
+        .unwrap();
+    assert_eq!(created.signature_policy, SignaturePolicy::V2ForPosts);
+    let key = app.admin.issue_key(created.id).await.unwrap();
+    let shop = Tenant {
+        subaccount_id: created.id.to_string(),
+        api_key: key.api_key,
+        api_secret: key.api_secret.expose().clone(),
+    };
+    app.admin.fund(created.id, "AUD", "100000").await.unwrap();
+
+    // The merchant's client reads its subaccount with a v1 GET; a proxy logs the signature.
+    let captured = sign(&shop, now_ms(), None);
+    let read = app
+        .send(
+            app.client
+                .get(format!(
+                    "{}/api/subaccount/{}",
+                    app.base, shop.subaccount_id
+                ))
+                .header("x-api-key", &shop.api_key)
+                .header("signature", &captured),
+        )
+        .await;
+    assert_eq!(read.status, 200, "{}", read.body);
+    // Whoever holds it sends a POST of their own with it: refused before anything is read.
+    let forged = |path: &str, body: Vec<u8>| {
+        app.client
+            .post(format!("{}{path}", app.base))
+            .header("x-api-key", &shop.api_key)
+            .header("signature", &captured)
+            .header("content-type", "application/json")
+            .body(body)
+    };
+    let receiver = serde_json::to_vec(&receiver_body(&shop, "mallory@example.com")).unwrap();
+    only(
+        &app.send(forged("/api/receiver", receiver.clone())).await,
+        401,
+        "AUTH107",
+    );
+    let payout = br#"{"receiver_id":"x","account_id":"y","amount":100,"currency":"AUD"}"#;
+    only(
+        &app.send(forged("/api/payout/single", payout.to_vec()))
+            .await,
+        401,
+        "AUTH107",
+    );
+    assert_eq!(app.aud_balance(&shop).await, (100_000, 0), "no money moved");
+
+    // The merchant's own v2 POST works.
+    let v2 = app
+        .send(
+            app.client
+                .post(format!("{}/api/receiver", app.base))
+                .header("x-api-key", &shop.api_key)
+                .header("x-signature-version", "2")
+                .header(
+                    "signature",
+                    sign(&shop, now_ms(), Some(("POST", "/api/receiver", &receiver))),
+                )
+                .header("content-type", "application/json")
+                .body(receiver.clone()),
+        )
+        .await;
+    assert_eq!(v2.status, 200, "{}", v2.body);
+
+    // An operator who allows v1 on POST (a client that can sign only v1) accepts it, once.
+    app.admin
+        .set_signature_policy(created.id, SignaturePolicy::AnyVersion)
+        .await
+        .unwrap();
+    let other = serde_json::to_vec(&receiver_body(&shop, "v1@example.com")).unwrap();
+    assert_eq!(
+        app.send(forged("/api/receiver", other.clone()))
+            .await
+            .status,
+        200
+    );
+    only(
+        &app.send(forged("/api/receiver", other)).await,
+        401,
+        "AUTH106",
+    );
+}
+
+#[tokio::test]
 async fn v2_signs_method_path_and_body_and_can_be_required() {
     // Without the credential cache, so that requiring v2 applies to the very next request.
     let app = spawn_app_with(|c| c.credential_cache = Duration::ZERO).await;
@@ -152,7 +247,7 @@ async fn v2_signs_method_path_and_body_and_can_be_required() {
     assert_eq!(ok.status, 200, "{}", ok.body);
 
     app.admin
-        .require_signature_v2(subaccount(&app.a))
+        .set_signature_policy(subaccount(&app.a), SignaturePolicy::V2Only)
         .await
         .unwrap();
     let v1 = app

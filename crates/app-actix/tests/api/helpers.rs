@@ -11,6 +11,7 @@ use app_actix::config::{BatchConfig, Config, DeliveryConfig, HttpConfig};
 use app_actix::startup::{Application, Sandbox, build_store};
 use app_actix::system::{RandomIds, SystemClock};
 use domain::admin::{AdminPorts, AdminService};
+use domain::auth::SignaturePolicy;
 use domain::ids::SubaccountId;
 use domain::masking::Secret;
 use hmac::{KeyInit, Mac};
@@ -196,9 +197,16 @@ fn rand_key() -> [u8; 32] {
     key
 }
 
+/// A subaccount with an API key. The test tenants sign like a client written for the provider's
+/// v1 scheme (v1 on every request) whose operator allowed it (`signature-policy any`); the
+/// policy of new subaccounts, v2 on POST, has its own tests (`auth.rs`).
 pub async fn tenant(admin: &AdminService, name: &str) -> Tenant {
     let subaccount = admin
         .create_subaccount(name, Some("ops@example.com"), None)
+        .await
+        .unwrap();
+    admin
+        .set_signature_policy(subaccount.id, SignaturePolicy::AnyVersion)
         .await
         .unwrap();
     let key = admin.issue_key(subaccount.id).await.unwrap();

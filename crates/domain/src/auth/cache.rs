@@ -194,6 +194,7 @@ mod tests {
     use std::sync::atomic::{AtomicI64, Ordering};
 
     use super::*;
+    use crate::auth::SignaturePolicy;
     use crate::auth::ports::MockCredentialStore;
     use crate::masking::Secret;
 
@@ -222,7 +223,7 @@ mod tests {
             id: ApiKeyId::from_uuid(uuid::Uuid::from_u128(1)),
             subaccount_id: SubaccountId::from_uuid(uuid::Uuid::from_u128(2)),
             secret: Secret::new(secret.to_owned()),
-            require_signature_v2: false,
+            signature_policy: SignaturePolicy::AnyVersion,
         }
     }
 

@@ -2,6 +2,7 @@
 //! v2, the freshness window and single-use POST nonces.
 
 pub mod cache;
+pub mod policy;
 pub mod ports;
 pub mod service;
 pub mod signature;
@@ -12,6 +13,7 @@ use crate::ids::{ApiKeyId, SubaccountId};
 use crate::masking::Secret;
 
 pub use cache::{CachedCredentials, CredentialChanges};
+pub use policy::SignaturePolicy;
 pub use service::{AuthError, AuthService, SignedRequest, Verified};
 pub use signature::{SignatureHeader, SignatureVersion};
 
@@ -24,8 +26,8 @@ pub struct Credential {
     pub subaccount_id: SubaccountId,
     /// The API secret, the HMAC key.
     pub secret: Secret<String>,
-    /// Whether the subaccount requires signature version 2.
-    pub require_signature_v2: bool,
+    /// Which signature versions the subaccount's requests may use.
+    pub signature_policy: SignaturePolicy,
 }
 
 /// Who is calling: established by authentication, carried by every use case for tenancy.

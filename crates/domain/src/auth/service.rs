@@ -103,7 +103,7 @@ impl AuthService {
         let Some(credential) = self.credentials.find_credential(api_key).await? else {
             return reject(ErrorCode::Auth102);
         };
-        if credential.require_signature_v2 && version != SignatureVersion::V2 {
+        if !credential.signature_policy.allows(version, request.method) {
             return reject(ErrorCode::Auth107);
         }
         let parts = SignedParts {
@@ -172,8 +172,8 @@ pub struct Verified {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::Credential;
     use crate::auth::ports::MockCredentialStore;
+    use crate::auth::{Credential, SignaturePolicy};
     use crate::ids::{ApiKeyId, SubaccountId};
     use crate::masking::Secret;
     use crate::ports::MockClock;
@@ -191,21 +191,21 @@ mod tests {
         Arc::new(clock)
     }
 
-    fn credential(require_v2: bool) -> Credential {
+    fn credential(policy: SignaturePolicy) -> Credential {
         Credential {
             id: ApiKeyId::from_uuid(Uuid::from_u128(1)),
             subaccount_id: SubaccountId::from_uuid(Uuid::from_u128(2)),
             secret: Secret::new("sk_test".to_owned()),
-            require_signature_v2: require_v2,
+            signature_policy: policy,
         }
     }
 
-    fn store(require_v2: bool, nonce: Option<NonceOutcome>) -> Arc<dyn CredentialStore> {
+    fn store(policy: SignaturePolicy, nonce: Option<NonceOutcome>) -> Arc<dyn CredentialStore> {
         let mut store = MockCredentialStore::new();
         store
             .expect_find_credential()
             .with(eq("pk_test"))
-            .returning(move |_| Ok(Some(credential(require_v2))));
+            .returning(move |_| Ok(Some(credential(policy))));
         store.expect_find_credential().returning(|_| Ok(None));
         match nonce {
             Some(outcome) => {
@@ -266,12 +266,12 @@ mod tests {
     #[tokio::test]
     async fn a_valid_v1_get_authenticates_without_recording_the_nonce() {
         let sig = signed(SignatureVersion::V1, NOW_MS - 1_000, "GET", b"");
-        let caller = service(store(false, None))
+        let caller = service(store(SignaturePolicy::AnyVersion, None))
             .authenticate(&request(&sig, "GET", b"", None))
             .await;
         assert_eq!(
             caller.ok().map(|c| c.subaccount_id),
-            Some(credential(false).subaccount_id)
+            Some(credential(SignaturePolicy::AnyVersion).subaccount_id)
         );
     }
 
@@ -284,7 +284,7 @@ mod tests {
             let mut store = MockCredentialStore::new();
             store
                 .expect_find_credential()
-                .returning(|_| Ok(Some(credential(false))));
+                .returning(|_| Ok(Some(credential(SignaturePolicy::AnyVersion))));
             store
                 .expect_record_nonce()
                 .withf(move |_, _, _, _, d| *d == durability)
@@ -300,12 +300,12 @@ mod tests {
     #[tokio::test]
     async fn verify_hands_back_a_posts_nonce_unrecorded_and_no_nonce_for_a_get() {
         // `store(.., None)`: recording a nonce would fail the test.
-        let svc = service(store(false, None));
+        let svc = service(store(SignaturePolicy::AnyVersion, None));
         let sig = signed(SignatureVersion::V1, NOW_MS - 5, "POST", b"{}");
         let mut post = request(&sig, "POST", b"{}", None);
         post.carries_idempotency_key = true;
         let verified = svc.verify(&post).await.ok();
-        let expected = credential(false);
+        let expected = credential(SignaturePolicy::AnyVersion);
         assert_eq!(
             verified,
             Some(Verified {
@@ -336,14 +336,20 @@ mod tests {
     #[tokio::test]
     async fn a_post_records_its_nonce_and_a_replay_is_refused() {
         let sig = signed(SignatureVersion::V1, NOW_MS, "POST", b"{}");
-        let fresh = service(store(false, Some(NonceOutcome::Fresh)));
+        let fresh = service(store(
+            SignaturePolicy::AnyVersion,
+            Some(NonceOutcome::Fresh),
+        ));
         assert!(
             fresh
                 .authenticate(&request(&sig, "POST", b"{}", None))
                 .await
                 .is_ok()
         );
-        let replay = service(store(false, Some(NonceOutcome::Replayed)));
+        let replay = service(store(
+            SignaturePolicy::AnyVersion,
+            Some(NonceOutcome::Replayed),
+        ));
         assert_eq!(
             code(
                 replay
@@ -356,7 +362,7 @@ mod tests {
 
     #[tokio::test]
     async fn missing_malformed_unknown_forged_and_stale_are_refused() {
-        let svc = service(store(false, None));
+        let svc = service(store(SignaturePolicy::AnyVersion, None));
         let good = signed(SignatureVersion::V1, NOW_MS, "GET", b"");
         let mut no_key = request(&good, "GET", b"", None);
         no_key.api_key = None;
@@ -409,8 +415,39 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_captured_v1_get_signature_cannot_sign_a_post_of_a_new_subaccount() {
+        // A v1 signature covers only nonce and key: the one a GET carried is valid on a POST.
+        let captured = signed(SignatureVersion::V1, NOW_MS, "GET", b"");
+        // Refused before its nonce is recorded: the store's record_nonce is never reached.
+        let svc = service(store(SignaturePolicy::V2ForPosts, None));
+        assert!(
+            svc.authenticate(&request(&captured, "GET", b"", None))
+                .await
+                .is_ok()
+        );
+        assert_eq!(
+            code(
+                svc.authenticate(&request(&captured, "POST", b"{\"amount\":1}", None))
+                    .await
+            ),
+            Some(ErrorCode::Auth107)
+        );
+        // The policy an operator chose for a v1-only client still takes it (once).
+        let legacy = service(store(
+            SignaturePolicy::AnyVersion,
+            Some(NonceOutcome::Fresh),
+        ));
+        assert!(
+            legacy
+                .authenticate(&request(&captured, "POST", b"{}", None))
+                .await
+                .is_ok()
+        );
+    }
+
+    #[tokio::test]
     async fn v2_covers_method_path_and_body() {
-        let svc = service(store(true, Some(NonceOutcome::Fresh)));
+        let svc = service(store(SignaturePolicy::V2Only, Some(NonceOutcome::Fresh)));
         let v1 = signed(SignatureVersion::V1, NOW_MS, "POST", b"{}");
         assert_eq!(
             code(svc.authenticate(&request(&v1, "POST", b"{}", None)).await),

@@ -108,7 +108,9 @@ pub enum Resolution {
     Noted,
     /// It contradicts what happened (a rejection of a settled payout, a settlement of a
     /// rejected one, a return on a rail without returns, a line of an altered document):
-    /// nothing was applied; recorded with the line it contradicts, for an operator.
+    /// nothing was applied; recorded with the line it contradicts, for an operator. Stored as
+    /// `anomaly`; the previous release's `conflicting` reads as this.
+    #[strum(to_string = "anomaly", serialize = "conflicting")]
     Anomaly,
 }
 
@@ -124,6 +126,18 @@ impl Resolution {
     /// The resolution with this stored name.
     pub fn parse(raw: &str) -> Option<Self> {
         raw.parse().ok()
+    }
+
+    /// Every name it may be stored under: its own, and for [`Resolution::Anomaly`] the
+    /// previous release's `conflicting`.
+    pub const fn stored_names(self) -> &'static [&'static str] {
+        match self {
+            Self::Applied => &["applied"],
+            Self::Repeated => &["repeated"],
+            Self::Unmatched => &["unmatched"],
+            Self::Noted => &["noted"],
+            Self::Anomaly => &["anomaly", "conflicting"],
+        }
     }
 }
 
@@ -270,4 +284,20 @@ pub trait InboundStore: Send + Sync {
         &self,
         id: InboundFileId,
     ) -> Result<Option<(InboundFile, Vec<RecordedReport>)>, PortError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_resolution_reads_back_from_each_name_it_is_stored_under() {
+        for resolution in Resolution::ALL {
+            assert_eq!(resolution.stored_names()[0], resolution.as_str());
+            for name in resolution.stored_names() {
+                assert_eq!(Resolution::parse(name), Some(*resolution), "{name}");
+            }
+        }
+        assert_eq!(Resolution::Anomaly.as_str(), "anomaly");
+    }
 }

@@ -5,6 +5,7 @@ pub mod service;
 
 use chrono::{DateTime, NaiveDate, Utc};
 
+use crate::auth::SignaturePolicy;
 use crate::ids::{FeeGroupId, FeeTemplateId, MerchantId, SubaccountId};
 use crate::money::{Asset, Percentage};
 
@@ -55,8 +56,8 @@ pub struct Subaccount {
     pub sms_provider: String,
     /// Name of the e-mail provider used for confirmations.
     pub email_provider: String,
-    /// Whether every request must use signature version 2.
-    pub require_signature_v2: bool,
+    /// Which signature versions its requests may use.
+    pub signature_policy: SignaturePolicy,
     /// When it was created.
     pub created_at: DateTime<Utc>,
 }

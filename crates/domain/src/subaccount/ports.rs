@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 
 use super::{Balance, FeeTemplate, Subaccount};
+use crate::auth::SignaturePolicy;
 use crate::error::{OperatorError, PortError};
 use crate::ids::SubaccountId;
 use crate::money::Asset;
@@ -42,9 +43,14 @@ pub trait SubaccountSetupStore: Send + Sync {
         template: &FeeTemplate,
     ) -> Result<(), OperatorError>;
 
-    /// Makes every request of the subaccount require signature version 2.
+    /// Sets which signature versions the subaccount's requests may use; every instance applies
+    /// it from the subaccount's next request.
     ///
     /// # Errors
     /// `SubaccountNotFound` when the subaccount does not exist.
-    async fn require_signature_v2(&self, subaccount: SubaccountId) -> Result<(), OperatorError>;
+    async fn set_signature_policy(
+        &self,
+        subaccount: SubaccountId,
+        policy: SignaturePolicy,
+    ) -> Result<(), OperatorError>;
 }
