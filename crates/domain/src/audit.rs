@@ -244,8 +244,8 @@ pub struct AuditQuery {
     pub actor: Option<String>,
     /// Only entries about this object id.
     pub object_id: Option<String>,
-    /// Only entries older than this position (the last one of the previous page).
-    pub before: Option<(DateTime<Utc>, AuditEntryId)>,
+    /// Only entries older than this one (the last of the previous page).
+    pub before: Option<AuditEntryId>,
     /// At most this many (1..=500).
     pub limit: u32,
 }

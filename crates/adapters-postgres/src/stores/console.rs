@@ -580,7 +580,18 @@ impl AuditLog for PgStore {
         if let Some(object) = query.object_id.as_deref().filter(|o| !o.is_empty()) {
             select = select.filter(audit_log::object_id.eq(object.to_owned()));
         }
-        if let Some((at, id)) = query.before {
+        if let Some(id) = query.before {
+            let at: Option<DateTime<Utc>> = audit_log::table
+                .find(id.as_uuid())
+                .select(audit_log::at)
+                .first(&mut conn)
+                .await
+                .optional()
+                .map_err(from_diesel)?;
+            // An unknown position pages from nothing.
+            let Some(at) = at else {
+                return Ok(Vec::new());
+            };
             select = select.filter(
                 audit_log::at
                     .lt(at)

@@ -446,7 +446,7 @@ async fn the_audit_log_refuses_changes_and_pages_newest_first() {
         .store
         .list(&AuditQuery {
             limit: 10,
-            before: Some((last.at, last.id)),
+            before: Some(last.id),
             ..AuditQuery::default()
         })
         .await

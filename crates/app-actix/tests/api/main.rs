@@ -9,6 +9,7 @@ mod bodies;
 mod bulk_payouts;
 mod confirm;
 mod connections;
+mod console;
 mod envelope;
 mod fuzz_regressions;
 mod helpers;

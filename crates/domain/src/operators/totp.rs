@@ -36,6 +36,14 @@ impl TotpSecret {
         (bytes.len() == SECRET_BYTES).then(|| Self(Secret::new(bytes)))
     }
 
+    /// A secret as [`Self::base32`] shows it (what an operator types into an app); `None`
+    /// unless it is 160 bits of base32.
+    pub fn from_base32(text: &str) -> Option<Self> {
+        totp_rs::Secret::try_from_base32(text.trim())
+            .ok()
+            .and_then(|s| Self::from_bytes(s.as_bytes().to_vec()))
+    }
+
     /// The raw bytes (for sealing).
     pub fn expose(&self) -> &[u8] {
         self.0.expose()
@@ -147,6 +155,11 @@ mod tests {
         assert!(TotpSecret::from_bytes(vec![0; 19]).is_none());
         let secret = rfc_secret();
         assert_eq!(secret.base32(), "GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ");
+        assert_eq!(
+            TotpSecret::from_base32(&secret.base32()),
+            Some(secret.clone())
+        );
+        assert_eq!(TotpSecret::from_base32("GEZDGNBV"), None);
         let uri = secret.otpauth_uri("ann@example.com");
         assert!(
             uri.starts_with("otpauth://totp/payoutd:ann%40example.com?"),
