@@ -1,6 +1,10 @@
 -- The operator console: operators, their sessions, sign-in failures and the audit log. All are
 -- global (no subaccount): reference tables on Citus.
 
+-- The console's KYC queue: receivers of every subaccount still waiting for a decision, oldest
+-- first (kyc_status 0 is pending).
+CREATE INDEX receivers_kyc_pending ON receivers (created_at, id) WHERE kyc_status = 0;
+
 -- People who sign in to the console. `totp_secret_ciphertext` is sealed by the vault with
 -- `operator-totp:` + the id as associated data; `enrolment_token_hash` is the SHA-256 of the
 -- one-time enrolment link's token, cleared when it is used.

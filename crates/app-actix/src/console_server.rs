@@ -46,8 +46,14 @@ pub fn console_state(store: &PgStore, settings: &ConsoleConfig) -> anyhow::Resul
     let store = Arc::new(store.clone());
     Ok(Console {
         operators: Arc::new(operator_service(&store, settings.sessions)?),
+        kyc: Arc::new(domain::receiver::operator::OperatorKycService::new(
+            store.clone(),
+            Arc::new(SystemClock),
+            Arc::new(RandomIds::default()),
+        )),
         audit: store,
         ids: Arc::new(RandomIds::default()),
+        public_url: settings.public_url.clone(),
     })
 }
 

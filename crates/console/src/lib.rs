@@ -69,6 +69,19 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route("/enrol/{token}", web::get().to(pages::auth::enrol_form))
             .route("/enrol/{token}", web::post().to(pages::auth::enrol))
             .route("/", web::get().to(pages::home::home))
+            .route("/kyc", web::get().to(pages::kyc::queue))
+            .route("/kyc/{receiver}", web::post().to(pages::kyc::decide))
+            .route("/operators", web::get().to(pages::operators::list))
+            .route("/operators", web::post().to(pages::operators::create))
+            .route(
+                "/operators/{id}/role",
+                web::post().to(pages::operators::change_role),
+            )
+            .route(
+                "/operators/{id}/disable",
+                web::post().to(pages::operators::disable),
+            )
+            .route("/audit", web::get().to(pages::audit::list))
             .default_service(web::to(not_found)),
     );
 }

@@ -105,7 +105,11 @@ fn step_value(step: u64) -> Result<i64, PortError> {
     i64::try_from(step).map_err(|_| invariant("a TOTP step beyond i64"))
 }
 
-async fn insert_audit(conn: &mut AsyncPgConnection, entry: &AuditEntry) -> QueryResult<usize> {
+/// Appends `entry` on `conn` (inside the caller's transaction).
+pub(crate) async fn insert_audit(
+    conn: &mut AsyncPgConnection,
+    entry: &AuditEntry,
+) -> QueryResult<usize> {
     diesel::insert_into(audit_log::table)
         .values((
             audit_log::id.eq(entry.id.as_uuid()),

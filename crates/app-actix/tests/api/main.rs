@@ -10,6 +10,7 @@ mod bulk_payouts;
 mod confirm;
 mod connections;
 mod console;
+mod console_roles;
 mod envelope;
 mod fuzz_regressions;
 mod helpers;

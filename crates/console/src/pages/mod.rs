@@ -1,7 +1,10 @@
 //! The console's pages, one module per section.
 
+pub mod audit;
 pub mod auth;
 pub mod home;
+pub mod kyc;
+pub mod operators;
 
 use actix_web::HttpResponse;
 use maud::Markup;
