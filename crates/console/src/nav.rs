@@ -4,27 +4,14 @@
 use domain::operators::{Capability, Role};
 use maud::{Markup, html};
 
-/// A section of the console: one entry of the navigation.
+/// A section of the console: one entry of the navigation. Only sections the console serves are
+/// listed (docs/CONSOLE.md, Pages).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Section {
-    /// Today at a glance.
+    /// The operator's session.
     Overview,
     /// Receivers waiting for a KYC decision.
     Kyc,
-    /// Payouts and their stories.
-    Payouts,
-    /// Bank files sent and the bank's answers.
-    BankFiles,
-    /// Returns and notices of change.
-    Returns,
-    /// Webhook deliveries.
-    Webhooks,
-    /// Confirmation requests.
-    Confirmations,
-    /// Subaccounts, balances, keys and fees.
-    Subaccounts,
-    /// The ledger check.
-    Ledger,
     /// Operators (admin).
     Operators,
     /// The audit log (admin).
@@ -33,16 +20,9 @@ pub enum Section {
 
 impl Section {
     /// Every section, in navigation order.
-    pub const ALL: [Section; 11] = [
+    pub const ALL: [Section; 4] = [
         Section::Overview,
         Section::Kyc,
-        Section::Payouts,
-        Section::BankFiles,
-        Section::Returns,
-        Section::Webhooks,
-        Section::Confirmations,
-        Section::Subaccounts,
-        Section::Ledger,
         Section::Operators,
         Section::Audit,
     ];
@@ -52,13 +32,6 @@ impl Section {
         match self {
             Section::Overview => "/",
             Section::Kyc => "/kyc",
-            Section::Payouts => "/payouts",
-            Section::BankFiles => "/bank-files",
-            Section::Returns => "/returns",
-            Section::Webhooks => "/webhooks",
-            Section::Confirmations => "/confirmations",
-            Section::Subaccounts => "/subaccounts",
-            Section::Ledger => "/ledger",
             Section::Operators => "/operators",
             Section::Audit => "/audit",
         }
@@ -69,13 +42,6 @@ impl Section {
         match self {
             Section::Overview => "Overview",
             Section::Kyc => "KYC queue",
-            Section::Payouts => "Payouts",
-            Section::BankFiles => "Bank files",
-            Section::Returns => "Returns",
-            Section::Webhooks => "Webhooks",
-            Section::Confirmations => "Confirmations",
-            Section::Subaccounts => "Subaccounts",
-            Section::Ledger => "Ledger check",
             Section::Operators => "Operators",
             Section::Audit => "Audit log",
         }
@@ -84,15 +50,7 @@ impl Section {
     /// What opening it needs.
     pub const fn capability(self) -> Capability {
         match self {
-            Section::Overview
-            | Section::Kyc
-            | Section::Payouts
-            | Section::BankFiles
-            | Section::Returns
-            | Section::Webhooks
-            | Section::Confirmations
-            | Section::Subaccounts
-            | Section::Ledger => Capability::Read,
+            Section::Overview | Section::Kyc => Capability::Read,
             Section::Operators => Capability::ManageOperators,
             Section::Audit => Capability::ReadAudit,
         }
@@ -149,12 +107,12 @@ mod tests {
                 email: "a@b.co".to_owned(),
                 role,
                 csrf: "t".to_owned(),
-                current: Some(Section::Payouts),
+                current: Some(Section::Kyc),
             };
             navigation(&chrome).into_string()
         };
         let viewer = links(Role::Viewer);
-        assert!(viewer.contains("href=\"/payouts\" aria-current=\"page\""));
+        assert!(viewer.contains("href=\"/kyc\" aria-current=\"page\""));
         assert!(!viewer.contains("/operators") && !viewer.contains("/audit"));
         let admin = links(Role::Admin);
         assert!(admin.contains("/operators") && admin.contains("/audit"));

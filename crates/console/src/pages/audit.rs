@@ -32,10 +32,24 @@ fn nonempty(value: &Option<String>) -> Option<&str> {
     value.as_deref().map(str::trim).filter(|v| !v.is_empty())
 }
 
+/// A state as a list of `field: value` lines (an object), or its JSON text.
 fn state(value: &Option<serde_json::Value>) -> Markup {
     match value {
         None => html! { span.muted { "—" } },
-        Some(value) => html! { code { (value.to_string()) } },
+        Some(serde_json::Value::Object(fields)) => html! {
+            ul.kv {
+                @for (name, value) in fields {
+                    li {
+                        span.muted { (name) ": " }
+                        @match value {
+                            serde_json::Value::String(text) => (text),
+                            other => (other.to_string()),
+                        }
+                    }
+                }
+            }
+        },
+        Some(other) => html! { code { (other.to_string()) } },
     }
 }
 
@@ -44,7 +58,7 @@ fn row(entry: &AuditEntry) -> Markup {
         tr {
             td { (when(entry.at)) }
             td { (entry.actor.name()) br; span.muted { (entry.actor.kind()) } }
-            td { code { (entry.action.as_str()) } }
+            td { code.nowrap { (entry.action.as_str()) } }
             td { (entry.object_kind) br; code { a href=(format!("/audit?object={}", urlencode(&entry.object_id))) { (entry.object_id) } } }
             td { (state(&entry.before)) }
             td { (state(&entry.after)) }
