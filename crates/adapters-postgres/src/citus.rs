@@ -4,8 +4,9 @@
 //! Tables that belong to one subaccount are hash-distributed by `subaccount_id`, all colocated
 //! with `receivers`, so a subaccount's rows of every table live on the same node and a
 //! transaction of one subaccount runs on one node. Global tables (subaccounts, API keys, the
-//! rails' file numbers and inbound files, the bank's reports, maintenance markers) are reference
-//! tables, copied to every node.
+//! rails' file numbers and inbound files, the bank's reports, maintenance markers, the console's
+//! operators, sessions, sign-in failures and audit log) are reference tables, copied to every
+//! node.
 //!
 //! Citus requires the distribution column in every primary key, unique constraint and foreign key
 //! between distributed tables. The migrations key most tables by `id` alone, so this step, on
@@ -97,6 +98,12 @@ pub const PLAN: &[TablePlan] = &[
         foreign_keys: &[],
     },
     TablePlan::plain("maintenance_markers", Placement::Reference),
+    // The console's operators, sessions, sign-in failures and the audit log: global, small,
+    // read on every console request from any node.
+    TablePlan::plain("operators", Placement::Reference),
+    TablePlan::plain("operator_sessions", Placement::Reference),
+    TablePlan::plain("login_failures", Placement::Reference),
+    TablePlan::plain("audit_log", Placement::Reference),
     TablePlan {
         table: "receivers",
         placement: Placement::Distributed,

@@ -368,6 +368,60 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    audit_log (id) {
+        id -> Uuid,
+        at -> Timestamptz,
+        actor_kind -> Text,
+        actor_id -> Nullable<Uuid>,
+        actor_name -> Text,
+        action -> Text,
+        object_kind -> Text,
+        object_id -> Text,
+        before -> Nullable<Jsonb>,
+        after -> Nullable<Jsonb>,
+        request_id -> Nullable<Text>,
+        client_address -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    login_failures (subject) {
+        subject -> Text,
+        failures -> Int4,
+        window_started_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    operator_sessions (token_hash) {
+        token_hash -> Bytea,
+        operator_id -> Uuid,
+        created_at -> Timestamptz,
+        last_seen_at -> Timestamptz,
+        expires_at -> Timestamptz,
+        ended_at -> Nullable<Timestamptz>,
+        client_address -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    operators (id) {
+        id -> Uuid,
+        email -> Text,
+        role -> Text,
+        status -> Text,
+        password_hash -> Nullable<Text>,
+        totp_secret_ciphertext -> Bytea,
+        last_totp_step -> Nullable<Int8>,
+        enrolment_token_hash -> Nullable<Bytea>,
+        enrolment_expires_at -> Nullable<Timestamptz>,
+        created_at -> Timestamptz,
+        enrolled_at -> Nullable<Timestamptz>,
+        disabled_at -> Nullable<Timestamptz>,
+    }
+}
+
 diesel::joinable!(account_confirmations -> receiver_accounts (account_id));
 diesel::joinable!(api_keys -> subaccounts (subaccount_id));
 diesel::joinable!(balances -> subaccounts (subaccount_id));
@@ -377,6 +431,7 @@ diesel::joinable!(fee_templates -> subaccounts (subaccount_id));
 diesel::joinable!(kyc_decisions -> receivers (receiver_id));
 diesel::joinable!(kyc_decisions -> subaccounts (subaccount_id));
 diesel::joinable!(ledger_entries -> subaccounts (subaccount_id));
+diesel::joinable!(operator_sessions -> operators (operator_id));
 diesel::joinable!(notifications -> receiver_accounts (account_id));
 diesel::joinable!(notifications -> subaccounts (subaccount_id));
 diesel::joinable!(payouts -> receiver_accounts (account_id));
@@ -393,6 +448,7 @@ diesel::joinable!(webhook_endpoints -> subaccounts (subaccount_id));
 diesel::allow_tables_to_appear_in_same_query!(
     account_confirmations,
     api_keys,
+    audit_log,
     balances,
     bank_reports,
     batches,
@@ -401,7 +457,10 @@ diesel::allow_tables_to_appear_in_same_query!(
     inbound_files,
     kyc_decisions,
     ledger_entries,
+    login_failures,
     notifications,
+    operator_sessions,
+    operators,
     outbox_events,
     outbox_sequences,
     payouts,

@@ -46,6 +46,7 @@ pub async fn run(store: Arc<PgStore>, args: &KycArgs) -> anyhow::Result<Value> {
             outcome,
             args.reason.as_deref(),
             &operator_from_env(),
+            &crate::admin_console::cli_context(),
         )
         .await?;
     Ok(json!({

@@ -218,6 +218,18 @@ pub enum AdminCommand {
         #[arg(long, default_value_t = 0)]
         pause_ms: u64,
     },
+    /// Create an operator of the console; prints it with a one-time enrolment link (valid 24
+    /// hours) where the operator sets a password and enrols an authenticator app.
+    CreateOperator(crate::admin_console::CreateOperatorArgs),
+    /// Disable a console operator at once: its sessions end on every instance.
+    DisableOperator(crate::admin_console::DisableOperatorArgs),
+    /// Change a console operator's role; it applies to the operator's next request.
+    SetOperatorRole(crate::admin_console::SetOperatorRoleArgs),
+    /// List the console's operators.
+    Operators,
+    /// List the audit log (every change made in the console or with `payoutd admin`), newest
+    /// first.
+    Audit(crate::admin_console::AuditArgs),
     /// List queued confirmation requests (newest first), without recipients or links.
     Notifications {
         /// pending, sent or failed.
@@ -505,6 +517,19 @@ async fn admin(command: AdminCommand) -> anyhow::Result<Output> {
     let result: Result<Value, AdminError> = match command {
         AdminCommand::Kyc(args) => {
             return crate::admin_kyc::run(store, &args).await.map(Output::Json);
+        }
+        AdminCommand::CreateOperator(args) => {
+            return crate::admin_console::create(store, &args).await.map(Output::Json);
+        }
+        AdminCommand::DisableOperator(args) => {
+            return crate::admin_console::disable(store, &args).await.map(Output::Json);
+        }
+        AdminCommand::SetOperatorRole(args) => {
+            return crate::admin_console::set_role(store, &args).await.map(Output::Json);
+        }
+        AdminCommand::Operators => return crate::admin_console::list(store).await.map(Output::Json),
+        AdminCommand::Audit(args) => {
+            return crate::admin_console::audit(store, &args).await.map(Output::Json);
         }
         AdminCommand::RailFiles(args) => return crate::admin_rails::list_files(store, &args).await,
         AdminCommand::RailFile(args) => return crate::admin_rails::show_file(store, &args).await,

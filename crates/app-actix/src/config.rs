@@ -35,6 +35,7 @@
 //! | `PAYOUT_DB_POOL_SIZE` | `16` | database connections for requests, split among the HTTP workers (the background jobs get up to 8 more) |
 //! | `PAYOUT_DB_WAIT_TIMEOUT_MS` | `2000` | wait for a free connection before answering 503 |
 //! | `PAYOUT_DB_STATEMENT_TIMEOUT_MS` | `5000` | per-statement timeout |
+//! | `PAYOUT_CONSOLE_*` | unset (no console) | the operator console's listener, certificate, public URL and session timeouts: [`crate::console_config`] |
 //! | `USER` | unset | `admin kyc`: the operating system user recorded with the decision (`operator:<USER>`) |
 
 use std::net::SocketAddr;
@@ -55,6 +56,15 @@ pub struct ConfigError {
     pub variable: &'static str,
     /// What is wrong with it.
     pub problem: String,
+}
+
+impl From<crate::console_config::ConfigError> for ConfigError {
+    fn from(e: crate::console_config::ConfigError) -> Self {
+        ConfigError {
+            variable: e.variable,
+            problem: e.problem,
+        }
+    }
 }
 
 impl From<crate::tls::TlsConfigError> for ConfigError {
@@ -268,6 +278,9 @@ pub struct Config {
     pub group_commit: GroupCommitSettings,
     /// Client connections: keep-alive and the request head's deadline.
     pub http: HttpConfig,
+    /// The operator console's listener (`None`: no console; `PAYOUT_CONSOLE_*`, see
+    /// [`crate::console_config`]).
+    pub console: Option<crate::console_config::ConsoleConfig>,
 }
 
 /// How the listener treats client connections: `PAYOUT_HTTP_KEEP_ALIVE_SECS` and
@@ -519,7 +532,9 @@ impl Config {
         };
         let sandbox = parsed("PAYOUT_SANDBOX", false, |_| true, "true or false")?;
         let keys = master_keys_from_env()?;
+        let console = crate::console_config::ConsoleConfig::from_env(bind, tls.as_ref())?;
         Ok(Self {
+            console,
             database: database_from_env()?,
             master_key: keys.current,
             previous_master_key: keys.previous,

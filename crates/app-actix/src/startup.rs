@@ -374,6 +374,7 @@ pub struct Application {
     state: web::Data<AppState>,
     database_url: String,
     credential_changes: Arc<domain::auth::CredentialChanges>,
+    console: Option<crate::console_server::ConsoleServer>,
 }
 
 /// The webhook delivery worker over the store and an HTTP sender.
@@ -423,6 +424,7 @@ impl Application {
 
     fn build_in(config: &Config, world: World) -> anyhow::Result<Self> {
         let schedule = world.schedule(config)?;
+        let console_schedule = schedule.clone();
         // One pool per HTTP worker: a diesel-async connection's I/O runs on the runtime that
         // opened it, so a pool shared by the workers hands queries between threads (measured
         // in the stack notes). The background jobs get a pool of their own.
@@ -489,7 +491,19 @@ impl Application {
             world.notifier(),
             world.notification_settings(),
         ));
+        // The console's own listener, with a small pool whose new batches follow the same
+        // schedule (its decisions move payouts into batches).
+        let console = match &config.console {
+            Some(settings) => Some(crate::console_server::build(
+                config,
+                settings,
+                &build_store_scheduled(config, 4, console_schedule)?,
+                SHUTDOWN_TIMEOUT_SECS,
+            )?),
+            None => None,
+        };
         Ok(Self {
+            console,
             server,
             port,
             store,
@@ -507,6 +521,11 @@ impl Application {
     /// The bound port.
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The console's bound port, when it has a listener (`PAYOUT_CONSOLE_BIND`).
+    pub fn console_port(&self) -> Option<u16> {
+        self.console.as_ref().map(|c| c.port)
     }
 
     /// The sandbox simulators this application talks to (`None` in production mode).
@@ -575,7 +594,16 @@ impl Application {
             }
             World::Sandbox(_) => None,
         };
+        // Both servers stop on the same signal; the console's is awaited after the API's.
+        let console = self.console.map(|console| tokio::spawn(console.server));
         let result = self.server.await;
+        if let Some(console) = console {
+            match console.await {
+                Ok(Err(e)) => tracing::warn!(error = %e, "console server ended abnormally"),
+                Err(e) => tracing::warn!(error = %e, "console server task ended abnormally"),
+                Ok(Ok(())) => {}
+            }
+        }
         housekeeping.abort();
         if let Some(task) = sandbox_kyc {
             task.abort();

@@ -125,3 +125,11 @@ id_type!(
     /// One line of what an inbound bank file said.
     BankReportId
 );
+id_type!(
+    /// A person who signs in to the operator console.
+    OperatorId
+);
+id_type!(
+    /// A row of the audit log.
+    AuditEntryId
+);

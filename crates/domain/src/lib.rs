@@ -7,6 +7,7 @@
 
 pub mod account;
 pub mod admin;
+pub mod audit;
 pub mod auth;
 pub mod batch;
 #[cfg(any(test, feature = "mock"))]
@@ -22,6 +23,7 @@ pub mod ids;
 pub mod ledger;
 pub mod masking;
 pub mod money;
+pub mod operators;
 pub mod paging;
 pub mod payout;
 pub mod ports;

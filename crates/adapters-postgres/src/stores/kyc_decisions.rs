@@ -5,6 +5,7 @@ use async_trait::async_trait;
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use domain::PortError;
+use domain::audit::AuditEntry;
 use domain::events::OutboxEvent;
 use domain::ids::ReceiverId;
 use domain::payout::change::PayoutReaction;
@@ -47,9 +48,10 @@ impl KycDecisionStore for PgStore {
         events: &[OutboxEvent],
         reaction: &PayoutReaction,
         record: &KycDecisionRecord,
+        audit: &AuditEntry,
     ) -> Result<bool, PortError> {
         let schedule = &self.batch_schedule;
-        let audit = (
+        let trail = (
             kyc_decisions::id.eq(Uuid::new_v4()),
             kyc_decisions::receiver_id.eq(record.receiver_id.as_uuid()),
             kyc_decisions::subaccount_id.eq(record.subaccount_id.as_uuid()),
@@ -63,9 +65,10 @@ impl KycDecisionStore for PgStore {
             .transaction::<_, PayoutAbort, _>(async |conn| {
                 decide_kyc(conn, receiver, expected, events, None, reaction, schedule).await?;
                 diesel::insert_into(kyc_decisions::table)
-                    .values(audit)
+                    .values(trail)
                     .execute(conn)
                     .await?;
+                super::console::insert_audit(conn, audit).await?;
                 Ok(())
             })
             .await;
@@ -75,5 +78,42 @@ impl KycDecisionStore for PgStore {
             Err(PayoutAbort::Superseded) => Ok(false),
             Err(e) => Err(e.into_port("applying an operator's KYC decision")),
         }
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn pending_kyc(
+        &self,
+        after: Option<ReceiverId>,
+        limit: u32,
+    ) -> Result<Vec<Receiver>, PortError> {
+        let pending = i16::from(KycStatus::Pending.code());
+        let mut conn = self.conn().await?;
+        let mut query = receivers::table
+            .filter(receivers::kyc_status.eq(pending))
+            .order((receivers::created_at.asc(), receivers::id.asc()))
+            .limit(i64::from(limit))
+            .select(ReceiverRow::as_select())
+            .into_boxed();
+        if let Some(after) = after {
+            let position: Option<chrono::DateTime<chrono::Utc>> = receivers::table
+                .filter(receivers::id.eq(after.as_uuid()))
+                .select(receivers::created_at)
+                .first(&mut conn)
+                .await
+                .optional()
+                .map_err(from_diesel)?;
+            let Some(created) = position else {
+                return Ok(Vec::new());
+            };
+            query = query.filter(
+                receivers::created_at.gt(created).or(receivers::created_at
+                    .eq(created)
+                    .and(receivers::id.gt(after.as_uuid()))),
+            );
+        }
+        let rows = query.load(&mut conn).await.map_err(from_diesel)?;
+        rows.into_iter()
+            .map(|r| Receiver::try_from(r).map_err(PortError::Unknown))
+            .collect()
     }
 }

@@ -3,6 +3,7 @@
 pub(crate) mod accounts;
 mod batches;
 mod claims;
+pub(crate) mod console;
 pub mod credentials;
 mod delivery;
 mod events;

@@ -51,16 +51,27 @@ pub enum SealedTable {
     ReceiverAccounts,
     /// Queued confirmation requests: recipients and links.
     Notifications,
+    /// Console operators' TOTP secrets.
+    Operators,
 }
 
 impl SealedTable {
     /// Every one, in the order a rotation takes them.
-    pub const ALL: [SealedTable; 4] = [
+    pub const ALL: [SealedTable; 5] = [
         Self::ApiKeys,
         Self::WebhookEndpoints,
         Self::ReceiverAccounts,
         Self::Notifications,
+        Self::Operators,
     ];
+
+    /// Whether the table is distributed by subaccount on Citus (else a reference table).
+    fn distributed(self) -> bool {
+        match self {
+            Self::ApiKeys | Self::Operators => false,
+            Self::WebhookEndpoints | Self::ReceiverAccounts | Self::Notifications => true,
+        }
+    }
 
     /// The table's name.
     pub fn name(self) -> &'static str {
@@ -69,6 +80,7 @@ impl SealedTable {
             Self::WebhookEndpoints => "webhook_endpoints",
             Self::ReceiverAccounts => "receiver_accounts",
             Self::Notifications => "notifications",
+            Self::Operators => "operators",
         }
     }
 
@@ -90,6 +102,9 @@ impl SealedTable {
                     _ => link_context(id),
                 },
             ),
+            Self::Operators => ("id", &["totp_secret_ciphertext"], |id, _| {
+                crate::stores::console::totp_context(id)
+            }),
         }
     }
 
@@ -433,8 +448,8 @@ impl PgStore {
         limit: i64,
     ) -> Result<RotationBatch, PortError> {
         let vault = &self.vault;
-        // On Citus every table but api_keys (a reference table) is distributed by subaccount.
-        let by_subaccount = table != SealedTable::ApiKeys && self.detect_citus().await?;
+        // On Citus the tables distributed by subaccount are rotated subaccount by subaccount.
+        let by_subaccount = table.distributed() && self.detect_citus().await?;
         let mut conn = self.conn().await?;
         conn.transaction::<_, TxError, _>(async |conn| match table {
             SealedTable::ReceiverAccounts => {

@@ -113,10 +113,25 @@ async fn a_decision_is_applied_and_audited_in_one_transaction_once() {
             &plan.events,
             &plan.reaction,
             &record(&r, KycOutcome::Failed, Some("documents forged")),
+            &audit_entry(),
         )
         .await
         .unwrap();
     assert!(applied);
+    let audited = domain::audit::AuditLog::list(
+        &fx.store,
+        &domain::audit::AuditQuery {
+            limit: 10,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        audited.len(),
+        1,
+        "the audit entry is written with the decision"
+    );
     let stored = fx.store.find_receiver(sub, r.id).await.unwrap().unwrap();
     assert_eq!(
         (stored.status, stored.kyc_status, stored.updated_at),
@@ -148,6 +163,7 @@ async fn a_decision_is_applied_and_audited_in_one_transaction_once() {
             &again.events,
             &again.reaction,
             &record(&r, KycOutcome::Completed, None),
+            &audit_entry(),
         )
         .await
         .unwrap();
@@ -178,6 +194,7 @@ async fn an_audit_row_that_cannot_be_written_undoes_the_decision() {
             &plan.events,
             &plan.reaction,
             &refused,
+            &audit_entry(),
         )
         .await;
     assert!(result.is_err(), "{result:?}");
@@ -189,4 +206,61 @@ async fn an_audit_row_that_cannot_be_written_undoes_the_decision() {
     );
     assert_eq!(kyc_updates(&fx, &r).await, 0);
     assert!(audit_rows(&fx, &r).await.is_empty());
+}
+
+fn audit_entry() -> domain::audit::AuditEntry {
+    domain::audit::AuditContext::cli(Some("test")).entry(
+        &RandomIds,
+        &crate::support::FixedClock(at(T0)),
+        domain::audit::AuditAction::KycDecided,
+        "receiver",
+        "r",
+        None,
+        None,
+    )
+}
+
+#[tokio::test]
+async fn the_queue_lists_pending_receivers_of_every_subaccount_oldest_first_in_pages() {
+    let fx = Fixture::new().await;
+    let a = fx.subaccount("Acme").await.id;
+    let b = fx.subaccount("Beta").await.id;
+    let first = stored_receiver(&fx, a, "first@example.com").await;
+    let second = stored_receiver(&fx, b, "second@example.com").await;
+    let third = stored_receiver(&fx, a, "third@example.com").await;
+    let all = fx.store.pending_kyc(None, 10).await.unwrap();
+    let ids: Vec<ReceiverId> = all.iter().map(|r| r.id).collect();
+    let mut expected = [first, second, third];
+    expected.sort_by_key(|r| (r.created_at, r.id.as_uuid()));
+    assert_eq!(ids, expected.iter().map(|r| r.id).collect::<Vec<_>>());
+    let page = fx.store.pending_kyc(None, 2).await.unwrap();
+    assert_eq!(page.len(), 2);
+    let rest = fx.store.pending_kyc(Some(page[1].id), 2).await.unwrap();
+    assert_eq!(
+        rest.iter().map(|r| r.id).collect::<Vec<_>>(),
+        [expected[2].id]
+    );
+    // Decided receivers leave the queue.
+    let ids_gen: Arc<dyn IdGenerator> = Arc::new(RandomIds);
+    let plan = plan_kyc(
+        expected[0].clone(),
+        KycOutcome::Completed,
+        at(T0 + 1_000_000),
+        &ids_gen,
+    )
+    .unwrap();
+    assert!(
+        fx.store
+            .apply_operator_kyc(
+                &plan.updated,
+                plan.expected,
+                &plan.events,
+                &plan.reaction,
+                &record(&expected[0], KycOutcome::Completed, None),
+                &audit_entry()
+            )
+            .await
+            .unwrap()
+    );
+    assert_eq!(fx.store.pending_kyc(None, 10).await.unwrap().len(), 2);
 }

@@ -7,6 +7,7 @@
 mod accounts;
 mod admission;
 mod bulk_payouts;
+mod console;
 mod credentials;
 mod delivery;
 mod idempotency;

@@ -17,6 +17,7 @@ use domain::events::EventKind;
 use domain::idempotency::WriteKey;
 use domain::ids::SubaccountId;
 use domain::masking::Secret;
+use domain::operators::ports::OperatorStore;
 use uuid::Uuid;
 
 use crate::accounts::{confirmation, direct_entry, event, new_receiver, queued};
@@ -57,7 +58,8 @@ async fn every_sealed_value(fx: &Fixture) -> Vec<(Vec<u8>, Vec<u8>)> {
            WHERE previous_secret IS NOT NULL \
          UNION ALL SELECT id, 'account', data_ciphertext FROM receiver_accounts \
          UNION ALL SELECT id, 'notification', recipient_ciphertext FROM notifications \
-         UNION ALL SELECT id, 'notification-link', link_ciphertext FROM notifications",
+         UNION ALL SELECT id, 'notification-link', link_ciphertext FROM notifications \
+         UNION ALL SELECT id, 'operator-totp', totp_secret_ciphertext FROM operators",
     )
     .load(&mut conn)
     .await
@@ -189,10 +191,54 @@ async fn assert_reads_all(store: &PgStore, seeded: &Seeded) {
     }
 }
 
+fn old_only_store(fx: &Fixture) -> PgStore {
+    store_with(fx.db.url(), MASTER_KEY, None)
+}
+
+/// A console operator (its TOTP secret sealed) written by `store`.
+async fn console_operator(store: &PgStore) -> domain::operators::Operator {
+    use domain::audit::{AuditAction, AuditContext};
+    use domain::operators::{
+        BrowserSecret, Operator, OperatorEmail, OperatorStatus, Role, TotpSecret,
+    };
+    let operator = Operator {
+        id: domain::ids::OperatorId::from_uuid(Uuid::new_v4()),
+        email: OperatorEmail::parse("ops@example.com").unwrap(),
+        role: Role::Admin,
+        status: OperatorStatus::Invited,
+        password_hash: None,
+        totp_secret: TotpSecret::from_bytes(vec![5; 20]).unwrap(),
+        last_totp_step: None,
+        created_at: chrono::Utc::now(),
+        enrolled_at: None,
+        disabled_at: None,
+    };
+    let clock = crate::support::FixedClock(chrono::Utc::now());
+    let audit = AuditContext::cli(None).entry(
+        &crate::support::RandomIds,
+        &clock,
+        AuditAction::OperatorCreated,
+        "operator",
+        operator.id,
+        None,
+        None,
+    );
+    let token = BrowserSecret::parse(&"t".repeat(43)).unwrap();
+    let expires = chrono::Utc::now() + chrono::Duration::hours(1);
+    assert!(
+        store
+            .insert_operator(&operator, &token.key(), expires, &audit)
+            .await
+            .unwrap()
+    );
+    operator
+}
+
 #[tokio::test]
 async fn a_rotation_moves_every_secret_account_and_fingerprint_to_the_new_key() {
     let fx = Fixture::new().await;
     let seeded = seed(&fx, 3, 4).await;
+    let operator = console_operator(&fx.store).await;
     let both = store_with(fx.db.url(), NEW_KEY, Some(MASTER_KEY));
     assert_eq!(both.rotated_to_current_key().await.unwrap(), None);
 
@@ -233,6 +279,7 @@ async fn a_rotation_moves_every_secret_account_and_fingerprint_to_the_new_key() 
             ("webhook_endpoints", 1, 0),
             ("receiver_accounts", 4, 0),
             ("notifications", 4, 0),
+            ("operators", 1, 0),
         ]
     );
     assert!(summary.complete() && summary.failures.is_empty());
@@ -240,7 +287,7 @@ async fn a_rotation_moves_every_secret_account_and_fingerprint_to_the_new_key() 
 
     // Every sealed value now opens with the new key alone, and no longer with the old one.
     let sealed = every_sealed_value(&fx).await;
-    assert_eq!(sealed.len(), 4 + 2 + 4 + 4 + 4 - 4 + 4);
+    assert_eq!(sealed.len(), 4 + 2 + 4 + 4 + 4 - 4 + 4 + 1);
     let (new, old) = (vault(NEW_KEY), vault(MASTER_KEY));
     for (value, context) in &sealed {
         assert!(new.is_current(value));
@@ -249,6 +296,18 @@ async fn a_rotation_moves_every_secret_account_and_fingerprint_to_the_new_key() 
     }
     let new_only = store_with(fx.db.url(), NEW_KEY, None);
     assert_reads_all(&new_only, &seeded).await;
+    let read = OperatorStore::operator(&new_only, operator.id)
+        .await
+        .unwrap();
+    assert_eq!(
+        read.map(|o| o.totp_secret),
+        Some(operator.totp_secret.clone())
+    );
+    assert!(
+        OperatorStore::operator(&old_only_store(&fx), operator.id)
+            .await
+            .is_err()
+    );
     // The unique index compares details again: all fingerprints are under the new key.
     assert!(matches!(
         insert_with(&new_only, &duplicate).await,

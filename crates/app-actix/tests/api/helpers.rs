@@ -28,6 +28,8 @@ pub struct Tenant {
 
 pub struct TestApp {
     pub base: String,
+    /// The console's base URL, when the configuration gave it a listener.
+    pub console: Option<String>,
     pub config: Config,
     /// The simulators (`None` for a production-mode application).
     pub simulators: Option<Sandbox>,
@@ -157,11 +159,15 @@ async fn spawn_built(
         ),
         group_commit: adapters_postgres::GroupCommitSettings::default(),
         http: HttpConfig::default(),
+        console: None,
     };
     let mut config = config;
     adjust(&mut config);
     let app = build(&config).expect("app builds");
     let base = format!("http://127.0.0.1:{}", app.port());
+    let console = app
+        .console_port()
+        .map(|port| format!("http://127.0.0.1:{port}"));
     let simulators = app.sandbox().cloned();
     tokio::spawn(app.run_until_stopped());
     let store = build_store(&config).unwrap();
@@ -174,6 +180,7 @@ async fn spawn_built(
     let b = tenant(&admin, "Tenant B").await;
     TestApp {
         base,
+        console,
         config,
         simulators,
         // Idle connections are given up before the server's keep-alive (5 s) ends them, so that
@@ -236,6 +243,15 @@ impl TestApp {
         let base = format!("http://127.0.0.1:{}", app.port());
         tokio::spawn(app.run_until_stopped());
         base
+    }
+
+    /// Starts another server instance on the same database, and returns its console's base URL
+    /// (the configuration must give the console a listener).
+    pub fn second_console(&self) -> String {
+        let app = Application::build(&self.config).expect("second instance builds");
+        let port = app.console_port().expect("the configuration has a console");
+        tokio::spawn(app.run_until_stopped());
+        format!("http://127.0.0.1:{port}")
     }
 
     /// Whether the app's database is a Citus cluster.

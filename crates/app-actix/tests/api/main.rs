@@ -9,6 +9,8 @@ mod bodies;
 mod bulk_payouts;
 mod confirm;
 mod connections;
+mod console;
+mod console_roles;
 mod envelope;
 mod fuzz_regressions;
 mod helpers;

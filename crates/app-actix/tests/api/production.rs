@@ -223,6 +223,7 @@ async fn a_sepa_payout_is_filed_at_the_cutoff_settled_and_a_later_rejection_is_a
         parse_decision("completed").unwrap(),
         None,
         "operator:test",
+        &domain::audit::AuditContext::cli(Some("test")),
     )
     .await
     .unwrap();
@@ -462,6 +463,7 @@ pub(crate) async fn payee(
         parse_decision("completed").unwrap(),
         None,
         "operator:test",
+        &domain::audit::AuditContext::cli(Some("test")),
     )
     .await
     .unwrap();

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
+use crate::audit::{AuditAction, AuditContext, AuditEntry};
 use crate::error::PortError;
 use crate::events::OutboxEvent;
 use crate::ids::{ReceiverId, SubaccountId};
@@ -50,9 +51,9 @@ pub trait KycDecisionStore: Send + Sync {
     /// Applies a KYC decision exactly as
     /// [`ReceiverStore::apply_kyc`](crate::receiver::ports::ReceiverStore::apply_kyc) does
     /// (receiver, `events`, the waiting payouts' `reaction`, only while its KYC status is still
-    /// `expected`) and, in the same transaction, inserts `record` into the audit trail.
-    /// `Ok(false)` when the receiver's KYC is no longer `expected`; then nothing was written,
-    /// the record included.
+    /// `expected`) and, in the same transaction, inserts `record` into the KYC trail and
+    /// `audit` into the audit log. `Ok(false)` when the receiver's KYC is no longer
+    /// `expected`; then nothing was written, the record and the entry included.
     async fn apply_operator_kyc(
         &self,
         receiver: &Receiver,
@@ -60,7 +61,17 @@ pub trait KycDecisionStore: Send + Sync {
         events: &[OutboxEvent],
         reaction: &PayoutReaction,
         record: &KycDecisionRecord,
+        audit: &AuditEntry,
     ) -> Result<bool, PortError>;
+
+    /// Receivers of every subaccount whose KYC is pending, oldest first (by creation, then
+    /// id), after the receiver `after` when given (the last of the previous page; an unknown
+    /// one gives nothing), at most `limit`.
+    async fn pending_kyc(
+        &self,
+        after: Option<ReceiverId>,
+        limit: u32,
+    ) -> Result<Vec<Receiver>, PortError>;
 }
 
 /// Why an operator's decision was not applied; the message is what the CLI prints.
@@ -125,8 +136,8 @@ impl OperatorKycService {
 
     /// Decides the receiver's KYC (`completed` makes it `active`, `failed` makes it `failed`),
     /// with its `receiverKycUpdate` event and its waiting payouts moving on or failing with the
-    /// hold voided, and records the decision with `reason` and `decided_by`. A blank reason
-    /// counts as none; `decided_by` must not be blank.
+    /// hold voided, and records the decision with `reason` and `decided_by`, and an audit
+    /// entry of `context`. A blank reason counts as none; `decided_by` must not be blank.
     #[tracing::instrument(level = "debug", skip_all, fields(outcome = ?outcome))]
     pub async fn decide(
         &self,
@@ -134,6 +145,7 @@ impl OperatorKycService {
         outcome: KycOutcome,
         reason: Option<&str>,
         decided_by: &str,
+        context: &AuditContext,
     ) -> Result<Receiver, OperatorKycError> {
         let id = ReceiverId::parse(raw_receiver.trim())
             .ok_or_else(|| invalid("receiver", "not a receiver id (a UUID)"))?;
@@ -160,8 +172,25 @@ impl OperatorKycService {
             .await?
             .ok_or(OperatorKycError::NotFound)?;
         let now = self.clock.now();
+        let before = serde_json::json!({
+            "status": receiver.status.as_str(),
+            "kyc_status": receiver.kyc_status.as_str(),
+        });
         let plan = plan_kyc(receiver, outcome, now, &self.ids)
             .map_err(OperatorKycError::AlreadyDecided)?;
+        let audit = context.entry(
+            self.ids.as_ref(),
+            self.clock.as_ref(),
+            AuditAction::KycDecided,
+            "receiver",
+            plan.updated.id,
+            Some(before),
+            Some(serde_json::json!({
+                "status": plan.updated.status.as_str(),
+                "kyc_status": plan.updated.kyc_status.as_str(),
+                "reason": reason,
+            })),
+        );
         let record = KycDecisionRecord {
             receiver_id: plan.updated.id,
             subaccount_id: plan.updated.subaccount_id,
@@ -178,6 +207,7 @@ impl OperatorKycService {
                 &plan.events,
                 &plan.reaction,
                 &record,
+                &audit,
             )
             .await?
         {
@@ -190,6 +220,30 @@ impl OperatorKycService {
             .await?
             .ok_or(OperatorKycError::NotFound)?;
         Err(OperatorKycError::AlreadyDecided(stored.kyc_status))
+    }
+}
+
+/// A page of receivers waiting for a KYC decision.
+pub const MAX_PENDING_PAGE: u32 = 200;
+
+impl OperatorKycService {
+    /// Receivers waiting for a decision, oldest first, after `after` (a receiver id), at most
+    /// `limit` (1..=[`MAX_PENDING_PAGE`]).
+    ///
+    /// # Errors
+    /// A malformed `after`, or a port error.
+    pub async fn pending(
+        &self,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<Receiver>, OperatorKycError> {
+        let after = after
+            .map(|raw| ReceiverId::parse(raw).ok_or_else(|| invalid("after", "not a receiver id")))
+            .transpose()?;
+        Ok(self
+            .store
+            .pending_kyc(after, limit.clamp(1, MAX_PENDING_PAGE))
+            .await?)
     }
 }
 

@@ -1,5 +1,6 @@
 //! `OperatorKycService` driven through a mocked `KycDecisionStore`.
 
+use crate::audit::{AuditAction, AuditContext};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -80,7 +81,7 @@ async fn a_decision_is_applied_like_the_providers_and_recorded_with_it() {
             .returning(|_| Ok(Some(receiver(KycStatus::Pending))));
         store
             .expect_apply_operator_kyc()
-            .withf(move |updated, expected, events, reaction, record| {
+            .withf(move |updated, expected, events, reaction, record, audit| {
                 updated.status == status
                     && updated.kyc_status.as_str() == waiting
                     && updated.updated_at == now()
@@ -97,15 +98,27 @@ async fn a_decision_is_applied_like_the_providers_and_recorded_with_it() {
                             decided_by: "operator:alice".to_owned(),
                             decided_at: now(),
                         }
+                    && audit.action == AuditAction::KycDecided
+                    && audit.actor.name() == "cli:alice"
+                    && audit.object_id == updated.id.to_string()
+                    && audit
+                        .before
+                        .as_ref()
+                        .is_some_and(|b| b["kyc_status"] == "pending")
+                    && audit.after.as_ref().is_some_and(|a| {
+                        a["kyc_status"] == updated.kyc_status.as_str()
+                            && a["reason"] == "documents checked"
+                    })
             })
             .times(1)
-            .returning(|_, _, _, _, _| Ok(true));
+            .returning(|_, _, _, _, _, _| Ok(true));
         let decided = service(store)
             .decide(
                 &id(),
                 outcome,
                 Some("  documents checked "),
                 "operator:alice",
+                &AuditContext::cli(Some("alice")),
             )
             .await;
         assert_eq!(decided.map(|r| r.status).ok(), Some(status));
@@ -120,11 +133,17 @@ async fn a_blank_reason_is_none() {
         .returning(|_| Ok(Some(receiver(KycStatus::Pending))));
     store
         .expect_apply_operator_kyc()
-        .withf(|_, _, _, _, record| record.reason.is_none())
+        .withf(|_, _, _, _, record, _| record.reason.is_none())
         .times(1)
-        .returning(|_, _, _, _, _| Ok(true));
+        .returning(|_, _, _, _, _, _| Ok(true));
     let decided = service(store)
-        .decide(&id(), KycOutcome::Completed, Some("   "), "operator")
+        .decide(
+            &id(),
+            KycOutcome::Completed,
+            Some("   "),
+            "operator",
+            &AuditContext::cli(None),
+        )
         .await;
     assert!(decided.is_ok(), "{decided:?}");
 }
@@ -137,7 +156,13 @@ async fn a_decided_receiver_is_refused_and_nothing_is_written() {
         .returning(|_| Ok(Some(receiver(KycStatus::Completed))));
     store.expect_apply_operator_kyc().never();
     let refused = service(store)
-        .decide(&id(), KycOutcome::Failed, None, "operator")
+        .decide(
+            &id(),
+            KycOutcome::Failed,
+            None,
+            "operator",
+            &AuditContext::cli(None),
+        )
         .await;
     assert!(
         matches!(
@@ -164,9 +189,15 @@ async fn a_decided_receiver_is_refused_and_nothing_is_written() {
     store
         .expect_apply_operator_kyc()
         .times(1)
-        .returning(|_, _, _, _, _| Ok(false));
+        .returning(|_, _, _, _, _, _| Ok(false));
     let lost = service(store)
-        .decide(&id(), KycOutcome::Completed, None, "operator")
+        .decide(
+            &id(),
+            KycOutcome::Completed,
+            None,
+            "operator",
+            &AuditContext::cli(None),
+        )
         .await;
     assert!(
         matches!(
@@ -195,7 +226,13 @@ async fn bad_arguments_and_unknown_receivers_reach_no_write() {
         (&id(), None, "operator:\u{1b}[31m", "decided_by"),
     ] {
         let refused = service
-            .decide(receiver, KycOutcome::Completed, reason, by)
+            .decide(
+                receiver,
+                KycOutcome::Completed,
+                reason,
+                by,
+                &AuditContext::cli(None),
+            )
             .await;
         assert!(
             matches!(refused, Err(OperatorKycError::Invalid { field: f, .. }) if f == field),
@@ -203,7 +240,13 @@ async fn bad_arguments_and_unknown_receivers_reach_no_write() {
         );
     }
     let unknown = service
-        .decide(&id(), KycOutcome::Completed, None, "operator")
+        .decide(
+            &id(),
+            KycOutcome::Completed,
+            None,
+            "operator",
+            &AuditContext::cli(None),
+        )
         .await;
     assert!(matches!(unknown, Err(OperatorKycError::NotFound)));
     assert_eq!(
@@ -220,7 +263,13 @@ async fn an_outage_is_reported_as_such() {
         .returning(|_| Err(PortError::Unavailable(anyhow::anyhow!("down"))));
     store.expect_apply_operator_kyc().never();
     let failed = service(store)
-        .decide(&id(), KycOutcome::Completed, None, "operator")
+        .decide(
+            &id(),
+            KycOutcome::Completed,
+            None,
+            "operator",
+            &AuditContext::cli(None),
+        )
         .await;
     assert!(matches!(failed, Err(OperatorKycError::Port(_))));
 }

@@ -1,0 +1,238 @@
+//! Every console route against every role and no session (allowed or refused), the KYC queue
+//! decided in the console with its audit entry, and no secret in any page.
+
+use domain::audit::{AuditAction, AuditLog, AuditQuery};
+use domain::operators::{Role, SessionPolicy};
+
+use crate::console::{Browser, enrol, sign_in, spawn_console_app};
+
+/// (method, path, least role allowed); `None`: any signed-in operator.
+const ROUTES: &[(&str, &str, Option<Role>)] = &[
+    ("GET", "/", Some(Role::Viewer)),
+    ("GET", "/kyc", Some(Role::Viewer)),
+    (
+        "POST",
+        "/kyc/00000000-0000-4000-8000-000000000001",
+        Some(Role::Operator),
+    ),
+    ("GET", "/operators", Some(Role::Admin)),
+    ("POST", "/operators", Some(Role::Admin)),
+    (
+        "POST",
+        "/operators/00000000-0000-4000-8000-000000000001/role",
+        Some(Role::Admin),
+    ),
+    (
+        "POST",
+        "/operators/00000000-0000-4000-8000-000000000001/disable",
+        Some(Role::Admin),
+    ),
+    ("GET", "/audit", Some(Role::Admin)),
+];
+
+async fn call(browser: &mut Browser, method: &str, path: &str, csrf: &str) -> crate::console::Page {
+    match method {
+        "GET" => browser.get(path).await,
+        _ => {
+            browser
+                .post(
+                    path,
+                    &[
+                        ("csrf", csrf),
+                        ("decision", "completed"),
+                        ("role", "viewer"),
+                        ("email", "new@example.com"),
+                    ],
+                )
+                .await
+        }
+    }
+}
+
+#[tokio::test]
+async fn every_route_is_allowed_exactly_to_the_roles_the_table_names() {
+    let app = spawn_console_app(SessionPolicy::default()).await;
+    let console = app.console.clone().unwrap();
+    for role in Role::ALL {
+        let who = enrol(&app, &format!("{}@example.com", role.as_str()), role).await;
+        let mut browser = sign_in(&console, &who).await;
+        let csrf = browser.get("/").await.input("csrf").unwrap();
+        for (method, path, least) in ROUTES {
+            let page = call(&mut browser, method, path, &csrf).await;
+            let allowed = least.is_none_or(|least| role >= least);
+            if allowed {
+                assert!(
+                    page.status != 403 && page.status != 303,
+                    "{role} {method} {path}: {} {}",
+                    page.status,
+                    page.body
+                );
+            } else {
+                assert_eq!(page.status, 403, "{role} {method} {path}: {}", page.body);
+                assert!(page.body.contains("may not"), "{}", page.body);
+            }
+        }
+        // The navigation offers only what the role may open.
+        let home = browser.get("/").await.body;
+        assert_eq!(
+            home.contains("href=\"/operators\""),
+            role == Role::Admin,
+            "{role}"
+        );
+        assert_eq!(
+            home.contains("href=\"/audit\""),
+            role == Role::Admin,
+            "{role}"
+        );
+    }
+    // Without a session every route sends to sign-in (and nothing runs).
+    let mut nobody = Browser::new(&console);
+    for (method, path, _) in ROUTES {
+        let page = call(&mut nobody, method, path, "x").await;
+        assert_eq!(page.status, 303, "{method} {path}");
+        assert!(
+            page.location().unwrap().starts_with("/login"),
+            "{method} {path}"
+        );
+    }
+    // A wrong CSRF token is refused on every form, even for an admin.
+    let admin = enrol(&app, "root@example.com", Role::Admin).await;
+    let mut browser = sign_in(&console, &admin).await;
+    for (method, path, _) in ROUTES.iter().filter(|(m, _, _)| *m == "POST") {
+        let page = call(&mut browser, method, path, "forged").await;
+        assert_eq!(page.status, 403, "{method} {path}");
+        assert!(page.body.contains("Form expired"), "{}", page.body);
+    }
+}
+
+#[tokio::test]
+async fn an_operator_approves_a_kyc_in_the_queue_and_the_audit_log_shows_it() {
+    let app = spawn_console_app(SessionPolicy::default()).await;
+    let console = app.console.clone().unwrap();
+    let receiver = app.create_receiver(&app.a, "ada@example.com").await;
+    let viewer = enrol(&app, "viewer@example.com", Role::Viewer).await;
+    let mut as_viewer = sign_in(&console, &viewer).await;
+    let queue = as_viewer.get("/kyc").await;
+    assert!(queue.body.contains(&receiver), "{}", queue.body);
+    assert!(!queue.body.contains("Approve"), "a viewer gets no buttons");
+
+    let ops = enrol(&app, "ops@example.com", Role::Operator).await;
+    let mut browser = sign_in(&console, &ops).await;
+    let queue = browser.get("/kyc").await;
+    let csrf = queue.input("csrf").unwrap();
+    let done = browser
+        .post(
+            &format!("/kyc/{receiver}"),
+            &[
+                ("csrf", &csrf),
+                ("decision", "completed"),
+                ("reason", "passport <checked>"),
+            ],
+        )
+        .await;
+    assert_eq!(done.status, 303, "{}", done.body);
+    assert_eq!(done.location(), Some("/kyc?done=completed"));
+    let after = browser.get("/kyc?done=completed").await;
+    assert!(!after.body.contains(&receiver));
+    assert!(after.body.contains("Nobody is waiting"));
+    let read = app.get(&app.a, &format!("/api/receiver/{receiver}")).await;
+    assert_eq!(
+        read.body["payload"]["kyc_status"], "completed",
+        "{}",
+        read.body
+    );
+    // Deciding again changes nothing and says so.
+    let again = browser
+        .post(
+            &format!("/kyc/{receiver}"),
+            &[("csrf", &csrf), ("decision", "failed")],
+        )
+        .await;
+    assert_eq!(again.status, 400);
+    assert!(again.body.contains("already decided"), "{}", again.body);
+
+    let store = app_actix::startup::build_store(&app.config).unwrap();
+    let entries = store
+        .list(&AuditQuery {
+            action: Some(AuditAction::KycDecided),
+            limit: 10,
+            ..AuditQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].actor.name(), "ops@example.com");
+    assert_eq!(entries[0].object_id, receiver);
+    assert_eq!(
+        entries[0].after.as_ref().unwrap()["reason"],
+        "passport <checked>"
+    );
+    // The admin sees it in the audit log, escaped.
+    let admin = enrol(&app, "admin@example.com", Role::Admin).await;
+    let mut as_admin = sign_in(&console, &admin).await;
+    let log = as_admin.get("/audit?action=receiver.kyc").await;
+    assert_eq!(log.status, 200);
+    assert!(log.body.contains("ops@example.com") && log.body.contains(&receiver));
+    assert!(log.body.contains("passport &lt;checked&gt;") && !log.body.contains("<checked>"));
+}
+
+#[tokio::test]
+async fn no_page_shows_a_secret_a_session_token_or_an_api_secret() {
+    let app = spawn_console_app(SessionPolicy::default()).await;
+    let console = app.console.clone().unwrap();
+    // A merchant-set field with markup, shown in the KYC queue.
+    let mut body = crate::helpers::receiver_body(&app.a, "xss@example.com");
+    body["reference"] = "<script>alert(1)</script>".into();
+    let created = app.post(&app.a, "/api/receiver", &body).await;
+    assert_eq!(created.status, 200, "{}", created.body);
+    app.create_receiver(&app.a, "bob@example.com").await;
+    let admin = enrol(&app, "admin@example.com", Role::Admin).await;
+    let mut browser = sign_in(&console, &admin).await;
+    let session = browser
+        .cookies
+        .get("__Host-payoutd_session")
+        .cloned()
+        .unwrap();
+    // An operator added in the console: its link is shown once, on the page that made it.
+    let csrf = browser.get("/operators").await.input("csrf").unwrap();
+    let made = browser
+        .post(
+            "/operators",
+            &[
+                ("csrf", &csrf),
+                ("email", "new@example.com"),
+                ("role", "viewer"),
+            ],
+        )
+        .await;
+    assert_eq!(made.status, 200, "{}", made.body);
+    let link = made
+        .body
+        .split("/enrol/")
+        .nth(1)
+        .and_then(|r| r.split('<').next())
+        .unwrap()
+        .to_owned();
+    let mut secrets = vec![
+        app.a.api_secret.clone(),
+        app.b.api_secret.clone(),
+        session.clone(),
+        link.clone(),
+        admin.secret.base32(),
+    ];
+    secrets.retain(|s| s.len() > 8);
+    for path in ["/", "/kyc", "/operators", "/audit", "/login"] {
+        let page = browser.get(path).await;
+        assert_eq!(page.status, 200, "{path}");
+        for secret in &secrets {
+            assert!(
+                !page.body.contains(secret.as_str()),
+                "{path} shows a secret"
+            );
+        }
+        assert!(
+            !page.body.contains("<script>alert"),
+            "{path} is not escaped"
+        );
+    }
+}

@@ -1,0 +1,24 @@
+//! The console's pages, one module per section.
+
+pub mod audit;
+pub mod auth;
+pub mod home;
+pub mod kyc;
+pub mod operators;
+
+use actix_web::HttpResponse;
+use maud::Markup;
+
+/// A 200 HTML response.
+pub fn html(markup: Markup) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/html; charset=utf-8")
+        .body(markup.into_string())
+}
+
+/// A 303 to `location` (after a form's POST).
+pub fn see_other(location: &str) -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((actix_web::http::header::LOCATION, location.to_owned()))
+        .finish()
+}

@@ -1,0 +1,22 @@
+//! What every console handler shares: the domain services it calls.
+
+use std::sync::Arc;
+
+use domain::audit::AuditLog;
+use domain::operators::service::OperatorService;
+use domain::ports::IdGenerator;
+use domain::receiver::operator::OperatorKycService;
+
+/// The console's services.
+pub struct Console {
+    /// Operators, sessions and sign-in.
+    pub operators: Arc<OperatorService>,
+    /// KYC decisions and the queue.
+    pub kyc: Arc<OperatorKycService>,
+    /// The audit log.
+    pub audit: Arc<dyn AuditLog>,
+    /// Randomness (pre-session form secrets).
+    pub ids: Arc<dyn IdGenerator>,
+    /// The console's public base URL (enrolment links start with it).
+    pub public_url: String,
+}
