@@ -32,6 +32,7 @@
 //! NAB's direct entry returns file): each returned record gives its lodgement reference, the
 //! return code (`1`–`9`, [`ReturnCode`]) and the amount.
 
+use bank_codes::digits::is_ascii_digits as digits;
 use bank_formats::aba::{
     self, AbaFile, DescriptiveRecord, DetailKind, DetailRecord, Indicator, ReturnCode,
     TransactionCode,
@@ -125,10 +126,6 @@ fn text(setting: &'static str, value: &str, width: usize) -> Result<(), Settings
         ));
     }
     Ok(())
-}
-
-fn digits(value: &str, lengths: std::ops::RangeInclusive<usize>) -> bool {
-    lengths.contains(&value.len()) && value.bytes().all(|b| b.is_ascii_digit())
 }
 
 impl AbaSettings {

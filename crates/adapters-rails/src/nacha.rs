@@ -16,6 +16,7 @@
 //!   files: `(file number of the day − 1) × 100 000 + position`, so a return's trace number
 //!   names one entry of one file of its day. They are the payouts' references.
 
+use bank_codes::digits::is_ascii_digits;
 use bank_formats::nacha::{
     self, Addenda, Addenda05, Batch, BatchHeader, EntryDetail, FileHeader, LineEnding, NachaFile,
     SecCode, ServiceClass, TransactionCode, WriteOptions,
@@ -82,10 +83,6 @@ pub struct NachaSettings {
     pub line_ending: LineEnding,
 }
 
-fn digits(value: &str, lengths: &[usize]) -> bool {
-    lengths.contains(&value.len()) && value.bytes().all(|b| b.is_ascii_digit())
-}
-
 fn text(setting: &'static str, value: &str, width: usize) -> Result<(), SettingsError> {
     if value.trim().is_empty() {
         return Err(setting_error(setting, "is empty"));
@@ -111,7 +108,7 @@ impl NachaSettings {
     /// # Errors
     /// The first wrong setting, by name.
     pub fn validate(&self) -> Result<(), SettingsError> {
-        if !nacha::is_valid_routing_number(&self.immediate_destination) {
+        if !bank_codes::us_routing::is_valid(&self.immediate_destination) {
             return Err(setting_error(
                 "immediate_destination",
                 "must be a nine-digit routing number with a valid check digit",
@@ -122,13 +119,13 @@ impl NachaSettings {
             &self.immediate_destination_name,
             23,
         )?;
-        if !digits(&self.immediate_origin, &[9, 10]) {
+        if !is_ascii_digits(&self.immediate_origin, 9..=10) {
             return Err(setting_error("immediate_origin", "must be 9 or 10 digits"));
         }
         text("immediate_origin_name", &self.immediate_origin_name, 23)?;
         text("company_name", &self.company_name, 16)?;
         text("company_id", &self.company_id, 10)?;
-        if !digits(&self.originating_dfi, &[8]) {
+        if !is_ascii_digits(&self.originating_dfi, 8..=8) {
             return Err(setting_error(
                 "originating_dfi",
                 "must be the first 8 digits of the originating bank's routing number",

@@ -831,7 +831,7 @@ fn digits(value: &str, lengths: &[usize]) -> bool {
 
 fn nacha(raw: &RawAch, path: &str, problems: &mut Problems) -> Option<NachaOriginator> {
     let at = |key: &str| key_path(path, key);
-    let destination = if bank_formats::nacha::is_valid_routing_number(&raw.immediate_destination) {
+    let destination = if bank_codes::us_routing::is_valid(&raw.immediate_destination) {
         Some(raw.immediate_destination.clone())
     } else {
         problems.push(
@@ -934,7 +934,7 @@ fn sepa(raw: &RawSepa, path: &str, problems: &mut Problems) -> Option<SepaOrigin
     };
     let bic = match &raw.debtor_bic {
         None => Some(None),
-        Some(bic) if bank_formats::iso20022::pain001::is_valid_bic(bic) => Some(Some(bic.clone())),
+        Some(bic) if bank_codes::bic::is_normalised(bic) => Some(Some(bic.clone())),
         Some(bic) => {
             problems.push(
                 at("debtor_bic"),

@@ -1,13 +1,14 @@
 //! The receiving bank's side: return and notification-of-change files answering an origination
 //! file, as an RDFI (or the ODFI passing them on) sends them back.
 
+use bank_codes::us_routing::check_digit;
 use std::collections::{HashMap, HashSet};
 
 use chrono::{NaiveDate, NaiveTime};
 
 use super::codes::{ChangeCode, ReturnCode, ReturnKind, SecCode, ServiceClass, TransactionCode};
 use super::error::{Field, Location, Problem, WriteError};
-use super::text::{is_digits, routing_check_digit};
+use super::text::is_digits;
 use super::types::{
     Addenda, Addenda98, Addenda99, BLOCKING_FACTOR, Batch, BatchHeader, EntryDetail, FileHeader,
     NachaFile,
@@ -359,14 +360,14 @@ fn is_routing(value: &str) -> bool {
     is_digits(value)
         && value
             .get(..8)
-            .and_then(routing_check_digit)
+            .and_then(check_digit)
             .is_some_and(|d| value.as_bytes().get(8) == Some(&(b'0' + d)))
 }
 
 /// Eight digits and their check digit; the value unchanged when it is not eight digits (the
 /// writer then refuses it).
 fn with_check_digit(first8: &str) -> String {
-    routing_check_digit(first8).map_or_else(|| first8.to_owned(), |d| format!("{first8}{d}"))
+    check_digit(first8).map_or_else(|| first8.to_owned(), |d| format!("{first8}{d}"))
 }
 
 fn service_class(entries: &[EntryDetail]) -> ServiceClass {

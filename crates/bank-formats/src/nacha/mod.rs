@@ -141,9 +141,7 @@ pub use codes::{
 };
 pub use error::{Field, Location, ParseError, ParseErrorKind, Problem, WriteError};
 pub use parse::{ParseOptions, parse, parse_with};
-pub use text::{
-    ALLOWED_SYMBOLS, clean_text, is_allowed_char, is_valid_routing_number, routing_check_digit,
-};
+pub use text::{ALLOWED_SYMBOLS, clean_text, is_allowed_char};
 pub use types::{
     Addenda, Addenda05, Addenda98, Addenda99, Addenda99Contested, Addenda99Dishonored,
     BLOCKING_FACTOR, Batch, BatchControl, BatchHeader, EntryDetail, FileControl, FileHeader,
