@@ -10,7 +10,7 @@
 //! payouts. It waits until every payout is final and the bank's returns after settlement are
 //! applied, validates every file payoutd sent and every answer of the bank (pain.001 against
 //! the XSD with xmllint, NACHA with the project's parser, ABA, Standard 005 and IB4B with the
-//! independent `format-checkers`, Interac batch requests with the protocol's parser), checks
+//! independent `bank-format-oracles`, Interac batch requests with the protocol's parser), checks
 //! the ledger and prints one JSON line. Copies: `target/rails-demo/sent/` and `target/rails-demo/received/`.
 
 use std::{
@@ -821,22 +821,22 @@ fn check_sent(
             .map_err(|err| format!("not a valid NACHA file: {err}")),
         RailKind::Sepa => xml_tools.validate_pain001(path),
         RailKind::DirectEntry => {
-            format_checkers::aba::check(bytes, format_checkers::aba::Kind::Originated)?;
+            bank_format_oracles::aba::check(bytes, bank_format_oracles::aba::Kind::Originated)?;
             bank_formats::aba::parse(bytes)
                 .map(drop)
                 .map_err(|err| format!("not a valid ABA file: {err}"))
         }
         RailKind::Eft => {
-            format_checkers::cpa005::check(bytes, b"\r\n").map_err(|errs| errs.join("; "))?;
+            bank_format_oracles::cpa005::check(bytes, b"\r\n").map_err(|errs| errs.join("; "))?;
             bank_formats::cpa005::parse(bytes)
                 .map(drop)
                 .map_err(|err| format!("not a valid Standard 005 file: {err}"))
         }
-        RailKind::DirectCredit => match format_checkers::ib4b::check(bytes)? {
-            format_checkers::ib4b::Kind::DirectCredit => bank_formats::ib4b::parse(bytes)
+        RailKind::DirectCredit => match bank_format_oracles::ib4b::check(bytes)? {
+            bank_format_oracles::ib4b::Kind::DirectCredit => bank_formats::ib4b::parse(bytes)
                 .map(drop)
                 .map_err(|err| format!("not a valid IB4B file: {err}")),
-            format_checkers::ib4b::Kind::Dishonour => {
+            bank_format_oracles::ib4b::Kind::Dishonour => {
                 Err("a dishonour file, not a direct credit file".to_owned())
             }
         },
@@ -853,22 +853,22 @@ fn check_answer(kind: RailKind, bytes: &[u8]) -> Result<(), String> {
             .map(drop)
             .map_err(|err| format!("not a valid pain.002: {err}")),
         RailKind::DirectEntry => {
-            format_checkers::aba::check(bytes, format_checkers::aba::Kind::Returns)?;
+            bank_format_oracles::aba::check(bytes, bank_format_oracles::aba::Kind::Returns)?;
             bank_formats::aba::parse(bytes)
                 .map(drop)
                 .map_err(|err| format!("not a valid ABA return file: {err}"))
         }
         RailKind::Eft => {
-            format_checkers::cpa005::check(bytes, b"\r\n").map_err(|errs| errs.join("; "))?;
+            bank_format_oracles::cpa005::check(bytes, b"\r\n").map_err(|errs| errs.join("; "))?;
             bank_formats::cpa005::parse(bytes)
                 .map(drop)
                 .map_err(|err| format!("not a valid Standard 005 file: {err}"))
         }
-        RailKind::DirectCredit => match format_checkers::ib4b::check(bytes)? {
-            format_checkers::ib4b::Kind::Dishonour => bank_formats::ib4b::parse(bytes)
+        RailKind::DirectCredit => match bank_format_oracles::ib4b::check(bytes)? {
+            bank_format_oracles::ib4b::Kind::Dishonour => bank_formats::ib4b::parse(bytes)
                 .map(drop)
                 .map_err(|err| format!("not a valid IB4B dishonour file: {err}")),
-            format_checkers::ib4b::Kind::DirectCredit => {
+            bank_format_oracles::ib4b::Kind::DirectCredit => {
                 Err("a direct credit file, not a dishonour file".to_owned())
             }
         },

@@ -3,7 +3,7 @@
 //! from the writer's own file.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use format_checkers::cpa005 as checker;
+use bank_format_oracles::cpa005 as checker;
 
 use adapters_rails::cpa005::{
     self, Cpa005Reader, Cpa005Settings, Cpa005Writer, file_creation_number, reference,

@@ -20,7 +20,7 @@ use bank_formats::aba::{
 use chrono::NaiveDate;
 use proptest::prelude::*;
 
-use format_checkers::aba as checker;
+use bank_format_oracles::aba as checker;
 
 use checker::{Kind, check};
 

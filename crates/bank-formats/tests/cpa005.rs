@@ -2,7 +2,7 @@
 //! of returned items.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use format_checkers::cpa005 as checker;
+use bank_format_oracles::cpa005 as checker;
 #[path = "cpa005_support/samples.rs"]
 mod samples;
 

@@ -1,8 +1,8 @@
-//! The spec-driven Standard 005 checker (`format_checkers::cpa005`) against the writer's
+//! The spec-driven Standard 005 checker (`bank_format_oracles::cpa005`) against the writer's
 //! output, and against deliberately broken files so it is seen to fail.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use format_checkers::cpa005 as checker;
+use bank_format_oracles::cpa005 as checker;
 #[path = "cpa005_support/samples.rs"]
 mod samples;
 

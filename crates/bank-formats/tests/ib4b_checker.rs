@@ -13,7 +13,7 @@ use chrono::NaiveDate;
 use proptest::prelude::*;
 
 /// The checker: no code of `bank_formats` is used here.
-use format_checkers::ib4b as checker;
+use bank_format_oracles::ib4b as checker;
 
 use checker::{Kind, check};
 

@@ -3,7 +3,7 @@
 //! (`cad/digital`) against a partner answering on loopback:
 //!
 //! - each file rail writes one file per batch that passes its format's independent checker
-//!   (`format-checkers`), and the bank's return file (written by `bank-formats`' bank side) fails
+//!   (`bank-format-oracles`), and the bank's return file (written by `bank-formats`' bank side) fails
 //!   its payout in progress, with the account, through the same inbound path as NACHA's;
 //! - the Interac rail posts a signed batch request with its idempotency key, and the partner's
 //!   signed status reports pushed to `POST /rail/interac/callback` settle and fail payouts, once
@@ -157,13 +157,13 @@ async fn aba_cpa005_and_ib4b_files_pass_their_checkers_and_their_returns_fail_th
     let out = |route: &str| dirs.path().join(format!("{}-out", route.replace('/', "-")));
     let inbound = |route: &str| dirs.path().join(format!("{}-in", route.replace('/', "-")));
     let aba_bytes = the_file_in(&out("aud/direct-entry")).await;
-    format_checkers::aba::check(&aba_bytes, format_checkers::aba::Kind::Originated).unwrap();
+    bank_format_oracles::aba::check(&aba_bytes, bank_format_oracles::aba::Kind::Originated).unwrap();
     let cpa_bytes = the_file_in(&out("cad/eft")).await;
-    format_checkers::cpa005::check(&cpa_bytes, b"\r\n").unwrap();
+    bank_format_oracles::cpa005::check(&cpa_bytes, b"\r\n").unwrap();
     let ib4b_bytes = the_file_in(&out("nzd/direct-credit")).await;
     assert_eq!(
-        format_checkers::ib4b::check(&ib4b_bytes).unwrap(),
-        format_checkers::ib4b::Kind::DirectCredit
+        bank_format_oracles::ib4b::check(&ib4b_bytes).unwrap(),
+        bank_format_oracles::ib4b::Kind::DirectCredit
     );
     for (route, id, _) in &paid {
         wait_for("the upload to be recorded", async || {
@@ -195,7 +195,7 @@ async fn aba_cpa005_and_ib4b_files_pass_their_checkers_and_their_returns_fail_th
         today,
     )
     .unwrap();
-    format_checkers::aba::check(&aba_returns, format_checkers::aba::Kind::Returns).unwrap();
+    bank_format_oracles::aba::check(&aba_returns, bank_format_oracles::aba::Kind::Returns).unwrap();
     std::fs::write(
         inbound("aud/direct-entry").join("returns.aba"),
         &aba_returns,
@@ -217,7 +217,7 @@ async fn aba_cpa005_and_ib4b_files_pass_their_checkers_and_their_returns_fail_th
         },
     )
     .unwrap();
-    format_checkers::cpa005::check(&cpa_returns, b"\r\n").unwrap();
+    bank_format_oracles::cpa005::check(&cpa_returns, b"\r\n").unwrap();
     std::fs::write(inbound("cad/eft").join("returns.cpa"), &cpa_returns).unwrap();
 
     let ib4b::Ib4bFile::DirectCredit(ib4b_file) = ib4b::parse(&ib4b_bytes).unwrap() else {
@@ -233,8 +233,8 @@ async fn aba_cpa005_and_ib4b_files_pass_their_checkers_and_their_returns_fail_th
     )
     .unwrap();
     assert_eq!(
-        format_checkers::ib4b::check(&dishonours).unwrap(),
-        format_checkers::ib4b::Kind::Dishonour
+        bank_format_oracles::ib4b::check(&dishonours).unwrap(),
+        bank_format_oracles::ib4b::Kind::Dishonour
     );
     std::fs::write(
         inbound("nzd/direct-credit").join("dishonours.csv"),
