@@ -35,11 +35,12 @@ use std::{
 
 use bank_formats::{
     aba, cpa005, ib4b,
-    iso20022::{
-        ReasonCode, ReportDecisions, Status, StatusReason, TransactionDecision, read_pain001,
-        status_report, write_pain002,
-    },
-    nacha::{self, Answer, AnswerOptions, EntryDecision, LineEnding, NachaFile, ReturnCode},
+    iso20022::{ReasonCode, Status, StatusReason},
+    nacha::{self, LineEnding, NachaFile, ReturnCode},
+};
+use bank_simulator::{
+    iso20022::{ReportDecisions, TransactionDecision, read_pain001, status_report, write_pain002},
+    nacha::{Answer, AnswerOptions, EntryDecision},
 };
 use chrono::{NaiveDate, Utc};
 use serde_json::json;
@@ -377,10 +378,10 @@ impl Responder {
             .map(|(entry, d)| (entry, d.lodgement_reference.trim().to_owned()))
             .collect();
         let write = |references: &[String], _: u8| {
-            let decisions: Vec<aba::ReturnDecision> = credits
+            let decisions: Vec<bank_simulator::aba::ReturnDecision> = credits
                 .iter()
                 .filter(|(_, reference)| references.contains(reference))
-                .map(|(entry, reference)| aba::ReturnDecision {
+                .map(|(entry, reference)| bank_simulator::aba::ReturnDecision {
                     entry: *entry,
                     code: if decide("aba-code", reference, 0.5) {
                         aba::ReturnCode::AccountClosed
@@ -389,7 +390,7 @@ impl Responder {
                     },
                 })
                 .collect();
-            aba::write_return_file(&file, &decisions, Utc::now().date_naive())
+            bank_simulator::aba::write_return_file(&file, &decisions, Utc::now().date_naive())
                 .map_err(|err| err.to_string())
         };
         self.answer_with_returns(
@@ -423,17 +424,17 @@ impl Responder {
                         901
                     };
                     cpa005::ReturnCode::new(code)
-                        .map(|reason| cpa005::ReturnDecision {
+                        .map(|reason| bank_simulator::cpa005::ReturnDecision {
                             item: *item,
                             reason,
                         })
                         .ok_or_else(|| format!("{code} is not a return code"))
                 })
                 .collect::<Result<Vec<_>, String>>()?;
-            cpa005::write_return_file(
+            bank_simulator::cpa005::write_return_file(
                 &file,
                 &decisions,
-                &cpa005::ReturnFileOptions {
+                &bank_simulator::cpa005::ReturnFileOptions {
                     creation_date: Utc::now().date_naive(),
                     file_creation_number: u16::from(which) + 1,
                     trace_prefix: "000300002".to_owned(),
@@ -463,9 +464,9 @@ impl Responder {
             ));
         };
         let write = |references: &[String], _: u8| {
-            let decisions: Vec<ib4b::DishonourDecision> = references
+            let decisions: Vec<bank_simulator::ib4b::DishonourDecision> = references
                 .iter()
-                .map(|reference| ib4b::DishonourDecision {
+                .map(|reference| bank_simulator::ib4b::DishonourDecision {
                     your_reference: reference.clone(),
                     reason: if decide("ib4b-code", reference, 0.5) {
                         ib4b::DishonourReason::NoAccount
@@ -474,7 +475,7 @@ impl Responder {
                     },
                 })
                 .collect();
-            ib4b::write_dishonour_file(&file, &decisions, Utc::now().date_naive())
+            bank_simulator::ib4b::write_dishonour_file(&file, &decisions, Utc::now().date_naive())
                 .map_err(|err| err.to_string())
         };
         self.answer_with_returns(
@@ -592,9 +593,9 @@ fn answer_bytes(
     original: &NachaFile,
     decisions: &[EntryDecision],
     modifier: char,
-) -> Result<Vec<u8>, nacha::AnswerError> {
+) -> Result<Vec<u8>, bank_simulator::nacha::AnswerError> {
     let now = Utc::now();
-    nacha::write_answer_file(
+    bank_simulator::nacha::write_answer_file(
         original,
         decisions,
         &AnswerOptions {

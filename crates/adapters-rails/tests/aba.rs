@@ -6,9 +6,8 @@
 use adapters_rails::aba::{
     self, AbaReader, AbaSettings, AbaWriter, lodgement_reference, looks_like_aba,
 };
-use bank_formats::aba::{
-    DetailKind, Indicator, ReturnCode, ReturnDecision, TransactionCode, parse, write_return_file,
-};
+use bank_formats::aba::{DetailKind, Indicator, ReturnCode, TransactionCode, parse};
+use bank_simulator::aba::{ReturnDecision, write_return_file};
 use chrono::{NaiveDate, TimeZone, Utc};
 use domain::account::PayoutMethod;
 use domain::ids::{BatchId, PayoutId, SubaccountId};

@@ -8,10 +8,8 @@ use bank_format_oracles::cpa005 as checker;
 use adapters_rails::cpa005::{
     self, Cpa005Reader, Cpa005Settings, Cpa005Writer, file_creation_number, reference,
 };
-use bank_formats::cpa005::{
-    LineEnding, RecordType, ReturnCode, ReturnDecision, ReturnFileOptions, WriteOptions, parse,
-    write_return_file,
-};
+use bank_formats::cpa005::{LineEnding, RecordType, ReturnCode, WriteOptions, parse};
+use bank_simulator::cpa005::{ReturnDecision, ReturnFileOptions, write_return_file};
 use chrono::{NaiveDate, TimeZone, Utc};
 use domain::account::PayoutMethod;
 use domain::ids::{BatchId, PayoutId, SubaccountId};

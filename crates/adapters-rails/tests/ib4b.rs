@@ -4,9 +4,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use adapters_rails::ib4b::{self, Ib4bReader, Ib4bSettings, Ib4bWriter};
-use bank_formats::ib4b::{
-    DishonourDecision, DishonourReason, Ib4bFile, TransactionCode, parse, write_dishonour_file,
-};
+use bank_formats::ib4b::{DishonourReason, Ib4bFile, TransactionCode, parse};
+use bank_simulator::ib4b::{DishonourDecision, write_dishonour_file};
 use chrono::{NaiveDate, TimeZone, Utc};
 use domain::account::PayoutMethod;
 use domain::ids::{BatchId, PayoutId, SubaccountId};

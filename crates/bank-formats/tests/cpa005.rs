@@ -1,5 +1,5 @@
-//! `bank_formats::cpa005`: golden files, the parser on good and bad input, and the bank's file
-//! of returned items.
+//! `bank_formats::cpa005`: golden files (the bank's file of returned items among them), and the
+//! parser on good and bad input. (Which items a bank returns is `bank-simulator`'s.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use bank_format_oracles::cpa005 as checker;
@@ -9,8 +9,8 @@ mod samples;
 use std::path::PathBuf;
 
 use bank_formats::cpa005::{
-    Cpa005File, Field, LineEnding, ParseErrorKind, Problem, RecordType, ReturnCode, ReturnDecision,
-    ReturnFileError, ReturnFileOptions, WriteOptions, parse, return_file, write, write_return_file,
+    Cpa005File, Field, Header, LineEnding, ParseErrorKind, Problem, RecordType, ReturnCode,
+    ReturnDetails, WriteOptions, parse, write,
 };
 use proptest::prelude::*;
 use samples::*;
@@ -124,29 +124,33 @@ fn golden_cleaning_file() {
     assert_eq!(field(&records[2], 47, 68), "0000000034999900000002");
 }
 
-fn return_options() -> ReturnFileOptions {
-    ReturnFileOptions {
-        creation_date: date(2026, 3, 9),
-        file_creation_number: 1,
-        trace_prefix: "000312345".into(),
-        write: WriteOptions::default(),
+/// The golden credits' items 1 and 2 returned (reasons 911 and 905) in the bank's file of 9
+/// March 2026, number 1, trace numbers under `000312345` (`bank-simulator` decides the same
+/// returns and must write the same bytes).
+fn golden_returns() -> Cpa005File {
+    let sent = golden_credits();
+    let returned = |item: usize, sequence: u32, reason: u16| {
+        let mut t = sent.transactions[item].clone();
+        t.record_type = RecordType::ReturnedCredit;
+        t.item_trace_number = format!("000312345{sequence:013}");
+        t.returned = Some(ReturnDetails {
+            reason: ReturnCode::new(reason).unwrap(),
+        });
+        t
+    };
+    Cpa005File {
+        header: Header {
+            file_creation_number: 1,
+            creation_date: date(2026, 3, 9),
+            ..sent.header.clone()
+        },
+        transactions: vec![returned(1, 1, 911), returned(2, 2, 905)],
     }
 }
 
 #[test]
 fn golden_return_file() {
-    let original = parse(&written(&golden_credits())).unwrap();
-    let decisions = [
-        ReturnDecision {
-            item: 2,
-            reason: ReturnCode::new(905).unwrap(),
-        },
-        ReturnDecision {
-            item: 1,
-            reason: ReturnCode::new(911).unwrap(),
-        },
-    ];
-    let bytes = write_return_file(&original, &decisions, &return_options()).unwrap();
+    let bytes = written(&golden_returns());
     let summary = golden("returns.cpa", &bytes);
     // The returns come in the original's order: items 1 and 2, 5000 + 1 = 5001 cents.
     assert_eq!(
@@ -390,82 +394,6 @@ fn the_parser_reads_every_line_ending() {
         .unwrap();
         assert_eq!(parse(&bytes).unwrap().transactions.len(), 3, "{ending:?}");
     }
-}
-
-// --- The bank's file of returned items. ---
-
-#[test]
-fn return_file_refuses_bad_decisions() {
-    let original = parse(&written(&golden_credits())).unwrap();
-    let code = ReturnCode::new(912).unwrap();
-    let options = return_options();
-    assert_eq!(
-        return_file(
-            &original,
-            &[ReturnDecision {
-                item: 3,
-                reason: code
-            }],
-            &options
-        ),
-        Err(ReturnFileError::UnknownItem { item: 3 })
-    );
-    assert_eq!(
-        return_file(
-            &original,
-            &[
-                ReturnDecision {
-                    item: 0,
-                    reason: code
-                },
-                ReturnDecision {
-                    item: 0,
-                    reason: code
-                }
-            ],
-            &options
-        ),
-        Err(ReturnFileError::DuplicateItem { item: 0 })
-    );
-    let bad_prefix = ReturnFileOptions {
-        trace_prefix: "12345".into(),
-        ..return_options()
-    };
-    assert_eq!(
-        return_file(
-            &original,
-            &[ReturnDecision {
-                item: 0,
-                reason: code
-            }],
-            &bad_prefix
-        ),
-        Err(ReturnFileError::TracePrefix)
-    );
-    let returns = return_file(
-        &original,
-        &[ReturnDecision {
-            item: 0,
-            reason: code,
-        }],
-        &options,
-    )
-    .unwrap();
-    assert_eq!(
-        return_file(
-            &returns,
-            &[ReturnDecision {
-                item: 0,
-                reason: code
-            }],
-            &options
-        ),
-        Err(ReturnFileError::NotOriginated { item: 0 })
-    );
-    // No decision: a file with a header and a trailer only.
-    let empty = write_return_file(&original, &[], &options).unwrap();
-    assert_eq!(checker::check(&empty, b"\r\n").unwrap().records, 2);
-    assert!(parse(&empty).unwrap().transactions.is_empty());
 }
 
 // --- The parser never panics. ---

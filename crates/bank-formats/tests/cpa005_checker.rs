@@ -7,8 +7,7 @@ use bank_format_oracles::cpa005 as checker;
 mod samples;
 
 use bank_formats::cpa005::{
-    Cpa005File, Header, LineEnding, RecordType, ReturnCode, ReturnDecision, ReturnFileOptions,
-    Transaction, WriteOptions, parse, write, write_return_file,
+    Cpa005File, Header, LineEnding, RecordType, Transaction, WriteOptions, parse, write,
 };
 use proptest::prelude::*;
 use samples::*;
@@ -59,39 +58,6 @@ fn the_writer_passes_the_checker_with_several_records() {
         references,
         (1..=13).map(|i| format!("REF{i}")).collect::<Vec<_>>()
     );
-}
-
-#[test]
-fn a_file_of_returned_items_passes_the_checker() {
-    let original = parse(&written(&file(vec![
-        credit(500, "A"),
-        credit(700, "B"),
-        credit(900, "C"),
-    ])))
-    .unwrap();
-    let bytes = write_return_file(
-        &original,
-        &[
-            ReturnDecision {
-                item: 2,
-                reason: ReturnCode::new(905).unwrap(),
-            },
-            ReturnDecision {
-                item: 0,
-                reason: ReturnCode::new(912).unwrap(),
-            },
-        ],
-        &ReturnFileOptions {
-            creation_date: date(2026, 3, 6),
-            file_creation_number: 7,
-            trace_prefix: "000300010".into(),
-            write: WriteOptions::default(),
-        },
-    )
-    .unwrap();
-    let summary = passes(&bytes);
-    assert_eq!(summary.items, vec![('I', "A".into()), ('I', "C".into())]);
-    assert_eq!((summary.credit_count, summary.credit_value), (2, 1400));
 }
 
 #[test]

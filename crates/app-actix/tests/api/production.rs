@@ -541,9 +541,8 @@ pub(crate) async fn clear_of_a_cutoff() {
 
 #[tokio::test]
 async fn ach_payouts_are_filed_in_nacha_and_a_return_fails_one_in_progress() {
-    use bank_formats::nacha::{
-        self, AnswerOptions, EntryDecision, LineEnding, ReturnCode, TransactionCode,
-    };
+    use bank_formats::nacha::{self, LineEnding, ReturnCode, TransactionCode};
+    use bank_simulator::nacha::{AnswerOptions, EntryDecision};
 
     let drop = tempfile::tempdir().unwrap();
     let (outbound, inbound) = (drop.path().join("out"), drop.path().join("in"));
@@ -621,12 +620,12 @@ async fn ach_payouts_are_filed_in_nacha_and_a_return_fails_one_in_progress() {
     }
 
     // The receiving bank returns the first (no account) and notifies a change on the second.
-    let answer = nacha::write_answer_file(
+    let answer = bank_simulator::nacha::write_answer_file(
         &parsed,
         &[
             EntryDecision {
                 original_trace_number: traces[0].clone(),
-                answer: nacha::Answer::Return {
+                answer: bank_simulator::nacha::Answer::Return {
                     code: ReturnCode::parse("R03").unwrap(),
                     date_of_death: None,
                     addenda_information: String::new(),
@@ -634,7 +633,7 @@ async fn ach_payouts_are_filed_in_nacha_and_a_return_fails_one_in_progress() {
             },
             EntryDecision {
                 original_trace_number: traces[1].clone(),
-                answer: nacha::Answer::Notification {
+                answer: bank_simulator::nacha::Answer::Notification {
                     code: nacha::ChangeCode::parse("C01").unwrap(),
                     corrected_data: "99887766".to_owned(),
                 },

@@ -157,7 +157,8 @@ async fn aba_cpa005_and_ib4b_files_pass_their_checkers_and_their_returns_fail_th
     let out = |route: &str| dirs.path().join(format!("{}-out", route.replace('/', "-")));
     let inbound = |route: &str| dirs.path().join(format!("{}-in", route.replace('/', "-")));
     let aba_bytes = the_file_in(&out("aud/direct-entry")).await;
-    bank_format_oracles::aba::check(&aba_bytes, bank_format_oracles::aba::Kind::Originated).unwrap();
+    bank_format_oracles::aba::check(&aba_bytes, bank_format_oracles::aba::Kind::Originated)
+        .unwrap();
     let cpa_bytes = the_file_in(&out("cad/eft")).await;
     bank_format_oracles::cpa005::check(&cpa_bytes, b"\r\n").unwrap();
     let ib4b_bytes = the_file_in(&out("nzd/direct-credit")).await;
@@ -186,9 +187,9 @@ async fn aba_cpa005_and_ib4b_files_pass_their_checkers_and_their_returns_fail_th
         2,
         "a credit and its balancing debit"
     );
-    let aba_returns = aba::write_return_file(
+    let aba_returns = bank_simulator::aba::write_return_file(
         &aba_file,
-        &[aba::ReturnDecision {
+        &[bank_simulator::aba::ReturnDecision {
             entry,
             code: aba::ReturnCode::AccountClosed,
         }],
@@ -203,13 +204,13 @@ async fn aba_cpa005_and_ib4b_files_pass_their_checkers_and_their_returns_fail_th
     .unwrap();
 
     let cpa_file = cpa005::parse(&cpa_bytes).unwrap();
-    let cpa_returns = cpa005::write_return_file(
+    let cpa_returns = bank_simulator::cpa005::write_return_file(
         &cpa_file,
-        &[cpa005::ReturnDecision {
+        &[bank_simulator::cpa005::ReturnDecision {
             item: 0,
             reason: cpa005::ReturnCode::new(905).unwrap(),
         }],
-        &cpa005::ReturnFileOptions {
+        &bank_simulator::cpa005::ReturnFileOptions {
             creation_date: today,
             file_creation_number: 1,
             trace_prefix: "000300002".to_owned(),
@@ -223,9 +224,9 @@ async fn aba_cpa005_and_ib4b_files_pass_their_checkers_and_their_returns_fail_th
     let ib4b::Ib4bFile::DirectCredit(ib4b_file) = ib4b::parse(&ib4b_bytes).unwrap() else {
         panic!("a direct credit file")
     };
-    let dishonours = ib4b::write_dishonour_file(
+    let dishonours = bank_simulator::ib4b::write_dishonour_file(
         &ib4b_file,
-        &[ib4b::DishonourDecision {
+        &[bank_simulator::ib4b::DishonourDecision {
             your_reference: ib4b_file.transactions[0].yours.reference.clone(),
             reason: ib4b::DishonourReason::NoAccount,
         }],

@@ -12,8 +12,9 @@
 //! - [`parse`] turns bytes into a [`Cpa005File`]: origination files and the bank's files of
 //!   returned items alike, checking every record count, every used segment's fields and the
 //!   trailer's totals. It never panics.
-//! - [`write_return_file`] writes what the bank sends back: a Standard 005 file of `I` records
-//!   repeating the returned credits with a return reason code ([`ReturnCode`]).
+//! - [`write`] also writes what the bank sends back: a Standard 005 file of `I` records
+//!   repeating the returned credits with a return reason code ([`ReturnCode`]); which credits
+//!   are returned is the bank simulator's (`bank_simulator::cpa005`).
 //!
 //! # Layout
 //!
@@ -76,7 +77,6 @@
 //!
 //! Errors name the field by its Standard 005 name ([`Field`]) and never repeat its value.
 
-mod bank;
 mod codes;
 mod error;
 mod parse;
@@ -84,9 +84,6 @@ mod text;
 mod types;
 mod write;
 
-pub use bank::{
-    ReturnDecision, ReturnFileError, ReturnFileOptions, return_file, write_return_file,
-};
 pub use codes::{RETURN_CODES, RecordType, ReturnCode};
 pub use error::{Field, Location, ParseError, ParseErrorKind, Problem, WriteError};
 pub use parse::parse;

@@ -164,10 +164,10 @@ pub fn text(xml: &[u8], name: &str) -> String {
     all.into_iter().next().unwrap()
 }
 
-/// A fixture from `tests/fixtures/iso20022/`.
+/// A fixture from `bank-formats`' `tests/fixtures/iso20022/` (whichever crate's tests use it).
 pub fn fixture(name: &str) -> Vec<u8> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/iso20022")
+        .join("../bank-formats/tests/fixtures/iso20022")
         .join(name);
     std::fs::read(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
 }
