@@ -22,6 +22,7 @@ use bank_formats::nacha::{
     SecCode, ServiceClass, TransactionCode, WriteOptions,
 };
 use domain::PortError;
+use domain::account::us::AccountType;
 use domain::money::Asset;
 use domain::rail::answers::AnswerRules;
 use domain::rail::file_rail::{FileNumbering, Settlement};
@@ -172,14 +173,10 @@ pub fn trace_sequence(sequence: u32, position: usize) -> Option<u32> {
     Some((sequence - 1) * 100_000 + position + 1)
 }
 
-fn transaction_code(instruction: &CreditInstruction) -> Result<TransactionCode, PortError> {
-    match instruction.account_kind.as_deref() {
-        Some("checking") | None => Ok(TransactionCode::CheckingCredit),
-        Some("savings") => Ok(TransactionCode::SavingsCredit),
-        Some(other) => Err(refused(format!(
-            "payout {}: account type {other:?} has no NACHA transaction code",
-            instruction.payout_id
-        ))),
+fn transaction_code(instruction: &CreditInstruction) -> TransactionCode {
+    match instruction.account_kind {
+        Some(AccountType::Checking) | None => TransactionCode::CheckingCredit,
+        Some(AccountType::Savings) => TransactionCode::SavingsCredit,
     }
 }
 
@@ -213,7 +210,7 @@ impl NachaWriter {
             .map_err(|_| refused(format!("payout {}: negative amount", instruction.payout_id)))?;
         let payout_id = instruction.payout_id.as_uuid().simple().to_string();
         Ok(EntryDetail {
-            transaction_code: transaction_code(instruction)?,
+            transaction_code: transaction_code(instruction),
             receiving_dfi,
             account_number: instruction.account.expose().clone(),
             amount,
