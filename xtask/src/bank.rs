@@ -43,6 +43,7 @@ use bank_simulator::{
     nacha::{Answer, AnswerOptions, EntryDecision},
 };
 use chrono::{NaiveDate, Utc};
+use domain::account::PayoutMethod;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
@@ -55,8 +56,8 @@ pub const DEFAULT_RETURN_SHARE: f64 = 0.2;
 /// The default wait after a file's effective date before its late returns are written.
 pub const DEFAULT_LATE_AFTER: Duration = Duration::from_secs(20);
 
-/// The file rails the bank serves (`cad/digital` is the partner simulator's:
-/// [`crate::interac_partner`]).
+/// The file rails the bank serves: every payout method paid by files (`cad/digital` is the
+/// partner simulator's: [`crate::interac_partner`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RailKind {
     /// `aud/direct-entry`: ABA files, answered with ABA return files.
@@ -72,34 +73,45 @@ pub enum RailKind {
 }
 
 impl RailKind {
-    pub const ALL: [Self; 5] = [
-        Self::DirectEntry,
-        Self::Ach,
-        Self::Eft,
-        Self::Sepa,
-        Self::DirectCredit,
-    ];
-
-    /// The rail's directory name under the bank's directory.
-    pub fn dir_name(self) -> &'static str {
-        match self {
-            Self::DirectEntry => "aud-direct-entry",
-            Self::Ach => "usd-ach",
-            Self::Eft => "cad-eft",
-            Self::Sepa => "eur-sepa",
-            Self::DirectCredit => "nzd-direct-credit",
+    /// The bank's rail of `method`, if it is paid by files.
+    pub fn of(method: PayoutMethod) -> Option<Self> {
+        match method {
+            PayoutMethod::DirectEntry => Some(Self::DirectEntry),
+            PayoutMethod::Ach => Some(Self::Ach),
+            PayoutMethod::Eft => Some(Self::Eft),
+            PayoutMethod::Sepa => Some(Self::Sepa),
+            PayoutMethod::DirectCredit => Some(Self::DirectCredit),
+            PayoutMethod::Digital => None,
         }
     }
 
-    /// payoutd's route of the method.
-    pub fn route(self) -> &'static str {
+    /// Every file rail, in the order of [`PayoutMethod::ALL`].
+    pub fn all() -> impl Iterator<Item = Self> {
+        PayoutMethod::ALL
+            .iter()
+            .filter_map(|method| Self::of(*method))
+    }
+
+    /// The payout method.
+    pub fn method(self) -> PayoutMethod {
         match self {
-            Self::DirectEntry => "aud/direct-entry",
-            Self::Ach => "usd/ach",
-            Self::Eft => "cad/eft",
-            Self::Sepa => "eur/sepa",
-            Self::DirectCredit => "nzd/direct-credit",
+            Self::DirectEntry => PayoutMethod::DirectEntry,
+            Self::Ach => PayoutMethod::Ach,
+            Self::Eft => PayoutMethod::Eft,
+            Self::Sepa => PayoutMethod::Sepa,
+            Self::DirectCredit => PayoutMethod::DirectCredit,
         }
+    }
+
+    /// The rail's directory name under the bank's directory: the route with `-` for `/`
+    /// (`usd-ach`).
+    pub fn dir_name(self) -> String {
+        self.route().replace('/', "-")
+    }
+
+    /// payoutd's route of the method.
+    pub fn route(self) -> String {
+        self.method().route()
     }
 }
 
@@ -502,6 +514,7 @@ impl Responder {
         answer: &ReturnsAnswer<'_>,
     ) -> Result<(), String> {
         let what = dirs.kind.dir_name();
+        let what = what.as_str();
         let references = &answer.references;
         self.tally.payments += references.len();
         let returned_now = pick(&format!("{what}-return"), references, self.share);
@@ -702,9 +715,8 @@ impl Bank {
             fs::create_dir_all("/run/sshd")
                 .map_err(|err| format!("cannot create /run/sshd: {err}"))?;
         }
-        let rails = RailKind::ALL
-            .iter()
-            .map(|kind| RailDirs::create(&dir, *kind))
+        let rails = RailKind::all()
+            .map(|kind| RailDirs::create(&dir, kind))
             .collect::<Result<Vec<_>, _>>()?;
 
         let mut last_log = String::new();
@@ -999,11 +1011,24 @@ mod tests {
     }
 
     #[test]
+    fn every_method_but_cad_digital_is_a_file_rail_of_the_bank() {
+        for &method in PayoutMethod::ALL {
+            match RailKind::of(method) {
+                Some(kind) => {
+                    assert_eq!(kind.method(), method);
+                    assert_eq!(kind.dir_name(), method.route().replace('/', "-"));
+                }
+                None => assert_eq!(method, PayoutMethod::Digital),
+            }
+        }
+        assert_eq!(RailKind::all().count(), PayoutMethod::ALL.len() - 1);
+    }
+
+    #[test]
     fn the_responder_answers_each_file_once_with_the_share() {
         let root = scratch("responder");
-        let rails: Vec<RailDirs> = RailKind::ALL
-            .iter()
-            .map(|k| RailDirs::create(&root, *k).unwrap())
+        let rails: Vec<RailDirs> = RailKind::all()
+            .map(|k| RailDirs::create(&root, k).unwrap())
             .collect();
         let of = |kind: RailKind| rails.iter().find(|r| r.kind == kind).unwrap().clone();
         let (ach, sepa) = (of(RailKind::Ach), of(RailKind::Sepa));

@@ -28,6 +28,7 @@ use std::{
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
+use domain::account::PayoutMethod;
 use serde_json::{Value, json};
 
 use crate::interac_partner::{PartnerOptions, PartnerSimulator};
@@ -59,53 +60,21 @@ struct Options {
     late_after: Duration,
 }
 
-/// A payout method the demo pays: a file rail of the bank, or Interac through the partner.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Method {
-    File(RailKind),
-    Interac,
-}
-
-impl Method {
-    const ALL: [Self; 6] = [
-        Self::File(RailKind::DirectEntry),
-        Self::File(RailKind::Ach),
-        Self::File(RailKind::Eft),
-        Self::Interac,
-        Self::File(RailKind::Sepa),
-        Self::File(RailKind::DirectCredit),
-    ];
-
-    fn route(self) -> &'static str {
-        match self {
-            Self::File(kind) => kind.route(),
-            Self::Interac => "cad/digital",
-        }
-    }
-
-    fn currency(self) -> &'static str {
-        match self {
-            Self::File(kind) => currency(kind),
-            Self::Interac => "CAD",
-        }
-    }
-
-    /// The account of the `i`th receiver, without its `receiver_id`.
-    fn account_body(self, i: usize) -> Value {
-        match self {
-            Self::File(kind) => account_body(kind, i),
-            // The partner fails a transfer to an address whose local part starts with
-            // `invalid` (the last receiver's).
-            Self::Interac => json!({
-                "recipient": if i + 1 == RECEIVERS {
-                    format!("invalid.payee{i}@example.com")
-                } else {
-                    format!("payee{i}@example.com")
-                },
-                "name": format!("Demo {}", LAST_NAMES[i % LAST_NAMES.len()]),
-                "description": "Rails demo"
-            }),
-        }
+/// The account of the `i`th receiver for `method`, without its `receiver_id`.
+fn method_account_body(method: PayoutMethod, i: usize) -> Value {
+    match RailKind::of(method) {
+        Some(kind) => account_body(kind, i),
+        // The partner fails a transfer to an address whose local part starts with `invalid`
+        // (the last receiver's).
+        None => json!({
+            "recipient": if i + 1 == RECEIVERS {
+                format!("invalid.payee{i}@example.com")
+            } else {
+                format!("payee{i}@example.com")
+            },
+            "name": format!("Demo {}", LAST_NAMES[i % LAST_NAMES.len()]),
+            "description": "Rails demo"
+        }),
     }
 }
 
@@ -414,7 +383,7 @@ fn drive(
     let subaccount = field(&created, "subaccount_id")?;
     let key = payoutd.json(&["admin", "issue-key", "--subaccount", &subaccount])?;
     let mut api = Api::new(addr, field(&key, "api_key")?, field(&key, "api_secret")?);
-    let currencies: BTreeSet<&str> = Method::ALL.iter().map(|m| m.currency()).collect();
+    let currencies: BTreeSet<&str> = PayoutMethod::ALL.iter().map(|m| m.asset().code()).collect();
     for asset in currencies {
         payoutd.json(&[
             "admin",
@@ -429,7 +398,7 @@ fn drive(
     }
 
     // Receivers, KYC by the operator, one account of each method each.
-    let mut accounts: BTreeMap<&'static str, Vec<(String, String)>> = BTreeMap::new();
+    let mut accounts: BTreeMap<PayoutMethod, Vec<(String, String)>> = BTreeMap::new();
     for i in 0..RECEIVERS {
         let receiver = api.post(
             "/api/receiver",
@@ -452,11 +421,11 @@ fn drive(
         if field(&decided, "kyc_status")? != "completed" {
             return Err(format!("KYC was not completed: {decided}"));
         }
-        for method in Method::ALL {
-            let mut body = method.account_body(i);
+        for &method in PayoutMethod::ALL {
+            let mut body = method_account_body(method, i);
             body["receiver_id"] = json!(receiver);
             let account = api.post(&format!("/api/receiver-account/{}", method.route()), &body)?;
-            accounts.entry(method.route()).or_default().push((
+            accounts.entry(method).or_default().push((
                 receiver.clone(),
                 payload_str(&account, "receiver_account_id")?,
             ));
@@ -464,7 +433,7 @@ fn drive(
     }
 
     // The confirmation e-mails: one per account; POST each link.
-    let expected = Method::ALL.len() * RECEIVERS;
+    let expected = PayoutMethod::ALL.len() * RECEIVERS;
     let mut links = Vec::new();
     wait_until(deadline, "the confirmation e-mails", || {
         links = confirmation_links(mail_dir)?;
@@ -495,11 +464,11 @@ fn drive(
 
     // The payouts.
     let mut payouts = Vec::new();
-    for method in Method::ALL {
+    for &method in PayoutMethod::ALL {
         let accounts = accounts
-            .get(method.route())
+            .get(&method)
             .ok_or_else(|| format!("no {} accounts", method.route()))?;
-        let currency = method.currency();
+        let currency = method.asset().code();
         for n in 0..options.per_method {
             let (receiver, account) = &accounts[n % accounts.len()];
             let created = api.post(
@@ -593,7 +562,7 @@ fn drive(
         ));
     }
     Ok(json!({
-        "methods": Method::ALL.len(),
+        "methods": PayoutMethod::ALL.len(),
         "payouts": payouts.len(),
         "successful": successful,
         "failed": failed,
@@ -635,20 +604,19 @@ fn collect_sent(
             return Err(format!("`payoutd admin rail-file --id {id} --raw` failed"));
         }
         bank::copy_into(sent_dir, &name, &raw.stdout)?;
-        if method == Method::Interac.route() {
+        let method = PayoutMethod::from_route(&method).ok_or_else(|| {
+            format!("file {name} is of method {method}, which payoutd does not have")
+        })?;
+        let Some(kind) = RailKind::of(method) else {
             bank_formats::interac::BatchRequest::parse(&raw.stdout)
                 .map_err(|err| format!("{name} is not a valid Interac batch request: {err}"))?;
             sent.batch_requests += 1;
             continue;
-        }
+        };
         sent.files += 1;
-        let kind = RailKind::ALL
-            .into_iter()
-            .find(|k| k.route() == method)
-            .ok_or_else(|| {
-                format!("file {name} is of method {method}, which the demo does not enable")
-            })?;
-        let rail = bank.rail(kind).ok_or_else(|| format!("no rail {method}"))?;
+        let rail = bank
+            .rail(kind)
+            .ok_or_else(|| format!("no rail {}", kind.route()))?;
         let at_bank = rail.read.join(&name);
         if fs::read(&at_bank).ok().as_deref() != Some(raw.stdout.as_slice()) {
             return Err(format!(
@@ -664,8 +632,7 @@ fn collect_sent(
 /// The production configuration: every rail of the bank over SFTP, a cut-off every minute,
 /// same-day settlement, the mail catcher on loopback, manual KYC.
 fn render_config(bank: &Bank, partner_url: &str, smtp_port: u16) -> Result<String, String> {
-    let rails = RailKind::ALL
-        .into_iter()
+    let rails = RailKind::all()
         .map(|kind| {
             let rail = bank
                 .rail(kind)
@@ -779,7 +746,7 @@ fn config_text(c: &ConfigInputs) -> String {
         ));
     }
     text.push_str(&format!(
-        "[rails.\"cad/digital\"]\n\
+        "[rails.\"{route}\"]\n\
          file_prefix = \"DEMO\"\n\
          cutoffs = [{cutoffs}]\n\
          open_on_weekends = true\n\
@@ -787,11 +754,12 @@ fn config_text(c: &ConfigInputs) -> String {
          partner_customer_id = \"PAYOUTD-DEMO\"\n\
          sender_name = \"Payoutd Demo\"\n\
          expiry_days = 30\n\
-         \n[rails.\"cad/digital\".transport]\n\
+         \n[rails.\"{route}\".transport]\n\
          kind = \"partner_api\"\n\
          base_url = {url}\n\
          shared_secret = \"env:PAYOUT_INTERAC_SECRET\"\n\
          poll_interval_secs = 10\n\n",
+        route = PayoutMethod::Digital.route(),
         url = toml_string(&c.partner_url),
     ));
     text.push_str(&format!(
@@ -872,17 +840,6 @@ fn check_answer(kind: RailKind, bytes: &[u8]) -> Result<(), String> {
                 Err("a direct credit file, not a dishonour file".to_owned())
             }
         },
-    }
-}
-
-/// The currency of the method of `kind`.
-fn currency(kind: RailKind) -> &'static str {
-    match kind {
-        RailKind::Ach => "USD",
-        RailKind::Sepa => "EUR",
-        RailKind::DirectEntry => "AUD",
-        RailKind::Eft => "CAD",
-        RailKind::DirectCredit => "NZD",
     }
 }
 
@@ -1178,8 +1135,7 @@ mod tests {
             user: "demo".to_owned(),
             private_key: "/b/ssh/client_ed25519".to_owned(),
             host_key: "ssh-ed25519 AAAA payoutd-bank".to_owned(),
-            rails: RailKind::ALL
-                .into_iter()
+            rails: RailKind::all()
                 .map(|kind| {
                     (
                         kind,
@@ -1199,7 +1155,7 @@ mod tests {
         assert!(text.contains("host_key = \"ssh-ed25519 AAAA payoutd-bank\""));
         assert_eq!(
             text.matches("settlement_days = 0").count(),
-            Method::ALL.len()
+            PayoutMethod::ALL.len()
         );
         assert!(text.contains(
             "[rails.\"cad/digital\".transport]\nkind = \"partner_api\"\nbase_url = \"http://127.0.0.1:4000\"\n"
