@@ -272,7 +272,7 @@ fn settings_are_checked_one_by_one() {
         let mut s = settings(false);
         change(&mut s);
         let error = s.validate().unwrap_err();
-        assert_eq!(error.setting, setting, "{error}");
+        assert_eq!(error.settings(), [setting], "{error}");
         assert!(AbaWriter::new(s).is_err());
     }
     // Account values are not repeated, nor shown by Debug.

@@ -236,7 +236,7 @@ fn each_setting_is_checked_by_name() {
     ];
     for (s, setting) in cases {
         let e = Ib4bWriter::new(s.clone()).unwrap_err();
-        assert_eq!(e.setting, setting, "{s:?}");
+        assert_eq!(e.settings(), [setting], "{s:?}");
         assert!(!e.to_string().contains("0102420100"), "account data in {e}");
     }
 }

@@ -28,7 +28,7 @@ fn nacha_settings() -> NachaSettings {
         immediate_origin_name: "PAYOUTD PROVIDER".into(),
         company_name: "PAYOUTD".into(),
         company_id: "1234567890".into(),
-        originating_dfi: "09100001".into(),
+        odfi_routing: "09100001".into(),
         entry_description: "PAYOUT".into(),
         entry_class: EntryClass::Ppd,
         line_ending: LineEnding::Lf,
@@ -316,7 +316,11 @@ fn nacha_settings_are_checked_by_name() {
     let wrong = |change: fn(&mut NachaSettings)| {
         let mut s = nacha_settings();
         change(&mut s);
-        NachaWriter::new(s).unwrap_err().setting
+        let error = NachaWriter::new(s).unwrap_err();
+        let [setting] = error.settings()[..] else {
+            panic!("one problem: {error}")
+        };
+        setting
     };
     assert_eq!(
         wrong(|s| s.immediate_destination = "011000016".into()),
@@ -331,10 +335,7 @@ fn nacha_settings_are_checked_by_name() {
         "company_name"
     );
     assert_eq!(wrong(|s| s.company_id = String::new()), "company_id");
-    assert_eq!(
-        wrong(|s| s.originating_dfi = "0910000".into()),
-        "originating_dfi"
-    );
+    assert_eq!(wrong(|s| s.odfi_routing = "0910000".into()), "odfi_routing");
     assert_eq!(
         wrong(|s| s.entry_description = "PAYOUT\u{e9}".into()),
         "entry_description"
@@ -494,7 +495,11 @@ fn sepa_settings_are_checked_by_name() {
     let wrong = |change: fn(&mut SepaSettings)| {
         let mut s = sepa_settings();
         change(&mut s);
-        SepaWriter::new(s).unwrap_err().setting
+        let error = SepaWriter::new(s).unwrap_err();
+        let [setting] = error.settings()[..] else {
+            panic!("one problem: {error}")
+        };
+        setting
     };
     assert_eq!(
         wrong(|s| s.debtor_iban = "DE02120300000000202052".into()),

@@ -8,6 +8,12 @@ use chrono::{NaiveDate, TimeZone, Utc};
 use ring::signature::{Ed25519KeyPair, KeyPair};
 
 use super::*;
+use adapters_rails::aba::AbaSettings;
+use adapters_rails::cpa005::{Cpa005Settings, RecordEnd};
+use adapters_rails::ib4b::Ib4bSettings;
+use adapters_rails::interac::InteracSettings;
+use adapters_rails::nacha::NachaSettings;
+use adapters_rails::sepa::SepaSettings;
 
 const EXAMPLE: &str = include_str!("../../../../docs/examples/payoutd.toml");
 const SMTP_PASSWORD: &str = "smtp-pa55word-never-shown";
@@ -108,9 +114,7 @@ fn the_example_file_is_valid() {
     let ach = &settings.rails[&PayoutMethod::Ach];
     assert_eq!(ach.file_prefix, "ACME");
     assert_eq!(ach.calendar.cutoff_texts(), ["14:00", "20:00"]);
-    let FormatSettings::Nacha(nacha) = &ach.format else {
-        panic!("ach is NACHA")
-    };
+    let nacha = ach.rail.settings::<NachaSettings>().expect("ach is NACHA");
     assert_eq!(nacha.immediate_destination, "021000021");
     assert_eq!(nacha.company_id, "1234567890");
     assert_eq!(nacha.company_name, "ACME PAYOUTS");
@@ -130,9 +134,10 @@ fn the_example_file_is_valid() {
     );
 
     let sepa = &settings.rails[&PayoutMethod::Sepa];
-    let FormatSettings::Pain001(pain) = &sepa.format else {
-        panic!("sepa is pain.001")
-    };
+    let pain = sepa
+        .rail
+        .settings::<SepaSettings>()
+        .expect("sepa is pain.001");
     assert_eq!(pain.debtor_iban, "DE89370400440532013000");
     assert_eq!(pain.debtor_bic.as_deref(), Some("COBADEFFXXX"));
     let TransportSettings::Sftp(sftp) = &sepa.transport else {
@@ -420,9 +425,10 @@ fn sepa_settings_are_checked() {
         1,
     );
     let settings = parse(&text).unwrap();
-    let FormatSettings::Pain001(pain) = &settings.rails[&PayoutMethod::Sepa].format else {
-        panic!("pain.001")
-    };
+    let pain = settings.rails[&PayoutMethod::Sepa]
+        .rail
+        .settings::<SepaSettings>()
+        .expect("pain.001");
     assert_eq!(
         (pain.debtor_bic.as_ref(), pain.initiating_party_id.as_ref()),
         (None, None)
@@ -724,22 +730,25 @@ fn loading_names_the_file_and_the_variable() {
 #[test]
 fn aba_cpa005_and_ib4b_settings_are_read_and_checked_by_their_formats() {
     let settings = parse(EXAMPLE).unwrap();
-    let FormatSettings::Aba(aba) = &settings.rails[&PayoutMethod::DirectEntry].format else {
-        panic!("aud/direct-entry is ABA")
-    };
+    let aba = settings.rails[&PayoutMethod::DirectEntry]
+        .rail
+        .settings::<AbaSettings>()
+        .expect("aud/direct-entry is ABA");
     assert_eq!(
         (aba.bank_mnemonic.as_str(), aba.apca_user_id.as_str()),
         ("CBA", "301500")
     );
     assert!(!aba.self_balancing);
-    let FormatSettings::Cpa005(cpa) = &settings.rails[&PayoutMethod::Eft].format else {
-        panic!("cad/eft is Standard 005")
-    };
+    let cpa = settings.rails[&PayoutMethod::Eft]
+        .rail
+        .settings::<Cpa005Settings>()
+        .expect("cad/eft is Standard 005");
     assert_eq!(cpa.transaction_code, 450);
-    assert_eq!(cpa.line_ending, bank_formats::cpa005::LineEnding::CrLf);
-    let FormatSettings::Ib4b(ib4b) = &settings.rails[&PayoutMethod::DirectCredit].format else {
-        panic!("nzd/direct-credit is IB4B")
-    };
+    assert_eq!(cpa.line_ending, RecordEnd::CrLf);
+    let ib4b = settings.rails[&PayoutMethod::DirectCredit]
+        .rail
+        .settings::<Ib4bSettings>()
+        .expect("nzd/direct-credit is IB4B");
     assert_eq!(ib4b.originating_account, "0109020068389000");
 
     // Each format's own check names the setting under the rail's path.
@@ -803,9 +812,10 @@ fn aba_cpa005_and_ib4b_settings_are_read_and_checked_by_their_formats() {
 fn cad_digital_is_paid_through_a_partner_api_with_a_secret_never_shown() {
     let settings = parse(EXAMPLE).unwrap();
     let digital = &settings.rails[&PayoutMethod::Digital];
-    let FormatSettings::Interac(interac) = &digital.format else {
-        panic!("cad/digital is Interac")
-    };
+    let interac = digital
+        .rail
+        .settings::<InteracSettings>()
+        .expect("cad/digital is Interac");
     assert_eq!(
         (interac.partner_customer_id.as_str(), interac.expiry_days),
         ("ACME-0042", 30)
