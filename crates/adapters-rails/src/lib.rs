@@ -1,4 +1,4 @@
-//! The production rails, one unit per payout method ([`unit`], one exhaustive match on
+//! The production rails, one unit per payout method ([`unit()`], one exhaustive match on
 //! `PayoutMethod`): each module holds its method's whole rail, and nothing about a format
 //! lives outside it:
 //!
@@ -22,7 +22,7 @@
 //! | `cad/digital` | Interac e-Transfer partner protocol, signed JSON batch requests | [`interac`] |
 //!
 //! A rail for another method over an existing format is one more module with its settings
-//! type, writer and reader over that format, and its arm in [`unit`].
+//! type, writer and reader over that format, and its arm in [`unit()`].
 
 pub mod aba;
 pub mod cpa005;

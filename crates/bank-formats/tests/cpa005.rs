@@ -71,8 +71,8 @@ fn golden_credit_file() {
         "PAYOUT0000000000001"
     );
     assert_eq!(field(&records[1], 25 + 229, 25 + 239), "00000000000");
-    // Segment 4 is unused: zeros and blanks.
-    assert_eq!(field(&records[1], 25 + 720, 25 + 732), "0000000000000");
+    // Segments 4 to 6 are unused: blank, as Standard 005 says.
+    assert_eq!(field(&records[1], 25 + 720, 1464), " ".repeat(720));
     // Trailer: count 3; debits 0 / 0; credits 123456 + 5000 + 1 = 128457 cents, 3 of them;
     // E and F corrections zero.
     assert_eq!(
@@ -183,6 +183,22 @@ fn golden_return_file() {
     assert_eq!(second.returned.unwrap().reason.value(), 905);
     assert!(second.returned.unwrap().reason.account_is_invalid());
     assert_eq!(read.header.file_creation_number, 1);
+}
+
+/// Unused segments written the other way some writers do (zeros in the numeric fields, blanks in
+/// the others, as payoutd itself once wrote them) read the same as blank ones.
+#[test]
+fn zero_filled_unused_segments_read_as_unused() {
+    let blank = std::fs::read(golden_path("credits.cpa")).unwrap();
+    let zero_filled = std::fs::read(golden_path("credits-zero-filled.cpa")).unwrap();
+    assert_ne!(blank, zero_filled);
+    assert_eq!(parse(&zero_filled).unwrap(), parse(&blank).unwrap());
+    // The checker, which stands for the standard, refuses them.
+    let errors = checker::check(&zero_filled, b"\r\n").unwrap_err();
+    assert!(
+        errors.iter().any(|e| e.contains("must be blank")),
+        "{errors:?}"
+    );
 }
 
 #[test]

@@ -208,17 +208,18 @@ fn refuses_a_bad_header_and_order() {
 
 #[test]
 fn refuses_bad_unused_segments_and_fillers() {
-    // Record 3 holds the seventh credit in segment 1; segment 2 is unused.
+    // Record 3 holds the seventh credit in segment 1; segment 2 is unused, so blank.
     let mut records = valid_records();
-    set(&mut records[2], 25 + 240 + 3, "0000000001");
+    set(&mut records[2], 25 + 240, &"0".repeat(13));
     assert_mentions(
         &refused(&records),
-        "unused transaction type and amount is not zeros",
+        "segment 2: an unused segment must be blank, not zero-filled",
     );
 
+    // Anything in it makes it a used segment, and a broken one.
     let mut records = valid_records();
     set(&mut records[2], 25 + 240 + 80, "X");
-    assert_mentions(&refused(&records), "unused names");
+    assert_mentions(&refused(&records), "segment 2: transaction type");
 
     let mut records = valid_records();
     set(&mut records[1], 25 + 205, "X"); // segment filler 206-227

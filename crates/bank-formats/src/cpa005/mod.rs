@@ -5,11 +5,12 @@
 //!
 //! - [`write()`] turns a [`Cpa005File`] into bytes: the header record `A`, detail records of six
 //!   240-character segments (`C` credits, `D` debits, `I` returned credits, `J` returned
-//!   debits; consecutive transactions of one type share a record, unused segments have zeros in
-//!   their numeric fields and blanks elsewhere), and the trailer `Z`, whose record count,
+//!   debits; consecutive transactions of one type share a record, unused segments are blank,
+//!   as Standard 005 says), and the trailer `Z`, whose record count,
 //!   totals and counts it computes. Each record is followed by `\r\n` by default
 //!   ([`LineEnding`]).
-//! - [`parse`] turns bytes into a [`Cpa005File`]: origination files and the bank's files of
+//! - [`parse`] turns bytes into a [`Cpa005File`] (unused segments blank or, as some writers
+//!   leave them, zero-filled in their numeric fields): origination files and the bank's files of
 //!   returned items alike, checking every record count, every used segment's fields and the
 //!   trailer's totals. It never panics.
 //! - [`write`] also writes what the bank sends back: a Standard 005 file of `I` records
