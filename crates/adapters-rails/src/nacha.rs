@@ -386,9 +386,12 @@ impl BankFileWriter for NachaWriter {
 }
 
 /// The reader of NACHA files from the bank: returns (Addenda99) and notifications of change
-/// (Addenda98), with records shortened by trailing-blank stripping read as blank-filled. Return entries name the returned entry by its trace number, which is the
-/// payout's reference. Dishonored and contested returns (R61–R77) concern returns payoutd
-/// never dishonours and are recorded as notices.
+/// (Addenda98), with records shortened by trailing-blank stripping read as blank-filled. Return
+/// entries name the returned entry by its trace number, which is the payout's reference.
+/// Dishonored and contested returns (R61–R77) concern returns payoutd never dishonours and are
+/// recorded as notices. An originated file (entries that are neither returns nor
+/// notifications: payoutd's own, or anyone's, should one reach the inbound directory) is not
+/// this reader's.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NachaReader;
 
@@ -424,6 +427,11 @@ impl domain::rail::report::BankFileReader for NachaReader {
                 )));
             }
         };
+        if file.returns().is_empty() && file.notifications_of_change().is_empty() {
+            // No entry answers another (no Addenda99 or Addenda98): an originated file, what
+            // was sent rather than the bank's answer.
+            return Ok(ReadOutcome::NotMine);
+        }
         let mut items = Vec::new();
         for returned in file.returns() {
             let code = returned.return_code.to_string();

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use adapters_rails::nacha::{self, EntryClass, NachaSettings, NachaWriter};
+use adapters_rails::nacha::{self, EntryClass, NachaReader, NachaSettings, NachaWriter};
 use adapters_rails::sepa::{SepaSettings, SepaWriter};
 use bank_formats::nacha::{Addenda, LineEnding, SecCode, ServiceClass, TransactionCode};
 use chrono::{NaiveDate, TimeZone, Utc};
@@ -18,6 +18,7 @@ use domain::ids::{BatchId, PayoutId, SubaccountId};
 use domain::masking::Secret;
 use domain::money::{Asset, MinorUnits};
 use domain::rail::instruction::{BankFileWriter, CreditInstruction, FileRequest};
+use domain::rail::report::{BankFileReader, ReadOutcome};
 use uuid::Uuid;
 
 fn nacha_settings() -> NachaSettings {
@@ -103,6 +104,11 @@ fn a_nacha_file_field_by_field() {
     let writer = NachaWriter::new(nacha_settings()).unwrap();
     let written = writer.write(&ach_request(2)).unwrap();
     assert_eq!(written.extension, "ach");
+    // The file payoutd sends is not the bank's answer, should it reach the inbound directory.
+    assert_eq!(
+        NachaReader.read("sent.ach", &written.bytes).unwrap(),
+        ReadOutcome::NotMine
+    );
     let text = String::from_utf8(written.bytes.clone()).unwrap();
     let lines: Vec<&str> = text.split('\n').collect();
     // 1 header, 1 batch header, 3 entries with an addenda each, batch control, file control:
