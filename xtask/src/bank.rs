@@ -982,7 +982,7 @@ mod tests {
         let now = Utc::now();
         write_pain001(&CreditTransferInitiation {
             message_id: "MSG1".into(),
-            created_at: now.naive_utc(),
+            created_at: now,
             initiating_party: InitiatingParty {
                 name: "Payoutd".into(),
                 id: None,

@@ -214,7 +214,7 @@ impl SepaWriter {
         &self,
         batch: &str,
         execution_date: chrono::NaiveDate,
-        created_at: chrono::NaiveDateTime,
+        created_at: chrono::DateTime<chrono::Utc>,
         transactions: Vec<CreditTransfer>,
     ) -> CreditTransferInitiation {
         let s = &self.settings;
@@ -287,7 +287,7 @@ impl BankFileWriter for SepaWriter {
         let document = self.document(
             &request.batch_id.as_uuid().simple().to_string(),
             request.effective_date,
-            request.created_at.naive_utc(),
+            request.created_at,
             transactions,
         );
         let bytes = write_pain001(&document)

@@ -439,7 +439,7 @@ fn a_sepa_file_is_valid_against_the_iso_20022_xsd() {
     let xml = String::from_utf8(written.bytes.clone()).unwrap();
     for expected in [
         "<MsgId>123456789abcdef0123456789abcdef0</MsgId>",
-        "<CreDtTm>2026-11-25T21:07:00</CreDtTm>",
+        "<CreDtTm>2026-11-25T21:07:00Z</CreDtTm>",
         "<NbOfTxs>2</NbOfTxs>",
         "<CtrlSum>1235.06</CtrlSum>",
         "<PmtInfId>123456789abcdef0123456789abcdef0-1</PmtInfId>",

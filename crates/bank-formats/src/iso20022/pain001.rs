@@ -12,7 +12,7 @@
 
 use std::collections::HashSet;
 
-use chrono::{Datelike, NaiveDate, NaiveDateTime};
+use chrono::{DateTime, Datelike, NaiveDate, Utc};
 
 use super::text::{IdProblem, check_id, to_sepa_text};
 use super::xml::Emitter;
@@ -39,8 +39,9 @@ pub const MAX_REMITTANCE_LEN: usize = 140;
 pub struct CreditTransferInitiation {
     /// `GrpHdr/MsgId`: unique per file for the bank (up to 35 characters of the SEPA set).
     pub message_id: String,
-    /// `GrpHdr/CreDtTm`, written as given (`YYYY-MM-DDThh:mm:ss`, no offset).
-    pub created_at: NaiveDateTime,
+    /// `GrpHdr/CreDtTm`, written in UTC with its offset (`YYYY-MM-DDThh:mm:ssZ`), so a bank
+    /// in any time zone reads the same instant.
+    pub created_at: DateTime<Utc>,
     /// `GrpHdr/InitgPty`.
     pub initiating_party: InitiatingParty,
     /// `PmtInf`, one per batch, at least one.
@@ -437,9 +438,9 @@ fn date(field: &str, value: NaiveDate) -> Result<String, Pain001Error> {
     Ok(value.format("%Y-%m-%d").to_string())
 }
 
-fn date_time(field: &str, value: NaiveDateTime) -> Result<String, Pain001Error> {
+fn date_time(field: &str, value: DateTime<Utc>) -> Result<String, Pain001Error> {
     four_digit_year(field, value.year())?;
-    Ok(value.format("%Y-%m-%dT%H:%M:%S").to_string())
+    Ok(value.format("%Y-%m-%dT%H:%M:%SZ").to_string())
 }
 
 fn iban(field: &str, value: &str) -> Result<(), Pain001Error> {

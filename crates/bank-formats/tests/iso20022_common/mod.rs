@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use bank_formats::iso20022::{
     CreditTransfer, CreditTransferInitiation, DebtorAgent, InitiatingParty, PaymentBatch,
 };
-use chrono::{NaiveDate, NaiveDateTime};
+use chrono::{DateTime, NaiveDate, Utc};
 use quick_xml::{Reader, events::Event};
 
 /// IBANs with valid check digits, from several SEPA countries.
@@ -22,11 +22,12 @@ pub const IBANS: &[&str] = &[
     "MT84MALT011000012345MTLCAST001S",
 ];
 
-pub fn created_at() -> NaiveDateTime {
+pub fn created_at() -> DateTime<Utc> {
     NaiveDate::from_ymd_opt(2026, 11, 25)
         .unwrap()
         .and_hms_opt(18, 0, 5)
         .unwrap()
+        .and_utc()
 }
 
 pub fn execution_date() -> NaiveDate {
