@@ -8,12 +8,14 @@
 //!
 //! - **pain.001** (`eur-sepa`): a pain.002.001.09 with group status `ACCP`, `ACSC` for most
 //!   transactions and `RJCT` (reason `AC04`, closed account) for a share of them.
-//! - **NACHA** (`usd-ach`): at once, a return file (R01 or R03) for a share of the entries; then,
+//! - **NACHA** (`usd-ach`): at once, a return file (a credit's return reason: R02, R03, R04,
+//!   R16, R20 or R23) for a share of the entries; then,
 //!   once the entries' effective date has come and a delay has passed (after settlement), a
 //!   second return file for another share of the entries that were not returned at once.
 //! - **ABA** (`aud-direct-entry`), **Standard 005** (`cad-eft`) and **IB4B**
 //!   (`nzd-direct-credit`): the same two rounds, with ABA return files (codes 3 or 6), Standard
-//!   005 files of returned items (905 or 901) and IB4B dishonour files (02 or 05).
+//!   005 files of returned items (credit reasons 905, 910, 911, 912, 914 or 915) and IB4B
+//!   dishonour files (02 or 05).
 //!
 //! `cad/digital` has no drop: the command also runs the Interac partner simulator
 //! ([`crate::interac_partner`]) on a loopback port.
@@ -181,14 +183,33 @@ fn fraction(what: &str, id: &str) -> f64 {
     value
 }
 
-/// The NACHA return code for a returned entry: R01 (insufficient funds) or R03 (no account),
-/// by hash.
+/// The NACHA return codes a credit comes back with: R02 account closed, R03 no account, R04
+/// invalid account number, R16 account frozen, R20 non-transaction account, R23 credit refused
+/// by the receiver. (R01, insufficient funds, and the other debit reasons never return a
+/// credit.)
+pub const ACH_CREDIT_RETURN_CODES: [&str; 6] = ["R02", "R03", "R04", "R16", "R20", "R23"];
+
+/// The Standard 005 reasons a credit comes back with: 905 account closed, 910 payee deceased,
+/// 911 account frozen, 912 invalid/incorrect account number, 914 incorrect payee name, 915
+/// refused by payee. (901, NSF, and the other debit reasons never return a credit.)
+pub const CPA_CREDIT_RETURN_CODES: [u16; 6] = [905, 910, 911, 912, 914, 915];
+
+/// One of `codes` for the answer `what` about `id`, by hash: each equally likely.
+fn code_of<T: Copy>(what: &str, id: &str, codes: &[T]) -> Option<T> {
+    // The fraction is below 1, so the index is below the length.
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss
+    )]
+    let index = (fraction(what, id) * codes.len() as f64) as usize;
+    codes.get(index).copied()
+}
+
+/// The NACHA return code for a returned credit entry, by hash among
+/// [`ACH_CREDIT_RETURN_CODES`].
 pub fn ach_return_code(trace: &str) -> &'static str {
-    if decide("ach-code", trace, 0.5) {
-        "R03"
-    } else {
-        "R01"
-    }
+    code_of("ach-code", trace, &ACH_CREDIT_RETURN_CODES).unwrap_or("R03")
 }
 
 /// What the bank decided, for the demo to check payoutd's results against.
@@ -430,11 +451,8 @@ impl Responder {
                 .iter()
                 .filter(|(_, reference)| references.contains(reference))
                 .map(|(item, reference)| {
-                    let code = if decide("cpa-code", reference, 0.5) {
-                        905
-                    } else {
-                        901
-                    };
+                    let code =
+                        code_of("cpa-code", reference, &CPA_CREDIT_RETURN_CODES).unwrap_or(905);
                     cpa005::ReturnCode::new(code)
                         .map(|reason| bank_simulator::cpa005::ReturnDecision {
                             item: *item,
@@ -1115,7 +1133,21 @@ mod tests {
             })
             .count();
         assert!((4_500..5_500).contains(&both), "{both}");
-        assert!(["R01", "R03"].contains(&ach_return_code("021000020000001")));
+        // Credits come back with credit reasons only, and every one of them is used.
+        let ach: HashSet<&str> = (0..1_000)
+            .map(|i| ach_return_code(&format!("{i:015}")))
+            .collect();
+        assert_eq!(ach, ACH_CREDIT_RETURN_CODES.into_iter().collect());
+        let cpa: HashSet<u16> = (0..1_000)
+            .filter_map(|i| code_of("cpa-code", &format!("{i:019}"), &CPA_CREDIT_RETURN_CODES))
+            .collect();
+        assert_eq!(cpa, CPA_CREDIT_RETURN_CODES.into_iter().collect());
+        for code in ACH_CREDIT_RETURN_CODES {
+            assert!(ReturnCode::parse(code).is_some(), "{code}");
+        }
+        for code in CPA_CREDIT_RETURN_CODES {
+            assert!(cpa005::ReturnCode::new(code).is_some(), "{code}");
+        }
     }
 
     #[test]
