@@ -50,6 +50,7 @@ pub const UNIT: RailUnit = RailUnit {
     settlement: SETTLEMENT,
     answers: ANSWERS,
     transports: FILE_DROP,
+    settles_on_weekends: false,
     settings: read::<Cpa005Settings>,
 };
 

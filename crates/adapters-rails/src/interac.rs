@@ -47,6 +47,7 @@ pub const UNIT: RailUnit = RailUnit {
     settlement: SETTLEMENT,
     answers: ANSWERS,
     transports: &[TransportKind::PartnerApi],
+    settles_on_weekends: true,
     settings: read::<InteracSettings>,
 };
 

@@ -74,6 +74,10 @@ pub struct RailUnit {
     pub answers: AnswerRules,
     /// The transports that carry its files, the first the usual one.
     pub transports: &'static [TransportKind],
+    /// Whether its counterparty pays on Saturdays and Sundays, so that its calendar may open
+    /// them: a partner's API that works every day, never a bank file scheme (NACHA, SEPA, ABA,
+    /// Standard 005 and IB4B settle on business days only).
+    pub settles_on_weekends: bool,
     /// Reads the rail's own keys.
     pub(crate) settings: fn(toml::Table) -> Result<Arc<dyn RailSettings>, String>,
 }
@@ -213,6 +217,13 @@ mod tests {
         for &method in PayoutMethod::ALL {
             assert_eq!(unit(method).method, method);
             assert!(!unit(method).transports.is_empty());
+            // Only Interac's partner works every day; every bank file scheme settles on
+            // business days.
+            assert_eq!(
+                unit(method).settles_on_weekends,
+                method == PayoutMethod::Digital,
+                "{method:?}"
+            );
         }
     }
 

@@ -120,8 +120,28 @@ fn rail_settings(
     problems: &mut Problems,
 ) -> Option<RailSettings> {
     let prefix = file_prefix(&raw.file_prefix, &key_path(path, "file_prefix"), problems);
+    let unit = adapters_rails::unit(method);
     let weekends_open = match &raw.open_on_weekends {
         None => Some(false),
+        Some(toml::Value::Boolean(true)) if !unit.settles_on_weekends => {
+            // A file dated or settled on a Saturday or Sunday is one the scheme does not settle.
+            let every_day: Vec<String> = PayoutMethod::ALL
+                .iter()
+                .filter(|m| adapters_rails::unit(**m).settles_on_weekends)
+                .map(|m| m.route())
+                .collect();
+            problems.push(
+                key_path(path, "open_on_weekends"),
+                format!(
+                    "must be false: {} ({}) settles on bank business days, never on Saturdays or \
+                     Sundays (only {} works every day)",
+                    method.route(),
+                    unit.format,
+                    every_day.join(", ")
+                ),
+            );
+            None
+        }
         Some(toml::Value::Boolean(open)) => Some(*open),
         Some(other) => {
             problems.push(
@@ -155,7 +175,6 @@ fn rail_settings(
         )
     });
     let transport_path = key_path(path, "transport");
-    let unit = adapters_rails::unit(method);
     let transport = transport(raw.transport, &transport_path, env, problems).and_then(|t| {
         let kind = t.kind();
         if unit.accepts(kind) {

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use base64::Engine;
-use chrono::{NaiveDate, TimeZone, Utc};
+use chrono::{Datelike, NaiveDate, TimeZone, Utc};
 use ring::signature::{Ed25519KeyPair, KeyPair};
 
 use super::*;
@@ -278,8 +278,11 @@ fn a_month_of_holidays_is_refused() {
         .map(|d| format!("\"{d}\""))
         .collect();
     let p = problems(&example_with(
-        "holidays = [\"2026-12-25\", \"2026-12-26\"",
-        &format!("holidays = [{}, \"2026-12-26\"", days.join(", ")),
+        "holidays = [\"2026-12-25\", \"2027-01-01\", \"2027-03-26\"",
+        &format!(
+            "holidays = [{}, \"2027-01-01\", \"2027-03-26\"",
+            days.join(", ")
+        ),
     ));
     assert_problem(
         &p,
@@ -322,7 +325,7 @@ fn settlement_days_default_to_one_and_are_bounded() {
 }
 
 #[test]
-fn weekends_are_closed_unless_a_rail_opens_them() {
+fn weekends_are_closed_and_only_cad_digital_may_open_them() {
     let Ok(settings) = parse(EXAMPLE) else {
         panic!("the example is valid");
     };
@@ -332,11 +335,51 @@ fn weekends_are_closed_unless_a_rail_opens_them() {
             .values()
             .all(|rail| !rail.calendar.weekends_open())
     );
-    let Ok(open) = parse(&example_with(
+    // The example's holidays are weekdays: a Saturday or Sunday is closed anyway.
+    for rail in settings.rails.values() {
+        for day in rail.calendar.holidays() {
+            assert!(
+                !matches!(day.weekday(), chrono::Weekday::Sat | chrono::Weekday::Sun),
+                "{}: {day} is a {}",
+                rail.method.route(),
+                day.weekday()
+            );
+        }
+    }
+    // A bank file rail settles on business days only: opening its weekends is refused.
+    let p = problems(&example_with(
         "open_on_weekends = false",
         "open_on_weekends = true",
+    ));
+    assert_problem(
+        &p,
+        "rails.\"usd/ach\".open_on_weekends",
+        "must be false: usd/ach (nacha) settles on bank business days",
+    );
+    assert_problem(&p, "rails.\"usd/ach\".open_on_weekends", "only cad/digital");
+    assert_eq!(p.len(), 1, "{p:#?}");
+    for (route, table) in [
+        ("eur/sepa", "[rails.\"eur/sepa\"]\n"),
+        ("aud/direct-entry", "[rails.\"aud/direct-entry\"]\n"),
+        ("cad/eft", "[rails.\"cad/eft\"]\n"),
+        ("nzd/direct-credit", "[rails.\"nzd/direct-credit\"]\n"),
+    ] {
+        let p = problems(&example_with(
+            table,
+            &format!("{table}open_on_weekends = true\n"),
+        ));
+        assert_problem(
+            &p,
+            &format!("rails.\"{route}\".open_on_weekends"),
+            "must be false",
+        );
+    }
+    // The Interac partner works every day.
+    let Ok(open) = parse(&example_with(
+        "[rails.\"cad/digital\"]\n",
+        "[rails.\"cad/digital\"]\nopen_on_weekends = true\n",
     )) else {
-        panic!("open_on_weekends is a rail setting");
+        panic!("cad/digital may open its weekends");
     };
     let opened: Vec<PayoutMethod> = open
         .rails
@@ -344,7 +387,11 @@ fn weekends_are_closed_unless_a_rail_opens_them() {
         .filter(|(_, rail)| rail.calendar.weekends_open())
         .map(|(method, _)| *method)
         .collect();
-    assert_eq!(opened, [PayoutMethod::Ach], "only the rail that says so");
+    assert_eq!(
+        opened,
+        [PayoutMethod::Digital],
+        "only the rail that says so"
+    );
     let p = problems(&example_with(
         "open_on_weekends = false",
         "open_on_weekends = \"yes\"",

@@ -29,8 +29,8 @@ use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, spawn_app, spawn_production_app};
 use crate::production::{
-    admin_cli, admin_output, balance_in, clear_of_a_cutoff, event_payloads, every_minute, pay,
-    payee, payee_with_payout, payout, wait_for,
+    admin_cli, admin_output, balance_in, clear_of_a_cutoff, event_payloads, every_minute,
+    open_every_day, pay, payee, payee_with_payout, payout, wait_for,
 };
 
 const SMTP_AND_KYC: &str = r#"
@@ -54,7 +54,7 @@ fn file_rail(route: &str, settings: &str, dirs: &Path) -> String {
     std::fs::create_dir_all(&outbound).unwrap();
     std::fs::create_dir_all(&inbound).unwrap();
     format!(
-        "[rails.\"{route}\"]\nfile_prefix = \"TEST\"\ncutoffs = [{cutoffs}]\nopen_on_weekends = true\n{settings}\n\
+        "[rails.\"{route}\"]\nfile_prefix = \"TEST\"\ncutoffs = [{cutoffs}]\n{settings}\n\
          [rails.\"{route}\".transport]\nkind = \"directory\"\noutbound_dir = \"{outbound}\"\n\
          inbound_dir = \"{inbound}\"\npoll_interval_secs = 1\n\n",
         cutoffs = every_minute(),
@@ -113,7 +113,7 @@ async fn aba_cpa005_and_ib4b_files_pass_their_checkers_and_their_returns_fail_th
     let settings = ProductionSettings::parse(&text, Path::new("payoutd.toml"), &|_| None)
         .unwrap_or_else(|problems| panic!("{problems:#?}"));
     let notifier = Arc::new(SandboxNotifier::new());
-    let production = Production::build(settings, notifier.clone()).unwrap();
+    let production = Production::build(open_every_day(settings), notifier.clone()).unwrap();
     let app = spawn_production_app(production, |_| {}).await;
     let sub = SubaccountId::parse(&app.a.subaccount_id).unwrap();
     for asset in ["AUD", "CAD", "NZD"] {
@@ -424,7 +424,7 @@ async fn interac_payouts() -> InteracPayouts {
     })
     .unwrap_or_else(|problems| panic!("{problems:#?}"));
     let notifier = Arc::new(SandboxNotifier::new());
-    let production = Production::build(settings, notifier.clone()).unwrap();
+    let production = Production::build(open_every_day(settings), notifier.clone()).unwrap();
     let app = spawn_production_app(production, |_| {}).await;
     let sub = SubaccountId::parse(&app.a.subaccount_id).unwrap();
     app.admin.fund(sub, "CAD", "100000").await.unwrap();
