@@ -44,7 +44,7 @@ use bank_simulator::{
     iso20022::{ReportDecisions, TransactionDecision, read_pain001, status_report, write_pain002},
     nacha::{Answer, AnswerOptions, EntryDecision},
 };
-use chrono::{NaiveDate, Utc};
+use chrono::NaiveDate;
 use domain::account::PayoutMethod;
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -355,10 +355,10 @@ impl Responder {
         let decisions = ReportDecisions {
             message_id: format!(
                 "BANKSIM-{}-{}",
-                Utc::now().format("%Y%m%d%H%M%S"),
+                crate::clock::now().format("%Y%m%d%H%M%S"),
                 self.sequence
             ),
-            created_at: Utc::now().naive_utc(),
+            created_at: crate::clock::now().naive_utc(),
             group_status: Status::AcceptedCustomerProfile,
             group_reasons: Vec::new(),
             transactions,
@@ -423,8 +423,12 @@ impl Responder {
                     },
                 })
                 .collect();
-            bank_simulator::aba::write_return_file(&file, &decisions, Utc::now().date_naive())
-                .map_err(|err| err.to_string())
+            bank_simulator::aba::write_return_file(
+                &file,
+                &decisions,
+                crate::clock::now().date_naive(),
+            )
+            .map_err(|err| err.to_string())
         };
         self.answer_with_returns(
             dirs,
@@ -465,7 +469,7 @@ impl Responder {
                 &file,
                 &decisions,
                 &bank_simulator::cpa005::ReturnFileOptions {
-                    creation_date: Utc::now().date_naive(),
+                    creation_date: crate::clock::now().date_naive(),
                     file_creation_number: u16::from(which) + 1,
                     trace_prefix: "000300002".to_owned(),
                     write: cpa005::WriteOptions::default(),
@@ -505,8 +509,12 @@ impl Responder {
                     },
                 })
                 .collect();
-            bank_simulator::ib4b::write_dishonour_file(&file, &decisions, Utc::now().date_naive())
-                .map_err(|err| err.to_string())
+            bank_simulator::ib4b::write_dishonour_file(
+                &file,
+                &decisions,
+                crate::clock::now().date_naive(),
+            )
+            .map_err(|err| err.to_string())
         };
         self.answer_with_returns(
             dirs,
@@ -577,7 +585,7 @@ impl Responder {
     }
 
     fn write_due_late_returns(&mut self) -> Result<(), String> {
-        let today = Utc::now().date_naive();
+        let today = crate::clock::now().date_naive();
         let (due, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.late)
             .into_iter()
             .partition(|late| {
@@ -625,7 +633,7 @@ fn answer_bytes(
     decisions: &[EntryDecision],
     modifier: char,
 ) -> Result<Vec<u8>, bank_simulator::nacha::AnswerError> {
-    let now = Utc::now();
+    let now = crate::clock::now();
     bank_simulator::nacha::write_answer_file(
         original,
         decisions,
@@ -933,6 +941,8 @@ pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use chrono::Utc;
+
     use bank_formats::{
         iso20022::{
             CreditTransfer, CreditTransferInitiation, DebtorAgent, InitiatingParty, PaymentBatch,

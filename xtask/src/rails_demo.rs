@@ -11,7 +11,10 @@
 //! applied, validates every file payoutd sent and every answer of the bank (pain.001 against
 //! the XSD with xmllint, NACHA with the project's parser, ABA, Standard 005 and IB4B with the
 //! independent `bank-format-oracles`, Interac batch requests with the protocol's parser), checks
-//! the ledger and prints one JSON line. Copies: `target/rails-demo/sent/` and `target/rails-demo/received/`.
+//! the ledger and prints one JSON line. Bank file rails settle on weekdays only: run on a
+//! Saturday or Sunday, the demo runs payoutd on the last weekday's date under libfaketime
+//! (Debian's `libfaketime`, installed when missing and root) and its own side by the same clock
+//! ([`crate::clock`]). Copies: `target/rails-demo/sent/` and `target/rails-demo/received/`.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -25,7 +28,7 @@ use std::{
         atomic::{AtomicBool, Ordering},
     },
     thread,
-    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+    time::{Duration, Instant},
 };
 
 use domain::account::PayoutMethod;
@@ -34,7 +37,7 @@ use serde_json::{Value, json};
 use crate::interac_partner::{PartnerOptions, PartnerSimulator};
 use crate::{
     bank::{self, Bank, RailKind, Responder, Tally},
-    cmd,
+    clock, cmd,
     flags::Flags,
     iso20022, paths,
     postgres::{self, Postgres},
@@ -207,6 +210,17 @@ fn demo(pg: &Postgres, options: &Options, started: Instant) -> Result<Value, Str
     drop_database(&pg.url)?;
     cmd::run(paths::cargo().args(["build", "-p", "app-actix", "--bin", "payoutd"]))?;
 
+    // Bank file rails settle on weekdays only: on a weekend, the demo's clocks go back to the
+    // last weekday (payoutd's under libfaketime, this process's by `clock`).
+    let days_back = clock::days_back_to_weekdays(chrono::Utc::now(), OVERALL_TIMEOUT);
+    clock::set_days_back(days_back);
+    if days_back > 0 {
+        eprintln!(
+            "rails-demo: a weekend: payoutd and the bank run {days_back} day(s) back, on {}",
+            clock::now().date_naive()
+        );
+    }
+
     // The bank and the mail catcher.
     let mut bank = Bank::start(&root.join("bank"), None)?;
     let responder = ResponderThread::start(Responder::new(
@@ -234,17 +248,19 @@ fn demo(pg: &Postgres, options: &Options, started: Instant) -> Result<Value, Str
         render_config(&bank, &partner.base_url(), smtp_port)?,
     )
     .map_err(|err| format!("cannot write {}: {err}", config_path.display()))?;
+    let mut env = vec![
+        ("DATABASE_URL", database_url.clone()),
+        ("PAYOUT_MASTER_KEY", master_key()?),
+        ("PAYOUT_CONFIG", config_path.display().to_string()),
+        ("PAYOUT_BIND", bind.clone()),
+        ("PAYOUT_BATCH_INTERVAL_SECS", "5".to_owned()),
+        ("PAYOUT_SANDBOX", "false".to_owned()),
+        ("PAYOUT_INTERAC_SECRET", secret),
+    ];
+    env.extend(weekday_clock(days_back)?);
     let payoutd = Payoutd {
         bin: paths::target_dir().join("debug").join("payoutd"),
-        env: vec![
-            ("DATABASE_URL", database_url.clone()),
-            ("PAYOUT_MASTER_KEY", master_key()?),
-            ("PAYOUT_CONFIG", config_path.display().to_string()),
-            ("PAYOUT_BIND", bind.clone()),
-            ("PAYOUT_BATCH_INTERVAL_SECS", "5".to_owned()),
-            ("PAYOUT_SANDBOX", "false".to_owned()),
-            ("PAYOUT_INTERAC_SECRET", secret),
-        ],
+        env,
     };
     // Captured: stdout is for the summary line only.
     cmd::stdout(&mut payoutd.command(&["migrate", "--create-database"]))?;
@@ -629,8 +645,30 @@ fn collect_sent(
     Ok(sent)
 }
 
-/// The production configuration: every rail of the bank over SFTP, a cut-off every minute,
-/// same-day settlement, the mail catcher on loopback, manual KYC.
+/// The libfaketime environment that runs payoutd `days` days back (none for 0): its wall clock
+/// only, the monotonic clock its timers use left alone.
+fn weekday_clock(days: u32) -> Result<Vec<(&'static str, String)>, String> {
+    if days == 0 {
+        return Ok(Vec::new());
+    }
+    let library = tools::ensure_debian_file(
+        &[
+            "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+            "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
+            "/usr/lib/faketime/libfaketime.so.1",
+        ],
+        "libfaketime",
+    )?;
+    Ok(vec![
+        ("LD_PRELOAD", library.display().to_string()),
+        ("FAKETIME", format!("-{days}d")),
+        ("FAKETIME_DONT_FAKE_MONOTONIC", "1".to_owned()),
+    ])
+}
+
+/// The production configuration: every rail of the bank over SFTP, a cut-off every minute on
+/// weekdays (bank file rails never open their weekends; `cad/digital`'s partner works every
+/// day), same-day settlement, the mail catcher on loopback, manual KYC.
 fn render_config(bank: &Bank, partner_url: &str, smtp_port: u16) -> Result<String, String> {
     let rails = RailKind::all()
         .map(|kind| {
@@ -730,7 +768,6 @@ fn config_text(c: &ConfigInputs) -> String {
             "[rails.\"{route}\"]\n\
              file_prefix = \"DEMO\"\n\
              cutoffs = [{cutoffs}]\n\
-             open_on_weekends = true\n\
              settlement_days = 0\n\
              {format}\
              \n[rails.\"{route}\".transport]\n\
@@ -1010,11 +1047,7 @@ impl Api {
     }
 
     fn call(&mut self, method: &str, path: &str, body: &[u8]) -> Result<Value, String> {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_err(|_| "the clock is before 1970".to_owned())?
-            .as_millis();
-        let now = u64::try_from(now).map_err(|_| "the clock is out of range".to_owned())?;
+        let now = crate::clock::unix_millis()?;
         self.last_nonce = now.max(self.last_nonce + 1);
         let signature = sign::signature(
             &self.key,
@@ -1160,6 +1193,9 @@ mod tests {
         assert!(text.contains(
             "[rails.\"cad/digital\".transport]\nkind = \"partner_api\"\nbase_url = \"http://127.0.0.1:4000\"\n"
         ));
+        // Only cad/digital opens its weekends: the bank's rails settle on weekdays.
+        assert_eq!(text.matches("open_on_weekends = true").count(), 1);
+        assert!(text.contains("[rails.\"cad/digital\"]\nfile_prefix = \"DEMO\"\ncutoffs"));
         assert!(text.contains("\"00:00\", \"00:01\""));
         assert!(text.contains("\"23:59\"]"));
         assert!(text.contains("port = 2525\ntls = \"none\""));
