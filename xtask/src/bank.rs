@@ -8,12 +8,14 @@
 //!
 //! - **pain.001** (`eur-sepa`): a pain.002.001.09 with group status `ACCP`, `ACSC` for most
 //!   transactions and `RJCT` (reason `AC04`, closed account) for a share of them.
-//! - **NACHA** (`usd-ach`): at once, a return file (R01 or R03) for a share of the entries; then,
+//! - **NACHA** (`usd-ach`): at once, a return file (a credit's return reason: R02, R03, R04,
+//!   R16, R20 or R23) for a share of the entries; then,
 //!   once the entries' effective date has come and a delay has passed (after settlement), a
 //!   second return file for another share of the entries that were not returned at once.
 //! - **ABA** (`aud-direct-entry`), **Standard 005** (`cad-eft`) and **IB4B**
 //!   (`nzd-direct-credit`): the same two rounds, with ABA return files (codes 3 or 6), Standard
-//!   005 files of returned items (905 or 901) and IB4B dishonour files (02 or 05).
+//!   005 files of returned items (credit reasons 905, 910, 911, 912, 914 or 915) and IB4B
+//!   dishonour files (02 or 05).
 //!
 //! `cad/digital` has no drop: the command also runs the Interac partner simulator
 //! ([`crate::interac_partner`]) on a loopback port.
@@ -35,13 +37,15 @@ use std::{
 
 use bank_formats::{
     aba, cpa005, ib4b,
-    iso20022::{
-        ReasonCode, ReportDecisions, Status, StatusReason, TransactionDecision, read_pain001,
-        status_report, write_pain002,
-    },
-    nacha::{self, Answer, AnswerOptions, EntryDecision, LineEnding, NachaFile, ReturnCode},
+    iso20022::{ReasonCode, Status, StatusReason},
+    nacha::{self, LineEnding, NachaFile, ReturnCode},
 };
-use chrono::{NaiveDate, Utc};
+use bank_simulator::{
+    iso20022::{ReportDecisions, TransactionDecision, read_pain001, status_report, write_pain002},
+    nacha::{Answer, AnswerOptions, EntryDecision},
+};
+use chrono::NaiveDate;
+use domain::account::PayoutMethod;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
@@ -54,8 +58,8 @@ pub const DEFAULT_RETURN_SHARE: f64 = 0.2;
 /// The default wait after a file's effective date before its late returns are written.
 pub const DEFAULT_LATE_AFTER: Duration = Duration::from_secs(20);
 
-/// The file rails the bank serves (`cad/digital` is the partner simulator's:
-/// [`crate::interac_partner`]).
+/// The file rails the bank serves: every payout method paid by files (`cad/digital` is the
+/// partner simulator's: [`crate::interac_partner`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RailKind {
     /// `aud/direct-entry`: ABA files, answered with ABA return files.
@@ -71,34 +75,45 @@ pub enum RailKind {
 }
 
 impl RailKind {
-    pub const ALL: [Self; 5] = [
-        Self::DirectEntry,
-        Self::Ach,
-        Self::Eft,
-        Self::Sepa,
-        Self::DirectCredit,
-    ];
-
-    /// The rail's directory name under the bank's directory.
-    pub fn dir_name(self) -> &'static str {
-        match self {
-            Self::DirectEntry => "aud-direct-entry",
-            Self::Ach => "usd-ach",
-            Self::Eft => "cad-eft",
-            Self::Sepa => "eur-sepa",
-            Self::DirectCredit => "nzd-direct-credit",
+    /// The bank's rail of `method`, if it is paid by files.
+    pub fn of(method: PayoutMethod) -> Option<Self> {
+        match method {
+            PayoutMethod::DirectEntry => Some(Self::DirectEntry),
+            PayoutMethod::Ach => Some(Self::Ach),
+            PayoutMethod::Eft => Some(Self::Eft),
+            PayoutMethod::Sepa => Some(Self::Sepa),
+            PayoutMethod::DirectCredit => Some(Self::DirectCredit),
+            PayoutMethod::Digital => None,
         }
     }
 
-    /// payoutd's route of the method.
-    pub fn route(self) -> &'static str {
+    /// Every file rail, in the order of [`PayoutMethod::ALL`].
+    pub fn all() -> impl Iterator<Item = Self> {
+        PayoutMethod::ALL
+            .iter()
+            .filter_map(|method| Self::of(*method))
+    }
+
+    /// The payout method.
+    pub fn method(self) -> PayoutMethod {
         match self {
-            Self::DirectEntry => "aud/direct-entry",
-            Self::Ach => "usd/ach",
-            Self::Eft => "cad/eft",
-            Self::Sepa => "eur/sepa",
-            Self::DirectCredit => "nzd/direct-credit",
+            Self::DirectEntry => PayoutMethod::DirectEntry,
+            Self::Ach => PayoutMethod::Ach,
+            Self::Eft => PayoutMethod::Eft,
+            Self::Sepa => PayoutMethod::Sepa,
+            Self::DirectCredit => PayoutMethod::DirectCredit,
         }
+    }
+
+    /// The rail's directory name under the bank's directory: the route with `-` for `/`
+    /// (`usd-ach`).
+    pub fn dir_name(self) -> String {
+        self.route().replace('/', "-")
+    }
+
+    /// payoutd's route of the method.
+    pub fn route(self) -> String {
+        self.method().route()
     }
 }
 
@@ -168,14 +183,33 @@ fn fraction(what: &str, id: &str) -> f64 {
     value
 }
 
-/// The NACHA return code for a returned entry: R01 (insufficient funds) or R03 (no account),
-/// by hash.
+/// The NACHA return codes a credit comes back with: R02 account closed, R03 no account, R04
+/// invalid account number, R16 account frozen, R20 non-transaction account, R23 credit refused
+/// by the receiver. (R01, insufficient funds, and the other debit reasons never return a
+/// credit.)
+pub const ACH_CREDIT_RETURN_CODES: [&str; 6] = ["R02", "R03", "R04", "R16", "R20", "R23"];
+
+/// The Standard 005 reasons a credit comes back with: 905 account closed, 910 payee deceased,
+/// 911 account frozen, 912 invalid/incorrect account number, 914 incorrect payee name, 915
+/// refused by payee. (901, NSF, and the other debit reasons never return a credit.)
+pub const CPA_CREDIT_RETURN_CODES: [u16; 6] = [905, 910, 911, 912, 914, 915];
+
+/// One of `codes` for the answer `what` about `id`, by hash: each equally likely.
+fn code_of<T: Copy>(what: &str, id: &str, codes: &[T]) -> Option<T> {
+    // The fraction is below 1, so the index is below the length.
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss
+    )]
+    let index = (fraction(what, id) * codes.len() as f64) as usize;
+    codes.get(index).copied()
+}
+
+/// The NACHA return code for a returned credit entry, by hash among
+/// [`ACH_CREDIT_RETURN_CODES`].
 pub fn ach_return_code(trace: &str) -> &'static str {
-    if decide("ach-code", trace, 0.5) {
-        "R03"
-    } else {
-        "R01"
-    }
+    code_of("ach-code", trace, &ACH_CREDIT_RETURN_CODES).unwrap_or("R03")
 }
 
 /// What the bank decided, for the demo to check payoutd's results against.
@@ -321,10 +355,10 @@ impl Responder {
         let decisions = ReportDecisions {
             message_id: format!(
                 "BANKSIM-{}-{}",
-                Utc::now().format("%Y%m%d%H%M%S"),
+                crate::clock::now().format("%Y%m%d%H%M%S"),
                 self.sequence
             ),
-            created_at: Utc::now().naive_utc(),
+            created_at: crate::clock::now().naive_utc(),
             group_status: Status::AcceptedCustomerProfile,
             group_reasons: Vec::new(),
             transactions,
@@ -377,10 +411,10 @@ impl Responder {
             .map(|(entry, d)| (entry, d.lodgement_reference.trim().to_owned()))
             .collect();
         let write = |references: &[String], _: u8| {
-            let decisions: Vec<aba::ReturnDecision> = credits
+            let decisions: Vec<bank_simulator::aba::ReturnDecision> = credits
                 .iter()
                 .filter(|(_, reference)| references.contains(reference))
-                .map(|(entry, reference)| aba::ReturnDecision {
+                .map(|(entry, reference)| bank_simulator::aba::ReturnDecision {
                     entry: *entry,
                     code: if decide("aba-code", reference, 0.5) {
                         aba::ReturnCode::AccountClosed
@@ -389,8 +423,12 @@ impl Responder {
                     },
                 })
                 .collect();
-            aba::write_return_file(&file, &decisions, Utc::now().date_naive())
-                .map_err(|err| err.to_string())
+            bank_simulator::aba::write_return_file(
+                &file,
+                &decisions,
+                crate::clock::now().date_naive(),
+            )
+            .map_err(|err| err.to_string())
         };
         self.answer_with_returns(
             dirs,
@@ -417,24 +455,21 @@ impl Responder {
                 .iter()
                 .filter(|(_, reference)| references.contains(reference))
                 .map(|(item, reference)| {
-                    let code = if decide("cpa-code", reference, 0.5) {
-                        905
-                    } else {
-                        901
-                    };
+                    let code =
+                        code_of("cpa-code", reference, &CPA_CREDIT_RETURN_CODES).unwrap_or(905);
                     cpa005::ReturnCode::new(code)
-                        .map(|reason| cpa005::ReturnDecision {
+                        .map(|reason| bank_simulator::cpa005::ReturnDecision {
                             item: *item,
                             reason,
                         })
                         .ok_or_else(|| format!("{code} is not a return code"))
                 })
                 .collect::<Result<Vec<_>, String>>()?;
-            cpa005::write_return_file(
+            bank_simulator::cpa005::write_return_file(
                 &file,
                 &decisions,
-                &cpa005::ReturnFileOptions {
-                    creation_date: Utc::now().date_naive(),
+                &bank_simulator::cpa005::ReturnFileOptions {
+                    creation_date: crate::clock::now().date_naive(),
                     file_creation_number: u16::from(which) + 1,
                     trace_prefix: "000300002".to_owned(),
                     write: cpa005::WriteOptions::default(),
@@ -463,9 +498,9 @@ impl Responder {
             ));
         };
         let write = |references: &[String], _: u8| {
-            let decisions: Vec<ib4b::DishonourDecision> = references
+            let decisions: Vec<bank_simulator::ib4b::DishonourDecision> = references
                 .iter()
-                .map(|reference| ib4b::DishonourDecision {
+                .map(|reference| bank_simulator::ib4b::DishonourDecision {
                     your_reference: reference.clone(),
                     reason: if decide("ib4b-code", reference, 0.5) {
                         ib4b::DishonourReason::NoAccount
@@ -474,8 +509,12 @@ impl Responder {
                     },
                 })
                 .collect();
-            ib4b::write_dishonour_file(&file, &decisions, Utc::now().date_naive())
-                .map_err(|err| err.to_string())
+            bank_simulator::ib4b::write_dishonour_file(
+                &file,
+                &decisions,
+                crate::clock::now().date_naive(),
+            )
+            .map_err(|err| err.to_string())
         };
         self.answer_with_returns(
             dirs,
@@ -501,6 +540,7 @@ impl Responder {
         answer: &ReturnsAnswer<'_>,
     ) -> Result<(), String> {
         let what = dirs.kind.dir_name();
+        let what = what.as_str();
         let references = &answer.references;
         self.tally.payments += references.len();
         let returned_now = pick(&format!("{what}-return"), references, self.share);
@@ -545,7 +585,7 @@ impl Responder {
     }
 
     fn write_due_late_returns(&mut self) -> Result<(), String> {
-        let today = Utc::now().date_naive();
+        let today = crate::clock::now().date_naive();
         let (due, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.late)
             .into_iter()
             .partition(|late| {
@@ -592,9 +632,9 @@ fn answer_bytes(
     original: &NachaFile,
     decisions: &[EntryDecision],
     modifier: char,
-) -> Result<Vec<u8>, nacha::AnswerError> {
-    let now = Utc::now();
-    nacha::write_answer_file(
+) -> Result<Vec<u8>, bank_simulator::nacha::AnswerError> {
+    let now = crate::clock::now();
+    bank_simulator::nacha::write_answer_file(
         original,
         decisions,
         &AnswerOptions {
@@ -701,9 +741,8 @@ impl Bank {
             fs::create_dir_all("/run/sshd")
                 .map_err(|err| format!("cannot create /run/sshd: {err}"))?;
         }
-        let rails = RailKind::ALL
-            .iter()
-            .map(|kind| RailDirs::create(&dir, *kind))
+        let rails = RailKind::all()
+            .map(|kind| RailDirs::create(&dir, kind))
             .collect::<Result<Vec<_>, _>>()?;
 
         let mut last_log = String::new();
@@ -902,6 +941,8 @@ pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use chrono::Utc;
+
     use bank_formats::{
         iso20022::{
             CreditTransfer, CreditTransferInitiation, DebtorAgent, InitiatingParty, PaymentBatch,
@@ -969,7 +1010,7 @@ mod tests {
         let now = Utc::now();
         write_pain001(&CreditTransferInitiation {
             message_id: "MSG1".into(),
-            created_at: now.naive_utc(),
+            created_at: now,
             initiating_party: InitiatingParty {
                 name: "Payoutd".into(),
                 id: None,
@@ -998,11 +1039,24 @@ mod tests {
     }
 
     #[test]
+    fn every_method_but_cad_digital_is_a_file_rail_of_the_bank() {
+        for &method in PayoutMethod::ALL {
+            match RailKind::of(method) {
+                Some(kind) => {
+                    assert_eq!(kind.method(), method);
+                    assert_eq!(kind.dir_name(), method.route().replace('/', "-"));
+                }
+                None => assert_eq!(method, PayoutMethod::Digital),
+            }
+        }
+        assert_eq!(RailKind::all().count(), PayoutMethod::ALL.len() - 1);
+    }
+
+    #[test]
     fn the_responder_answers_each_file_once_with_the_share() {
         let root = scratch("responder");
-        let rails: Vec<RailDirs> = RailKind::ALL
-            .iter()
-            .map(|k| RailDirs::create(&root, *k).unwrap())
+        let rails: Vec<RailDirs> = RailKind::all()
+            .map(|k| RailDirs::create(&root, k).unwrap())
             .collect();
         let of = |kind: RailKind| rails.iter().find(|r| r.kind == kind).unwrap().clone();
         let (ach, sepa) = (of(RailKind::Ach), of(RailKind::Sepa));
@@ -1089,7 +1143,21 @@ mod tests {
             })
             .count();
         assert!((4_500..5_500).contains(&both), "{both}");
-        assert!(["R01", "R03"].contains(&ach_return_code("021000020000001")));
+        // Credits come back with credit reasons only, and every one of them is used.
+        let ach: HashSet<&str> = (0..1_000)
+            .map(|i| ach_return_code(&format!("{i:015}")))
+            .collect();
+        assert_eq!(ach, ACH_CREDIT_RETURN_CODES.into_iter().collect());
+        let cpa: HashSet<u16> = (0..1_000)
+            .filter_map(|i| code_of("cpa-code", &format!("{i:019}"), &CPA_CREDIT_RETURN_CODES))
+            .collect();
+        assert_eq!(cpa, CPA_CREDIT_RETURN_CODES.into_iter().collect());
+        for code in ACH_CREDIT_RETURN_CODES {
+            assert!(ReturnCode::parse(code).is_some(), "{code}");
+        }
+        for code in CPA_CREDIT_RETURN_CODES {
+            assert!(cpa005::ReturnCode::new(code).is_some(), "{code}");
+        }
     }
 
     #[test]

@@ -23,13 +23,13 @@ use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAdd
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use bank_formats::interac::{
     BatchReceipt, BatchRequest, BatchVerdict, ErrorAnswer, FailureCode, PaymentStatus,
     PaymentUpdate, ReportList, SIGNATURE_HEADER, StatusReport, sign, verify_signature,
 };
-use chrono::{SubsecRound, Utc};
+use chrono::SubsecRound;
 use sha2::{Digest, Sha256};
 
 /// Report ids one list page holds.
@@ -172,10 +172,9 @@ pub struct PartnerSimulator {
     acceptor: Option<JoinHandle<()>>,
 }
 
+/// Now in Unix seconds, by the demo's clock ([`crate::clock`]).
 fn unix_now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+    crate::clock::now().timestamp()
 }
 
 fn loopback_callback(url: &str) -> Result<Callback, String> {
@@ -548,7 +547,7 @@ fn post_batch(request: &Request, shared: &Arc<Shared>) -> Answer {
             "this batch id came with another key",
         );
     }
-    let receipt = BatchReceipt::of(&batch, Utc::now().trunc_subsecs(0)).to_bytes();
+    let receipt = BatchReceipt::of(&batch, crate::clock::now().trunc_subsecs(0)).to_bytes();
     book.by_key
         .insert(key.clone(), (request.body.clone(), receipt.clone()));
     book.batches.insert(batch.batch_id.clone(), key);
@@ -602,7 +601,7 @@ fn report_for(
     verdict: Option<BatchVerdict>,
     status_of: impl Fn(&bank_formats::interac::Payment) -> (PaymentStatus, Option<FailureOrCode>),
 ) -> Option<Vec<u8>> {
-    let now = Utc::now().trunc_subsecs(0);
+    let now = crate::clock::now().trunc_subsecs(0);
     let report_id = format!("rpt_{:08}", book.reports.len() + 1);
     let payments = batch
         .payments
@@ -792,7 +791,7 @@ mod tests {
     const SECRET: &str = "partner-test-secret";
 
     fn batch(batch_id: &str, emails: &[&str]) -> BatchRequest {
-        let created = Utc::now().trunc_subsecs(0);
+        let created = chrono::Utc::now().trunc_subsecs(0);
         BatchRequest {
             batch_id: batch_id.into(),
             created_at: created,

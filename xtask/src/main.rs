@@ -6,6 +6,7 @@
 mod bank;
 mod bench;
 mod citus;
+mod clock;
 mod cmd;
 mod flags;
 mod fuzz;

@@ -10,8 +10,11 @@
 //! payouts. It waits until every payout is final and the bank's returns after settlement are
 //! applied, validates every file payoutd sent and every answer of the bank (pain.001 against
 //! the XSD with xmllint, NACHA with the project's parser, ABA, Standard 005 and IB4B with the
-//! independent `format-checkers`, Interac batch requests with the protocol's parser), checks
-//! the ledger and prints one JSON line. Copies: `target/rails-demo/sent/` and `target/rails-demo/received/`.
+//! independent `bank-format-oracles`, Interac batch requests with the protocol's parser), checks
+//! the ledger and prints one JSON line. Bank file rails settle on weekdays only: run on a
+//! Saturday or Sunday, the demo runs payoutd on the last weekday's date under libfaketime
+//! (Debian's `libfaketime`, installed when missing and root) and its own side by the same clock
+//! ([`crate::clock`]). Copies: `target/rails-demo/sent/` and `target/rails-demo/received/`.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -25,15 +28,16 @@ use std::{
         atomic::{AtomicBool, Ordering},
     },
     thread,
-    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+    time::{Duration, Instant},
 };
 
+use domain::account::PayoutMethod;
 use serde_json::{Value, json};
 
 use crate::interac_partner::{PartnerOptions, PartnerSimulator};
 use crate::{
     bank::{self, Bank, RailKind, Responder, Tally},
-    cmd,
+    clock, cmd,
     flags::Flags,
     iso20022, paths,
     postgres::{self, Postgres},
@@ -59,53 +63,21 @@ struct Options {
     late_after: Duration,
 }
 
-/// A payout method the demo pays: a file rail of the bank, or Interac through the partner.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Method {
-    File(RailKind),
-    Interac,
-}
-
-impl Method {
-    const ALL: [Self; 6] = [
-        Self::File(RailKind::DirectEntry),
-        Self::File(RailKind::Ach),
-        Self::File(RailKind::Eft),
-        Self::Interac,
-        Self::File(RailKind::Sepa),
-        Self::File(RailKind::DirectCredit),
-    ];
-
-    fn route(self) -> &'static str {
-        match self {
-            Self::File(kind) => kind.route(),
-            Self::Interac => "cad/digital",
-        }
-    }
-
-    fn currency(self) -> &'static str {
-        match self {
-            Self::File(kind) => currency(kind),
-            Self::Interac => "CAD",
-        }
-    }
-
-    /// The account of the `i`th receiver, without its `receiver_id`.
-    fn account_body(self, i: usize) -> Value {
-        match self {
-            Self::File(kind) => account_body(kind, i),
-            // The partner fails a transfer to an address whose local part starts with
-            // `invalid` (the last receiver's).
-            Self::Interac => json!({
-                "recipient": if i + 1 == RECEIVERS {
-                    format!("invalid.payee{i}@example.com")
-                } else {
-                    format!("payee{i}@example.com")
-                },
-                "name": format!("Demo {}", LAST_NAMES[i % LAST_NAMES.len()]),
-                "description": "Rails demo"
-            }),
-        }
+/// The account of the `i`th receiver for `method`, without its `receiver_id`.
+fn method_account_body(method: PayoutMethod, i: usize) -> Value {
+    match RailKind::of(method) {
+        Some(kind) => account_body(kind, i),
+        // The partner fails a transfer to an address whose local part starts with `invalid`
+        // (the last receiver's).
+        None => json!({
+            "recipient": if i + 1 == RECEIVERS {
+                format!("invalid.payee{i}@example.com")
+            } else {
+                format!("payee{i}@example.com")
+            },
+            "name": format!("Demo {}", LAST_NAMES[i % LAST_NAMES.len()]),
+            "description": "Rails demo"
+        }),
     }
 }
 
@@ -238,6 +210,17 @@ fn demo(pg: &Postgres, options: &Options, started: Instant) -> Result<Value, Str
     drop_database(&pg.url)?;
     cmd::run(paths::cargo().args(["build", "-p", "app-actix", "--bin", "payoutd"]))?;
 
+    // Bank file rails settle on weekdays only: on a weekend, the demo's clocks go back to the
+    // last weekday (payoutd's under libfaketime, this process's by `clock`).
+    let days_back = clock::days_back_to_weekdays(chrono::Utc::now(), OVERALL_TIMEOUT);
+    clock::set_days_back(days_back);
+    if days_back > 0 {
+        eprintln!(
+            "rails-demo: a weekend: payoutd and the bank run {days_back} day(s) back, on {}",
+            clock::now().date_naive()
+        );
+    }
+
     // The bank and the mail catcher.
     let mut bank = Bank::start(&root.join("bank"), None)?;
     let responder = ResponderThread::start(Responder::new(
@@ -265,17 +248,19 @@ fn demo(pg: &Postgres, options: &Options, started: Instant) -> Result<Value, Str
         render_config(&bank, &partner.base_url(), smtp_port)?,
     )
     .map_err(|err| format!("cannot write {}: {err}", config_path.display()))?;
+    let mut env = vec![
+        ("DATABASE_URL", database_url.clone()),
+        ("PAYOUT_MASTER_KEY", master_key()?),
+        ("PAYOUT_CONFIG", config_path.display().to_string()),
+        ("PAYOUT_BIND", bind.clone()),
+        ("PAYOUT_BATCH_INTERVAL_SECS", "5".to_owned()),
+        ("PAYOUT_SANDBOX", "false".to_owned()),
+        ("PAYOUT_INTERAC_SECRET", secret),
+    ];
+    env.extend(weekday_clock(days_back)?);
     let payoutd = Payoutd {
         bin: paths::target_dir().join("debug").join("payoutd"),
-        env: vec![
-            ("DATABASE_URL", database_url.clone()),
-            ("PAYOUT_MASTER_KEY", master_key()?),
-            ("PAYOUT_CONFIG", config_path.display().to_string()),
-            ("PAYOUT_BIND", bind.clone()),
-            ("PAYOUT_BATCH_INTERVAL_SECS", "5".to_owned()),
-            ("PAYOUT_SANDBOX", "false".to_owned()),
-            ("PAYOUT_INTERAC_SECRET", secret),
-        ],
+        env,
     };
     // Captured: stdout is for the summary line only.
     cmd::stdout(&mut payoutd.command(&["migrate", "--create-database"]))?;
@@ -414,7 +399,7 @@ fn drive(
     let subaccount = field(&created, "subaccount_id")?;
     let key = payoutd.json(&["admin", "issue-key", "--subaccount", &subaccount])?;
     let mut api = Api::new(addr, field(&key, "api_key")?, field(&key, "api_secret")?);
-    let currencies: BTreeSet<&str> = Method::ALL.iter().map(|m| m.currency()).collect();
+    let currencies: BTreeSet<&str> = PayoutMethod::ALL.iter().map(|m| m.asset().code()).collect();
     for asset in currencies {
         payoutd.json(&[
             "admin",
@@ -429,7 +414,7 @@ fn drive(
     }
 
     // Receivers, KYC by the operator, one account of each method each.
-    let mut accounts: BTreeMap<&'static str, Vec<(String, String)>> = BTreeMap::new();
+    let mut accounts: BTreeMap<PayoutMethod, Vec<(String, String)>> = BTreeMap::new();
     for i in 0..RECEIVERS {
         let receiver = api.post(
             "/api/receiver",
@@ -452,11 +437,11 @@ fn drive(
         if field(&decided, "kyc_status")? != "completed" {
             return Err(format!("KYC was not completed: {decided}"));
         }
-        for method in Method::ALL {
-            let mut body = method.account_body(i);
+        for &method in PayoutMethod::ALL {
+            let mut body = method_account_body(method, i);
             body["receiver_id"] = json!(receiver);
             let account = api.post(&format!("/api/receiver-account/{}", method.route()), &body)?;
-            accounts.entry(method.route()).or_default().push((
+            accounts.entry(method).or_default().push((
                 receiver.clone(),
                 payload_str(&account, "receiver_account_id")?,
             ));
@@ -464,7 +449,7 @@ fn drive(
     }
 
     // The confirmation e-mails: one per account; POST each link.
-    let expected = Method::ALL.len() * RECEIVERS;
+    let expected = PayoutMethod::ALL.len() * RECEIVERS;
     let mut links = Vec::new();
     wait_until(deadline, "the confirmation e-mails", || {
         links = confirmation_links(mail_dir)?;
@@ -495,11 +480,11 @@ fn drive(
 
     // The payouts.
     let mut payouts = Vec::new();
-    for method in Method::ALL {
+    for &method in PayoutMethod::ALL {
         let accounts = accounts
-            .get(method.route())
+            .get(&method)
             .ok_or_else(|| format!("no {} accounts", method.route()))?;
-        let currency = method.currency();
+        let currency = method.asset().code();
         for n in 0..options.per_method {
             let (receiver, account) = &accounts[n % accounts.len()];
             let created = api.post(
@@ -593,7 +578,7 @@ fn drive(
         ));
     }
     Ok(json!({
-        "methods": Method::ALL.len(),
+        "methods": PayoutMethod::ALL.len(),
         "payouts": payouts.len(),
         "successful": successful,
         "failed": failed,
@@ -635,20 +620,19 @@ fn collect_sent(
             return Err(format!("`payoutd admin rail-file --id {id} --raw` failed"));
         }
         bank::copy_into(sent_dir, &name, &raw.stdout)?;
-        if method == Method::Interac.route() {
+        let method = PayoutMethod::from_route(&method).ok_or_else(|| {
+            format!("file {name} is of method {method}, which payoutd does not have")
+        })?;
+        let Some(kind) = RailKind::of(method) else {
             bank_formats::interac::BatchRequest::parse(&raw.stdout)
                 .map_err(|err| format!("{name} is not a valid Interac batch request: {err}"))?;
             sent.batch_requests += 1;
             continue;
-        }
+        };
         sent.files += 1;
-        let kind = RailKind::ALL
-            .into_iter()
-            .find(|k| k.route() == method)
-            .ok_or_else(|| {
-                format!("file {name} is of method {method}, which the demo does not enable")
-            })?;
-        let rail = bank.rail(kind).ok_or_else(|| format!("no rail {method}"))?;
+        let rail = bank
+            .rail(kind)
+            .ok_or_else(|| format!("no rail {}", kind.route()))?;
         let at_bank = rail.read.join(&name);
         if fs::read(&at_bank).ok().as_deref() != Some(raw.stdout.as_slice()) {
             return Err(format!(
@@ -661,11 +645,32 @@ fn collect_sent(
     Ok(sent)
 }
 
-/// The production configuration: every rail of the bank over SFTP, a cut-off every minute,
-/// same-day settlement, the mail catcher on loopback, manual KYC.
+/// The libfaketime environment that runs payoutd `days` days back (none for 0): its wall clock
+/// only, the monotonic clock its timers use left alone.
+fn weekday_clock(days: u32) -> Result<Vec<(&'static str, String)>, String> {
+    if days == 0 {
+        return Ok(Vec::new());
+    }
+    let library = tools::ensure_debian_file(
+        &[
+            "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+            "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
+            "/usr/lib/faketime/libfaketime.so.1",
+        ],
+        "libfaketime",
+    )?;
+    Ok(vec![
+        ("LD_PRELOAD", library.display().to_string()),
+        ("FAKETIME", format!("-{days}d")),
+        ("FAKETIME_DONT_FAKE_MONOTONIC", "1".to_owned()),
+    ])
+}
+
+/// The production configuration: every rail of the bank over SFTP, a cut-off every minute on
+/// weekdays (bank file rails never open their weekends; `cad/digital`'s partner works every
+/// day), same-day settlement, the mail catcher on loopback, manual KYC.
 fn render_config(bank: &Bank, partner_url: &str, smtp_port: u16) -> Result<String, String> {
-    let rails = RailKind::ALL
-        .into_iter()
+    let rails = RailKind::all()
         .map(|kind| {
             let rail = bank
                 .rail(kind)
@@ -763,7 +768,6 @@ fn config_text(c: &ConfigInputs) -> String {
             "[rails.\"{route}\"]\n\
              file_prefix = \"DEMO\"\n\
              cutoffs = [{cutoffs}]\n\
-             open_on_weekends = true\n\
              settlement_days = 0\n\
              {format}\
              \n[rails.\"{route}\".transport]\n\
@@ -779,7 +783,7 @@ fn config_text(c: &ConfigInputs) -> String {
         ));
     }
     text.push_str(&format!(
-        "[rails.\"cad/digital\"]\n\
+        "[rails.\"{route}\"]\n\
          file_prefix = \"DEMO\"\n\
          cutoffs = [{cutoffs}]\n\
          open_on_weekends = true\n\
@@ -787,11 +791,12 @@ fn config_text(c: &ConfigInputs) -> String {
          partner_customer_id = \"PAYOUTD-DEMO\"\n\
          sender_name = \"Payoutd Demo\"\n\
          expiry_days = 30\n\
-         \n[rails.\"cad/digital\".transport]\n\
+         \n[rails.\"{route}\".transport]\n\
          kind = \"partner_api\"\n\
          base_url = {url}\n\
          shared_secret = \"env:PAYOUT_INTERAC_SECRET\"\n\
          poll_interval_secs = 10\n\n",
+        route = PayoutMethod::Digital.route(),
         url = toml_string(&c.partner_url),
     ));
     text.push_str(&format!(
@@ -821,22 +826,22 @@ fn check_sent(
             .map_err(|err| format!("not a valid NACHA file: {err}")),
         RailKind::Sepa => xml_tools.validate_pain001(path),
         RailKind::DirectEntry => {
-            format_checkers::aba::check(bytes, format_checkers::aba::Kind::Originated)?;
+            bank_format_oracles::aba::check(bytes, bank_format_oracles::aba::Kind::Originated)?;
             bank_formats::aba::parse(bytes)
                 .map(drop)
                 .map_err(|err| format!("not a valid ABA file: {err}"))
         }
         RailKind::Eft => {
-            format_checkers::cpa005::check(bytes, b"\r\n").map_err(|errs| errs.join("; "))?;
+            bank_format_oracles::cpa005::check(bytes, b"\r\n").map_err(|errs| errs.join("; "))?;
             bank_formats::cpa005::parse(bytes)
                 .map(drop)
                 .map_err(|err| format!("not a valid Standard 005 file: {err}"))
         }
-        RailKind::DirectCredit => match format_checkers::ib4b::check(bytes)? {
-            format_checkers::ib4b::Kind::DirectCredit => bank_formats::ib4b::parse(bytes)
+        RailKind::DirectCredit => match bank_format_oracles::ib4b::check(bytes)? {
+            bank_format_oracles::ib4b::Kind::DirectCredit => bank_formats::ib4b::parse(bytes)
                 .map(drop)
                 .map_err(|err| format!("not a valid IB4B file: {err}")),
-            format_checkers::ib4b::Kind::Dishonour => {
+            bank_format_oracles::ib4b::Kind::Dishonour => {
                 Err("a dishonour file, not a direct credit file".to_owned())
             }
         },
@@ -853,36 +858,25 @@ fn check_answer(kind: RailKind, bytes: &[u8]) -> Result<(), String> {
             .map(drop)
             .map_err(|err| format!("not a valid pain.002: {err}")),
         RailKind::DirectEntry => {
-            format_checkers::aba::check(bytes, format_checkers::aba::Kind::Returns)?;
+            bank_format_oracles::aba::check(bytes, bank_format_oracles::aba::Kind::Returns)?;
             bank_formats::aba::parse(bytes)
                 .map(drop)
                 .map_err(|err| format!("not a valid ABA return file: {err}"))
         }
         RailKind::Eft => {
-            format_checkers::cpa005::check(bytes, b"\r\n").map_err(|errs| errs.join("; "))?;
+            bank_format_oracles::cpa005::check(bytes, b"\r\n").map_err(|errs| errs.join("; "))?;
             bank_formats::cpa005::parse(bytes)
                 .map(drop)
                 .map_err(|err| format!("not a valid Standard 005 file: {err}"))
         }
-        RailKind::DirectCredit => match format_checkers::ib4b::check(bytes)? {
-            format_checkers::ib4b::Kind::Dishonour => bank_formats::ib4b::parse(bytes)
+        RailKind::DirectCredit => match bank_format_oracles::ib4b::check(bytes)? {
+            bank_format_oracles::ib4b::Kind::Dishonour => bank_formats::ib4b::parse(bytes)
                 .map(drop)
                 .map_err(|err| format!("not a valid IB4B dishonour file: {err}")),
-            format_checkers::ib4b::Kind::DirectCredit => {
+            bank_format_oracles::ib4b::Kind::DirectCredit => {
                 Err("a direct credit file, not a dishonour file".to_owned())
             }
         },
-    }
-}
-
-/// The currency of the method of `kind`.
-fn currency(kind: RailKind) -> &'static str {
-    match kind {
-        RailKind::Ach => "USD",
-        RailKind::Sepa => "EUR",
-        RailKind::DirectEntry => "AUD",
-        RailKind::Eft => "CAD",
-        RailKind::DirectCredit => "NZD",
     }
 }
 
@@ -1053,11 +1047,7 @@ impl Api {
     }
 
     fn call(&mut self, method: &str, path: &str, body: &[u8]) -> Result<Value, String> {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_err(|_| "the clock is before 1970".to_owned())?
-            .as_millis();
-        let now = u64::try_from(now).map_err(|_| "the clock is out of range".to_owned())?;
+        let now = crate::clock::unix_millis()?;
         self.last_nonce = now.max(self.last_nonce + 1);
         let signature = sign::signature(
             &self.key,
@@ -1168,10 +1158,7 @@ mod tests {
         );
         let other = german_iban("37040044", 532_013_001);
         assert!(other.starts_with("DE") && other.len() == 22, "{other}");
-        assert!(
-            bank_formats::iso20022::pain001::is_valid_iban(&other),
-            "{other}"
-        );
+        assert!(bank_codes::iban::is_electronic(&other), "{other}");
     }
 
     #[test]
@@ -1181,8 +1168,7 @@ mod tests {
             user: "demo".to_owned(),
             private_key: "/b/ssh/client_ed25519".to_owned(),
             host_key: "ssh-ed25519 AAAA payoutd-bank".to_owned(),
-            rails: RailKind::ALL
-                .into_iter()
+            rails: RailKind::all()
                 .map(|kind| {
                     (
                         kind,
@@ -1202,11 +1188,14 @@ mod tests {
         assert!(text.contains("host_key = \"ssh-ed25519 AAAA payoutd-bank\""));
         assert_eq!(
             text.matches("settlement_days = 0").count(),
-            Method::ALL.len()
+            PayoutMethod::ALL.len()
         );
         assert!(text.contains(
             "[rails.\"cad/digital\".transport]\nkind = \"partner_api\"\nbase_url = \"http://127.0.0.1:4000\"\n"
         ));
+        // Only cad/digital opens its weekends: the bank's rails settle on weekdays.
+        assert_eq!(text.matches("open_on_weekends = true").count(), 1);
+        assert!(text.contains("[rails.\"cad/digital\"]\nfile_prefix = \"DEMO\"\ncutoffs"));
         assert!(text.contains("\"00:00\", \"00:01\""));
         assert!(text.contains("\"23:59\"]"));
         assert!(text.contains("port = 2525\ntls = \"none\""));

@@ -7,10 +7,7 @@
 //! * v2 (the request also sends `x-signature-version: 2`):
 //!   `<nonce>.<api key>.<METHOD>.<path with query>.<hex SHA-256 of the body>`.
 
-use std::{
-    process::ExitCode,
-    time::{SystemTime, UNIX_EPOCH},
-};
+use std::process::ExitCode;
 
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};
@@ -88,13 +85,9 @@ pub fn signature(
     ))
 }
 
-/// The current Unix time in milliseconds.
+/// The current Unix time in milliseconds (by the demo's clock: [`crate::clock`]).
 fn now_millis() -> Result<u64, String> {
-    let since_epoch = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_err(|_| "the system clock is before 1970".to_owned())?;
-    u64::try_from(since_epoch.as_millis())
-        .map_err(|_| "the system clock is out of range".to_owned())
+    crate::clock::unix_millis()
 }
 
 #[cfg(test)]

@@ -122,6 +122,33 @@ fn find(binary: &str) -> Option<PathBuf> {
     })
 }
 
+/// A file a Debian package ships (a library rather than a program): the first of `paths`
+/// that exists, else `package` installed (when root) and looked for again.
+pub fn ensure_debian_file(paths: &[&str], package: &str) -> Result<PathBuf, String> {
+    let found = || paths.iter().map(PathBuf::from).find(|path| path.is_file());
+    if let Some(path) = found() {
+        return Ok(path);
+    }
+    let missing = format!(
+        "{} is missing: it comes with the Debian package `{package}`",
+        paths.join(" or ")
+    );
+    if !is_root()? {
+        return Err(format!(
+            "{missing}; install it (`sudo apt-get install {package}`) or run `cargo xtask` as root, \
+             which installs it"
+        ));
+    }
+    let Some(apt_get) = find("apt-get") else {
+        return Err(format!(
+            "{missing}, and apt-get is not available to install it"
+        ));
+    };
+    eprintln!("xtask: installing `{package}` (apt-get)");
+    install(&apt_get, package)?;
+    found().ok_or_else(|| format!("{missing}, and installing it did not provide it"))
+}
+
 fn is_root() -> Result<bool, String> {
     Ok(cmd::stdout(Command::new("id").arg("-u"))?.trim() == "0")
 }

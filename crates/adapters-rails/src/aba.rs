@@ -32,11 +32,15 @@
 //! NAB's direct entry returns file): each returned record gives its lodgement reference, the
 //! return code (`1`–`9`, [`ReturnCode`]) and the amount.
 
+use std::sync::Arc;
+
+use bank_codes::digits::is_ascii_digits as digits;
 use bank_formats::aba::{
     self, AbaFile, DescriptiveRecord, DetailKind, DetailRecord, Indicator, ReturnCode,
     TransactionCode,
 };
 use domain::PortError;
+use domain::masking::MaskedValue;
 use domain::money::{Asset, MinorUnits};
 use domain::rail::answers::AnswerRules;
 use domain::rail::file_rail::{FileNumbering, Settlement};
@@ -44,9 +48,24 @@ use domain::rail::instruction::{BankFileWriter, CreditInstruction, FileRequest, 
 use domain::rail::report::{
     BankFileReader, BankReport, ItemOutcome, ItemReport, ReadOutcome, ReturnReason,
 };
+use serde::Deserialize;
+use serde_json::json;
 
-pub use crate::SettingsError;
-use crate::{refused, setting_error};
+use crate::refused;
+use crate::settings::{Check, SettingsError};
+use crate::unit::{FILE_DROP, RailSettings, RailUnit, read};
+
+/// The `aud/direct-entry` rail.
+pub const UNIT: RailUnit = RailUnit {
+    method: domain::account::PayoutMethod::DirectEntry,
+    format: "aba",
+    numbering: NUMBERING,
+    settlement: SETTLEMENT,
+    answers: ANSWERS,
+    transports: FILE_DROP,
+    settles_on_weekends: false,
+    settings: read::<AbaSettings>,
+};
 
 /// How ABA files are numbered: the file carries no number, so the framework's overall count,
 /// which the writer does not use.
@@ -65,9 +84,10 @@ pub const EXTENSION: &str = "aba";
 /// Characters of a lodgement reference.
 const REFERENCE_LENGTH: usize = 18;
 
-/// The originator details a bank gives for direct entry. The field names are the keys of the
-/// rail's configuration table. `Debug` masks the trace BSB and account.
-#[derive(Clone, PartialEq, Eq)]
+/// The originator details a bank gives for direct entry: the keys of
+/// `[rails."aud/direct-entry"]`. `Debug` masks the trace BSB and account.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AbaSettings {
     /// The bank's three-letter mnemonic, e.g. `CBA`, `WBC`, `NAB`, `ANZ`.
     pub bank_mnemonic: String,
@@ -84,7 +104,8 @@ pub struct AbaSettings {
     /// The originator's account number at that BSB: five to nine digits.
     pub trace_account: String,
     /// Whether each file ends with a debit of the trace account for the file's credit total
-    /// (banks require it of some users; others refuse it).
+    /// (banks require it of some users; others refuse it). `false` when not given.
+    #[serde(default)]
     pub self_balancing: bool,
 }
 
@@ -105,61 +126,90 @@ impl std::fmt::Debug for AbaSettings {
 
 /// A free-text setting: written as it is, so it must already be in the writer's character
 /// set and fit its field.
-fn text(setting: &'static str, value: &str, width: usize) -> Result<(), SettingsError> {
+fn text(check: &mut Check, setting: &'static str, value: &str, width: usize) {
     if value.trim().is_empty() {
-        return Err(setting_error(setting, "is empty"));
-    }
-    if value.chars().count() > width {
-        return Err(setting_error(
+        check.push(setting, "is empty");
+    } else if value.chars().count() > width {
+        check.push(
             setting,
             format!("is longer than the {width} characters of its ABA field"),
-        ));
-    }
-    if let Some(c) = value.chars().find(|c| !aba::is_allowed_char(*c)) {
-        return Err(setting_error(
+        );
+    } else if let Some(c) = value.chars().find(|c| !aba::is_allowed_char(*c)) {
+        check.push(
             setting,
             format!(
                 "{c:?} is not written in an ABA file (upper-case letters, digits, spaces and {} only)",
                 aba::ALLOWED_SYMBOLS
             ),
-        ));
+        );
     }
-    Ok(())
-}
-
-fn digits(value: &str, lengths: std::ops::RangeInclusive<usize>) -> bool {
-    lengths.contains(&value.len()) && value.bytes().all(|b| b.is_ascii_digit())
 }
 
 impl AbaSettings {
     /// Checks every setting against the ABA layout.
     ///
     /// # Errors
-    /// The first wrong setting, by name (the message never repeats an account value).
+    /// Every wrong setting, by key (the messages never repeat an account value).
     pub fn validate(&self) -> Result<(), SettingsError> {
+        let mut check = Check::default();
         let mnemonic = &self.bank_mnemonic;
-        if mnemonic.len() != 3 || !mnemonic.bytes().all(|b| b.is_ascii_uppercase()) {
-            return Err(setting_error(
-                "bank_mnemonic",
-                "must be the bank's three upper-case letters, e.g. CBA",
-            ));
-        }
-        text("user_name", &self.user_name, 26)?;
-        if !digits(&self.apca_user_id, 6..=6) {
-            return Err(setting_error("apca_user_id", "must be six digits"));
-        }
-        text("description", &self.description, 12)?;
-        text("remitter_name", &self.remitter_name, 16)?;
-        if !digits(&self.trace_bsb, 6..=6) {
-            return Err(setting_error(
-                "trace_bsb",
-                "must be six digits, without a separator",
-            ));
-        }
-        if !digits(&self.trace_account, 5..=9) {
-            return Err(setting_error("trace_account", "must be 5 to 9 digits"));
-        }
-        Ok(())
+        check.require(
+            mnemonic.len() == 3 && mnemonic.bytes().all(|b| b.is_ascii_uppercase()),
+            "bank_mnemonic",
+            "must be the bank's three upper-case letters, e.g. CBA",
+        );
+        text(&mut check, "user_name", &self.user_name, 26);
+        check.require(
+            digits(&self.apca_user_id, 6..=6),
+            "apca_user_id",
+            "must be six digits",
+        );
+        text(&mut check, "description", &self.description, 12);
+        text(&mut check, "remitter_name", &self.remitter_name, 16);
+        check.require(
+            digits(&self.trace_bsb, 6..=6),
+            "trace_bsb",
+            "must be six digits, without a separator",
+        );
+        check.require(
+            digits(&self.trace_account, 5..=9),
+            "trace_account",
+            "must be 5 to 9 digits",
+        );
+        check.finish()
+    }
+}
+
+impl RailSettings for AbaSettings {
+    fn validate(&self) -> Result<(), SettingsError> {
+        AbaSettings::validate(self)
+    }
+
+    fn writer(&self) -> Arc<dyn BankFileWriter> {
+        Arc::new(AbaWriter {
+            settings: self.clone(),
+        })
+    }
+
+    fn reader(&self) -> Arc<dyn BankFileReader> {
+        Arc::new(AbaReader)
+    }
+
+    fn summary(&self) -> serde_json::Value {
+        json!({
+            "bank_mnemonic": self.bank_mnemonic,
+            "user_name": self.user_name,
+            "apca_user_id": self.apca_user_id,
+            "description": self.description,
+            "remitter_name": self.remitter_name,
+            "trace_bsb": MaskedValue::mask(&self.trace_bsb).as_str(),
+            "trace_account": MaskedValue::mask(&self.trace_account).as_str(),
+            "self_balancing": self.self_balancing,
+        })
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 
@@ -173,7 +223,7 @@ impl AbaWriter {
     /// A writer with checked settings.
     ///
     /// # Errors
-    /// The first wrong setting ([`AbaSettings::validate`]).
+    /// Every wrong setting ([`AbaSettings::validate`]).
     pub fn new(settings: AbaSettings) -> Result<Self, SettingsError> {
         settings.validate()?;
         Ok(Self { settings })

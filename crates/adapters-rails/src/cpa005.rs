@@ -18,12 +18,16 @@
 //!   variant digits left out, so the 76 bits are random (UUID v4) and unique across the rail's
 //!   files. The bank's returned items repeat it.
 
+use std::sync::Arc;
+
+use bank_codes::digits::is_ascii_digits;
 use bank_formats::cpa005::{
     self, Cpa005File, Header, LineEnding, Location, RecordType, Transaction, WriteOptions,
 };
 use domain::PortError;
 use domain::account::ca::CaRoutingNumber;
 use domain::ids::PayoutId;
+use domain::masking::MaskedValue;
 use domain::money::{Asset, MinorUnits};
 use domain::rail::answers::AnswerRules;
 use domain::rail::file_rail::{FileNumbering, Settlement};
@@ -31,9 +35,24 @@ use domain::rail::instruction::{BankFileWriter, CreditInstruction, FileRequest, 
 use domain::rail::report::{
     BankFileReader, BankReport, ItemOutcome, ItemReport, ReadOutcome, ReturnReason,
 };
+use serde::Deserialize;
+use serde_json::json;
 
-pub use crate::SettingsError;
-use crate::{refused, setting_error};
+use crate::refused;
+use crate::settings::{Check, SettingsError};
+use crate::unit::{FILE_DROP, RailSettings, RailUnit, read};
+
+/// The `cad/eft` rail.
+pub const UNIT: RailUnit = RailUnit {
+    method: domain::account::PayoutMethod::Eft,
+    format: "cpa-005",
+    numbering: NUMBERING,
+    settlement: SETTLEMENT,
+    answers: ANSWERS,
+    transports: FILE_DROP,
+    settles_on_weekends: false,
+    settings: read::<Cpa005Settings>,
+};
 
 /// How Standard 005 files are numbered: one count over all the rail's files (the file creation
 /// number).
@@ -49,9 +68,48 @@ pub const ANSWERS: AnswerRules = AnswerRules::FILE_RAIL;
 /// The file name extension.
 pub const EXTENSION: &str = "cpa";
 
-/// The originator details a bank gives for Standard 005 (AFT) origination. The field names are
-/// the keys of the rail's settings table.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `line_ending`: what follows each record, as the bank's transmission guide asks.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(from = "String")]
+pub enum RecordEnd {
+    /// `"crlf"`: `\r\n`, the default.
+    #[default]
+    CrLf,
+    /// `"lf"`: `\n`.
+    Lf,
+    /// `"none"`: records follow each other (a fixed-length file).
+    None,
+    /// Anything else, which `validate` refuses.
+    Unknown(String),
+}
+
+impl From<String> for RecordEnd {
+    fn from(name: String) -> Self {
+        match name.as_str() {
+            "crlf" => Self::CrLf,
+            "lf" => Self::Lf,
+            "none" => Self::None,
+            _ => Self::Unknown(name),
+        }
+    }
+}
+
+impl RecordEnd {
+    /// The writer's line ending (`None` for an unknown one).
+    pub fn line_ending(&self) -> Option<LineEnding> {
+        match self {
+            Self::CrLf => Some(LineEnding::CrLf),
+            Self::Lf => Some(LineEnding::Lf),
+            Self::None => Some(LineEnding::None),
+            Self::Unknown(_) => None,
+        }
+    }
+}
+
+/// The originator details a bank gives for Standard 005 (AFT) origination: the keys of
+/// `[rails."cad/eft"]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Cpa005Settings {
     /// The originator's ID the bank assigned: 1 to 10 upper-case letters or digits.
     pub originator_id: String,
@@ -63,6 +121,7 @@ pub struct Cpa005Settings {
     pub originator_long_name: String,
     /// The originating direct clearer's user ID, when the bank gives one different from the
     /// originator's ID: 1 to 10 upper-case letters or digits.
+    #[serde(default)]
     pub direct_clearer_user_id: Option<String>,
     /// Where returned items go: institution and transit `0IIITTTTT` of the originator's account.
     pub return_institution: String,
@@ -72,87 +131,130 @@ pub struct Cpa005Settings {
     /// 200 (payroll deposit), 450 (miscellaneous payments), 460 (accounts payable).
     pub transaction_code: u16,
     /// What follows each record: `\r\n` unless the bank asks otherwise.
-    pub line_ending: LineEnding,
+    #[serde(default)]
+    pub line_ending: RecordEnd,
 }
 
 /// The names' characters: those the writer lets through unchanged.
-fn text(setting: &'static str, value: &str, width: usize) -> Result<(), SettingsError> {
+fn text(check: &mut Check, setting: &'static str, value: &str, width: usize) {
     if value.trim().is_empty() {
-        return Err(setting_error(setting, "is empty"));
-    }
-    if value.chars().count() > width {
-        return Err(setting_error(
+        check.push(setting, "is empty");
+    } else if value.chars().count() > width {
+        check.push(
             setting,
             format!("is longer than the {width} characters of its Standard 005 field"),
-        ));
-    }
-    if value.starts_with(' ') || value.ends_with(' ') {
-        return Err(setting_error(setting, "starts or ends with a blank"));
-    }
-    if let Some(c) = value.chars().find(|c| !cpa005::is_allowed_char(*c)) {
-        return Err(setting_error(
+        );
+    } else if value.starts_with(' ') || value.ends_with(' ') {
+        check.push(setting, "starts or ends with a blank");
+    } else if let Some(c) = value.chars().find(|c| !cpa005::is_allowed_char(*c)) {
+        check.push(
             setting,
             format!(
                 "{c:?} is not allowed: use upper-case letters, digits, blanks and {}",
                 cpa005::ALLOWED_SYMBOLS
             ),
-        ));
+        );
     }
-    Ok(())
 }
 
 /// An identifier: 1 to `width` upper-case letters or digits.
-fn identifier(setting: &'static str, value: &str, width: usize) -> Result<(), SettingsError> {
+fn identifier(check: &mut Check, setting: &'static str, value: &str, width: usize) {
     let valid = (1..=width).contains(&value.len())
         && value
             .bytes()
             .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
-    if valid {
-        Ok(())
-    } else {
-        Err(setting_error(
-            setting,
-            format!("must be 1 to {width} upper-case letters or digits"),
-        ))
-    }
+    check.require(
+        valid,
+        setting,
+        format!("must be 1 to {width} upper-case letters or digits"),
+    );
 }
 
 impl Cpa005Settings {
     /// Checks every setting against the Standard 005 layout.
     ///
     /// # Errors
-    /// The first wrong setting, by name.
+    /// Every wrong setting, by key.
     pub fn validate(&self) -> Result<(), SettingsError> {
-        identifier("originator_id", &self.originator_id, 10)?;
-        if self.data_centre.len() != 5 || !self.data_centre.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(setting_error("data_centre", "must be 5 digits"));
-        }
-        text("originator_short_name", &self.originator_short_name, 15)?;
-        text("originator_long_name", &self.originator_long_name, 30)?;
+        let mut check = Check::default();
+        identifier(&mut check, "originator_id", &self.originator_id, 10);
+        check.require(
+            is_ascii_digits(&self.data_centre, 5..=5),
+            "data_centre",
+            "must be 5 digits",
+        );
+        text(
+            &mut check,
+            "originator_short_name",
+            &self.originator_short_name,
+            15,
+        );
+        text(
+            &mut check,
+            "originator_long_name",
+            &self.originator_long_name,
+            30,
+        );
         if let Some(user_id) = &self.direct_clearer_user_id {
-            identifier("direct_clearer_user_id", user_id, 10)?;
+            identifier(&mut check, "direct_clearer_user_id", user_id, 10);
         }
-        match CaRoutingNumber::parse(&self.return_institution) {
-            Ok(number) if number.as_str() == self.return_institution => {}
-            Ok(_) | Err(_) => {
-                return Err(setting_error(
-                    "return_institution",
-                    "must be 0IIITTTTT: a zero, a known 3-digit institution number and the \
-                     5-digit transit number",
-                ));
-            }
+        check.require(
+            CaRoutingNumber::parse(&self.return_institution)
+                .is_ok_and(|number| number.as_str() == self.return_institution),
+            "return_institution",
+            "must be 0IIITTTTT: a zero, a known 3-digit institution number and the 5-digit \
+             transit number",
+        );
+        check.require(
+            is_ascii_digits(&self.return_account, 1..=12),
+            "return_account",
+            "must be 1 to 12 digits",
+        );
+        check.require(
+            (1..=999).contains(&self.transaction_code),
+            "transaction_code",
+            "must be a 3-digit CPA transaction code, 001 to 999",
+        );
+        if let RecordEnd::Unknown(other) = &self.line_ending {
+            check.push(
+                "line_ending",
+                format!("must be \"crlf\" (the default), \"lf\" or \"none\", got {other:?}"),
+            );
         }
-        let account = &self.return_account;
-        if !(1..=12).contains(&account.len()) || !account.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(setting_error("return_account", "must be 1 to 12 digits"));
-        }
-        if !(1..=999).contains(&self.transaction_code) {
-            return Err(setting_error(
-                "transaction_code",
-                "must be a 3-digit CPA transaction code, 001 to 999",
-            ));
-        }
-        Ok(())
+        check.finish()
+    }
+}
+
+impl RailSettings for Cpa005Settings {
+    fn validate(&self) -> Result<(), SettingsError> {
+        Cpa005Settings::validate(self)
+    }
+
+    fn writer(&self) -> Arc<dyn BankFileWriter> {
+        Arc::new(Cpa005Writer {
+            settings: self.clone(),
+        })
+    }
+
+    fn reader(&self) -> Arc<dyn BankFileReader> {
+        Arc::new(Cpa005Reader)
+    }
+
+    fn summary(&self) -> serde_json::Value {
+        json!({
+            "originator_id": self.originator_id,
+            "data_centre": self.data_centre,
+            "originator_short_name": self.originator_short_name,
+            "originator_long_name": self.originator_long_name,
+            "direct_clearer_user_id": self.direct_clearer_user_id,
+            "return_institution": MaskedValue::mask(&self.return_institution).as_str(),
+            "return_account": MaskedValue::mask(&self.return_account).as_str(),
+            "transaction_code": self.transaction_code,
+        })
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 
@@ -166,7 +268,7 @@ impl Cpa005Writer {
     /// A writer with checked settings.
     ///
     /// # Errors
-    /// The first wrong setting ([`Cpa005Settings::validate`]).
+    /// Every wrong setting ([`Cpa005Settings::validate`]).
     pub fn new(settings: Cpa005Settings) -> Result<Self, SettingsError> {
         settings.validate()?;
         Ok(Self { settings })
@@ -287,7 +389,7 @@ impl BankFileWriter for Cpa005Writer {
         let bytes = cpa005::write(
             &file,
             &WriteOptions {
-                line_ending: s.line_ending,
+                line_ending: s.line_ending.line_ending().unwrap_or_default(),
             },
         )
         .map_err(|e| match e.location {

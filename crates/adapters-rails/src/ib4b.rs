@@ -20,12 +20,16 @@
 //! file in which two payouts share one is refused. A dishonour record echoes it as "your
 //! reference", which is how a dishonour finds its payout.
 
+use std::sync::Arc;
+
+use bank_codes::digits::is_ascii_digits;
 use bank_formats::ib4b::{
     self, DETAIL_WIDTH, DirectCreditFile, Header, Ib4bFile, NAME_WIDTH, StatementDetails,
     Transaction, TransactionCode,
 };
 use domain::PortError;
 use domain::account::nz::NzAccountNumber;
+use domain::masking::MaskedValue;
 use domain::money::{Asset, MinorUnits};
 use domain::rail::answers::AnswerRules;
 use domain::rail::file_rail::{FileNumbering, Settlement};
@@ -33,9 +37,24 @@ use domain::rail::instruction::{BankFileWriter, CreditInstruction, FileRequest, 
 use domain::rail::report::{
     BankFileReader, BankReport, ItemOutcome, ItemReport, ReadOutcome, ReturnReason,
 };
+use serde::Deserialize;
+use serde_json::json;
 
-pub use crate::SettingsError;
-use crate::{refused, setting_error};
+use crate::refused;
+use crate::settings::{Check, SettingsError};
+use crate::unit::{FILE_DROP, RailSettings, RailUnit, read};
+
+/// The `nzd/direct-credit` rail.
+pub const UNIT: RailUnit = RailUnit {
+    method: domain::account::PayoutMethod::DirectCredit,
+    format: "ib4b",
+    numbering: NUMBERING,
+    settlement: SETTLEMENT,
+    answers: ANSWERS,
+    transports: FILE_DROP,
+    settles_on_weekends: false,
+    settings: read::<Ib4bSettings>,
+};
 
 /// How IB4B files are numbered: over all time (the number goes into each credit's "your
 /// particulars" as `FILE<n>`; the format itself has no file number).
@@ -57,8 +76,9 @@ pub const MAX_SEQUENCE: u32 = 99_999_999;
 /// The largest amount a transaction record carries: ten digits of cents.
 pub const MAX_AMOUNT: i64 = 9_999_999_999;
 
-/// The originator details for IB4B direct credits.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The originator details for IB4B direct credits: the keys of `[rails."nzd/direct-credit"]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Ib4bSettings {
     /// The BNZ account the credits are paid from: its 16 digits `BBbbbbAAAAAAASSS`, a valid New
     /// Zealand account number.
@@ -72,38 +92,63 @@ impl Ib4bSettings {
     /// Checks every setting.
     ///
     /// # Errors
-    /// The first wrong setting, by name.
+    /// Every wrong setting, by key (never repeating the account).
     pub fn validate(&self) -> Result<(), SettingsError> {
+        let mut check = Check::default();
         let account = &self.originating_account;
-        if account.len() != ib4b::ACCOUNT_DIGITS || !account.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(setting_error(
+        if !is_ascii_digits(account, ib4b::ACCOUNT_DIGITS..=ib4b::ACCOUNT_DIGITS) {
+            check.push(
                 "originating_account",
                 "must be the account's 16 digits BBbbbbAAAAAAASSS",
-            ));
-        }
-        if NzAccountNumber::parse(account).is_err() {
-            return Err(setting_error(
+            );
+        } else if NzAccountNumber::parse(account).is_err() {
+            check.push(
                 "originating_account",
                 "is not a valid New Zealand account number (bank, branch or check digits)",
-            ));
+            );
         }
         let name = &self.originator_name;
         if name.trim().is_empty() {
-            return Err(setting_error("originator_name", "is empty"));
-        }
-        if name.chars().count() > NAME_WIDTH {
-            return Err(setting_error(
+            check.push("originator_name", "is empty");
+        } else if name.chars().count() > NAME_WIDTH {
+            check.push(
                 "originator_name",
                 format!("is longer than the {NAME_WIDTH} characters of its IB4B field"),
-            ));
-        }
-        if let Some(c) = name.chars().find(|c| !ib4b::is_allowed_char(*c)) {
-            return Err(setting_error(
+            );
+        } else if let Some(c) = name.chars().find(|c| !ib4b::is_allowed_char(*c)) {
+            check.push(
                 "originator_name",
                 format!("{c:?} is not allowed in an IB4B file"),
-            ));
+            );
         }
-        Ok(())
+        check.finish()
+    }
+}
+
+impl RailSettings for Ib4bSettings {
+    fn validate(&self) -> Result<(), SettingsError> {
+        Ib4bSettings::validate(self)
+    }
+
+    fn writer(&self) -> Arc<dyn BankFileWriter> {
+        Arc::new(Ib4bWriter {
+            settings: self.clone(),
+        })
+    }
+
+    fn reader(&self) -> Arc<dyn BankFileReader> {
+        Arc::new(Ib4bReader)
+    }
+
+    fn summary(&self) -> serde_json::Value {
+        json!({
+            "originating_account": MaskedValue::mask(&self.originating_account).as_str(),
+            "originator_name": self.originator_name,
+        })
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 
@@ -117,7 +162,7 @@ impl Ib4bWriter {
     /// A writer with checked settings.
     ///
     /// # Errors
-    /// The first wrong setting ([`Ib4bSettings::validate`]).
+    /// Every wrong setting ([`Ib4bSettings::validate`]).
     pub fn new(settings: Ib4bSettings) -> Result<Self, SettingsError> {
         settings.validate()?;
         Ok(Self { settings })

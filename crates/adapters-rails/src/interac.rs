@@ -17,6 +17,8 @@
 //! never left: the transfer is returned to the sender), `sent` is not final and changes
 //! nothing.
 
+use std::sync::Arc;
+
 use bank_formats::interac::{
     self, BatchRequest, BatchVerdict, Currency, FailureCode, Payment, PaymentStatus, StatusReport,
 };
@@ -30,9 +32,24 @@ use domain::rail::report::{
     BankFileReader, BankReport, FileMention, FileVerdict, ItemOutcome, ItemReport, ReadOutcome,
     ReturnReason,
 };
+use serde::Deserialize;
+use serde_json::json;
 
-pub use crate::SettingsError;
-use crate::{refused, setting_error};
+use crate::refused;
+use crate::settings::{Check, SettingsError};
+use crate::unit::{RailSettings, RailUnit, TransportKind, read};
+
+/// The `cad/digital` rail: batch requests go through the partner's API, nothing else.
+pub const UNIT: RailUnit = RailUnit {
+    method: domain::account::PayoutMethod::Digital,
+    format: "interac-partner-api",
+    numbering: NUMBERING,
+    settlement: SETTLEMENT,
+    answers: ANSWERS,
+    transports: &[TransportKind::PartnerApi],
+    settles_on_weekends: true,
+    settings: read::<InteracSettings>,
+};
 
 /// How batch requests are numbered (not used in the document: the batch id identifies it).
 pub const NUMBERING: FileNumbering = FileNumbering::Overall;
@@ -51,44 +68,84 @@ pub const ANSWERS: AnswerRules = AnswerRules {
 /// The file name extension of batch requests.
 pub const EXTENSION: &str = "json";
 
-/// The sender details a partner bank gives for Interac e-Transfer bulk sending.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Default of `expiry_days`: what Interac allows at most.
+pub const DEFAULT_EXPIRY_DAYS: u32 = 30;
+
+/// The sender details a partner bank gives for Interac e-Transfer bulk sending: the keys of
+/// `[rails."cad/digital"]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct InteracSettings {
     /// payoutd's customer id at the partner (1 to 35 of `A-Z a-z 0-9 - _`).
     pub partner_customer_id: String,
     /// The sender's name recipients see in the notification (1 to 30 characters).
     pub sender_name: String,
-    /// Days a recipient has to deposit a transfer before it expires (1 to 30).
+    /// Days a recipient has to deposit a transfer before it expires (1 to 30, by default
+    /// [`DEFAULT_EXPIRY_DAYS`]).
+    #[serde(default = "default_expiry_days")]
     pub expiry_days: u32,
+}
+
+fn default_expiry_days() -> u32 {
+    DEFAULT_EXPIRY_DAYS
 }
 
 impl InteracSettings {
     /// Checks every setting against the protocol.
     ///
     /// # Errors
-    /// The first wrong setting, by name.
+    /// Every wrong setting, by key.
     pub fn validate(&self) -> Result<(), SettingsError> {
-        if !interac::is_identifier(&self.partner_customer_id, 35) {
-            return Err(setting_error(
-                "partner_customer_id",
-                "must be 1 to 35 letters, digits, '-' or '_', not starting with '-'",
-            ));
-        }
+        let mut check = Check::default();
+        check.require(
+            interac::is_identifier(&self.partner_customer_id, 35),
+            "partner_customer_id",
+            "must be 1 to 35 letters, digits, '-' or '_', not starting with '-'",
+        );
         if self.sender_name.trim().is_empty() {
-            return Err(setting_error("sender_name", "is empty"));
-        }
-        if self.sender_name.chars().any(char::is_control)
+            check.push("sender_name", "is empty");
+        } else if self.sender_name.chars().any(char::is_control)
             || self.sender_name.chars().count() > interac::NAME_MAX
         {
-            return Err(setting_error(
+            check.push(
                 "sender_name",
                 "must be at most 30 characters without control characters",
-            ));
+            );
         }
-        if !(1..=30).contains(&self.expiry_days) {
-            return Err(setting_error("expiry_days", "must be from 1 to 30"));
-        }
-        Ok(())
+        check.require(
+            (1..=30).contains(&self.expiry_days),
+            "expiry_days",
+            "must be from 1 to 30",
+        );
+        check.finish()
+    }
+}
+
+impl RailSettings for InteracSettings {
+    fn validate(&self) -> Result<(), SettingsError> {
+        InteracSettings::validate(self)
+    }
+
+    fn writer(&self) -> Arc<dyn BankFileWriter> {
+        Arc::new(InteracWriter {
+            settings: self.clone(),
+        })
+    }
+
+    fn reader(&self) -> Arc<dyn BankFileReader> {
+        Arc::new(InteracReader)
+    }
+
+    fn summary(&self) -> serde_json::Value {
+        json!({
+            "partner_customer_id": self.partner_customer_id,
+            "sender_name": self.sender_name,
+            "expiry_days": self.expiry_days,
+        })
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 
@@ -102,12 +159,16 @@ impl InteracWriter {
     /// A writer with checked settings.
     ///
     /// # Errors
-    /// The first wrong setting ([`InteracSettings::validate`]).
+    /// Every wrong setting ([`InteracSettings::validate`]).
     pub fn new(settings: InteracSettings) -> Result<Self, SettingsError> {
         settings.validate()?;
         Ok(Self { settings })
     }
 }
+
+/// The partner's pushed status reports are verified by the protocol's own check (signature,
+/// freshness, shape) before the application's callback route applies them.
+pub use bank_formats::interac::{CallbackError, verify_callback};
 
 /// The payment id of a payout: its id in 32 hex digits.
 pub fn payment_id(instruction: &CreditInstruction) -> String {

@@ -1,7 +1,16 @@
-//! The production rails' file formats: each implements the domain's
-//! [`BankFileWriter`](domain::rail::instruction::BankFileWriter) port by mapping the batch's
-//! credit instructions (built from the payout-method descriptors' rail roles) onto the typed
-//! file contents of `bank-formats`, with the originator details of the rail's settings.
+//! The production rails, one unit per payout method ([`unit()`], one exhaustive match on
+//! `PayoutMethod`): each module holds its method's whole rail, and nothing about a format
+//! lives outside it:
+//!
+//! - its settings type, read from the keys of `[rails."<method>"]` besides the common ones
+//!   (serde, unknown keys refused) and checked by one `validate()` that reports every problem by
+//!   its key;
+//! - its writer (the domain's [`BankFileWriter`](domain::rail::instruction::BankFileWriter)
+//!   port: the batch's credit instructions mapped onto the typed file contents of
+//!   `bank-formats`) and its reader of the bank's answers
+//!   ([`BankFileReader`](domain::rail::report::BankFileReader));
+//! - its `UNIT`: the format's name, file numbering, settlement rule and the transports that
+//!   carry its files ([`TransportKind`]).
 //!
 //! | method | format | module |
 //! |---|---|---|
@@ -11,6 +20,9 @@
 //! | `cad/eft` | Payments Canada Standard 005, `C` credits | [`cpa005`] |
 //! | `nzd/direct-credit` | BNZ IB4B direct credit CSV, code 50 (dishonours: payoutd's IB4B-style file) | [`ib4b`] |
 //! | `cad/digital` | Interac e-Transfer partner protocol, signed JSON batch requests | [`interac`] |
+//!
+//! A rail for another method over an existing format is one more module with its settings
+//! type, writer and reader over that format, and its arm in [`unit()`].
 
 pub mod aba;
 pub mod cpa005;
@@ -18,26 +30,13 @@ pub mod ib4b;
 pub mod interac;
 pub mod nacha;
 pub mod sepa;
+mod settings;
+mod unit;
+
+pub use settings::{SettingProblem, SettingsError};
+pub use unit::{ConfigureError, ConfiguredRail, RailUnit, TransportKind, unit};
 
 /// A request the format cannot carry: nothing is written or sent.
 pub(crate) fn refused(message: impl Into<String>) -> domain::PortError {
     domain::PortError::unknown(message)
-}
-
-/// Why a rail's originator settings are wrong, naming the setting (its key in the rail's
-/// configuration table).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{setting}: {problem}")]
-pub struct SettingsError {
-    /// The setting's name.
-    pub setting: &'static str,
-    /// What is wrong with it.
-    pub problem: String,
-}
-
-pub(crate) fn setting_error(setting: &'static str, problem: impl Into<String>) -> SettingsError {
-    SettingsError {
-        setting,
-        problem: problem.into(),
-    }
 }

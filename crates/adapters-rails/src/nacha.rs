@@ -16,18 +16,37 @@
 //!   files: `(file number of the day − 1) × 100 000 + position`, so a return's trace number
 //!   names one entry of one file of its day. They are the payouts' references.
 
+use std::sync::Arc;
+
+use bank_codes::digits::is_ascii_digits;
 use bank_formats::nacha::{
     self, Addenda, Addenda05, Batch, BatchHeader, EntryDetail, FileHeader, LineEnding, NachaFile,
     SecCode, ServiceClass, TransactionCode, WriteOptions,
 };
 use domain::PortError;
+use domain::account::us::AccountType;
 use domain::money::Asset;
 use domain::rail::answers::AnswerRules;
 use domain::rail::file_rail::{FileNumbering, Settlement};
 use domain::rail::instruction::{BankFileWriter, CreditInstruction, FileRequest, WrittenFile};
+use serde::{Deserialize, Deserializer};
+use serde_json::json;
 
-pub use crate::SettingsError;
-use crate::{refused, setting_error};
+use crate::refused;
+use crate::settings::{Check, SettingsError};
+use crate::unit::{FILE_DROP, RailSettings, RailUnit, read};
+
+/// The `usd/ach` rail.
+pub const UNIT: RailUnit = RailUnit {
+    method: domain::account::PayoutMethod::Ach,
+    format: "nacha",
+    numbering: NUMBERING,
+    settlement: SETTLEMENT,
+    answers: ANSWERS,
+    transports: FILE_DROP,
+    settles_on_weekends: false,
+    settings: read::<NachaSettings>,
+};
 
 /// Files a day can have: the file id modifier's 36 values.
 pub const MAX_FILES_PER_DAY: u32 = 36;
@@ -49,93 +68,160 @@ pub const ANSWERS: AnswerRules = AnswerRules::FILE_RAIL;
 pub const EXTENSION: &str = "ach";
 
 /// The standard entry class of the rail's credits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum EntryClass {
     /// Consumer accounts (receivers are people): the default.
+    #[default]
     Ppd,
     /// Business accounts.
     Ccd,
 }
 
-/// The originator details a bank gives for NACHA origination.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The originator details a bank gives for NACHA origination: the keys of `[rails."usd/ach"]`
+/// (names and descriptions are read trimmed and upper-cased, as the file carries them).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct NachaSettings {
     /// The bank the files go to: its nine-digit routing number.
     pub immediate_destination: String,
     /// Its name (23 characters).
+    #[serde(deserialize_with = "nacha_text")]
     pub immediate_destination_name: String,
     /// The originator's identification at that bank: nine or ten digits.
     pub immediate_origin: String,
     /// The originator's name (23 characters).
+    #[serde(deserialize_with = "nacha_text")]
     pub immediate_origin_name: String,
     /// The name receivers see (16 characters).
+    #[serde(deserialize_with = "nacha_text")]
     pub company_name: String,
     /// The company identification (10 characters, often `1` and a tax id).
     pub company_id: String,
     /// The originating bank: the first eight digits of its routing number.
-    pub originating_dfi: String,
+    pub odfi_routing: String,
     /// The purpose receivers see (10 characters), e.g. `PAYOUT`.
+    #[serde(deserialize_with = "nacha_text")]
     pub entry_description: String,
-    /// PPD or CCD.
+    /// PPD (receivers are people, what payoutd pays) or CCD; not a key of the file.
+    #[serde(skip)]
     pub entry_class: EntryClass,
-    /// What separates records.
+    /// What separates records (`\n`); not a key of the file.
+    #[serde(skip)]
     pub line_ending: LineEnding,
 }
 
-fn digits(value: &str, lengths: &[usize]) -> bool {
-    lengths.contains(&value.len()) && value.bytes().all(|b| b.is_ascii_digit())
-}
-
-fn text(setting: &'static str, value: &str, width: usize) -> Result<(), SettingsError> {
-    if value.trim().is_empty() {
-        return Err(setting_error(setting, "is empty"));
-    }
-    if value.chars().count() > width {
-        return Err(setting_error(
-            setting,
-            format!("is longer than the {width} characters of its NACHA field"),
-        ));
-    }
-    if let Some(c) = value.chars().find(|c| !nacha::is_allowed_char(*c)) {
-        return Err(setting_error(
-            setting,
-            format!("{c:?} is not allowed in a NACHA file"),
-        ));
-    }
-    Ok(())
+/// A name or description as the file carries it: trimmed and upper-cased (letters outside
+/// ASCII are left for `validate` to refuse).
+fn nacha_text<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    Ok(String::deserialize(deserializer)?
+        .trim()
+        .to_ascii_uppercase())
 }
 
 impl NachaSettings {
     /// Checks every setting against the NACHA layout.
     ///
     /// # Errors
-    /// The first wrong setting, by name.
+    /// Every wrong setting, by key.
     pub fn validate(&self) -> Result<(), SettingsError> {
-        if !nacha::is_valid_routing_number(&self.immediate_destination) {
-            return Err(setting_error(
-                "immediate_destination",
-                "must be a nine-digit routing number with a valid check digit",
-            ));
+        let mut check = Check::default();
+        check.require(
+            bank_codes::us_routing::is_valid(&self.immediate_destination),
+            "immediate_destination",
+            format!(
+                "must be a 9-digit ABA routing number with a valid check digit, got {:?}",
+                self.immediate_destination
+            ),
+        );
+        check.require(
+            is_ascii_digits(&self.immediate_origin, 9..=10),
+            "immediate_origin",
+            format!("must be 9 or 10 digits, got {:?}", self.immediate_origin),
+        );
+        let company_id = self.company_id.chars().count();
+        if company_id != 10 {
+            check.push(
+                "company_id",
+                format!("must be 10 characters, got {company_id}"),
+            );
+        } else if let Some(c) = self
+            .company_id
+            .chars()
+            .find(|c| !nacha::is_allowed_char(*c))
+        {
+            check.push(
+                "company_id",
+                format!(
+                    "{c:?} is not allowed: upper-case letters, digits, space and {}",
+                    nacha::ALLOWED_SYMBOLS
+                ),
+            );
         }
-        text(
-            "immediate_destination_name",
-            &self.immediate_destination_name,
-            23,
-        )?;
-        if !digits(&self.immediate_origin, &[9, 10]) {
-            return Err(setting_error("immediate_origin", "must be 9 or 10 digits"));
+        check.require(
+            is_ascii_digits(&self.odfi_routing, 8..=8),
+            "odfi_routing",
+            format!(
+                "must be 8 digits (the routing number without its check digit), got {:?}",
+                self.odfi_routing
+            ),
+        );
+        for (setting, value, width) in [
+            (
+                "immediate_destination_name",
+                &self.immediate_destination_name,
+                23,
+            ),
+            ("immediate_origin_name", &self.immediate_origin_name, 23),
+            ("company_name", &self.company_name, 16),
+            ("entry_description", &self.entry_description, 10),
+        ] {
+            if !check.text(setting, value, width) {
+                continue;
+            }
+            if let Some(c) = value.chars().find(|c| !nacha::is_allowed_char(*c)) {
+                check.push(
+                    setting,
+                    format!(
+                        "{c:?} is not allowed in a NACHA file (letters, digits, space and {})",
+                        nacha::ALLOWED_SYMBOLS
+                    ),
+                );
+            }
         }
-        text("immediate_origin_name", &self.immediate_origin_name, 23)?;
-        text("company_name", &self.company_name, 16)?;
-        text("company_id", &self.company_id, 10)?;
-        if !digits(&self.originating_dfi, &[8]) {
-            return Err(setting_error(
-                "originating_dfi",
-                "must be the first 8 digits of the originating bank's routing number",
-            ));
-        }
-        text("entry_description", &self.entry_description, 10)?;
-        Ok(())
+        check.finish()
+    }
+}
+
+impl RailSettings for NachaSettings {
+    fn validate(&self) -> Result<(), SettingsError> {
+        NachaSettings::validate(self)
+    }
+
+    fn writer(&self) -> Arc<dyn BankFileWriter> {
+        Arc::new(NachaWriter {
+            settings: self.clone(),
+        })
+    }
+
+    fn reader(&self) -> Arc<dyn domain::rail::report::BankFileReader> {
+        Arc::new(NachaReader)
+    }
+
+    fn summary(&self) -> serde_json::Value {
+        json!({
+            "immediate_destination": self.immediate_destination,
+            "immediate_destination_name": self.immediate_destination_name,
+            "immediate_origin": self.immediate_origin,
+            "immediate_origin_name": self.immediate_origin_name,
+            "company_name": self.company_name,
+            "company_id": self.company_id,
+            "odfi_routing": self.odfi_routing,
+            "entry_description": self.entry_description,
+        })
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 
@@ -149,7 +235,7 @@ impl NachaWriter {
     /// A writer with checked settings.
     ///
     /// # Errors
-    /// The first wrong setting ([`NachaSettings::validate`]).
+    /// Every wrong setting ([`NachaSettings::validate`]).
     pub fn new(settings: NachaSettings) -> Result<Self, SettingsError> {
         settings.validate()?;
         Ok(Self { settings })
@@ -175,14 +261,10 @@ pub fn trace_sequence(sequence: u32, position: usize) -> Option<u32> {
     Some((sequence - 1) * 100_000 + position + 1)
 }
 
-fn transaction_code(instruction: &CreditInstruction) -> Result<TransactionCode, PortError> {
-    match instruction.account_kind.as_deref() {
-        Some("checking") | None => Ok(TransactionCode::CheckingCredit),
-        Some("savings") => Ok(TransactionCode::SavingsCredit),
-        Some(other) => Err(refused(format!(
-            "payout {}: account type {other:?} has no NACHA transaction code",
-            instruction.payout_id
-        ))),
+fn transaction_code(instruction: &CreditInstruction) -> TransactionCode {
+    match instruction.account_kind {
+        Some(AccountType::Checking) | None => TransactionCode::CheckingCredit,
+        Some(AccountType::Savings) => TransactionCode::SavingsCredit,
     }
 }
 
@@ -200,7 +282,7 @@ impl NachaWriter {
                 request.sequence
             ))
         })?;
-        let trace = nacha::trace_number(&self.settings.originating_dfi, sequence)
+        let trace = nacha::trace_number(&self.settings.odfi_routing, sequence)
             .ok_or_else(|| refused("the originating DFI cannot start a trace number"))?;
         let receiving_dfi = instruction
             .receiving_bank
@@ -216,7 +298,7 @@ impl NachaWriter {
             .map_err(|_| refused(format!("payout {}: negative amount", instruction.payout_id)))?;
         let payout_id = instruction.payout_id.as_uuid().simple().to_string();
         Ok(EntryDetail {
-            transaction_code: transaction_code(instruction)?,
+            transaction_code: transaction_code(instruction),
             receiving_dfi,
             account_number: instruction.account.expose().clone(),
             amount,
@@ -283,7 +365,7 @@ impl BankFileWriter for NachaWriter {
                     company_entry_description: s.entry_description.clone(),
                     company_descriptive_date: String::new(),
                     effective_entry_date: Some(request.effective_date),
-                    originating_dfi: s.originating_dfi.clone(),
+                    originating_dfi: s.odfi_routing.clone(),
                     batch_number: 1,
                 },
                 entries,
@@ -305,9 +387,12 @@ impl BankFileWriter for NachaWriter {
 }
 
 /// The reader of NACHA files from the bank: returns (Addenda99) and notifications of change
-/// (Addenda98), with records shortened by trailing-blank stripping read as blank-filled. Return entries name the returned entry by its trace number, which is the
-/// payout's reference. Dishonored and contested returns (R61–R77) concern returns payoutd
-/// never dishonours and are recorded as notices.
+/// (Addenda98), with records shortened by trailing-blank stripping read as blank-filled. Return
+/// entries name the returned entry by its trace number, which is the payout's reference.
+/// Dishonored and contested returns (R61–R77) concern returns payoutd never dishonours and are
+/// recorded as notices. An originated file (entries that are neither returns nor
+/// notifications: payoutd's own, or anyone's, should one reach the inbound directory) is not
+/// this reader's.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NachaReader;
 
@@ -343,6 +428,11 @@ impl domain::rail::report::BankFileReader for NachaReader {
                 )));
             }
         };
+        if file.returns().is_empty() && file.notifications_of_change().is_empty() {
+            // No entry answers another (no Addenda99 or Addenda98): an originated file, what
+            // was sent rather than the bank's answer.
+            return Ok(ReadOutcome::NotMine);
+        }
         let mut items = Vec::new();
         for returned in file.returns() {
             let code = returned.return_code.to_string();

@@ -14,17 +14,37 @@
 //!
 //! The end-to-end ids are the payouts' references.
 
+use std::sync::Arc;
+
+use bank_formats::iso20022::text::check_id;
 use bank_formats::iso20022::{
     CreditTransfer, CreditTransferInitiation, DebtorAgent, InitiatingParty, PaymentBatch,
     write_pain001,
 };
 use domain::PortError;
+use domain::masking::MaskedValue;
 use domain::money::Asset;
 use domain::rail::answers::AnswerRules;
 use domain::rail::file_rail::{FileNumbering, Settlement};
 use domain::rail::instruction::{BankFileWriter, CreditInstruction, FileRequest, WrittenFile};
+use serde::Deserialize;
+use serde_json::json;
 
 use crate::refused;
+use crate::settings::{Check, SettingsError, trimmed, trimmed_option};
+use crate::unit::{FILE_DROP, RailSettings, RailUnit, read};
+
+/// The `eur/sepa` rail.
+pub const UNIT: RailUnit = RailUnit {
+    method: domain::account::PayoutMethod::Sepa,
+    format: "pain.001.001.09",
+    numbering: NUMBERING,
+    settlement: SETTLEMENT,
+    answers: ANSWERS,
+    transports: FILE_DROP,
+    settles_on_weekends: false,
+    settings: read::<SepaSettings>,
+};
 
 /// How pain.001 files are numbered (not used in the file: the batch id identifies it).
 pub const NUMBERING: FileNumbering = FileNumbering::Overall;
@@ -39,31 +59,51 @@ pub const ANSWERS: AnswerRules = AnswerRules::FILE_RAIL;
 /// The file name extension.
 pub const EXTENSION: &str = "xml";
 
-/// The debtor and initiating party a bank gives for SEPA credit transfers.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The debtor and initiating party a bank gives for SEPA credit transfers: the keys of
+/// `[rails."eur/sepa"]` (names read trimmed).
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SepaSettings {
-    /// The initiating party's name.
+    /// `GrpHdr/InitgPty/Nm`: the initiating party's name (at most 70 characters).
+    #[serde(deserialize_with = "trimmed")]
     pub initiating_party_name: String,
-    /// Its id at the bank, when the bank assigned one.
+    /// `GrpHdr/InitgPty/Id/OrgId/Othr/Id`: its id at the bank, when the bank assigned one (at
+    /// most 35 characters of the SEPA set).
+    #[serde(default, deserialize_with = "trimmed_option")]
     pub initiating_party_id: Option<String>,
-    /// The debtor's name (the account debited).
+    /// `Dbtr/Nm`: the debtor's name, the account debited (at most 70 characters).
+    #[serde(deserialize_with = "trimmed")]
     pub debtor_name: String,
-    /// The debited account's IBAN.
+    /// `DbtrAcct/Id/IBAN`: the debited account's IBAN, given in electronic or paper form and
+    /// read in electronic form (no spaces, upper case).
+    #[serde(deserialize_with = "electronic_form")]
     pub debtor_iban: String,
-    /// The debtor's bank's BIC, when the bank wants it (else `NOTPROVIDED`).
+    /// `DbtrAgt/FinInstnId/BICFI`: the debtor's bank's BIC, when the bank wants it (else
+    /// `NOTPROVIDED`), read in upper case.
+    #[serde(default, deserialize_with = "electronic_option")]
     pub debtor_bic: Option<String>,
-    /// One debit of the file's total (`true`) or one per transfer.
+    /// One debit of the file's total (`true`, what payoutd asks) or one per transfer; not a
+    /// key of the file.
+    #[serde(skip, default = "batch_booking")]
     pub batch_booking: bool,
 }
 
-/// Why SEPA settings are wrong, naming the setting.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{setting}: {problem}")]
-pub struct SettingsError {
-    /// The setting's name.
-    pub setting: &'static str,
-    /// What is wrong with it.
-    pub problem: String,
+/// payoutd books each file as one debit.
+fn batch_booking() -> bool {
+    true
+}
+
+impl std::fmt::Debug for SepaSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SepaSettings")
+            .field("initiating_party_name", &self.initiating_party_name)
+            .field("initiating_party_id", &self.initiating_party_id)
+            .field("debtor_name", &self.debtor_name)
+            .field("debtor_iban", &MaskedValue::mask(&self.debtor_iban))
+            .field("debtor_bic", &self.debtor_bic)
+            .field("batch_booking", &self.batch_booking)
+            .finish()
+    }
 }
 
 /// The electronic form of an IBAN or BIC: no spaces, upper case.
@@ -75,46 +115,83 @@ fn electronic(value: &str) -> String {
         .to_ascii_uppercase()
 }
 
+fn electronic_form<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    Ok(electronic(&String::deserialize(deserializer)?))
+}
+
+fn electronic_option<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<String>, D::Error> {
+    Ok(Option::<String>::deserialize(deserializer)?.map(|value| electronic(&value)))
+}
+
 impl SepaSettings {
-    /// Checks the settings by writing a one-transfer file with them: the writer's own rules
-    /// (character set, IBAN check digits, BIC form, lengths) decide.
+    /// Checks every setting against the pain.001 rules (`bank_codes`' IBAN and BIC, the EPC's
+    /// identifier rules, the names' lengths).
     ///
     /// # Errors
-    /// The first wrong setting, by name.
+    /// Every wrong setting, by key (never repeating the IBAN).
     pub fn validate(&self) -> Result<(), SettingsError> {
-        let probe = SepaWriter {
-            settings: self.clone(),
-        }
-        .document(
-            "PROBE",
-            chrono::NaiveDate::from_ymd_opt(2000, 1, 3).unwrap_or_default(),
-            chrono::NaiveDateTime::default(),
-            vec![CreditTransfer {
-                instruction_id: "PROBE".into(),
-                end_to_end_id: "PROBE".into(),
-                amount_cents: 1,
-                creditor_agent_bic: None,
-                creditor_name: "PROBE".into(),
-                creditor_iban: "DE89370400440532013000".into(),
-                remittance: None,
-            }],
+        let mut check = Check::default();
+        check.text("debtor_name", &self.debtor_name, 70);
+        check.require(
+            bank_codes::iban::parse(&self.debtor_iban).is_ok(),
+            "debtor_iban",
+            "must be an IBAN with valid check digits (spaces allowed in groups of four)",
         );
-        let Err(e) = write_pain001(&probe) else {
-            return Ok(());
-        };
-        let setting = match e.field() {
-            "initiating_party.name" => "initiating_party_name",
-            "initiating_party.id" => "initiating_party_id",
-            f if f.ends_with("debtor_name") => "debtor_name",
-            f if f.ends_with("debtor_iban") => "debtor_iban",
-            f if f.ends_with("debtor_agent") => "debtor_bic",
-            _ => "sepa",
-        };
-        let problem = e.to_string();
-        let problem = problem
-            .split_once(": ")
-            .map_or(problem.clone(), |(_, p)| p.to_owned());
-        Err(SettingsError { setting, problem })
+        if let Some(bic) = &self.debtor_bic {
+            check.require(
+                bank_codes::bic::parse(bic).is_ok(),
+                "debtor_bic",
+                format!(
+                    "must be a BIC of 8 or 11 characters (4 letters, a 2-letter country, 2 letters \
+                     or digits, an optional 3-character branch), got {bic:?}"
+                ),
+            );
+        }
+        check.text("initiating_party_name", &self.initiating_party_name, 70);
+        if let Some(id) = &self.initiating_party_id
+            && let Err(problem) = check_id(id, 35)
+        {
+            check.push(
+                "initiating_party_id",
+                format!(
+                    "must be 1 to 35 characters of the SEPA set, not starting or ending with '/' \
+                     nor containing '//' ({problem:?})"
+                ),
+            );
+        }
+        check.finish()
+    }
+}
+
+impl RailSettings for SepaSettings {
+    fn validate(&self) -> Result<(), SettingsError> {
+        SepaSettings::validate(self)
+    }
+
+    fn writer(&self) -> Arc<dyn BankFileWriter> {
+        Arc::new(SepaWriter {
+            settings: self.clone(),
+        })
+    }
+
+    fn reader(&self) -> Arc<dyn domain::rail::report::BankFileReader> {
+        Arc::new(Pain002Reader)
+    }
+
+    fn summary(&self) -> serde_json::Value {
+        json!({
+            "debtor_name": self.debtor_name,
+            "debtor_iban": MaskedValue::mask(&electronic(&self.debtor_iban)).as_str(),
+            "debtor_bic": self.debtor_bic,
+            "initiating_party_name": self.initiating_party_name,
+            "initiating_party_id": self.initiating_party_id,
+        })
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 
@@ -128,7 +205,7 @@ impl SepaWriter {
     /// A writer with checked settings.
     ///
     /// # Errors
-    /// The first wrong setting ([`SepaSettings::validate`]).
+    /// Every wrong setting ([`SepaSettings::validate`]).
     pub fn new(settings: SepaSettings) -> Result<Self, SettingsError> {
         settings.validate()?;
         Ok(Self { settings })
@@ -138,7 +215,7 @@ impl SepaWriter {
         &self,
         batch: &str,
         execution_date: chrono::NaiveDate,
-        created_at: chrono::NaiveDateTime,
+        created_at: chrono::DateTime<chrono::Utc>,
         transactions: Vec<CreditTransfer>,
     ) -> CreditTransferInitiation {
         let s = &self.settings;
@@ -211,7 +288,7 @@ impl BankFileWriter for SepaWriter {
         let document = self.document(
             &request.batch_id.as_uuid().simple().to_string(),
             request.effective_date,
-            request.created_at.naive_utc(),
+            request.created_at,
             transactions,
         );
         let bytes = write_pain001(&document)

@@ -6,9 +6,8 @@
 use adapters_rails::aba::{
     self, AbaReader, AbaSettings, AbaWriter, lodgement_reference, looks_like_aba,
 };
-use bank_formats::aba::{
-    DetailKind, Indicator, ReturnCode, ReturnDecision, TransactionCode, parse, write_return_file,
-};
+use bank_formats::aba::{DetailKind, Indicator, ReturnCode, TransactionCode, parse};
+use bank_simulator::aba::{ReturnDecision, write_return_file};
 use chrono::{NaiveDate, TimeZone, Utc};
 use domain::account::PayoutMethod;
 use domain::ids::{BatchId, PayoutId, SubaccountId};
@@ -273,7 +272,7 @@ fn settings_are_checked_one_by_one() {
         let mut s = settings(false);
         change(&mut s);
         let error = s.validate().unwrap_err();
-        assert_eq!(error.setting, setting, "{error}");
+        assert_eq!(error.settings(), [setting], "{error}");
         assert!(AbaWriter::new(s).is_err());
     }
     // Account values are not repeated, nor shown by Debug.

@@ -3,15 +3,13 @@
 //! from the writer's own file.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use format_checkers::cpa005 as checker;
+use bank_format_oracles::cpa005 as checker;
 
 use adapters_rails::cpa005::{
-    self, Cpa005Reader, Cpa005Settings, Cpa005Writer, file_creation_number, reference,
+    self, Cpa005Reader, Cpa005Settings, Cpa005Writer, RecordEnd, file_creation_number, reference,
 };
-use bank_formats::cpa005::{
-    LineEnding, RecordType, ReturnCode, ReturnDecision, ReturnFileOptions, WriteOptions, parse,
-    write_return_file,
-};
+use bank_formats::cpa005::{RecordType, ReturnCode, WriteOptions, parse};
+use bank_simulator::cpa005::{ReturnDecision, ReturnFileOptions, write_return_file};
 use chrono::{NaiveDate, TimeZone, Utc};
 use domain::account::PayoutMethod;
 use domain::ids::{BatchId, PayoutId, SubaccountId};
@@ -34,7 +32,7 @@ fn settings() -> Cpa005Settings {
         return_institution: "000312345".into(),
         return_account: "7654321".into(),
         transaction_code: 450,
-        line_ending: LineEnding::CrLf,
+        line_ending: RecordEnd::CrLf,
     }
 }
 
@@ -189,7 +187,7 @@ fn file_creation_numbers_wrap_after_9999() {
 fn the_direct_clearer_user_id_and_line_ending_come_from_the_settings() {
     let writer = Cpa005Writer::new(Cpa005Settings {
         direct_clearer_user_id: Some("CLEARER01".into()),
-        line_ending: LineEnding::Lf,
+        line_ending: RecordEnd::Lf,
         ..settings()
     })
     .unwrap();
@@ -257,7 +255,7 @@ fn settings_are_checked_one_by_one() {
         let mut s = settings();
         change(&mut s);
         let error = s.validate().unwrap_err();
-        assert_eq!(error.setting, setting, "{error}");
+        assert_eq!(error.settings(), [setting], "{error}");
         assert!(Cpa005Writer::new(s).is_err());
     };
     assert!(settings().validate().is_ok());

@@ -4,9 +4,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use adapters_rails::ib4b::{self, Ib4bReader, Ib4bSettings, Ib4bWriter};
-use bank_formats::ib4b::{
-    DishonourDecision, DishonourReason, Ib4bFile, TransactionCode, parse, write_dishonour_file,
-};
+use bank_formats::ib4b::{DishonourReason, Ib4bFile, TransactionCode, parse};
+use bank_simulator::ib4b::{DishonourDecision, write_dishonour_file};
 use chrono::{NaiveDate, TimeZone, Utc};
 use domain::account::PayoutMethod;
 use domain::ids::{BatchId, PayoutId, SubaccountId};
@@ -237,7 +236,7 @@ fn each_setting_is_checked_by_name() {
     ];
     for (s, setting) in cases {
         let e = Ib4bWriter::new(s.clone()).unwrap_err();
-        assert_eq!(e.setting, setting, "{s:?}");
+        assert_eq!(e.settings(), [setting], "{s:?}");
         assert!(!e.to_string().contains("0102420100"), "account data in {e}");
     }
 }

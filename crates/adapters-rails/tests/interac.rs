@@ -176,7 +176,7 @@ fn settings_are_checked_by_name() {
     for (change, setting) in cases {
         let mut s = settings();
         change(&mut s);
-        assert_eq!(s.validate().unwrap_err().setting, setting);
+        assert_eq!(s.validate().unwrap_err().settings(), [setting]);
         assert!(InteracWriter::new(s).is_err());
     }
     assert!(settings().validate().is_ok());

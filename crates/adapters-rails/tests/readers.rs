@@ -116,10 +116,13 @@ fn notifications_of_change_and_dishonored_returns_are_notices() {
 }
 
 #[test]
-fn nacha_credits_carry_nothing_to_apply() {
+fn an_originated_nacha_file_is_not_the_readers() {
+    // Credits another implementation originated.
     assert_eq!(
-        report(&NachaReader, &fixture("nacha/ppd-credit.ach")),
-        BankReport::default()
+        NachaReader
+            .read("ppd-credit.ach", &fixture("nacha/ppd-credit.ach"))
+            .unwrap(),
+        ReadOutcome::NotMine
     );
 }
 

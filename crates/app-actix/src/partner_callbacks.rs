@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use bank_formats::interac::{CallbackError, verify_callback};
+use adapters_rails::interac::{CallbackError, verify_callback};
 use domain::PortError;
 use domain::account::PayoutMethod;
 use domain::masking::Secret;

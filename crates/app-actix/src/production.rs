@@ -6,16 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use adapters_filetransfer::{DirectoryTransport, PartnerApiTransport, SftpTransport};
-use adapters_rails::aba::{self, AbaReader, AbaWriter};
-use adapters_rails::cpa005::{self, Cpa005Reader, Cpa005Writer};
-use adapters_rails::ib4b::{self, Ib4bReader, Ib4bWriter};
-use adapters_rails::interac::{self, InteracReader, InteracWriter};
-use adapters_rails::nacha::{self, EntryClass, NachaReader, NachaSettings, NachaWriter};
-use adapters_rails::sepa::{self, Pain002Reader, SepaSettings, SepaWriter};
-use anyhow::Context;
 use async_trait::async_trait;
-use bank_formats::nacha::LineEnding;
 use domain::PortError;
 use domain::account::PayoutMethod;
 use domain::account::ports::{AccountStore, Notifier};
@@ -35,11 +26,8 @@ use domain::rail::transport::FileTransport;
 use domain::receiver::ports::ReceiverStore;
 
 use crate::partner_callbacks::RailCallbacks;
-use crate::production_config::{
-    FormatSettings, NachaOriginator, RailSettings, SepaOriginator, SmtpSettings, SmtpTls,
-    TransportSettings,
-};
 use crate::production_config::{KycProviderSetting, ProductionSettings};
+use crate::production_config::{RailSettings, SmtpSettings, SmtpTls, TransportSettings};
 
 /// KYC decided by operators (`payoutd admin kyc`): opening a check records nothing outside
 /// payoutd, and the receiver stays `pending` until an operator decides.
@@ -106,126 +94,18 @@ pub fn smtp_settings(s: &SmtpSettings) -> adapters_smtp::SmtpSettings {
     }
 }
 
-fn nacha_settings(o: &NachaOriginator) -> NachaSettings {
-    NachaSettings {
-        immediate_destination: o.immediate_destination.clone(),
-        immediate_destination_name: o.immediate_destination_name.clone(),
-        immediate_origin: o.immediate_origin.clone(),
-        immediate_origin_name: o.immediate_origin_name.clone(),
-        company_name: o.company_name.clone(),
-        company_id: o.company_id.clone(),
-        originating_dfi: o.odfi_routing.clone(),
-        entry_description: o.entry_description.clone(),
-        // Receivers are people (names, dates of birth): consumer credits.
-        entry_class: EntryClass::Ppd,
-        line_ending: LineEnding::Lf,
-    }
-}
-
-fn sepa_settings(o: &SepaOriginator) -> SepaSettings {
-    SepaSettings {
-        initiating_party_name: o.initiating_party_name.clone(),
-        initiating_party_id: o.initiating_party_id.clone(),
-        debtor_name: o.debtor_name.clone(),
-        debtor_iban: o.debtor_iban.clone(),
-        debtor_bic: o.debtor_bic.clone(),
-        batch_booking: true,
-    }
-}
-
-fn build_rail(settings: &RailSettings) -> anyhow::Result<BuiltRail> {
-    let route = settings.method.route();
-    let at = |setting: &str| format!("rails.\"{route}\".{setting}");
-    let (writer, reader, numbering, settlement, answers): (
-        Arc<dyn BankFileWriter>,
-        Arc<dyn BankFileReader>,
-        _,
-        _,
-        _,
-    ) = match &settings.format {
-        FormatSettings::Nacha(originator) => (
-            Arc::new(
-                NachaWriter::new(nacha_settings(originator))
-                    .map_err(|e| anyhow::anyhow!("{}: {}", at(e.setting), e.problem))?,
-            ),
-            Arc::new(NachaReader),
-            nacha::NUMBERING,
-            nacha::SETTLEMENT,
-            nacha::ANSWERS,
-        ),
-        FormatSettings::Pain001(originator) => (
-            Arc::new(
-                SepaWriter::new(sepa_settings(originator))
-                    .map_err(|e| anyhow::anyhow!("{}: {}", at(e.setting), e.problem))?,
-            ),
-            Arc::new(Pain002Reader),
-            sepa::NUMBERING,
-            sepa::SETTLEMENT,
-            sepa::ANSWERS,
-        ),
-        FormatSettings::Aba(settings) => (
-            Arc::new(
-                AbaWriter::new(settings.clone())
-                    .map_err(|e| anyhow::anyhow!("{}: {}", at(e.setting), e.problem))?,
-            ),
-            Arc::new(AbaReader),
-            aba::NUMBERING,
-            aba::SETTLEMENT,
-            aba::ANSWERS,
-        ),
-        FormatSettings::Cpa005(settings) => (
-            Arc::new(
-                Cpa005Writer::new(settings.clone())
-                    .map_err(|e| anyhow::anyhow!("{}: {}", at(e.setting), e.problem))?,
-            ),
-            Arc::new(Cpa005Reader),
-            cpa005::NUMBERING,
-            cpa005::SETTLEMENT,
-            cpa005::ANSWERS,
-        ),
-        FormatSettings::Ib4b(settings) => (
-            Arc::new(
-                Ib4bWriter::new(settings.clone())
-                    .map_err(|e| anyhow::anyhow!("{}: {}", at(e.setting), e.problem))?,
-            ),
-            Arc::new(Ib4bReader),
-            ib4b::NUMBERING,
-            ib4b::SETTLEMENT,
-            ib4b::ANSWERS,
-        ),
-        FormatSettings::Interac(settings) => (
-            Arc::new(
-                InteracWriter::new(settings.clone())
-                    .map_err(|e| anyhow::anyhow!("{}: {}", at(e.setting), e.problem))?,
-            ),
-            Arc::new(InteracReader),
-            interac::NUMBERING,
-            interac::SETTLEMENT,
-            interac::ANSWERS,
-        ),
-    };
-    let transport: Arc<dyn FileTransport> = match &settings.transport {
-        TransportSettings::Sftp(sftp) => {
-            Arc::new(SftpTransport::new(sftp.settings.clone()).with_context(|| at("transport"))?)
-        }
-        TransportSettings::PartnerApi(api) => Arc::new(
-            PartnerApiTransport::new(api.settings.clone()).with_context(|| at("transport"))?,
-        ),
-        TransportSettings::Directory(dirs) => Arc::new(DirectoryTransport::new(
-            dirs.outbound_dir.clone(),
-            dirs.inbound_dir.clone(),
-        )),
-    };
-    Ok(BuiltRail {
+fn build_rail(settings: &RailSettings) -> BuiltRail {
+    let unit = settings.rail.unit();
+    BuiltRail {
         method: settings.method,
         settings: settings.clone(),
-        writer,
-        reader,
-        transport,
-        numbering,
-        settlement,
-        answers,
-    })
+        writer: settings.rail.writer(),
+        reader: settings.rail.reader(),
+        transport: settings.transport.transport(),
+        numbering: unit.numbering,
+        settlement: unit.settlement,
+        answers: unit.answers,
+    }
 }
 
 impl Production {
@@ -252,8 +132,8 @@ impl Production {
         let rails = settings
             .rails
             .values()
-            .map(|rail| Ok((rail.method, build_rail(rail)?)))
-            .collect::<anyhow::Result<BTreeMap<_, _>>>()?;
+            .map(|rail| (rail.method, build_rail(rail)))
+            .collect();
         let kyc: Arc<dyn KycProvider> = match settings.kyc {
             KycProviderSetting::Manual => Arc::new(ManualKyc),
         };

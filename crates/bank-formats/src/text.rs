@@ -48,6 +48,11 @@ pub(crate) fn latin_letter_keeping_case(c: char) -> Option<Cow<'static, str>> {
     })
 }
 
+/// Whether `value` is non-empty and only ASCII digits (`bank_codes`' one digits rule).
+pub(crate) fn is_digits(value: &str) -> bool {
+    bank_codes::digits::is_ascii_digits(value, 1..=usize::MAX)
+}
+
 /// A typographic dash or minus sign: written `-`.
 pub(crate) fn is_dash(c: char) -> bool {
     matches!(c, '\u{2010}'..='\u{2015}' | '\u{2212}')

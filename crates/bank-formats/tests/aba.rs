@@ -1,11 +1,10 @@
-//! The ABA writer, parser and bank side: round trips, refusals, the return file, and inputs
-//! that must never panic the parser.
+//! The ABA writer and parser: round trips, refusals, and inputs that must never panic the
+//! parser. (The bank's return files are `bank-simulator`'s.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use bank_formats::aba::{
     AbaFile, DescriptiveRecord, DetailKind, DetailRecord, Field, Indicator, Location,
-    ParseErrorKind, Problem, RECORD_LENGTH, ReturnCode, ReturnDecision, ReturnError,
-    TransactionCode, WriteError, parse, return_file, write, write_return, write_return_file,
+    ParseErrorKind, Problem, RECORD_LENGTH, ReturnCode, TransactionCode, WriteError, parse, write,
 };
 use chrono::NaiveDate;
 use proptest::prelude::*;
@@ -411,81 +410,6 @@ fn the_parser_refuses_broken_files() {
                 expected: "the end of the file"
             }
         )
-    );
-}
-
-#[test]
-fn the_bank_returns_chosen_payments() {
-    let original = parse(&write(&sample()).unwrap()).unwrap();
-    let decisions = [
-        ReturnDecision {
-            entry: 1,
-            code: ReturnCode::NoAccount,
-        },
-        ReturnDecision {
-            entry: 0,
-            code: ReturnCode::AccountClosed,
-        },
-    ];
-    let bytes = write_return_file(&original, &decisions, date(2026, 11, 30)).unwrap();
-    let returned = parse(&bytes).unwrap();
-    assert_eq!(returned.descriptive.processing_date, date(2026, 11, 30));
-    assert_eq!(returned.descriptive.apca_user_id, "301500");
-    let returns: Vec<_> = returned.returns().collect();
-    assert_eq!(returns.len(), 2);
-    // In the original's order, whatever the decisions' order.
-    assert_eq!(returns[0].lodgement_reference, "A1B2C3D4E5F6A7B8C9");
-    assert_eq!(returns[0].return_code(), Some(ReturnCode::AccountClosed));
-    assert_eq!(returns[1].lodgement_reference, "REF 2");
-    assert_eq!(returns[1].return_code(), Some(ReturnCode::NoAccount));
-    assert_eq!(returns[1].amount, 20_100);
-    assert_eq!(
-        returns[1].kind,
-        DetailKind::Returned {
-            return_code: ReturnCode::NoAccount,
-            original_processing_day: 26,
-            original_user_id: "301500".into()
-        }
-    );
-    let total = returned.total();
-    assert_eq!((total.credit_total, total.debit_total), (30_100, 0));
-    assert_eq!(text(&bytes).lines().nth(1).map(|l| &l[..1]), Some("2"));
-    // write_return writes what return_file built.
-    let file = return_file(&original, &decisions, date(2026, 11, 30)).unwrap();
-    assert_eq!(write_return(&file).unwrap(), bytes);
-}
-
-#[test]
-fn the_bank_refuses_impossible_returns() {
-    let original = sample();
-    let on = |entry, code| ReturnDecision { entry, code };
-    let day = date(2026, 11, 30);
-    assert_eq!(
-        return_file(&original, &[], day),
-        Err(ReturnError::NoDecisions)
-    );
-    assert_eq!(
-        return_file(&original, &[on(3, ReturnCode::NoAccount)], day),
-        Err(ReturnError::UnknownEntry { entry: 3 })
-    );
-    assert_eq!(
-        return_file(&original, &[on(2, ReturnCode::NoAccount)], day),
-        Err(ReturnError::NotACredit { entry: 2 })
-    );
-    assert_eq!(
-        return_file(
-            &original,
-            &[
-                on(0, ReturnCode::NoAccount),
-                on(0, ReturnCode::AccountClosed)
-            ],
-            day
-        ),
-        Err(ReturnError::DuplicateEntry { entry: 0 })
-    );
-    assert_eq!(
-        return_file(&original, &[on(0, ReturnCode::Unassigned(7))], day),
-        Err(ReturnError::UnassignedCode { code: 7 })
     );
 }
 

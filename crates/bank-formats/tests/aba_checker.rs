@@ -14,13 +14,13 @@
 use std::path::PathBuf;
 
 use bank_formats::aba::{
-    AbaFile, DescriptiveRecord, DetailKind, DetailRecord, Indicator, ReturnCode, ReturnDecision,
-    TransactionCode, parse, write, write_return_file,
+    AbaFile, DescriptiveRecord, DetailKind, DetailRecord, Indicator, ReturnCode, TransactionCode,
+    parse, write, write_return,
 };
 use chrono::NaiveDate;
 use proptest::prelude::*;
 
-use format_checkers::aba as checker;
+use bank_format_oracles::aba as checker;
 
 use checker::{Kind, check};
 
@@ -243,28 +243,41 @@ fn golden_cleaned_self_balanced_file() {
     assert_eq!(&lines[6][74..80], "000005");
 }
 
-/// The bank returns the second credit (code 5) and the first (code 3) of the credits file.
-///
+/// The credits file with its second credit returned (code 5) and its first (code 3), as the
+/// bank writes it on 1 December 2026 (`bank-simulator` decides the same returns and must write
+/// the same bytes).
+fn returned_file() -> AbaFile {
+    let original = credits_file();
+    let returned = |entry: usize, return_code| DetailRecord {
+        kind: DetailKind::Returned {
+            return_code,
+            original_processing_day: 27,
+            original_user_id: "301500".into(),
+        },
+        ..original.details[entry].clone()
+    };
+    AbaFile {
+        descriptive: DescriptiveRecord {
+            processing_date: date(2026, 12, 1),
+            ..original.descriptive.clone()
+        },
+        details: vec![
+            returned(0, ReturnCode::AccountClosed),
+            returned(1, ReturnCode::NoAccount),
+        ],
+    }
+}
+
 /// The return file's credit total is 12 345 + 250 000 = 262 345 (both records keep their
 /// transaction code 50), debit total 0, net 262 345, count 2; positions 113–114 are `27`
 /// (the original processing day, 27 November) and 115–120 the user id `301500`.
 #[test]
 fn golden_return_file() {
-    let original = parse(&std::fs::read(golden_path("credits.aba")).unwrap()).unwrap();
-    let decisions = [
-        ReturnDecision {
-            entry: 1,
-            code: ReturnCode::NoAccount,
-        },
-        ReturnDecision {
-            entry: 0,
-            code: ReturnCode::AccountClosed,
-        },
-    ];
-    let bytes = write_return_file(&original, &decisions, date(2026, 12, 1)).unwrap();
+    let bytes = write_return(&returned_file()).unwrap();
     check(&bytes, Kind::Returns).unwrap();
     golden("return.aba", &bytes);
     let parsed = parse(&bytes).unwrap();
+    assert_eq!(parsed, returned_file());
     let returns: Vec<_> = parsed.returns().collect();
     assert_eq!(returns.len(), 2);
     assert_eq!(returns[0].lodgement_reference, "5A1F3C9E2B7D4F60A1");
@@ -348,12 +361,7 @@ fn the_checker_rejects_broken_files() {
 
 #[test]
 fn the_checker_rejects_broken_return_files() {
-    let original = credits_file();
-    let decisions = [ReturnDecision {
-        entry: 0,
-        code: ReturnCode::InvalidBsb,
-    }];
-    let valid = write_return_file(&original, &decisions, date(2026, 12, 1)).unwrap();
+    let valid = write_return(&returned_file()).unwrap();
     check(&valid, Kind::Returns).unwrap();
     for (name, at, with) in [
         ("return code 0", 122 + 17, "0"),
@@ -361,7 +369,7 @@ fn the_checker_rejects_broken_return_files() {
         ("day 00", 122 + 112, "00"),
         ("day 32", 122 + 112, "32"),
         ("other user id", 122 + 114, "301501"),
-        ("wrong count", 2 * 122 + 74, "000002"),
+        ("wrong count", 3 * 122 + 74, "000003"),
     ] {
         let mut bytes = valid.clone();
         bytes.splice(at..at + with.len(), with.bytes());
@@ -421,20 +429,23 @@ proptest! {
     fn random_valid_files_pass_the_checker(file in arb_file()) {
         let bytes = write(&file).unwrap();
         prop_assert_eq!(check(&bytes, Kind::Originated), Ok(()));
-        let credits: Vec<usize> = file
+        let day = u8::try_from(chrono::Datelike::day(&file.descriptive.processing_date)).unwrap();
+        let returned: Vec<DetailRecord> = file
             .details
             .iter()
-            .enumerate()
-            .filter(|(_, d)| !d.transaction_code.is_debit())
-            .map(|(i, _)| i)
+            .filter(|d| !d.transaction_code.is_debit())
+            .map(|d| DetailRecord {
+                kind: DetailKind::Returned {
+                    return_code: ReturnCode::ReferToCustomer,
+                    original_processing_day: day,
+                    original_user_id: file.descriptive.apca_user_id.clone(),
+                },
+                ..d.clone()
+            })
             .collect();
-        if !credits.is_empty() {
-            let decisions: Vec<ReturnDecision> = credits
-                .iter()
-                .map(|&entry| ReturnDecision { entry, code: ReturnCode::ReferToCustomer })
-                .collect();
-            let original = parse(&bytes).unwrap();
-            let returned = write_return_file(&original, &decisions, date(2030, 1, 1)).unwrap();
+        if !returned.is_empty() {
+            let returns = AbaFile { descriptive: file.descriptive.clone(), details: returned };
+            let returned = write_return(&returns).unwrap();
             prop_assert_eq!(check(&returned, Kind::Returns), Ok(()));
         }
     }

@@ -1,16 +1,16 @@
-//! `bank_formats::cpa005`: golden files, the parser on good and bad input, and the bank's file
-//! of returned items.
+//! `bank_formats::cpa005`: golden files (the bank's file of returned items among them), and the
+//! parser on good and bad input. (Which items a bank returns is `bank-simulator`'s.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use format_checkers::cpa005 as checker;
+use bank_format_oracles::cpa005 as checker;
 #[path = "cpa005_support/samples.rs"]
 mod samples;
 
 use std::path::PathBuf;
 
 use bank_formats::cpa005::{
-    Cpa005File, Field, LineEnding, ParseErrorKind, Problem, RecordType, ReturnCode, ReturnDecision,
-    ReturnFileError, ReturnFileOptions, WriteOptions, parse, return_file, write, write_return_file,
+    Cpa005File, Field, Header, LineEnding, ParseErrorKind, Problem, RecordType, ReturnCode,
+    ReturnDetails, WriteOptions, parse, write,
 };
 use proptest::prelude::*;
 use samples::*;
@@ -71,8 +71,8 @@ fn golden_credit_file() {
         "PAYOUT0000000000001"
     );
     assert_eq!(field(&records[1], 25 + 229, 25 + 239), "00000000000");
-    // Segment 4 is unused: zeros and blanks.
-    assert_eq!(field(&records[1], 25 + 720, 25 + 732), "0000000000000");
+    // Segments 4 to 6 are unused: blank, as Standard 005 says.
+    assert_eq!(field(&records[1], 25 + 720, 1464), " ".repeat(720));
     // Trailer: count 3; debits 0 / 0; credits 123456 + 5000 + 1 = 128457 cents, 3 of them;
     // E and F corrections zero.
     assert_eq!(
@@ -124,29 +124,33 @@ fn golden_cleaning_file() {
     assert_eq!(field(&records[2], 47, 68), "0000000034999900000002");
 }
 
-fn return_options() -> ReturnFileOptions {
-    ReturnFileOptions {
-        creation_date: date(2026, 3, 9),
-        file_creation_number: 1,
-        trace_prefix: "000312345".into(),
-        write: WriteOptions::default(),
+/// The golden credits' items 1 and 2 returned (reasons 911 and 905) in the bank's file of 9
+/// March 2026, number 1, trace numbers under `000312345` (`bank-simulator` decides the same
+/// returns and must write the same bytes).
+fn golden_returns() -> Cpa005File {
+    let sent = golden_credits();
+    let returned = |item: usize, sequence: u32, reason: u16| {
+        let mut t = sent.transactions[item].clone();
+        t.record_type = RecordType::ReturnedCredit;
+        t.item_trace_number = format!("000312345{sequence:013}");
+        t.returned = Some(ReturnDetails {
+            reason: ReturnCode::new(reason).unwrap(),
+        });
+        t
+    };
+    Cpa005File {
+        header: Header {
+            file_creation_number: 1,
+            creation_date: date(2026, 3, 9),
+            ..sent.header.clone()
+        },
+        transactions: vec![returned(1, 1, 911), returned(2, 2, 905)],
     }
 }
 
 #[test]
 fn golden_return_file() {
-    let original = parse(&written(&golden_credits())).unwrap();
-    let decisions = [
-        ReturnDecision {
-            item: 2,
-            reason: ReturnCode::new(905).unwrap(),
-        },
-        ReturnDecision {
-            item: 1,
-            reason: ReturnCode::new(911).unwrap(),
-        },
-    ];
-    let bytes = write_return_file(&original, &decisions, &return_options()).unwrap();
+    let bytes = written(&golden_returns());
     let summary = golden("returns.cpa", &bytes);
     // The returns come in the original's order: items 1 and 2, 5000 + 1 = 5001 cents.
     assert_eq!(
@@ -179,6 +183,22 @@ fn golden_return_file() {
     assert_eq!(second.returned.unwrap().reason.value(), 905);
     assert!(second.returned.unwrap().reason.account_is_invalid());
     assert_eq!(read.header.file_creation_number, 1);
+}
+
+/// Unused segments written the other way some writers do (zeros in the numeric fields, blanks in
+/// the others, as payoutd itself once wrote them) read the same as blank ones.
+#[test]
+fn zero_filled_unused_segments_read_as_unused() {
+    let blank = std::fs::read(golden_path("credits.cpa")).unwrap();
+    let zero_filled = std::fs::read(golden_path("credits-zero-filled.cpa")).unwrap();
+    assert_ne!(blank, zero_filled);
+    assert_eq!(parse(&zero_filled).unwrap(), parse(&blank).unwrap());
+    // The checker, which stands for the standard, refuses them.
+    let errors = checker::check(&zero_filled, b"\r\n").unwrap_err();
+    assert!(
+        errors.iter().any(|e| e.contains("must be blank")),
+        "{errors:?}"
+    );
 }
 
 #[test]
@@ -390,82 +410,6 @@ fn the_parser_reads_every_line_ending() {
         .unwrap();
         assert_eq!(parse(&bytes).unwrap().transactions.len(), 3, "{ending:?}");
     }
-}
-
-// --- The bank's file of returned items. ---
-
-#[test]
-fn return_file_refuses_bad_decisions() {
-    let original = parse(&written(&golden_credits())).unwrap();
-    let code = ReturnCode::new(912).unwrap();
-    let options = return_options();
-    assert_eq!(
-        return_file(
-            &original,
-            &[ReturnDecision {
-                item: 3,
-                reason: code
-            }],
-            &options
-        ),
-        Err(ReturnFileError::UnknownItem { item: 3 })
-    );
-    assert_eq!(
-        return_file(
-            &original,
-            &[
-                ReturnDecision {
-                    item: 0,
-                    reason: code
-                },
-                ReturnDecision {
-                    item: 0,
-                    reason: code
-                }
-            ],
-            &options
-        ),
-        Err(ReturnFileError::DuplicateItem { item: 0 })
-    );
-    let bad_prefix = ReturnFileOptions {
-        trace_prefix: "12345".into(),
-        ..return_options()
-    };
-    assert_eq!(
-        return_file(
-            &original,
-            &[ReturnDecision {
-                item: 0,
-                reason: code
-            }],
-            &bad_prefix
-        ),
-        Err(ReturnFileError::TracePrefix)
-    );
-    let returns = return_file(
-        &original,
-        &[ReturnDecision {
-            item: 0,
-            reason: code,
-        }],
-        &options,
-    )
-    .unwrap();
-    assert_eq!(
-        return_file(
-            &returns,
-            &[ReturnDecision {
-                item: 0,
-                reason: code
-            }],
-            &options
-        ),
-        Err(ReturnFileError::NotOriginated { item: 0 })
-    );
-    // No decision: a file with a header and a trailer only.
-    let empty = write_return_file(&original, &[], &options).unwrap();
-    assert_eq!(checker::check(&empty, b"\r\n").unwrap().records, 2);
-    assert!(parse(&empty).unwrap().transactions.is_empty());
 }
 
 // --- The parser never panics. ---

@@ -1,14 +1,13 @@
-//! The spec-driven Standard 005 checker (`format_checkers::cpa005`) against the writer's
+//! The spec-driven Standard 005 checker (`bank_format_oracles::cpa005`) against the writer's
 //! output, and against deliberately broken files so it is seen to fail.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use format_checkers::cpa005 as checker;
+use bank_format_oracles::cpa005 as checker;
 #[path = "cpa005_support/samples.rs"]
 mod samples;
 
 use bank_formats::cpa005::{
-    Cpa005File, Header, LineEnding, RecordType, ReturnCode, ReturnDecision, ReturnFileOptions,
-    Transaction, WriteOptions, parse, write, write_return_file,
+    Cpa005File, Header, LineEnding, RecordType, Transaction, WriteOptions, parse, write,
 };
 use proptest::prelude::*;
 use samples::*;
@@ -59,39 +58,6 @@ fn the_writer_passes_the_checker_with_several_records() {
         references,
         (1..=13).map(|i| format!("REF{i}")).collect::<Vec<_>>()
     );
-}
-
-#[test]
-fn a_file_of_returned_items_passes_the_checker() {
-    let original = parse(&written(&file(vec![
-        credit(500, "A"),
-        credit(700, "B"),
-        credit(900, "C"),
-    ])))
-    .unwrap();
-    let bytes = write_return_file(
-        &original,
-        &[
-            ReturnDecision {
-                item: 2,
-                reason: ReturnCode::new(905).unwrap(),
-            },
-            ReturnDecision {
-                item: 0,
-                reason: ReturnCode::new(912).unwrap(),
-            },
-        ],
-        &ReturnFileOptions {
-            creation_date: date(2026, 3, 6),
-            file_creation_number: 7,
-            trace_prefix: "000300010".into(),
-            write: WriteOptions::default(),
-        },
-    )
-    .unwrap();
-    let summary = passes(&bytes);
-    assert_eq!(summary.items, vec![('I', "A".into()), ('I', "C".into())]);
-    assert_eq!((summary.credit_count, summary.credit_value), (2, 1400));
 }
 
 #[test]
@@ -242,17 +208,18 @@ fn refuses_a_bad_header_and_order() {
 
 #[test]
 fn refuses_bad_unused_segments_and_fillers() {
-    // Record 3 holds the seventh credit in segment 1; segment 2 is unused.
+    // Record 3 holds the seventh credit in segment 1; segment 2 is unused, so blank.
     let mut records = valid_records();
-    set(&mut records[2], 25 + 240 + 3, "0000000001");
+    set(&mut records[2], 25 + 240, &"0".repeat(13));
     assert_mentions(
         &refused(&records),
-        "unused transaction type and amount is not zeros",
+        "segment 2: an unused segment must be blank, not zero-filled",
     );
 
+    // Anything in it makes it a used segment, and a broken one.
     let mut records = valid_records();
     set(&mut records[2], 25 + 240 + 80, "X");
-    assert_mentions(&refused(&records), "unused names");
+    assert_mentions(&refused(&records), "segment 2: transaction type");
 
     let mut records = valid_records();
     set(&mut records[1], 25 + 205, "X"); // segment filler 206-227

@@ -6,14 +6,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use bank_formats::ib4b::{
-    self, DirectCreditFile, DishonourDecision, DishonourReason, Header, Ib4bFile, StatementDetails,
-    Transaction, TransactionCode,
+    self, DirectCreditFile, Dishonour, DishonourFile, DishonourHeader, DishonourReason, Header,
+    Ib4bFile, StatementDetails, Transaction, TransactionCode,
 };
 use chrono::NaiveDate;
 use proptest::prelude::*;
 
 /// The checker: no code of `bank_formats` is used here.
-use format_checkers::ib4b as checker;
+use bank_format_oracles::ib4b as checker;
 
 use checker::{Kind, check};
 
@@ -172,26 +172,41 @@ fn golden_cleaned_is_written_byte_for_byte() {
     assert_eq!(check(&written), Ok(Kind::DirectCredit));
 }
 
+/// A dishonour of `transaction` for `reason`, as the bank reports it.
+fn dishonour(transaction: &Transaction, reason: DishonourReason) -> Dishonour {
+    Dishonour {
+        account: transaction.account.clone(),
+        transaction_code: transaction.transaction_code,
+        amount: transaction.amount,
+        other_party_name: transaction.other_party_name.clone(),
+        your_code: transaction.yours.code.clone(),
+        your_reference: transaction.yours.reference.clone(),
+        reason,
+        reason_text: reason.meaning().to_owned(),
+    }
+}
+
 #[test]
-fn golden_dishonour_is_written_by_the_bank_side_and_parsed_back() {
-    // Dishonoured: the second credit (no account) and the first (refused), in that order.
-    // Control, by hand: total = 500 + 12345 = 12845; count = 2;
-    // hash = 65231954512 + 09020068389 = 74252022901.
-    let decisions = [
-        DishonourDecision {
-            your_reference: "FEDCBA987654".into(),
-            reason: DishonourReason::NoAccount,
-        },
-        DishonourDecision {
-            your_reference: "0A1B2C3D4E5F".into(),
-            reason: DishonourReason::PaymentRefused,
-        },
-    ];
+fn golden_dishonour_is_written_and_parsed_back() {
+    // Dishonoured: the second credit (no account) and the first (refused), in that order, of
+    // `basic.csv`, reported on 30 November 2026 (`bank-simulator` decides the same and must
+    // write the same bytes).
     let original = match ib4b::parse(&golden("basic.csv")).unwrap() {
         Ib4bFile::DirectCredit(file) => file,
         other => panic!("{other:?}"),
     };
-    let written = ib4b::write_dishonour_file(&original, &decisions, date(2026, 11, 30)).unwrap();
+    let file = DishonourFile {
+        header: DishonourHeader {
+            originating_account: original.header.originating_account.clone(),
+            due_date: original.header.due_date,
+            report_date: date(2026, 11, 30),
+        },
+        dishonours: vec![
+            dishonour(&original.transactions[1], DishonourReason::NoAccount),
+            dishonour(&original.transactions[0], DishonourReason::PaymentRefused),
+        ],
+    };
+    let written = ib4b::write_dishonours(&file).unwrap();
     let expected = golden("dishonour.csv");
     assert_eq!(
         String::from_utf8_lossy(&written),
@@ -461,26 +476,25 @@ proptest! {
         picks in prop::collection::vec((any::<prop::sample::Index>(), 0usize..9), 0..12),
         report in day(),
     ) {
-        let mut decisions: Vec<DishonourDecision> = Vec::new();
-        for (index, reason) in picks {
-            let t = &file.transactions[index.index(file.transactions.len())];
-            let reference = ib4b::clean_text(&t.yours.reference, 12);
-            let unique = file
-                .transactions
-                .iter()
-                .filter(|o| ib4b::clean_text(&o.yours.reference, 12) == reference)
-                .count() == 1;
-            if unique && !decisions.iter().any(|d| d.your_reference == reference) {
-                decisions.push(DishonourDecision {
-                    your_reference: reference,
-                    reason: DishonourReason::ALL[reason],
-                });
-            }
-        }
         let Ib4bFile::DirectCredit(original) = ib4b::parse(&ib4b::write(&file).unwrap()).unwrap() else {
             panic!("not a direct credit file");
         };
-        let written = ib4b::write_dishonour_file(&original, &decisions, report).unwrap();
+        let decisions: Vec<Dishonour> = picks
+            .into_iter()
+            .map(|(index, reason)| {
+                let t = &original.transactions[index.index(original.transactions.len())];
+                dishonour(t, DishonourReason::ALL[reason])
+            })
+            .collect();
+        let dishonours = DishonourFile {
+            header: DishonourHeader {
+                originating_account: original.header.originating_account.clone(),
+                due_date: original.header.due_date,
+                report_date: report,
+            },
+            dishonours: decisions.clone(),
+        };
+        let written = ib4b::write_dishonours(&dishonours).unwrap();
         prop_assert_eq!(check(&written), Ok(Kind::Dishonour));
         let Ib4bFile::Dishonour(parsed) = ib4b::parse(&written).unwrap() else {
             panic!("not a dishonour file");

@@ -3,9 +3,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use bank_formats::ib4b::{
-    self, DirectCreditFile, DishonourDecision, DishonourError, DishonourReason, Field, Header,
-    Ib4bFile, Location, ParseErrorKind, Problem, StatementDetails, Transaction, TransactionCode,
-    WriteError,
+    self, DirectCreditFile, Field, Header, Ib4bFile, Location, ParseErrorKind, Problem,
+    StatementDetails, Transaction, TransactionCode, WriteError,
 };
 use chrono::NaiveDate;
 use proptest::prelude::*;
@@ -215,36 +214,6 @@ fn the_writer_refuses_what_the_format_cannot_carry() {
     let mut old = file(vec![credit("0109020068389000", 1, "A", "R")]);
     old.header.due_date = NaiveDate::from_ymd_opt(1999, 12, 31).unwrap();
     assert_eq!(ib4b::write(&old).unwrap_err().field, Field::DueDate);
-}
-
-#[test]
-fn dishonour_decisions_must_name_one_transaction_once() {
-    let original = file(vec![
-        credit("0109020068389000", 1, "A", "R1"),
-        credit("0865231954512001", 2, "B", "R2"),
-        credit("0865231954512001", 3, "C", "R2"),
-    ]);
-    let date = NaiveDate::from_ymd_opt(2026, 11, 30).unwrap();
-    let decide = |r: &str| DishonourDecision {
-        your_reference: r.into(),
-        reason: DishonourReason::AccountClosed,
-    };
-    assert_eq!(
-        ib4b::dishonour_file(&original, &[decide("R9")], date),
-        Err(DishonourError::UnknownReference(0))
-    );
-    assert_eq!(
-        ib4b::dishonour_file(&original, &[decide("R1"), decide("R2")], date),
-        Err(DishonourError::AmbiguousReference(1))
-    );
-    assert_eq!(
-        ib4b::dishonour_file(&original, &[decide("R1"), decide("R1")], date),
-        Err(DishonourError::Repeated(1))
-    );
-    let made = ib4b::dishonour_file(&original, &[decide("R1")], date).unwrap();
-    assert_eq!(made.dishonours.len(), 1);
-    assert_eq!(made.dishonours[0].amount, 1);
-    assert_eq!(made.dishonours[0].reason_text, "Account closed");
 }
 
 proptest! {

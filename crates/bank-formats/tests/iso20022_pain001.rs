@@ -18,7 +18,7 @@ fn the_group_header_and_one_transaction() {
     assert!(doc.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"));
     assert!(doc.contains(&format!("<Document xmlns=\"{PAIN001_NAMESPACE}\">")));
     assert_eq!(text(&xml, "MsgId"), "PAYOUTD-20261125-0001");
-    assert_eq!(text(&xml, "CreDtTm"), "2026-11-25T18:00:05");
+    assert_eq!(text(&xml, "CreDtTm"), "2026-11-25T18:00:05Z");
     assert_eq!(texts(&xml, "NbOfTxs"), ["1", "1"]);
     assert_eq!(texts(&xml, "CtrlSum"), ["0.01", "0.01"]);
     assert_eq!(text(&xml, "InstdAmt"), "0.01");
@@ -299,7 +299,8 @@ fn dates_need_four_digit_years() {
         f.created_at = chrono::NaiveDate::from_ymd_opt(-1, 1, 1)
             .unwrap()
             .and_hms_opt(0, 0, 0)
-            .unwrap();
+            .unwrap()
+            .and_utc();
     });
     assert_eq!(err.field(), "created_at");
 }

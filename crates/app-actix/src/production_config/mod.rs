@@ -34,6 +34,7 @@
 mod problems;
 mod rails;
 mod smtp;
+mod transport;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -41,16 +42,17 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use domain::account::PayoutMethod;
-use domain::masking::{MaskedValue, Secret};
+use domain::masking::Secret;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 pub use problems::{Problem, SecretSetting};
-pub use rails::{
-    DirectoryTransportSettings, FormatSettings, NachaOriginator, RailSettings, SepaOriginator,
-    SftpTransportSettings, TransportSettings,
-};
+pub use rails::RailSettings;
 pub use smtp::{KycProviderSetting, SmtpCredentials, SmtpSettings, SmtpTls, is_loopback_host};
+pub use transport::{
+    DirectoryTransportSettings, PartnerApiTransportSettings, SftpTransportSettings,
+    TransportSettings,
+};
 
 use problems::{Env, Problems, as_table, key_path};
 
@@ -326,56 +328,8 @@ fn rail_summary(rail: &RailSettings, now: DateTime<Utc>) -> Value {
             "poll_interval_secs": dir.poll_interval.as_secs(),
         }),
     };
-    let originator = match &rail.format {
-        FormatSettings::Nacha(o) => json!({
-            "immediate_destination": o.immediate_destination,
-            "immediate_destination_name": o.immediate_destination_name,
-            "immediate_origin": o.immediate_origin,
-            "immediate_origin_name": o.immediate_origin_name,
-            "company_name": o.company_name,
-            "company_id": o.company_id,
-            "odfi_routing": o.odfi_routing,
-            "entry_description": o.entry_description,
-        }),
-        FormatSettings::Pain001(o) => json!({
-            "debtor_name": o.debtor_name,
-            "debtor_iban": MaskedValue::mask(&o.debtor_iban).as_str(),
-            "debtor_bic": o.debtor_bic,
-            "initiating_party_name": o.initiating_party_name,
-            "initiating_party_id": o.initiating_party_id,
-        }),
-        FormatSettings::Aba(o) => json!({
-            "bank_mnemonic": o.bank_mnemonic,
-            "user_name": o.user_name,
-            "apca_user_id": o.apca_user_id,
-            "description": o.description,
-            "remitter_name": o.remitter_name,
-            "trace_bsb": MaskedValue::mask(&o.trace_bsb).as_str(),
-            "trace_account": MaskedValue::mask(&o.trace_account).as_str(),
-            "self_balancing": o.self_balancing,
-        }),
-        FormatSettings::Cpa005(o) => json!({
-            "originator_id": o.originator_id,
-            "data_centre": o.data_centre,
-            "originator_short_name": o.originator_short_name,
-            "originator_long_name": o.originator_long_name,
-            "direct_clearer_user_id": o.direct_clearer_user_id,
-            "return_institution": MaskedValue::mask(&o.return_institution).as_str(),
-            "return_account": MaskedValue::mask(&o.return_account).as_str(),
-            "transaction_code": o.transaction_code,
-        }),
-        FormatSettings::Interac(o) => json!({
-            "partner_customer_id": o.partner_customer_id,
-            "sender_name": o.sender_name,
-            "expiry_days": o.expiry_days,
-        }),
-        FormatSettings::Ib4b(o) => json!({
-            "originating_account": MaskedValue::mask(&o.originating_account).as_str(),
-            "originator_name": o.originator_name,
-        }),
-    };
     json!({
-        "format": rail.format.name(),
+        "format": rail.rail.unit().format,
         "file_prefix": rail.file_prefix,
         "cutoffs": rail.calendar.cutoff_texts(),
         "holidays": rail.calendar.holidays().map(|d| d.to_string()).collect::<Vec<_>>(),
@@ -384,7 +338,7 @@ fn rail_summary(rail: &RailSettings, now: DateTime<Utc>) -> Value {
             .and_then(|c| rail.calendar.effective_date(c))
             .map(|d| d.to_string()),
         "transport": transport,
-        "originator": originator,
+        "originator": rail.rail.summary(),
     })
 }
 

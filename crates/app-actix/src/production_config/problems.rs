@@ -223,24 +223,6 @@ pub fn secret(
     })
 }
 
-/// Checks a free-text setting: not blank, at most `max` characters.
-pub fn text(value: &str, max: usize, setting: &str, problems: &mut Problems) -> Option<String> {
-    let trimmed = value.trim();
-    let count = trimmed.chars().count();
-    if count == 0 {
-        problems.push(setting, "must not be empty");
-        None
-    } else if count > max {
-        problems.push(
-            setting,
-            format!("must be at most {max} characters, got {count}"),
-        );
-        None
-    } else {
-        Some(trimmed.to_owned())
-    }
-}
-
 /// Checks a number of seconds against a range; `default` when absent.
 pub fn seconds(
     value: Option<u64>,

@@ -4,10 +4,16 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use base64::Engine;
-use chrono::{NaiveDate, TimeZone, Utc};
+use chrono::{Datelike, NaiveDate, TimeZone, Utc};
 use ring::signature::{Ed25519KeyPair, KeyPair};
 
 use super::*;
+use adapters_rails::aba::AbaSettings;
+use adapters_rails::cpa005::{Cpa005Settings, RecordEnd};
+use adapters_rails::ib4b::Ib4bSettings;
+use adapters_rails::interac::InteracSettings;
+use adapters_rails::nacha::NachaSettings;
+use adapters_rails::sepa::SepaSettings;
 
 const EXAMPLE: &str = include_str!("../../../../docs/examples/payoutd.toml");
 const SMTP_PASSWORD: &str = "smtp-pa55word-never-shown";
@@ -108,9 +114,7 @@ fn the_example_file_is_valid() {
     let ach = &settings.rails[&PayoutMethod::Ach];
     assert_eq!(ach.file_prefix, "ACME");
     assert_eq!(ach.calendar.cutoff_texts(), ["14:00", "20:00"]);
-    let FormatSettings::Nacha(nacha) = &ach.format else {
-        panic!("ach is NACHA")
-    };
+    let nacha = ach.rail.settings::<NachaSettings>().expect("ach is NACHA");
     assert_eq!(nacha.immediate_destination, "021000021");
     assert_eq!(nacha.company_id, "1234567890");
     assert_eq!(nacha.company_name, "ACME PAYOUTS");
@@ -130,9 +134,10 @@ fn the_example_file_is_valid() {
     );
 
     let sepa = &settings.rails[&PayoutMethod::Sepa];
-    let FormatSettings::Pain001(pain) = &sepa.format else {
-        panic!("sepa is pain.001")
-    };
+    let pain = sepa
+        .rail
+        .settings::<SepaSettings>()
+        .expect("sepa is pain.001");
     assert_eq!(pain.debtor_iban, "DE89370400440532013000");
     assert_eq!(pain.debtor_bic.as_deref(), Some("COBADEFFXXX"));
     let TransportSettings::Sftp(sftp) = &sepa.transport else {
@@ -273,8 +278,11 @@ fn a_month_of_holidays_is_refused() {
         .map(|d| format!("\"{d}\""))
         .collect();
     let p = problems(&example_with(
-        "holidays = [\"2026-12-25\", \"2026-12-26\"",
-        &format!("holidays = [{}, \"2026-12-26\"", days.join(", ")),
+        "holidays = [\"2026-12-25\", \"2027-01-01\", \"2027-03-26\"",
+        &format!(
+            "holidays = [{}, \"2027-01-01\", \"2027-03-26\"",
+            days.join(", ")
+        ),
     ));
     assert_problem(
         &p,
@@ -317,7 +325,7 @@ fn settlement_days_default_to_one_and_are_bounded() {
 }
 
 #[test]
-fn weekends_are_closed_unless_a_rail_opens_them() {
+fn weekends_are_closed_and_only_cad_digital_may_open_them() {
     let Ok(settings) = parse(EXAMPLE) else {
         panic!("the example is valid");
     };
@@ -327,11 +335,51 @@ fn weekends_are_closed_unless_a_rail_opens_them() {
             .values()
             .all(|rail| !rail.calendar.weekends_open())
     );
-    let Ok(open) = parse(&example_with(
+    // The example's holidays are weekdays: a Saturday or Sunday is closed anyway.
+    for rail in settings.rails.values() {
+        for day in rail.calendar.holidays() {
+            assert!(
+                !matches!(day.weekday(), chrono::Weekday::Sat | chrono::Weekday::Sun),
+                "{}: {day} is a {}",
+                rail.method.route(),
+                day.weekday()
+            );
+        }
+    }
+    // A bank file rail settles on business days only: opening its weekends is refused.
+    let p = problems(&example_with(
         "open_on_weekends = false",
         "open_on_weekends = true",
+    ));
+    assert_problem(
+        &p,
+        "rails.\"usd/ach\".open_on_weekends",
+        "must be false: usd/ach (nacha) settles on bank business days",
+    );
+    assert_problem(&p, "rails.\"usd/ach\".open_on_weekends", "only cad/digital");
+    assert_eq!(p.len(), 1, "{p:#?}");
+    for (route, table) in [
+        ("eur/sepa", "[rails.\"eur/sepa\"]\n"),
+        ("aud/direct-entry", "[rails.\"aud/direct-entry\"]\n"),
+        ("cad/eft", "[rails.\"cad/eft\"]\n"),
+        ("nzd/direct-credit", "[rails.\"nzd/direct-credit\"]\n"),
+    ] {
+        let p = problems(&example_with(
+            table,
+            &format!("{table}open_on_weekends = true\n"),
+        ));
+        assert_problem(
+            &p,
+            &format!("rails.\"{route}\".open_on_weekends"),
+            "must be false",
+        );
+    }
+    // The Interac partner works every day.
+    let Ok(open) = parse(&example_with(
+        "[rails.\"cad/digital\"]\n",
+        "[rails.\"cad/digital\"]\nopen_on_weekends = true\n",
     )) else {
-        panic!("open_on_weekends is a rail setting");
+        panic!("cad/digital may open its weekends");
     };
     let opened: Vec<PayoutMethod> = open
         .rails
@@ -339,7 +387,11 @@ fn weekends_are_closed_unless_a_rail_opens_them() {
         .filter(|(_, rail)| rail.calendar.weekends_open())
         .map(|(method, _)| *method)
         .collect();
-    assert_eq!(opened, [PayoutMethod::Ach], "only the rail that says so");
+    assert_eq!(
+        opened,
+        [PayoutMethod::Digital],
+        "only the rail that says so"
+    );
     let p = problems(&example_with(
         "open_on_weekends = false",
         "open_on_weekends = \"yes\"",
@@ -420,9 +472,10 @@ fn sepa_settings_are_checked() {
         1,
     );
     let settings = parse(&text).unwrap();
-    let FormatSettings::Pain001(pain) = &settings.rails[&PayoutMethod::Sepa].format else {
-        panic!("pain.001")
-    };
+    let pain = settings.rails[&PayoutMethod::Sepa]
+        .rail
+        .settings::<SepaSettings>()
+        .expect("pain.001");
     assert_eq!(
         (pain.debtor_bic.as_ref(), pain.initiating_party_id.as_ref()),
         (None, None)
@@ -724,22 +777,25 @@ fn loading_names_the_file_and_the_variable() {
 #[test]
 fn aba_cpa005_and_ib4b_settings_are_read_and_checked_by_their_formats() {
     let settings = parse(EXAMPLE).unwrap();
-    let FormatSettings::Aba(aba) = &settings.rails[&PayoutMethod::DirectEntry].format else {
-        panic!("aud/direct-entry is ABA")
-    };
+    let aba = settings.rails[&PayoutMethod::DirectEntry]
+        .rail
+        .settings::<AbaSettings>()
+        .expect("aud/direct-entry is ABA");
     assert_eq!(
         (aba.bank_mnemonic.as_str(), aba.apca_user_id.as_str()),
         ("CBA", "301500")
     );
     assert!(!aba.self_balancing);
-    let FormatSettings::Cpa005(cpa) = &settings.rails[&PayoutMethod::Eft].format else {
-        panic!("cad/eft is Standard 005")
-    };
+    let cpa = settings.rails[&PayoutMethod::Eft]
+        .rail
+        .settings::<Cpa005Settings>()
+        .expect("cad/eft is Standard 005");
     assert_eq!(cpa.transaction_code, 450);
-    assert_eq!(cpa.line_ending, bank_formats::cpa005::LineEnding::CrLf);
-    let FormatSettings::Ib4b(ib4b) = &settings.rails[&PayoutMethod::DirectCredit].format else {
-        panic!("nzd/direct-credit is IB4B")
-    };
+    assert_eq!(cpa.line_ending, RecordEnd::CrLf);
+    let ib4b = settings.rails[&PayoutMethod::DirectCredit]
+        .rail
+        .settings::<Ib4bSettings>()
+        .expect("nzd/direct-credit is IB4B");
     assert_eq!(ib4b.originating_account, "0109020068389000");
 
     // Each format's own check names the setting under the rail's path.
@@ -803,9 +859,10 @@ fn aba_cpa005_and_ib4b_settings_are_read_and_checked_by_their_formats() {
 fn cad_digital_is_paid_through_a_partner_api_with_a_secret_never_shown() {
     let settings = parse(EXAMPLE).unwrap();
     let digital = &settings.rails[&PayoutMethod::Digital];
-    let FormatSettings::Interac(interac) = &digital.format else {
-        panic!("cad/digital is Interac")
-    };
+    let interac = digital
+        .rail
+        .settings::<InteracSettings>()
+        .expect("cad/digital is Interac");
     assert_eq!(
         (interac.partner_customer_id.as_str(), interac.expiry_days),
         ("ACME-0042", 30)

@@ -31,6 +31,17 @@ use serde_json::json;
 
 use crate::helpers::{TestApp, receiver_body, spawn_production_app};
 
+/// `settings` with every rail's Saturdays and Sundays open. The tests run on any day of the
+/// week against a cut-off every minute; `check-config` refuses `open_on_weekends` on a bank file
+/// rail (its scheme settles on business days only), so the tests open them on the checked
+/// settings, after the check.
+pub(crate) fn open_every_day(mut settings: ProductionSettings) -> ProductionSettings {
+    for rail in settings.rails.values_mut() {
+        rail.calendar = Arc::new((*rail.calendar).clone().with_weekends_open(true));
+    }
+    settings
+}
+
 /// Every minute of the day.
 pub(crate) fn every_minute() -> String {
     let cutoffs: Vec<String> = (0..24 * 60)
@@ -39,15 +50,14 @@ pub(crate) fn every_minute() -> String {
     cutoffs.join(", ")
 }
 
-/// Every minute of every day is a cut-off (weekends open), so a batch runs within a minute
-/// whatever the day the tests run on; same-day settlement.
+/// Every minute of every day is a cut-off (weekends opened by [`open_every_day`]), so a batch
+/// runs within a minute whatever the day the tests run on; same-day settlement.
 fn config(outbound: &Path, inbound: &Path) -> String {
     format!(
         r#"
 [rails."eur/sepa"]
 file_prefix = "TEST"
 cutoffs = [{cutoffs}]
-open_on_weekends = true
 settlement_days = 0
 debtor_name = "Payoutd Test GmbH"
 debtor_iban = "DE02120300000000202051"
@@ -187,7 +197,7 @@ async fn a_sepa_payout_is_filed_at_the_cutoff_settled_and_a_later_rejection_is_a
     )
     .unwrap_or_else(|problems| panic!("{problems:#?}"));
     let notifier = Arc::new(SandboxNotifier::new());
-    let production = Production::build(settings, notifier.clone()).unwrap();
+    let production = Production::build(open_every_day(settings), notifier.clone()).unwrap();
     let app = spawn_production_app(production, |_| {}).await;
     let store = Arc::new(build_store(&app.config).unwrap());
     let sub = SubaccountId::parse(&app.a.subaccount_id).unwrap();
@@ -408,7 +418,6 @@ fn ach_config(outbound: &Path, inbound: &Path) -> String {
 [rails."usd/ach"]
 file_prefix = "TEST"
 cutoffs = [{cutoffs}]
-open_on_weekends = true
 immediate_destination = "021000021"
 immediate_destination_name = "TEST BANK"
 immediate_origin = "1234567890"
@@ -541,9 +550,8 @@ pub(crate) async fn clear_of_a_cutoff() {
 
 #[tokio::test]
 async fn ach_payouts_are_filed_in_nacha_and_a_return_fails_one_in_progress() {
-    use bank_formats::nacha::{
-        self, AnswerOptions, EntryDecision, LineEnding, ReturnCode, TransactionCode,
-    };
+    use bank_formats::nacha::{self, LineEnding, ReturnCode, TransactionCode};
+    use bank_simulator::nacha::{AnswerOptions, EntryDecision};
 
     let drop = tempfile::tempdir().unwrap();
     let (outbound, inbound) = (drop.path().join("out"), drop.path().join("in"));
@@ -556,7 +564,7 @@ async fn ach_payouts_are_filed_in_nacha_and_a_return_fails_one_in_progress() {
     )
     .unwrap_or_else(|problems| panic!("{problems:#?}"));
     let notifier = Arc::new(SandboxNotifier::new());
-    let production = Production::build(settings, notifier.clone()).unwrap();
+    let production = Production::build(open_every_day(settings), notifier.clone()).unwrap();
     let app = spawn_production_app(production, |_| {}).await;
     let store = Arc::new(build_store(&app.config).unwrap());
     let sub = SubaccountId::parse(&app.a.subaccount_id).unwrap();
@@ -621,12 +629,12 @@ async fn ach_payouts_are_filed_in_nacha_and_a_return_fails_one_in_progress() {
     }
 
     // The receiving bank returns the first (no account) and notifies a change on the second.
-    let answer = nacha::write_answer_file(
+    let answer = bank_simulator::nacha::write_answer_file(
         &parsed,
         &[
             EntryDecision {
                 original_trace_number: traces[0].clone(),
-                answer: nacha::Answer::Return {
+                answer: bank_simulator::nacha::Answer::Return {
                     code: ReturnCode::parse("R03").unwrap(),
                     date_of_death: None,
                     addenda_information: String::new(),
@@ -634,7 +642,7 @@ async fn ach_payouts_are_filed_in_nacha_and_a_return_fails_one_in_progress() {
             },
             EntryDecision {
                 original_trace_number: traces[1].clone(),
-                answer: nacha::Answer::Notification {
+                answer: bank_simulator::nacha::Answer::Notification {
                     code: nacha::ChangeCode::parse("C01").unwrap(),
                     corrected_data: "99887766".to_owned(),
                 },

@@ -3,7 +3,7 @@
 //! (`cad/digital`) against a partner answering on loopback:
 //!
 //! - each file rail writes one file per batch that passes its format's independent checker
-//!   (`format-checkers`), and the bank's return file (written by `bank-formats`' bank side) fails
+//!   (`bank-format-oracles`), and the bank's return file (written by `bank-formats`' bank side) fails
 //!   its payout in progress, with the account, through the same inbound path as NACHA's;
 //! - the Interac rail posts a signed batch request with its idempotency key, and the partner's
 //!   signed status reports pushed to `POST /rail/interac/callback` settle and fail payouts, once
@@ -29,8 +29,8 @@ use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, spawn_app, spawn_production_app};
 use crate::production::{
-    admin_cli, admin_output, balance_in, clear_of_a_cutoff, event_payloads, every_minute, pay,
-    payee, payee_with_payout, payout, wait_for,
+    admin_cli, admin_output, balance_in, clear_of_a_cutoff, event_payloads, every_minute,
+    open_every_day, pay, payee, payee_with_payout, payout, wait_for,
 };
 
 const SMTP_AND_KYC: &str = r#"
@@ -54,7 +54,7 @@ fn file_rail(route: &str, settings: &str, dirs: &Path) -> String {
     std::fs::create_dir_all(&outbound).unwrap();
     std::fs::create_dir_all(&inbound).unwrap();
     format!(
-        "[rails.\"{route}\"]\nfile_prefix = \"TEST\"\ncutoffs = [{cutoffs}]\nopen_on_weekends = true\n{settings}\n\
+        "[rails.\"{route}\"]\nfile_prefix = \"TEST\"\ncutoffs = [{cutoffs}]\n{settings}\n\
          [rails.\"{route}\".transport]\nkind = \"directory\"\noutbound_dir = \"{outbound}\"\n\
          inbound_dir = \"{inbound}\"\npoll_interval_secs = 1\n\n",
         cutoffs = every_minute(),
@@ -113,7 +113,7 @@ async fn aba_cpa005_and_ib4b_files_pass_their_checkers_and_their_returns_fail_th
     let settings = ProductionSettings::parse(&text, Path::new("payoutd.toml"), &|_| None)
         .unwrap_or_else(|problems| panic!("{problems:#?}"));
     let notifier = Arc::new(SandboxNotifier::new());
-    let production = Production::build(settings, notifier.clone()).unwrap();
+    let production = Production::build(open_every_day(settings), notifier.clone()).unwrap();
     let app = spawn_production_app(production, |_| {}).await;
     let sub = SubaccountId::parse(&app.a.subaccount_id).unwrap();
     for asset in ["AUD", "CAD", "NZD"] {
@@ -157,13 +157,14 @@ async fn aba_cpa005_and_ib4b_files_pass_their_checkers_and_their_returns_fail_th
     let out = |route: &str| dirs.path().join(format!("{}-out", route.replace('/', "-")));
     let inbound = |route: &str| dirs.path().join(format!("{}-in", route.replace('/', "-")));
     let aba_bytes = the_file_in(&out("aud/direct-entry")).await;
-    format_checkers::aba::check(&aba_bytes, format_checkers::aba::Kind::Originated).unwrap();
+    bank_format_oracles::aba::check(&aba_bytes, bank_format_oracles::aba::Kind::Originated)
+        .unwrap();
     let cpa_bytes = the_file_in(&out("cad/eft")).await;
-    format_checkers::cpa005::check(&cpa_bytes, b"\r\n").unwrap();
+    bank_format_oracles::cpa005::check(&cpa_bytes, b"\r\n").unwrap();
     let ib4b_bytes = the_file_in(&out("nzd/direct-credit")).await;
     assert_eq!(
-        format_checkers::ib4b::check(&ib4b_bytes).unwrap(),
-        format_checkers::ib4b::Kind::DirectCredit
+        bank_format_oracles::ib4b::check(&ib4b_bytes).unwrap(),
+        bank_format_oracles::ib4b::Kind::DirectCredit
     );
     for (route, id, _) in &paid {
         wait_for("the upload to be recorded", async || {
@@ -186,16 +187,16 @@ async fn aba_cpa005_and_ib4b_files_pass_their_checkers_and_their_returns_fail_th
         2,
         "a credit and its balancing debit"
     );
-    let aba_returns = aba::write_return_file(
+    let aba_returns = bank_simulator::aba::write_return_file(
         &aba_file,
-        &[aba::ReturnDecision {
+        &[bank_simulator::aba::ReturnDecision {
             entry,
             code: aba::ReturnCode::AccountClosed,
         }],
         today,
     )
     .unwrap();
-    format_checkers::aba::check(&aba_returns, format_checkers::aba::Kind::Returns).unwrap();
+    bank_format_oracles::aba::check(&aba_returns, bank_format_oracles::aba::Kind::Returns).unwrap();
     std::fs::write(
         inbound("aud/direct-entry").join("returns.aba"),
         &aba_returns,
@@ -203,13 +204,13 @@ async fn aba_cpa005_and_ib4b_files_pass_their_checkers_and_their_returns_fail_th
     .unwrap();
 
     let cpa_file = cpa005::parse(&cpa_bytes).unwrap();
-    let cpa_returns = cpa005::write_return_file(
+    let cpa_returns = bank_simulator::cpa005::write_return_file(
         &cpa_file,
-        &[cpa005::ReturnDecision {
+        &[bank_simulator::cpa005::ReturnDecision {
             item: 0,
             reason: cpa005::ReturnCode::new(905).unwrap(),
         }],
-        &cpa005::ReturnFileOptions {
+        &bank_simulator::cpa005::ReturnFileOptions {
             creation_date: today,
             file_creation_number: 1,
             trace_prefix: "000300002".to_owned(),
@@ -217,15 +218,15 @@ async fn aba_cpa005_and_ib4b_files_pass_their_checkers_and_their_returns_fail_th
         },
     )
     .unwrap();
-    format_checkers::cpa005::check(&cpa_returns, b"\r\n").unwrap();
+    bank_format_oracles::cpa005::check(&cpa_returns, b"\r\n").unwrap();
     std::fs::write(inbound("cad/eft").join("returns.cpa"), &cpa_returns).unwrap();
 
     let ib4b::Ib4bFile::DirectCredit(ib4b_file) = ib4b::parse(&ib4b_bytes).unwrap() else {
         panic!("a direct credit file")
     };
-    let dishonours = ib4b::write_dishonour_file(
+    let dishonours = bank_simulator::ib4b::write_dishonour_file(
         &ib4b_file,
-        &[ib4b::DishonourDecision {
+        &[bank_simulator::ib4b::DishonourDecision {
             your_reference: ib4b_file.transactions[0].yours.reference.clone(),
             reason: ib4b::DishonourReason::NoAccount,
         }],
@@ -233,8 +234,8 @@ async fn aba_cpa005_and_ib4b_files_pass_their_checkers_and_their_returns_fail_th
     )
     .unwrap();
     assert_eq!(
-        format_checkers::ib4b::check(&dishonours).unwrap(),
-        format_checkers::ib4b::Kind::Dishonour
+        bank_format_oracles::ib4b::check(&dishonours).unwrap(),
+        bank_format_oracles::ib4b::Kind::Dishonour
     );
     std::fs::write(
         inbound("nzd/direct-credit").join("dishonours.csv"),
@@ -423,7 +424,7 @@ async fn interac_payouts() -> InteracPayouts {
     })
     .unwrap_or_else(|problems| panic!("{problems:#?}"));
     let notifier = Arc::new(SandboxNotifier::new());
-    let production = Production::build(settings, notifier.clone()).unwrap();
+    let production = Production::build(open_every_day(settings), notifier.clone()).unwrap();
     let app = spawn_production_app(production, |_| {}).await;
     let sub = SubaccountId::parse(&app.a.subaccount_id).unwrap();
     app.admin.fund(sub, "CAD", "100000").await.unwrap();

@@ -9,9 +9,9 @@
 //! - [`parse()`] reads an originated file or the bank's **return file** (returned payments
 //!   are detail records of type 2) and checks the file total record against the detail
 //!   records.
-//! - [`return_file`] / [`write_return_file`] build and write the **bank's return file** for
-//!   an originated file, given the payments to return and their [`ReturnCode`] (what a local
-//!   bank simulator sends back). The return layout followed is NAB's direct entry returns file
+//! - [`write_return`] writes the **bank's return file** (which payments it returns, and why,
+//!   is the bank simulator's: `bank_simulator::aba`). The return layout followed is NAB's
+//!   direct entry returns file
 //!   (as NAB documents it for its customers): the originated layout with record type `2`, the
 //!   return code in position 18, the original day of processing in positions 113–114 and the
 //!   original APCA user id in positions 115–120.
@@ -85,7 +85,6 @@
 //!
 //! Errors name the field ([`Field`]) and the problem ([`Problem`]), never the value.
 
-mod bank;
 mod codes;
 mod error;
 mod parse;
@@ -93,10 +92,9 @@ mod text;
 mod types;
 mod write;
 
-pub use bank::{ReturnDecision, ReturnError, return_file, write_return, write_return_file};
 pub use codes::{Indicator, ReturnCode, TransactionCode};
 pub use error::{Field, Location, ParseError, ParseErrorKind, Problem, WriteError};
 pub use parse::parse;
 pub use text::{ALLOWED_SYMBOLS, clean_text, is_allowed_char};
 pub use types::{AbaFile, DescriptiveRecord, DetailKind, DetailRecord, FileTotal};
-pub use write::{MAX_AMOUNT, MAX_RECORDS, RECORD_END, RECORD_LENGTH, write};
+pub use write::{MAX_AMOUNT, MAX_RECORDS, RECORD_END, RECORD_LENGTH, write, write_return};

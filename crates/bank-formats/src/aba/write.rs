@@ -30,8 +30,7 @@ pub const MAX_RECORDS: u64 = 999_999;
 /// # Errors
 ///
 /// The first field that cannot be written, by location and field name; a file without a
-/// detail record; a returned payment (type 2, which [`write_return_file`](super::write_return_file)
-/// writes).
+/// detail record; a returned payment (type 2, which [`write_return`] writes).
 pub fn write(file: &AbaFile) -> Result<Vec<u8>> {
     for (index, detail) in file.details.iter().enumerate() {
         if matches!(detail.kind, DetailKind::Returned { .. }) {
@@ -45,8 +44,19 @@ pub fn write(file: &AbaFile) -> Result<Vec<u8>> {
     write_records(file)
 }
 
+/// Writes a return file as the bank sends it (the layout of NAB's direct entry returns file):
+/// the same record rules as [`write()`], with returned detail records (type 2) allowed. What
+/// is returned is the bank's business (the bank simulator's `bank_simulator::aba`).
+///
+/// # Errors
+///
+/// The first field that cannot be written.
+pub fn write_return(file: &AbaFile) -> Result<Vec<u8>> {
+    write_records(file)
+}
+
 /// Writes every record of `file`, payments or returns, with the same field rules.
-pub(super) fn write_records(file: &AbaFile) -> Result<Vec<u8>> {
+fn write_records(file: &AbaFile) -> Result<Vec<u8>> {
     if file.details.is_empty() {
         return Err(WriteError::NoDetails);
     }

@@ -5,15 +5,17 @@
 //!
 //! - [`write()`] turns a [`Cpa005File`] into bytes: the header record `A`, detail records of six
 //!   240-character segments (`C` credits, `D` debits, `I` returned credits, `J` returned
-//!   debits; consecutive transactions of one type share a record, unused segments have zeros in
-//!   their numeric fields and blanks elsewhere), and the trailer `Z`, whose record count,
+//!   debits; consecutive transactions of one type share a record, unused segments are blank,
+//!   as Standard 005 says), and the trailer `Z`, whose record count,
 //!   totals and counts it computes. Each record is followed by `\r\n` by default
 //!   ([`LineEnding`]).
-//! - [`parse`] turns bytes into a [`Cpa005File`]: origination files and the bank's files of
+//! - [`parse`] turns bytes into a [`Cpa005File`] (unused segments blank or, as some writers
+//!   leave them, zero-filled in their numeric fields): origination files and the bank's files of
 //!   returned items alike, checking every record count, every used segment's fields and the
 //!   trailer's totals. It never panics.
-//! - [`write_return_file`] writes what the bank sends back: a Standard 005 file of `I` records
-//!   repeating the returned credits with a return reason code ([`ReturnCode`]).
+//! - [`write`] also writes what the bank sends back: a Standard 005 file of `I` records
+//!   repeating the returned credits with a return reason code ([`ReturnCode`]); which credits
+//!   are returned is the bank simulator's (`bank_simulator::cpa005`).
 //!
 //! # Layout
 //!
@@ -76,7 +78,6 @@
 //!
 //! Errors name the field by its Standard 005 name ([`Field`]) and never repeat its value.
 
-mod bank;
 mod codes;
 mod error;
 mod parse;
@@ -84,9 +85,6 @@ mod text;
 mod types;
 mod write;
 
-pub use bank::{
-    ReturnDecision, ReturnFileError, ReturnFileOptions, return_file, write_return_file,
-};
 pub use codes::{RETURN_CODES, RecordType, ReturnCode};
 pub use error::{Field, Location, ParseError, ParseErrorKind, Problem, WriteError};
 pub use parse::parse;

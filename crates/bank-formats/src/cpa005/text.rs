@@ -60,10 +60,7 @@ fn fold(c: char) -> Option<&'static str> {
     }
 }
 
-/// Whether `value` is non-empty and only ASCII digits.
-pub(crate) fn is_digits(value: &str) -> bool {
-    !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit())
-}
+pub(crate) use crate::text::is_digits;
 
 #[cfg(test)]
 mod tests {

@@ -55,9 +55,8 @@ pub struct WriteOptions {
 pub(super) type Result<T> = std::result::Result<T, WriteError>;
 
 /// Writes `file` as a Standard 005 file: the header, the detail records (consecutive
-/// transactions of one record type, six segments per record, unused segments with zeros in
-/// their numeric fields and blanks in the others), and the trailer, whose record count, totals
-/// and counts are computed here. Each record is followed by `options.line_ending`.
+/// transactions of one record type, six segments per record, unused segments blank), and the
+/// trailer, whose record count, totals and counts are computed here. Each record is followed by `options.line_ending`.
 ///
 /// Every field is checked first (see the [module documentation](super) for the rules).
 ///
@@ -374,21 +373,10 @@ fn segment(index: usize, t: &Transaction) -> Result<String> {
     Ok(out)
 }
 
-/// An unused segment: zeros in the numeric fields, blanks in the others.
+/// An unused segment: blank, as Standard 005 says (a reader that stops at the first blank
+/// segment then reads no zero-amount transaction).
 fn unused_segment() -> String {
-    Record(String::with_capacity(SEGMENT_LENGTH))
-        .number(0, 3) // transaction type
-        .number(0, 10) // amount
-        .number(0, 6) // due date
-        .number(0, 9) // institution
-        .blank(12) // account
-        .number(0, 22) // item trace number
-        .number(0, 3) // stored transaction type
-        .blank(15 + 30 + 30 + 10 + 19) // names, user id, cross reference
-        .number(0, 9) // institution for returns
-        .blank(12 + 15 + 22 + 2) // account for returns, sundry, filler, settlement code
-        .number(0, 11) // invalid data element id
-        .0
+    " ".repeat(SEGMENT_LENGTH)
 }
 
 fn trailer(file: &Cpa005File, count: u64) -> Result<String> {

@@ -7,9 +7,8 @@
 //!   (total amount, count of transactions, hash total). Every record ends with CRLF.
 //! - [`parse`] reads such a file, and payoutd's **dishonour file** (below), into an
 //!   [`Ib4bFile`], checking every field and the control record; it never panics.
-//! - [`write_dishonour_file`] (in `bank.rs`) is the bank's side: given a parsed direct credit
-//!   file and the bank's [`DishonourDecision`]s, it writes the dishonour file the bank would
-//!   send back. [`write_dishonours`] writes a [`DishonourFile`] as it is.
+//! - [`write_dishonours`] writes a [`DishonourFile`] as it is: the dishonour file a bank would
+//!   send back (which credits it dishonours is the bank simulator's: `bank_simulator::ib4b`).
 //! - [`clean_text`] is what free-text fields go through; [`DishonourReason`] lists the
 //!   dishonour codes with their meaning and [`DishonourReason::account_is_invalid`].
 //!
@@ -78,7 +77,6 @@
 //!
 //! A dishonour file may have no dishonour records.
 
-mod bank;
 mod codes;
 mod error;
 mod parse;
@@ -86,7 +84,6 @@ mod text;
 mod types;
 mod write;
 
-pub use bank::{DishonourDecision, DishonourError, dishonour_file, write_dishonour_file};
 pub use codes::{DishonourReason, TransactionCode};
 pub use error::{Field, Location, ParseError, ParseErrorKind, Problem, WriteError};
 pub use parse::parse;

@@ -12,17 +12,10 @@
 
 use std::fmt;
 
-use quick_xml::escape::resolve_predefined_entity;
-use quick_xml::events::{BytesStart, Event};
-use quick_xml::name::ResolveResult;
-use quick_xml::reader::NsReader;
+use super::xml::{Node, XmlError, read_document};
 
 /// The namespace prefix of every pain.002.001 version.
 const NAMESPACE_PREFIX: &str = "urn:iso:std:iso:20022:tech:xsd:pain.002.001.";
-
-/// Elements nested deeper than this are refused (the deepest path read here is 6 levels; real
-/// reports stay far below 30).
-const MAX_DEPTH: usize = 64;
 
 /// Reason codes that mean the creditor's account details are wrong: paying the same account
 /// again would fail the same way, so the account should be corrected before any retry.
@@ -333,9 +326,11 @@ pub enum Pain002Error {
 /// See [`Pain002Error`]: not UTF-8, malformed XML, another kind of document, or a missing
 /// required element.
 pub fn parse_pain002(bytes: &[u8]) -> Result<PaymentStatusReport, Pain002Error> {
-    let text = std::str::from_utf8(bytes).map_err(|_| Pain002Error::NotUtf8)?;
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let (namespace, root) = read_tree(text)?;
+    let (namespace, root) = read_document(bytes).map_err(|e| match e {
+        XmlError::NotUtf8 => Pain002Error::NotUtf8,
+        XmlError::Malformed { position, message } => Pain002Error::Malformed { position, message },
+        XmlError::TooDeep { max } => Pain002Error::TooDeep { max },
+    })?;
     let not_pain002 = || Pain002Error::NotPain002 {
         element: root.name.clone(),
         namespace: namespace.clone(),
@@ -424,194 +419,4 @@ fn reasons(parent: &Node) -> Vec<StatusReason> {
             }
         })
         .collect()
-}
-
-/// An element of the report's namespace: its local name, its text and its children.
-#[derive(Debug, Default)]
-pub(super) struct Node {
-    pub(super) name: String,
-    pub(super) text: String,
-    pub(super) children: Vec<Node>,
-}
-
-impl Node {
-    pub(super) fn child(&self, name: &str) -> Option<&Node> {
-        self.children.iter().find(|c| c.name == name)
-    }
-
-    pub(super) fn children<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Node> + Clone {
-        self.children.iter().filter(move |c| c.name == name)
-    }
-}
-
-/// Reads the whole document into a tree of the root's namespace, checking that it is
-/// well-formed. Elements of any other namespace (and their content) are left out. Returns the
-/// root's namespace and the root.
-pub(super) fn read_tree(text: &str) -> Result<(String, Node), Pain002Error> {
-    let mut reader = NsReader::from_str(text);
-    let mut tree = TreeBuilder::default();
-    loop {
-        let (namespace, event) = match reader.read_resolved_event() {
-            Ok((resolved, event)) => (namespace_of(&resolved), event),
-            Err(err) => {
-                return Err(Pain002Error::Malformed {
-                    position: reader.error_position(),
-                    message: err.to_string(),
-                });
-            }
-        };
-        let step = match event {
-            Event::Start(start) => {
-                check_attributes(&start).and_then(|()| tree.open(namespace, local_name(&start)))
-            }
-            Event::Empty(start) => check_attributes(&start)
-                .and_then(|()| tree.open(namespace, local_name(&start)))
-                .and_then(|()| tree.close()),
-            Event::End(_) => tree.close(),
-            Event::Text(t) => tree.text(&t.xml10_content()),
-            Event::CData(c) => tree.text(&c.xml10_content()),
-            Event::GeneralRef(r) => match r.resolve_char_ref() {
-                Ok(Some(c)) => tree.text(c.encode_utf8(&mut [0; 4])),
-                Ok(None) => match resolve_predefined_entity(&r) {
-                    Some(value) => tree.text(value),
-                    None => Err(format!("unknown entity &{};", &*r).into()),
-                },
-                Err(err) => Err(err.to_string().into()),
-            },
-            Event::Decl(_) | Event::PI(_) | Event::Comment(_) | Event::DocType(_) => Ok(()),
-            Event::Eof => break,
-        };
-        step.map_err(|message| match message {
-            TreeError::TooDeep => Pain002Error::TooDeep { max: MAX_DEPTH },
-            TreeError::Malformed(message) => Pain002Error::Malformed {
-                position: reader.buffer_position(),
-                message,
-            },
-        })?;
-    }
-    tree.finish().map_err(|message| Pain002Error::Malformed {
-        position: reader.buffer_position(),
-        message: message.into(),
-    })
-}
-
-/// The namespace an element is bound to (empty when none), or why it cannot be resolved.
-fn namespace_of(resolved: &ResolveResult<'_>) -> Result<String, TreeError> {
-    match resolved {
-        ResolveResult::Bound(namespace) => Ok(namespace.into_inner().to_owned()),
-        ResolveResult::Unbound => Ok(String::new()),
-        ResolveResult::Unknown(prefix) => Err(TreeError::Malformed(format!(
-            "unknown namespace prefix {prefix:?}"
-        ))),
-    }
-}
-
-fn local_name(start: &BytesStart<'_>) -> String {
-    start.local_name().into_inner().to_owned()
-}
-
-/// Attributes are read only to check that they are well-formed.
-fn check_attributes(start: &BytesStart<'_>) -> Result<(), TreeError> {
-    for attribute in start.attributes() {
-        attribute.map_err(|err| TreeError::Malformed(err.to_string()))?;
-    }
-    Ok(())
-}
-
-/// Why the tree could not be built.
-enum TreeError {
-    TooDeep,
-    Malformed(String),
-}
-
-impl From<String> for TreeError {
-    fn from(message: String) -> Self {
-        Self::Malformed(message)
-    }
-}
-
-/// Builds the tree from the reader's events.
-#[derive(Default)]
-struct TreeBuilder {
-    /// The open elements of the root's namespace, outermost first.
-    stack: Vec<Node>,
-    /// The root's namespace, once the root is open.
-    namespace: Option<String>,
-    /// The root, once closed.
-    root: Option<Node>,
-    /// How deep inside an element of another namespace (0: not inside one).
-    foreign_depth: usize,
-}
-
-impl TreeBuilder {
-    fn open(
-        &mut self,
-        namespace: Result<String, TreeError>,
-        name: String,
-    ) -> Result<(), TreeError> {
-        if self.foreign_depth > 0 {
-            self.foreign_depth += 1;
-            return Ok(());
-        }
-        if self.root.is_some() {
-            return Err(TreeError::Malformed(
-                "content after the root element".into(),
-            ));
-        }
-        let namespace = namespace?;
-        match &self.namespace {
-            None => self.namespace = Some(namespace),
-            Some(root_namespace) if *root_namespace != namespace => {
-                self.foreign_depth = 1;
-                return Ok(());
-            }
-            Some(_) if self.stack.len() >= MAX_DEPTH => return Err(TreeError::TooDeep),
-            Some(_) => {}
-        }
-        self.stack.push(Node {
-            name,
-            ..Node::default()
-        });
-        Ok(())
-    }
-
-    fn close(&mut self) -> Result<(), TreeError> {
-        if self.foreign_depth > 0 {
-            self.foreign_depth -= 1;
-            return Ok(());
-        }
-        let node = self
-            .stack
-            .pop()
-            .ok_or_else(|| TreeError::Malformed("unexpected end tag".into()))?;
-        match self.stack.last_mut() {
-            Some(parent) => parent.children.push(node),
-            None => self.root = Some(node),
-        }
-        Ok(())
-    }
-
-    fn text(&mut self, text: &str) -> Result<(), TreeError> {
-        if self.foreign_depth > 0 {
-            return Ok(());
-        }
-        match self.stack.last_mut() {
-            Some(node) => node.text.push_str(text),
-            None if text.trim().is_empty() => {}
-            None => {
-                return Err(TreeError::Malformed("text outside the root element".into()));
-            }
-        }
-        Ok(())
-    }
-
-    fn finish(self) -> Result<(String, Node), &'static str> {
-        if !self.stack.is_empty() {
-            return Err("the document ends inside an element");
-        }
-        match (self.namespace, self.root) {
-            (Some(namespace), Some(root)) => Ok((namespace, root)),
-            _ => Err("no root element"),
-        }
-    }
 }

@@ -17,20 +17,15 @@
 //!   files it reads **return files** (Addenda99, with the dishonored R61–R70 and contested
 //!   dishonored R71–R77 layouts) and **notifications of change** (SEC code COR, Addenda98), with
 //!   service classes 200, 220 and 225 and the checking and savings transaction codes 21–39.
-//! - [`write_answer_file`] writes the **receiving bank's answer** to an origination file (what a
-//!   local bank simulator sends back): given the parsed origination [`NachaFile`] and one
-//!   [`EntryDecision`] per answered entry (by original trace number: [`Answer::Return`] with a
-//!   [`ReturnCode`], optional date of death and addenda information, or
-//!   [`Answer::Notification`] with a [`ChangeCode`] and corrected data, which
-//!   [`corrected_data`] lays out from a [`Correction`]), it builds the answer file
-//!   ([`answer_file`]: header with destination and origin swapped, per original batch a batch
-//!   of returns with its standard entry class and a `COR` batch of notifications, transaction
-//!   codes 21/31 for returned or notified checking/savings credits and 26/36 for debits, NOC
-//!   entries with amount zero, one Addenda99 or Addenda98 each, new trace numbers under the
-//!   bank's routing number) and writes it ([`write_answer`]) with the same control records,
-//!   padding and field rules as [`write()`]. The layout matches the moov-io return and COR
-//!   files in the tests' fixtures, and [`parse`] reads it back. Dishonored and contested
-//!   returns are not written.
+//! - [`write_answer`] writes a **return or notification-of-change file** as a receiving bank
+//!   sends it: entries with the answer transaction codes ([`answer_transaction_code`]: 21/31
+//!   for returned or notified checking/savings credits, 26/36 for debits), NOC entries in `COR`
+//!   batches with amount zero, one Addenda99 (plain return layout) or Addenda98 each, with
+//!   corrected data laid out by [`corrected_data`], and the same control records, padding and
+//!   field rules as [`write()`]. The layout matches the moov-io return and COR files in the
+//!   tests' fixtures, and [`parse`] reads it back. Dishonored and contested returns are not
+//!   written. Which entries a bank answers, and how, is the bank simulator's
+//!   (`bank_simulator::nacha`).
 //! - [`NachaFile::returns`] and [`NachaFile::notifications_of_change`] list what a return or
 //!   NOC file says about the entries that were sent: the original trace number, the return
 //!   reason ([`ReturnCode::reason`], [`ReturnCode::is_account_error`]) or change code and the
@@ -123,7 +118,7 @@
 //! The entry hash is the sum of the entries' eight-digit receiving DFI identifications, keeping
 //! its rightmost ten digits; the file's is the sum of its batches', likewise.
 
-mod bank;
+mod answer_write;
 mod codes;
 mod error;
 mod parse;
@@ -132,18 +127,13 @@ mod types;
 mod views;
 mod write;
 
-pub use bank::{
-    Answer, AnswerError, AnswerOptions, EntryDecision, answer_file, answer_transaction_code,
-    corrected_data, write_answer, write_answer_file,
-};
+pub use answer_write::{answer_transaction_code, corrected_data, write_answer};
 pub use codes::{
     AccountType, ChangeCode, ReturnCode, ReturnKind, SecCode, ServiceClass, TransactionCode,
 };
 pub use error::{Field, Location, ParseError, ParseErrorKind, Problem, WriteError};
 pub use parse::{ParseOptions, parse, parse_with};
-pub use text::{
-    ALLOWED_SYMBOLS, clean_text, is_allowed_char, is_valid_routing_number, routing_check_digit,
-};
+pub use text::{ALLOWED_SYMBOLS, clean_text, is_allowed_char};
 pub use types::{
     Addenda, Addenda05, Addenda98, Addenda99, Addenda99Contested, Addenda99Dishonored,
     BLOCKING_FACTOR, Batch, BatchControl, BatchHeader, EntryDetail, FileControl, FileHeader,

@@ -1,10 +1,11 @@
 //! The parser: the bytes of a NACHA file to typed contents, with the control records checked.
 
+use bank_codes::us_routing::check_digit;
 use chrono::{NaiveDate, NaiveTime};
 
 use super::codes::{ChangeCode, ReturnCode, ReturnKind, SecCode, ServiceClass, TransactionCode};
 use super::error::{Field, ParseError, ParseErrorKind, Problem};
-use super::text::{is_digits, routing_check_digit};
+use super::text::is_digits;
 use super::types::{
     Addenda, Addenda05, Addenda98, Addenda99, Addenda99Contested, Addenda99Dishonored, Batch,
     BatchHeader, EntryDetail, FileHeader, NachaFile,
@@ -421,7 +422,7 @@ fn file_header(line: &Line) -> Result<FileHeader> {
 
 /// Checks the ninth digit of a nine-digit routing number.
 fn check_routing(line: &Line, field: Field, routing: &str) -> Result<()> {
-    let expected = routing.get(..8).and_then(routing_check_digit);
+    let expected = routing.get(..8).and_then(check_digit);
     match expected {
         Some(expected) if routing.as_bytes().get(8) == Some(&(b'0' + expected)) => Ok(()),
         Some(expected) => Err(line.field_error(field, Problem::CheckDigit { expected })),

@@ -51,39 +51,7 @@ fn fold(c: char) -> Option<&'static str> {
     }
 }
 
-/// The check digit of an ABA routing number's first eight digits: weights 3, 7, 1, 3, 7, 1, 3, 7,
-/// and the digit that brings the weighted sum to a multiple of 10. `None` unless `first8` is
-/// exactly eight ASCII digits.
-#[must_use]
-pub fn routing_check_digit(first8: &str) -> Option<u8> {
-    const WEIGHTS: [u32; 8] = [3, 7, 1, 3, 7, 1, 3, 7];
-    if first8.len() != 8 || !is_digits(first8) {
-        return None;
-    }
-    let sum: u32 = first8
-        .bytes()
-        .zip(WEIGHTS)
-        .map(|(b, w)| u32::from(b - b'0') * w)
-        .sum();
-    u8::try_from((10 - sum % 10) % 10).ok()
-}
-
-/// Whether `value` is a nine-digit ABA routing number whose ninth digit is its check digit.
-#[must_use]
-pub fn is_valid_routing_number(value: &str) -> bool {
-    let (Some(first8), Some(check)) = (value.get(..8), value.get(8..)) else {
-        return false;
-    };
-    value.len() == 9
-        && check.len() == 1
-        && routing_check_digit(first8)
-            .is_some_and(|d| check.as_bytes().first() == Some(&(b'0' + d)))
-}
-
-/// Whether `value` is non-empty and only ASCII digits.
-pub(crate) fn is_digits(value: &str) -> bool {
-    !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit())
-}
+pub(crate) use crate::text::is_digits;
 
 #[cfg(test)]
 mod tests {
@@ -117,20 +85,5 @@ mod tests {
         for c in "az~{}|[]\\^`é\n".chars() {
             assert!(!is_allowed_char(c), "{c:?}");
         }
-    }
-
-    #[test]
-    fn routing_numbers() {
-        // Published routing numbers (Federal Reserve Bank of New York, JPMorgan Chase NY).
-        assert!(is_valid_routing_number("021000021"));
-        assert!(is_valid_routing_number("011000015"));
-        assert!(is_valid_routing_number("231380104"));
-        assert_eq!(routing_check_digit("23138010"), Some(4));
-        assert!(!is_valid_routing_number("021000022"));
-        assert!(!is_valid_routing_number("02100002"));
-        assert!(!is_valid_routing_number("0210000211"));
-        assert!(!is_valid_routing_number("02100002a"));
-        assert!(!is_valid_routing_number("０２１000021"));
-        assert_eq!(routing_check_digit("2313801"), None);
     }
 }

@@ -1,12 +1,13 @@
 //! The writer: typed contents to the bytes of a NACHA file.
 
+use bank_codes::us_routing::check_digit;
 use std::fmt::Write as _;
 
 use chrono::{Datelike, NaiveDate};
 
 use super::codes::{SecCode, ServiceClass, TransactionCode};
 use super::error::{Field, Location, Problem, WriteError};
-use super::text::{clean_text, is_allowed_char, is_digits, routing_check_digit};
+use super::text::{clean_text, is_allowed_char, is_digits};
 use super::types::{
     Addenda, BLOCKING_FACTOR, Batch, BatchHeader, EntryDetail, FileHeader, NachaFile,
 };
@@ -164,7 +165,7 @@ pub(super) fn routing_number(
             Problem::NotDigits { digits: 9 },
         ));
     }
-    let expected = value.get(..8).and_then(routing_check_digit).unwrap_or(0);
+    let expected = value.get(..8).and_then(check_digit).unwrap_or(0);
     if value.as_bytes().get(8) != Some(&(b'0' + expected)) {
         return Err(WriteError::field(
             location,

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use bank_formats::iso20022::{
     CreditTransfer, CreditTransferInitiation, DebtorAgent, InitiatingParty, PaymentBatch,
 };
-use chrono::{NaiveDate, NaiveDateTime};
+use chrono::{DateTime, NaiveDate, Utc};
 use quick_xml::{Reader, events::Event};
 
 /// IBANs with valid check digits, from several SEPA countries.
@@ -22,11 +22,12 @@ pub const IBANS: &[&str] = &[
     "MT84MALT011000012345MTLCAST001S",
 ];
 
-pub fn created_at() -> NaiveDateTime {
+pub fn created_at() -> DateTime<Utc> {
     NaiveDate::from_ymd_opt(2026, 11, 25)
         .unwrap()
         .and_hms_opt(18, 0, 5)
         .unwrap()
+        .and_utc()
 }
 
 pub fn execution_date() -> NaiveDate {
@@ -164,10 +165,10 @@ pub fn text(xml: &[u8], name: &str) -> String {
     all.into_iter().next().unwrap()
 }
 
-/// A fixture from `tests/fixtures/iso20022/`.
+/// A fixture from `bank-formats`' `tests/fixtures/iso20022/` (whichever crate's tests use it).
 pub fn fixture(name: &str) -> Vec<u8> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/iso20022")
+        .join("../bank-formats/tests/fixtures/iso20022")
         .join(name);
     std::fs::read(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
 }

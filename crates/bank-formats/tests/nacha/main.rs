@@ -1,7 +1,6 @@
 //! Tests of `bank_formats::nacha`, one module per concern.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod answer;
 mod bad_input;
 mod fixtures;
 mod roundtrip;

@@ -95,7 +95,7 @@ fn text(width: usize) -> impl Strategy<Value = String> {
 
 fn routing() -> impl Strategy<Value = String> {
     "[0-9]{8}".prop_map(|first8| {
-        let check = bank_formats::nacha::routing_check_digit(&first8).unwrap();
+        let check = bank_codes::us_routing::check_digit(&first8).unwrap();
         format!("{first8}{check}")
     })
 }

@@ -6,17 +6,7 @@
 
 use std::fmt;
 
-/// True when `text` is `min..=max` ASCII digits and nothing else (stops at the first excess).
-fn is_ascii_digits(text: &str, min: usize, max: usize) -> bool {
-    let mut count = 0;
-    for c in text.chars() {
-        if !c.is_ascii_digit() || count == max {
-            return false;
-        }
-        count += 1;
-    }
-    count >= min
-}
+use bank_codes::digits::is_ascii_digits;
 
 // ---------------------------------------------------------------------------------------------
 
@@ -96,7 +86,7 @@ impl AuAccountNumber {
         if text.is_empty() {
             return Err(AuAccountNumberError::Empty);
         }
-        if !is_ascii_digits(text, 5, 9) {
+        if !is_ascii_digits(text, 5..=9) {
             return Err(AuAccountNumberError::Format);
         }
         Ok(Self(text.to_owned()))

@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+use bank_codes::digits::is_ascii_digits;
+
 /// Financial institution numbers assigned by Payments Canada, sorted so they can be
 /// binary-searched, each with the institution's name as listed.
 ///
@@ -160,18 +162,6 @@ const INSTITUTIONS: &[(&str, &str)] = &[
     ("899", "Credit Union Central Alberta Limited"),
 ];
 
-/// True when `text` is `min..=max` ASCII digits and nothing else (stops at the first excess).
-fn is_ascii_digits(text: &str, min: usize, max: usize) -> bool {
-    let mut count = 0;
-    for c in text.chars() {
-        if !c.is_ascii_digit() || count == max {
-            return false;
-        }
-        count += 1;
-    }
-    count >= min
-}
-
 // ---------------------------------------------------------------------------------------------
 
 /// Why a Canadian routing number was rejected.
@@ -207,12 +197,12 @@ impl CaRoutingNumber {
             return Err(CaRoutingNumberError::Empty);
         }
         let electronic = if let Some((transit, institution)) = text.split_once('-') {
-            if !is_ascii_digits(transit, 5, 5) || !is_ascii_digits(institution, 3, 3) {
+            if !is_ascii_digits(transit, 5..=5) || !is_ascii_digits(institution, 3..=3) {
                 return Err(CaRoutingNumberError::Format);
             }
             format!("0{institution}{transit}")
         } else {
-            if !is_ascii_digits(text, 9, 9) || !text.starts_with('0') {
+            if !is_ascii_digits(text, 9..=9) || !text.starts_with('0') {
                 return Err(CaRoutingNumberError::Format);
             }
             text.to_owned()
@@ -274,7 +264,7 @@ impl CaAccountNumber {
         if text.is_empty() {
             return Err(CaAccountNumberError::Empty);
         }
-        if !is_ascii_digits(text, 7, 12) {
+        if !is_ascii_digits(text, 7..=12) {
             return Err(CaAccountNumberError::Format);
         }
         Ok(Self(text.to_owned()))
@@ -303,7 +293,7 @@ mod tests {
         assert!(
             INSTITUTIONS
                 .iter()
-                .all(|(number, name)| is_ascii_digits(number, 3, 3) && !name.is_empty())
+                .all(|(number, name)| is_ascii_digits(number, 3..=3) && !name.is_empty())
         );
         for required in [
             "001", "002", "003", "004", "006", "010", "016", "030", "039", "177", "219", "260",

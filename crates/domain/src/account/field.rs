@@ -6,6 +6,7 @@
 //! masking of responses and events, the verify filter, the stored fingerprints, the payout's
 //! `receiver_account`) is derived from these answers rather than from lists of names.
 
+use bank_codes::digits::is_ascii_digits;
 use strum::VariantArray;
 
 use crate::account::au::Bsb;
@@ -189,7 +190,7 @@ impl AccountField {
                         .ok()
                         .map(|number| number.as_str().to_owned())
                 } else {
-                    is_ascii_digits(text, 4, 17).then(|| text.to_owned())
+                    is_ascii_digits(text, 4..=17).then(|| text.to_owned())
                 }
             }
             AccountField::RoutingNumber => AbaRoutingNumber::parse(text)
@@ -207,18 +208,6 @@ impl AccountField {
             AccountField::Name | AccountField::Description => None,
         }
     }
-}
-
-/// True when `text` is `min..=max` ASCII digits and nothing else (stops at the first excess).
-fn is_ascii_digits(text: &str, min: usize, max: usize) -> bool {
-    let mut count = 0;
-    for c in text.chars() {
-        if !c.is_ascii_digit() || count == max {
-            return false;
-        }
-        count += 1;
-    }
-    count >= min
 }
 
 #[cfg(test)]

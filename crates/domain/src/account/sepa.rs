@@ -4,16 +4,13 @@
 //! The errors say what is wrong with the value only; mapping them to API error codes is the
 //! caller's business.
 //!
-//! The per-country IBAN formats, lengths and the mod-97 check come from the `iban_validate`
-//! crate, which is generated from SWIFT's IBAN registry; SEPA membership is this module's own
-//! table.
+//! The IBAN's country formats and check digits and the BIC's shape are `bank_codes`' (one copy
+//! of each rule, which the bank file formats apply too); SEPA membership and which BIC
+//! countries go with which IBAN countries are this module's own tables.
 
 use std::fmt;
 
-use iban::{ParseBaseIbanError, ParseIbanError};
-
-/// The longest IBAN any country issues (ISO 13616).
-const MAX_IBAN_LENGTH: usize = 34;
+use bank_codes::{bic, iban};
 
 /// The IBAN country codes of the SEPA schemes' geographical scope (EPC409-09, the European
 /// Payments Council's list), sorted so they can be binary-searched.
@@ -31,31 +28,6 @@ const SEPA_COUNTRIES: [&str; 42] = [
     "GR", "HR", "HU", "IE", "IS", "IT", "LI", "LT", "LU", "LV", "MC", "MD", "ME", "MK", "MT", "NL",
     "NO", "PL", "PT", "RO", "RS", "SE", "SI", "SK", "SM", "VA",
 ];
-
-/// Every officially assigned ISO 3166-1 alpha-2 code, sorted so it can be binary-searched (the
-/// same 249 countries as [`crate::country`]'s alpha-3 table).
-const ASSIGNED_ALPHA2: [&str; 249] = [
-    "AD", "AE", "AF", "AG", "AI", "AL", "AM", "AO", "AQ", "AR", "AS", "AT", "AU", "AW", "AX", "AZ",
-    "BA", "BB", "BD", "BE", "BF", "BG", "BH", "BI", "BJ", "BL", "BM", "BN", "BO", "BQ", "BR", "BS",
-    "BT", "BV", "BW", "BY", "BZ", "CA", "CC", "CD", "CF", "CG", "CH", "CI", "CK", "CL", "CM", "CN",
-    "CO", "CR", "CU", "CV", "CW", "CX", "CY", "CZ", "DE", "DJ", "DK", "DM", "DO", "DZ", "EC", "EE",
-    "EG", "EH", "ER", "ES", "ET", "FI", "FJ", "FK", "FM", "FO", "FR", "GA", "GB", "GD", "GE", "GF",
-    "GG", "GH", "GI", "GL", "GM", "GN", "GP", "GQ", "GR", "GS", "GT", "GU", "GW", "GY", "HK", "HM",
-    "HN", "HR", "HT", "HU", "ID", "IE", "IL", "IM", "IN", "IO", "IQ", "IR", "IS", "IT", "JE", "JM",
-    "JO", "JP", "KE", "KG", "KH", "KI", "KM", "KN", "KP", "KR", "KW", "KY", "KZ", "LA", "LB", "LC",
-    "LI", "LK", "LR", "LS", "LT", "LU", "LV", "LY", "MA", "MC", "MD", "ME", "MF", "MG", "MH", "MK",
-    "ML", "MM", "MN", "MO", "MP", "MQ", "MR", "MS", "MT", "MU", "MV", "MW", "MX", "MY", "MZ", "NA",
-    "NC", "NE", "NF", "NG", "NI", "NL", "NO", "NP", "NR", "NU", "NZ", "OM", "PA", "PE", "PF", "PG",
-    "PH", "PK", "PL", "PM", "PN", "PR", "PS", "PT", "PW", "PY", "QA", "RE", "RO", "RS", "RU", "RW",
-    "SA", "SB", "SC", "SD", "SE", "SG", "SH", "SI", "SJ", "SK", "SL", "SM", "SN", "SO", "SR", "SS",
-    "ST", "SV", "SX", "SY", "SZ", "TC", "TD", "TF", "TG", "TH", "TJ", "TK", "TL", "TM", "TN", "TO",
-    "TR", "TT", "TV", "TW", "TZ", "UA", "UG", "UM", "US", "UY", "UZ", "VA", "VC", "VE", "VG", "VI",
-    "VN", "VU", "WF", "WS", "YE", "YT", "ZA", "ZM", "ZW",
-];
-
-/// Country codes a BIC may carry besides the assigned ISO ones: SWIFT issues BICs for Kosovo
-/// under the user-assigned code `XK`.
-const EXTRA_BIC_COUNTRIES: [&str; 1] = ["XK"];
 
 /// Territories whose banks have BICs under their own ISO code but issue IBANs of another
 /// country: (IBAN country, BIC country).
@@ -113,29 +85,11 @@ impl Iban {
     /// ([`CheckDigits`](IbanError::CheckDigits)), then SEPA membership
     /// ([`NotSepa`](IbanError::NotSepa)).
     pub fn parse(raw: &str) -> Result<Self, IbanError> {
-        let text = raw.trim();
-        if text.is_empty() {
-            return Err(IbanError::Empty);
-        }
-        let mut compact = String::with_capacity(MAX_IBAN_LENGTH);
-        for c in text.chars().filter(|c| !c.is_whitespace()) {
-            if !c.is_ascii_alphanumeric() || compact.len() == MAX_IBAN_LENGTH {
-                return Err(IbanError::Format);
-            }
-            compact.push(c.to_ascii_uppercase());
-        }
-        match compact.parse::<iban::Iban>() {
-            Ok(_) => {}
-            Err(ParseIbanError::InvalidBaseIban {
-                source: ParseBaseIbanError::InvalidChecksum,
-            }) => return Err(checksum_failure(&compact)),
-            Err(_) => return Err(IbanError::Format),
-        }
-        // ISO 13616 check digits run from 02 to 98; `99` passes mod-97 exactly when `02` does,
-        // and the crate only rules out `00` and `01`.
-        if compact.get(2..4) == Some("99") {
-            return Err(IbanError::CheckDigits);
-        }
+        let compact = iban::parse(raw).map_err(|e| match e {
+            iban::IbanError::Empty => IbanError::Empty,
+            iban::IbanError::Format => IbanError::Format,
+            iban::IbanError::CheckDigits => IbanError::CheckDigits,
+        })?;
         let country = compact.get(0..2).unwrap_or_default();
         if SEPA_COUNTRIES.binary_search(&country).is_err() {
             return Err(IbanError::NotSepa);
@@ -159,34 +113,6 @@ impl fmt::Display for Iban {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
-}
-
-/// Classifies an IBAN the crate rejected for its checksum: the crate checks the checksum before
-/// the country format, so the IBAN is re-checked with the check digits it should have had. If
-/// that passes, only the check digits were wrong; otherwise the format is wrong too, which is
-/// the more useful thing to report.
-///
-/// `compact` has already passed the crate's basic shape check: two upper-case letters, two
-/// digits, then ASCII upper-case letters and digits.
-fn checksum_failure(compact: &str) -> IbanError {
-    let (Some(country), Some(bban)) = (compact.get(0..2), compact.get(4..)) else {
-        return IbanError::Format;
-    };
-    let remainder = mod97(bban.chars().chain(country.chars()).chain("00".chars()));
-    let corrected = format!("{country}{:02}{bban}", 98 - remainder);
-    match corrected.parse::<iban::Iban>() {
-        Ok(_) => IbanError::CheckDigits,
-        Err(_) => IbanError::Format,
-    }
-}
-
-/// The ISO 7064 MOD 97-10 remainder of `chars`, letters counting as 10 (`A`) to 35 (`Z`).
-fn mod97(chars: impl Iterator<Item = char>) -> u32 {
-    chars.fold(0, |acc, c| match c.to_digit(36) {
-        Some(value) if value >= 10 => (acc * 100 + value) % 97,
-        Some(value) => (acc * 10 + value) % 97,
-        None => acc,
-    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -215,29 +141,10 @@ impl Bic {
     ///
     /// The 11-character form is kept as given: `DEUTDEFFXXX` is not shortened to `DEUTDEFF`.
     pub fn parse(raw: &str) -> Result<Self, BicError> {
-        let text = raw.trim();
-        if text.is_empty() {
-            return Err(BicError::Empty);
-        }
-        let mut code = String::with_capacity(11);
-        for c in text.chars() {
-            if !c.is_ascii_alphanumeric() || code.len() == 11 {
-                return Err(BicError::Format);
-            }
-            code.push(c.to_ascii_uppercase());
-        }
-        if code.len() != 8 && code.len() != 11 {
-            return Err(BicError::Format);
-        }
-        let (Some(institution), Some(country)) = (code.get(0..4), code.get(4..6)) else {
-            return Err(BicError::Format);
-        };
-        let known_country = ASSIGNED_ALPHA2.binary_search(&country).is_ok()
-            || EXTRA_BIC_COUNTRIES.contains(&country);
-        if !institution.chars().all(|c| c.is_ascii_uppercase()) || !known_country {
-            return Err(BicError::Format);
-        }
-        Ok(Self(code))
+        bic::parse(raw).map(Self).map_err(|e| match e {
+            bic::BicError::Empty => BicError::Empty,
+            bic::BicError::Format => BicError::Format,
+        })
     }
 
     /// The code, upper-case.
@@ -277,41 +184,27 @@ mod tests {
 
     /// `iban` with its check digits recomputed, for building vectors.
     fn with_correct_check_digits(iban: &str) -> String {
-        let remainder = mod97(
-            iban[4..]
-                .chars()
-                .chain(iban[0..2].chars())
-                .chain("00".chars()),
-        );
-        format!("{}{:02}{}", &iban[0..2], 98 - remainder, &iban[4..])
+        let digits = bank_codes::iban::check_digits(&iban[0..2], &iban[4..]);
+        format!("{}{digits:02}{}", &iban[0..2], &iban[4..])
     }
 
     #[test]
     fn the_tables_are_sorted_and_unique() {
         assert!(SEPA_COUNTRIES.windows(2).all(|pair| pair[0] < pair[1]));
-        assert!(ASSIGNED_ALPHA2.windows(2).all(|pair| pair[0] < pair[1]));
-        assert!(
-            ASSIGNED_ALPHA2
-                .iter()
-                .chain(SEPA_COUNTRIES.iter())
-                .all(|code| code.len() == 2 && code.chars().all(|c| c.is_ascii_uppercase()))
-        );
         assert!(
             SEPA_COUNTRIES
                 .iter()
-                .all(|code| ASSIGNED_ALPHA2.contains(code))
+                .all(|code| bic::is_assigned_country(code))
         );
         assert!(
-            TERRITORY_BICS
-                .iter()
-                .all(|(iban, bic)| SEPA_COUNTRIES.contains(iban) && ASSIGNED_ALPHA2.contains(bic))
+            TERRITORY_BICS.iter().all(|(iban, bic)| {
+                SEPA_COUNTRIES.contains(iban) && bic::is_assigned_country(bic)
+            })
         );
     }
 
     #[test]
-    fn mod97_matches_the_iso_7064_example() {
-        // The check digits of the DE example IBAN are 89: 98 - (BBAN + "DE00" mod 97).
-        assert_eq!(98 - mod97("370400440532013000DE00".chars()), 89);
+    fn vectors_get_the_iso_7064_check_digits() {
         assert_eq!(
             with_correct_check_digits("GB00WEST12345698765432"),
             "GB82WEST12345698765432"

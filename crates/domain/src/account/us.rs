@@ -6,17 +6,8 @@
 
 use std::fmt;
 
-/// True when `text` is `min..=max` ASCII digits and nothing else (stops at the first excess).
-fn is_ascii_digits(text: &str, min: usize, max: usize) -> bool {
-    let mut count = 0;
-    for c in text.chars() {
-        if !c.is_ascii_digit() || count == max {
-            return false;
-        }
-        count += 1;
-    }
-    count >= min
-}
+use bank_codes::digits::is_ascii_digits;
+use bank_codes::us_routing;
 
 // ---------------------------------------------------------------------------------------------
 
@@ -45,30 +36,27 @@ pub struct AbaRoutingNumber(String);
 impl AbaRoutingNumber {
     /// Parses a routing number such as `011000015`.
     ///
-    /// Checks, in order: 9 digits ([`Format`](AbaRoutingNumberError::Format)), the checksum
-    /// 3(d1+d4+d7) + 7(d2+d5+d8) + (d3+d6+d9) ≡ 0 (mod 10)
-    /// ([`Checksum`](AbaRoutingNumberError::Checksum)), then the first two digits
+    /// Checks, in order: 9 digits ([`Format`](AbaRoutingNumberError::Format)), the check digit
+    /// ([`bank_codes::us_routing`]: 3(d1+d4+d7) + 7(d2+d5+d8) + (d3+d6+d9) ≡ 0 (mod 10);
+    /// [`Checksum`](AbaRoutingNumberError::Checksum)), then the first two digits
     /// ([`UnknownInstitution`](AbaRoutingNumberError::UnknownInstitution)).
     pub fn parse(raw: &str) -> Result<Self, AbaRoutingNumberError> {
         let text = raw.trim();
         if text.is_empty() {
             return Err(AbaRoutingNumberError::Empty);
         }
-        if !is_ascii_digits(text, 9, 9) {
+        if !is_ascii_digits(text, 9..=9) {
             return Err(AbaRoutingNumberError::Format);
         }
-        let digits: Vec<u32> = text.bytes().map(|b| u32::from(b - b'0')).collect();
-        let weighted: u32 = digits
-            .iter()
-            .zip([3, 7, 1].iter().cycle())
-            .map(|(digit, weight)| digit * weight)
-            .sum();
         // A number failing the checksum is most likely a typo, so that is reported first; only
         // a well-formed number can be judged on its routing symbol.
-        if !weighted.is_multiple_of(10) {
+        if !us_routing::is_valid(text) {
             return Err(AbaRoutingNumberError::Checksum);
         }
-        let symbol = digits[0] * 10 + digits[1];
+        let symbol: u8 = text
+            .get(..2)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(u8::MAX);
         // 00 is the US Government, 01-12 the twelve Federal Reserve districts, 21-32 thrift
         // institutions, 61-72 electronic transactions and 80 traveller's cheques.
         let known = matches!(symbol, 0..=12 | 21..=32 | 61..=72 | 80);
@@ -115,7 +103,7 @@ impl UsAccountNumber {
         if text.is_empty() {
             return Err(UsAccountNumberError::Empty);
         }
-        if !is_ascii_digits(text, 4, 17) {
+        if !is_ascii_digits(text, 4..=17) {
             return Err(UsAccountNumberError::Format);
         }
         Ok(Self(text.to_owned()))

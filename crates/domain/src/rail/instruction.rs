@@ -3,6 +3,7 @@
 
 use chrono::{DateTime, NaiveDate, Utc};
 
+use crate::account::us::AccountType;
 use crate::account::{AccountField, PayoutMethod, RailRole, ReceiverAccount};
 use crate::error::PortError;
 use crate::ids::{BatchId, PayoutId, SubaccountId};
@@ -26,8 +27,8 @@ pub struct CreditInstruction {
     /// The account at that bank (account number, IBAN); the recipient's address for
     /// notification-based methods.
     pub account: Secret<String>,
-    /// The account kind (`checking` or `savings`), where the method has one.
-    pub account_kind: Option<String>,
+    /// The account kind (checking or savings), where the method has one.
+    pub account_kind: Option<AccountType>,
     /// Remittance text: the account's description, else the payout's reference, else its note,
     /// else the payout id.
     pub remittance: String,
@@ -44,6 +45,10 @@ pub enum InstructionError {
         /// The role with no value.
         role: RailRole,
     },
+    /// The account's kind is neither checking nor savings (account data that did not come
+    /// through the account checks).
+    #[error("account of payout {0} has an account type that is neither checking nor savings")]
+    AccountKind(PayoutId),
     /// The payout, account and receiver do not belong together.
     #[error("payout {0} does not match its account or receiver")]
     Mismatch(PayoutId),
@@ -76,7 +81,12 @@ impl CreditInstruction {
                 RailRole::ReceivingBank => receiving_bank = Some(Secret::new(value)),
                 RailRole::Account => account_value = Some(Secret::new(value)),
                 RailRole::Address => address = Some(Secret::new(value)),
-                RailRole::AccountKind => account_kind = Some(value),
+                RailRole::AccountKind => {
+                    account_kind = Some(
+                        AccountType::parse(&value)
+                            .map_err(|_| InstructionError::AccountKind(payout.id))?,
+                    );
+                }
                 RailRole::PayeeName => payee_name = Some(value),
                 RailRole::Remittance => description = Some(value),
             }
@@ -204,7 +214,7 @@ mod tests {
             Some(&"011000015".to_owned())
         );
         assert_eq!(built.account.expose(), "123456789");
-        assert_eq!(built.account_kind.as_deref(), Some("savings"));
+        assert_eq!(built.account_kind, Some(AccountType::Savings));
         assert_eq!(
             built.payee_name,
             format!("{} {}", receiver.first_name, receiver.last_name)
@@ -228,6 +238,19 @@ mod tests {
         assert_eq!(
             CreditInstruction::build(&payout, &account, &receiver),
             Err(InstructionError::Mismatch(payout.id))
+        );
+    }
+
+    #[test]
+    fn an_account_kind_that_is_no_kind_is_refused() {
+        let (payout, account, receiver) = parts(vec![
+            (AccountField::RoutingNumber, "011000015"),
+            (AccountField::AccountNumber, "123456789"),
+            (AccountField::AccountType, "brokerage"),
+        ]);
+        assert_eq!(
+            CreditInstruction::build(&payout, &account, &receiver),
+            Err(InstructionError::AccountKind(payout.id))
         );
     }
 

@@ -10,6 +10,7 @@
 
 use std::fmt;
 
+use bank_codes::digits::is_ascii_digits;
 use chrono::{Datelike, NaiveDate};
 use unicode_normalization::UnicodeNormalization;
 
@@ -238,7 +239,7 @@ impl DialCode {
             return Err(DialCodeError::Empty);
         }
         let digits = text.strip_prefix('+').unwrap_or(text);
-        if !is_ascii_digits(digits, 1, 4) {
+        if !is_ascii_digits(digits, 1..=4) {
             return Err(DialCodeError::Invalid);
         }
         Ok(Self(digits.to_owned()))
@@ -254,18 +255,6 @@ impl fmt::Display for DialCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
-}
-
-/// True when `text` is `min..=max` ASCII digits and nothing else.
-fn is_ascii_digits(text: &str, min: usize, max: usize) -> bool {
-    let mut count = 0;
-    for c in text.chars() {
-        if !c.is_ascii_digit() || count == max {
-            return false;
-        }
-        count += 1;
-    }
-    count >= min
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -292,7 +281,7 @@ impl PhoneNumber {
         if text.is_empty() {
             return Err(PhoneNumberError::Empty);
         }
-        if !is_ascii_digits(text, 4, 15) {
+        if !is_ascii_digits(text, 4..=15) {
             return Err(PhoneNumberError::Invalid);
         }
         Ok(Self(text.to_owned()))

@@ -1,4 +1,4 @@
-//! Checkers of bank files written from each format's published layout, used by the test suite
+//! Test oracles: checkers of bank files written from each format's published layout, used by the test suite
 //! (the writers' output must pass; broken files must not) and by `cargo xtask rails-demo` (every
 //! file payoutd sends and every answer the bank simulator writes).
 //!

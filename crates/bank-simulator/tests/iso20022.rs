@@ -3,12 +3,15 @@
 //! `parse_pain002` (the XSD package the tests use ships no pain.002.001.09 schema).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "../../bank-formats/tests/iso20022_common/mod.rs"]
 mod iso20022_common;
 
 use bank_formats::iso20022::{
-    Pain001ReadError, Pain002Version, Pain002WriteError, ReasonCode, ReportDecisions, Status,
-    StatusReason, TransactionDecision, parse_pain002, read_pain001, status_report, write_pain001,
-    write_pain002,
+    Pain002Version, ReasonCode, Status, StatusReason, parse_pain002, write_pain001,
+};
+use bank_simulator::iso20022::{
+    Pain001ReadError, Pain002WriteError, ReportDecisions, TransactionDecision, read_pain001,
+    status_report, write_pain002,
 };
 use chrono::NaiveDate;
 use iso20022_common as common;

@@ -11,7 +11,7 @@
 //!   transactions (`OrgnlInstrId`, `OrgnlEndToEndId`, `TxSts`, `StsRsnInf`); the block's
 //!   `PmtInfSts` is the common status when every transaction of the block has the same one,
 //!   `PART` when some are rejected and others accepted, and left out otherwise.
-//! - [`write_pain002`] writes a [`PaymentStatusReport`] (the type [`super::parse_pain002`]
+//! - [`write_pain002`] writes a [`PaymentStatusReport`] (the type [`bank_formats::iso20022::parse_pain002`]
 //!   returns) as pain.002.001.09 XML, in the element order of the pain.002.001.09 schema:
 //!   `GrpHdr` (`MsgId`, `CreDtTm`), `OrgnlGrpInfAndSts` (`OrgnlMsgId`, `OrgnlMsgNmId`,
 //!   `GrpSts`, `StsRsnInf`), then `OrgnlPmtInfAndSts` (`OrgnlPmtInfId`, `PmtInfSts`,
@@ -26,10 +26,10 @@ use std::collections::{HashMap, HashSet};
 use chrono::{DateTime, NaiveDateTime};
 
 use super::pain001_read::Pain001Summary;
-use super::pain002::{
+use bank_formats::iso20022::xml::Emitter;
+use bank_formats::iso20022::{
     Pain002Version, PaymentInfoStatus, PaymentStatusReport, Status, StatusReason, TransactionStatus,
 };
-use super::xml::Emitter;
 
 /// `Max35Text` identifiers.
 const MAX_ID: usize = 35;

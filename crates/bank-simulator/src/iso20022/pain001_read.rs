@@ -1,10 +1,10 @@
 //! A reader of the few pain.001 fields a bank needs to answer a file with a pain.002 status
 //! report ([`super::pain002_write`]): `GrpHdr/MsgId`, the version from the namespace, and per
 //! payment information block its `PmtInfId` and per transaction its `InstrId`, `EndToEndId` and
-//! `InstdAmt`. Everything else is skipped. It reads the XML as [`super::parse_pain002`] does
+//! `InstdAmt`. Everything else is skipped. It reads the XML as [`bank_formats::iso20022::parse_pain002`] does
 //! (quick-xml, well-formedness checked, elements of other namespaces left out).
 
-use super::pain002::{Node, Pain002Error, read_tree};
+use bank_formats::iso20022::xml::{Node, read_document};
 
 /// The namespace prefix of every pain.001.001 version.
 const NAMESPACE_PREFIX: &str = "urn:iso:std:iso:20022:tech:xsd:pain.001.001.";
@@ -74,10 +74,8 @@ pub enum Pain001ReadError {
 /// # Errors
 /// See [`Pain001ReadError`].
 pub fn read_pain001(bytes: &[u8]) -> Result<Pain001Summary, Pain001ReadError> {
-    let text = std::str::from_utf8(bytes)
-        .map_err(|_| Pain001ReadError::Xml(Pain002Error::NotUtf8.to_string()))?;
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let (namespace, root) = read_tree(text).map_err(|e| Pain001ReadError::Xml(e.to_string()))?;
+    let (namespace, root) =
+        read_document(bytes).map_err(|e| Pain001ReadError::Xml(e.to_string()))?;
     let version = namespace
         .strip_prefix(NAMESPACE_PREFIX)
         .filter(|v| v.len() == 2 && v.bytes().all(|b| b.is_ascii_digit()));

@@ -1,14 +1,12 @@
-//! The bank's side: the return file answering an originated file, as the bank sends it back to
-//! the user (the layout of NAB's direct entry returns file).
+//! The bank's answer to an ABA direct entry file: the return file it sends back to the user
+//! (the layout of NAB's direct entry returns file, written by [`bank_formats::aba::write_return`]).
 
 use std::collections::BTreeMap;
 
+use bank_formats::aba::{
+    AbaFile, DescriptiveRecord, DetailKind, ReturnCode, WriteError, write_return,
+};
 use chrono::{Datelike, NaiveDate};
-
-use super::codes::ReturnCode;
-use super::error::WriteError;
-use super::types::{AbaFile, DescriptiveRecord, DetailKind};
-use super::write::write_records;
 
 /// The bank's decision to return one payment of the originated file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,8 +53,8 @@ pub enum ReturnError {
     Write(#[from] WriteError),
 }
 
-/// The return file answering `original` (an originated file, as [`parse`](super::parse())
-/// read it): the descriptive record of the original with `processing_date` (the day the bank
+/// The return file answering `original` (an originated file, as
+/// [`bank_formats::aba::parse`] read it): the descriptive record of the original with `processing_date` (the day the bank
 /// writes the return file), then one returned detail record (type 2) per decision, in the
 /// original's order, then the file total record.
 ///
@@ -117,17 +115,7 @@ pub fn return_file(
     })
 }
 
-/// Writes a return file ([`return_file`]'s result, or one built by hand): the same record
-/// rules as [`write`](super::write()), with returned detail records (type 2) allowed.
-///
-/// # Errors
-///
-/// The first field that cannot be written.
-pub fn write_return(file: &AbaFile) -> Result<Vec<u8>, WriteError> {
-    write_records(file)
-}
-
-/// [`return_file`] then [`write_return`]: the bytes of the bank's return file.
+/// [`return_file`] then [`bank_formats::aba::write_return`]: the bytes of the bank's return file.
 ///
 /// # Errors
 ///

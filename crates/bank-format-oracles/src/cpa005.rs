@@ -8,7 +8,7 @@
 //! ID and file creation number repeated in every record, every field's position, type
 //! (numeric: digits, right-justified and zero-filled; alphanumeric: left-justified and
 //! blank-filled, upper-case letters, digits, blanks and `-.,/()` only), the Julian dates, the
-//! unused segments (zeros in numeric fields, blanks elsewhere, only after the used ones) and
+//! unused segments (blank, as the standard says, and only after the used ones) and
 //! every trailer total and count. Standard 005 has no hash total.
 
 /// What a file that passes holds.
@@ -169,12 +169,6 @@ fn blank(errors: &mut Vec<String>, place: &str, name: &str, value: &str) {
     }
 }
 
-fn zeros(errors: &mut Vec<String>, place: &str, name: &str, value: &str) {
-    if !value.bytes().all(|b| b == b'0') {
-        errors.push(format!("{place}: {name} is not zeros"));
-    }
-}
-
 fn days_in_year(year: u32) -> u32 {
     if (year.is_multiple_of(4) && !year.is_multiple_of(100)) || year.is_multiple_of(400) {
         366
@@ -234,32 +228,17 @@ fn check_detail(n: usize, t: char, r: &str, summary: &mut Summary, errors: &mut 
         let s = &r[24 + k * SEGMENT..24 + (k + 1) * SEGMENT];
         let place = format!("record {n} ({t}) segment {}", k + 1);
         let place = place.as_str();
-        if at(s, 1, 3) == "000" {
+        // Unused segments are blank (Standard 005); a zero-filled one would read as a
+        // zero-amount transaction to a bank that stops at the first blank segment.
+        if s.bytes().all(|b| b == b' ') {
             used_ended = true;
-            // Unused: zeros in the numeric fields, blanks in the others.
-            for (from, to, name, is_numeric) in [
-                (1, 13, "transaction type and amount", true),
-                (14, 19, "date", true),
-                (20, 28, "institution", true),
-                (29, 40, "account", false),
-                (41, 62, "trace number", true),
-                (63, 65, "stored transaction type", true),
-                (66, 169, "names, user ID, cross reference", false),
-                (170, 178, "institution for returns", true),
-                (
-                    179,
-                    229,
-                    "account for returns, sundry, filler, settlement code",
-                    false,
-                ),
-                (230, 240, "invalid data element ID", true),
-            ] {
-                if is_numeric {
-                    zeros(errors, place, &format!("unused {name}"), at(s, from, to));
-                } else {
-                    blank(errors, place, &format!("unused {name}"), at(s, from, to));
-                }
-            }
+            continue;
+        }
+        if at(s, 1, 13).bytes().all(|b| b == b'0') {
+            used_ended = true;
+            errors.push(format!(
+                "{place}: an unused segment must be blank, not zero-filled"
+            ));
             continue;
         }
         if used_ended {

@@ -1,15 +1,15 @@
-//! The bank's side: the dishonour file answering a direct credit file, as a bank or file agent
-//! that reports dishonoured direct credits by file would send it (payoutd's own layout: BNZ
-//! publishes none). The bank simulator writes it.
+//! The bank's answer to a BNZ IB4B direct credit file: the dishonour file a bank or file agent
+//! that reports dishonoured direct credits by file would send (payoutd's own layout: BNZ
+//! publishes none), written by [`bank_formats::ib4b::write_dishonours`].
 
 use std::collections::HashSet;
 
 use chrono::NaiveDate;
 
-use super::codes::DishonourReason;
-use super::error::WriteError;
-use super::types::{DirectCreditFile, Dishonour, DishonourFile, DishonourHeader};
-use super::write::write_dishonours;
+use bank_formats::ib4b::{
+    DirectCreditFile, Dishonour, DishonourFile, DishonourHeader, DishonourReason, WriteError,
+    write_dishonours,
+};
 
 /// The bank's decision to dishonour one transaction of the direct credit file.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,15 +1,14 @@
-//! The bank's side: the file of returned items a Canadian bank sends back about an origination
-//! file, for a local bank simulator.
+//! The bank's answer to a Standard 005 origination file: the file of returned items a Canadian
+//! bank sends back, written by [`bank_formats::cpa005::write`].
 
 use std::collections::BTreeMap;
 
 use chrono::NaiveDate;
 
-use super::codes::{RecordType, ReturnCode};
-use super::error::WriteError;
-use super::text::is_digits;
-use super::types::{Cpa005File, Header, ReturnDetails};
-use super::write::{WriteOptions, write};
+use bank_codes::digits::is_ascii_digits;
+use bank_formats::cpa005::{
+    Cpa005File, Header, RecordType, ReturnCode, ReturnDetails, WriteError, WriteOptions, write,
+};
 
 /// The bank's decision to return one transaction of the origination file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,7 +78,7 @@ pub fn return_file(
     options: &ReturnFileOptions,
 ) -> Result<Cpa005File, ReturnFileError> {
     let prefix = &options.trace_prefix;
-    if prefix.len() != 9 || !is_digits(prefix) || !prefix.starts_with('0') {
+    if !is_ascii_digits(prefix, 9..=9) || !prefix.starts_with('0') {
         return Err(ReturnFileError::TracePrefix);
     }
     let mut by_item = BTreeMap::new();
