@@ -283,4 +283,25 @@ mod tests {
                 .all(|(kind, was)| kind.total() >= was)
         );
     }
+
+    #[test]
+    fn a_flood_of_refused_callbacks_is_one_line_a_minute() {
+        let capture = Capture::default();
+        let kind = Counted::Callback(CallbackRefusal::Unsigned);
+        tracing::subscriber::with_default(subscriber(None, capture.clone(), true), || {
+            let last = kind.total();
+            for _ in 0..1_000 {
+                crate::partner_callbacks::CallbackRefused::counted(CallbackRefusal::Unsigned);
+            }
+            assert_eq!(captured(&capture), "", "counting writes nothing");
+            // The housekeeping job's minute: one line with the count.
+            let now = kind.log_since(last);
+            assert!(now >= last + 1_000);
+            assert_eq!(kind.log_since(now), now, "nothing new, nothing written");
+        });
+        let text = captured(&capture);
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(text.contains("\"reason\":\"unsigned\""), "{text}");
+        assert!(text.contains("\"level\":\"WARN\""), "{text}");
+    }
 }
