@@ -151,6 +151,23 @@ async fn a_repeated_key_is_refused_naming_it_and_never_read_as_the_last_value() 
             "email",
         ),
         ("/api/receiver", r#"{"x":{"y":1,"y":2}}"#.to_owned(), "x.y"),
+        // Verify reads its body like every other route: never the last of two values.
+        (
+            "/api/receiver-account/verify",
+            format!(
+                r#"{{"subaccount_id":"{}","account_data":{{"bsb":"999999","bsb":"012002"}}}}"#,
+                app.a.subaccount_id
+            ),
+            "account_data.bsb",
+        ),
+        (
+            "/api/receiver-account/verify",
+            format!(
+                r#"{{"subaccount_id":"{}","subaccount_id":"{}","account_data":{{"bsb":"012002"}}}}"#,
+                app.b.subaccount_id, app.a.subaccount_id
+            ),
+            "subaccount_id",
+        ),
     ] {
         let reply = app.post_raw(&app.a, path, body.into_bytes()).await;
         assert_eq!(
