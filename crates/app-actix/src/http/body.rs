@@ -221,16 +221,31 @@ pub fn fields_by_name(
             continue;
         };
         match value {
-            // PostgreSQL text cannot hold NUL, and no field has a use for it.
-            Value::String(s) if s.contains('\0') => errors.push(ErrorCode::Req009, name),
             Value::String(s) => {
-                values.insert(name, s);
+                if let Some(s) = text_value(name, s, errors) {
+                    values.insert(name, s);
+                }
             }
             Value::Null => {}
             _ => errors.push(ErrorCode::Req004, name),
         }
     }
     values
+}
+
+/// A string field's value, or `REQ009` on `name` when it holds NUL: PostgreSQL text cannot hold
+/// it, and no field has a use for it (docs/API.md, Values).
+pub fn text_value(
+    name: &'static str,
+    value: String,
+    errors: &mut ValidationErrors,
+) -> Option<String> {
+    if value.contains('\0') {
+        errors.push(ErrorCode::Req009, name);
+        None
+    } else {
+        Some(value)
+    }
 }
 
 #[cfg(test)]
