@@ -238,8 +238,7 @@ fn api_conventions(path: &str, method: &HttpMethod, operation: &mut Operation) {
     if post {
         parameters.push(header_parameter(
             IDEMPOTENCY_HEADER,
-            "1 to 255 printable ASCII characters without leading or trailing spaces (else \
-             `IDEM201`). A retry with the same key and request replays the first response \
+            "1 to 255 visible ASCII characters, `!` to `~`, without spaces (else `IDEM201`). A retry with the same key and request replays the first response \
              (status below 500) with `idempotent-replayed: true`; the same key with another \
              request is `IDEM002`, while the first still runs `IDEM001` (on \
              `POST /api/payout/single` the key is recorded with the payout, so a retry waits for \
@@ -249,7 +248,7 @@ fn api_conventions(path: &str, method: &HttpMethod, operation: &mut Operation) {
                 .schema_type(Type::String)
                 .min_length(Some(1))
                 .max_length(Some(255))
-                .pattern(Some("^[\\x21-\\x7e]([\\x20-\\x7e]*[\\x21-\\x7e])?$")),
+                .pattern(Some("^[\\x21-\\x7e]+$")),
         ));
         if let Some(RefOr::T(ok)) = operation.responses.responses.get_mut("200") {
             ok.headers.insert(
