@@ -82,7 +82,11 @@ is accepted once per key.
 and request replays the stored response with `idempotent-replayed: true`.
 
 **Values.** `created_at`/`updated_at` are strings of digits (Unix milliseconds); ids are \
-lower-case UUIDs; money is integer minor units.";
+lower-case UUIDs; money is integer minor units.
+
+**HEAD.** Every GET route also answers HEAD exactly as it answers GET (authentication, status, \
+headers), without the body; a v2 signature then signs the method `HEAD`. Other methods a route \
+does not list are 405 `REQ007`.";
 
 /// The document as derived from the annotated handlers, before [`ApiConventions`] and the
 /// receiver-account create routes are added.
