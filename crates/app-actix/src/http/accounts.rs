@@ -63,7 +63,8 @@ pub struct AccountDto<'a> {
     method_name: &'static str,
     reference: &'a str,
     address_data: AddressData<'a>,
-    /// The method's fields; identifiers masked (first three characters, a space and `***`).
+    /// The method's fields; identifiers masked (the first characters, at most three and never
+    /// more than half, a space and `***`).
     #[schema(value_type = AccountDataSchema)]
     account_data: Map<String, Value>,
     #[schema(value_type = AccountStatusName)]
