@@ -6,7 +6,8 @@
 //! **Bounded labels.** A series lives as long as the process, so no label value may come from
 //! what a request sends: every label is a closed list named once here, an enum matched
 //! exhaustively ([`HttpMethod`], [`DeliveryOutcome`], [`PoolState`], payout statuses, callback
-//! refusals) or the route patterns of the route table ([`RoutePattern`]). A method outside the
+//! refusals) or the route patterns of the route tables ([`RoutePattern`], given to
+//! [`Metrics::new`]). A method outside the
 //! list is `OTHER`, a path no route matches `<unmatched>`; the status is the one payoutd (or
 //! actix) answered, never the client's. Whatever arrives, the number of series is bounded.
 
@@ -207,17 +208,10 @@ struct RoutePatterns {
 }
 
 impl RoutePatterns {
-    /// Every pattern of the route tables (sandbox helpers included).
-    fn of_route_tables() -> Self {
-        let mut list = crate::http::RouteList::default();
-        crate::http::route_table(&mut list);
-        crate::http::sandbox_route_table(&mut list);
+    /// The patterns given (those of the route tables: `crate::http::route_patterns`).
+    fn new(patterns: impl IntoIterator<Item = String>) -> Self {
         Self {
-            known: list
-                .0
-                .into_iter()
-                .map(|(_, path)| Arc::from(path))
-                .collect(),
+            known: patterns.into_iter().map(Arc::from).collect(),
             unmatched: RoutePattern(Arc::from(RoutePattern::UNMATCHED)),
         }
     }
@@ -377,15 +371,11 @@ pub struct Metrics {
     callback_refusals: Family<RefusalLabels, Counter>,
 }
 
-impl Default for Metrics {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl Metrics {
-    /// Registers every metric.
-    pub fn new() -> Self {
+    /// Registers every metric; `route_patterns` are the values the `route` label may take
+    /// besides `<unmatched>`: the patterns of the route tables
+    /// (`crate::http::route_patterns()`).
+    pub fn new(route_patterns: impl IntoIterator<Item = String>) -> Self {
         let mut registry = Registry::with_prefix("payoutd");
         let requests = Family::<RequestLabels, Counter>::default();
         registry.register(
@@ -498,7 +488,7 @@ impl Metrics {
         );
         Self {
             registry,
-            routes: RoutePatterns::of_route_tables(),
+            routes: RoutePatterns::new(route_patterns),
             requests,
             latency,
             deliveries,
@@ -677,7 +667,7 @@ mod tests {
 
     #[tokio::test]
     async fn renders_counters_histograms_and_sampled_gauges() {
-        let metrics = Metrics::new();
+        let metrics = Metrics::new(crate::http::route_patterns());
         metrics.observe_request(&Method::GET, Some("/api/payout/{id}"), 200, 0.002);
         metrics.observe_request(&Method::GET, Some("/api/payout/{id}"), 200, 0.004);
         metrics.observe_delivery(Some(&NextStep::Delivered));
@@ -741,7 +731,7 @@ mod tests {
 
     #[tokio::test]
     async fn routes_are_the_route_tables_patterns_and_anything_else_is_unmatched() {
-        let metrics = Metrics::new();
+        let metrics = Metrics::new(crate::http::route_patterns());
         let mut table = crate::http::RouteList::default();
         crate::http::route_table(&mut table);
         for (_, path) in &table.0 {

@@ -180,7 +180,7 @@ impl Shared {
     /// Fresh metrics, buckets and pool list.
     pub fn new(config: &Config) -> Self {
         Self {
-            metrics: Arc::new(Metrics::new()),
+            metrics: Arc::new(Metrics::new(http::route_patterns())),
             rate_limit: Arc::new(http::rate_limit::ApiKeyLimiter::new(
                 config.rate_limit.0,
                 config.rate_limit.1,

@@ -291,7 +291,7 @@ mod tests {
         tracing::subscriber::with_default(subscriber(None, capture.clone(), true), || {
             let last = kind.total();
             for _ in 0..1_000 {
-                crate::partner_callbacks::CallbackRefused::counted(CallbackRefusal::Unsigned);
+                kind.count();
             }
             assert_eq!(captured(&capture), "", "counting writes nothing");
             // The housekeeping job's minute: one line with the count.

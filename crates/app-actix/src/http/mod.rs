@@ -114,6 +114,15 @@ impl RouteTable for RouteList {
     }
 }
 
+/// The path patterns of every route, in every mode (sandbox helpers included): the values of
+/// the metrics' `route` label.
+pub fn route_patterns() -> Vec<String> {
+    let mut list = RouteList::default();
+    route_table(&mut list);
+    sandbox_route_table(&mut list);
+    list.0.into_iter().map(|(_, path)| path).collect()
+}
+
 /// The routes served in every mode. Order matters where patterns overlap: literal paths come
 /// before the patterns that would also match them.
 pub fn route_table(t: &mut impl RouteTable) {
