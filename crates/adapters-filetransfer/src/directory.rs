@@ -5,6 +5,7 @@
 use std::{
     fs::{self, File, OpenOptions},
     io::{self, ErrorKind, Write},
+    os::unix::fs::{OpenOptionsExt, PermissionsExt},
     path::{Path, PathBuf},
 };
 
@@ -17,6 +18,10 @@ use domain::{
 
 use crate::names;
 
+/// The mode of every file payoutd writes into a drop: read and write for its own user only.
+/// Bank files carry account numbers and names in clear.
+pub const FILE_MODE: u32 = 0o600;
+
 /// The file drop as local directories: `outbound` holds what payoutd uploads, `inbound` what
 /// the bank sends back.
 ///
@@ -27,8 +32,12 @@ use crate::names;
 /// sees half a file, as long as it skips dot files, which every agent can be told to do.
 /// Uploads of one name must not run concurrently (they share the temporary file).
 ///
-/// The directories are not checked when the transport is built: a missing directory (say, a
-/// mount not there yet) makes each call fail with `PortError::Unavailable`.
+/// Every file is written [`FILE_MODE`] (0600) whatever the process umask, so the file-transfer
+/// agent that moves them must run as payoutd's user (or as root).
+///
+/// The directories are not checked when the transport is built, and never created: a missing
+/// directory (say, a mount not there yet) makes each call fail with `PortError::Unavailable`,
+/// rather than bank files landing on the local disk under the mount point.
 #[derive(Debug, Clone)]
 pub struct DirectoryTransport {
     outbound: PathBuf,
@@ -181,13 +190,20 @@ pub(crate) fn different(target: &str) -> PortError {
 
 /// Writes `bytes` to a new file at `path` and fsyncs it. What a crashed upload left there is
 /// removed first, and the file is created exclusively, so a link planted under the temporary
-/// name is never followed.
+/// name is never followed. The file is [`FILE_MODE`] whatever the process umask: created with
+/// it (so it is never readable by others, even for a moment), then set to it exactly (a umask
+/// can only take bits away).
 fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
     match fs::remove_file(path) {
         Err(err) if err.kind() != ErrorKind::NotFound => return Err(err),
         _ => {}
     }
-    let mut file = OpenOptions::new().write(true).create_new(true).open(path)?;
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(FILE_MODE)
+        .open(path)?;
+    file.set_permissions(fs::Permissions::from_mode(FILE_MODE))?;
     file.write_all(bytes)?;
     file.sync_all()
 }

@@ -20,7 +20,7 @@ mod names;
 mod partner_api;
 mod sftp;
 
-pub use directory::DirectoryTransport;
+pub use directory::{DirectoryTransport, FILE_MODE};
 pub use partner_api::{
     DEFAULT_MAX_PAGES, DEFAULT_MAX_RESPONSE_BYTES, PartnerApiConfigError, PartnerApiSettings,
     PartnerApiTransport,

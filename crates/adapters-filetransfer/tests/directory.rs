@@ -26,6 +26,12 @@ async fn upload_lands_whole() {
 }
 
 #[tokio::test]
+async fn uploads_are_readable_by_their_owner_only() {
+    let (_dir, bank, transport) = drop_dirs();
+    behaviour::uploads_are_readable_by_their_owner_only(&transport, &bank).await;
+}
+
+#[tokio::test]
 async fn retried_upload_is_already_there() {
     let (_dir, bank, transport) = drop_dirs();
     behaviour::retried_upload_is_already_there(&transport, &bank).await;

@@ -39,6 +39,12 @@ async fn upload_lands_whole() {
 }
 
 #[tokio::test]
+async fn uploads_are_readable_by_their_owner_only() {
+    let sshd = Sshd::start();
+    behaviour::uploads_are_readable_by_their_owner_only(&transport(&sshd), &sshd.bank).await;
+}
+
+#[tokio::test]
 async fn retried_upload_is_already_there() {
     let sshd = Sshd::start();
     behaviour::retried_upload_is_already_there(&transport(&sshd), &sshd.bank).await;

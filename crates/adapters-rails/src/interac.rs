@@ -168,7 +168,10 @@ impl InteracWriter {
 
 /// The partner's pushed status reports are verified by the protocol's own check (signature,
 /// freshness, shape) before the application's callback route applies them.
-pub use bank_formats::interac::{CallbackError, verify_callback};
+pub use bank_formats::interac::{
+    CallbackError, CallbackHead, SIGNATURE_HEADER, SignatureError, check_callback_head,
+    verify_callback,
+};
 
 /// The payment id of a payout: its id in 32 hex digits.
 pub fn payment_id(instruction: &CreditInstruction) -> String {

@@ -154,6 +154,25 @@ impl ForbiddenRange {
         matches!(self, Self::Unspecified | Self::Broadcast | Self::Multicast)
     }
 
+    /// Whether the range is a network's own space, where a receiver of a local setup would
+    /// be (loopback, private, link-local, shared CGNAT): the ranges that `allow_private` is
+    /// for. Documentation, benchmarking, reserved and the like are refused for being nobody's
+    /// receiver, not for being private.
+    pub const fn is_private_network(self) -> bool {
+        match self {
+            Self::Loopback | Self::Private | Self::LinkLocal | Self::SharedCgnat => true,
+            Self::Unspecified
+            | Self::Broadcast
+            | Self::Multicast
+            | Self::ProtocolAssignments
+            | Self::Documentation
+            | Self::Benchmarking
+            | Self::Reserved
+            | Self::Deprecated
+            | Self::Nat64LocalUse => false,
+        }
+    }
+
     /// "a" or "an", for the range's name.
     const fn article(self) -> &'static str {
         match self {

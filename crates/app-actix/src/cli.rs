@@ -454,15 +454,25 @@ fn check_webhook_target(url: &str) -> anyhow::Result<()> {
     let allow_private = crate::config::webhook_targets_may_be_private()?;
     adapters_webhook::guard::check_url(url.trim(), allow_private)
         .map(drop)
-        .map_err(|e| match e {
-            adapters_webhook::guard::TargetRefused::ForbiddenAddress { .. } if !allow_private => {
-                anyhow::anyhow!(
-                    "invalid --url: {e} (private and loopback receivers are allowed only with \
-                     PAYOUT_WEBHOOK_ALLOW_PRIVATE=true, the default in sandbox mode)"
-                )
-            }
-            e => anyhow::anyhow!("invalid --url: {e}"),
-        })
+        .map_err(|e| anyhow::anyhow!("{}", refused_target(&e, allow_private)))
+}
+
+/// The message of a refused postback URL: the guard's, with the hint to allow private targets
+/// only where that would let a local receiver in (not for multicast, reserved, unspecified or
+/// documentation addresses, which no setting makes a receiver of a local setup).
+fn refused_target(e: &adapters_webhook::guard::TargetRefused, allow_private: bool) -> String {
+    use adapters_webhook::guard::TargetRefused;
+    match e {
+        TargetRefused::ForbiddenAddress { range, .. }
+            if !allow_private && range.is_private_network() =>
+        {
+            format!(
+                "invalid --url: {e} (private and loopback receivers are allowed only with \
+                 PAYOUT_WEBHOOK_ALLOW_PRIVATE=true, the default in sandbox mode)"
+            )
+        }
+        e => format!("invalid --url: {e}"),
+    }
 }
 
 /// Creates the subaccount; with a postback URL, also issues its webhook signing secret (a URL

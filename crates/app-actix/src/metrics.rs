@@ -2,20 +2,36 @@
 //! requests by route and status with a latency histogram, webhook delivery outcomes, batch job
 //! passes, and, sampled at scrape time, the database pool, the outbox backlog and payouts by
 //! status.
+//!
+//! **Bounded labels.** A series lives as long as the process, so no label value may come from
+//! what a request sends: every label is a closed list named once here, an enum matched
+//! exhaustively ([`HttpMethod`], [`DeliveryOutcome`], [`PoolState`], payout statuses, callback
+//! refusals) or the route patterns of the route tables ([`RoutePattern`], given to
+//! [`Metrics::new`]). A method outside the
+//! list is `OTHER`, a path no route matches `<unmatched>`; the status is the one payoutd (or
+//! actix) answered, never the client's. Whatever arrives, the number of series is bounded.
 
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use actix_web::http::Method;
 use async_trait::async_trait;
 use domain::PortError;
 use domain::batch::runner::RunnerPass;
 use domain::delivery::NextStep;
 use domain::payout::PayoutStatus;
 use domain::rail::inbound::InboundPass;
-use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+use strum::VariantArray;
+
+use crate::telemetry::{CallbackRefusal, Counted};
 
 /// What a scrape reads from the outside: the pool and a few counts.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -94,32 +110,233 @@ impl Sampler for StoreSampler {
     }
 }
 
+/// A label value from a closed list: each value's text is given once, by `as_str`.
+macro_rules! closed_label_value {
+    ($($kind:ty),+ $(,)?) => {$(
+        impl EncodeLabelValue for $kind {
+            fn encode(&self, encoder: &mut LabelValueEncoder) -> Result<(), std::fmt::Error> {
+                std::fmt::Write::write_str(encoder, self.as_str())
+            }
+        }
+    )+};
+}
+
+closed_label_value!(
+    HttpMethod,
+    RoutePattern,
+    DeliveryOutcome,
+    PoolState,
+    PayoutStatusLabel,
+    CallbackRefusal
+);
+
+/// The `method` label: the methods of HTTP/1.1 (RFC 9110, and PATCH), every other token
+/// `OTHER`.
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, VariantArray)]
+pub enum HttpMethod {
+    /// `GET`.
+    Get,
+    /// `HEAD`.
+    Head,
+    /// `POST`.
+    Post,
+    /// `PUT`.
+    Put,
+    /// `PATCH`.
+    Patch,
+    /// `DELETE`.
+    Delete,
+    /// `OPTIONS`.
+    Options,
+    /// `CONNECT`.
+    Connect,
+    /// `TRACE`.
+    Trace,
+    /// Any other method token.
+    Other,
+}
+
+impl HttpMethod {
+    /// Every value.
+    pub const ALL: &'static [HttpMethod] = Self::VARIANTS;
+
+    /// The label value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            HttpMethod::Get => "GET",
+            HttpMethod::Head => "HEAD",
+            HttpMethod::Post => "POST",
+            HttpMethod::Put => "PUT",
+            HttpMethod::Patch => "PATCH",
+            HttpMethod::Delete => "DELETE",
+            HttpMethod::Options => "OPTIONS",
+            HttpMethod::Connect => "CONNECT",
+            HttpMethod::Trace => "TRACE",
+            HttpMethod::Other => "OTHER",
+        }
+    }
+
+    /// The value of a request's method.
+    pub fn of(method: &Method) -> Self {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|known| *known != HttpMethod::Other && known.as_str() == method.as_str())
+            .unwrap_or(HttpMethod::Other)
+    }
+}
+
+/// The `route` label: a route pattern of the route table (`/api/receiver/{id}`), or
+/// [`RoutePattern::UNMATCHED`].
+#[derive(Debug, Clone, Hash, PartialEq, Eq)]
+pub struct RoutePattern(Arc<str>);
+
+impl RoutePattern {
+    /// The value of a request no route matched.
+    pub const UNMATCHED: &'static str = "<unmatched>";
+
+    fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// The route patterns a `route` label may hold: those of the route tables, and
+/// [`RoutePattern::UNMATCHED`].
+struct RoutePatterns {
+    known: HashSet<Arc<str>>,
+    unmatched: RoutePattern,
+}
+
+impl RoutePatterns {
+    /// The patterns given (those of the route tables: `crate::http::route_patterns`).
+    fn new(patterns: impl IntoIterator<Item = String>) -> Self {
+        Self {
+            known: patterns.into_iter().map(Arc::from).collect(),
+            unmatched: RoutePattern(Arc::from(RoutePattern::UNMATCHED)),
+        }
+    }
+
+    /// The label for the pattern a request matched, if any.
+    fn label(&self, pattern: Option<&str>) -> RoutePattern {
+        pattern
+            .and_then(|pattern| self.known.get(pattern))
+            .map_or_else(
+                || self.unmatched.clone(),
+                |known| RoutePattern(known.clone()),
+            )
+    }
+}
+
+/// The `outcome` label of `webhook_attempts_total`: what became of an attempt.
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, VariantArray)]
+pub enum DeliveryOutcome {
+    /// The endpoint took it.
+    Delivered,
+    /// It failed and will be tried again.
+    Retry,
+    /// It failed for the last time.
+    Exhausted,
+    /// The endpoint was disabled.
+    EndpointDisabled,
+    /// Another worker recorded the event first.
+    Superseded,
+    /// Its result could not be recorded.
+    Error,
+}
+
+impl DeliveryOutcome {
+    /// Every value.
+    pub const ALL: &'static [DeliveryOutcome] = Self::VARIANTS;
+
+    /// The label value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            DeliveryOutcome::Delivered => "delivered",
+            DeliveryOutcome::Retry => "retry",
+            DeliveryOutcome::Exhausted => "exhausted",
+            DeliveryOutcome::EndpointDisabled => "endpoint_disabled",
+            DeliveryOutcome::Superseded => "superseded",
+            DeliveryOutcome::Error => "error",
+        }
+    }
+}
+
+/// The `state` label of `db_pool_connections`.
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, VariantArray)]
+pub enum PoolState {
+    /// Lent to a request or job.
+    InUse,
+    /// Open and waiting in the pool.
+    Idle,
+}
+
+impl PoolState {
+    /// Every value.
+    pub const ALL: &'static [PoolState] = Self::VARIANTS;
+
+    /// The label value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            PoolState::InUse => "in_use",
+            PoolState::Idle => "idle",
+        }
+    }
+}
+
+/// The `status` label of `payouts`: a payout status.
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
+struct PayoutStatusLabel(PayoutStatus);
+
+impl PayoutStatusLabel {
+    const fn as_str(self) -> &'static str {
+        self.0.as_str()
+    }
+}
+
+/// The values of a closed list, for a metric's help text: `(a, b, c)`.
+fn listed<T: Copy>(all: &[T], name: impl Fn(T) -> &'static str) -> String {
+    let names: Vec<_> = all.iter().map(|value| name(*value)).collect();
+    format!("({})", names.join(", "))
+}
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
-    method: String,
-    route: String,
+    method: HttpMethod,
+    route: RoutePattern,
+    /// The status answered: chosen by payoutd or actix, never by the client.
     status: u16,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RouteLabels {
-    method: String,
-    route: String,
+    method: HttpMethod,
+    route: RoutePattern,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DeliveryLabels {
+    outcome: DeliveryOutcome,
+}
+
+/// An outcome named by a string literal of this module (`&'static str`: never a request's).
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabels {
-    outcome: String,
+    outcome: &'static str,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StateLabels {
-    state: String,
+    state: PoolState,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StatusLabels {
-    status: String,
+    status: PayoutStatusLabel,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RefusalLabels {
+    reason: CallbackRefusal,
 }
 
 fn latency_histogram() -> Histogram {
@@ -134,9 +351,10 @@ type LatencyFamily = Family<RouteLabels, Histogram, fn() -> Histogram>;
 /// Every metric of the process.
 pub struct Metrics {
     registry: Registry,
+    routes: RoutePatterns,
     requests: Family<RequestLabels, Counter>,
     latency: LatencyFamily,
-    deliveries: Family<OutcomeLabels, Counter>,
+    deliveries: Family<DeliveryLabels, Counter>,
     batch_passes: Counter,
     batches_closed: Counter,
     batches_submitted: Counter,
@@ -150,17 +368,14 @@ pub struct Metrics {
     payouts: Family<StatusLabels, Gauge>,
     scrape_failures: Counter,
     connection_errors: Counter,
-}
-
-impl Default for Metrics {
-    fn default() -> Self {
-        Self::new()
-    }
+    callback_refusals: Family<RefusalLabels, Counter>,
 }
 
 impl Metrics {
-    /// Registers every metric.
-    pub fn new() -> Self {
+    /// Registers every metric; `route_patterns` are the values the `route` label may take
+    /// besides `<unmatched>`: the patterns of the route tables
+    /// (`crate::http::route_patterns()`).
+    pub fn new(route_patterns: impl IntoIterator<Item = String>) -> Self {
         let mut registry = Registry::with_prefix("payoutd");
         let requests = Family::<RequestLabels, Counter>::default();
         registry.register(
@@ -174,10 +389,13 @@ impl Metrics {
             "HTTP request latency, by method and route",
             latency.clone(),
         );
-        let deliveries = Family::<OutcomeLabels, Counter>::default();
+        let deliveries = Family::<DeliveryLabels, Counter>::default();
         registry.register(
             "webhook_attempts",
-            "Webhook delivery attempts recorded, by outcome (delivered, retry, exhausted, endpoint_disabled, superseded, error)",
+            format!(
+                "Webhook delivery attempts recorded, by outcome {}",
+                listed(DeliveryOutcome::ALL, DeliveryOutcome::as_str)
+            ),
             deliveries.clone(),
         );
         let batch_passes = Counter::default();
@@ -221,7 +439,10 @@ impl Metrics {
         let pool = Family::<StateLabels, Gauge>::default();
         registry.register(
             "db_pool_connections",
-            "Database connections of this process, by state (in_use, idle)",
+            format!(
+                "Database connections of this process, by state {}",
+                listed(PoolState::ALL, PoolState::as_str)
+            ),
             pool.clone(),
         );
         let pool_waiting = Gauge::default();
@@ -255,8 +476,19 @@ impl Metrics {
              a connection error, answered 400/431 before any handler (this process)",
             connection_errors.clone(),
         );
+        let callback_refusals = Family::<RefusalLabels, Counter>::default();
+        registry.register(
+            "rail_callback_refusals",
+            format!(
+                "Partner callbacks refused before their signature was verified (this process), \
+                 by reason {}",
+                listed(CallbackRefusal::ALL, CallbackRefusal::as_str)
+            ),
+            callback_refusals.clone(),
+        );
         Self {
             registry,
+            routes: RoutePatterns::new(route_patterns),
             requests,
             latency,
             deliveries,
@@ -273,60 +505,59 @@ impl Metrics {
             payouts,
             scrape_failures,
             connection_errors,
+            callback_refusals,
         }
     }
 
-    /// Counts one answered request.
-    pub fn observe_request(&self, method: &str, route: &str, status: u16, seconds: f64) {
+    /// Counts one answered request: its method, the route pattern it matched (`None`: no
+    /// route), the status answered and the time taken.
+    pub fn observe_request(&self, method: &Method, route: Option<&str>, status: u16, seconds: f64) {
+        let method = HttpMethod::of(method);
+        let route = self.routes.label(route);
+        self.latency
+            .get_or_create(&RouteLabels {
+                method,
+                route: route.clone(),
+            })
+            .observe(seconds);
         self.requests
             .get_or_create(&RequestLabels {
-                method: method.to_owned(),
-                route: route.to_owned(),
+                method,
+                route,
                 status,
             })
             .inc();
-        self.latency
-            .get_or_create(&RouteLabels {
-                method: method.to_owned(),
-                route: route.to_owned(),
-            })
-            .observe(seconds);
     }
 
     /// Counts one webhook attempt by what happened next (`None`: superseded by another worker).
     pub fn observe_delivery(&self, next: Option<&NextStep>) {
-        let outcome = match next {
-            Some(NextStep::Delivered) => "delivered",
-            Some(NextStep::RetryAt(_)) => "retry",
-            Some(NextStep::Exhausted) => "exhausted",
-            Some(NextStep::DisableEndpoint) => "endpoint_disabled",
-            None => "superseded",
-        };
-        self.count_delivery(outcome);
+        self.count_delivery(match next {
+            Some(NextStep::Delivered) => DeliveryOutcome::Delivered,
+            Some(NextStep::RetryAt(_)) => DeliveryOutcome::Retry,
+            Some(NextStep::Exhausted) => DeliveryOutcome::Exhausted,
+            Some(NextStep::DisableEndpoint) => DeliveryOutcome::EndpointDisabled,
+            None => DeliveryOutcome::Superseded,
+        });
     }
 
     /// Counts one webhook attempt whose recording failed.
     pub fn observe_delivery_error(&self) {
-        self.count_delivery("error");
+        self.count_delivery(DeliveryOutcome::Error);
     }
 
-    fn count_delivery(&self, outcome: &str) {
+    fn count_delivery(&self, outcome: DeliveryOutcome) {
         self.deliveries
-            .get_or_create(&OutcomeLabels {
-                outcome: outcome.to_owned(),
-            })
+            .get_or_create(&DeliveryLabels { outcome })
             .inc();
     }
 
     /// Counts what a poll of the inbound bank files did.
     pub fn observe_inbound_pass(&self, pass: &InboundPass) {
         let wide = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
-        let count = |family: &Family<OutcomeLabels, Counter>, outcome: &str, n: usize| {
+        let count = |family: &Family<OutcomeLabels, Counter>, outcome: &'static str, n: usize| {
             if n > 0 {
                 family
-                    .get_or_create(&OutcomeLabels {
-                        outcome: outcome.to_owned(),
-                    })
+                    .get_or_create(&OutcomeLabels { outcome })
                     .inc_by(wide(n));
             }
         };
@@ -369,10 +600,22 @@ impl Metrics {
                 self.scrape_failures.inc();
             }
         }
-        let counted = crate::telemetry::connection_errors();
-        let shown = self.connection_errors.get();
-        if counted > shown {
-            self.connection_errors.inc_by(counted - shown);
+        for &kind in Counted::ALL {
+            let total = kind.total();
+            // `fetch_max`: two scrapes at once never count an event twice.
+            match kind {
+                Counted::ConnectionError => {
+                    self.connection_errors
+                        .inner()
+                        .fetch_max(total, Ordering::Relaxed);
+                }
+                Counted::Callback(reason) => {
+                    self.callback_refusals
+                        .get_or_create(&RefusalLabels { reason })
+                        .inner()
+                        .fetch_max(total, Ordering::Relaxed);
+                }
+            }
         }
         let mut text = String::new();
         if encode(&mut text, &self.registry).is_err() {
@@ -382,15 +625,13 @@ impl Metrics {
     }
 
     fn apply(&self, sample: &Sample) {
-        let state = |s: &str| StateLabels {
-            state: s.to_owned(),
-        };
-        self.pool
-            .get_or_create(&state("in_use"))
-            .set(sample.pool_size.saturating_sub(sample.pool_idle).max(0));
-        self.pool
-            .get_or_create(&state("idle"))
-            .set(sample.pool_idle);
+        for &state in PoolState::ALL {
+            let count = match state {
+                PoolState::InUse => sample.pool_size.saturating_sub(sample.pool_idle).max(0),
+                PoolState::Idle => sample.pool_idle,
+            };
+            self.pool.get_or_create(&StateLabels { state }).set(count);
+        }
         self.pool_waiting.set(sample.pool_waiting);
         self.outbox_pending.set(sample.outbox_pending);
         for &status in PayoutStatus::ALL {
@@ -401,7 +642,7 @@ impl Metrics {
                 .map_or(0, |(_, n)| *n);
             self.payouts
                 .get_or_create(&StatusLabels {
-                    status: status.as_str().to_owned(),
+                    status: PayoutStatusLabel(status),
                 })
                 .set(count);
         }
@@ -409,6 +650,7 @@ impl Metrics {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -425,9 +667,9 @@ mod tests {
 
     #[tokio::test]
     async fn renders_counters_histograms_and_sampled_gauges() {
-        let metrics = Metrics::new();
-        metrics.observe_request("GET", "/api/payout/{id}", 200, 0.002);
-        metrics.observe_request("GET", "/api/payout/{id}", 200, 0.004);
+        let metrics = Metrics::new(crate::http::route_patterns());
+        metrics.observe_request(&Method::GET, Some("/api/payout/{id}"), 200, 0.002);
+        metrics.observe_request(&Method::GET, Some("/api/payout/{id}"), 200, 0.004);
         metrics.observe_delivery(Some(&NextStep::Delivered));
         metrics.observe_batch_pass(&RunnerPass {
             closed: 2,
@@ -472,5 +714,56 @@ mod tests {
         let text = metrics.render(&Fixed(Err(()))).await;
         assert!(text.contains("payoutd_outbox_pending_events 7"));
         assert!(text.contains("payoutd_scrape_sample_failures_total 1"));
+    }
+
+    #[test]
+    fn methods_outside_the_list_are_other_and_the_rest_are_themselves() {
+        for &method in HttpMethod::ALL {
+            let parsed = Method::from_bytes(method.as_str().as_bytes()).unwrap();
+            // `OTHER` too: a method of that name is no method of the list.
+            assert_eq!(HttpMethod::of(&parsed), method, "{method:?}");
+        }
+        for token in ["XFOO", "get", "PROPFIND", "M-SEARCH"] {
+            let method = Method::from_bytes(token.as_bytes()).unwrap();
+            assert_eq!(HttpMethod::of(&method), HttpMethod::Other, "{token}");
+        }
+    }
+
+    #[tokio::test]
+    async fn routes_are_the_route_tables_patterns_and_anything_else_is_unmatched() {
+        let metrics = Metrics::new(crate::http::route_patterns());
+        let mut table = crate::http::RouteList::default();
+        crate::http::route_table(&mut table);
+        for (_, path) in &table.0 {
+            assert_eq!(metrics.routes.label(Some(path)).as_str(), path.as_str());
+        }
+        for unknown in [Some("/api/receiver/123"), Some("/{tail}*"), None] {
+            assert_eq!(
+                metrics.routes.label(unknown).as_str(),
+                RoutePattern::UNMATCHED
+            );
+        }
+        for n in 0..100 {
+            let method = Method::from_bytes(format!("X{n}").as_bytes()).unwrap();
+            metrics.observe_request(&method, Some(&format!("/x/{n}")), 404, 0.001);
+        }
+        metrics.observe_delivery_error();
+        let text = metrics.render(&Fixed(Err(()))).await;
+        let series = text
+            .lines()
+            .filter(|line| line.starts_with("payoutd_http_requests_total{"))
+            .collect::<Vec<_>>();
+        assert_eq!(
+            series,
+            [
+                "payoutd_http_requests_total{method=\"OTHER\",route=\"<unmatched>\",status=\"404\"} 100"
+            ]
+        );
+        assert!(
+            text.contains(
+                "by outcome (delivered, retry, exhausted, endpoint_disabled, superseded, error)"
+            ),
+            "{text}"
+        );
     }
 }

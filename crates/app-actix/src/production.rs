@@ -208,13 +208,15 @@ impl Production {
     }
 
     /// The callback route's wiring when `cad/digital` is paid through a partner's API: its
-    /// reports' processor (the same as polling's) and the partner's shared secret.
+    /// reports' processor (the same as polling's), the partner's shared secret, and the
+    /// process's `readers` of callback bodies.
     pub fn partner_callbacks<S>(
         &self,
         store: Arc<S>,
         runner: Arc<BatchRunner>,
         clock: Arc<dyn Clock>,
         ids: Arc<dyn IdGenerator>,
+        readers: Arc<tokio::sync::Semaphore>,
     ) -> Option<RailCallbacks>
     where
         S: RailFileStore + InboundStore + PayoutStore + 'static,
@@ -242,6 +244,7 @@ impl Production {
             api.settings.shared_secret.clone(),
             api.settings.signature_tolerance_seconds,
             clock,
+            readers,
         ))
     }
 

@@ -156,8 +156,8 @@ impl Sandbox {
     }
 }
 
-/// What every HTTP worker's state shares: metrics, the rate limiter's buckets and the pools to
-/// report.
+/// What every HTTP worker's state shares: metrics, the rate limiter's buckets, the pools to
+/// report and the readers of partner callbacks.
 #[derive(Clone)]
 pub struct Shared {
     /// The process's metrics.
@@ -172,13 +172,15 @@ pub struct Shared {
     /// The groups of create-payout requests every worker's store writes through (`None`:
     /// group commit is off, `PAYOUT_GROUP_COMMIT_MAX=1`).
     pub payout_groups: Option<Arc<adapters_postgres::PayoutGroups>>,
+    /// The readers of partner callback bodies (one cap per process, not per worker).
+    pub callback_readers: Arc<tokio::sync::Semaphore>,
 }
 
 impl Shared {
     /// Fresh metrics, buckets and pool list.
     pub fn new(config: &Config) -> Self {
         Self {
-            metrics: Arc::new(Metrics::new()),
+            metrics: Arc::new(Metrics::new(http::route_patterns())),
             rate_limit: Arc::new(http::rate_limit::ApiKeyLimiter::new(
                 config.rate_limit.0,
                 config.rate_limit.1,
@@ -190,6 +192,7 @@ impl Shared {
             )),
             payout_groups: (config.group_commit.max_group > 1)
                 .then(|| adapters_postgres::PayoutGroups::new(config.group_commit)),
+            callback_readers: crate::partner_callbacks::callback_readers(),
         }
     }
 }
@@ -248,7 +251,13 @@ pub fn build_state(
     ));
     let rail_callbacks = match world {
         World::Production(production) => production
-            .partner_callbacks(store.clone(), batches.clone(), clock.clone(), ids.clone())
+            .partner_callbacks(
+                store.clone(),
+                batches.clone(),
+                clock.clone(),
+                ids.clone(),
+                shared.callback_readers.clone(),
+            )
             .map(Arc::new),
         World::Sandbox(_) => None,
     };

@@ -4,17 +4,25 @@
 //! time it took (`time.busy`, `time.idle`): the store and use-case spans (`debug`) then show
 //! where a request spent its time. At `info` nothing more is logged.
 //!
-//! **Connection errors.** actix answers a request it cannot parse (bad framing, both
-//! `Content-Length` and `Transfer-Encoding`, an oversized head) with a bare 400 or 431 before
-//! any handler runs, and logs the closed connection at ERROR (`actix_http::h1`). An
-//! unauthenticated client could fill the error log that way, so those events are **counted**
-//! (`payoutd_http_connection_errors_total`) instead of written, and the housekeeping job logs
-//! one WARN line a minute with how many there were. Naming `actix_http` in `RUST_LOG` writes
-//! them again.
+//! **Events anyone can cause, counted not written** ([`Counted`]). A client without any
+//! credential can cause some events as often as it likes; a log line for each would let it fill
+//! the log. Those events are **counted** instead, shown in `/metrics`, and the housekeeping job
+//! logs one WARN line a minute per kind with how many there were:
+//!
+//! - connection errors: actix answers a request it cannot parse (bad framing, both
+//!   `Content-Length` and `Transfer-Encoding`, an oversized head) with a bare 400 or 431 before
+//!   any handler runs, and logs the closed connection at ERROR (`actix_http::h1`); those events
+//!   are counted (`payoutd_http_connection_errors_total`) instead of written. Naming
+//!   `actix_http` in `RUST_LOG` writes them again;
+//! - partner callbacks refused before their signature is verified (no or a malformed signature
+//!   header, a stale one, a body too long, too many at once, a signature that does not match):
+//!   `payoutd_rail_callback_refusals_total{reason}`.
 
 use std::io::IsTerminal;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use strum::VariantArray;
 
 use tracing::Subscriber;
 use tracing_subscriber::Layer;
@@ -27,11 +35,117 @@ use tracing_subscriber::util::SubscriberInitExt;
 /// The target of actix's HTTP/1 connection handling.
 const ACTIX_H1: &str = "actix_http::h1";
 
-static CONNECTION_ERRORS: AtomicU64 = AtomicU64::new(0);
+/// Why a partner callback was refused before its signature was verified: what anyone can
+/// send, so counted rather than logged (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, VariantArray)]
+pub enum CallbackRefusal {
+    /// No `X-Partner-Signature` header.
+    Unsigned,
+    /// A signature header that is not `t=<seconds>,v1=<hex>`.
+    MalformedSignature,
+    /// A signature dated further from payoutd's clock than the tolerance, either way.
+    StaleSignature,
+    /// A body longer than a callback may be.
+    TooLarge,
+    /// More callbacks being read than the cap allows.
+    Busy,
+    /// A signature that does not match the body.
+    BadSignature,
+}
 
-/// Connections actix closed on an error (see the module docs), since the process started.
-pub fn connection_errors() -> u64 {
-    CONNECTION_ERRORS.load(Ordering::Relaxed)
+impl CallbackRefusal {
+    /// Every reason.
+    pub const ALL: &'static [CallbackRefusal] = Self::VARIANTS;
+
+    /// Its name: the `reason` label and the word in the log line.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            CallbackRefusal::Unsigned => "unsigned",
+            CallbackRefusal::MalformedSignature => "malformed_signature",
+            CallbackRefusal::StaleSignature => "stale_signature",
+            CallbackRefusal::TooLarge => "too_large",
+            CallbackRefusal::Busy => "busy",
+            CallbackRefusal::BadSignature => "bad_signature",
+        }
+    }
+
+    const fn index(self) -> usize {
+        match self {
+            CallbackRefusal::Unsigned => 0,
+            CallbackRefusal::MalformedSignature => 1,
+            CallbackRefusal::StaleSignature => 2,
+            CallbackRefusal::TooLarge => 3,
+            CallbackRefusal::Busy => 4,
+            CallbackRefusal::BadSignature => 5,
+        }
+    }
+}
+
+/// An event counted instead of written (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Counted {
+    /// A connection actix closed on a malformed request or a connection error.
+    ConnectionError,
+    /// A partner callback refused before its signature was verified.
+    Callback(CallbackRefusal),
+}
+
+const CALLBACK_REFUSALS: usize = CallbackRefusal::ALL.len();
+
+static CONNECTION_ERRORS: AtomicU64 = AtomicU64::new(0);
+static CALLBACKS_REFUSED: [AtomicU64; CALLBACK_REFUSALS] =
+    [const { AtomicU64::new(0) }; CALLBACK_REFUSALS];
+
+impl Counted {
+    /// Every kind.
+    pub const ALL: &'static [Counted] = &[
+        Counted::ConnectionError,
+        Counted::Callback(CallbackRefusal::Unsigned),
+        Counted::Callback(CallbackRefusal::MalformedSignature),
+        Counted::Callback(CallbackRefusal::StaleSignature),
+        Counted::Callback(CallbackRefusal::TooLarge),
+        Counted::Callback(CallbackRefusal::Busy),
+        Counted::Callback(CallbackRefusal::BadSignature),
+    ];
+
+    fn counter(self) -> &'static AtomicU64 {
+        match self {
+            Counted::ConnectionError => &CONNECTION_ERRORS,
+            Counted::Callback(reason) => &CALLBACKS_REFUSED[reason.index()],
+        }
+    }
+
+    /// Counts one event.
+    pub fn count(self) {
+        self.counter().fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many there were since the process started.
+    pub fn total(self) -> u64 {
+        self.counter().load(Ordering::Relaxed)
+    }
+
+    /// Logs, as one WARN line, how many there were since `last` (a total it returned before);
+    /// returns the total now.
+    pub fn log_since(self, last: u64) -> u64 {
+        let total = self.total();
+        let count = total.saturating_sub(last);
+        if count == 0 {
+            return total;
+        }
+        match self {
+            Counted::ConnectionError => tracing::warn!(
+                count,
+                "connections closed on a malformed request or a connection error in the last minute"
+            ),
+            Counted::Callback(reason) => tracing::warn!(
+                count,
+                reason = reason.as_str(),
+                "partner callbacks refused before their signature was verified in the last minute"
+            ),
+        }
+        total
+    }
 }
 
 /// Counts the events it is given (the ERROR events of [`ACTIX_H1`]).
@@ -39,7 +153,7 @@ struct CountConnectionErrors;
 
 impl<S: Subscriber> Layer<S> for CountConnectionErrors {
     fn on_event(&self, _event: &tracing::Event<'_>, _ctx: Context<'_, S>) {
-        CONNECTION_ERRORS.fetch_add(1, Ordering::Relaxed);
+        Counted::ConnectionError.count();
     }
 }
 
@@ -131,7 +245,7 @@ mod tests {
     #[test]
     fn actix_connection_errors_are_counted_not_written_unless_asked_for() {
         let capture = Capture::default();
-        let before = connection_errors();
+        let before = Counted::ConnectionError.total();
         tracing::subscriber::with_default(subscriber(None, capture.clone(), true), || {
             for _ in 0..3 {
                 tracing::error!(target: "actix_http::h1::dispatcher", "stream error: parse error");
@@ -141,7 +255,7 @@ mod tests {
         let text = captured(&capture);
         assert!(!text.contains("stream error"), "{text}");
         assert!(text.contains("a real failure"), "{text}");
-        assert!(connection_errors() >= before + 3);
+        assert!(Counted::ConnectionError.total() >= before + 3);
 
         let asked = Capture::default();
         tracing::subscriber::with_default(
@@ -149,5 +263,45 @@ mod tests {
             || tracing::error!(target: "actix_http::h1::dispatcher", "stream error: parse error"),
         );
         assert!(captured(&asked).contains("stream error"));
+    }
+
+    #[test]
+    fn every_kind_is_listed_once_with_its_own_counter() {
+        for &reason in CallbackRefusal::ALL {
+            assert_eq!(CallbackRefusal::ALL[reason.index()], reason);
+            assert!(Counted::ALL.contains(&Counted::Callback(reason)));
+        }
+        assert_eq!(Counted::ALL.len(), CallbackRefusal::ALL.len() + 1);
+        let before = Counted::Callback(CallbackRefusal::Busy).total();
+        let others: Vec<u64> = Counted::ALL.iter().map(|kind| kind.total()).collect();
+        Counted::Callback(CallbackRefusal::Busy).count();
+        assert_eq!(Counted::Callback(CallbackRefusal::Busy).total(), before + 1);
+        assert!(
+            Counted::ALL
+                .iter()
+                .zip(others)
+                .all(|(kind, was)| kind.total() >= was)
+        );
+    }
+
+    #[test]
+    fn a_flood_of_refused_callbacks_is_one_line_a_minute() {
+        let capture = Capture::default();
+        let kind = Counted::Callback(CallbackRefusal::Unsigned);
+        tracing::subscriber::with_default(subscriber(None, capture.clone(), true), || {
+            let last = kind.total();
+            for _ in 0..1_000 {
+                kind.count();
+            }
+            assert_eq!(captured(&capture), "", "counting writes nothing");
+            // The housekeeping job's minute: one line with the count.
+            let now = kind.log_since(last);
+            assert!(now >= last + 1_000);
+            assert_eq!(kind.log_since(now), now, "nothing new, nothing written");
+        });
+        let text = captured(&capture);
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(text.contains("\"reason\":\"unsigned\""), "{text}");
+        assert!(text.contains("\"level\":\"WARN\""), "{text}");
     }
 }

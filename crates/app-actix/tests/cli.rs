@@ -247,6 +247,34 @@ async fn admin_commands_print_json_and_fail_with_a_message() {
         assert!(refused.to_lowercase().contains(message), "{url}: {refused}");
         assert!(!refused.contains("hunter2"), "{refused}");
     }
+    // The hint to allow private targets comes only where allowing them would help: not for
+    // an address that is never one receiver, nor for one that is not a private network's.
+    for (url, range, hinted) in [
+        ("http://127.0.0.1:9000/hooks", "loopback", true),
+        ("http://10.0.0.5/hooks", "private", true),
+        ("http://[fe80::1]/hooks", "link-local", true),
+        ("http://224.0.0.1/hooks", "multicast", false),
+        ("http://[ff02::1]/hooks", "multicast", false),
+        ("http://0.0.0.0/hooks", "unspecified", false),
+        ("http://240.0.0.1/hooks", "reserved", false),
+        ("http://255.255.255.255/hooks", "broadcast", false),
+        ("http://192.0.2.1/hooks", "documentation", false),
+    ] {
+        let refused = failure(&run(&[
+            "admin",
+            "set-webhook",
+            "--subaccount",
+            &id,
+            "--url",
+            url,
+        ]));
+        assert!(refused.contains(range), "{url}: {refused}");
+        assert_eq!(
+            refused.contains("PAYOUT_WEBHOOK_ALLOW_PRIVATE"),
+            hinted,
+            "{url}: {refused}"
+        );
+    }
     let refused = failure(&run(&[
         "admin",
         "create-subaccount",

@@ -154,7 +154,9 @@ impl StateBuilder {
                 std::num::NonZeroU32::new(1_000).unwrap(),
                 std::num::NonZeroU32::new(1_000).unwrap(),
             )),
-            metrics: Arc::new(app_actix::metrics::Metrics::new()),
+            metrics: Arc::new(app_actix::metrics::Metrics::new(
+                app_actix::http::route_patterns(),
+            )),
             sampler: Arc::new(NoSample),
             readiness: Box::new(Down),
             sandbox_notifier: None,

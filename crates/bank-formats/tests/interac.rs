@@ -8,7 +8,7 @@ use bank_formats::interac::{
     MEMO_MAX, Payment, PaymentStatus, PaymentUpdate, ReportList, SignatureError, StatusReport,
     clean_memo, clean_name, is_email, looks_like_status_report, sign, verify_signature,
 };
-use bank_formats::interac::{CallbackError, verify_callback};
+use bank_formats::interac::{CallbackError, check_callback_head, verify_callback};
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use proptest::prelude::*;
 
@@ -416,6 +416,50 @@ fn a_pushed_report_is_checked_signature_first() {
     ));
     assert!(matches!(
         verify_callback(Some(&header), junk, SECRET, 1_000_000, 300),
+        Err(CallbackError::Signature(SignatureError::Mismatch))
+    ));
+}
+
+#[test]
+fn a_callbacks_head_is_judged_without_its_body_and_its_body_after() {
+    let body = report().to_bytes().unwrap();
+    let header = sign(SECRET, 1_000_000, &body).unwrap();
+    // Everything but the match is decided from the header alone.
+    assert_eq!(
+        check_callback_head(None, 1_000_000, 300),
+        Err(CallbackError::Unsigned)
+    );
+    for malformed in ["", "nonsense", "t=1000000", "t=x,v1=00", "v1=zz,t=1000000"] {
+        assert!(
+            matches!(
+                check_callback_head(Some(malformed), 1_000_000, 300),
+                Err(CallbackError::Signature(SignatureError::Malformed(_)))
+            ),
+            "{malformed}"
+        );
+    }
+    assert!(matches!(
+        check_callback_head(Some(&header), 1_000_301, 300),
+        Err(CallbackError::Signature(SignatureError::Expired { .. }))
+    ));
+    assert!(matches!(
+        check_callback_head(Some(&header), 999_699, 300),
+        Err(CallbackError::Signature(
+            SignatureError::FromTheFuture { .. }
+        ))
+    ));
+    // A head that passes says nothing about the body: that is checked once it is read.
+    let head = check_callback_head(Some(&header), 1_000_300, 300).unwrap();
+    assert_eq!(
+        head.verify_body(&body, SECRET).unwrap().report_id,
+        "rpt_0001"
+    );
+    assert!(matches!(
+        head.verify_body(b"{}", SECRET),
+        Err(CallbackError::Signature(SignatureError::Mismatch))
+    ));
+    assert!(matches!(
+        head.verify_body(&body, b"another secret"),
         Err(CallbackError::Signature(SignatureError::Mismatch))
     ));
 }

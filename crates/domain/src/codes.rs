@@ -62,7 +62,7 @@ catalogue! {
     Idem001 => ("IDEM001", 409, "A request with this idempotency key is still in progress"),
     Idem002 => ("IDEM002", 409, "This idempotency key was used with a different request"),
     Idem003 => ("IDEM003", 409, "The request with this idempotency key was processed but its response was lost: look the result up instead of retrying"),
-    Idem201 => ("IDEM201", 400, "Idempotency key must be 1 to 255 printable characters"),
+    Idem201 => ("IDEM201", 400, "Idempotency key must be 1 to 255 visible ASCII characters, without spaces"),
     Revr101 => ("REVR101", 400, "Receiver ID not found"),
     Revr201 => ("REVR201", 400, "Email already exist"),
     Revr202 => ("REVR202", 400, "Subaccount ID is required"),

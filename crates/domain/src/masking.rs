@@ -1,8 +1,10 @@
 //! Secrets and account identifiers as types that cannot leak.
 //!
 //! [`Secret`] never prints its content. [`MaskedValue`] is the one masking rule, applied
-//! wherever an account identifier leaves the service: the first three characters stay visible,
-//! followed by a space and `***`; values of three characters or fewer are fully starred.
+//! wherever an account identifier leaves the service: the first characters stay visible, at
+//! most three and never more than half of the value, followed by a space and `***`; values of
+//! three characters or fewer are fully starred. A 9-digit account number shows `123 ***`, a
+//! 5-digit one `12 ***`, a 4-digit one `12 ***`.
 
 use std::fmt;
 
@@ -41,17 +43,38 @@ impl<T> fmt::Display for Secret<T> {
 pub struct MaskedValue(String);
 
 impl MaskedValue {
-    /// How many leading characters stay visible.
+    /// The most leading characters that stay visible.
     pub const VISIBLE: usize = 3;
+
+    /// How many leading characters of a value of `count` characters stay visible: at most
+    /// [`Self::VISIBLE`] and at most half of them (rounded down), none for a value of
+    /// [`Self::VISIBLE`] characters or fewer.
+    pub const fn visible(count: usize) -> usize {
+        if count <= Self::VISIBLE {
+            0
+        } else if count / 2 < Self::VISIBLE {
+            count / 2
+        } else {
+            Self::VISIBLE
+        }
+    }
 
     /// Masks `raw` by the service's one masking rule. Works on characters, never bytes.
     pub fn mask(raw: &str) -> Self {
         let count = raw.chars().count();
-        if count <= Self::VISIBLE {
+        let visible = Self::visible(count);
+        if visible == 0 {
             return Self("*".repeat(count.max(1)));
         }
-        let visible: String = raw.chars().take(Self::VISIBLE).collect();
-        Self(format!("{visible} ***"))
+        let shown: String = raw.chars().take(visible).collect();
+        Self(format!("{shown} ***"))
+    }
+
+    /// How many characters of the value the masked text shows.
+    pub fn shown(&self) -> usize {
+        self.0
+            .strip_suffix(" ***")
+            .map_or(0, |shown| shown.chars().count())
     }
 
     /// The masked text.
@@ -94,27 +117,49 @@ mod tests {
     }
 
     #[test]
+    fn never_more_than_half_is_shown() {
+        for (raw, masked) in [
+            ("1234", "12 ***"),
+            ("12345", "12 ***"),
+            ("123456", "123 ***"),
+            ("1234567", "123 ***"),
+        ] {
+            assert_eq!(MaskedValue::mask(raw).as_str(), masked, "{raw}");
+        }
+        for count in 0..40 {
+            let shown = MaskedValue::visible(count);
+            assert!(
+                shown <= MaskedValue::VISIBLE && 2 * shown <= count,
+                "{count}: {shown}"
+            );
+        }
+    }
+
+    #[test]
     fn masks_by_characters_not_bytes() {
-        assert_eq!(MaskedValue::mask("ééééé").as_str(), "ééé ***");
-        assert_eq!(MaskedValue::mask("🦀🦀🦀🦀").as_str(), "🦀🦀🦀 ***");
+        assert_eq!(MaskedValue::mask("éééééé").as_str(), "ééé ***");
+        assert_eq!(MaskedValue::mask("🦀🦀🦀🦀").as_str(), "🦀🦀 ***");
     }
 
     proptest::proptest! {
-        /// Whatever the value, the masked form shows at most its first three characters: it is
-        /// those characters followed by ` ***`, or only stars.
+        /// Whatever the value, the masked form shows at most its first three characters and
+        /// at most half of them: it is those characters followed by ` ***`, or only stars.
         #[test]
-        fn masking_never_shows_more_than_three_leading_characters(raw in "\\PC{0,40}") {
+        fn masking_never_shows_more_than_three_leading_characters_nor_half(raw in "\\PC{0,40}") {
             let masked = MaskedValue::mask(&raw);
             let shown = masked.as_str();
             let count = raw.chars().count();
-            if count <= MaskedValue::VISIBLE {
+            let visible = MaskedValue::visible(count);
+            proptest::prop_assert!(visible <= MaskedValue::VISIBLE && 2 * visible <= count);
+            proptest::prop_assert_eq!(masked.shown(), visible);
+            if visible == 0 {
                 proptest::prop_assert!(shown.chars().all(|c| c == '*'));
             } else {
-                let prefix: String = raw.chars().take(MaskedValue::VISIBLE).collect();
+                let prefix: String = raw.chars().take(visible).collect();
                 proptest::prop_assert_eq!(shown, format!("{prefix} ***"));
             }
-            // Nothing of the value beyond the third character is derivable from the output.
-            let rest: String = raw.chars().skip(MaskedValue::VISIBLE).collect();
+            // Nothing of the value beyond the shown characters is derivable from the output.
+            let rest: String = raw.chars().skip(visible).collect();
             if rest.chars().count() > 4 {
                 proptest::prop_assert!(!shown.contains(&rest));
             }

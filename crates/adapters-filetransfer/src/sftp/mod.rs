@@ -23,7 +23,7 @@ use russh::{
 };
 use russh_sftp::{
     client::{SftpSession, error::Error as SftpError},
-    protocol::{OpenFlags, StatusCode},
+    protocol::{FileAttributes, OpenFlags, StatusCode},
 };
 use tokio::io::AsyncWriteExt;
 
@@ -352,10 +352,16 @@ async fn write_file(sftp: &SftpSession, path: &str, bytes: &[u8]) -> Result<(), 
         Err(SftpError::Status(status)) if status.status_code == StatusCode::NoSuchFile => {}
         other => other.map_err(failed)?,
     }
+    // Asked for 0600 as it is created: the server applies its own umask (which can only take
+    // bits away) and may ignore the request; a chmod afterwards is not sent, because managed
+    // SFTP services often refuse it and the upload must not fail for that.
+    let mut attributes = FileAttributes::empty();
+    attributes.permissions = Some(crate::FILE_MODE);
     let mut file = sftp
-        .open_with_flags(
+        .open_with_flags_and_attributes(
             path,
             OpenFlags::CREATE | OpenFlags::EXCLUDE | OpenFlags::WRITE,
+            attributes,
         )
         .await
         .map_err(failed)?;

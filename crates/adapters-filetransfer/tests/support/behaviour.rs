@@ -208,3 +208,22 @@ pub async fn a_planted_link_is_not_followed(transport: &dyn FileTransport, bank:
     assert_eq!(fs::read(&placed).unwrap(), bytes);
     assert_eq!(bank.outbound_entries(), [NAME]);
 }
+
+/// Every uploaded file is readable by the uploader's user only (0600): bank files carry account
+/// numbers and names in clear.
+pub async fn uploads_are_readable_by_their_owner_only(
+    transport: &dyn FileTransport,
+    bank: &BankDirs,
+) {
+    use std::os::unix::fs::PermissionsExt;
+    let name = "PRIVATE.aba";
+    assert_eq!(
+        transport.upload(name, &payment_file(7)).await.unwrap(),
+        UploadOutcome::Uploaded
+    );
+    let mode = std::fs::metadata(bank.outbound.join(name))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o7777, 0o600, "mode {mode:o}");
+}

@@ -723,3 +723,37 @@ async fn the_resolver_refuses_names_of_forbidden_addresses() {
         .await;
     assert!(allowed.is_ok_and(|addrs| !addrs.is_empty()));
 }
+
+#[test]
+fn private_networks_are_exactly_what_allowing_private_targets_lets_in_for_a_local_receiver() {
+    for (_, expect) in V4_REGISTRY.iter().chain(V6_REGISTRY) {
+        let Expect::Refused(range) = *expect else {
+            continue;
+        };
+        // A private network's receiver is let in by `allow_private`; a range refused even
+        // then is never a private network.
+        if range.is_private_network() {
+            assert!(!range.is_never_a_receiver(), "{range:?}");
+        }
+        if range.is_never_a_receiver() {
+            assert!(!range.is_private_network(), "{range:?}");
+        }
+    }
+    for (private, text) in [
+        (true, "127.0.0.1"),
+        (true, "10.1.2.3"),
+        (true, "169.254.169.254"),
+        (true, "100.64.0.1"),
+        (true, "fd00::1"),
+        (false, "224.0.0.1"),
+        (false, "0.0.0.0"),
+        (false, "240.0.0.1"),
+        (false, "192.0.2.1"),
+        (false, "ff02::1"),
+    ] {
+        let Some(range) = forbidden_range(ip(text)) else {
+            panic!("{text} is refused");
+        };
+        assert_eq!(range.is_private_network(), private, "{text}: {range:?}");
+    }
+}

@@ -18,7 +18,7 @@ use utoipa::openapi::schema::{AnyOfBuilder, Schema};
 use utoipa::openapi::{Ref, RefOr};
 
 use super::auth::Authenticated;
-use super::body::{fields_by_name, json_object, merge_field_errors};
+use super::body::{BodyProblem, fields_by_name, json_object, merge_field_errors, object};
 use super::envelope::{self, Success};
 use super::error::ApiError;
 use super::idempotency::written;
@@ -63,7 +63,8 @@ pub struct AccountDto<'a> {
     method_name: &'static str,
     reference: &'a str,
     address_data: AddressData<'a>,
-    /// The method's fields; identifiers masked (first three characters, a space and `***`).
+    /// The method's fields; identifiers masked (the first characters, at most three and never
+    /// more than half, a space and `***`).
     #[schema(value_type = AccountDataSchema)]
     account_data: Map<String, Value>,
     #[schema(value_type = AccountStatusName)]
@@ -283,11 +284,21 @@ fn verify_refused() -> HttpResponse {
     })
 }
 
-/// Reads the verify body: exactly `subaccount_id` (string) and `account_data` (object of strings).
-fn verify_request(body: &[u8]) -> Option<VerifyRequest> {
-    let Ok(Value::Object(mut object)) = serde_json::from_slice::<Value>(body) else {
-        return None;
-    };
+/// Reads the verify body as every body is read ([`object`]): a key repeated at any depth is
+/// `REQ011` naming it, never "the last one wins". Otherwise `None` (refused, `message` only)
+/// unless it is exactly `subaccount_id` (string) and `account_data` (object of strings).
+fn verify_request(body: &[u8]) -> Result<Option<VerifyRequest>, ApiError> {
+    match object(body) {
+        Ok(object) => Ok(verify_fields(object)),
+        Err(BodyProblem::RepeatedKey(path)) => {
+            Err(BodyProblem::RepeatedKey(path).into_error(VERIFY))
+        }
+        Err(BodyProblem::NotJson | BodyProblem::NumberOutOfRange(_)) => Ok(None),
+    }
+}
+
+/// The verify request of a body's object, if it is exactly the two fields.
+fn verify_fields(mut object: Map<String, Value>) -> Option<VerifyRequest> {
     let subaccount_id = match object.remove("subaccount_id")? {
         Value::String(s) => s,
         _ => return None,
@@ -326,20 +337,21 @@ fn verify_request(body: &[u8]) -> Option<VerifyRequest> {
         a partial match, all of a method's fields an exact one. No match (also for a value that \
         could not be any account's): `{\"exists\": false}`. Missing or another subaccount's \
         `subaccount_id`, `account_data` not an object, empty, with an unknown field or a \
-        non-string value, or any other top-level key: 400 with `message` only.",
+        non-string value, or any other top-level key: 400 with `message` only. The body is \
+        read as every body is: a key given twice at any depth is 400 `REQ011` naming it.",
     request_body = VerifyBody,
     responses(
         (status = 200, description = "The match, or `exists: false`", body = VerifyResult),
         (status = 400, description = "A refused body (`message` only), or the failure envelope \
-            of the shared checks (`REQ001` is not used: a body that is not an object is \
-            refused; `IDEM201`)", body = VerifyFailure),
+            of the shared checks (`REQ011` a key repeated at any depth, named in `field`; \
+            `IDEM201`; `REQ001` is not used: a body that is not an object is refused)", body = VerifyFailure),
     ),
 )]
 pub async fn verify(
     state: Data<AppState>,
     request: Authenticated,
 ) -> Result<HttpResponse, ApiError> {
-    let Some(query) = verify_request(&request.body) else {
+    let Some(query) = verify_request(&request.body)? else {
         return Ok(verify_refused());
     };
     match state.accounts.verify(&request.caller, &query).await {

@@ -18,27 +18,40 @@ use super::error::ApiError;
 /// `items[2].amount`), `REQ004` naming the field whose number no JSON parser here can hold
 /// (e.g. a 400-digit `amount`), `REQ001` for anything else that is not one JSON object.
 pub fn json_object(operation: &'static str, body: &[u8]) -> Result<Map<String, Value>, ApiError> {
-    match parse_strict(body) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(_) | Err(BodyProblem::NotJson) => Err(ApiError::code(operation, ErrorCode::Req001)),
-        Err(BodyProblem::RepeatedKey(path)) => {
-            Err(ApiError::field(operation, ErrorCode::Req011, path))
-        }
-        Err(BodyProblem::NumberOutOfRange(path)) => {
-            Err(ApiError::field(operation, ErrorCode::Req004, path))
-        }
+    object(body).map_err(|problem| problem.into_error(operation))
+}
+
+/// The body as a JSON object, or why it is not one, for a route that answers some problems in
+/// its own way (verify): read exactly as [`json_object`] reads it.
+pub fn object(body: &[u8]) -> Result<Map<String, Value>, BodyProblem> {
+    match parse_strict(body)? {
+        Value::Object(map) => Ok(map),
+        _ => Err(BodyProblem::NotJson),
     }
 }
 
-/// Why a body is not a JSON value payoutd accepts.
+/// Why a body is not a JSON object payoutd accepts.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum BodyProblem {
-    /// Not JSON, or more than one value.
+pub enum BodyProblem {
+    /// Not JSON, more than one value, or not an object.
     NotJson,
     /// A key given twice in one object; its path.
     RepeatedKey(String),
     /// A number beyond what a double can hold; the path of its field.
     NumberOutOfRange(String),
+}
+
+impl BodyProblem {
+    /// The answer of a route: `REQ001`, `REQ011` or `REQ004` naming the key's path.
+    pub fn into_error(self, operation: &'static str) -> ApiError {
+        match self {
+            BodyProblem::NotJson => ApiError::code(operation, ErrorCode::Req001),
+            BodyProblem::RepeatedKey(path) => ApiError::field(operation, ErrorCode::Req011, path),
+            BodyProblem::NumberOutOfRange(path) => {
+                ApiError::field(operation, ErrorCode::Req004, path)
+            }
+        }
+    }
 }
 
 /// Parses one JSON value like `serde_json::from_slice`, in one pass and at the same cost, but
@@ -208,16 +221,31 @@ pub fn fields_by_name(
             continue;
         };
         match value {
-            // PostgreSQL text cannot hold NUL, and no field has a use for it.
-            Value::String(s) if s.contains('\0') => errors.push(ErrorCode::Req009, name),
             Value::String(s) => {
-                values.insert(name, s);
+                if let Some(s) = text_value(name, s, errors) {
+                    values.insert(name, s);
+                }
             }
             Value::Null => {}
             _ => errors.push(ErrorCode::Req004, name),
         }
     }
     values
+}
+
+/// A string field's value, or `REQ009` on `name` when it holds NUL: PostgreSQL text cannot hold
+/// it, and no field has a use for it (docs/API.md, Values).
+pub fn text_value(
+    name: &'static str,
+    value: String,
+    errors: &mut ValidationErrors,
+) -> Option<String> {
+    if value.contains('\0') {
+        errors.push(ErrorCode::Req009, name);
+        None
+    } else {
+        Some(value)
+    }
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use utoipa::ToSchema;
 use super::auth::Authenticated;
 use super::body::{json_object, merge_field_errors};
 use super::envelope::{self, Success};
-use super::error::{ApiError, ErrorItem};
+use super::error::{ApiError, ErrorItem, MAX_ERROR_ITEMS};
 use super::idempotency::written;
 use super::payouts::{CreatePayoutBody, raw_payout};
 use crate::state::AppState;
@@ -41,7 +41,9 @@ const PROCESSED: &str = "Bulk payout processed";
         from what the items before it left (`PAYO207` once the balance is short). Without \
         `atomic` every item that passes is created and the others carry their errors; with \
         `\"atomic\": true` a single failing item means nothing is created: 400 `PAYO209` with \
-        the same items. 1 to 1000 items (`PAYO212`); the body may be up to 1 MiB.",
+        the same items. 1 to 1000 items (`PAYO212`); the body may be up to 1 MiB. The answer \
+        lists at most 50 problems over all its items, in item order; a failed item past them \
+        has an empty `error`, and `unlisted_errors` counts the problems left out.",
     request_body = BulkPayoutBody,
     responses(
         (status = 200, description = "`Bulk payout processed`", body = Success<BulkPayoutAnswer>),
@@ -175,11 +177,21 @@ pub struct BulkPayoutAnswer {
     failed: usize,
     /// One per item, in request order.
     items: Vec<BulkPayoutItem>,
+    /// The problems found but not listed: the items' `error` lists hold 50 problems at most
+    /// in all, in item order. Only when some were left out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(required = false, minimum = 1)]
+    unlisted_errors: Option<usize>,
 }
 
 impl BulkPayoutAnswer {
+    /// The answer to `result`. Like the failure envelope, it lists at most
+    /// [`MAX_ERROR_ITEMS`] problems, so that its size follows the request's: past them, a
+    /// failed item's `error` is empty and `unlisted_errors` counts what was left out.
     fn of(result: &BulkPayoutResult) -> Self {
         let written = !result.atomic || result.failed() == 0;
+        let mut room = MAX_ERROR_ITEMS;
+        let mut unlisted = 0;
         let items = result
             .items
             .iter()
@@ -190,17 +202,23 @@ impl BulkPayoutAnswer {
                     payout_id: written.then(|| id.to_string()),
                     error: None,
                 },
-                BulkItemOutcome::Failed(errors) => BulkPayoutItem {
-                    index,
-                    payout_id: None,
-                    error: Some(errors.0.iter().map(ErrorItem::from).collect()),
-                },
+                BulkItemOutcome::Failed(errors) => {
+                    let listed = errors.0.len().min(room);
+                    room -= listed;
+                    unlisted += errors.0.len() - listed;
+                    BulkPayoutItem {
+                        index,
+                        payout_id: None,
+                        error: Some(errors.0[..listed].iter().map(ErrorItem::from).collect()),
+                    }
+                }
             })
             .collect();
         Self {
             created: result.created(),
             failed: result.failed(),
             items,
+            unlisted_errors: (unlisted > 0).then_some(unlisted),
         }
     }
 }
@@ -215,7 +233,8 @@ pub struct BulkPayoutItem {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(format = Uuid, required = false)]
     payout_id: Option<String>,
-    /// Why it was refused, as in the failure envelope.
+    /// Why it was refused, as in the failure envelope; empty once the answer has listed 50
+    /// problems (see `unlisted_errors`).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(required = false)]
     error: Option<Vec<ErrorItem>>,

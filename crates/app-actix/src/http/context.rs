@@ -32,7 +32,7 @@ pub async fn request_context(
     let id = client_id(&req).unwrap_or_else(|| Uuid::new_v4().to_string());
     req.extensions_mut().insert(RequestId(id.clone()));
     let started = Instant::now();
-    let method = req.method().to_string();
+    let method = req.method().clone();
     // Everything logged while handling the request (e.g. a 5xx cause) carries its id.
     let span = tracing::info_span!("request", request_id = %id);
     let mut response = next.call(req).instrument(span).await?;
@@ -42,18 +42,22 @@ pub async fn request_context(
             .insert(HeaderName::from_static(HEADER), value);
     }
     let request = response.request();
-    let route = request
-        .match_pattern()
-        .unwrap_or_else(|| "<unmatched>".to_owned());
+    let pattern = request.match_pattern();
+    let route = pattern
+        .as_deref()
+        .unwrap_or(crate::metrics::RoutePattern::UNMATCHED);
     let subaccount = request
         .extensions()
         .get::<Caller>()
         .map(|c| c.subaccount_id.to_string());
     let latency = started.elapsed().as_secs_f64();
     if let Some(state) = request.app_data::<actix_web::web::Data<crate::state::AppState>>() {
-        state
-            .metrics
-            .observe_request(&method, &route, response.status().as_u16(), latency);
+        state.metrics.observe_request(
+            &method,
+            pattern.as_deref(),
+            response.status().as_u16(),
+            latency,
+        );
     }
     tracing::info!(
         request_id = %id,

@@ -50,7 +50,7 @@ pub struct ApiError {
     status: StatusCode,
     operation: &'static str,
     errors: Vec<ErrorItem>,
-    /// Seconds for `retry-after` (429).
+    /// Seconds for `retry-after` (429, and a 503 of a capacity limit).
     retry_after: Option<u64>,
 }
 
@@ -75,6 +75,13 @@ impl ApiError {
         let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
         error.retry_after = Some(seconds.max(1));
         error
+    }
+
+    /// The same error with `retry-after`: whole seconds until a retry may succeed (e.g. a 503
+    /// of a capacity limit).
+    pub fn retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds.max(1));
+        self
     }
 
     /// One code, no field.

@@ -20,6 +20,7 @@ pub mod schemas;
 pub mod subaccounts;
 pub mod test_helpers;
 
+use actix_web::guard;
 use actix_web::http::Method;
 use actix_web::web::{self, ServiceConfig};
 use actix_web::{FromRequest, Handler, Resource, Responder};
@@ -56,7 +57,8 @@ pub trait RouteTable {
 }
 
 /// Collects routes into actix resources, one per path, each answering its other methods with
-/// 405 in the envelope.
+/// 405 in the envelope. A GET route also answers HEAD (RFC 9110 §9.3.2): the same handler runs,
+/// and actix sends the status and headers without the body.
 #[derive(Default)]
 struct Resources(Vec<(String, Resource)>);
 
@@ -67,7 +69,12 @@ impl RouteTable for Resources {
         Args: FromRequest + 'static,
         F::Output: Responder + 'static,
     {
-        let route = web::route().method(method).to(handler);
+        let route = if method == Method::GET {
+            web::route().guard(guard::Any(guard::Get()).or(guard::Head()))
+        } else {
+            web::route().method(method)
+        }
+        .to(handler);
         if let Some((_, resource)) = self.0.iter_mut().find(|(p, _)| p == path) {
             let taken = std::mem::replace(resource, web::resource(path.to_owned()));
             *resource = taken.route(route);
@@ -105,6 +112,15 @@ impl RouteTable for RouteList {
     {
         self.0.push((method, path.to_owned()));
     }
+}
+
+/// The path patterns of every route, in every mode (sandbox helpers included): the values of
+/// the metrics' `route` label.
+pub fn route_patterns() -> Vec<String> {
+    let mut list = RouteList::default();
+    route_table(&mut list);
+    sandbox_route_table(&mut list);
+    list.0.into_iter().map(|(_, path)| path).collect()
 }
 
 /// The routes served in every mode. Order matters where patterns overlap: literal paths come

@@ -82,7 +82,11 @@ is accepted once per key.
 and request replays the stored response with `idempotent-replayed: true`.
 
 **Values.** `created_at`/`updated_at` are strings of digits (Unix milliseconds); ids are \
-lower-case UUIDs; money is integer minor units.";
+lower-case UUIDs; money is integer minor units.
+
+**HEAD.** Every GET route also answers HEAD exactly as it answers GET (authentication, status, \
+headers), without the body; a v2 signature then signs the method `HEAD`. Other methods a route \
+does not list are 405 `REQ007`.";
 
 /// The document as derived from the annotated handlers, before [`ApiConventions`] and the
 /// receiver-account create routes are added.
@@ -238,8 +242,7 @@ fn api_conventions(path: &str, method: &HttpMethod, operation: &mut Operation) {
     if post {
         parameters.push(header_parameter(
             IDEMPOTENCY_HEADER,
-            "1 to 255 printable ASCII characters without leading or trailing spaces (else \
-             `IDEM201`). A retry with the same key and request replays the first response \
+            "1 to 255 visible ASCII characters, `!` to `~`, without spaces (else `IDEM201`). A retry with the same key and request replays the first response \
              (status below 500) with `idempotent-replayed: true`; the same key with another \
              request is `IDEM002`, while the first still runs `IDEM001` (on \
              `POST /api/payout/single` the key is recorded with the payout, so a retry waits for \
@@ -249,7 +252,7 @@ fn api_conventions(path: &str, method: &HttpMethod, operation: &mut Operation) {
                 .schema_type(Type::String)
                 .min_length(Some(1))
                 .max_length(Some(255))
-                .pattern(Some("^[\\x21-\\x7e]([\\x20-\\x7e]*[\\x21-\\x7e])?$")),
+                .pattern(Some("^[\\x21-\\x7e]+$")),
         ));
         if let Some(RefOr::T(ok)) = operation.responses.responses.get_mut("200") {
             ok.headers.insert(

@@ -21,7 +21,7 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use super::auth::{AdmittedInWrite, Authenticated};
-use super::body::{fields_by_name, json_object, merge_field_errors};
+use super::body::{fields_by_name, json_object, merge_field_errors, text_value};
 use super::envelope::{self, Listing, Success};
 use super::error::ApiError;
 use super::idempotency::written;
@@ -60,7 +60,7 @@ pub(super) fn raw_payout(
 
 pub(super) fn amount_text(value: Value, errors: &mut ValidationErrors) -> Option<String> {
     match value {
-        Value::String(s) => Some(s),
+        Value::String(s) => text_value("amount", s, errors),
         Value::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
         Value::Null => None,
         _ => {
@@ -80,7 +80,7 @@ pub(super) fn amount_text(value: Value, errors: &mut ValidationErrors) -> Option
     description = "Holds `amount + fee` from the available balance and writes `payoutCreated`. \
         The payout starts `unassessed` while the receiver's KYC is pending, else `awaiting` \
         until the account is confirmed, else `pending`. Independent failures are reported \
-        together (`PAYO201`..`PAYO205`, `PAYO208`); then `PAYO206` reference taken and \
+        together (`PAYO201`..`PAYO205`, `PAYO208`, `REQ009`); then `PAYO206` reference taken and \
         `PAYO207` insufficient balance.",
     request_body = CreatePayoutBody,
     responses((status = 200, description = "`Payout created successfully`", body = Success<PayoutCreated>)),
@@ -191,10 +191,11 @@ pub struct CreatePayoutBody {
     /// The account's asset, either case.
     #[schema(value_type = AssetInput)]
     pub currency: String,
-    /// Unique among the subaccount's payouts.
+    /// Unique among the subaccount's payouts. No control, format (bidirectional override,
+    /// zero-width, …) or invisible character (`REQ009`).
     #[schema(max_length = 255, examples("invoice-1001"))]
     pub reference: Option<String>,
-    /// Free text.
+    /// Free text. No control, format or invisible character (`REQ009`).
     #[schema(max_length = 255, examples("November commission"))]
     pub note: Option<String>,
 }

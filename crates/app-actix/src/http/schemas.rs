@@ -145,8 +145,8 @@ fn account_data_description() -> String {
         .collect();
     format!(
         "Fields of a payout method ({}, and for {} accounts {}), all strings. In responses \
-         identifiers are masked: the first three characters, a space and `***` (three \
-         characters or fewer: all stars).",
+         identifiers are masked: the first characters, at most three and never more than half \
+         of the value, a space and `***` (three characters or fewer: all stars).",
         matchable.join(", "),
         carriers.join(" and "),
         code_list(&descriptive),

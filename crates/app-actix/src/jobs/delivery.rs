@@ -178,7 +178,7 @@ mod tests {
             poll,
             Arc::clone(&committed),
             stopped,
-            Arc::new(Metrics::new()),
+            Arc::new(Metrics::new(crate::http::route_patterns())),
         ));
         let ms = Duration::from_millis;
         tokio::time::sleep(ms(1)).await;

@@ -1,6 +1,7 @@
 //! Housekeeping every 60 s: expired nonces and idempotency keys are purged, idle rate-limit
-//! buckets forgotten, and the connections actix closed on an error since the last pass logged
-//! as one line (they are counted, not written one by one: see [`crate::telemetry`]).
+//! buckets forgotten, and the events counted rather than written (connections actix closed on
+//! an error, refused partner callbacks: see [`crate::telemetry`]) since the last pass logged as
+//! one line per kind.
 
 use std::time::Duration;
 
@@ -9,21 +10,17 @@ use adapters_postgres::{NONCE_RETENTION, PgStore};
 use domain::idempotency::IdempotencyStore;
 
 use crate::state::AppState;
+use crate::telemetry::Counted;
 
 /// Runs until aborted.
 pub async fn run(store: PgStore, state: web::Data<AppState>) {
     let mut tick = tokio::time::interval(Duration::from_secs(60));
-    let mut connection_errors = crate::telemetry::connection_errors();
+    let mut logged: Vec<u64> = Counted::ALL.iter().map(|kind| kind.total()).collect();
     loop {
         tick.tick().await;
-        let now = crate::telemetry::connection_errors();
-        if now > connection_errors {
-            tracing::warn!(
-                count = now - connection_errors,
-                "connections closed on a malformed request or a connection error in the last minute"
-            );
+        for (kind, last) in Counted::ALL.iter().zip(logged.iter_mut()) {
+            *last = kind.log_since(*last);
         }
-        connection_errors = now;
         let cutoff = chrono::Utc::now() - NONCE_RETENTION;
         if let Err(e) = store.purge_nonces(cutoff).await {
             tracing::warn!(error = %e, "purging expired nonces failed");

@@ -380,3 +380,61 @@ async fn a_bulk_racing_single_payouts_never_overdraws_and_loses_nothing() {
         "every created payout has its hold: {ledger:?}"
     );
 }
+
+/// The problems an answer lists, over all its items.
+fn listed_problems(reply: &Value) -> usize {
+    item_codes(reply).iter().map(Vec::len).sum()
+}
+
+#[tokio::test]
+async fn an_answer_lists_at_most_fifty_problems_and_counts_the_rest() {
+    let app = spawn_app().await;
+    // 1000 items that are not objects (a 2 KB request): one problem each.
+    let body = format!("{{\"payouts\":[{}]}}", vec!["1"; 1000].join(","));
+    let request_size = body.len();
+    let reply = app.post_raw(&app.a, BULK, body.into_bytes()).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let payload = &reply.body["payload"];
+    assert_eq!(
+        (payload["created"].as_i64(), payload["failed"].as_i64()),
+        (Some(0), Some(1000))
+    );
+    let items = payload["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1000, "one entry per item still");
+    assert_eq!(listed_problems(&reply.body), 50);
+    assert_eq!(items[0]["error"][0]["code"], "REQ004");
+    assert_eq!(items[0]["error"][0]["field"], "payouts[0]");
+    // Failed items past the limit say so with an empty list; the answer counts what it left out.
+    assert_eq!(items[999]["error"], json!([]));
+    assert_eq!(payload["unlisted_errors"], 950);
+    let answer_size = reply.body.to_string().len();
+    assert!(
+        answer_size < 20 * request_size,
+        "{answer_size} bytes answered {request_size}"
+    );
+
+    // One item with thousands of unknown fields: its first 50 problems.
+    let fields: Vec<String> = (0..4_000).map(|i| format!("\"k{i}\":\"v\"")).collect();
+    let body = format!("{{\"payouts\":[{{{}}},{{\"k\":\"v\"}}]}}", fields.join(","));
+    let request_size = body.len();
+    let reply = app.post_raw(&app.a, BULK, body.into_bytes()).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let payload = &reply.body["payload"];
+    assert_eq!(item_codes(&reply.body)[0].len(), 50);
+    assert_eq!(item_codes(&reply.body)[1].len(), 0);
+    assert!(payload["unlisted_errors"].as_u64().unwrap() > 4_000 - 50);
+    let answer_size = reply.body.to_string().len();
+    assert!(
+        answer_size < request_size / 4,
+        "{answer_size} bytes answered {request_size}"
+    );
+
+    // An answer whose problems all fit says nothing more.
+    let body = json!({"payouts": [{"amount": 1}]});
+    let reply = app.post(&app.a, BULK, &body).await;
+    assert!(
+        reply.body["payload"].get("unlisted_errors").is_none(),
+        "{}",
+        reply.body
+    );
+}

@@ -151,6 +151,23 @@ async fn a_repeated_key_is_refused_naming_it_and_never_read_as_the_last_value() 
             "email",
         ),
         ("/api/receiver", r#"{"x":{"y":1,"y":2}}"#.to_owned(), "x.y"),
+        // Verify reads its body like every other route: never the last of two values.
+        (
+            "/api/receiver-account/verify",
+            format!(
+                r#"{{"subaccount_id":"{}","account_data":{{"bsb":"999999","bsb":"012002"}}}}"#,
+                app.a.subaccount_id
+            ),
+            "account_data.bsb",
+        ),
+        (
+            "/api/receiver-account/verify",
+            format!(
+                r#"{{"subaccount_id":"{}","subaccount_id":"{}","account_data":{{"bsb":"012002"}}}}"#,
+                app.b.subaccount_id, app.a.subaccount_id
+            ),
+            "subaccount_id",
+        ),
     ] {
         let reply = app.post_raw(&app.a, path, body.into_bytes()).await;
         assert_eq!(
@@ -274,4 +291,60 @@ async fn a_request_the_http_parser_refuses_gets_a_bare_400_and_its_connection_cl
         .send(app.client.get(format!("{}/healthz", app.base)))
         .await;
     assert_eq!(health.status, 200);
+}
+
+#[tokio::test]
+async fn head_is_answered_as_get_without_a_body_wherever_get_is_allowed() {
+    let app = spawn_app().await;
+    let get = app
+        .client
+        .get(format!("{}/healthz", app.base))
+        .send()
+        .await
+        .unwrap();
+    let head = app
+        .client
+        .head(format!("{}/healthz", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(head.status().as_u16(), 200);
+    assert_eq!(
+        head.headers()["content-type"],
+        get.headers()["content-type"]
+    );
+    assert!(head.bytes().await.unwrap().is_empty());
+
+    // A route with an API key: authenticated as its GET is, and answered as it.
+    let receiver = app.create_receiver(&app.a, "ada@example.com").await;
+    let path = format!("/api/receiver/{receiver}");
+    let signed = app
+        .client
+        .head(format!("{}{path}", app.base))
+        .header("x-api-key", &app.a.api_key)
+        .header(
+            "signature",
+            crate::helpers::sign(&app.a, crate::helpers::now_ms(), None),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed.status().as_u16(), 200);
+    assert!(signed.bytes().await.unwrap().is_empty());
+    let unsigned = app
+        .client
+        .head(format!("{}{path}", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unsigned.status().as_u16(), 401);
+
+    // Where GET is not allowed, neither is HEAD.
+    let post_only = app
+        .client
+        .head(format!("{}/api/payout/single", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(post_only.status().as_u16(), 405);
 }

@@ -217,7 +217,13 @@ async fn failed_validations_are_replayed_too_and_bad_keys_are_refused() {
     assert_eq!((again.status, again.bytes), (first.status, first.bytes));
 
     // (Leading spaces never arrive: HTTP strips them from header values.)
-    for key in ["x".repeat(256), String::new(), "tab\tkey".to_owned()] {
+    // Keys are visible ASCII only (docs/API.md): no space inside either.
+    for key in [
+        "x".repeat(256),
+        String::new(),
+        "tab\tkey".to_owned(),
+        "a key".to_owned(),
+    ] {
         let refused = post_with_key(&app, &app.a, "/api/payout/single", &key, &bad).await;
         assert_eq!(refused.status, 400, "{key:?}");
         assert_eq!(refused.codes(), ["IDEM201"], "{key:?}");

@@ -21,6 +21,7 @@ mod metrics;
 mod payouts;
 mod production;
 mod production_rails;
+mod rail_callbacks;
 mod rate_limit;
 mod receivers;
 mod subaccounts;

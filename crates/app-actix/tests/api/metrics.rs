@@ -54,3 +54,60 @@ async fn metrics_count_requests_by_route_and_show_payouts_and_the_outbox() {
     // Ids never become labels: the route pattern does.
     assert!(!text.contains(&receiver));
 }
+
+/// The series of `name` in a Prometheus text.
+fn series(text: &str, name: &str) -> usize {
+    text.lines()
+        .filter(|line| line.starts_with(&format!("{name}{{")))
+        .count()
+}
+
+#[tokio::test]
+async fn no_request_can_add_a_series_whatever_its_method_or_path() {
+    let app = spawn_app().await;
+    let scrape = async || {
+        app.client
+            .get(format!("{}/metrics", app.base))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    };
+    // Thousands of methods no route has (any token is a method to HTTP), on known and unknown
+    // paths, and known methods on thousands of unknown paths; unauthenticated, as a stranger.
+    let mut requests = Vec::new();
+    for n in 0..3_000 {
+        let method = match n % 3 {
+            0 => reqwest::Method::from_bytes(format!("XFOO{n}").as_bytes()).unwrap(),
+            1 => reqwest::Method::GET,
+            _ => reqwest::Method::from_bytes(format!("M{n}").as_bytes()).unwrap(),
+        };
+        let path = match n % 4 {
+            0 => "/healthz".to_owned(),
+            1 => format!("/api/receiver/{n}"),
+            _ => format!("/no/such/path/{n}"),
+        };
+        requests.push(
+            app.client
+                .request(method, format!("{}{path}", app.base))
+                .send(),
+        );
+        if requests.len() == 50 {
+            for response in futures_util::future::join_all(requests.drain(..)).await {
+                assert!(response.unwrap().status().as_u16() < 500);
+            }
+        }
+    }
+    let text = scrape().await;
+    // Every method outside the known list is one value, every unknown path another: a handful
+    // of series, not thousands.
+    let requests_series = series(&text, "payoutd_http_requests_total");
+    let latency_series = series(&text, "payoutd_http_request_duration_seconds_count");
+    assert!(requests_series <= 12, "{requests_series} series in\n{text}");
+    assert!(latency_series <= 8, "{latency_series} series in\n{text}");
+    assert!(text.contains("method=\"OTHER\""), "{text}");
+    assert!(!text.contains("XFOO"), "{text}");
+    assert!(text.len() < 64 * 1024, "{} bytes", text.len());
+}

@@ -424,3 +424,74 @@ async fn payouts_list_newest_first_with_filters_and_keyset_paging() {
         "B sees none of A's payouts"
     );
 }
+
+#[tokio::test]
+async fn reference_and_note_follow_the_text_rules_and_a_nul_amount_is_req009() {
+    let app = spawn_app().await;
+    app.admin
+        .fund(subaccount(&app.a), "AUD", "100000")
+        .await
+        .unwrap();
+    let (receiver, account) = app.payee(&app.a, "ada@example.com", true, true).await;
+    // Look-alikes of `inv-1` (a bidi override, zero-width characters, a control, a line
+    // separator) are refused, in a single payout and in a bulk item alike.
+    for (field, text) in [
+        ("reference", "inv-1\u{202E}"),
+        ("reference", "inv\u{200B}-1"),
+        ("reference", "\u{FEFF}inv-1"),
+        ("note", "line\u{0007}bell"),
+        ("note", "one\u{2028}two"),
+        ("note", "a\u{2066}b\u{2069}"),
+    ] {
+        let mut request = body(&receiver, &account, json!(100), "AUD");
+        request[field] = text.into();
+        let refused = app.post(&app.a, "/api/payout/single", &request).await;
+        assert_eq!(
+            (refused.status, refused.codes()),
+            (400, vec!["REQ009".to_owned()]),
+            "{field} {text:?}: {}",
+            refused.body
+        );
+        assert_eq!(refused.body["error"][0]["field"], field);
+        let mut item = request.clone();
+        if field == "note" {
+            item["reference"] = "bulk-1".into();
+        }
+        let bulk = app
+            .post(&app.a, "/api/payout/bulk", &json!({"payouts": [item]}))
+            .await;
+        assert_eq!(bulk.status, 200, "{}", bulk.body);
+        assert_eq!(
+            bulk.body["payload"]["items"][0]["error"][0]["code"], "REQ009",
+            "{field} {text:?}: {}",
+            bulk.body
+        );
+    }
+    // Any script stays allowed.
+    let mut request = body(&receiver, &account, json!(100), "AUD");
+    request["reference"] = "Rechnung Nr. 42 – Zoë".into();
+    request["note"] = "山田 太郎 🙂".into();
+    let created = app.post(&app.a, "/api/payout/single", &request).await;
+    assert_eq!(created.status, 200, "{}", created.body);
+
+    // A NUL is REQ009 in `amount` too, as in every other text (docs/API.md, Values).
+    let refused = app
+        .post(
+            &app.a,
+            "/api/payout/single",
+            &body(&receiver, &account, json!("1\u{0000}00"), "AUD"),
+        )
+        .await;
+    assert_eq!(
+        (refused.status, refused.codes()),
+        (400, vec!["REQ009".to_owned()]),
+        "{}",
+        refused.body
+    );
+    assert_eq!(refused.body["error"][0]["field"], "amount");
+    assert_eq!(
+        app.aud_balance(&app.a).await.1,
+        100,
+        "only the plain payout"
+    );
+}

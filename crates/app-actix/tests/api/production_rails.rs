@@ -292,7 +292,7 @@ struct PartnerBook {
     keys: Vec<String>,
 }
 
-struct Partner {
+pub(crate) struct Partner {
     secret: String,
     book: Mutex<PartnerBook>,
 }
@@ -383,7 +383,11 @@ async fn start_partner(secret: &str) -> (String, web::Data<Partner>) {
 }
 
 /// Posts `body` to the callback route with `signature` as `X-Partner-Signature`, if any.
-async fn callback(app: &TestApp, signature: Option<String>, body: Vec<u8>) -> (u16, Value) {
+pub(crate) async fn callback(
+    app: &TestApp,
+    signature: Option<String>,
+    body: Vec<u8>,
+) -> (u16, Value) {
     let mut request = app
         .client
         .post(format!("{}/rail/interac/callback", app.base))
@@ -408,9 +412,12 @@ struct InteracPayouts {
     references: Vec<String>,
 }
 
-const SECRET: &str = "partner-shared-secret-for-tests";
+/// The shared secret of the test partner.
+pub(crate) const SECRET: &str = "partner-shared-secret-for-tests";
 
-async fn interac_payouts() -> InteracPayouts {
+/// A production payoutd whose `cad/digital` rail goes through a partner on loopback (signing
+/// with [`SECRET`]), with the notifier its confirmation requests go to and the partner.
+pub(crate) async fn interac_app() -> (TestApp, Arc<SandboxNotifier>, web::Data<Partner>) {
     let (base_url, partner) = start_partner(SECRET).await;
     let text = format!(
         "[rails.\"cad/digital\"]\nfile_prefix = \"TEST\"\ncutoffs = [{cutoffs}]\nopen_on_weekends = true\n\
@@ -426,6 +433,11 @@ async fn interac_payouts() -> InteracPayouts {
     let notifier = Arc::new(SandboxNotifier::new());
     let production = Production::build(open_every_day(settings), notifier.clone()).unwrap();
     let app = spawn_production_app(production, |_| {}).await;
+    (app, notifier, partner)
+}
+
+async fn interac_payouts() -> InteracPayouts {
+    let (app, notifier, partner) = interac_app().await;
     let sub = SubaccountId::parse(&app.a.subaccount_id).unwrap();
     app.admin.fund(sub, "CAD", "100000").await.unwrap();
 

@@ -25,13 +25,14 @@
 //! same bytes (and the same signature and SHA-256).
 //!
 //! Signatures: [`sign`] and [`verify_signature`] (see [`signature`]); a pushed report is
-//! checked whole by [`verify_callback`].
+//! checked whole by [`verify_callback`], or its signature header first by
+//! [`check_callback_head`] and its body afterwards by [`CallbackHead::verify_body`].
 
 mod callback;
 mod documents;
 pub mod signature;
 
-pub use callback::{CallbackError, verify_callback};
+pub use callback::{CallbackError, CallbackHead, check_callback_head, verify_callback};
 pub use documents::{
     BatchReceipt, BatchRequest, BatchVerdict, Currency, ErrorAnswer, FailureCode, InteracError,
     MAX_AMOUNT, MAX_EXPIRY_DAYS, MAX_PAYMENTS, MEMO_MAX, NAME_MAX, Payment, PaymentStatus,
@@ -39,5 +40,6 @@ pub use documents::{
     is_identifier, looks_like_status_report,
 };
 pub use signature::{
-    DEFAULT_TOLERANCE_SECONDS, SIGNATURE_HEADER, SignatureError, sign, verify_signature,
+    DEFAULT_TOLERANCE_SECONDS, SIGNATURE_HEADER, SignatureError, SignatureHeader, sign,
+    verify_signature,
 };

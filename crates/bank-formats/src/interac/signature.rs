@@ -70,6 +70,107 @@ pub fn sign(secret: &[u8], timestamp: i64, payload: &[u8]) -> Result<String, Sig
     Ok(format!("t={timestamp},v1={}", hex::encode(tag)))
 }
 
+/// A signature header read, before its payload is: the timestamp and the `v1` values. A
+/// receiver refuses a malformed header ([`SignatureHeader::parse`]) and a stale or early one
+/// ([`SignatureHeader::check_time`]) before reading a body it would otherwise have to hold, and
+/// verifies the body last ([`SignatureHeader::verify`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignatureHeader {
+    timestamp: i64,
+    tags: Vec<Vec<u8>>,
+}
+
+impl SignatureHeader {
+    /// Reads `t=<unix seconds>,v1=<64 hex digits>[,v1=…]`; parts of other schemes are ignored.
+    ///
+    /// # Errors
+    /// [`SignatureError::Malformed`].
+    pub fn parse(header: &str) -> Result<Self, SignatureError> {
+        if header.len() > MAX_HEADER_LEN {
+            return Err(SignatureError::Malformed("longer than 1024 bytes"));
+        }
+        let mut timestamp = None;
+        let mut tags = Vec::new();
+        for part in header.split(',') {
+            let Some((key, value)) = part.trim().split_once('=') else {
+                return Err(SignatureError::Malformed("a part is not key=value"));
+            };
+            match key {
+                "t" => {
+                    if timestamp.is_some() {
+                        return Err(SignatureError::Malformed("two timestamps"));
+                    }
+                    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+                        return Err(SignatureError::Malformed(
+                            "the timestamp is not unix seconds",
+                        ));
+                    }
+                    timestamp =
+                        Some(value.parse::<i64>().map_err(|_| {
+                            SignatureError::Malformed("the timestamp is out of range")
+                        })?);
+                }
+                "v1" => {
+                    if value.len() != 64 {
+                        return Err(SignatureError::Malformed("a v1 value is not 64 hex digits"));
+                    }
+                    let tag = hex::decode(value).map_err(|_| {
+                        SignatureError::Malformed("a v1 value is not 64 hex digits")
+                    })?;
+                    tags.push(tag);
+                }
+                // Other schemes are ignored so a partner can add one without breaking receivers.
+                _ => {}
+            }
+        }
+        let timestamp = timestamp.ok_or(SignatureError::Malformed("no timestamp"))?;
+        if tags.is_empty() {
+            return Err(SignatureError::Malformed("no v1 signature"));
+        }
+        Ok(Self { timestamp, tags })
+    }
+
+    /// The signature's timestamp, in unix seconds.
+    pub fn timestamp(&self) -> i64 {
+        self.timestamp
+    }
+
+    /// Checks that the timestamp is at most `tolerance` seconds from `now` (unix seconds),
+    /// either way.
+    ///
+    /// # Errors
+    /// [`SignatureError::Expired`] or [`SignatureError::FromTheFuture`].
+    pub fn check_time(&self, now: i64, tolerance: u64) -> Result<(), SignatureError> {
+        if self.timestamp <= now {
+            let age = now.abs_diff(self.timestamp);
+            if age > tolerance {
+                return Err(SignatureError::Expired { age, tolerance });
+            }
+        } else {
+            let ahead = self.timestamp.abs_diff(now);
+            if ahead > tolerance {
+                return Err(SignatureError::FromTheFuture { ahead, tolerance });
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks, in constant time, that one of the `v1` values signs `payload` at the header's
+    /// timestamp with `secret`. Returns the timestamp.
+    ///
+    /// # Errors
+    /// [`SignatureError::EmptySecret`] or [`SignatureError::Mismatch`].
+    pub fn verify(&self, payload: &[u8], secret: &[u8]) -> Result<i64, SignatureError> {
+        let expected = mac(secret, self.timestamp, payload)?;
+        for tag in &self.tags {
+            if expected.clone().verify_slice(tag).is_ok() {
+                return Ok(self.timestamp);
+            }
+        }
+        Err(SignatureError::Mismatch)
+    }
+}
+
 /// Checks the header `header` on `payload` with `secret` at `now` (unix seconds), allowing
 /// `tolerance` seconds between the signature's timestamp and `now` either way. Returns the
 /// signature's timestamp.
@@ -87,63 +188,7 @@ pub fn verify_signature(
     if secret.is_empty() {
         return Err(SignatureError::EmptySecret);
     }
-    if header.len() > MAX_HEADER_LEN {
-        return Err(SignatureError::Malformed("longer than 1024 bytes"));
-    }
-    let mut timestamp = None;
-    let mut tags = Vec::new();
-    for part in header.split(',') {
-        let Some((key, value)) = part.trim().split_once('=') else {
-            return Err(SignatureError::Malformed("a part is not key=value"));
-        };
-        match key {
-            "t" => {
-                if timestamp.is_some() {
-                    return Err(SignatureError::Malformed("two timestamps"));
-                }
-                if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
-                    return Err(SignatureError::Malformed(
-                        "the timestamp is not unix seconds",
-                    ));
-                }
-                timestamp = Some(
-                    value
-                        .parse::<i64>()
-                        .map_err(|_| SignatureError::Malformed("the timestamp is out of range"))?,
-                );
-            }
-            "v1" => {
-                if value.len() != 64 {
-                    return Err(SignatureError::Malformed("a v1 value is not 64 hex digits"));
-                }
-                let tag = hex::decode(value)
-                    .map_err(|_| SignatureError::Malformed("a v1 value is not 64 hex digits"))?;
-                tags.push(tag);
-            }
-            // Other schemes are ignored so a partner can add one without breaking receivers.
-            _ => {}
-        }
-    }
-    let timestamp = timestamp.ok_or(SignatureError::Malformed("no timestamp"))?;
-    if tags.is_empty() {
-        return Err(SignatureError::Malformed("no v1 signature"));
-    }
-    if timestamp <= now {
-        let age = now.abs_diff(timestamp);
-        if age > tolerance {
-            return Err(SignatureError::Expired { age, tolerance });
-        }
-    } else {
-        let ahead = timestamp.abs_diff(now);
-        if ahead > tolerance {
-            return Err(SignatureError::FromTheFuture { ahead, tolerance });
-        }
-    }
-    let expected = mac(secret, timestamp, payload)?;
-    for tag in &tags {
-        if expected.clone().verify_slice(tag).is_ok() {
-            return Ok(timestamp);
-        }
-    }
-    Err(SignatureError::Mismatch)
+    let header = SignatureHeader::parse(header)?;
+    header.check_time(now, tolerance)?;
+    header.verify(payload, secret)
 }

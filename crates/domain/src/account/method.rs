@@ -55,13 +55,18 @@ pub struct FieldSpec {
     /// A value the field's checks accept (checksums and registries included), for the
     /// OpenAPI document's examples.
     pub example: &'static str,
+    /// A value the field's checks accept of the shortest length they accept (its stored form
+    /// may be longer, e.g. a New Zealand number stored as 16 digits): what masking is tested
+    /// on, since the shorter a value, the larger the share of it a fixed number of visible
+    /// characters would be.
+    pub shortest: &'static str,
 }
 
 const fn required(
     field: AccountField,
     pattern: Option<&'static str>,
     description: &'static str,
-    example: &'static str,
+    (example, shortest): (&'static str, &'static str),
 ) -> FieldSpec {
     FieldSpec {
         field,
@@ -69,6 +74,7 @@ const fn required(
         pattern,
         description,
         example,
+        shortest,
     }
 }
 
@@ -76,7 +82,7 @@ const ACCOUNT_TYPE: FieldSpec = required(
     AccountField::AccountType,
     Some("^(checking|savings)$"),
     "`checking` or `savings`.",
-    "checking",
+    ("checking", "savings"),
 );
 
 const DIRECT_ENTRY: MethodSpec = MethodSpec {
@@ -87,13 +93,13 @@ const DIRECT_ENTRY: MethodSpec = MethodSpec {
             AccountField::Bsb,
             Some("^[0-9]{3}[- ]?[0-9]{3}$"),
             "6 digits; `012-002` and `012 002` are accepted and stored `012002`.",
-            "012002",
+            ("012002", "012002"),
         ),
         required(
             AccountField::AccountNumber,
             Some("^[0-9]{5,9}$"),
             "5 to 9 digits.",
-            "12345678",
+            ("12345678", "12345"),
         ),
     ],
 };
@@ -106,13 +112,13 @@ const ACH: MethodSpec = MethodSpec {
             AccountField::RoutingNumber,
             Some("^[0-9]{9}$"),
             "An ABA routing number: 9 digits with the 3-7-1 checksum and a Federal Reserve prefix.",
-            "021000021",
+            ("021000021", "021000021"),
         ),
         required(
             AccountField::AccountNumber,
             Some("^[0-9]{4,17}$"),
             "4 to 17 digits.",
-            "123456789",
+            ("123456789", "1234"),
         ),
         ACCOUNT_TYPE,
     ],
@@ -127,13 +133,13 @@ const EFT: MethodSpec = MethodSpec {
             Some("^(0[0-9]{8}|[0-9]{5}-[0-9]{3})$"),
             "`0` + institution (3) + transit (5), or the paper form `TTTTT-III`; the institution \
              must be a Payments Canada member.",
-            "000100002",
+            ("000100002", "000100002"),
         ),
         required(
             AccountField::AccountNumber,
             Some("^[0-9]{7,12}$"),
             "7 to 12 digits.",
-            "1234567",
+            ("1234567", "1234567"),
         ),
         ACCOUNT_TYPE,
     ],
@@ -147,13 +153,13 @@ const DIGITAL: MethodSpec = MethodSpec {
             AccountField::Recipient,
             None,
             "The receiver's e-mail address.",
-            "ada.pay@example.com",
+            ("ada.pay@example.com", "a@b.c"),
         ),
         required(
             AccountField::Name,
             None,
             "1 to 255 characters.",
-            "Ada Lovelace",
+            ("Ada Lovelace", "A"),
         ),
         FieldSpec {
             field: AccountField::Description,
@@ -161,6 +167,7 @@ const DIGITAL: MethodSpec = MethodSpec {
             pattern: None,
             description: "Free text.",
             example: "Household account",
+            shortest: "H",
         },
     ],
 };
@@ -173,13 +180,13 @@ const SEPA: MethodSpec = MethodSpec {
             AccountField::Iban,
             Some("^[A-Za-z]{2}[0-9]{2}[A-Za-z0-9 ]{8,40}$"),
             "An IBAN of a SEPA country (length per country, mod-97); spaces removed, upper-cased.",
-            "DE89370400440532013000",
+            ("DE89370400440532013000", "NO9386011117947"),
         ),
         required(
             AccountField::Bic,
             Some("^[A-Za-z]{6}[A-Za-z0-9]{2}([A-Za-z0-9]{3})?$"),
             "8 or 11 characters; its country must be the IBAN's.",
-            "DEUTDEFF",
+            ("DEUTDEFF", "DNBANOKK"),
         ),
     ],
 };
@@ -192,7 +199,7 @@ const DIRECT_CREDIT: MethodSpec = MethodSpec {
         Some("^([0-9]{2}-[0-9]{4}-[0-9]{7}-[0-9]{2,3}|[0-9]{6}-[0-9]{7}-[0-9]{3})$"),
         "`BB-bbbb-AAAAAAA-SS(S)` or `BBbbbb-AAAAAAA-SSS`, with valid New Zealand check \
          digits; stored as 16 digits.",
-        "01-0902-0068389-00",
+        ("01-0902-0068389-00", "01-0902-0068389-00"),
     )],
 };
 
@@ -335,5 +342,90 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Every field's shortest accepted value, each method's together (a BIC must go with its
+    /// IBAN), as a create body would carry them.
+    fn shortest(method: PayoutMethod) -> crate::account::input::RawAccount {
+        let mut raw = crate::account::input::RawAccount {
+            receiver_id: Some("7d3c0b4e-2f1a-4c5b-9e8d-1a2b3c4d5e6f".to_owned()),
+            ..Default::default()
+        };
+        for spec in method.fields() {
+            *raw.slot(spec.field) = Some(spec.shortest.to_owned());
+        }
+        raw
+    }
+
+    #[test]
+    fn every_shortest_value_is_accepted_and_nothing_shorter_is() {
+        use crate::account::input::AccountInput;
+
+        for &method in PayoutMethod::ALL {
+            let raw = shortest(method);
+            assert!(
+                AccountInput::parse(method, &raw).is_ok(),
+                "{method:?}: {:?}",
+                AccountInput::parse(method, &raw).err()
+            );
+            for spec in method.fields().iter().filter(|s| s.required) {
+                let mut shorter = raw.clone();
+                let mut value = spec.shortest.to_owned();
+                value.pop();
+                *shorter.slot(spec.field) = Some(value);
+                assert!(
+                    AccountInput::parse(method, &shorter).is_err() || value_is_free(spec.field),
+                    "{method:?} {:?}: a shorter value is accepted",
+                    spec.field
+                );
+            }
+        }
+    }
+
+    /// Fields with no length of their own beyond "not blank" (a name: one character is the
+    /// shortest, and nothing shorter is a value).
+    fn value_is_free(field: AccountField) -> bool {
+        matches!(field, AccountField::Name | AccountField::AccountType)
+    }
+
+    #[test]
+    fn masking_never_shows_more_than_three_characters_nor_half_of_any_identifier() {
+        use crate::account::data::AccountData;
+        use crate::account::field::Visibility;
+        use crate::account::input::AccountInput;
+        use crate::masking::MaskedValue;
+
+        let mut checked = 0;
+        for &method in PayoutMethod::ALL {
+            let Ok(input) = AccountInput::parse(method, &shortest(method)) else {
+                panic!("{method:?}: the shortest values parse");
+            };
+            let data = AccountData::from_details(&input.details);
+            for (field, masked) in data.masked() {
+                if field.visibility() != Visibility::Masked {
+                    continue;
+                }
+                let stored = data.expose(field).unwrap_or_default();
+                let length = stored.chars().count();
+                let shown = MaskedValue::mask(stored).shown();
+                assert!(
+                    shown <= MaskedValue::VISIBLE && 2 * shown <= length,
+                    "{method:?} {field:?}: {masked:?} shows {shown} of {length} characters"
+                );
+                assert!(!masked.contains(&stored[stored.len() / 2..]), "{masked}");
+                checked += 1;
+            }
+        }
+        // Every masked field of every method.
+        let masked_fields: usize = PayoutMethod::ALL
+            .iter()
+            .map(|m| {
+                m.fields()
+                    .iter()
+                    .filter(|s| s.field.visibility() == Visibility::Masked)
+                    .count()
+            })
+            .sum();
+        assert_eq!(checked, masked_fields);
     }
 }

@@ -28,6 +28,7 @@ use crate::paging::cursor::CursorKey;
 use crate::paging::{Page, PageRequest, Position, list_start};
 use crate::ports::{Clock, IdGenerator};
 use crate::receiver::ports::ReceiverStore;
+use crate::receiver::values::{BoundedText, BoundedTextError};
 use crate::receiver::{KycStatus, ReceiverStatus};
 use crate::subaccount::ports::SubaccountStore;
 use crate::validation::ValidationErrors;
@@ -67,8 +68,6 @@ pub enum CreatePayoutError {
 
 /// How far back a payout to the same account, amount and currency counts as a duplicate.
 pub const DUPLICATE_WINDOW_HOURS: i64 = 24;
-
-const MAX_TEXT: usize = 255;
 
 /// How many times a payout is planned again when its receiver or account changed meanwhile.
 const STALE_RETRIES: usize = 3;
@@ -560,12 +559,13 @@ impl From<&RawPayout> for Parsed {
         if currency.is_none() {
             errors.push(ErrorCode::Payo204, "currency");
         }
+        // The receiver's free-text rule, so that two references that look alike (one with a
+        // bidi override or a zero-width space) cannot both be "unique".
         for (value, field) in [(&raw.reference, "reference"), (&raw.note, "note")] {
-            if value
-                .as_deref()
-                .is_some_and(|v| v.chars().count() > MAX_TEXT)
-            {
-                errors.push(ErrorCode::Payo208, field);
+            match value.as_deref().map(BoundedText::parse) {
+                None | Some(Ok(_) | Err(BoundedTextError::Empty)) => {}
+                Some(Err(BoundedTextError::TooLong)) => errors.push(ErrorCode::Payo208, field),
+                Some(Err(BoundedTextError::Invalid)) => errors.push(ErrorCode::Req009, field),
             }
         }
         Self {

@@ -394,6 +394,32 @@ async fn every_check_has_its_code_and_independent_ones_come_together() {
         ),
         [ErrorCode::Payo208]
     );
+    // The receiver's text rule (crate::text): no control, format or invisible character.
+    for text in [
+        "inv-1\u{202E}",
+        "in\u{200B}v",
+        "\u{FEFF}x",
+        "a\tb",
+        "a\u{3164}b",
+    ] {
+        for field in ["reference", "note"] {
+            let mut odd = raw("100", "AUD");
+            *(if field == "reference" {
+                &mut odd.reference
+            } else {
+                &mut odd.note
+            }) = Some(text.to_owned());
+            assert_eq!(
+                codes(
+                    service(no_insert(), ignore)
+                        .create(&caller(), &odd, &WriteKey::none())
+                        .await
+                ),
+                [ErrorCode::Req009],
+                "{field} {text:?}"
+            );
+        }
+    }
 }
 
 #[tokio::test]
