@@ -262,12 +262,12 @@ fn build_and_run(
 ) -> Result<std::process::ExitStatus, String> {
     let smoke = smoke_flags.is_some();
     let profile = if smoke { "debug" } else { "release" };
-    let mut build = paths::cargo();
-    build.args(["build", "-p", "app-actix", "-p", "payoutd-bench"]);
-    if !smoke {
-        build.arg("--release");
-    }
-    cmd::run(&mut build)?;
+    let build = if smoke {
+        paths::DEBUG_BUILD.as_slice()
+    } else {
+        paths::RELEASE_BUILD.as_slice()
+    };
+    cmd::run(paths::cargo().args(build))?;
     let bin_dir = paths::target_dir().join(profile);
     let out_dir = paths::target_dir().join("bench");
     let mut bench = std::process::Command::new(bin_dir.join("payoutd-bench"));

@@ -82,7 +82,7 @@ pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
     fs::create_dir_all(&dir).map_err(|err| format!("cannot create {}: {err}", dir.display()))?;
     // The venv first: it needs no database, and a failed install should not leave one running.
     let st = schemathesis(&dir)?;
-    cmd::run(paths::cargo().args(["build", "-p", "app-actix", "--bin", "payoutd"]))?;
+    cmd::run(paths::cargo().args(paths::DEBUG_BUILD))?;
 
     let mut pg = Postgres::provision()?;
     let keep = env::var("PAYOUT_KEEP_PG").is_ok_and(|keep| keep == "1");

@@ -236,7 +236,7 @@ fn demo(pg: &Postgres, options: &Options, started: Instant) -> Result<Value, Str
 
     let database_url = with_database(&pg.url, DATABASE);
     drop_database(&pg.url)?;
-    cmd::run(paths::cargo().args(["build", "-p", "app-actix", "--bin", "payoutd"]))?;
+    cmd::run(paths::cargo().args(paths::DEBUG_BUILD))?;
 
     // The bank and the mail catcher.
     let mut bank = Bank::start(&root.join("bank"), None)?;

@@ -184,7 +184,7 @@ fn names_maintenance_database(url: &str) -> bool {
 pub(crate) fn build_and_migrate(payoutd: &Payoutd) -> Result<(), String> {
     cmd::run(
         paths::cargo()
-            .args(["build", "-p", "app-actix", "--bin", "payoutd"])
+            .args(paths::DEBUG_BUILD)
             .stdout(io::stderr()),
     )?;
     cmd::run(

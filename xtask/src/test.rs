@@ -33,10 +33,14 @@ use crate::{citus, cmd, iso20022, paths, postgres::Postgres, tools};
 const CITUS_FLAG: &str = "--citus";
 
 /// What `--citus` runs, in order: each package with the `cargo test` arguments that choose
-/// its tests.
+/// its tests. The HTTP suite is chosen by name over the whole workspace, so Cargo resolves
+/// features as for `cargo xtask test` and reuses its build (`-p app-actix` alone compiles tokio,
+/// reqwest, hyper and everything above them again; see `paths::DEBUG_BUILD`). adapters-postgres'
+/// unit tests cannot be chosen that way without every other crate's, so that suite has its own
+/// build.
 const CITUS_SUITES: [(&str, &[&str]); 2] = [
-    ("adapters-postgres", &["--tests"]),
-    ("app-actix", &["--test", "api"]),
+    ("adapters-postgres", &["-p", "adapters-postgres", "--tests"]),
+    ("app-actix", &["--workspace", "--test", "api"]),
 ];
 
 /// The crate whose tests need OpenSSH.
@@ -118,7 +122,7 @@ pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
 }
 
 /// `cargo xtask test --citus [-p PACKAGE] ARGS...`: starts the Citus cluster and runs each of
-/// [`CITUS_SUITES`] (those `-p` picks, else all), `cargo test -p PACKAGE SUITE ARGS...`, with
+/// [`CITUS_SUITES`] (those `-p` picks, else all), `cargo test SUITE ARGS...`, with
 /// `PAYOUT_TEST_CITUS_URL` naming its coordinator. Every chosen suite runs even when one fails;
 /// the exit code is the first failure's.
 fn run_citus(args: Vec<String>) -> Result<ExitCode, String> {
@@ -152,7 +156,7 @@ fn run_citus(args: Vec<String>) -> Result<ExitCode, String> {
         eprintln!("xtask: testing {package} against Citus at {url}");
         let mut cargo = paths::cargo();
         cargo
-            .args(["test", "-p", package])
+            .arg("test")
             .args(suite)
             .args(&cargo_args)
             .arg("--")
