@@ -15,10 +15,12 @@
 //! Scenarios live in `crates/bench` (`payoutd-bench <scenario> --help`); adding one there and
 //! to [`SCENARIOS`] is all xtask needs.
 
-use std::{env, process::ExitCode};
+use std::env;
 
 use crate::{
-    citus, cmd, paths,
+    citus, cmd,
+    failure::Failure,
+    paths,
     postgres::{Postgres, find_client},
 };
 
@@ -141,22 +143,24 @@ const SWITCHES: &[&str] = &[
 ];
 
 /// Runs `cargo xtask bench ARGS...`.
-pub fn run(mut args: Vec<String>) -> Result<ExitCode, String> {
+pub fn run(mut args: Vec<String>) -> Result<(), Failure> {
     if args.is_empty() || matches!(args[0].as_str(), "help" | "--help" | "-h") {
         print_usage();
-        return Ok(ExitCode::SUCCESS);
+        return Ok(());
     }
     let scenario = args.remove(0);
     let Some((_, smoke_flags)) = SCENARIOS.iter().find(|(name, _)| *name == scenario) else {
-        return Err(format!(
-            "unknown bench scenario `{scenario}`; see `cargo xtask bench help`"
+        return Err(Failure::new(
+            "a scenario `cargo xtask bench help` lists",
+            format!("`{scenario}`"),
         ));
     };
     let smoke = take_switch(&mut args, "--smoke");
     let on_citus = take_switch(&mut args, CITUS_FLAG);
     if on_citus && !matches!(scenario.as_str(), "chaos" | "api") {
-        return Err(format!(
-            "{CITUS_FLAG} is a flag of `chaos` and `api` only, not of `{scenario}`"
+        return Err(Failure::new(
+            format!("{CITUS_FLAG} only with `chaos` or `api`"),
+            format!("{CITUS_FLAG} with `{scenario}`"),
         ));
     }
     check_flags(&args)?;
@@ -196,7 +200,7 @@ pub fn run(mut args: Vec<String>) -> Result<ExitCode, String> {
         smoke_sizes.extend(CITUS_SMOKE_FLAGS);
     }
     let url = pg.url.clone();
-    let status = build_and_run(
+    let result = build_and_run(
         &scenario,
         &url,
         &harness_args,
@@ -210,17 +214,13 @@ pub fn run(mut args: Vec<String>) -> Result<ExitCode, String> {
         );
     }
     pg.shutdown();
-    Ok(cmd::exit_code(status?))
+    result
 }
 
 /// `cargo xtask chaos --citus`: starts the Citus cluster as `cargo xtask citus` does (leaving it
 /// running for the next run; `cargo xtask citus-stop` stops it) and runs the chaos scenario
 /// against its coordinator, handing it the commands that stop and start the last worker.
-fn run_chaos_on_citus(
-    smoke: bool,
-    smoke_flags: &[&str],
-    args: &[String],
-) -> Result<ExitCode, String> {
+fn run_chaos_on_citus(smoke: bool, smoke_flags: &[&str], args: &[String]) -> Result<(), Failure> {
     let coordinator = citus::start()?;
     let url = citus::maintenance_url(coordinator);
     let worker = citus::last_worker_control()?;
@@ -238,15 +238,14 @@ fn run_chaos_on_citus(
         "--worker-port".to_owned(),
         worker.port.to_string(),
     ];
-    let status = build_and_run(
+    build_and_run(
         "chaos",
         &url,
         &harness_args,
         smoke.then_some(smoke_flags),
         args,
         |_| {},
-    )?;
-    Ok(cmd::exit_code(status))
+    )
 }
 
 /// Builds payoutd and the harness (release, or debug for a smoke run, which gives `smoke_flags`)
@@ -259,7 +258,7 @@ fn build_and_run(
     smoke_flags: Option<&[&str]>,
     args: &[String],
     watch: impl FnOnce(u32),
-) -> Result<std::process::ExitStatus, String> {
+) -> Result<(), Failure> {
     let smoke = smoke_flags.is_some();
     let profile = if smoke { "debug" } else { "release" };
     let build = if smoke {
@@ -289,14 +288,21 @@ fn build_and_run(
         bench.args(smoke_flags);
     }
     bench.args(args);
-    match bench.spawn() {
-        Ok(mut child) => {
-            watch(child.id());
-            child
-                .wait()
-                .map_err(|err| format!("waiting for payoutd-bench: {err}"))
-        }
-        Err(err) => Err(format!("cannot run `{}`: {err}", cmd::display(&bench))),
+    let mut child = bench
+        .spawn()
+        .map_err(|err| format!("cannot run `{}`: {err}", cmd::display(&bench)))?;
+    watch(child.id());
+    let status = child
+        .wait()
+        .map_err(|err| format!("waiting for payoutd-bench: {err}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(Failure::exited(
+            format!("payoutd-bench {scenario} to pass (its verdicts are above)"),
+            &bench,
+            status,
+        ))
     }
 }
 
@@ -458,11 +464,13 @@ mod tests {
     #[test]
     fn citus_is_a_flag_of_chaos_and_api_only() {
         let refused = super::run(args(&["verify", "--citus", "--smoke"]));
-        assert!(
-            refused
-                .as_ref()
-                .is_err_and(|e| e.contains("`chaos` and `api` only")),
-            "{refused:?}"
+        assert_eq!(
+            refused.map_err(|failure| failure.last_line("bench", "")),
+            Err(
+                "xtask bench: expected --citus only with `chaos` or `api`; saw --citus with \
+                 `verify`"
+                    .to_owned()
+            )
         );
     }
 

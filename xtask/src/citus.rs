@@ -17,11 +17,12 @@
 use std::{
     env, fs, io,
     path::{Path, PathBuf},
-    process::{Command, ExitCode, Stdio},
+    process::{Command, Stdio},
 };
 
 use crate::{
     cmd::{self, find_on_path, sh_quote},
+    failure::Failure,
     flags::Flags,
     paths,
     postgres::{self, Cluster, Lock},
@@ -59,11 +60,11 @@ const BUILD_PACKAGES: [&str; 4] = [
 
 /// `cargo xtask citus`: installs Citus if needed, starts the three nodes, creates the databases
 /// with the extension, registers the workers and prints the URLs.
-pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
+pub fn run(args: Vec<String>) -> Result<(), Failure> {
     Flags::new(args).finish()?;
     let coordinator = start()?;
     print!("{}", output(coordinator));
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// The coordinator's maintenance database (`postgres`, with the extension and the workers
@@ -139,7 +140,7 @@ pub fn last_worker_control() -> Result<WorkerControl, String> {
 }
 
 /// `cargo xtask citus-stop`: stops whichever of the three nodes are running.
-pub fn stop(args: Vec<String>) -> Result<ExitCode, String> {
+pub fn stop(args: Vec<String>) -> Result<(), Failure> {
     Flags::new(args).finish()?;
     let mut found = false;
     for node in NODES {
@@ -169,7 +170,7 @@ pub fn stop(args: Vec<String>) -> Result<ExitCode, String> {
     if !found {
         println!("xtask: no Citus cluster found");
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// What `cargo xtask citus` prints: shell assignments, as `cargo xtask db` does.

@@ -7,6 +7,7 @@ mod bank;
 mod bench;
 mod citus;
 mod cmd;
+mod failure;
 mod flags;
 mod fuzz;
 mod interac_partner;
@@ -26,7 +27,7 @@ mod webhook_receiver;
 
 use std::{env, process::ExitCode};
 
-use crate::{flags::Flags, postgres::Postgres};
+use crate::{failure::Failure, flags::Flags, postgres::Postgres};
 
 const HELP: &str = "\
 Usage: cargo xtask <command> [args]
@@ -98,18 +99,55 @@ it installs them (Debian: openssh-server, openssh-client) when missing; and
 aiosmtpd and openssl for the SMTP tests (Debian: python3-aiosmtpd, openssl).
 ";
 
+/// Each command with what it is expected to do: the last line of a failure says this was
+/// expected when the failure itself does not say more precisely.
+const COMMANDS: &[(&str, &str)] = &[
+    ("db", "PostgreSQL running with payoutd's database migrated"),
+    ("db-stop", "the private PostgreSQL cluster stopped"),
+    ("citus", "a running Citus cluster with payoutd's database"),
+    ("citus-stop", "the Citus cluster's nodes stopped"),
+    ("test", "every selected test to build and pass"),
+    ("serve", "payoutd serving the demo subaccount until stopped"),
+    ("bench", "the benchmark to run and pass its verdicts"),
+    ("chaos", "every fault test to pass"),
+    (
+        "fuzz",
+        "no 5xx and every response as /openapi.json documents it",
+    ),
+    ("bank", "the local bank serving until stopped"),
+    ("rails-demo", rails_demo::GOAL),
+    ("sign", "a signature header value"),
+    (
+        postgres::REAPER_COMMAND,
+        "the cluster stopped once xtask is gone",
+    ),
+];
+
 fn main() -> ExitCode {
-    match run() {
-        Ok(code) => code,
-        Err(err) => {
-            eprintln!("xtask: error: {err}");
-            ExitCode::FAILURE
+    let (command, args) = match arguments() {
+        Ok(parsed) => parsed,
+        Err(err) => return Failure::from(err).report("", "UTF-8 arguments"),
+    };
+    let Some(command) = command else {
+        print!("{HELP}");
+        return ExitCode::SUCCESS;
+    };
+    let Some(&(_, goal)) = COMMANDS.iter().find(|(name, _)| *name == command) else {
+        if matches!(command.as_str(), "help" | "--help" | "-h") {
+            print!("{HELP}");
+            return ExitCode::SUCCESS;
         }
+        return Failure::new("a command `cargo xtask help` lists", format!("`{command}`"))
+            .report(&command, "");
+    };
+    match run(&command, args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => failure.report(&command, goal),
     }
 }
 
-/// Dispatches to the command named by the first argument.
-fn run() -> Result<ExitCode, String> {
+/// The command name (if any) and its arguments.
+fn arguments() -> Result<(Option<String>, Vec<String>), String> {
     let mut args = env::args_os()
         .skip(1)
         .map(|arg| {
@@ -122,44 +160,44 @@ fn run() -> Result<ExitCode, String> {
     } else {
         Some(args.remove(0))
     };
-    match command.as_deref() {
-        None | Some("help" | "--help" | "-h") => {
-            print!("{HELP}");
-            Ok(ExitCode::SUCCESS)
-        }
-        Some("db") => db(args),
-        Some("db-stop") => {
+    Ok((command, args))
+}
+
+/// Runs `command`, one of [`COMMANDS`].
+fn run(command: &str, args: Vec<String>) -> Result<(), Failure> {
+    match command {
+        "db" => db(args),
+        "db-stop" => {
             Flags::new(args).finish()?;
-            postgres::stop_private()?;
-            Ok(ExitCode::SUCCESS)
+            Ok(postgres::stop_private()?)
         }
-        Some("citus") => citus::run(args),
-        Some("citus-stop") => citus::stop(args),
-        Some("test") => test::run(args),
-        Some("serve") => serve::run(args),
-        Some("bench") => bench::run(args),
-        Some("chaos") => {
+        "citus" => citus::run(args),
+        "citus-stop" => citus::stop(args),
+        "test" => test::run(args),
+        "serve" => serve::run(args),
+        "bench" => bench::run(args),
+        "chaos" => {
             // `chaos` is the bench harness's fault-test scenario.
             let mut args = args;
             args.insert(0, "chaos".to_owned());
             bench::run(args)
         }
-        Some("fuzz") => fuzz::run(args),
-        Some("bank") => bank::run(args),
-        Some("rails-demo") => rails_demo::run(args),
-        Some("sign") => sign::run(args),
-        Some(postgres::REAPER_COMMAND) => {
-            postgres::reap(&args)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Some(other) => Err(format!("unknown command `{other}`; see `cargo xtask help`")),
+        "fuzz" => fuzz::run(args),
+        "bank" => bank::run(args),
+        "rails-demo" => rails_demo::run(args),
+        "sign" => sign::run(args),
+        postgres::REAPER_COMMAND => Ok(postgres::reap(&args)?),
+        other => Err(Failure::new(
+            "a command `cargo xtask help` lists",
+            format!("`{other}`"),
+        )),
     }
 }
 
 /// `cargo xtask db`: provisions PostgreSQL, creates and migrates the database payoutd uses
 /// (as `serve` does), leaves the server running and prints both URLs: `DATABASE_URL` for
 /// payoutd, and the maintenance database the tests create their own databases from.
-fn db(args: Vec<String>) -> Result<ExitCode, String> {
+fn db(args: Vec<String>) -> Result<(), Failure> {
     Flags::new(args).finish()?;
     let pg = Postgres::provision()?;
     eprintln!("xtask: using {}", pg.describe());
@@ -173,7 +211,7 @@ fn db(args: Vec<String>) -> Result<ExitCode, String> {
     // The tests' maintenance database is `postgres` even when DATABASE_URL names another.
     let maintenance_url = serve::with_database(&pg.url, "postgres");
     print!("{}", db_output(&server_url, &maintenance_url));
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// What `cargo xtask db` prints: two shell assignments, each with a comment saying who

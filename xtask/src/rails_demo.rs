@@ -19,7 +19,7 @@ use std::{
     io::{BufRead, BufReader, Read, Write},
     net::{SocketAddr, TcpStream},
     path::Path,
-    process::{Child, Command, ExitCode, Stdio},
+    process::{Child, Command, Stdio},
     sync::{
         Arc, Mutex,
         atomic::{AtomicBool, Ordering},
@@ -29,11 +29,13 @@ use std::{
 };
 
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 use crate::interac_partner::{PartnerOptions, PartnerSimulator};
 use crate::{
     bank::{self, Bank, RailKind, Responder, Tally},
     cmd,
+    failure::Failure,
     flags::Flags,
     iso20022, paths,
     postgres::{self, Postgres},
@@ -42,10 +44,24 @@ use crate::{
     tools,
 };
 
+/// What the demo expects, unless a failure says more precisely.
+pub const GOAL: &str =
+    "every payout final as the bank and the partner decided, every file valid, the ledger balanced";
+
 /// The database the demo uses (dropped and created again on each run).
 const DATABASE: &str = "payoutd_rails_demo";
-/// Everything must be done within this.
+
+/// [`DATABASE`] followed by a short hash of the target dir: on a server several checkouts share,
+/// one checkout's demo does not drop the database of another's running demo.
+fn database() -> String {
+    let target = paths::target_dir();
+    let hash = Sha256::digest(target.as_os_str().as_encoded_bytes());
+    format!("{DATABASE}_{}", hex::encode(&hash[..4]))
+}
+/// Everything must be done within this, counted once the tools are there and payoutd is built.
 const OVERALL_TIMEOUT: Duration = Duration::from_secs(300);
+/// How often a wait says where it stands.
+const PROGRESS_EVERY: Duration = Duration::from_secs(15);
 /// Receivers created; each gets one ACH and one SEPA account.
 const RECEIVERS: usize = 4;
 
@@ -116,7 +132,7 @@ struct Counterparties<'a> {
     partner: &'a PartnerSimulator,
 }
 
-pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
+pub fn run(args: Vec<String>) -> Result<(), Failure> {
     let mut flags = Flags::new(args);
     let per_method = flags
         .value("--payouts")?
@@ -139,19 +155,35 @@ pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
         share,
         late_after: Duration::from_secs(10),
     };
-    let started = Instant::now();
+    // The tools and the build first: on a fresh machine they take minutes, which the demo's
+    // own deadline must not count.
+    let helpers = Helpers {
+        xml: iso20022::provision()?,
+        python: tools::ensure_debian_python_module("aiosmtpd", "python3-aiosmtpd")?,
+    };
+    tools::ensure_debian_tool("/usr/sbin/sshd", "openssh-server")?;
+    tools::ensure_debian_tool("ssh-keygen", "openssh-client")?;
+    cmd::run(paths::cargo().args(paths::DEBUG_BUILD))?;
     let mut pg = Postgres::provision()?;
     pg.stop_on_exit();
     eprintln!("rails-demo: using {}", pg.describe());
-    let result = demo(&pg, &options, started);
+    let started = Instant::now();
+    let result = demo(&pg, &options, &helpers, started);
     pg.shutdown();
-    let summary = result?;
-    println!("{}", summary_line(&summary));
+    // What the run came to, kept beside payoutd's log for when the output is gone.
+    let outcome = paths::target_dir().join("rails-demo").join("outcome");
+    let line = match &result {
+        Ok(summary) => summary_line(summary),
+        Err(failure) => failure.last_line("rails-demo", GOAL),
+    };
+    let _ = fs::write(&outcome, format!("{line}\n"));
+    result?;
+    println!("{line}");
     eprintln!(
         "rails-demo: done in {:.0} s",
         started.elapsed().as_secs_f64()
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// A child process killed on drop.
@@ -220,7 +252,18 @@ impl Drop for ResponderThread {
     }
 }
 
-fn demo(pg: &Postgres, options: &Options, started: Instant) -> Result<Value, String> {
+/// What the demo runs besides payoutd: xmllint and the XSDs, and a python3 with aiosmtpd.
+struct Helpers {
+    xml: iso20022::Tools,
+    python: std::path::PathBuf,
+}
+
+fn demo(
+    pg: &Postgres,
+    options: &Options,
+    helpers: &Helpers,
+    started: Instant,
+) -> Result<Value, Failure> {
     let deadline = started + OVERALL_TIMEOUT;
     let root = paths::target_dir().join("rails-demo");
     if root.exists() {
@@ -231,12 +274,9 @@ fn demo(pg: &Postgres, options: &Options, started: Instant) -> Result<Value, Str
     for dir in [&sent_dir, &received_dir] {
         fs::create_dir_all(dir).map_err(|err| format!("cannot create {}: {err}", dir.display()))?;
     }
-    let xml_tools = iso20022::provision()?;
-    let python = tools::ensure_debian_python_module("aiosmtpd", "python3-aiosmtpd")?;
-
-    let database_url = with_database(&pg.url, DATABASE);
-    drop_database(&pg.url)?;
-    cmd::run(paths::cargo().args(paths::DEBUG_BUILD))?;
+    let database = database();
+    let database_url = with_database(&pg.url, &database);
+    drop_database(&pg.url, &database)?;
 
     // The bank and the mail catcher.
     let mut bank = Bank::start(&root.join("bank"), None)?;
@@ -248,7 +288,7 @@ fn demo(pg: &Postgres, options: &Options, started: Instant) -> Result<Value, Str
     let mail_dir = root.join("mail");
     fs::create_dir_all(&mail_dir)
         .map_err(|err| format!("cannot create {}: {err}", mail_dir.display()))?;
-    let (smtp, smtp_port) = start_smtp(&python, &mail_dir)?;
+    let (smtp, smtp_port) = start_smtp(&helpers.python, &mail_dir)?;
 
     // payoutd, production mode, and the Interac partner calling it back.
     let port = bank::free_port()?;
@@ -292,10 +332,16 @@ fn demo(pg: &Postgres, options: &Options, started: Instant) -> Result<Value, Str
             |err| format!("cannot run `{}`: {err}", cmd::display(&serve)),
         )?));
     let addr: SocketAddr = bind.parse().map_err(|err| format!("{bind}: {err}"))?;
-    wait_until(deadline, "payoutd to listen", || {
-        Ok(TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok())
+    wait_until(deadline, &format!("payoutd to listen on {addr}"), || {
+        Ok(
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+                Wait::Done
+            } else {
+                Wait::Pending("nothing listening".to_owned())
+            },
+        )
     })
-    .map_err(|err| format!("{err} (its log: {})", log_path.display()))?;
+    .map_err(|failure| failure.with_detail(format!("payoutd's log: {}", log_path.display())))?;
 
     let outcome = drive(
         &payoutd,
@@ -309,12 +355,12 @@ fn demo(pg: &Postgres, options: &Options, started: Instant) -> Result<Value, Str
         options,
         deadline,
     )
-    .map_err(|err| {
-        format!(
-            "{err}\n(payoutd's log: {}, the bank: {})",
+    .map_err(|failure| {
+        failure.with_detail(format!(
+            "payoutd's log: {}\nthe bank: {}",
             log_path.display(),
             bank.dir.display()
-        )
+        ))
     });
     // Stop payoutd before collecting the files, so nothing changes under us.
     drop(server);
@@ -326,7 +372,7 @@ fn demo(pg: &Postgres, options: &Options, started: Instant) -> Result<Value, Str
     drop(responder);
     bank.stop();
 
-    let sent = collect_sent(&payoutd, &bank, &sent_dir, &xml_tools)?;
+    let sent = collect_sent(&payoutd, &bank, &sent_dir, &helpers.xml)?;
     let mut received = 0;
     for rail in &bank.rails {
         for name in bank::complete_files(&rail.written)? {
@@ -340,25 +386,36 @@ fn demo(pg: &Postgres, options: &Options, started: Instant) -> Result<Value, Str
         }
     }
     if sent.files != tally.files_read || received != tally.files_written {
-        return Err(format!(
-            "payoutd sent {} files and the bank read {}; the bank wrote {} and {received} were copied",
-            sent.files, tally.files_read, tally.files_written
+        return Err(Failure::new(
+            "the bank to read every file payoutd sent and the demo to copy every answer",
+            format!(
+                "payoutd sent {} files and the bank read {}; the bank wrote {} and {received} were \
+                 copied",
+                sent.files, tally.files_read, tally.files_written
+            ),
         ));
     }
     if u64::try_from(sent.batch_requests).ok() != Some(partner_counters.batches) {
-        return Err(format!(
-            "payoutd stored {} Interac batch requests and the partner accepted {}",
-            sent.batch_requests, partner_counters.batches
+        return Err(Failure::new(
+            format!(
+                "the partner to accept the {} Interac batch requests payoutd stored",
+                sent.batch_requests
+            ),
+            format!("it accepted {}", partner_counters.batches),
         ));
     }
     let ledger = payoutd.command(&["admin", "check-ledger"]).output();
     let ledger_ok = ledger.as_ref().is_ok_and(|out| out.status.success());
     if !ledger_ok {
-        return Err(format!("`payoutd admin check-ledger` failed: {ledger:?}"));
+        return Err(Failure::new(
+            "`payoutd admin check-ledger` to find the ledger balanced",
+            format!("{ledger:?}"),
+        ));
     }
     if partner_counters.bad_signatures > 0 || partner_counters.conflicts > 0 {
-        return Err(format!(
-            "the partner refused requests of payoutd: {partner_counters:?}"
+        return Err(Failure::new(
+            "the partner to accept every request of payoutd",
+            format!("bad signatures or conflicts: {partner_counters:?}"),
         ));
     }
     outcome["files"] = json!(sent.files);
@@ -398,7 +455,7 @@ fn drive(
     others: &Counterparties<'_>,
     options: &Options,
     deadline: Instant,
-) -> Result<Value, String> {
+) -> Result<Value, Failure> {
     let Counterparties { responder, partner } = *others;
     let created = payoutd.json(&[
         "admin",
@@ -447,7 +504,10 @@ fn drive(
             "completed",
         ])?;
         if field(&decided, "kyc_status")? != "completed" {
-            return Err(format!("KYC was not completed: {decided}"));
+            return Err(Failure::new(
+                "`payoutd admin kyc --decision completed` to complete KYC",
+                format!("{decided}"),
+            ));
         }
         for method in Method::ALL {
             let mut body = method.account_body(i);
@@ -463,10 +523,18 @@ fn drive(
     // The confirmation e-mails: one per account; POST each link.
     let expected = Method::ALL.len() * RECEIVERS;
     let mut links = Vec::new();
-    wait_until(deadline, "the confirmation e-mails", || {
-        links = confirmation_links(mail_dir)?;
-        Ok(links.len() >= expected)
-    })?;
+    wait_until(
+        deadline,
+        &format!("{expected} confirmation e-mails"),
+        || {
+            links = confirmation_links(mail_dir)?;
+            Ok(if links.len() >= expected {
+                Wait::Done
+            } else {
+                Wait::Pending(format!("{} in {}", links.len(), mail_dir.display()))
+            })
+        },
+    )?;
     for link in &links {
         let path = link
             .strip_prefix(&format!("http://{addr}"))
@@ -475,8 +543,9 @@ fn drive(
             })?;
         let (status, body) = http(addr, "POST", path, &[], b"")?;
         if status != 200 {
-            return Err(format!(
-                "POST of a confirmation link answered {status}: {body}"
+            return Err(Failure::new(
+                "200 to the POST of a confirmation link",
+                format!("{status}: {body}"),
             ));
         }
     }
@@ -484,8 +553,9 @@ fn drive(
         let shown = api.get(&format!("/api/receiver-account/{account}"))?;
         let status = payload_str(&shown, "confirm_status")?;
         if status != "confirmed" {
-            return Err(format!(
-                "account {account} is {status} after its link was posted"
+            return Err(Failure::new(
+                format!("account {account} confirmed once its link was posted"),
+                format!("it is {status}"),
             ));
         }
     }
@@ -507,17 +577,25 @@ fn drive(
         }
     }
     eprintln!(
-        "rails-demo: {} payouts created; waiting for the cut-offs and the bank's answers",
+        "rails-demo: [{:>3} s] {} payouts created; waiting for the cut-offs and the bank's \
+         answers",
+        (deadline.checked_sub(OVERALL_TIMEOUT).unwrap_or(deadline))
+            .elapsed()
+            .as_secs(),
         payouts.len()
     );
 
     // Wait: every payout final, the late returns written and applied.
     let mut seen_successful = BTreeSet::new();
     let mut last: BTreeMap<String, (String, String)> = BTreeMap::new();
-    wait_until(deadline, "every payout to be final", || {
+    let expected = format!(
+        "all {} payouts final, the bank's and the partner's answers applied",
+        payouts.len()
+    );
+    wait_until(deadline, &expected, || {
         let tally = responder.tally()?;
         if !tally.unreadable.is_empty() {
-            return Err(format!("the bank could not read {:?}", tally.unreadable));
+            return Err(unreadable(&tally));
         }
         for id in &payouts {
             let shown = api.get(&format!("/api/payout/{id}"))?;
@@ -544,11 +622,15 @@ fn drive(
             .values()
             .filter(|status| **status != "sent")
             .count();
-        Ok(all_final && late_applied && tally.payments + partner_final == payouts.len())
+        if all_final && late_applied && tally.payments + partner_final == payouts.len() {
+            Ok(Wait::Done)
+        } else {
+            Ok(Wait::Pending(payout_progress(&last, &tally, partner_final)))
+        }
     })?;
     let tally = responder.tally()?;
     if !tally.unreadable.is_empty() {
-        return Err(format!("the bank could not read {:?}", tally.unreadable));
+        return Err(unreadable(&tally));
     }
     let successful = last.values().filter(|(s, _)| s == "successful").count();
     let failed = last.values().filter(|(s, _)| s == "failed").count();
@@ -575,18 +657,24 @@ fn drive(
         .chain(partner_failed)
         .collect();
     if failed_refs != bank_failed {
-        return Err(format!(
-            "payoutd failed the payouts {failed_refs:?}, but the bank and the partner refused or \
-             returned {bank_failed:?}"
+        return Err(Failure::new(
+            format!(
+                "payoutd to fail the payouts the bank and the partner refused or returned, {bank_failed:?}"
+            ),
+            format!("it failed {failed_refs:?}"),
         ));
     }
     // Returned: failed after settlement, with the amount credited back (`payout_return`).
     let returned = returned_payouts(database_url)?;
     if returned < tally.returned_late.len().max(seen_returned) || returned > failed {
-        return Err(format!(
-            "{returned} payouts have a payout_return ledger entry, but the bank returned {} after \
-             settlement, {seen_returned} were seen successful then failed, and {failed} failed",
-            tally.returned_late.len()
+        return Err(Failure::new(
+            format!(
+                "a payout_return ledger entry for at least the {} payouts the bank returned after \
+                 settlement and the {seen_returned} seen successful then failed, and for at most \
+                 the {failed} failed",
+                tally.returned_late.len()
+            ),
+            format!("{returned}"),
         ));
     }
     Ok(json!({
@@ -982,24 +1070,99 @@ fn find_link(message: &str) -> Option<String> {
     Some(text[start..end].to_owned())
 }
 
-/// Calls `check` every second until it says yes; an error at `deadline`.
+/// Where a wait stands.
+enum Wait {
+    Done,
+    /// Not yet: what is still missing, for the failure should the deadline pass.
+    Pending(String),
+}
+
+/// Calls `check` every second until it is done; at `deadline`, a failure expecting `what` and
+/// saying where it stood.
 fn wait_until(
     deadline: Instant,
     what: &str,
-    mut check: impl FnMut() -> Result<bool, String>,
-) -> Result<(), String> {
+    mut check: impl FnMut() -> Result<Wait, Failure>,
+) -> Result<(), Failure> {
+    let started = deadline.checked_sub(OVERALL_TIMEOUT).unwrap_or(deadline);
+    let mut told = Instant::now();
     loop {
-        if check()? {
-            return Ok(());
+        let pending = match check()? {
+            Wait::Done => return Ok(()),
+            Wait::Pending(pending) => pending,
+        };
+        if told.elapsed() >= PROGRESS_EVERY {
+            eprintln!(
+                "rails-demo: [{:>3} s] waiting for {what}: {pending}",
+                started.elapsed().as_secs()
+            );
+            told = Instant::now();
         }
         if Instant::now() > deadline {
-            return Err(format!(
-                "timed out after {} s waiting for {what}",
-                OVERALL_TIMEOUT.as_secs()
+            return Err(Failure::new(
+                format!("{what} within {} s of the start", OVERALL_TIMEOUT.as_secs()),
+                pending,
             ));
         }
         thread::sleep(Duration::from_secs(1));
     }
+}
+
+/// Where the payouts stand: how many in each status, the answers not applied yet, and a few of
+/// the payouts still waiting.
+fn payout_progress(
+    last: &BTreeMap<String, (String, String)>,
+    tally: &Tally,
+    partner_final: usize,
+) -> String {
+    let mut by_status: BTreeMap<&str, usize> = BTreeMap::new();
+    for (status, _) in last.values() {
+        *by_status.entry(status).or_default() += 1;
+    }
+    let counts: Vec<String> = by_status
+        .iter()
+        .map(|(status, n)| format!("{n} {status}"))
+        .collect();
+    let waiting: Vec<String> = last
+        .iter()
+        .filter(|(_, (status, _))| status != "successful" && status != "failed")
+        .take(3)
+        .map(|(id, (status, reference))| format!("{id} {status} ({reference})"))
+        .collect();
+    let unapplied = tally
+        .returned_late
+        .iter()
+        .filter(|reference| {
+            !last
+                .values()
+                .any(|(status, r)| r == *reference && status == "failed")
+        })
+        .count();
+    format!(
+        "payouts {}; the bank answered {} payments in {} files and holds {} late returns, {} of \
+         those written are not applied; the partner finished {partner_final}{}",
+        counts.join(", "),
+        tally.payments,
+        tally.files_read,
+        tally.late_pending,
+        unapplied,
+        if waiting.is_empty() {
+            String::new()
+        } else {
+            format!("; waiting: {}", waiting.join(", "))
+        }
+    )
+}
+
+/// The failure for files the bank could not read.
+fn unreadable(tally: &Tally) -> Failure {
+    Failure::new(
+        "the bank to read every file payoutd sent",
+        format!(
+            "it could not read {:?} (its reasons above)",
+            tally.unreadable
+        ),
+    )
 }
 
 /// How many payouts were returned after settlement: those with a `payout_return` ledger entry.
@@ -1016,7 +1179,7 @@ fn returned_payouts(database_url: &str) -> Result<usize, String> {
 }
 
 /// Drops the demo's database so each run starts empty.
-fn drop_database(url: &str) -> Result<(), String> {
+fn drop_database(url: &str, database: &str) -> Result<(), String> {
     let psql = postgres::find_client("psql")
         .ok_or_else(|| "psql (PostgreSQL's client) is missing".to_owned())?;
     cmd::stdout(
@@ -1025,7 +1188,7 @@ fn drop_database(url: &str) -> Result<(), String> {
             .args([
                 "-q",
                 "-c",
-                &format!("DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)"),
+                &format!("DROP DATABASE IF EXISTS \"{database}\" WITH (FORCE)"),
             ]),
     )?;
     Ok(())
@@ -1049,7 +1212,7 @@ impl Api {
         }
     }
 
-    fn call(&mut self, method: &str, path: &str, body: &[u8]) -> Result<Value, String> {
+    fn call(&mut self, method: &str, path: &str, body: &[u8]) -> Result<Value, Failure> {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_err(|_| "the clock is before 1970".to_owned())?
@@ -1068,19 +1231,27 @@ impl Api {
             ("signature", signature),
             ("content-type", "application/json".to_owned()),
         ];
-        let (status, text) = http(self.addr, method, path, &headers, body)?;
+        let (status, text) = http(self.addr, method, path, &headers, body)
+            .map_err(|err| Failure::new(format!("an answer to {method} {path}"), err))?;
         if status != 200 {
-            return Err(format!("{method} {path} answered {status}: {text}"));
+            return Err(Failure::new(
+                format!("200 to {method} {path}"),
+                format!("{status}: {text}"),
+            ));
         }
-        serde_json::from_str(&text)
-            .map_err(|err| format!("{method} {path}: not JSON ({err}): {text}"))
+        serde_json::from_str(&text).map_err(|err| {
+            Failure::new(
+                format!("JSON in the answer to {method} {path}"),
+                format!("{err}: {text}"),
+            )
+        })
     }
 
-    fn get(&mut self, path: &str) -> Result<Value, String> {
+    fn get(&mut self, path: &str) -> Result<Value, Failure> {
         self.call("GET", path, b"")
     }
 
-    fn post(&mut self, path: &str, body: &Value) -> Result<Value, String> {
+    fn post(&mut self, path: &str, body: &Value) -> Result<Value, Failure> {
         self.call("POST", path, body.to_string().as_bytes())
     }
 }

@@ -25,9 +25,9 @@
 //! compare with it or check plans only it runs (`TestDb::postgres`).
 //! `ARGS` go to each `cargo test` (a test name filter, say).
 
-use std::{env, process::ExitCode};
+use std::env;
 
-use crate::{citus, cmd, iso20022, paths, postgres::Postgres, tools};
+use crate::{citus, cmd, failure::Failure, iso20022, paths, postgres::Postgres, tools};
 
 /// The flag that runs the database tests against Citus.
 const CITUS_FLAG: &str = "--citus";
@@ -51,7 +51,7 @@ const SMTP_TESTS_PACKAGES: [&str; 2] = ["adapters-smtp", "app-actix"];
 
 /// Provisions PostgreSQL (and OpenSSH when needed) and runs `cargo test --workspace ARGS...`;
 /// with `--citus`, [`run_citus`].
-pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
+pub fn run(args: Vec<String>) -> Result<(), Failure> {
     let options = args.iter().take_while(|arg| *arg != "--").count();
     if args[..options].iter().any(|arg| arg == CITUS_FLAG) {
         let rest = args.into_iter().filter(|arg| arg != CITUS_FLAG).collect();
@@ -118,14 +118,22 @@ pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
         );
     }
     pg.shutdown();
-    Ok(cmd::exit_code(status))
+    if status.success() {
+        Ok(())
+    } else {
+        Err(Failure::exited(
+            "every selected test to pass (failures above)",
+            &cargo,
+            status,
+        ))
+    }
 }
 
 /// `cargo xtask test --citus [-p PACKAGE] ARGS...`: starts the Citus cluster and runs each of
 /// [`CITUS_SUITES`] (those `-p` picks, else all), `cargo test SUITE ARGS...`, with
 /// `PAYOUT_TEST_CITUS_URL` naming its coordinator. Every chosen suite runs even when one fails;
 /// the exit code is the first failure's.
-fn run_citus(args: Vec<String>) -> Result<ExitCode, String> {
+fn run_citus(args: Vec<String>) -> Result<(), Failure> {
     let (cargo_args, test_args) = match args.iter().position(|arg| arg == "--") {
         Some(split) => (args[..split].to_vec(), args[split + 1..].to_vec()),
         None => (args, Vec::new()),
@@ -139,9 +147,12 @@ fn run_citus(args: Vec<String>) -> Result<ExitCode, String> {
         .iter()
         .find(|p| !CITUS_SUITES.iter().any(|(package, _)| package == p))
     {
-        return Err(format!(
-            "`cargo xtask test {CITUS_FLAG}` runs the tests of {}; not -p {unknown}",
-            CITUS_SUITES.map(|(package, _)| package).join(" and ")
+        return Err(Failure::new(
+            format!(
+                "-p naming {}",
+                CITUS_SUITES.map(|(package, _)| package).join(" or ")
+            ),
+            format!("-p {unknown}"),
         ));
     }
     // Some of these tests compare with plain PostgreSQL or check plans only plain PostgreSQL
@@ -150,8 +161,7 @@ fn run_citus(args: Vec<String>) -> Result<ExitCode, String> {
     pg.stop_on_exit();
     let coordinator = citus::start()?;
     let url = citus::maintenance_url(coordinator);
-    let mut failed = Vec::new();
-    let mut exit = ExitCode::SUCCESS;
+    let mut failed: Vec<(&str, Failure)> = Vec::new();
     for (package, suite) in suites {
         eprintln!("xtask: testing {package} against Citus at {url}");
         let mut cargo = paths::cargo();
@@ -173,17 +183,25 @@ fn run_citus(args: Vec<String>) -> Result<ExitCode, String> {
             .wait()
             .map_err(|err| format!("waiting for cargo test: {err}"))?;
         if !status.success() {
-            if failed.is_empty() {
-                exit = cmd::exit_code(status);
-            }
-            failed.push(package);
+            failed.push((
+                package,
+                Failure::exited(
+                    format!("every test of {package} to pass on Citus (failures above)"),
+                    &cargo,
+                    status,
+                ),
+            ));
         }
     }
-    if !failed.is_empty() {
-        eprintln!("xtask: tests failed on Citus in {}", failed.join(", "));
-    }
     pg.shutdown();
-    Ok(exit)
+    let names: Vec<&str> = failed.iter().map(|(package, _)| *package).collect();
+    match failed.into_iter().next() {
+        None => Ok(()),
+        Some((_, first)) => Err(first.with_detail(format!(
+            "xtask: tests failed on Citus in {}",
+            names.join(", ")
+        ))),
+    }
 }
 
 /// The packages cargo arguments (before any `--`) choose with `-p`, and the other arguments.

@@ -122,7 +122,12 @@ const ROLE_RULES: &[RoleRule] = &[
     },
     RoleRule {
         role: Role::Bench,
-        may_use: &[Role::Domain, Role::Formats, Role::Adapter, Role::Application],
+        may_use: &[
+            Role::Domain,
+            Role::Formats,
+            Role::Adapter,
+            Role::Application,
+        ],
         dev_too: false,
         default_member: false,
     },
@@ -238,7 +243,10 @@ impl Workspace {
                 continue; // every_member_has_a_role names it
             };
             for dep in deps {
-                let Some(to) = self.members.contains_key(&dep.name).then(|| role_of(&dep.name))
+                let Some(to) = self
+                    .members
+                    .contains_key(&dep.name)
+                    .then(|| role_of(&dep.name))
                 else {
                     continue; // not a member
                 };
@@ -267,8 +275,15 @@ impl Workspace {
             .filter(|name| role_of(name).is_some_and(|role| rule_of(role).default_member))
             .cloned()
             .collect();
-        let missing = expected.difference(&self.default_members).cloned().collect();
-        let extra = self.default_members.difference(&expected).cloned().collect();
+        let missing = expected
+            .difference(&self.default_members)
+            .cloned()
+            .collect();
+        let extra = self
+            .default_members
+            .difference(&expected)
+            .cloned()
+            .collect();
         (missing, extra)
     }
 }
@@ -394,9 +409,16 @@ fn default_members_are_every_member_but_the_bench_and_the_tooling() {
 /// dev-dependencies (what `cargo build` of them compiles), with its features.
 fn built_features(packages: &[&str]) -> BTreeMap<String, BTreeSet<String>> {
     let mut tree = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()));
-    tree.args(["tree", "--offline", "-e", "normal,build", "--prefix", "none"])
-        .args(["--format", "{p}|{f}"])
-        .current_dir(workspace_root());
+    tree.args([
+        "tree",
+        "--offline",
+        "-e",
+        "normal,build",
+        "--prefix",
+        "none",
+    ])
+    .args(["--format", "{p}|{f}"])
+    .current_dir(workspace_root());
     for package in packages {
         tree.args(["-p", package]);
     }
@@ -436,7 +458,11 @@ fn payoutd_builds_the_same_alone_and_with_the_bench() {
     let bench = only_member(&workspace, Role::Bench);
     let alone = built_features(&[&app]);
     let together = built_features(&[&app, &bench]);
-    assert!(alone.len() > 100, "cargo tree listed {} packages", alone.len());
+    assert!(
+        alone.len() > 100,
+        "cargo tree listed {} packages",
+        alone.len()
+    );
     let differ: Vec<String> = alone
         .iter()
         .filter_map(|(package, features)| {
@@ -492,9 +518,21 @@ fn the_rules_can_fail() {
             member("domain", vec![]),
             member("bank-formats", vec![dep("domain", "normal")]),
             member("format-checkers", vec![dep("bank-formats", "dev")]),
-            member("adapters-a", vec![dep("domain", "normal"), dep("adapters-b", "normal")]),
-            member("adapters-b", vec![dep("app-actix", "normal"), dep("adapters-a", "dev")]),
-            member("app-actix", vec![dep("adapters-a", "normal"), dep("format-checkers", "normal")]),
+            member(
+                "adapters-a",
+                vec![dep("domain", "normal"), dep("adapters-b", "normal")],
+            ),
+            member(
+                "adapters-b",
+                vec![dep("app-actix", "normal"), dep("adapters-a", "dev")],
+            ),
+            member(
+                "app-actix",
+                vec![
+                    dep("adapters-a", "normal"),
+                    dep("format-checkers", "normal"),
+                ],
+            ),
             member("payoutd-bench", vec![]),
             member("bank-simulator", vec![dep("domain", "normal")]),
         ]),
@@ -513,7 +551,13 @@ fn the_rules_can_fail() {
     let (missing, extra) = breached.default_members_off();
     assert_eq!(
         missing,
-        ["adapters-a", "adapters-b", "app-actix", "bank-formats", "format-checkers"]
+        [
+            "adapters-a",
+            "adapters-b",
+            "app-actix",
+            "bank-formats",
+            "format-checkers"
+        ]
     );
     assert_eq!(extra, ["payoutd-bench"]);
     assert_eq!(role_of("bank-simulator"), None, "a new crate needs a role");
