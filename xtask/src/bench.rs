@@ -168,17 +168,19 @@ pub fn run(mut args: Vec<String>) -> Result<(), Failure> {
         return run_chaos_on_citus(smoke, smoke_flags, &args);
     }
     // The cluster first: it fails fast when Citus is missing, before the long build.
-    let citus_url = if on_citus {
-        let coordinator = citus::start()?;
+    let citus = if on_citus {
+        let citus = citus::start()?;
         eprintln!("xtask: the Citus cluster stays running; `cargo xtask citus-stop` stops it");
-        Some(citus::maintenance_url(coordinator))
+        Some(citus)
     } else {
         None
     };
 
     let mut pg = Postgres::provision()?;
     let keep = env::var("PAYOUT_KEEP_PG").is_ok_and(|keep| keep == "1");
-    if !keep {
+    if keep {
+        pg.keep_running();
+    } else {
         pg.stop_on_exit();
     }
     eprintln!("xtask: benchmarking against {}", pg.describe());
@@ -194,8 +196,8 @@ pub fn run(mut args: Vec<String>) -> Result<(), Failure> {
         ]);
     }
     let mut smoke_sizes: Vec<&str> = smoke_flags.to_vec();
-    if let Some(citus_url) = &citus_url {
-        harness_args.extend(["--citus-url".to_owned(), citus_url.clone()]);
+    if let Some(citus) = &citus {
+        harness_args.extend(["--citus-url".to_owned(), citus.maintenance_url()]);
         smoke_sizes = without_flags(smoke_flags, CITUS_SMOKE_FLAGS);
         smoke_sizes.extend(CITUS_SMOKE_FLAGS);
     }
@@ -221,8 +223,8 @@ pub fn run(mut args: Vec<String>) -> Result<(), Failure> {
 /// running for the next run; `cargo xtask citus-stop` stops it) and runs the chaos scenario
 /// against its coordinator, handing it the commands that stop and start the last worker.
 fn run_chaos_on_citus(smoke: bool, smoke_flags: &[&str], args: &[String]) -> Result<(), Failure> {
-    let coordinator = citus::start()?;
-    let url = citus::maintenance_url(coordinator);
+    let citus = citus::start()?;
+    let url = citus.maintenance_url();
     let worker = citus::last_worker_control()?;
     eprintln!(
         "xtask: chaos against the Citus cluster at {url}, stopping the worker on port {} \

@@ -62,9 +62,24 @@ const BUILD_PACKAGES: [&str; 4] = [
 /// with the extension, registers the workers and prints the URLs.
 pub fn run(args: Vec<String>) -> Result<(), Failure> {
     Flags::new(args).finish()?;
-    let coordinator = start()?;
-    print!("{}", output(coordinator));
+    let cluster = start()?;
+    print!("{}", output(cluster.coordinator));
     Ok(())
+}
+
+/// The running Citus cluster, in use by this command until dropped.
+pub struct Citus {
+    /// The coordinator's port.
+    pub coordinator: u16,
+    /// This command's use of each node: `cargo xtask citus-stop` stops none while a lease lives.
+    _leases: Vec<postgres::Lease>,
+}
+
+impl Citus {
+    /// The coordinator's maintenance database, as [`maintenance_url`] gives it.
+    pub fn maintenance_url(&self) -> String {
+        maintenance_url(self.coordinator)
+    }
 }
 
 /// The coordinator's maintenance database (`postgres`, with the extension and the workers
@@ -75,28 +90,29 @@ pub fn maintenance_url(coordinator: u16) -> String {
 }
 
 /// What `cargo xtask citus` does before printing: the cluster installed, running and set up,
-/// reusing whatever already is; returns the coordinator's port.
-pub fn start() -> Result<u16, String> {
+/// reusing whatever already is, with a lease on each node for this command.
+pub fn start() -> Result<Citus, String> {
     ensure_installed()?;
     let base_port = base_port()?;
     let mut ports = Vec::new();
+    let mut leases = Vec::new();
     for (offset, node) in (0u16..).zip(NODES) {
         let cluster = node_cluster(node)?;
         let port = base_port
             .checked_add(offset)
             .ok_or_else(|| format!("PAYOUT_CITUS_PORT {base_port} leaves no room for {node}"))?;
-        let (postmaster, started) =
-            cluster.ensure_running_with(port, NODE_SETTINGS, "cargo xtask citus-stop")?;
+        let running = cluster.ensure_running_with(port, NODE_SETTINGS, "cargo xtask citus-stop")?;
         eprintln!(
             "xtask: Citus {node} on 127.0.0.1:{} ({})",
-            postmaster.port,
-            if started {
+            running.postmaster.port,
+            if running.started {
                 "started by this run"
             } else {
                 "already running"
             }
         );
-        ports.push(postmaster.port);
+        ports.push(running.postmaster.port);
+        leases.push(running.lease);
     }
     let psql = Psql::find()?;
     let [coordinator, workers @ ..] = ports.as_slice() else {
@@ -110,7 +126,10 @@ pub fn start() -> Result<u16, String> {
         }
         register_workers(&psql, *coordinator, workers, database)?;
     }
-    Ok(*coordinator)
+    Ok(Citus {
+        coordinator: *coordinator,
+        _leases: leases,
+    })
 }
 
 /// A running worker of the cluster, for fault tests: its port and the commands (argv) that stop
@@ -139,9 +158,12 @@ pub fn last_worker_control() -> Result<WorkerControl, String> {
     })
 }
 
-/// `cargo xtask citus-stop`: stops whichever of the three nodes are running.
+/// `cargo xtask citus-stop [--force]`: stops whichever of the three nodes are running, unless
+/// an xtask command uses the cluster (`--force` stops them anyway).
 pub fn stop(args: Vec<String>) -> Result<(), Failure> {
-    Flags::new(args).finish()?;
+    let mut flags = Flags::new(args);
+    let force = flags.switch("--force");
+    flags.finish()?;
     let mut found = false;
     for node in NODES {
         let base = paths::target_dir().join("citus").join(node);
@@ -153,6 +175,13 @@ pub fn stop(args: Vec<String>) -> Result<(), Failure> {
             found = true;
             let cluster = Cluster::new(base, postgres::Bins::find()?, postgres::Runner::detect()?);
             let _lock = Lock::acquire(&cluster.lock_path())?;
+            let users = postgres::live_users(&cluster.users_dir(), None)?;
+            if !users.is_empty() && !force {
+                return Err(Failure::new(
+                    "no xtask command using the Citus cluster (or --force)",
+                    format!("{} using its {node}", users.join(", ")),
+                ));
+            }
             if cluster.running()?.is_some() {
                 cluster.stop()?;
                 println!(

@@ -77,9 +77,15 @@ impl Failure {
     }
 }
 
+/// An error message for code that returns plain strings, which [`Failure::from`] reads back as
+/// what was expected and what was seen: `expected EXPECTED; saw SEEN`.
+pub fn expected_saw(expected: &str, seen: &str) -> String {
+    format!("expected {}; saw {}", one_line(expected), one_line(seen))
+}
+
 /// An error message becomes a failure: its first line is what was seen (against the command's
-/// goal, unless the line says `expected …; saw …` itself), and a longer message is printed
-/// whole before the last line.
+/// goal, unless the line is an [`expected_saw`] one), and a longer message is printed whole
+/// before the last line.
 impl From<String> for Failure {
     fn from(message: String) -> Self {
         let first = message
@@ -153,6 +159,20 @@ mod tests {
             Failure::from(String::new()).last_line("db", "a database"),
             "xtask db: expected a database; saw an error without a message"
         );
+    }
+
+    #[test]
+    fn a_plain_message_may_say_what_was_expected() {
+        let message = format!(
+            "{}\nthe cluster: target/pg",
+            super::expected_saw("no xtask command using it", "`xtask serve` (pid 7)")
+        );
+        let failure = Failure::from(message);
+        assert_eq!(
+            failure.last_line("db-stop", "the cluster stopped"),
+            "xtask db-stop: expected no xtask command using it; saw `xtask serve` (pid 7)"
+        );
+        assert!(failure.detail.ends_with("the cluster: target/pg"));
     }
 
     #[test]

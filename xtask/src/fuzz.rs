@@ -88,7 +88,9 @@ pub fn run(args: Vec<String>) -> Result<(), Failure> {
 
     let mut pg = Postgres::provision()?;
     let keep = env::var("PAYOUT_KEEP_PG").is_ok_and(|keep| keep == "1");
-    if !keep {
+    if keep {
+        pg.keep_running();
+    } else {
         pg.stop_on_exit();
     }
     eprintln!("xtask: fuzzing against {}", pg.describe());

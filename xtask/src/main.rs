@@ -168,8 +168,10 @@ fn run(command: &str, args: Vec<String>) -> Result<(), Failure> {
     match command {
         "db" => db(args),
         "db-stop" => {
-            Flags::new(args).finish()?;
-            Ok(postgres::stop_private()?)
+            let mut flags = Flags::new(args);
+            let force = flags.switch("--force");
+            flags.finish()?;
+            Ok(postgres::stop_private(force)?)
         }
         "citus" => citus::run(args),
         "citus-stop" => citus::stop(args),
@@ -199,7 +201,9 @@ fn run(command: &str, args: Vec<String>) -> Result<(), Failure> {
 /// payoutd, and the maintenance database the tests create their own databases from.
 fn db(args: Vec<String>) -> Result<(), Failure> {
     Flags::new(args).finish()?;
-    let pg = Postgres::provision()?;
+    let mut pg = Postgres::provision()?;
+    // Left running for whoever comes next, whoever started it.
+    pg.keep_running();
     eprintln!("xtask: using {}", pg.describe());
     let server_url = serve::server_database_url(&pg);
     // Migrations need only the database; the master key matters to commands that use secrets.
@@ -211,6 +215,7 @@ fn db(args: Vec<String>) -> Result<(), Failure> {
     // The tests' maintenance database is `postgres` even when DATABASE_URL names another.
     let maintenance_url = serve::with_database(&pg.url, "postgres");
     print!("{}", db_output(&server_url, &maintenance_url));
+    pg.shutdown();
     Ok(())
 }
 

@@ -81,7 +81,9 @@ pub fn run(args: Vec<String>) -> Result<(), Failure> {
     let iso20022 = iso20022::provision()?;
     let mut pg = Postgres::provision()?;
     let keep = env::var("PAYOUT_KEEP_PG").is_ok_and(|keep| keep == "1");
-    if !keep {
+    if keep {
+        pg.keep_running();
+    } else {
         pg.stop_on_exit();
     }
     eprintln!("xtask: testing against {}", pg.describe());
@@ -159,8 +161,8 @@ fn run_citus(args: Vec<String>) -> Result<(), Failure> {
     // runs (`TestDb::postgres`): they get a server as `cargo xtask test` provides it.
     let mut pg = Postgres::provision()?;
     pg.stop_on_exit();
-    let coordinator = citus::start()?;
-    let url = citus::maintenance_url(coordinator);
+    let citus = citus::start()?;
+    let url = citus.maintenance_url();
     let mut failed: Vec<(&str, Failure)> = Vec::new();
     for (package, suite) in suites {
         eprintln!("xtask: testing {package} against Citus at {url}");
