@@ -7,6 +7,11 @@
 //! ancestors, holding `citus-<version>.tar.gz` and optionally `*.patch` files applied with
 //! `patch -p1`. The build runs in `<target dir>/citus-build/` and installs into the server's
 //! directories, so it needs root (and installs Debian's build packages when they are missing).
+//! `postgresql-server-dev-<major>` is installed at the installed server's own version when the
+//! archive still has it: the newest one wants the newest server package, and apt would upgrade
+//! the server under every cluster running on it. When it must upgrade anyway, xtask says which
+//! packages before installing (from `apt-get install -s`); its own clusters notice the new
+//! binary when next used (`postgres::server_binary`).
 //!
 //! The three nodes are private clusters in `<target dir>/citus/{coordinator,worker1,worker2}`,
 //! started like `cargo xtask db`'s (as the `postgres` system user when run as root) with
@@ -487,21 +492,87 @@ fn install_build_packages(major: &str) -> Result<(), String> {
             missing.join(" ")
         ));
     }
+    // The server's headers at the server's own version where the archive still has it: the
+    // newest postgresql-server-dev-15 wants the newest postgresql-15, and apt would upgrade the
+    // server under every cluster running on it.
+    let server = format!("postgresql-{major}");
+    let pinned: Vec<String> = match installed_version(&server) {
+        Some(version) => missing
+            .iter()
+            .map(|package| {
+                if package.starts_with("postgresql-server-dev-") {
+                    format!("{package}={version}")
+                } else {
+                    package.clone()
+                }
+            })
+            .collect(),
+        None => missing.clone(),
+    };
+    let (packages, plan) = match simulate(&pinned) {
+        Ok(plan) => (pinned, plan),
+        Err(err) => {
+            eprintln!("xtask: note: {err}; installing the newest versions instead");
+            let plan = simulate(&missing)?;
+            (missing, plan)
+        }
+    };
+    let upgrades = postgresql_upgrades(&plan);
+    if !upgrades.is_empty() {
+        eprintln!(
+            "xtask: warning: installing {} upgrades {} under every PostgreSQL server running on \
+             this machine. A server started before keeps its old binary and fails to load the \
+             new libraries (`could not load library \".../plpgsql.so\": undefined symbol`): \
+             xtask restarts its own private clusters when next used (and refuses one while a \
+             command uses it); restart any other yourself.",
+            packages.join(" "),
+            upgrades.join(", ")
+        );
+    }
     eprintln!(
         "xtask: installing the Citus build packages: {}",
-        missing.join(" ")
-    );
-    eprintln!(
-        "xtask: note: postgresql-server-dev-{major} may upgrade the PostgreSQL {major} server \
-         packages; restart clusters that were running (`cargo xtask db-stop && cargo xtask db`) \
-         if they then fail to load libraries"
+        packages.join(" ")
     );
     cmd::run(
         to_stderr("apt-get")
             .args(["install", "-y", "--no-install-recommends"])
-            .args(&missing)
+            .args(&packages)
             .env("DEBIAN_FRONTEND", "noninteractive"),
     )
+}
+
+/// The version dpkg has installed of `package`, if any.
+fn installed_version(package: &str) -> Option<String> {
+    let out = Command::new("dpkg-query")
+        .args(["-W", "-f", "${Version}", package])
+        .output()
+        .ok()?;
+    let version = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    (out.status.success() && !version.is_empty()).then_some(version)
+}
+
+/// What `apt-get install` of `packages` would do (`apt-get install -s`), or why it cannot.
+fn simulate(packages: &[String]) -> Result<String, String> {
+    cmd::stdout(
+        Command::new("apt-get")
+            .args(["install", "-s", "--no-install-recommends"])
+            .args(packages),
+    )
+}
+
+/// The installed PostgreSQL packages a simulated install (`apt-get install -s`) upgrades, as
+/// `name old → new`: the lines `Inst NAME [OLD] (NEW …)`.
+fn postgresql_upgrades(plan: &str) -> Vec<String> {
+    plan.lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("Inst ")?;
+            let (name, rest) = rest.split_once(' ')?;
+            let old = rest.strip_prefix('[')?.split(']').next()?;
+            let new = rest.split_once('(')?.1.split_whitespace().next()?;
+            name.starts_with("postgresql")
+                .then(|| format!("{name} {old} → {new}"))
+        })
+        .collect()
 }
 
 /// Whether dpkg has `package` installed.
@@ -577,6 +648,30 @@ fn build_and_install(source: &Path, tarball: &Path) -> Result<(), String> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::{output, version_major};
+
+    #[test]
+    fn upgrades_of_installed_postgresql_packages_are_read_from_apt_s_plan() {
+        let plan = "NOTE: This is only a simulation!\n\
+            Inst libpq5 [15.18-0+deb12u1] (15.20-0+deb12u1 Debian-Security:12/oldstable-security [amd64])\n\
+            Inst liblz4-dev (1.9.4-1 Debian:12.15/oldstable [amd64])\n\
+            Inst postgresql-client-15 [15.18-0+deb12u1] (15.20-0+deb12u1 Debian-Security:12/oldstable-security [amd64])\n\
+            Inst postgresql-15 [15.18-0+deb12u1] (15.20-0+deb12u1 Debian-Security:12/oldstable-security [amd64])\n\
+            Inst postgresql-server-dev-15 (15.20-0+deb12u1 Debian-Security:12/oldstable-security [amd64])\n\
+            Conf postgresql-15 (15.20-0+deb12u1 Debian-Security:12/oldstable-security [amd64])\n";
+        assert_eq!(
+            super::postgresql_upgrades(plan),
+            [
+                "postgresql-client-15 15.18-0+deb12u1 → 15.20-0+deb12u1",
+                "postgresql-15 15.18-0+deb12u1 → 15.20-0+deb12u1",
+            ]
+        );
+        assert!(
+            super::postgresql_upgrades(
+                "Inst postgresql-server-dev-15 (15.18-0+deb12u1 Debian:12.15/oldstable [amd64])"
+            )
+            .is_empty()
+        );
+    }
 
     #[test]
     fn pg_config_versions() {
