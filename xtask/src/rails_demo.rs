@@ -264,7 +264,6 @@ fn demo(
     helpers: &Helpers,
     started: Instant,
 ) -> Result<Value, Failure> {
-    let deadline = started + OVERALL_TIMEOUT;
     let root = paths::target_dir().join("rails-demo");
     if root.exists() {
         fs::remove_dir_all(&root)
@@ -332,7 +331,7 @@ fn demo(
             |err| format!("cannot run `{}`: {err}", cmd::display(&serve)),
         )?));
     let addr: SocketAddr = bind.parse().map_err(|err| format!("{bind}: {err}"))?;
-    wait_until(deadline, &format!("payoutd to listen on {addr}"), || {
+    wait_until(started, &format!("payoutd to listen on {addr}"), || {
         Ok(
             if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
                 Wait::Done
@@ -353,7 +352,7 @@ fn demo(
             partner: &partner,
         },
         options,
-        deadline,
+        started,
     )
     .map_err(|failure| {
         failure.with_detail(format!(
@@ -454,7 +453,7 @@ fn drive(
     mail_dir: &Path,
     others: &Counterparties<'_>,
     options: &Options,
-    deadline: Instant,
+    started: Instant,
 ) -> Result<Value, Failure> {
     let Counterparties { responder, partner } = *others;
     let created = payoutd.json(&[
@@ -523,18 +522,14 @@ fn drive(
     // The confirmation e-mails: one per account; POST each link.
     let expected = Method::ALL.len() * RECEIVERS;
     let mut links = Vec::new();
-    wait_until(
-        deadline,
-        &format!("{expected} confirmation e-mails"),
-        || {
-            links = confirmation_links(mail_dir)?;
-            Ok(if links.len() >= expected {
-                Wait::Done
-            } else {
-                Wait::Pending(format!("{} in {}", links.len(), mail_dir.display()))
-            })
-        },
-    )?;
+    wait_until(started, &format!("{expected} confirmation e-mails"), || {
+        links = confirmation_links(mail_dir)?;
+        Ok(if links.len() >= expected {
+            Wait::Done
+        } else {
+            Wait::Pending(format!("{} in {}", links.len(), mail_dir.display()))
+        })
+    })?;
     for link in &links {
         let path = link
             .strip_prefix(&format!("http://{addr}"))
@@ -579,9 +574,7 @@ fn drive(
     eprintln!(
         "rails-demo: [{:>3} s] {} payouts created; waiting for the cut-offs and the bank's \
          answers",
-        (deadline.checked_sub(OVERALL_TIMEOUT).unwrap_or(deadline))
-            .elapsed()
-            .as_secs(),
+        started.elapsed().as_secs(),
         payouts.len()
     );
 
@@ -592,7 +585,7 @@ fn drive(
         "all {} payouts final, the bank's and the partner's answers applied",
         payouts.len()
     );
-    wait_until(deadline, &expected, || {
+    wait_until(started, &expected, || {
         let tally = responder.tally()?;
         if !tally.unreadable.is_empty() {
             return Err(unreadable(&tally));
@@ -1077,14 +1070,14 @@ enum Wait {
     Pending(String),
 }
 
-/// Calls `check` every second until it is done; at `deadline`, a failure expecting `what` and
-/// saying where it stood.
+/// Calls `check` every second until it is done; [`OVERALL_TIMEOUT`] after `started`, a failure
+/// expecting `what` and saying where it stood.
 fn wait_until(
-    deadline: Instant,
+    started: Instant,
     what: &str,
     mut check: impl FnMut() -> Result<Wait, Failure>,
 ) -> Result<(), Failure> {
-    let started = deadline.checked_sub(OVERALL_TIMEOUT).unwrap_or(deadline);
+    let deadline = started + OVERALL_TIMEOUT;
     let mut told = Instant::now();
     loop {
         let pending = match check()? {
