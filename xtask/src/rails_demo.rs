@@ -618,7 +618,11 @@ fn drive(
         if all_final && late_applied && tally.payments + partner_final == payouts.len() {
             Ok(Wait::Done)
         } else {
-            Ok(Wait::Pending(payout_progress(&last, &tally, partner_final)))
+            Ok(Wait::Pending(format!(
+                "{}; the slowest API call so far: {}",
+                payout_progress(&last, &tally, partner_final),
+                api.slowest()
+            )))
         }
     })?;
     let tally = responder.tally()?;
@@ -1193,6 +1197,8 @@ struct Api {
     key: String,
     secret: String,
     last_nonce: u64,
+    /// The slowest call so far, as the client saw it: how long, and which.
+    slowest: Option<(Duration, String)>,
 }
 
 impl Api {
@@ -1202,7 +1208,16 @@ impl Api {
             key,
             secret,
             last_nonce: 0,
+            slowest: None,
         }
+    }
+
+    /// The slowest call so far, for progress lines.
+    fn slowest(&self) -> String {
+        self.slowest.as_ref().map_or_else(
+            || "none".to_owned(),
+            |(took, call)| format!("{call} in {:.2} s", took.as_secs_f64()),
+        )
     }
 
     fn call(&mut self, method: &str, path: &str, body: &[u8]) -> Result<Value, Failure> {
@@ -1224,8 +1239,22 @@ impl Api {
             ("signature", signature),
             ("content-type", "application/json".to_owned()),
         ];
-        let (status, text) = http(self.addr, method, path, &headers, body)
-            .map_err(|err| Failure::new(format!("an answer to {method} {path}"), err))?;
+        let sent = Instant::now();
+        let answer = http(self.addr, method, path, &headers, body);
+        let took = sent.elapsed();
+        if self
+            .slowest
+            .as_ref()
+            .is_none_or(|(slowest, _)| took > *slowest)
+        {
+            self.slowest = Some((took, format!("{method} {path}")));
+        }
+        let (status, text) = answer.map_err(|err| {
+            Failure::new(
+                format!("an answer to {method} {path}"),
+                format!("{err} after {:.1} s", took.as_secs_f64()),
+            )
+        })?;
         if status != 200 {
             return Err(Failure::new(
                 format!("200 to {method} {path}"),
