@@ -578,7 +578,13 @@ fn drive(
         payouts.len()
     );
 
-    // Wait: every payout final, the late returns written and applied.
+    // Wait: every payout final, and every refusal and return of the bank and the partner
+    // applied. "Final" alone is not enough: with same-day settlement a payout is successful
+    // before the bank's first answer, which fails it (a return after settlement) only once
+    // payoutd reads that answer. payoutd reads a rail's inbound files in name order, so when one
+    // pass finds both of the bank's answers, `…-late-returns` comes before `…-returns`: waiting
+    // only for the late returns ended the wait between the two, and the check below then found
+    // the first answer's refusals not applied (one run in five in CI).
     let mut seen_successful = BTreeSet::new();
     let mut last: BTreeMap<String, (String, String)> = BTreeMap::new();
     let expected = format!(
@@ -602,28 +608,15 @@ fn drive(
             }
             last.insert(id.clone(), (status, reference));
         }
-        let all_final = last
-            .values()
-            .all(|(status, _)| status == "successful" || status == "failed");
-        let late_applied = tally.late_pending == 0
-            && tally.returned_late.iter().all(|reference| {
-                last.values()
-                    .any(|(status, r)| r == reference && status == "failed")
-            });
-        let partner_final = partner
-            .statuses()
-            .values()
-            .filter(|status| **status != "sent")
-            .count();
-        if all_final && late_applied && tally.payments + partner_final == payouts.len() {
-            Ok(Wait::Done)
-        } else {
-            Ok(Wait::Pending(format!(
-                "{}; the slowest API call so far: {}",
-                payout_progress(&last, &tally, partner_final),
-                api.slowest()
-            )))
-        }
+        Ok(
+            match still_waiting(&last, &tally, &partner.statuses(), payouts.len()) {
+                None => Wait::Done,
+                Some(progress) => Wait::Pending(format!(
+                    "{progress}; the slowest API call so far: {}",
+                    api.slowest()
+                )),
+            },
+        )
     })?;
     let tally = responder.tally()?;
     if !tally.unreadable.is_empty() {
@@ -635,24 +628,10 @@ fn drive(
         .iter()
         .filter(|(id, (s, _))| s == "failed" && seen_successful.contains(*id))
         .count();
-    // payoutd's results must be the bank's decisions.
-    let by_reference = |refs: &[String]| -> BTreeSet<String> { refs.iter().cloned().collect() };
-    let failed_refs: BTreeSet<String> = last
-        .values()
-        .filter(|(s, _)| s == "failed")
-        .map(|(_, r)| r.clone())
-        .collect();
-    let partner_failed: Vec<String> = partner
-        .statuses()
-        .into_iter()
-        .filter(|(_, status)| *status != "deposited")
-        .map(|(payment, _)| payment)
-        .collect();
-    let bank_failed: BTreeSet<String> = by_reference(&tally.rejected)
-        .union(&by_reference(&tally.returned_late))
-        .cloned()
-        .chain(partner_failed)
-        .collect();
+    // payoutd's results must be the bank's decisions: every refusal and return applied (the
+    // wait saw to that), and no other payout failed.
+    let failed_refs = failed_references(&last);
+    let bank_failed = refused(&tally, &partner.statuses());
     if failed_refs != bank_failed {
         return Err(Failure::new(
             format!(
@@ -1105,12 +1084,62 @@ fn wait_until(
     }
 }
 
+/// The references of the payouts payoutd shows failed.
+fn failed_references(last: &BTreeMap<String, (String, String)>) -> BTreeSet<String> {
+    last.values()
+        .filter(|(status, _)| status == "failed")
+        .map(|(_, reference)| reference.clone())
+        .collect()
+}
+
+/// The references the bank refused or returned (before or after settlement, as far as it has
+/// written them) and the payments the partner reported not deposited in a final report.
+fn refused(tally: &Tally, partner: &BTreeMap<String, &'static str>) -> BTreeSet<String> {
+    tally
+        .rejected
+        .iter()
+        .chain(&tally.returned_late)
+        .cloned()
+        .chain(
+            partner
+                .iter()
+                .filter(|(_, status)| !matches!(**status, "sent" | "deposited"))
+                .map(|(payment, _)| payment.clone()),
+        )
+        .collect()
+}
+
+/// Where the wait stands, or `None` once it is over: every payout final, every file and
+/// partner payment answered, no late return still held by the bank, and every refusal and
+/// return of the bank and the partner applied by payoutd. `last` holds each payout's status and
+/// reference as payoutd shows them.
+fn still_waiting(
+    last: &BTreeMap<String, (String, String)>,
+    tally: &Tally,
+    partner: &BTreeMap<String, &'static str>,
+    payouts: usize,
+) -> Option<String> {
+    let all_final = last
+        .values()
+        .all(|(status, _)| status == "successful" || status == "failed");
+    let partner_final = partner.values().filter(|status| **status != "sent").count();
+    let failed = failed_references(last);
+    let unapplied: Vec<String> = refused(tally, partner)
+        .into_iter()
+        .filter(|reference| !failed.contains(reference))
+        .collect();
+    let answered = tally.late_pending == 0 && tally.payments + partner_final == payouts;
+    (!(all_final && answered && unapplied.is_empty()))
+        .then(|| payout_progress(last, tally, partner_final, &unapplied))
+}
+
 /// Where the payouts stand: how many in each status, the answers not applied yet, and a few of
 /// the payouts still waiting.
 fn payout_progress(
     last: &BTreeMap<String, (String, String)>,
     tally: &Tally,
     partner_final: usize,
+    unapplied: &[String],
 ) -> String {
     let mut by_status: BTreeMap<&str, usize> = BTreeMap::new();
     for (status, _) in last.values() {
@@ -1126,23 +1155,19 @@ fn payout_progress(
         .take(3)
         .map(|(id, (status, reference))| format!("{id} {status} ({reference})"))
         .collect();
-    let unapplied = tally
-        .returned_late
-        .iter()
-        .filter(|reference| {
-            !last
-                .values()
-                .any(|(status, r)| r == *reference && status == "failed")
-        })
-        .count();
     format!(
-        "payouts {}; the bank answered {} payments in {} files and holds {} late returns, {} of \
-         those written are not applied; the partner finished {partner_final}{}",
+        "payouts {}; the bank answered {} payments in {} files and holds {} late returns; the \
+         partner finished {partner_final}; refusals and returns not applied by payoutd yet: \
+         {}{}",
         counts.join(", "),
         tally.payments,
         tally.files_read,
         tally.late_pending,
-        unapplied,
+        if unapplied.is_empty() {
+            "none".to_owned()
+        } else {
+            format!("{} ({})", unapplied.len(), unapplied.join(", "))
+        },
         if waiting.is_empty() {
             String::new()
         } else {
@@ -1348,6 +1373,47 @@ mod tests {
             summary_line(&summary),
             r#"{"methods":6,"payouts":20,"successful":17,"failed":3,"returned":1,"files":2,"partner_batches":1,"callbacks":2,"ledger":"ok"}"#
         );
+    }
+
+    #[test]
+    fn the_wait_lasts_until_every_refusal_is_applied_not_only_until_all_are_final() {
+        // The run that failed: same-day settlement made every payout final at once; the
+        // partner's and the late returns were applied, the bank's first answer (a refusal of
+        // NZ-2, settled already) was not read yet.
+        let payout = |status: &str, reference: &str| (status.to_owned(), reference.to_owned());
+        let mut last = BTreeMap::from([
+            ("p1".to_owned(), payout("successful", "NZ-1")),
+            ("p2".to_owned(), payout("successful", "NZ-2")),
+            ("p3".to_owned(), payout("failed", "NZ-3")),
+            ("p4".to_owned(), payout("failed", "pay-4")),
+        ]);
+        let tally = Tally {
+            files_read: 1,
+            files_written: 2,
+            payments: 3,
+            rejected: vec!["NZ-2".to_owned()],
+            returned_late: vec!["NZ-3".to_owned()],
+            late_pending: 0,
+            ..Tally::default()
+        };
+        let partner = BTreeMap::from([("pay-4".to_owned(), "declined")]);
+        let waiting = still_waiting(&last, &tally, &partner, 4);
+        assert!(
+            waiting
+                .as_deref()
+                .is_some_and(|w| w.contains("not applied by payoutd yet: 1 (NZ-2)")),
+            "{waiting:?}"
+        );
+        last.insert("p2".to_owned(), payout("failed", "NZ-2"));
+        assert_eq!(still_waiting(&last, &tally, &partner, 4), None);
+        // Nor is it over while the partner has not decided, or the bank holds a late return.
+        let sent = BTreeMap::from([("pay-4".to_owned(), "sent")]);
+        assert!(still_waiting(&last, &tally, &sent, 4).is_some());
+        let holding = Tally {
+            late_pending: 1,
+            ..tally.clone()
+        };
+        assert!(still_waiting(&last, &holding, &partner, 4).is_some());
     }
 
     #[test]
