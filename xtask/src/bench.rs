@@ -186,7 +186,7 @@ pub fn run(mut args: Vec<String>) -> Result<(), Failure> {
     eprintln!("xtask: benchmarking against {}", pg.describe());
     let mut harness_args = Vec::new();
     if scenario == "chaos"
-        && let Some((stop, start)) = pg.control_argv()
+        && let Some((stop, start)) = pg.control_argv()?
     {
         harness_args.extend([
             "--pg-stop".to_owned(),
@@ -225,7 +225,7 @@ pub fn run(mut args: Vec<String>) -> Result<(), Failure> {
 fn run_chaos_on_citus(smoke: bool, smoke_flags: &[&str], args: &[String]) -> Result<(), Failure> {
     let citus = citus::start()?;
     let url = citus.maintenance_url();
-    let worker = citus::last_worker_control()?;
+    let worker = citus.last_worker_control()?;
     eprintln!(
         "xtask: chaos against the Citus cluster at {url}, stopping the worker on port {} \
          (the cluster stays up afterwards; `cargo xtask citus-stop` stops it)",

@@ -76,14 +76,37 @@ pub fn run(args: Vec<String>) -> Result<(), Failure> {
 pub struct Citus {
     /// The coordinator's port.
     pub coordinator: u16,
-    /// This command's use of each node: `cargo xtask citus-stop` stops none while a lease lives.
-    _leases: Vec<postgres::Lease>,
+    /// This command's use of each node, in [`NODES`]' order: `cargo xtask citus-stop` stops
+    /// none while a lease lives.
+    leases: Vec<postgres::Lease>,
 }
 
 impl Citus {
     /// The coordinator's maintenance database, as [`maintenance_url`] gives it.
     pub fn maintenance_url(&self) -> String {
         maintenance_url(self.coordinator)
+    }
+
+    /// The control of the cluster's last worker, for fault tests, which this command then holds
+    /// alone: refused while another command uses that worker, and no other may start using it
+    /// meanwhile.
+    pub fn last_worker_control(&self) -> Result<WorkerControl, String> {
+        let node = NODES[NODES.len() - 1];
+        let cluster = node_cluster(node)?;
+        let lease = self
+            .leases
+            .last()
+            .ok_or_else(|| format!("this command holds no lease on the Citus {node}"))?;
+        postgres::hold_alone(&cluster, lease, "stops and starts during its fault tests")?;
+        let postmaster = cluster
+            .running()?
+            .ok_or_else(|| format!("the Citus {node} is not running"))?;
+        let (stop, start) = cluster.control_argv("immediate")?;
+        Ok(WorkerControl {
+            port: postmaster.port,
+            stop,
+            start,
+        })
     }
 }
 
@@ -133,7 +156,7 @@ pub fn start() -> Result<Citus, String> {
     }
     Ok(Citus {
         coordinator: *coordinator,
-        _leases: leases,
+        leases,
     })
 }
 
@@ -146,21 +169,6 @@ pub struct WorkerControl {
     pub stop: Vec<String>,
     /// Starts it again, with its settings.
     pub start: Vec<String>,
-}
-
-/// The control of the cluster's last worker, which must be running ([`start`] first).
-pub fn last_worker_control() -> Result<WorkerControl, String> {
-    let node = NODES[NODES.len() - 1];
-    let cluster = node_cluster(node)?;
-    let postmaster = cluster
-        .running()?
-        .ok_or_else(|| format!("the Citus {node} is not running"))?;
-    let (stop, start) = cluster.control_argv("immediate")?;
-    Ok(WorkerControl {
-        port: postmaster.port,
-        stop,
-        start,
-    })
 }
 
 /// `cargo xtask citus-stop [--force]`: stops whichever of the three nodes are running, unless

@@ -34,7 +34,7 @@ use std::{
 
 use sha2::{Digest, Sha256};
 
-pub(crate) use self::lease::{Lease, Lock, live_users};
+pub(crate) use self::lease::{Lease, Lock, hold_alone, live_users};
 pub use self::lease::{REAPER_COMMAND, reap};
 use self::{
     lease::{Reaper, Released, STOP_WHEN_UNUSED, pid_alive},
@@ -52,6 +52,9 @@ use crate::{
 /// from 127.0.0.1:P to 127.0.0.1:P with nothing listening connects the socket to itself. Such a
 /// socket holds P, so PostgreSQL could not bind it again when it restarts.
 const DEFAULT_PORT: u16 = 25432;
+
+/// The commands (argv) that stop a server and start it again, for fault tests.
+pub type ControlArgv = (Vec<String>, Vec<String>);
 
 /// A PostgreSQL server ready for connections.
 pub struct Postgres {
@@ -203,12 +206,15 @@ impl Postgres {
     }
 
     /// The commands (argv) that stop and start this server again, for fault tests; `None`
-    /// unless it is the private cluster (xtask does not stop other people's servers).
-    pub fn control_argv(&self) -> Option<(Vec<String>, Vec<String>)> {
-        let Source::Private { cluster, .. } = &self.source else {
-            return None;
+    /// unless it is the private cluster (xtask does not stop other people's servers). This
+    /// command then holds the cluster alone ([`lease::hold_alone`]): refused while another
+    /// command uses it, and no other may start using it meanwhile.
+    pub fn control_argv(&self) -> Result<Option<ControlArgv>, String> {
+        let Source::Private { cluster, lease, .. } = &self.source else {
+            return Ok(None);
         };
-        cluster.control_argv("fast").ok()
+        lease::hold_alone(cluster, lease, "stops and starts during its fault tests")?;
+        Ok(cluster.control_argv("fast").ok())
     }
 
     /// Releases this command's lease on the private cluster, and stops the cluster if this was
@@ -527,10 +533,7 @@ impl Cluster {
 
     /// The commands (argv) that stop this server (`pg_ctl stop -m <stop_mode>`, waiting) and
     /// start it again with its settings and log, for fault tests.
-    pub(crate) fn control_argv(
-        &self,
-        stop_mode: &str,
-    ) -> Result<(Vec<String>, Vec<String>), String> {
+    pub(crate) fn control_argv(&self, stop_mode: &str) -> Result<ControlArgv, String> {
         let (data, log) = (self.data(), self.log());
         let (data, log) = (utf8(&data)?, utf8(&log)?);
         let stop = self.pg_ctl(&[
@@ -606,6 +609,18 @@ impl Cluster {
         stop_command: &str,
     ) -> Result<Running, String> {
         let _lock = Lock::acquire(&self.lock_path())?;
+        if let Some(holder) = lease::held_alone_by(&self.users_dir())? {
+            return Err(expected_saw(
+                &format!(
+                    "the cluster in {} free to use, not held alone by another command",
+                    self.base.display()
+                ),
+                &format!(
+                    "{holder} holding it alone (it stops and starts the cluster as it runs); run \
+                     this again once it is done"
+                ),
+            ));
+        }
         if let Some(postmaster) = self.running()? {
             match server_binary::replaced(
                 &self.base,

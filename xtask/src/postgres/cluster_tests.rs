@@ -160,3 +160,31 @@ fn a_cluster_whose_server_binary_changed_is_restarted_when_unused_and_refused_wh
     );
     second.shutdown();
 }
+
+#[test]
+fn fault_tests_hold_the_cluster_alone() {
+    let test = TestCluster::new("alone");
+    let mut chaos = test.command().unwrap();
+    chaos.stop_on_exit();
+    let other = test.command().unwrap();
+
+    // `cargo xtask chaos` stops and starts the cluster: not while another command uses it.
+    let refused = chaos.control_argv().err().unwrap();
+    assert!(
+        refused.starts_with("expected no other xtask command using the cluster in ")
+            && refused.contains(&format!("(pid {})", process::id())),
+        "{refused}"
+    );
+    other.shutdown();
+    assert!(chaos.control_argv().unwrap().is_some());
+
+    // Nor may another start using it meanwhile.
+    let refused = test.command().err().unwrap();
+    assert!(
+        refused.contains("holding it alone (it stops and starts the cluster as it runs)"),
+        "{refused}"
+    );
+    chaos.shutdown();
+    assert!(!test.running(), "the last user asked for it to be stopped");
+    assert!(test.command().unwrap().started_here(), "free again");
+}

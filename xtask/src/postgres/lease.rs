@@ -12,6 +12,10 @@
 //! that command or a later one that joined it, stops the cluster. A command that wants the
 //! cluster kept removes the mark. Taking, releasing and stopping happen under the cluster's
 //! [`Lock`], so a command cannot join a cluster that another is stopping.
+//!
+//! A command that stops and starts the cluster itself while it runs (the fault tests of
+//! `cargo xtask chaos`) holds its lease alone ([`hold_alone`]): only when nobody else uses the
+//! cluster, and nobody may join it meanwhile.
 
 use std::{
     env,
@@ -26,9 +30,13 @@ use std::{
 };
 
 use super::{Bins, Cluster, Runner};
+use crate::failure::expected_saw;
 
 /// How long to wait for another xtask that is setting up or stopping the cluster.
 const LOCK_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The line of a lease held alone ([`hold_alone`]).
+const ALONE: &str = "alone";
 
 /// The file whose presence says the cluster is to be stopped once no lease is left.
 pub(crate) const STOP_WHEN_UNUSED: &str = "stop-when-unused";
@@ -127,21 +135,30 @@ impl Holder {
     }
 }
 
-/// What a lease file says: the command, and whether any of its processes is alive.
+/// What a lease file says: the command, its processes, and whether it is held alone.
 #[derive(Debug, PartialEq, Eq)]
 struct LeaseFile {
     command: String,
     holders: Vec<Holder>,
+    alone: bool,
 }
 
 impl LeaseFile {
     fn parse(text: &str) -> Self {
         let mut lines = text.lines();
         let command = lines.next().unwrap_or_default().to_owned();
+        let rest: Vec<&str> = lines.collect();
         Self {
             command,
-            holders: lines.filter_map(Holder::parse).collect(),
+            holders: rest.iter().copied().filter_map(Holder::parse).collect(),
+            alone: rest.contains(&ALONE),
         }
+    }
+
+    /// The command and its processes, for messages.
+    fn describe(&self) -> String {
+        let pids: Vec<String> = self.holders.iter().map(|h| h.pid.to_string()).collect();
+        format!("`{}` (pid {})", self.command, pids.join(", "))
     }
 
     /// Alive while any process it names is. Leases are written and read under the cluster's
@@ -154,12 +171,54 @@ impl LeaseFile {
 /// The commands holding live leases in `dir`, except the lease at `except`; stale leases are
 /// removed. Call it under the cluster's [`Lock`].
 pub(crate) fn live_users(dir: &Path, except: Option<&Path>) -> Result<Vec<String>, String> {
+    Ok(live_leases(dir, except)?
+        .iter()
+        .map(LeaseFile::describe)
+        .collect())
+}
+
+/// The command holding the cluster alone, if one does (see [`hold_alone`]). Call it under the
+/// cluster's [`Lock`].
+pub(crate) fn held_alone_by(dir: &Path) -> Result<Option<String>, String> {
+    Ok(live_leases(dir, None)?
+        .iter()
+        .find(|lease| lease.alone)
+        .map(LeaseFile::describe))
+}
+
+/// Makes `lease` the only use of `cluster` until it is released: refused while another command
+/// uses the cluster; a command that comes to use it meanwhile is refused (the cluster's
+/// `ensure_running_with`). For a command that stops and starts the cluster as it runs.
+pub(crate) fn hold_alone(cluster: &Cluster, lease: &Lease, why: &str) -> Result<(), String> {
+    let _lock = Lock::acquire(&cluster.lock_path())?;
+    let others = live_users(&cluster.users_dir(), Some(lease.path()))?;
+    if !others.is_empty() {
+        return Err(expected_saw(
+            &format!(
+                "no other xtask command using the cluster in {}, which this one {why}",
+                cluster.base.display()
+            ),
+            &format!(
+                "{} using it; run this again once they are done",
+                others.join(", ")
+            ),
+        ));
+    }
+    OpenOptions::new()
+        .append(true)
+        .open(lease.path())
+        .and_then(|mut file| writeln!(file, "{ALONE}"))
+        .map_err(|err| format!("cannot write {}: {err}", lease.path().display()))
+}
+
+/// The live leases in `dir` but the one at `except`, removing stale ones.
+fn live_leases(dir: &Path, except: Option<&Path>) -> Result<Vec<LeaseFile>, String> {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(err) => return Err(format!("cannot list {}: {err}", dir.display())),
     };
-    let mut users = Vec::new();
+    let mut leases = Vec::new();
     for entry in entries {
         let path = entry
             .map_err(|err| format!("cannot list {}: {err}", dir.display()))?
@@ -172,14 +231,13 @@ pub(crate) fn live_users(dir: &Path, except: Option<&Path>) -> Result<Vec<String
         };
         let lease = LeaseFile::parse(&text);
         if lease.alive() {
-            let pids: Vec<String> = lease.holders.iter().map(|h| h.pid.to_string()).collect();
-            users.push(format!("`{}` (pid {})", lease.command, pids.join(", ")));
+            leases.push(lease);
         } else {
             let _ = fs::remove_file(&path);
         }
     }
-    users.sort();
-    Ok(users)
+    leases.sort_by_key(LeaseFile::describe);
+    Ok(leases)
 }
 
 /// The start time of process `pid` in clock ticks after boot, if `/proc` says.
@@ -400,6 +458,8 @@ mod tests {
         assert!(lease.alive());
         assert!(!LeaseFile::parse(&format!("xtask serve\n{}\n", gone.line())).alive());
         assert!(!LeaseFile::parse("").alive(), "an interrupted write");
+        let alone = LeaseFile::parse(&format!("xtask chaos\n{}\nalone\n", me.line()));
+        assert!(alone.alone && alone.alive() && alone.holders == [me]);
     }
 
     #[test]
