@@ -36,7 +36,9 @@ Commands:
   db               Provision PostgreSQL, create and migrate the `payoutd` database,
                    leave it running; print DATABASE_URL=<payoutd database> for the
                    server and MAINTENANCE_DATABASE_URL=<postgres database> for tests
-  db-stop          Stop the private PostgreSQL cluster if it is running
+  db-stop [--force]
+                   Stop the private PostgreSQL cluster if it is running and no xtask
+                   command uses it (--force: even then)
   citus            Start a local Citus cluster (a coordinator and two workers in
                    <target dir>/citus on 127.0.0.1:$PAYOUT_CITUS_PORT and the next two,
                    default 25440), building and installing Citus first if the server
@@ -44,7 +46,9 @@ Commands:
                    a parent of the checkout; as root); create `payoutd` with the
                    extension and the workers; print DATABASE_URL and
                    MAINTENANCE_DATABASE_URL like `db`
-  citus-stop       Stop the local Citus cluster's nodes
+  citus-stop [--force]
+                   Stop the local Citus cluster's nodes, unless an xtask command uses
+                   them (--force: even then)
   test [ARGS...]   Run `cargo test --workspace ARGS...` against PostgreSQL (also
                    installs xmllint and fetches the ISO 20022 XSDs the tests need)
   test --citus [-p PACKAGE] [ARGS...]
@@ -69,7 +73,8 @@ Commands:
                    does, on $PAYOUT_CITUS_PORT, and left running): kill -9 during payout
                    load on distributed tables, and a worker stopped during load (its
                    subaccounts get 503 SYS503, the others are served, all are served
-                   again once it is back; nothing acknowledged is lost)
+                   again once it is back; nothing acknowledged is lost). It holds the
+                   cluster (or that worker) alone: refused while another command uses it
   fuzz [--examples N] [--seed S] [-- ARGS...]
                    Run schemathesis against a fresh payoutd (sandbox mode): no 5xx,
                    every response as /openapi.json documents it
@@ -93,7 +98,11 @@ Commands:
 PostgreSQL comes from DATABASE_URL if set, else a server on localhost:5432,
 else a private cluster in <target dir>/pg on 127.0.0.1:$PAYOUT_PG_PORT
 (default 25432), built from the installed server binaries.
-PAYOUT_KEEP_PG=1 keeps a cluster started by `test` running afterwards.
+Several commands may use the private cluster at once: each holds a lease on it,
+and the cluster is stopped when the last of them ends (if the one that started
+it asked for that); `db` and PAYOUT_KEEP_PG=1 leave it running. A cluster whose
+server binary was replaced under it (a package upgrade) is restarted when no
+command uses it, and refused while one does.
 `test` also needs OpenSSH's sshd and ssh-keygen for the SFTP tests; as root
 it installs them (Debian: openssh-server, openssh-client) when missing; and
 aiosmtpd and openssl for the SMTP tests (Debian: python3-aiosmtpd, openssl).
