@@ -297,15 +297,11 @@ fn build_and_run(
     let status = child
         .wait()
         .map_err(|err| format!("waiting for payoutd-bench: {err}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(Failure::exited(
-            format!("payoutd-bench {scenario} to pass (its verdicts are above)"),
-            &bench,
-            status,
-        ))
-    }
+    Failure::check_exit(
+        format!("payoutd-bench {scenario} to pass (its verdicts are above)"),
+        &bench,
+        status,
+    )
 }
 
 /// `flags` (names each followed by its value, or switches) without the flags `replaced` names

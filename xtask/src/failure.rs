@@ -30,16 +30,24 @@ impl Failure {
         }
     }
 
-    /// The child `child` was expected to do `expected` and ended with `status`; xtask exits
-    /// with the child's code (128 + the signal for a death by signal, as a shell reports it).
-    pub fn exited(expected: impl Into<String>, child: &Command, status: ExitStatus) -> Self {
-        Self {
+    /// `Ok` when the child `child` succeeded (its `status`); otherwise a failure expecting
+    /// `expected` that forwards the child's exit code (128 + the signal for a death by signal, as
+    /// a shell reports it).
+    pub fn check_exit(
+        expected: impl Into<String>,
+        child: &Command,
+        status: ExitStatus,
+    ) -> Result<(), Self> {
+        if status.success() {
+            return Ok(());
+        }
+        Err(Self {
             code: cmd::status_code(status),
             ..Self::new(
                 expected,
                 format!("`{}` ended with {status}", cmd::display(child)),
             )
-        }
+        })
     }
 
     /// Adds `detail` (a log's path, a child's output), printed before the last line after any
@@ -189,11 +197,17 @@ mod tests {
         let mut child = Command::new("sh");
         child.args(["-c", "exit 3"]);
         let status = child.status().unwrap_or_else(|err| panic!("sh: {err}"));
-        let failure = Failure::exited("every test to pass", &child, status);
+        let failure = Failure::check_exit("every test to pass", &child, status)
+            .err()
+            .unwrap_or_else(|| panic!("exit 3 is a failure"));
         assert_eq!(failure.code, 3);
         assert_eq!(
             failure.last_line("test", "goal"),
             "xtask test: expected every test to pass; saw `sh -c exit 3` ended with exit status: 3"
         );
+        let ok = Command::new("true")
+            .status()
+            .unwrap_or_else(|err| panic!("true: {err}"));
+        assert_eq!(Failure::check_exit("x", &child, ok), Ok(()));
     }
 }

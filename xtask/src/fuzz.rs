@@ -247,16 +247,12 @@ fn fuzz_database(
         )
         .with_detail(panics.join("\n")));
     }
-    if status.success() {
-        Ok(())
-    } else {
-        Err(
-            Failure::exited("schemathesis to find no problem", &run, status).with_detail(format!(
-                "xtask: schemathesis found problems (server log: {})",
-                log_path.display()
-            )),
-        )
-    }
+    Failure::check_exit("schemathesis to find no problem", &run, status).map_err(|failure| {
+        failure.with_detail(format!(
+            "xtask: schemathesis found problems (server log: {})",
+            log_path.display()
+        ))
+    })
 }
 
 /// The error codes that are a business rule's refusal: the request was well formed and the

@@ -157,15 +157,7 @@ pub fn run(args: Vec<String>) -> Result<(), Failure> {
         .wait()
         .map_err(|err| format!("waiting for payoutd: {err}"))?;
     pg.shutdown();
-    if status.success() {
-        Ok(())
-    } else {
-        Err(Failure::exited(
-            "payoutd to serve until stopped",
-            &serve,
-            status,
-        ))
-    }
+    Failure::check_exit("payoutd to serve until stopped", &serve, status)
 }
 
 /// The database payoutd uses on `pg`: the `DATABASE_URL` the user set, unchanged, unless it

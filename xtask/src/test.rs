@@ -120,15 +120,11 @@ pub fn run(args: Vec<String>) -> Result<(), Failure> {
         );
     }
     pg.shutdown();
-    if status.success() {
-        Ok(())
-    } else {
-        Err(Failure::exited(
-            "every selected test to pass (failures above)",
-            &cargo,
-            status,
-        ))
-    }
+    Failure::check_exit(
+        "every selected test to pass (failures above)",
+        &cargo,
+        status,
+    )
 }
 
 /// `cargo xtask test --citus [-p PACKAGE] ARGS...`: starts the Citus cluster and runs each of
@@ -184,15 +180,12 @@ fn run_citus(args: Vec<String>) -> Result<(), Failure> {
         let status = child
             .wait()
             .map_err(|err| format!("waiting for cargo test: {err}"))?;
-        if !status.success() {
-            failed.push((
-                package,
-                Failure::exited(
-                    format!("every test of {package} to pass on Citus (failures above)"),
-                    &cargo,
-                    status,
-                ),
-            ));
+        if let Err(failure) = Failure::check_exit(
+            format!("every test of {package} to pass on Citus (failures above)"),
+            &cargo,
+            status,
+        ) {
+            failed.push((package, failure));
         }
     }
     pg.shutdown();
