@@ -30,7 +30,7 @@ use std::{
     fs,
     net::TcpListener,
     path::{Path, PathBuf},
-    process::{Child, Command, ExitCode, Stdio},
+    process::{Child, Command, Stdio},
     thread,
     time::{Duration, Instant},
 };
@@ -50,7 +50,7 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::interac_partner::{PartnerOptions, PartnerSimulator};
-use crate::{cmd, flags::Flags, paths, tools};
+use crate::{cmd, failure::Failure, flags::Flags, paths, tools};
 
 /// The default share of payments the bank rejects or returns.
 pub const DEFAULT_RETURN_SHARE: f64 = 0.2;
@@ -885,7 +885,7 @@ pub fn parse_share(raw: &str) -> Result<f64, String> {
 
 /// `cargo xtask bank [--dir D] [--return-share S] [--port P] [--late-after-secs N]`: runs
 /// until killed.
-pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
+pub fn run(args: Vec<String>) -> Result<(), Failure> {
     let mut flags = Flags::new(args);
     let dir = flags
         .value("--dir")?
@@ -911,7 +911,9 @@ pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
     let callback_url = flags.value("--interac-callback")?;
     let secret = match flags.value("--interac-secret")? {
         Some(secret) if !secret.trim().is_empty() => secret,
-        Some(_) => return Err("--interac-secret must not be empty".to_owned()),
+        Some(_) => {
+            return Err(Failure::new("a non-empty --interac-secret", "an empty one"));
+        }
         None => fresh_secret(),
     };
     flags.finish()?;

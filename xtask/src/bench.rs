@@ -15,10 +15,12 @@
 //! Scenarios live in `crates/bench` (`payoutd-bench <scenario> --help`); adding one there and
 //! to [`SCENARIOS`] is all xtask needs.
 
-use std::{env, process::ExitCode};
+use std::env;
 
 use crate::{
-    citus, cmd, paths,
+    citus, cmd,
+    failure::Failure,
+    paths,
     postgres::{Postgres, find_client},
 };
 
@@ -141,22 +143,24 @@ const SWITCHES: &[&str] = &[
 ];
 
 /// Runs `cargo xtask bench ARGS...`.
-pub fn run(mut args: Vec<String>) -> Result<ExitCode, String> {
+pub fn run(mut args: Vec<String>) -> Result<(), Failure> {
     if args.is_empty() || matches!(args[0].as_str(), "help" | "--help" | "-h") {
         print_usage();
-        return Ok(ExitCode::SUCCESS);
+        return Ok(());
     }
     let scenario = args.remove(0);
     let Some((_, smoke_flags)) = SCENARIOS.iter().find(|(name, _)| *name == scenario) else {
-        return Err(format!(
-            "unknown bench scenario `{scenario}`; see `cargo xtask bench help`"
+        return Err(Failure::new(
+            "a scenario `cargo xtask bench help` lists",
+            format!("`{scenario}`"),
         ));
     };
     let smoke = take_switch(&mut args, "--smoke");
     let on_citus = take_switch(&mut args, CITUS_FLAG);
     if on_citus && !matches!(scenario.as_str(), "chaos" | "api") {
-        return Err(format!(
-            "{CITUS_FLAG} is a flag of `chaos` and `api` only, not of `{scenario}`"
+        return Err(Failure::new(
+            format!("{CITUS_FLAG} only with `chaos` or `api`"),
+            format!("{CITUS_FLAG} with `{scenario}`"),
         ));
     }
     check_flags(&args)?;
@@ -164,23 +168,25 @@ pub fn run(mut args: Vec<String>) -> Result<ExitCode, String> {
         return run_chaos_on_citus(smoke, smoke_flags, &args);
     }
     // The cluster first: it fails fast when Citus is missing, before the long build.
-    let citus_url = if on_citus {
-        let coordinator = citus::start()?;
+    let citus = if on_citus {
+        let citus = citus::start()?;
         eprintln!("xtask: the Citus cluster stays running; `cargo xtask citus-stop` stops it");
-        Some(citus::maintenance_url(coordinator))
+        Some(citus)
     } else {
         None
     };
 
     let mut pg = Postgres::provision()?;
     let keep = env::var("PAYOUT_KEEP_PG").is_ok_and(|keep| keep == "1");
-    if !keep {
+    if keep {
+        pg.keep_running();
+    } else {
         pg.stop_on_exit();
     }
     eprintln!("xtask: benchmarking against {}", pg.describe());
     let mut harness_args = Vec::new();
     if scenario == "chaos"
-        && let Some((stop, start)) = pg.control_argv()
+        && let Some((stop, start)) = pg.control_argv()?
     {
         harness_args.extend([
             "--pg-stop".to_owned(),
@@ -190,13 +196,13 @@ pub fn run(mut args: Vec<String>) -> Result<ExitCode, String> {
         ]);
     }
     let mut smoke_sizes: Vec<&str> = smoke_flags.to_vec();
-    if let Some(citus_url) = &citus_url {
-        harness_args.extend(["--citus-url".to_owned(), citus_url.clone()]);
+    if let Some(citus) = &citus {
+        harness_args.extend(["--citus-url".to_owned(), citus.maintenance_url()]);
         smoke_sizes = without_flags(smoke_flags, CITUS_SMOKE_FLAGS);
         smoke_sizes.extend(CITUS_SMOKE_FLAGS);
     }
     let url = pg.url.clone();
-    let status = build_and_run(
+    let result = build_and_run(
         &scenario,
         &url,
         &harness_args,
@@ -210,20 +216,16 @@ pub fn run(mut args: Vec<String>) -> Result<ExitCode, String> {
         );
     }
     pg.shutdown();
-    Ok(cmd::exit_code(status?))
+    result
 }
 
 /// `cargo xtask chaos --citus`: starts the Citus cluster as `cargo xtask citus` does (leaving it
 /// running for the next run; `cargo xtask citus-stop` stops it) and runs the chaos scenario
 /// against its coordinator, handing it the commands that stop and start the last worker.
-fn run_chaos_on_citus(
-    smoke: bool,
-    smoke_flags: &[&str],
-    args: &[String],
-) -> Result<ExitCode, String> {
-    let coordinator = citus::start()?;
-    let url = citus::maintenance_url(coordinator);
-    let worker = citus::last_worker_control()?;
+fn run_chaos_on_citus(smoke: bool, smoke_flags: &[&str], args: &[String]) -> Result<(), Failure> {
+    let citus = citus::start()?;
+    let url = citus.maintenance_url();
+    let worker = citus.last_worker_control()?;
     eprintln!(
         "xtask: chaos against the Citus cluster at {url}, stopping the worker on port {} \
          (the cluster stays up afterwards; `cargo xtask citus-stop` stops it)",
@@ -238,15 +240,14 @@ fn run_chaos_on_citus(
         "--worker-port".to_owned(),
         worker.port.to_string(),
     ];
-    let status = build_and_run(
+    build_and_run(
         "chaos",
         &url,
         &harness_args,
         smoke.then_some(smoke_flags),
         args,
         |_| {},
-    )?;
-    Ok(cmd::exit_code(status))
+    )
 }
 
 /// Builds payoutd and the harness (release, or debug for a smoke run, which gives `smoke_flags`)
@@ -259,15 +260,15 @@ fn build_and_run(
     smoke_flags: Option<&[&str]>,
     args: &[String],
     watch: impl FnOnce(u32),
-) -> Result<std::process::ExitStatus, String> {
+) -> Result<(), Failure> {
     let smoke = smoke_flags.is_some();
     let profile = if smoke { "debug" } else { "release" };
-    let mut build = paths::cargo();
-    build.args(["build", "-p", "app-actix", "-p", "payoutd-bench"]);
-    if !smoke {
-        build.arg("--release");
-    }
-    cmd::run(&mut build)?;
+    let build = if smoke {
+        paths::DEBUG_BUILD.as_slice()
+    } else {
+        paths::RELEASE_BUILD.as_slice()
+    };
+    cmd::run(paths::cargo().args(build))?;
     let bin_dir = paths::target_dir().join(profile);
     let out_dir = paths::target_dir().join("bench");
     let mut bench = std::process::Command::new(bin_dir.join("payoutd-bench"));
@@ -289,15 +290,18 @@ fn build_and_run(
         bench.args(smoke_flags);
     }
     bench.args(args);
-    match bench.spawn() {
-        Ok(mut child) => {
-            watch(child.id());
-            child
-                .wait()
-                .map_err(|err| format!("waiting for payoutd-bench: {err}"))
-        }
-        Err(err) => Err(format!("cannot run `{}`: {err}", cmd::display(&bench))),
-    }
+    let mut child = bench
+        .spawn()
+        .map_err(|err| format!("cannot run `{}`: {err}", cmd::display(&bench)))?;
+    watch(child.id());
+    let status = child
+        .wait()
+        .map_err(|err| format!("waiting for payoutd-bench: {err}"))?;
+    Failure::check_exit(
+        format!("payoutd-bench {scenario} to pass (its verdicts are above)"),
+        &bench,
+        status,
+    )
 }
 
 /// `flags` (names each followed by its value, or switches) without the flags `replaced` names
@@ -458,11 +462,13 @@ mod tests {
     #[test]
     fn citus_is_a_flag_of_chaos_and_api_only() {
         let refused = super::run(args(&["verify", "--citus", "--smoke"]));
-        assert!(
-            refused
-                .as_ref()
-                .is_err_and(|e| e.contains("`chaos` and `api` only")),
-            "{refused:?}"
+        assert_eq!(
+            refused.map_err(|failure| failure.last_line("bench", "")),
+            Err(
+                "xtask bench: expected --citus only with `chaos` or `api`; saw --citus with \
+                 `verify`"
+                    .to_owned()
+            )
         );
     }
 

@@ -7,6 +7,11 @@
 //! ancestors, holding `citus-<version>.tar.gz` and optionally `*.patch` files applied with
 //! `patch -p1`. The build runs in `<target dir>/citus-build/` and installs into the server's
 //! directories, so it needs root (and installs Debian's build packages when they are missing).
+//! `postgresql-server-dev-<major>` is installed at the installed server's own version when the
+//! archive still has it: the newest one wants the newest server package, and apt would upgrade
+//! the server under every cluster running on it. When it must upgrade anyway, xtask says which
+//! packages before installing (from `apt-get install -s`); its own clusters notice the new
+//! binary when next used (`postgres::server_binary`).
 //!
 //! The three nodes are private clusters in `<target dir>/citus/{coordinator,worker1,worker2}`,
 //! started like `cargo xtask db`'s (as the `postgres` system user when run as root) with
@@ -17,11 +22,12 @@
 use std::{
     env, fs, io,
     path::{Path, PathBuf},
-    process::{Command, ExitCode, Stdio},
+    process::{Command, Stdio},
 };
 
 use crate::{
     cmd::{self, find_on_path, sh_quote},
+    failure::Failure,
     flags::Flags,
     paths,
     postgres::{self, Cluster, Lock},
@@ -59,11 +65,49 @@ const BUILD_PACKAGES: [&str; 4] = [
 
 /// `cargo xtask citus`: installs Citus if needed, starts the three nodes, creates the databases
 /// with the extension, registers the workers and prints the URLs.
-pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
+pub fn run(args: Vec<String>) -> Result<(), Failure> {
     Flags::new(args).finish()?;
-    let coordinator = start()?;
-    print!("{}", output(coordinator));
-    Ok(ExitCode::SUCCESS)
+    let cluster = start()?;
+    print!("{}", output(cluster.coordinator));
+    Ok(())
+}
+
+/// The running Citus cluster, in use by this command until dropped.
+pub struct Citus {
+    /// The coordinator's port.
+    pub coordinator: u16,
+    /// This command's use of each node, in [`NODES`]' order: `cargo xtask citus-stop` stops
+    /// none while a lease lives.
+    leases: Vec<postgres::Lease>,
+}
+
+impl Citus {
+    /// The coordinator's maintenance database, as [`maintenance_url`] gives it.
+    pub fn maintenance_url(&self) -> String {
+        maintenance_url(self.coordinator)
+    }
+
+    /// The control of the cluster's last worker, for fault tests, which this command then holds
+    /// alone: refused while another command uses that worker, and no other may start using it
+    /// meanwhile.
+    pub fn last_worker_control(&self) -> Result<WorkerControl, String> {
+        let node = NODES[NODES.len() - 1];
+        let cluster = node_cluster(node)?;
+        let lease = self
+            .leases
+            .last()
+            .ok_or_else(|| format!("this command holds no lease on the Citus {node}"))?;
+        postgres::hold_alone(&cluster, lease, "stops and starts during its fault tests")?;
+        let postmaster = cluster
+            .running()?
+            .ok_or_else(|| format!("the Citus {node} is not running"))?;
+        let (stop, start) = cluster.control_argv("immediate")?;
+        Ok(WorkerControl {
+            port: postmaster.port,
+            stop,
+            start,
+        })
+    }
 }
 
 /// The coordinator's maintenance database (`postgres`, with the extension and the workers
@@ -74,28 +118,29 @@ pub fn maintenance_url(coordinator: u16) -> String {
 }
 
 /// What `cargo xtask citus` does before printing: the cluster installed, running and set up,
-/// reusing whatever already is; returns the coordinator's port.
-pub fn start() -> Result<u16, String> {
+/// reusing whatever already is, with a lease on each node for this command.
+pub fn start() -> Result<Citus, String> {
     ensure_installed()?;
     let base_port = base_port()?;
     let mut ports = Vec::new();
+    let mut leases = Vec::new();
     for (offset, node) in (0u16..).zip(NODES) {
         let cluster = node_cluster(node)?;
         let port = base_port
             .checked_add(offset)
             .ok_or_else(|| format!("PAYOUT_CITUS_PORT {base_port} leaves no room for {node}"))?;
-        let (postmaster, started) =
-            cluster.ensure_running_with(port, NODE_SETTINGS, "cargo xtask citus-stop")?;
+        let running = cluster.ensure_running_with(port, NODE_SETTINGS, "cargo xtask citus-stop")?;
         eprintln!(
             "xtask: Citus {node} on 127.0.0.1:{} ({})",
-            postmaster.port,
-            if started {
+            running.postmaster.port,
+            if running.started {
                 "started by this run"
             } else {
                 "already running"
             }
         );
-        ports.push(postmaster.port);
+        ports.push(running.postmaster.port);
+        leases.push(running.lease);
     }
     let psql = Psql::find()?;
     let [coordinator, workers @ ..] = ports.as_slice() else {
@@ -109,7 +154,10 @@ pub fn start() -> Result<u16, String> {
         }
         register_workers(&psql, *coordinator, workers, database)?;
     }
-    Ok(*coordinator)
+    Ok(Citus {
+        coordinator: *coordinator,
+        leases,
+    })
 }
 
 /// A running worker of the cluster, for fault tests: its port and the commands (argv) that stop
@@ -123,24 +171,12 @@ pub struct WorkerControl {
     pub start: Vec<String>,
 }
 
-/// The control of the cluster's last worker, which must be running ([`start`] first).
-pub fn last_worker_control() -> Result<WorkerControl, String> {
-    let node = NODES[NODES.len() - 1];
-    let cluster = node_cluster(node)?;
-    let postmaster = cluster
-        .running()?
-        .ok_or_else(|| format!("the Citus {node} is not running"))?;
-    let (stop, start) = cluster.control_argv("immediate")?;
-    Ok(WorkerControl {
-        port: postmaster.port,
-        stop,
-        start,
-    })
-}
-
-/// `cargo xtask citus-stop`: stops whichever of the three nodes are running.
-pub fn stop(args: Vec<String>) -> Result<ExitCode, String> {
-    Flags::new(args).finish()?;
+/// `cargo xtask citus-stop [--force]`: stops whichever of the three nodes are running, unless
+/// an xtask command uses the cluster (`--force` stops them anyway).
+pub fn stop(args: Vec<String>) -> Result<(), Failure> {
+    let mut flags = Flags::new(args);
+    let force = flags.switch("--force");
+    flags.finish()?;
     let mut found = false;
     for node in NODES {
         let base = paths::target_dir().join("citus").join(node);
@@ -152,6 +188,13 @@ pub fn stop(args: Vec<String>) -> Result<ExitCode, String> {
             found = true;
             let cluster = Cluster::new(base, postgres::Bins::find()?, postgres::Runner::detect()?);
             let _lock = Lock::acquire(&cluster.lock_path())?;
+            let users = postgres::live_users(&cluster.users_dir(), None)?;
+            if !users.is_empty() && !force {
+                return Err(Failure::new(
+                    "no xtask command using the Citus cluster (or --force)",
+                    format!("{} using its {node}", users.join(", ")),
+                ));
+            }
             if cluster.running()?.is_some() {
                 cluster.stop()?;
                 println!(
@@ -169,7 +212,7 @@ pub fn stop(args: Vec<String>) -> Result<ExitCode, String> {
     if !found {
         println!("xtask: no Citus cluster found");
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// What `cargo xtask citus` prints: shell assignments, as `cargo xtask db` does.
@@ -457,21 +500,87 @@ fn install_build_packages(major: &str) -> Result<(), String> {
             missing.join(" ")
         ));
     }
+    // The server's headers at the server's own version where the archive still has it: the
+    // newest postgresql-server-dev-15 wants the newest postgresql-15, and apt would upgrade the
+    // server under every cluster running on it.
+    let server = format!("postgresql-{major}");
+    let pinned: Vec<String> = match installed_version(&server) {
+        Some(version) => missing
+            .iter()
+            .map(|package| {
+                if package.starts_with("postgresql-server-dev-") {
+                    format!("{package}={version}")
+                } else {
+                    package.clone()
+                }
+            })
+            .collect(),
+        None => missing.clone(),
+    };
+    let (packages, plan) = match simulate(&pinned) {
+        Ok(plan) => (pinned, plan),
+        Err(err) => {
+            eprintln!("xtask: note: {err}; installing the newest versions instead");
+            let plan = simulate(&missing)?;
+            (missing, plan)
+        }
+    };
+    let upgrades = postgresql_upgrades(&plan);
+    if !upgrades.is_empty() {
+        eprintln!(
+            "xtask: warning: installing {} upgrades {} under every PostgreSQL server running on \
+             this machine. A server started before keeps its old binary and fails to load the \
+             new libraries (`could not load library \".../plpgsql.so\": undefined symbol`): \
+             xtask restarts its own private clusters when next used (and refuses one while a \
+             command uses it); restart any other yourself.",
+            packages.join(" "),
+            upgrades.join(", ")
+        );
+    }
     eprintln!(
         "xtask: installing the Citus build packages: {}",
-        missing.join(" ")
-    );
-    eprintln!(
-        "xtask: note: postgresql-server-dev-{major} may upgrade the PostgreSQL {major} server \
-         packages; restart clusters that were running (`cargo xtask db-stop && cargo xtask db`) \
-         if they then fail to load libraries"
+        packages.join(" ")
     );
     cmd::run(
         to_stderr("apt-get")
             .args(["install", "-y", "--no-install-recommends"])
-            .args(&missing)
+            .args(&packages)
             .env("DEBIAN_FRONTEND", "noninteractive"),
     )
+}
+
+/// The version dpkg has installed of `package`, if any.
+fn installed_version(package: &str) -> Option<String> {
+    let out = Command::new("dpkg-query")
+        .args(["-W", "-f", "${Version}", package])
+        .output()
+        .ok()?;
+    let version = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    (out.status.success() && !version.is_empty()).then_some(version)
+}
+
+/// What `apt-get install` of `packages` would do (`apt-get install -s`), or why it cannot.
+fn simulate(packages: &[String]) -> Result<String, String> {
+    cmd::stdout(
+        Command::new("apt-get")
+            .args(["install", "-s", "--no-install-recommends"])
+            .args(packages),
+    )
+}
+
+/// The installed PostgreSQL packages a simulated install (`apt-get install -s`) upgrades, as
+/// `name old → new`: the lines `Inst NAME [OLD] (NEW …)`.
+fn postgresql_upgrades(plan: &str) -> Vec<String> {
+    plan.lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("Inst ")?;
+            let (name, rest) = rest.split_once(' ')?;
+            let old = rest.strip_prefix('[')?.split(']').next()?;
+            let new = rest.split_once('(')?.1.split_whitespace().next()?;
+            name.starts_with("postgresql")
+                .then(|| format!("{name} {old} → {new}"))
+        })
+        .collect()
 }
 
 /// Whether dpkg has `package` installed.
@@ -547,6 +656,30 @@ fn build_and_install(source: &Path, tarball: &Path) -> Result<(), String> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::{output, version_major};
+
+    #[test]
+    fn upgrades_of_installed_postgresql_packages_are_read_from_apt_s_plan() {
+        let plan = "NOTE: This is only a simulation!\n\
+            Inst libpq5 [15.18-0+deb12u1] (15.20-0+deb12u1 Debian-Security:12/oldstable-security [amd64])\n\
+            Inst liblz4-dev (1.9.4-1 Debian:12.15/oldstable [amd64])\n\
+            Inst postgresql-client-15 [15.18-0+deb12u1] (15.20-0+deb12u1 Debian-Security:12/oldstable-security [amd64])\n\
+            Inst postgresql-15 [15.18-0+deb12u1] (15.20-0+deb12u1 Debian-Security:12/oldstable-security [amd64])\n\
+            Inst postgresql-server-dev-15 (15.20-0+deb12u1 Debian-Security:12/oldstable-security [amd64])\n\
+            Conf postgresql-15 (15.20-0+deb12u1 Debian-Security:12/oldstable-security [amd64])\n";
+        assert_eq!(
+            super::postgresql_upgrades(plan),
+            [
+                "postgresql-client-15 15.18-0+deb12u1 → 15.20-0+deb12u1",
+                "postgresql-15 15.18-0+deb12u1 → 15.20-0+deb12u1",
+            ]
+        );
+        assert!(
+            super::postgresql_upgrades(
+                "Inst postgresql-server-dev-15 (15.18-0+deb12u1 Debian:12.15/oldstable [amd64])"
+            )
+            .is_empty()
+        );
+    }
 
     #[test]
     fn pg_config_versions() {

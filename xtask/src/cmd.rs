@@ -4,7 +4,7 @@ use std::{
     env, fs, io,
     os::unix::{fs::PermissionsExt, process::ExitStatusExt},
     path::{Path, PathBuf},
-    process::{Command, ExitCode, ExitStatus, Output},
+    process::{Command, ExitStatus, Output},
 };
 
 /// `program arg...`, for messages.
@@ -59,14 +59,17 @@ pub fn failure(cmd: &Command, out: &Output) -> String {
     msg
 }
 
-/// The exit code to forward for a child's exit status.
-pub fn exit_code(status: ExitStatus) -> ExitCode {
-    // Report death by signal the way a shell does, so callers can tell.
+/// The exit code to forward for a child's exit status: its own, or 128 + the signal that
+/// killed it, as a shell reports it, so callers can tell; 1 when neither fits.
+pub fn status_code(status: ExitStatus) -> u8 {
     let code = status
         .code()
         .or_else(|| status.signal().map(|signal| 128 + signal))
         .unwrap_or(1);
-    ExitCode::from(u8::try_from(code).unwrap_or(1))
+    u8::try_from(code)
+        .ok()
+        .filter(|&code| code != 0)
+        .unwrap_or(1)
 }
 
 /// The first executable called `name` on `PATH`.

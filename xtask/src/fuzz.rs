@@ -18,7 +18,7 @@ use std::{
     fs::{self, File},
     io::{BufRead, BufReader, Write},
     path::{Path, PathBuf},
-    process::{Child, Command, ExitCode, Stdio},
+    process::{Child, Command, Stdio},
     sync::mpsc,
     thread,
     time::{Duration, Instant},
@@ -28,6 +28,7 @@ use serde_json::Value;
 
 use crate::{
     cmd,
+    failure::Failure,
     flags::Flags,
     paths,
     postgres::{self, Postgres},
@@ -57,7 +58,7 @@ reproducible; arguments after -- go to `st run`.
 ";
 
 /// Runs the fuzzing session.
-pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
+pub fn run(args: Vec<String>) -> Result<(), Failure> {
     let (args, extra) = match args.iter().position(|a| a == "--") {
         Some(split) => (args[..split].to_vec(), args[split + 1..].to_vec()),
         None => (args, Vec::new()),
@@ -65,7 +66,7 @@ pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
     let mut flags = Flags::new(args);
     if flags.switch("--help") || flags.switch("-h") {
         print!("{USAGE}");
-        return Ok(ExitCode::SUCCESS);
+        return Ok(());
     }
     let examples = flags
         .value("--examples")?
@@ -73,8 +74,9 @@ pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
     let seed = flags.value("--seed")?;
     flags.finish()?;
     if examples.parse::<u32>().map_or(true, |n| n == 0) {
-        return Err(format!(
-            "--examples must be a positive number, got `{examples}`"
+        return Err(Failure::new(
+            "--examples to be a positive number",
+            format!("`{examples}`"),
         ));
     }
 
@@ -82,11 +84,13 @@ pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
     fs::create_dir_all(&dir).map_err(|err| format!("cannot create {}: {err}", dir.display()))?;
     // The venv first: it needs no database, and a failed install should not leave one running.
     let st = schemathesis(&dir)?;
-    cmd::run(paths::cargo().args(["build", "-p", "app-actix", "--bin", "payoutd"]))?;
+    cmd::run(paths::cargo().args(paths::DEBUG_BUILD))?;
 
     let mut pg = Postgres::provision()?;
     let keep = env::var("PAYOUT_KEEP_PG").is_ok_and(|keep| keep == "1");
-    if !keep {
+    if keep {
+        pg.keep_running();
+    } else {
         pg.stop_on_exit();
     }
     eprintln!("xtask: fuzzing against {}", pg.describe());
@@ -103,15 +107,14 @@ fn fuzz(
     examples: &str,
     seed: Option<&str>,
     extra: &[String],
-) -> Result<ExitCode, String> {
+) -> Result<(), Failure> {
     // Tests treat DATABASE_URL as a maintenance database; so does this: the run gets its own,
     // new each time (a run must not inherit an earlier one's data) and dropped at the end.
     drop_database(&pg.url)?;
     let result = fuzz_database(pg, dir, st, examples, seed, extra);
     let dropped = drop_database(&pg.url);
-    let code = result?;
-    dropped?;
-    Ok(code)
+    result?;
+    Ok(dropped?)
 }
 
 /// Drops the run's database, `payoutd_fuzz`, if it exists.
@@ -138,7 +141,7 @@ fn fuzz_database(
     examples: &str,
     seed: Option<&str>,
     extra: &[String],
-) -> Result<ExitCode, String> {
+) -> Result<(), Failure> {
     let payoutd = Payoutd {
         bin: paths::target_dir().join("debug").join("payoutd"),
         env: vec![
@@ -237,18 +240,23 @@ fn fuzz_database(
         );
     }
     if !panics.is_empty() {
-        return Err(format!(
-            "payoutd panicked while fuzzed:\n{}",
-            panics.join("\n")
-        ));
+        return Err(Failure::new(
+            "no panic in payoutd",
+            format!(
+                "{} panic line(s) in its log {}, the first: {}",
+                panics.len(),
+                log_path.display(),
+                panics[0]
+            ),
+        )
+        .with_detail(panics.join("\n")));
     }
-    if !status.success() {
-        eprintln!(
+    Failure::check_exit("schemathesis to find no problem", &run, status).map_err(|failure| {
+        failure.with_detail(format!(
             "xtask: schemathesis found problems (server log: {})",
             log_path.display()
-        );
-    }
-    Ok(cmd::exit_code(status))
+        ))
+    })
 }
 
 /// The error codes that are a business rule's refusal: the request was well formed and the

@@ -8,6 +8,7 @@ mod bench;
 mod citus;
 mod clock;
 mod cmd;
+mod failure;
 mod flags;
 mod fuzz;
 mod interac_partner;
@@ -27,7 +28,7 @@ mod webhook_receiver;
 
 use std::{env, process::ExitCode};
 
-use crate::{flags::Flags, postgres::Postgres};
+use crate::{failure::Failure, flags::Flags, postgres::Postgres};
 
 const HELP: &str = "\
 Usage: cargo xtask <command> [args]
@@ -36,7 +37,9 @@ Commands:
   db               Provision PostgreSQL, create and migrate the `payoutd` database,
                    leave it running; print DATABASE_URL=<payoutd database> for the
                    server and MAINTENANCE_DATABASE_URL=<postgres database> for tests
-  db-stop          Stop the private PostgreSQL cluster if it is running
+  db-stop [--force]
+                   Stop the private PostgreSQL cluster if it is running and no xtask
+                   command uses it (--force: even then)
   citus            Start a local Citus cluster (a coordinator and two workers in
                    <target dir>/citus on 127.0.0.1:$PAYOUT_CITUS_PORT and the next two,
                    default 25440), building and installing Citus first if the server
@@ -44,7 +47,9 @@ Commands:
                    a parent of the checkout; as root); create `payoutd` with the
                    extension and the workers; print DATABASE_URL and
                    MAINTENANCE_DATABASE_URL like `db`
-  citus-stop       Stop the local Citus cluster's nodes
+  citus-stop [--force]
+                   Stop the local Citus cluster's nodes, unless an xtask command uses
+                   them (--force: even then)
   test [ARGS...]   Run `cargo test --workspace ARGS...` against PostgreSQL (also
                    installs xmllint and fetches the ISO 20022 XSDs the tests need)
   test --citus [-p PACKAGE] [ARGS...]
@@ -69,7 +74,8 @@ Commands:
                    does, on $PAYOUT_CITUS_PORT, and left running): kill -9 during payout
                    load on distributed tables, and a worker stopped during load (its
                    subaccounts get 503 SYS503, the others are served, all are served
-                   again once it is back; nothing acknowledged is lost)
+                   again once it is back; nothing acknowledged is lost). It holds the
+                   cluster (or that worker) alone: refused while another command uses it
   fuzz [--examples N] [--seed S] [-- ARGS...]
                    Run schemathesis against a fresh payoutd (sandbox mode): no 5xx,
                    every response as /openapi.json documents it
@@ -93,24 +99,65 @@ Commands:
 PostgreSQL comes from DATABASE_URL if set, else a server on localhost:5432,
 else a private cluster in <target dir>/pg on 127.0.0.1:$PAYOUT_PG_PORT
 (default 25432), built from the installed server binaries.
-PAYOUT_KEEP_PG=1 keeps a cluster started by `test` running afterwards.
+Several commands may use the private cluster at once: each holds a lease on it,
+and the cluster is stopped when the last of them ends (if the one that started
+it asked for that); `db` and PAYOUT_KEEP_PG=1 leave it running. A cluster whose
+server binary was replaced under it (a package upgrade) is restarted when no
+command uses it, and refused while one does.
 `test` also needs OpenSSH's sshd and ssh-keygen for the SFTP tests; as root
 it installs them (Debian: openssh-server, openssh-client) when missing; and
 aiosmtpd and openssl for the SMTP tests (Debian: python3-aiosmtpd, openssl).
 ";
 
+/// Each command with what it is expected to do: the last line of a failure says this was
+/// expected when the failure itself does not say more precisely.
+const COMMANDS: &[(&str, &str)] = &[
+    ("db", "PostgreSQL running with payoutd's database migrated"),
+    ("db-stop", "the private PostgreSQL cluster stopped"),
+    ("citus", "a running Citus cluster with payoutd's database"),
+    ("citus-stop", "the Citus cluster's nodes stopped"),
+    ("test", "every selected test to build and pass"),
+    ("serve", "payoutd serving the demo subaccount until stopped"),
+    ("bench", "the benchmark to run and pass its verdicts"),
+    ("chaos", "every fault test to pass"),
+    (
+        "fuzz",
+        "no 5xx and every response as /openapi.json documents it",
+    ),
+    ("bank", "the local bank serving until stopped"),
+    ("rails-demo", rails_demo::GOAL),
+    ("sign", "a signature header value"),
+    (
+        postgres::REAPER_COMMAND,
+        "the cluster stopped once xtask is gone",
+    ),
+];
+
 fn main() -> ExitCode {
-    match run() {
-        Ok(code) => code,
-        Err(err) => {
-            eprintln!("xtask: error: {err}");
-            ExitCode::FAILURE
+    let (command, args) = match arguments() {
+        Ok(parsed) => parsed,
+        Err(err) => return Failure::from(err).report("", "UTF-8 arguments"),
+    };
+    let Some(command) = command else {
+        print!("{HELP}");
+        return ExitCode::SUCCESS;
+    };
+    let Some(&(_, goal)) = COMMANDS.iter().find(|(name, _)| *name == command) else {
+        if matches!(command.as_str(), "help" | "--help" | "-h") {
+            print!("{HELP}");
+            return ExitCode::SUCCESS;
         }
+        return Failure::new("a command `cargo xtask help` lists", format!("`{command}`"))
+            .report(&command, "");
+    };
+    match run(&command, args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => failure.report(&command, goal),
     }
 }
 
-/// Dispatches to the command named by the first argument.
-fn run() -> Result<ExitCode, String> {
+/// The command name (if any) and its arguments.
+fn arguments() -> Result<(Option<String>, Vec<String>), String> {
     let mut args = env::args_os()
         .skip(1)
         .map(|arg| {
@@ -123,46 +170,50 @@ fn run() -> Result<ExitCode, String> {
     } else {
         Some(args.remove(0))
     };
-    match command.as_deref() {
-        None | Some("help" | "--help" | "-h") => {
-            print!("{HELP}");
-            Ok(ExitCode::SUCCESS)
+    Ok((command, args))
+}
+
+/// Runs `command`, one of [`COMMANDS`].
+fn run(command: &str, args: Vec<String>) -> Result<(), Failure> {
+    match command {
+        "db" => db(args),
+        "db-stop" => {
+            let mut flags = Flags::new(args);
+            let force = flags.switch("--force");
+            flags.finish()?;
+            Ok(postgres::stop_private(force)?)
         }
-        Some("db") => db(args),
-        Some("db-stop") => {
-            Flags::new(args).finish()?;
-            postgres::stop_private()?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Some("citus") => citus::run(args),
-        Some("citus-stop") => citus::stop(args),
-        Some("test") => test::run(args),
-        Some("serve") => serve::run(args),
-        Some("bench") => bench::run(args),
-        Some("chaos") => {
+        "citus" => citus::run(args),
+        "citus-stop" => citus::stop(args),
+        "test" => test::run(args),
+        "serve" => serve::run(args),
+        "bench" => bench::run(args),
+        "chaos" => {
             // `chaos` is the bench harness's fault-test scenario.
             let mut args = args;
             args.insert(0, "chaos".to_owned());
             bench::run(args)
         }
-        Some("fuzz") => fuzz::run(args),
-        Some("bank") => bank::run(args),
-        Some("rails-demo") => rails_demo::run(args),
-        Some("sign") => sign::run(args),
-        Some(postgres::REAPER_COMMAND) => {
-            postgres::reap(&args)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Some(other) => Err(format!("unknown command `{other}`; see `cargo xtask help`")),
+        "fuzz" => fuzz::run(args),
+        "bank" => bank::run(args),
+        "rails-demo" => rails_demo::run(args),
+        "sign" => sign::run(args),
+        postgres::REAPER_COMMAND => Ok(postgres::reap(&args)?),
+        other => Err(Failure::new(
+            "a command `cargo xtask help` lists",
+            format!("`{other}`"),
+        )),
     }
 }
 
 /// `cargo xtask db`: provisions PostgreSQL, creates and migrates the database payoutd uses
 /// (as `serve` does), leaves the server running and prints both URLs: `DATABASE_URL` for
 /// payoutd, and the maintenance database the tests create their own databases from.
-fn db(args: Vec<String>) -> Result<ExitCode, String> {
+fn db(args: Vec<String>) -> Result<(), Failure> {
     Flags::new(args).finish()?;
-    let pg = Postgres::provision()?;
+    let mut pg = Postgres::provision()?;
+    // Left running for whoever comes next, whoever started it.
+    pg.keep_running();
     eprintln!("xtask: using {}", pg.describe());
     let server_url = serve::server_database_url(&pg);
     // Migrations need only the database; the master key matters to commands that use secrets.
@@ -174,7 +225,8 @@ fn db(args: Vec<String>) -> Result<ExitCode, String> {
     // The tests' maintenance database is `postgres` even when DATABASE_URL names another.
     let maintenance_url = serve::with_database(&pg.url, "postgres");
     print!("{}", db_output(&server_url, &maintenance_url));
-    Ok(ExitCode::SUCCESS)
+    pg.shutdown();
+    Ok(())
 }
 
 /// What `cargo xtask db` prints: two shell assignments, each with a comment saying who

@@ -8,29 +8,41 @@
 //!    `<target dir>/pg` (`data/`, `log`, `sock/`) and reused across runs.
 //!
 //! As root, cluster commands run as the `postgres` system user, because
-//! `initdb` and `postgres` refuse to run as root. A cluster is stopped only by
-//! the process that started it (see [`Postgres::stop_on_exit`]) or by
-//! `cargo xtask db-stop`.
+//! `initdb` and `postgres` refuse to run as root.
+//!
+//! Several xtask commands may use the private cluster at once (`cargo xtask test` while
+//! `cargo xtask serve` runs): each holds a lease on it ([`lease`]), and the cluster is stopped
+//! only once the last of them is done, if the command that started it asked for that
+//! ([`Postgres::stop_on_exit`]), or by `cargo xtask db-stop` when nobody uses it. A cluster
+//! whose server binary was replaced under it (a package upgrade) is restarted when nobody uses
+//! it, and refused while somebody does ([`server_binary`]).
+
+mod lease;
+mod server_binary;
 
 use std::{
     env,
     fs::{self, OpenOptions},
-    io::{self, BufRead, Write},
+    io::{self, Write},
     net::{TcpStream, ToSocketAddrs},
-    os::unix::{
-        fs::{PermissionsExt, chown},
-        process::CommandExt,
-    },
+    os::unix::fs::{PermissionsExt, chown},
     path::{Path, PathBuf},
-    process::{self, Child, Command, Stdio},
+    process::Command,
     thread,
     time::{Duration, Instant},
 };
 
 use sha2::{Digest, Sha256};
 
+pub(crate) use self::lease::{Lease, Lock, hold_alone, live_users};
+pub use self::lease::{REAPER_COMMAND, reap};
+use self::{
+    lease::{Reaper, Released, STOP_WHEN_UNUSED, pid_alive},
+    server_binary::ServerBinary,
+};
 use crate::{
     cmd::{self, find_on_path, is_executable, sh_quote},
+    failure::expected_saw,
     paths,
 };
 
@@ -41,19 +53,14 @@ use crate::{
 /// socket holds P, so PostgreSQL could not bind it again when it restarts.
 const DEFAULT_PORT: u16 = 25432;
 
-/// How long to wait for another xtask that is setting up the cluster.
-const LOCK_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// Hidden command that runs the [`Reaper`].
-pub const REAPER_COMMAND: &str = "__pg-reaper";
+/// The commands (argv) that stop a server and start it again, for fault tests.
+pub type ControlArgv = (Vec<String>, Vec<String>);
 
 /// A PostgreSQL server ready for connections.
 pub struct Postgres {
     /// URL of the maintenance database `postgres`, or `DATABASE_URL` verbatim.
     pub url: String,
     source: Source,
-    stop_at_shutdown: bool,
-    reaper: Option<Reaper>,
 }
 
 /// Where the server came from.
@@ -65,9 +72,12 @@ enum Source {
     /// The private cluster.
     Private {
         cluster: Cluster,
-        postmaster: Postmaster,
         /// Whether this process started it.
         started: bool,
+        /// This command's use of it.
+        lease: Lease,
+        /// Releases the lease should xtask die without doing so.
+        reaper: Option<Reaper>,
     },
 }
 
@@ -81,27 +91,46 @@ impl Postgres {
             let url = "postgres://postgres@localhost:5432/postgres".to_owned();
             return Ok(Self::new(url, Source::Localhost));
         }
-        let cluster = Cluster::locate()?;
-        let (postmaster, started) = cluster.ensure_running()?;
-        let url = format!("postgres://postgres@127.0.0.1:{}/postgres", postmaster.port);
+        let mut pg = Self::private(Cluster::locate()?, requested_port()?)?;
+        if let Source::Private {
+            cluster,
+            lease,
+            reaper,
+            ..
+        } = &mut pg.source
+        {
+            match Reaper::spawn(&cluster.base, lease.path()) {
+                Ok(spawned) => *reaper = Some(spawned),
+                Err(err) => eprintln!(
+                    "xtask: warning: {err}; if xtask is interrupted, stop PostgreSQL with \
+                     `cargo xtask db-stop`"
+                ),
+            }
+        }
+        Ok(pg)
+    }
+
+    /// The private cluster `cluster`, started on `port` unless it runs already, with a lease on
+    /// it for this command (and no reaper: [`Postgres::provision`] adds one).
+    fn private(cluster: Cluster, port: u16) -> Result<Self, String> {
+        let running = cluster.ensure_running_with(port, "", "cargo xtask db-stop")?;
+        let url = format!(
+            "postgres://postgres@127.0.0.1:{}/postgres",
+            running.postmaster.port
+        );
         Ok(Self::new(
             url,
             Source::Private {
                 cluster,
-                postmaster,
-                started,
+                started: running.started,
+                lease: running.lease,
+                reaper: None,
             },
         ))
     }
 
-    /// A server that nothing will stop yet.
     fn new(url: String, source: Source) -> Self {
-        Self {
-            url,
-            source,
-            stop_at_shutdown: false,
-            reaper: None,
-        }
+        Self { url, source }
     }
 
     /// Whether the URL came from the user's `DATABASE_URL`.
@@ -136,63 +165,91 @@ impl Postgres {
         }
     }
 
-    /// Arranges for a cluster this process started to be stopped by
-    /// [`Postgres::shutdown`], or by a [`Reaper`] if xtask dies first (say, on
-    /// Ctrl-C) and so never gets there.
+    /// Asks for a private cluster this process started to be stopped once no xtask command
+    /// uses it any more: by this one's [`Postgres::shutdown`], or by the last user's, or by a
+    /// [`Reaper`] should xtask die first (say, on Ctrl-C). A cluster found running keeps
+    /// whatever its starter asked.
     pub fn stop_on_exit(&mut self) {
-        let Source::Private {
+        if let Source::Private {
             cluster,
-            postmaster,
             started: true,
+            ..
         } = &self.source
-        else {
-            return;
-        };
-        self.stop_at_shutdown = true;
-        if self.reaper.is_none() {
-            match Reaper::spawn(&cluster.base, postmaster.pid) {
-                Ok(reaper) => self.reaper = Some(reaper),
-                Err(err) => eprintln!(
-                    "xtask: warning: {err}; if xtask is interrupted, stop PostgreSQL with `cargo xtask db-stop`"
-                ),
+        {
+            let mark = cluster.base.join(STOP_WHEN_UNUSED);
+            if let Err(err) = fs::write(&mark, "") {
+                eprintln!(
+                    "xtask: warning: cannot write {}: {err}; `cargo xtask db-stop` stops the \
+                     cluster",
+                    mark.display()
+                );
             }
         }
     }
 
-    /// Keeps the server up until process `pid` has exited too, should xtask
-    /// die before it.
+    /// Asks for the private cluster to be left running once no xtask command uses it
+    /// (`cargo xtask db`, `PAYOUT_KEEP_PG=1`), whoever started it.
+    pub fn keep_running(&mut self) {
+        if let Source::Private { cluster, .. } = &self.source {
+            let _ = fs::remove_file(cluster.base.join(STOP_WHEN_UNUSED));
+        }
+    }
+
+    /// Keeps this command's lease alive while process `pid` (a child xtask waits for) runs,
+    /// should xtask die before it.
     pub fn watch(&mut self, pid: u32) {
-        if let Some(reaper) = &mut self.reaper {
-            reaper.watch(pid);
+        if let Source::Private { lease, .. } = &self.source
+            && let Err(err) = lease.watch(pid)
+        {
+            eprintln!("xtask: warning: {err}");
         }
     }
 
     /// The commands (argv) that stop and start this server again, for fault tests; `None`
-    /// unless it is the private cluster (xtask does not stop other people's servers).
-    pub fn control_argv(&self) -> Option<(Vec<String>, Vec<String>)> {
-        let Source::Private { cluster, .. } = &self.source else {
-            return None;
+    /// unless it is the private cluster (xtask does not stop other people's servers). This
+    /// command then holds the cluster alone ([`lease::hold_alone`]): refused while another
+    /// command uses it, and no other may start using it meanwhile.
+    pub fn control_argv(&self) -> Result<Option<ControlArgv>, String> {
+        let Source::Private { cluster, lease, .. } = &self.source else {
+            return Ok(None);
         };
-        cluster.control_argv("fast").ok()
+        lease::hold_alone(cluster, lease, "stops and starts during its fault tests")?;
+        Ok(cluster.control_argv("fast").ok())
     }
 
-    /// Stops the cluster if [`Postgres::stop_on_exit`] asked for it.
+    /// Releases this command's lease on the private cluster, and stops the cluster if this was
+    /// its last user and it is to be stopped (see [`Postgres::stop_on_exit`]).
     pub fn shutdown(self) {
-        if let Some(reaper) = self.reaper {
+        let Source::Private {
+            cluster,
+            lease,
+            reaper,
+            ..
+        } = self.source
+        else {
+            return;
+        };
+        if let Some(reaper) = reaper {
             reaper.disarm();
         }
-        if let (true, Source::Private { cluster, .. }) = (self.stop_at_shutdown, &self.source) {
-            let stopped = Lock::acquire(&cluster.lock_path()).and_then(|_lock| cluster.stop());
-            match stopped {
-                Ok(()) => eprintln!("xtask: stopped PostgreSQL in {}", cluster.data().display()),
-                Err(err) => eprintln!("xtask: warning: could not stop PostgreSQL: {err}"),
+        match lease::release(&cluster, lease) {
+            Ok(Released::Stopped) => {
+                eprintln!("xtask: stopped PostgreSQL in {}", cluster.data().display());
             }
+            Ok(Released::InUse(users)) => eprintln!(
+                "xtask: left PostgreSQL in {} running for {}",
+                cluster.data().display(),
+                users.join(", ")
+            ),
+            Ok(Released::Kept) => {}
+            Err(err) => eprintln!("xtask: warning: could not stop PostgreSQL: {err}"),
         }
     }
 }
 
-/// `cargo xtask db-stop`: stops the private cluster wherever it lives.
-pub fn stop_private() -> Result<(), String> {
+/// `cargo xtask db-stop [--force]`: stops the private cluster wherever it lives, unless an
+/// xtask command uses it (`--force` stops it anyway).
+pub fn stop_private(force: bool) -> Result<(), String> {
     let mut found = false;
     for base in [paths::target_dir().join("pg"), fallback_base()] {
         if !base.join("data").join("PG_VERSION").is_file() {
@@ -201,6 +258,13 @@ pub fn stop_private() -> Result<(), String> {
         found = true;
         let cluster = Cluster::new(base, Bins::find()?, Runner::detect()?);
         let _lock = Lock::acquire(&cluster.lock_path())?;
+        let users = lease::live_users(&cluster.users_dir(), None)?;
+        if !users.is_empty() && !force {
+            return Err(expected_saw(
+                "no xtask command using the cluster (or --force)",
+                &format!("{} using it", users.join(", ")),
+            ));
+        }
         if cluster.running()?.is_some() {
             cluster.stop()?;
             println!("xtask: stopped PostgreSQL in {}", cluster.data().display());
@@ -210,6 +274,7 @@ pub fn stop_private() -> Result<(), String> {
                 cluster.data().display()
             );
         }
+        let _ = fs::remove_file(cluster.base.join(STOP_WHEN_UNUSED));
     }
     if !found {
         println!("xtask: no private PostgreSQL cluster found");
@@ -402,6 +467,15 @@ pub(crate) struct Cluster {
     runner: Runner,
 }
 
+/// A running cluster as [`Cluster::ensure_running_with`] leaves it for a command.
+pub(crate) struct Running {
+    pub(crate) postmaster: Postmaster,
+    /// Whether this call started it.
+    pub(crate) started: bool,
+    /// The command's use of it, released on drop.
+    pub(crate) lease: Lease,
+}
+
 /// What `postmaster.pid` says about a running server.
 #[derive(Clone, Copy)]
 pub(crate) struct Postmaster {
@@ -459,10 +533,7 @@ impl Cluster {
 
     /// The commands (argv) that stop this server (`pg_ctl stop -m <stop_mode>`, waiting) and
     /// start it again with its settings and log, for fault tests.
-    pub(crate) fn control_argv(
-        &self,
-        stop_mode: &str,
-    ) -> Result<(Vec<String>, Vec<String>), String> {
+    pub(crate) fn control_argv(&self, stop_mode: &str) -> Result<ControlArgv, String> {
         let (data, log) = (self.data(), self.log());
         let (data, log) = (utf8(&data)?, utf8(&log)?);
         let stop = self.pg_ctl(&[
@@ -511,9 +582,14 @@ impl Cluster {
         self.base.join("sock")
     }
 
-    /// The [`Lock`] file guarding setup and shutdown.
+    /// The [`Lock`] file guarding setup, leases and shutdown.
     pub(crate) fn lock_path(&self) -> PathBuf {
         self.base.join("xtask.lock")
+    }
+
+    /// Where the [`Lease`]s of the commands using the cluster are.
+    pub(crate) fn users_dir(&self) -> PathBuf {
+        self.base.join("users")
     }
 
     /// `pg_ctl args...`, run as the right user.
@@ -521,40 +597,85 @@ impl Cluster {
         self.runner.command(&self.bins.pg_ctl, args)
     }
 
-    /// Reuses a running cluster or starts one, creating it first if needed.
-    /// Returns the server and whether this call started it.
-    fn ensure_running(&self) -> Result<(Postmaster, bool), String> {
-        self.ensure_running_with(requested_port()?, "", "cargo xtask db-stop")
-    }
-
-    /// [`Cluster::ensure_running`] on `port` with `extra_settings` (lines of
-    /// `postgresql.conf`) added to ours; `stop_command` is what the user runs to restart a
-    /// cluster that is already running on another port.
+    /// Reuses the running cluster or starts it on `port` with `extra_settings` (lines of
+    /// `postgresql.conf`) added to ours, creating it first if needed, and takes a [`Lease`] on
+    /// it for this command; `stop_command` is what the user runs to restart a cluster that is
+    /// already running on another port. A running cluster whose server binary was replaced
+    /// ([`server_binary`]) is restarted when no other command uses it, and refused otherwise.
     pub(crate) fn ensure_running_with(
         &self,
         port: u16,
         extra_settings: &str,
         stop_command: &str,
-    ) -> Result<(Postmaster, bool), String> {
+    ) -> Result<Running, String> {
         let _lock = Lock::acquire(&self.lock_path())?;
+        if let Some(holder) = lease::held_alone_by(&self.users_dir())? {
+            return Err(expected_saw(
+                &format!(
+                    "the cluster in {} free to use, not held alone by another command",
+                    self.base.display()
+                ),
+                &format!(
+                    "{holder} holding it alone (it stops and starts the cluster as it runs); run \
+                     this again once it is done"
+                ),
+            ));
+        }
         if let Some(postmaster) = self.running()? {
-            if postmaster.port != port {
-                eprintln!(
-                    "xtask: note: the cluster in {} is already running on port {}; \
-                     run `{stop_command}` to restart it on port {port}",
-                    self.base.display(),
-                    postmaster.port
-                );
+            match server_binary::replaced(
+                &self.base,
+                postmaster.pid,
+                Path::new(&self.bins.postgres),
+            ) {
+                None => {
+                    if postmaster.port != port {
+                        eprintln!(
+                            "xtask: note: the cluster in {} is already running on port {}; \
+                             run `{stop_command}` to restart it on port {port}",
+                            self.base.display(),
+                            postmaster.port
+                        );
+                    }
+                    wait_listening(postmaster.port)?;
+                    return Ok(Running {
+                        postmaster,
+                        started: false,
+                        lease: Lease::take(&self.users_dir(), &lease::this_command())?,
+                    });
+                }
+                Some(why) => {
+                    let users = lease::live_users(&self.users_dir(), None)?;
+                    if !users.is_empty() {
+                        return Err(expected_saw(
+                            &format!(
+                                "the cluster in {} running the installed server binary, or \
+                                 unused so that it can be restarted",
+                                self.base.display()
+                            ),
+                            &format!(
+                                "{why}, and {} using it; run this again once they are done",
+                                users.join(", ")
+                            ),
+                        ));
+                    }
+                    eprintln!(
+                        "xtask: {why}; restarting the cluster in {}",
+                        self.base.display()
+                    );
+                    self.stop()?;
+                }
             }
-            wait_listening(postmaster.port)?;
-            return Ok((postmaster, false));
         }
         if !self.data().join("PG_VERSION").is_file() {
             self.init()?;
         }
         let postmaster = self.start(port, extra_settings)?;
         wait_listening(postmaster.port)?;
-        Ok((postmaster, true))
+        Ok(Running {
+            postmaster,
+            started: true,
+            lease: Lease::take(&self.users_dir(), &lease::this_command())?,
+        })
     }
 
     /// The running server, if any. Clears a stale `postmaster.pid` so that a
@@ -632,6 +753,7 @@ impl Cluster {
     /// Writes our settings (and `extra_settings`) and starts the server on `port`.
     fn start(&self, port: u16, extra_settings: &str) -> Result<Postmaster, String> {
         self.write_settings(port, extra_settings)?;
+        ServerBinary::of(Path::new(&self.bins.postgres))?.record(&self.base)?;
         let (data, log) = (self.data(), self.log());
         eprintln!(
             "xtask: starting PostgreSQL on 127.0.0.1:{port} (log: {})",
@@ -766,23 +888,6 @@ fn read_postmaster(data: &Path) -> Option<Postmaster> {
     })
 }
 
-/// Whether `pid` is a live process.
-fn pid_alive(pid: u32) -> bool {
-    let proc = Path::new("/proc");
-    if !proc.is_dir() {
-        return Command::new("kill")
-            .args(["-0", &pid.to_string()])
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|status| status.success());
-    }
-    // A zombie has exited; its parent (possibly gone) just has not reaped it.
-    fs::read_to_string(proc.join(pid.to_string()).join("stat")).is_ok_and(|stat| {
-        stat.rsplit_once(')')
-            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
-    })
-}
-
 /// Whether `pid` is a live PostgreSQL server process.
 fn is_postgres_process(pid: u32) -> bool {
     if !Path::new("/proc").is_dir() {
@@ -848,138 +953,8 @@ fn utf8(path: &Path) -> Result<&str, String> {
         .ok_or_else(|| format!("path is not valid UTF-8: {}", path.display()))
 }
 
-/// Serialises cluster setup between concurrent xtask processes.
-pub(crate) struct Lock {
-    path: PathBuf,
-}
-
-impl Lock {
-    /// Creates the lock file, waiting for another holder for up to a minute.
-    /// A lock left behind by a process that died is taken over.
-    pub(crate) fn acquire(path: &Path) -> Result<Self, String> {
-        let deadline = Instant::now() + LOCK_TIMEOUT;
-        let mut told = false;
-        loop {
-            match OpenOptions::new().write(true).create_new(true).open(path) {
-                Ok(mut file) => {
-                    // The PID lets a later run recognise an abandoned lock.
-                    let _ = write!(file, "{}", process::id());
-                    return Ok(Self {
-                        path: path.to_owned(),
-                    });
-                }
-                Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
-                    let holder = fs::read_to_string(path)
-                        .ok()
-                        .and_then(|pid| pid.trim().parse::<u32>().ok());
-                    if holder.is_some_and(|pid| !pid_alive(pid)) {
-                        let _ = fs::remove_file(path);
-                        continue;
-                    }
-                    if Instant::now() >= deadline {
-                        return Err(format!(
-                            "timed out waiting for {}; if no other xtask is running, delete it",
-                            path.display()
-                        ));
-                    }
-                    if !told {
-                        eprintln!("xtask: waiting for another xtask to finish with PostgreSQL...");
-                        told = true;
-                    }
-                    thread::sleep(Duration::from_millis(200));
-                }
-                Err(err) => return Err(format!("cannot create {}: {err}", path.display())),
-            }
-        }
-    }
-}
-
-impl Drop for Lock {
-    fn drop(&mut self) {
-        let _ = fs::remove_file(&self.path);
-    }
-}
-
-/// A helper process that stops the cluster if xtask exits without doing so.
-///
-/// Xtask cannot catch Ctrl-C without extra dependencies, so the reaper runs
-/// in its own process group (out of reach of the terminal's SIGINT), learns
-/// of xtask's death from end-of-file on its stdin, waits for the processes
-/// it was told to watch (e.g. the server still shutting down), then stops
-/// the cluster if the postmaster it was given is still the one running.
-struct Reaper {
-    child: Child,
-}
-
-impl Reaper {
-    /// Starts `xtask __pg-reaper` for the cluster in `base`.
-    fn spawn(base: &Path, postmaster: u32) -> Result<Self, String> {
-        let exe =
-            env::current_exe().map_err(|err| format!("cannot find the xtask binary: {err}"))?;
-        let mut command = Command::new(exe);
-        command
-            .arg(REAPER_COMMAND)
-            .arg(base)
-            .arg(postmaster.to_string())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .process_group(0);
-        let child = command
-            .spawn()
-            .map_err(|err| format!("cannot start the PostgreSQL reaper: {err}"))?;
-        Ok(Self { child })
-    }
-
-    /// Tells the reaper to wait for `pid` too.
-    fn watch(&mut self, pid: u32) {
-        if let Some(stdin) = &mut self.child.stdin {
-            let _ = writeln!(stdin, "watch {pid}");
-        }
-    }
-
-    /// Dismisses the reaper: xtask is about to stop the cluster itself.
-    fn disarm(mut self) {
-        if let Some(mut stdin) = self.child.stdin.take() {
-            let _ = writeln!(stdin, "disarm");
-        }
-        let _ = self.child.wait();
-    }
-}
-
-/// The reaper's side: `__pg-reaper <cluster dir> <postmaster pid>`.
-pub fn reap(args: &[String]) -> Result<(), String> {
-    let [base, postmaster] = args else {
-        return Err(format!(
-            "usage: {REAPER_COMMAND} <cluster dir> <postmaster pid>"
-        ));
-    };
-    let postmaster: u32 = postmaster
-        .parse()
-        .map_err(|_| format!("bad postmaster PID `{postmaster}`"))?;
-    let mut watched = Vec::new();
-    for line in io::stdin().lock().lines() {
-        let Ok(line) = line else { break };
-        if line == "disarm" {
-            return Ok(());
-        }
-        if let Some(pid) = line
-            .strip_prefix("watch ")
-            .and_then(|pid| pid.parse::<u32>().ok())
-        {
-            watched.push(pid);
-        }
-    }
-    while watched.iter().any(|&pid| pid_alive(pid)) {
-        thread::sleep(Duration::from_millis(200));
-    }
-    let cluster = Cluster::new(PathBuf::from(base), Bins::find()?, Runner::detect()?);
-    let _lock = Lock::acquire(&cluster.lock_path())?;
-    if read_postmaster(&cluster.data()).is_some_and(|running| running.pid == postmaster) {
-        cluster.stop()?;
-    }
-    Ok(())
-}
+#[cfg(test)]
+mod cluster_tests;
 
 #[cfg(test)]
 mod tests {

@@ -10,13 +10,14 @@ use std::{
     io::{self, Read, Write},
     os::unix::fs::{OpenOptionsExt, PermissionsExt},
     path::{Path, PathBuf},
-    process::{Command, ExitCode},
+    process::Command,
 };
 
 use serde_json::Value;
 
 use crate::{
     cmd::{self, sh_quote},
+    failure::Failure,
     flags::Flags,
     paths,
     postgres::Postgres,
@@ -50,7 +51,7 @@ const FEE_PERCENTAGE: &str = "1.25";
 const FEE_MIN: &str = "50";
 
 /// Runs the whole demo setup, then payoutd until it exits.
-pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
+pub fn run(args: Vec<String>) -> Result<(), Failure> {
     let mut flags = Flags::new(args);
     let webhook_url = flags.value("--webhook-url")?;
     flags.finish()?;
@@ -156,7 +157,7 @@ pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
         .wait()
         .map_err(|err| format!("waiting for payoutd: {err}"))?;
     pg.shutdown();
-    Ok(cmd::exit_code(status))
+    Failure::check_exit("payoutd to serve until stopped", &serve, status)
 }
 
 /// The database payoutd uses on `pg`: the `DATABASE_URL` the user set, unchanged, unless it
@@ -182,11 +183,7 @@ fn names_maintenance_database(url: &str) -> bool {
 /// Builds payoutd and creates its database if needed, then applies pending migrations.
 /// What they print goes to stderr: stdout is for what the xtask command itself prints.
 pub(crate) fn build_and_migrate(payoutd: &Payoutd) -> Result<(), String> {
-    cmd::run(
-        paths::cargo()
-            .args(["build", "-p", "app-actix", "--bin", "payoutd"])
-            .stdout(io::stderr()),
-    )?;
+    cmd::run(paths::cargo().args(paths::DEBUG_BUILD).stdout(io::stderr()))?;
     cmd::run(
         payoutd
             .command(&["migrate", "--create-database"])

@@ -7,12 +7,10 @@
 //! * v2 (the request also sends `x-signature-version: 2`):
 //!   `<nonce>.<api key>.<METHOD>.<path with query>.<hex SHA-256 of the body>`.
 
-use std::process::ExitCode;
-
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};
 
-use crate::flags::Flags;
+use crate::{failure::Failure, flags::Flags};
 
 /// The parts of a request that a v2 signature covers.
 pub struct Request<'a> {
@@ -25,7 +23,7 @@ pub struct Request<'a> {
 }
 
 /// Parses the flags of `cargo xtask sign` and prints the header value.
-pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
+pub fn run(args: Vec<String>) -> Result<(), Failure> {
     let mut flags = Flags::new(args);
     let api_key = flags.required("--api-key")?;
     let api_secret = flags.required("--api-secret")?;
@@ -45,11 +43,16 @@ pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
     let request = if v2 {
         Some(Request {
             method: method.as_deref().unwrap_or("GET"),
-            path: path.as_deref().ok_or("--v2 needs --path")?,
+            path: path
+                .as_deref()
+                .ok_or_else(|| Failure::new("--path with --v2", "no --path"))?,
             body: body.as_deref().unwrap_or_default().as_bytes(),
         })
     } else if method.is_some() || path.is_some() || body.is_some() {
-        return Err("--method, --path and --body only apply with --v2".to_owned());
+        return Err(Failure::new(
+            "--method, --path and --body only with --v2",
+            "them without --v2",
+        ));
     } else {
         None
     };
@@ -57,7 +60,7 @@ pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
         "{}",
         signature(&api_key, &api_secret, nonce, request.as_ref())?
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// The header value for `nonce`: v1 without `request`, v2 with it.

@@ -25,18 +25,22 @@
 //! compare with it or check plans only it runs (`TestDb::postgres`).
 //! `ARGS` go to each `cargo test` (a test name filter, say).
 
-use std::{env, process::ExitCode};
+use std::env;
 
-use crate::{citus, cmd, iso20022, paths, postgres::Postgres, tools};
+use crate::{citus, cmd, failure::Failure, iso20022, paths, postgres::Postgres, tools};
 
 /// The flag that runs the database tests against Citus.
 const CITUS_FLAG: &str = "--citus";
 
 /// What `--citus` runs, in order: each package with the `cargo test` arguments that choose
-/// its tests.
+/// its tests. The HTTP suite is chosen by name over the whole workspace, so Cargo resolves
+/// features as for `cargo xtask test` and reuses its build (`-p app-actix` alone compiles tokio,
+/// reqwest, hyper and everything above them again; see `paths::DEBUG_BUILD`). adapters-postgres'
+/// unit tests cannot be chosen that way without every other crate's, so that suite has its own
+/// build.
 const CITUS_SUITES: [(&str, &[&str]); 2] = [
-    ("adapters-postgres", &["--tests"]),
-    ("app-actix", &["--test", "api"]),
+    ("adapters-postgres", &["-p", "adapters-postgres", "--tests"]),
+    ("app-actix", &["--workspace", "--test", "api"]),
 ];
 
 /// The crate whose tests need OpenSSH.
@@ -47,7 +51,7 @@ const SMTP_TESTS_PACKAGES: [&str; 2] = ["adapters-smtp", "app-actix"];
 
 /// Provisions PostgreSQL (and OpenSSH when needed) and runs `cargo test --workspace ARGS...`;
 /// with `--citus`, [`run_citus`].
-pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
+pub fn run(args: Vec<String>) -> Result<(), Failure> {
     let options = args.iter().take_while(|arg| *arg != "--").count();
     if args[..options].iter().any(|arg| arg == CITUS_FLAG) {
         let rest = args.into_iter().filter(|arg| arg != CITUS_FLAG).collect();
@@ -77,7 +81,9 @@ pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
     let iso20022 = iso20022::provision()?;
     let mut pg = Postgres::provision()?;
     let keep = env::var("PAYOUT_KEEP_PG").is_ok_and(|keep| keep == "1");
-    if !keep {
+    if keep {
+        pg.keep_running();
+    } else {
         pg.stop_on_exit();
     }
     eprintln!("xtask: testing against {}", pg.describe());
@@ -114,14 +120,18 @@ pub fn run(args: Vec<String>) -> Result<ExitCode, String> {
         );
     }
     pg.shutdown();
-    Ok(cmd::exit_code(status))
+    Failure::check_exit(
+        "every selected test to pass (failures above)",
+        &cargo,
+        status,
+    )
 }
 
 /// `cargo xtask test --citus [-p PACKAGE] ARGS...`: starts the Citus cluster and runs each of
-/// [`CITUS_SUITES`] (those `-p` picks, else all), `cargo test -p PACKAGE SUITE ARGS...`, with
+/// [`CITUS_SUITES`] (those `-p` picks, else all), `cargo test SUITE ARGS...`, with
 /// `PAYOUT_TEST_CITUS_URL` naming its coordinator. Every chosen suite runs even when one fails;
 /// the exit code is the first failure's.
-fn run_citus(args: Vec<String>) -> Result<ExitCode, String> {
+fn run_citus(args: Vec<String>) -> Result<(), Failure> {
     let (cargo_args, test_args) = match args.iter().position(|arg| arg == "--") {
         Some(split) => (args[..split].to_vec(), args[split + 1..].to_vec()),
         None => (args, Vec::new()),
@@ -135,24 +145,26 @@ fn run_citus(args: Vec<String>) -> Result<ExitCode, String> {
         .iter()
         .find(|p| !CITUS_SUITES.iter().any(|(package, _)| package == p))
     {
-        return Err(format!(
-            "`cargo xtask test {CITUS_FLAG}` runs the tests of {}; not -p {unknown}",
-            CITUS_SUITES.map(|(package, _)| package).join(" and ")
+        return Err(Failure::new(
+            format!(
+                "-p naming {}",
+                CITUS_SUITES.map(|(package, _)| package).join(" or ")
+            ),
+            format!("-p {unknown}"),
         ));
     }
     // Some of these tests compare with plain PostgreSQL or check plans only plain PostgreSQL
     // runs (`TestDb::postgres`): they get a server as `cargo xtask test` provides it.
     let mut pg = Postgres::provision()?;
     pg.stop_on_exit();
-    let coordinator = citus::start()?;
-    let url = citus::maintenance_url(coordinator);
-    let mut failed = Vec::new();
-    let mut exit = ExitCode::SUCCESS;
+    let citus = citus::start()?;
+    let url = citus.maintenance_url();
+    let mut failed: Vec<(&str, Failure)> = Vec::new();
     for (package, suite) in suites {
         eprintln!("xtask: testing {package} against Citus at {url}");
         let mut cargo = paths::cargo();
         cargo
-            .args(["test", "-p", package])
+            .arg("test")
             .args(suite)
             .args(&cargo_args)
             .arg("--")
@@ -168,18 +180,23 @@ fn run_citus(args: Vec<String>) -> Result<ExitCode, String> {
         let status = child
             .wait()
             .map_err(|err| format!("waiting for cargo test: {err}"))?;
-        if !status.success() {
-            if failed.is_empty() {
-                exit = cmd::exit_code(status);
-            }
-            failed.push(package);
+        if let Err(failure) = Failure::check_exit(
+            format!("every test of {package} to pass on Citus (failures above)"),
+            &cargo,
+            status,
+        ) {
+            failed.push((package, failure));
         }
     }
-    if !failed.is_empty() {
-        eprintln!("xtask: tests failed on Citus in {}", failed.join(", "));
-    }
     pg.shutdown();
-    Ok(exit)
+    let names: Vec<&str> = failed.iter().map(|(package, _)| *package).collect();
+    match failed.into_iter().next() {
+        None => Ok(()),
+        Some((_, first)) => Err(first.with_detail(format!(
+            "xtask: tests failed on Citus in {}",
+            names.join(", ")
+        ))),
+    }
 }
 
 /// The packages cargo arguments (before any `--`) choose with `-p`, and the other arguments.

@@ -1,8 +1,17 @@
 //! Tidy tests: rules of the workspace's shape that the compiler does not check.
 //!
-//! - `domain` depends on no framework, database, HTTP or runtime crate (its normal
-//!   dependencies; dev-dependencies may use tokio and mockall).
-//! - An adapter depends on `domain`, never on another adapter or on `app-actix`.
+//! - Every workspace member has a role ([`MEMBER_ROLES`], by name), and its dependencies on other
+//!   members are those its role allows ([`ROLE_RULES`]): the domain, the format library and the
+//!   test oracles on no payoutd crate (an oracle not even in its tests), an adapter (every
+//!   `adapters-*` member) on the domain and the format library only, and so on. The members come
+//!   from `cargo metadata`, so a new or renamed crate is checked (or named as roleless) without
+//!   editing the rules.
+//! - `domain`'s normal dependencies are exactly the list docs/ARCHITECTURE.md documents (an
+//!   allow-list: a new framework crate fails, and so does a list left stale).
+//! - The root `default-members` is every member whose role is built by default: all but the
+//!   bench and the tooling.
+//! - payoutd's dependencies are compiled with the same features whether it is built alone
+//!   (docs/DEPLOY.md) or with the benchmark harness (`cargo xtask bench`): one release build.
 //! - Nothing links libpq or OpenSSL (`pq-sys`, `openssl-sys`, `native-tls` never in Cargo.lock).
 //! - No import cycles between modules where they were removed: `adapters-postgres` and
 //!   `app-actix` at depth 2 (`stores::payouts`, `http::accounts`); in `domain` at depth 1 the
@@ -12,7 +21,12 @@
 //!   but are not in the repository (the project's decision record and the provider's interface
 //!   specification). State the rule, or point to the section of `docs/` that states it.
 
-use std::{fs, path::PathBuf, process::Command};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    fs,
+    path::PathBuf,
+    process::Command,
+};
 
 use serde_json::Value;
 
@@ -21,21 +35,272 @@ use crate::{
     paths::workspace_root,
 };
 
-const FORBIDDEN_IN_DOMAIN: &[&str] = &[
-    "actix",
-    "actix-web",
-    "actix-rt",
-    "deadpool",
-    "diesel",
-    "diesel-async",
-    "diesel_migrations",
-    "hyper",
-    "reqwest",
-    "sqlx",
-    "tokio",
-    "tokio-postgres",
-    "tracing-subscriber",
+/// What a workspace member is for; the dependency rules are stated per role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Role {
+    /// Leaf rules both the domain and the formats check with (bank code checksums): one copy.
+    Codes,
+    /// The pure core: entities, rules, ports.
+    Domain,
+    /// Bank file formats as pure functions over bytes, used by adapters.
+    Formats,
+    /// Independent checkers of the formats (test oracles), used by tests and xtask only.
+    Oracle,
+    /// Simulators of the other side (a bank), used by tests and xtask only.
+    TestSupport,
+    /// Implementations of the domain's ports.
+    Adapter,
+    /// The binary that wires the adapters into the domain.
+    Application,
+    /// The benchmark harness.
+    Bench,
+    /// `cargo xtask`.
+    Tooling,
+}
+
+/// Every member's role, by its name: an exact name, or a prefix ending in `-` for a family
+/// (`adapters-`). The first row that matches decides. A member no row matches fails
+/// [`every_member_has_a_role`]: give it one here (and in docs/ARCHITECTURE.md).
+const MEMBER_ROLES: &[(&str, Role)] = &[
+    ("bank-codes", Role::Codes),
+    ("domain", Role::Domain),
+    ("bank-formats", Role::Formats),
+    ("bank-format-oracles", Role::Oracle),
+    ("bank-simulator", Role::TestSupport),
+    ("adapters-", Role::Adapter),
+    // The operator console: a driving adapter over the domain's services, mounted by app-actix.
+    ("console", Role::Adapter),
+    ("app-actix", Role::Application),
+    ("payoutd-bench", Role::Bench),
+    ("xtask", Role::Tooling),
 ];
+
+/// What a role may depend on among the members.
+struct RoleRule {
+    role: Role,
+    /// Roles its normal and build dependencies may have.
+    may_use: &'static [Role],
+    /// Whether its dev-dependencies are held to `may_use` too (an oracle's tests must not
+    /// read the formats through `bank-formats` either, or it would share its mistakes).
+    dev_too: bool,
+    /// Whether the root `default-members` holds it (what a plain `cargo build` or `cargo test`
+    /// in the root selects).
+    default_member: bool,
+}
+
+/// The rules, one per role (docs/ARCHITECTURE.md, "Dependency rule", states them too).
+const ROLE_RULES: &[RoleRule] = &[
+    RoleRule {
+        role: Role::Codes,
+        may_use: &[],
+        dev_too: false,
+        default_member: true,
+    },
+    RoleRule {
+        role: Role::Domain,
+        may_use: &[Role::Codes],
+        dev_too: false,
+        default_member: true,
+    },
+    RoleRule {
+        role: Role::Formats,
+        may_use: &[Role::Codes],
+        dev_too: false,
+        default_member: true,
+    },
+    RoleRule {
+        role: Role::Oracle,
+        may_use: &[],
+        dev_too: true,
+        default_member: true,
+    },
+    RoleRule {
+        role: Role::TestSupport,
+        may_use: &[Role::Codes, Role::Domain, Role::Formats],
+        dev_too: false,
+        default_member: true,
+    },
+    RoleRule {
+        role: Role::Adapter,
+        may_use: &[Role::Codes, Role::Domain, Role::Formats],
+        dev_too: false,
+        default_member: true,
+    },
+    RoleRule {
+        role: Role::Application,
+        may_use: &[Role::Codes, Role::Domain, Role::Formats, Role::Adapter],
+        dev_too: false,
+        default_member: true,
+    },
+    RoleRule {
+        role: Role::Bench,
+        may_use: &[
+            Role::Codes,
+            Role::Domain,
+            Role::Formats,
+            Role::Adapter,
+            Role::Application,
+        ],
+        dev_too: false,
+        default_member: false,
+    },
+    // Run as `cargo xtask`; `cargo xtask test` runs its tests with everyone's.
+    RoleRule {
+        role: Role::Tooling,
+        may_use: &[
+            Role::Codes,
+            Role::Domain,
+            Role::Formats,
+            Role::Oracle,
+            Role::TestSupport,
+            Role::Adapter,
+            Role::Application,
+            Role::Bench,
+        ],
+        dev_too: false,
+        default_member: false,
+    },
+];
+
+/// The role of the member `name`, if a row of [`MEMBER_ROLES`] gives one.
+fn role_of(name: &str) -> Option<Role> {
+    MEMBER_ROLES
+        .iter()
+        .find(|(pattern, _)| {
+            if pattern.ends_with('-') {
+                name.starts_with(pattern)
+            } else {
+                name == *pattern
+            }
+        })
+        .map(|(_, role)| *role)
+}
+
+/// The rule of `role`.
+fn rule_of(role: Role) -> &'static RoleRule {
+    ROLE_RULES
+        .iter()
+        .find(|rule| rule.role == role)
+        .unwrap_or_else(|| panic!("ROLE_RULES has no rule for {role:?}"))
+}
+
+/// A dependency as `cargo metadata` lists it: the package's name and its kind.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Dependency {
+    name: String,
+    /// `normal`, `dev` or `build`.
+    kind: String,
+    optional: bool,
+}
+
+/// The workspace as `cargo metadata` describes it: each member with its dependencies, and the
+/// default members.
+struct Workspace {
+    members: BTreeMap<String, Vec<Dependency>>,
+    default_members: BTreeSet<String>,
+}
+
+impl Workspace {
+    fn read() -> Self {
+        Self::from_metadata(&metadata())
+    }
+
+    fn from_metadata(metadata: &Value) -> Self {
+        let packages = metadata["packages"].as_array().cloned().unwrap_or_default();
+        let name_of_id = |id: &Value| {
+            packages
+                .iter()
+                .find(|p| p["id"] == *id)
+                .and_then(|p| p["name"].as_str())
+                .map(str::to_owned)
+        };
+        let ids = metadata["workspace_members"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let members = ids
+            .iter()
+            .filter_map(|id| {
+                let package = packages.iter().find(|p| p["id"] == *id)?;
+                let deps = package["dependencies"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|d| Dependency {
+                        name: d["name"].as_str().unwrap_or_default().to_owned(),
+                        kind: d["kind"].as_str().unwrap_or("normal").to_owned(),
+                        optional: d["optional"].as_bool().unwrap_or(false),
+                    })
+                    .collect();
+                Some((package["name"].as_str()?.to_owned(), deps))
+            })
+            .collect();
+        let default_members = metadata["workspace_default_members"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .filter_map(name_of_id)
+            .collect();
+        Self {
+            members,
+            default_members,
+        }
+    }
+
+    /// The edges between members that break a role's rule: `from -> to (kind)`.
+    fn forbidden_edges(&self) -> Vec<String> {
+        let mut wrong = Vec::new();
+        for (from, deps) in &self.members {
+            let Some(rule) = role_of(from).map(rule_of) else {
+                continue; // every_member_has_a_role names it
+            };
+            for dep in deps {
+                let Some(to) = self
+                    .members
+                    .contains_key(&dep.name)
+                    .then(|| role_of(&dep.name))
+                else {
+                    continue; // not a member
+                };
+                let held = dep.kind != "dev" || rule.dev_too;
+                let allowed = to.is_some_and(|to| rule.may_use.contains(&to));
+                if held && !allowed && dep.name != *from {
+                    wrong.push(format!(
+                        "{from} ({:?}) -> {} ({}, a {:?} dependency)",
+                        rule.role,
+                        dep.name,
+                        to.map_or_else(|| "no role".to_owned(), |to| format!("{to:?}")),
+                        dep.kind
+                    ));
+                }
+            }
+        }
+        wrong
+    }
+
+    /// The members the root `default-members` should hold and does not, and those it holds and
+    /// should not.
+    fn default_members_off(&self) -> (Vec<String>, Vec<String>) {
+        let expected: BTreeSet<String> = self
+            .members
+            .keys()
+            .filter(|name| role_of(name).is_some_and(|role| rule_of(role).default_member))
+            .cloned()
+            .collect();
+        let missing = expected
+            .difference(&self.default_members)
+            .cloned()
+            .collect();
+        let extra = self
+            .default_members
+            .difference(&expected)
+            .cloned()
+            .collect();
+        (missing, extra)
+    }
+}
 
 fn metadata() -> Value {
     let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
@@ -55,60 +320,179 @@ fn metadata() -> Value {
     serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("cargo metadata output: {e}"))
 }
 
-/// (dependency name, kind) of a workspace package; kind is `normal`, `dev` or `build`.
-fn dependencies(metadata: &Value, package: &str) -> Vec<(String, String)> {
-    let packages = metadata["packages"].as_array().cloned().unwrap_or_default();
-    let Some(found) = packages.iter().find(|p| p["name"] == package) else {
-        panic!("package {package} not in the workspace");
-    };
-    found["dependencies"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .iter()
-        .map(|d| {
-            let name = d["name"].as_str().unwrap_or_default().to_owned();
-            let kind = d["kind"].as_str().unwrap_or("normal").to_owned();
-            (name, kind)
-        })
-        .collect()
+#[test]
+fn every_member_has_a_role() {
+    let workspace = Workspace::read();
+    let roleless: Vec<&String> = workspace
+        .members
+        .keys()
+        .filter(|name| role_of(name).is_none())
+        .collect();
+    assert!(
+        roleless.is_empty(),
+        "give these members a role in MEMBER_ROLES (xtask/src/tidy.rs) and docs/ARCHITECTURE.md: \
+         {roleless:?}"
+    );
+    for rule in ROLE_RULES {
+        assert_eq!(rule_of(rule.role).role, rule.role, "one rule per role");
+    }
 }
 
 #[test]
-fn domain_depends_on_no_framework_database_http_or_runtime_crate() {
-    let metadata = metadata();
-    let offending: Vec<String> = dependencies(&metadata, "domain")
-        .into_iter()
-        .filter(|(name, kind)| kind == "normal" && FORBIDDEN_IN_DOMAIN.contains(&name.as_str()))
-        .map(|(name, _)| name)
-        .collect();
+fn members_depend_only_on_the_roles_their_role_allows() {
+    let wrong = Workspace::read().forbidden_edges();
     assert!(
-        offending.is_empty(),
-        "domain must stay pure, but depends on {offending:?}"
+        wrong.is_empty(),
+        "dependencies their role does not allow (ROLE_RULES in xtask/src/tidy.rs, \
+         docs/ARCHITECTURE.md \"Dependency rule\"):\n{}",
+        wrong.join("\n")
     );
 }
 
 #[test]
-fn adapters_depend_on_domain_but_not_on_each_other_or_the_app() {
-    let metadata = metadata();
-    for adapter in [
-        "adapters-postgres",
-        "adapters-webhook",
-        "adapters-sandbox",
-        "adapters-filetransfer",
-    ] {
-        let deps = dependencies(&metadata, adapter);
-        let normal: Vec<&str> = deps
-            .iter()
-            .filter(|(_, k)| k == "normal")
-            .map(|(n, _)| n.as_str())
-            .collect();
-        let wrong: Vec<&&str> = normal
-            .iter()
-            .filter(|n| n.starts_with("adapters-") || **n == "app-actix")
-            .collect();
-        assert!(wrong.is_empty(), "{adapter} depends on {wrong:?}");
+fn every_adapters_member_is_held_to_the_adapter_rule() {
+    // The rule reads roles, and every `adapters-*` member found has the adapter's.
+    let workspace = Workspace::read();
+    let adapters: Vec<&String> = (workspace.members.keys())
+        .filter(|name| name.starts_with("adapters-"))
+        .collect();
+    assert!(adapters.len() >= 6, "{adapters:?}");
+    for adapter in adapters {
+        assert_eq!(role_of(adapter), Some(Role::Adapter), "{adapter}");
     }
+}
+
+/// The domain's dependencies as docs/ARCHITECTURE.md lists them: the first name in backticks
+/// of each list item between `<!-- tidy: domain dependencies -->` and `<!-- /tidy -->`.
+fn documented_domain_dependencies() -> BTreeSet<String> {
+    let path = workspace_root().join("docs/ARCHITECTURE.md");
+    let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let start = "<!-- tidy: domain dependencies -->";
+    let (_, rest) = text
+        .split_once(start)
+        .unwrap_or_else(|| panic!("{} has no `{start}`", path.display()));
+    let (list, _) = rest
+        .split_once("<!-- /tidy -->")
+        .unwrap_or_else(|| panic!("{}: `{start}` is not closed", path.display()));
+    list.lines()
+        .filter_map(|line| line.trim().strip_prefix("- `"))
+        .filter_map(|item| item.split_once('`').map(|(name, _)| name.to_owned()))
+        .collect()
+}
+
+#[test]
+fn domain_depends_on_exactly_the_documented_crates() {
+    let workspace = Workspace::read();
+    let documented = documented_domain_dependencies();
+    assert!(
+        documented.len() > 10 && documented.contains("serde"),
+        "the documented list was not read: {documented:?}"
+    );
+    let actual: BTreeSet<String> = workspace.members["domain"]
+        .iter()
+        .filter(|d| d.kind != "dev")
+        .map(|d| d.name.clone())
+        .collect();
+    let undocumented: Vec<&String> = actual.difference(&documented).collect();
+    let gone: Vec<&String> = documented.difference(&actual).collect();
+    assert!(
+        undocumented.is_empty() && gone.is_empty(),
+        "domain's dependencies are not the allow-list of docs/ARCHITECTURE.md (\"Dependency \
+         rule\"). Not allowed (the domain stays free of frameworks, databases, HTTP and \
+         runtimes; if the crate is none of those, add it to the list with its reason): \
+         {undocumented:?}. Listed but gone (remove them from the list): {gone:?}"
+    );
+    // Mocks only behind the `mock` feature, for other crates' tests.
+    let mockall = workspace.members["domain"]
+        .iter()
+        .find(|d| d.name == "mockall" && d.kind == "normal");
+    assert!(mockall.is_none_or(|d| d.optional), "{mockall:?}");
+}
+
+#[test]
+fn default_members_are_every_member_but_the_bench_and_the_tooling() {
+    let (missing, extra) = Workspace::read().default_members_off();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "the root Cargo.toml's default-members (what a plain `cargo test` in the root runs) \
+         lacks {missing:?} and should not hold {extra:?}"
+    );
+}
+
+/// `name version` of each package `cargo tree` resolves for `packages` without
+/// dev-dependencies (what `cargo build` of them compiles), with its features.
+fn built_features(packages: &[&str]) -> BTreeMap<String, BTreeSet<String>> {
+    let mut tree = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()));
+    tree.args([
+        "tree",
+        "--offline",
+        "-e",
+        "normal,build",
+        "--prefix",
+        "none",
+    ])
+    .args(["--format", "{p}|{f}"])
+    .current_dir(workspace_root());
+    for package in packages {
+        tree.args(["-p", package]);
+    }
+    let output = tree.output();
+    let output = match output {
+        Ok(output) if output.status.success() => output,
+        other => panic!("cargo tree failed: {other:?}"),
+    };
+    let mut features: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        let line = line.trim_end_matches(" (*)");
+        let Some((package, list)) = line.split_once('|') else {
+            continue;
+        };
+        let package = package.split(" (").next().unwrap_or(package).trim();
+        let entry = features.entry(package.to_owned()).or_default();
+        entry.extend(list.split(',').filter(|f| !f.is_empty()).map(str::to_owned));
+    }
+    features
+}
+
+/// The member with `role`, when exactly one has it.
+fn only_member(workspace: &Workspace, role: Role) -> String {
+    let found: Vec<&String> = (workspace.members.keys())
+        .filter(|name| role_of(name) == Some(role))
+        .collect();
+    match found.as_slice() {
+        [one] => (*one).clone(),
+        other => panic!("expected one {role:?} member, found {other:?}"),
+    }
+}
+
+#[test]
+fn payoutd_builds_the_same_alone_and_with_the_bench() {
+    let workspace = Workspace::read();
+    let app = only_member(&workspace, Role::Application);
+    let bench = only_member(&workspace, Role::Bench);
+    let alone = built_features(&[&app]);
+    let together = built_features(&[&app, &bench]);
+    assert!(
+        alone.len() > 100,
+        "cargo tree listed {} packages",
+        alone.len()
+    );
+    let differ: Vec<String> = alone
+        .iter()
+        .filter_map(|(package, features)| {
+            let with_bench = together.get(package)?;
+            let added: Vec<&String> = with_bench.difference(features).collect();
+            (!added.is_empty()).then(|| format!("{package}: {added:?}"))
+        })
+        .collect();
+    assert!(
+        differ.is_empty(),
+        "built with {bench}, these dependencies of {app} get more features, so `cargo xtask \
+         bench` and a deployment build (`cargo build --release -p {app}`) compile them twice and \
+         benchmark another binary than the deployed one; pin the features in {app}'s manifest \
+         (\"Feature pins\"):\n{}",
+        differ.join("\n")
+    );
 }
 
 #[test]
@@ -125,20 +509,73 @@ fn nothing_links_libpq_or_openssl() {
 
 #[test]
 fn the_rules_can_fail() {
-    // The checks above inspect real data: make sure the data is what they think it is.
-    let metadata = metadata();
-    let app = dependencies(&metadata, "app-actix");
+    // The rules above inspect real data and tables: each kind of breach is caught.
+    let workspace = Workspace::read();
     assert!(
-        app.iter()
-            .any(|(name, kind)| name == "actix-web" && kind == "normal")
-    );
-    assert!(app.iter().any(|(name, _)| name == "adapters-postgres"));
-    let domain = dependencies(&metadata, "domain");
-    assert!(
-        domain
+        workspace.members["app-actix"]
             .iter()
-            .any(|(name, kind)| name == "tokio" && kind == "dev")
+            .any(|d| d.name == "actix-web" && d.kind == "normal")
     );
+    assert!(
+        workspace.members["domain"]
+            .iter()
+            .any(|d| d.name == "tokio" && d.kind == "dev")
+    );
+    let dep = |name: &str, kind: &str| Dependency {
+        name: name.to_owned(),
+        kind: kind.to_owned(),
+        optional: false,
+    };
+    let member = |name: &str, deps: Vec<Dependency>| (name.to_owned(), deps);
+    let breached = Workspace {
+        members: BTreeMap::from([
+            member("domain", vec![]),
+            member("bank-formats", vec![dep("domain", "normal")]),
+            member("bank-format-oracles", vec![dep("bank-formats", "dev")]),
+            member(
+                "adapters-a",
+                vec![dep("domain", "normal"), dep("adapters-b", "normal")],
+            ),
+            member(
+                "adapters-b",
+                vec![dep("app-actix", "normal"), dep("adapters-a", "dev")],
+            ),
+            member(
+                "app-actix",
+                vec![
+                    dep("adapters-a", "normal"),
+                    dep("bank-format-oracles", "normal"),
+                ],
+            ),
+            member("payoutd-bench", vec![]),
+            member("bank-simulator", vec![dep("domain", "normal")]),
+        ]),
+        default_members: BTreeSet::from(["domain".to_owned(), "payoutd-bench".to_owned()]),
+    };
+    assert_eq!(
+        breached.forbidden_edges(),
+        [
+            "adapters-a (Adapter) -> adapters-b (Adapter, a \"normal\" dependency)",
+            "adapters-b (Adapter) -> app-actix (Application, a \"normal\" dependency)",
+            "app-actix (Application) -> bank-format-oracles (Oracle, a \"normal\" dependency)",
+            "bank-format-oracles (Oracle) -> bank-formats (Formats, a \"dev\" dependency)",
+            "bank-formats (Formats) -> domain (Domain, a \"normal\" dependency)",
+        ]
+    );
+    let (missing, extra) = breached.default_members_off();
+    assert_eq!(
+        missing,
+        [
+            "adapters-a",
+            "adapters-b",
+            "app-actix",
+            "bank-format-oracles",
+            "bank-formats",
+            "bank-simulator"
+        ]
+    );
+    assert_eq!(extra, ["payoutd-bench"]);
+    assert_eq!(role_of("wire-teller"), None, "a new crate needs a role");
 }
 
 /// Domain modules every entity module may use: they must be in no import cycle.
