@@ -479,11 +479,16 @@ proptest! {
         let Ib4bFile::DirectCredit(original) = ib4b::parse(&ib4b::write(&file).unwrap()).unwrap() else {
             panic!("not a direct credit file");
         };
+        // A bank dishonours a transaction once: each picked at most once (picking one twice
+        // could also sum past the control total's width, which no real file does).
+        let mut seen = std::collections::BTreeSet::new();
         let decisions: Vec<Dishonour> = picks
             .into_iter()
-            .map(|(index, reason)| {
-                let t = &original.transactions[index.index(original.transactions.len())];
-                dishonour(t, DishonourReason::ALL[reason])
+            .filter_map(|(index, reason)| {
+                let at = index.index(original.transactions.len());
+                seen.insert(at).then(|| {
+                    dishonour(&original.transactions[at], DishonourReason::ALL[reason])
+                })
             })
             .collect();
         let dishonours = DishonourFile {
