@@ -56,10 +56,11 @@ Commands:
                    Start the Citus cluster (as `citus`) and run adapters-postgres'
                    tests (`--tests ARGS...`), then app-actix's HTTP tests (`--test api
                    ARGS...`), with each test's database on it; `-p` picks one of them
-  serve [--webhook-url URL]
+  serve [--webhook-url URL] [--verbose]
                    Migrate, create a funded demo subaccount with an API key, an AUD
                    fee and a webhook URL (by default xtask's own receiver on 127.0.0.1,
-                   which verifies and prints each delivery), run payoutd
+                   which verifies and prints each delivery; with --verbose also its
+                   headers and body as received), run payoutd
   bench <scenario> [--smoke] [flags]
                    Build payoutd in release mode and benchmark it against
                    PostgreSQL (`cargo xtask bench help` lists the scenarios)

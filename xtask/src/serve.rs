@@ -21,7 +21,7 @@ use crate::{
     flags::Flags,
     paths,
     postgres::Postgres,
-    webhook_receiver::Receiver,
+    webhook_receiver::{Detail, Receiver},
 };
 
 const DEFAULT_BIND: &str = "127.0.0.1:8080";
@@ -54,6 +54,11 @@ const FEE_MIN: &str = "50";
 pub fn run(args: Vec<String>) -> Result<(), Failure> {
     let mut flags = Flags::new(args);
     let webhook_url = flags.value("--webhook-url")?;
+    let detail = if flags.switch("--verbose") {
+        Detail::HeadersAndBody
+    } else {
+        Detail::Line
+    };
     flags.finish()?;
     // Before anything is created: a busy port would otherwise fail only after the demo
     // subaccount and demo.env were written.
@@ -145,7 +150,7 @@ pub fn run(args: Vec<String>) -> Result<(), Failure> {
         .flush()
         .map_err(|err| format!("cannot write to stdout: {err}"))?;
     if let Some(receiver) = receiver {
-        receiver.serve(demo.webhook.secret.clone(), Box::new(io::stdout()));
+        receiver.serve(demo.webhook.secret.clone(), detail, Box::new(io::stdout()));
     }
 
     let mut serve = payoutd.command(&["serve"]);

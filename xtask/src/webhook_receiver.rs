@@ -10,6 +10,10 @@
 //! clock and any entry verifies; otherwise it is answered 401 and printed as REJECTED.
 //! Requests that are not HTTP, too large, or not a `POST` are answered 400, 413/431 or 405
 //! and printed likewise. Every connection is closed after one answer.
+//!
+//! Verbose ([`Detail::HeadersAndBody`], `cargo xtask serve --verbose`): each delivery's line is
+//! followed by its headers and its body exactly as received, so the webhook verification
+//! examples of docs/WEBHOOKS.md can be tried on a real delivery.
 
 use std::{
     io::{self, Read, Write},
@@ -57,13 +61,19 @@ impl Receiver {
     }
 
     /// Answers deliveries signed with `secret` on a thread of its own, printing one line
-    /// per request to `out`, until the process exits.
-    pub fn serve(self, secret: String, mut out: Box<dyn Write + Send>) -> JoinHandle<()> {
+    /// per request to `out` (and, with [`Detail::HeadersAndBody`], the request's headers and
+    /// body), until the process exits.
+    pub fn serve(
+        self,
+        secret: String,
+        detail: Detail,
+        mut out: Box<dyn Write + Send>,
+    ) -> JoinHandle<()> {
         thread::spawn(move || {
             for stream in self.listener.incoming() {
                 match stream {
                     Ok(stream) => {
-                        if let Some(line) = handle(stream, &secret) {
+                        if let Some(line) = handle(stream, &secret, detail) {
                             // The terminal went away: nothing else to tell.
                             let _ = writeln!(out, "{line}").and_then(|()| out.flush());
                         }
@@ -76,6 +86,15 @@ impl Receiver {
             }
         })
     }
+}
+
+/// How much the receiver prints of each request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// One line: time, event, object, verdict.
+    Line,
+    /// The line, then every header and the body as received.
+    HeadersAndBody,
 }
 
 /// A request the receiver read in full.
@@ -197,7 +216,7 @@ pub fn verify(
 
 /// Reads one request from `stream`, answers it and returns the line to print (none for a
 /// connection that sent nothing).
-fn handle(mut stream: TcpStream, secret: &str) -> Option<String> {
+fn handle(mut stream: TcpStream, secret: &str, detail: Detail) -> Option<String> {
     let time = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ");
     // Without timeouts a silent peer would hold the receiver forever.
     let timeouts = stream
@@ -232,7 +251,7 @@ fn handle(mut stream: TcpStream, secret: &str) -> Option<String> {
     }
     let (event, resource) = describe(&request.body);
     let verdict = signature_verdict(&request, secret);
-    let line = match verdict {
+    let mut line = match verdict {
         Ok(()) => {
             respond(&mut stream, "200 OK", "ok");
             format!("{time} webhook {event} {resource} signature verified")
@@ -245,7 +264,32 @@ fn handle(mut stream: TcpStream, secret: &str) -> Option<String> {
             )
         }
     };
+    if detail == Detail::HeadersAndBody {
+        line.push_str(&headers_and_body(&request));
+    }
     Some(line)
+}
+
+/// The request's headers, one per line, then its body as received (control characters but
+/// line breaks and tabs shown as `?`; a delivery's JSON has none), indented under the line.
+fn headers_and_body(request: &Request) -> String {
+    let mut text = String::new();
+    for (name, value) in &request.headers {
+        text.push_str(&format!("\n    {name}: {}", printable_in_full(value)));
+    }
+    text.push_str(&format!(
+        "\n    body ({} bytes): {}",
+        request.body.len(),
+        printable_in_full(&String::from_utf8_lossy(&request.body))
+    ));
+    text
+}
+
+/// `text` without control characters (each shown as `?`), whole.
+fn printable_in_full(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
 }
 
 fn signature_verdict(request: &Request, secret: &str) -> Result<(), Rejected> {
@@ -432,7 +476,7 @@ mod tests {
     use hmac::{Hmac, KeyInit, Mac};
     use sha2::Sha256;
 
-    use super::{MAX_BODY_BYTES, MAX_HEAD_BYTES, Receiver, Rejected, verify};
+    use super::{Detail, MAX_BODY_BYTES, MAX_HEAD_BYTES, Receiver, Rejected, verify};
 
     const SECRET: &str = "whsec_c2VjcmV0LWJ5dGVzLWZvci10aGUtZGVtbw==";
     const OTHER_SECRET: &str = "whsec_b3RoZXItc2VjcmV0LWJ5dGVz";
@@ -485,6 +529,10 @@ mod tests {
     }
 
     fn start() -> (String, Printed) {
+        start_with(Detail::Line)
+    }
+
+    fn start_with(detail: Detail) -> (String, Printed) {
         let receiver = Receiver::bind().unwrap();
         let url = receiver.url();
         let addr = url
@@ -493,7 +541,7 @@ mod tests {
             .unwrap()
             .to_owned();
         let printed = Printed::default();
-        receiver.serve(SECRET.to_owned(), Box::new(printed.clone()));
+        receiver.serve(SECRET.to_owned(), detail, Box::new(printed.clone()));
         (addr, printed)
     }
 
@@ -544,6 +592,43 @@ mod tests {
         // The time comes first, as an RFC 3339 UTC timestamp.
         assert!(chrono::DateTime::parse_from_rfc3339(lines[0].split(' ').next().unwrap()).is_ok());
         assert!(!lines[0].contains(SECRET));
+    }
+
+    #[test]
+    fn verbose_prints_each_header_and_the_body_as_received() {
+        let (addr, printed) = start_with(Detail::HeadersAndBody);
+        let timestamp = now().to_string();
+        let signature = sign(SECRET, "e-7", &timestamp, BODY.as_bytes());
+        let status = send(&addr, &delivery("e-7", &timestamp, &signature, BODY));
+        assert_eq!(status, "HTTP/1.1 200 OK");
+        // The line, six headers, the body.
+        let lines = printed.lines(8);
+        assert!(lines[0].ends_with("signature verified"), "{lines:?}");
+        for header in [
+            "    webhook-id: e-7".to_owned(),
+            format!("    webhook-timestamp: {timestamp}"),
+            format!("    webhook-signature: {signature}"),
+            "    content-type: application/json".to_owned(),
+        ] {
+            assert!(lines.contains(&header), "{header}: {lines:?}");
+        }
+        assert_eq!(
+            lines[7],
+            format!("    body ({} bytes): {BODY}", BODY.len()),
+            "{lines:?}"
+        );
+        // The body printed is the one signed: the examples can verify it.
+        assert_eq!(
+            verify(
+                SECRET,
+                "e-7",
+                &timestamp,
+                &signature,
+                BODY.as_bytes(),
+                now()
+            ),
+            Ok(())
+        );
     }
 
     #[test]

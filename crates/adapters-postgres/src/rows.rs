@@ -164,8 +164,6 @@ pub(crate) struct SubaccountRow {
     pub has_passed_kyc: String,
     pub kyc_status: String,
     pub postback_url: Option<String>,
-    pub sms_provider: String,
-    pub email_provider: String,
     /// Written as `signature_policy = 'v2'` for instances of the previous version, and read as
     /// `v2` when set (the previous version's `require-signature-v2` sets only it).
     pub require_signature_v2: bool,
@@ -201,8 +199,6 @@ impl From<&Subaccount> for SubaccountRow {
             has_passed_kyc: s.has_passed_kyc.clone(),
             kyc_status: s.kyc_status.clone(),
             postback_url: s.postback_url.clone(),
-            sms_provider: s.sms_provider.clone(),
-            email_provider: s.email_provider.clone(),
             require_signature_v2: s.signature_policy == SignaturePolicy::V2Only,
             created_at: s.created_at,
             updated_at: s.created_at,
@@ -250,8 +246,6 @@ impl From<SubaccountRow> for Subaccount {
             has_passed_kyc: row.has_passed_kyc,
             kyc_status: row.kyc_status,
             postback_url: row.postback_url,
-            sms_provider: row.sms_provider,
-            email_provider: row.email_provider,
             signature_policy: signature_policy(row.require_signature_v2, &row.signature_policy),
             created_at: row.created_at,
         }

@@ -244,8 +244,9 @@ diesel::table! {
         has_passed_kyc -> Text,
         kyc_status -> Text,
         postback_url -> Nullable<Text>,
-        sms_provider -> Text,
-        email_provider -> Text,
+        // sms_provider and email_provider (text, default ''): no longer read or written; a
+        // subaccount reports the deployment's notifiers (kept for instances of the previous
+        // version during a rolling upgrade).
         require_signature_v2 -> Bool,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,

@@ -386,7 +386,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             };
             tracing::info!(
                 port = app.port(),
+                tls = config.tls.is_some(),
                 sandbox = config.sandbox,
+                console_port = app.console_port(),
                 "payoutd listening"
             );
             if config.previous_master_key.is_some() {
@@ -447,31 +449,35 @@ fn subaccount_id(raw: &str) -> anyhow::Result<SubaccountId> {
     SubaccountId::parse(raw).with_context(|| format!("invalid --subaccount {raw:?}: not a UUID"))
 }
 
-/// Refuses a postback URL payoutd could never send to (the delivery worker's own guard: a
+/// Refuses a postback URL (given as `flag`) payoutd could never send to (the delivery worker's own guard: a
 /// scheme other than http(s), credentials, a bad port or host, a literal address that is not a
 /// globally reachable host unless private targets are allowed), with the guard's message.
-fn check_webhook_target(url: &str) -> anyhow::Result<()> {
+fn check_webhook_target(flag: &str, url: &str) -> anyhow::Result<()> {
     let allow_private = crate::config::webhook_targets_may_be_private()?;
     adapters_webhook::guard::check_url(url.trim(), allow_private)
         .map(drop)
-        .map_err(|e| anyhow::anyhow!("{}", refused_target(&e, allow_private)))
+        .map_err(|e| anyhow::anyhow!("{}", refused_target(flag, &e, allow_private)))
 }
 
 /// The message of a refused postback URL: the guard's, with the hint to allow private targets
 /// only where that would let a local receiver in (not for multicast, reserved, unspecified or
 /// documentation addresses, which no setting makes a receiver of a local setup).
-fn refused_target(e: &adapters_webhook::guard::TargetRefused, allow_private: bool) -> String {
+fn refused_target(
+    flag: &str,
+    e: &adapters_webhook::guard::TargetRefused,
+    allow_private: bool,
+) -> String {
     use adapters_webhook::guard::TargetRefused;
     match e {
         TargetRefused::ForbiddenAddress { range, .. }
             if !allow_private && range.is_private_network() =>
         {
             format!(
-                "invalid --url: {e} (private and loopback receivers are allowed only with \
+                "invalid {flag}: {e} (private and loopback receivers are allowed only with \
                  PAYOUT_WEBHOOK_ALLOW_PRIVATE=true, the default in sandbox mode)"
             )
         }
-        e => format!("invalid --url: {e}"),
+        e => format!("invalid {flag}: {e}"),
     }
 }
 
@@ -554,7 +560,7 @@ async fn admin(command: AdminCommand) -> anyhow::Result<Output> {
         }
         AdminCommand::CreateSubaccount { name, email, postback_url, signature_policy } => {
             if let Some(url) = &postback_url {
-                check_webhook_target(url)?;
+                check_webhook_target("--postback-url", url)?;
             }
             let policy = signature_policy.as_deref().map(parse_policy).transpose()?;
             create_subaccount(&service, &name, email.as_deref(), postback_url.as_deref(), policy)
@@ -568,7 +574,7 @@ async fn admin(command: AdminCommand) -> anyhow::Result<Output> {
             service.revoke_key(&api_key).await.map(|()| json!({"api_key": api_key, "revoked": true}))
         }
         AdminCommand::SetWebhook { subaccount, url } => {
-            check_webhook_target(&url)?;
+            check_webhook_target("--url", &url)?;
             service
                 .set_webhook(subaccount_id(&subaccount)?, &url)
                 .await

@@ -105,6 +105,14 @@ impl World {
         }
     }
 
+    /// The notifiers' names a subaccount reports (`sms_provider`, `email_provider`).
+    pub fn providers(&self) -> crate::state::NotificationProviders {
+        match self {
+            Self::Sandbox(_) => crate::state::NotificationProviders::SANDBOX,
+            Self::Production(_) => crate::state::NotificationProviders::PRODUCTION,
+        }
+    }
+
     /// How confirmation requests are retried: the defaults, with production's `max_attempts`.
     pub fn notification_settings(&self) -> NotificationSettings {
         match self {
@@ -312,6 +320,7 @@ pub fn build_state(
             World::Production(_) => None,
         },
         rail_callbacks,
+        providers: world.providers(),
     })
 }
 
@@ -617,25 +626,44 @@ impl Application {
         if let Some(task) = sandbox_kyc {
             task.abort();
         }
-        // The server has drained its requests; let the delivery pass in hand finish.
+        // The server has drained its requests; let the pass each job has in hand finish.
+        let draining = std::time::Instant::now();
         let _ = stop.send(true);
-        if let Err(e) = delivery.await {
-            tracing::warn!(error = %e, "webhook delivery task ended abnormally");
+        let mut drained = Drained::default();
+        drained.job("webhook delivery", delivery.await);
+        drained.job("batch runner", batches.await);
+        drained.job("notification retries", notifications.await);
+        drained.job("credential change listener", credential_changes.await);
+        if let Some(task) = inbound {
+            drained.job("inbound bank files", task.await);
         }
-        if let Err(e) = batches.await {
-            tracing::warn!(error = %e, "batch runner task ended abnormally");
-        }
-        if let Err(e) = notifications.await {
-            tracing::warn!(error = %e, "notification retry task ended abnormally");
-        }
-        if let Err(e) = credential_changes.await {
-            tracing::warn!(error = %e, "credential change listener ended abnormally");
-        }
-        if let Some(task) = inbound
-            && let Err(e) = task.await
-        {
-            tracing::warn!(error = %e, "inbound bank file task ended abnormally");
-        }
+        tracing::info!(
+            http = if result.is_ok() { "drained" } else { "failed" },
+            jobs_finished = ?drained.finished,
+            jobs_failed = ?drained.failed,
+            jobs_drain_ms = u64::try_from(draining.elapsed().as_millis()).unwrap_or(u64::MAX),
+            "payoutd stopped"
+        );
         result
+    }
+}
+
+/// What a graceful stop drained: the background jobs that finished the pass they had in hand,
+/// and those that ended abnormally (each also logged as a warning).
+#[derive(Default)]
+struct Drained {
+    finished: Vec<&'static str>,
+    failed: Vec<&'static str>,
+}
+
+impl Drained {
+    fn job(&mut self, name: &'static str, outcome: Result<(), tokio::task::JoinError>) {
+        match outcome {
+            Ok(()) => self.finished.push(name),
+            Err(e) => {
+                tracing::warn!(error = %e, job = name, "a background job ended abnormally");
+                self.failed.push(name);
+            }
+        }
     }
 }

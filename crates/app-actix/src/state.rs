@@ -51,4 +51,31 @@ pub struct AppState {
     pub sandbox_notifier: Option<std::sync::Arc<adapters_sandbox::SandboxNotifier>>,
     /// The partner callbacks of the `cad/digital` rail (production mode with that rail only).
     pub rail_callbacks: Option<std::sync::Arc<crate::partner_callbacks::RailCallbacks>>,
+    /// The notifiers this deployment sends confirmation requests through, as a subaccount's
+    /// `sms_provider` and `email_provider` report them.
+    pub providers: NotificationProviders,
+}
+
+/// The names of the notifiers a deployment is configured with: what `GET /api/subaccount/<id>`
+/// reports as `sms_provider` and `email_provider` (the configuration decides, not the mode the
+/// subaccount was created in).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotificationProviders {
+    /// `"sandbox"`, or `"none"` where no SMS is sent.
+    pub sms: &'static str,
+    /// `"sandbox"` or `"smtp"`.
+    pub email: &'static str,
+}
+
+impl NotificationProviders {
+    /// Sandbox mode: the sandbox notifier records every request, by either channel.
+    pub const SANDBOX: Self = Self {
+        sms: "sandbox",
+        email: "sandbox",
+    };
+    /// Production mode: confirmation requests go by e-mail through `[smtp]`; no SMS is sent.
+    pub const PRODUCTION: Self = Self {
+        sms: "none",
+        email: "smtp",
+    };
 }

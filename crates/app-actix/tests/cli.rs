@@ -168,7 +168,7 @@ async fn admin_commands_print_json_and_fail_with_a_message() {
         "--postback-url",
         "ftp://x",
     ]));
-    assert!(refused.contains("url"), "{refused}");
+    assert!(refused.contains("invalid --postback-url"), "{refused}");
     let api_key = key["api_key"].as_str().unwrap();
     assert_eq!(
         json(&run(&["admin", "revoke-key", "--api-key", api_key]))["revoked"],

@@ -137,9 +137,18 @@ async fn sigterm_finishes_the_request_and_the_webhook_in_flight_then_exits_clean
         .env("PAYOUT_BIND", format!("127.0.0.1:{port}"))
         .env("PAYOUT_DELIVERY_POLL_MS", "20")
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // The log, read as it comes (a pipe left unread could fill and stall the server).
+    let stderr = server.stderr.take().unwrap();
+    let log = std::thread::spawn(move || {
+        use std::io::BufRead;
+        std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+            .collect::<Vec<_>>()
+    });
     let base = format!("http://127.0.0.1:{port}");
     let client = reqwest::Client::new();
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -238,6 +247,22 @@ async fn sigterm_finishes_the_request_and_the_webhook_in_flight_then_exits_clean
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     assert!(status.success(), "exit status {status:?}");
+    // The last line says what the stop drained.
+    let log = log.join().unwrap();
+    let last: Value = log
+        .iter()
+        .rev()
+        .find_map(|line| serde_json::from_str(line).ok())
+        .expect("a JSON log line");
+    assert_eq!(last["message"], "payoutd stopped", "{last}");
+    assert_eq!(last["http"], "drained", "{last}");
+    assert_eq!(last["jobs_failed"], "[]", "{last}");
+    for job in ["webhook delivery", "batch runner", "notification retries"] {
+        assert!(
+            last["jobs_finished"].as_str().unwrap().contains(job),
+            "{job}: {last}"
+        );
+    }
 
     // The attempt in flight finished and was recorded; nothing is left claimed.
     // Every attempt started was answered (the first was in flight at SIGTERM; the second

@@ -122,6 +122,8 @@ fn serve(env: &[(&str, &str)]) -> (Server, u16) {
                 && event["message"] == "payoutd listening"
                 && let Some(port) = event["port"].as_u64()
             {
+                // Every server this file starts serves TLS, and the line says so.
+                assert_eq!(event["tls"], true, "{event}");
                 let _ = found.send(u16::try_from(port).unwrap());
                 sent = true;
             }

@@ -189,8 +189,6 @@ impl AdminService {
             has_passed_kyc: "N/A".to_owned(),
             kyc_status: "pending".to_owned(),
             postback_url,
-            sms_provider: "sandbox".to_owned(),
-            email_provider: "sandbox".to_owned(),
             signature_policy: SignaturePolicy::default(),
             created_at: self.clock.now(),
         };

@@ -13,7 +13,7 @@ use super::envelope::{self, Success};
 use super::error::ApiError;
 use super::query::{only_known, query_pairs};
 use super::schemas::{AssetCode, AssetInput};
-use crate::state::AppState;
+use crate::state::{AppState, NotificationProviders};
 
 /// `address_data` of a subaccount.
 #[derive(Serialize, ToSchema)]
@@ -62,8 +62,9 @@ pub struct SubaccountDto<'a> {
     created_at: String,
 }
 
-impl<'a> From<&'a Subaccount> for SubaccountDto<'a> {
-    fn from(s: &'a Subaccount) -> Self {
+impl<'a> SubaccountDto<'a> {
+    /// The subaccount's answer, with the deployment's notifiers as its providers.
+    fn new(s: &'a Subaccount, providers: NotificationProviders) -> Self {
         Self {
             id: s.id.to_string(),
             merchant_id: s.merchant_id.to_string(),
@@ -94,8 +95,8 @@ impl<'a> From<&'a Subaccount> for SubaccountDto<'a> {
             has_passed_kyc: &s.has_passed_kyc,
             kyc_status: &s.kyc_status,
             postback_url: s.postback_url.as_deref().unwrap_or(""),
-            sms_provider: &s.sms_provider,
-            email_provider: &s.email_provider,
+            sms_provider: providers.sms,
+            email_provider: providers.email,
             created_at: unix_millis(s.created_at).to_string(),
         }
     }
@@ -147,7 +148,7 @@ pub async fn get(
         .map_err(|e| render(GET, e))?;
     Ok(envelope::ok(
         "Subaccount found",
-        SubaccountDto::from(&subaccount),
+        SubaccountDto::new(&subaccount, state.providers),
     ))
 }
 

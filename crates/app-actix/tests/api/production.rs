@@ -209,6 +209,13 @@ async fn a_sepa_payout_is_filed_at_the_cutoff_settled_and_a_later_rejection_is_a
         .post(&app.a, "/api/test-helpers/batch/run", &json!({}))
         .await;
     assert_eq!(helper.status, 404, "{}", helper.body);
+    // The subaccount reports the notifiers this deployment is configured with.
+    let subaccount = app
+        .get(&app.a, &format!("/api/subaccount/{}", app.a.subaccount_id))
+        .await;
+    assert_eq!(subaccount.status, 200, "{}", subaccount.body);
+    assert_eq!(subaccount.body["payload"]["email_provider"], "smtp");
+    assert_eq!(subaccount.body["payload"]["sms_provider"], "none");
 
     // A receiver, decided by the operator (manual KYC: nothing decides by itself).
     let created = app

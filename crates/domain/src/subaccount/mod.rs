@@ -52,10 +52,6 @@ pub struct Subaccount {
     pub kyc_status: String,
     /// Where webhooks go; `None` until an operator sets it.
     pub postback_url: Option<String>,
-    /// Name of the SMS provider used for confirmations.
-    pub sms_provider: String,
-    /// Name of the e-mail provider used for confirmations.
-    pub email_provider: String,
     /// Which signature versions its requests may use.
     pub signature_policy: SignaturePolicy,
     /// When it was created.
