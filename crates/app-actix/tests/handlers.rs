@@ -161,6 +161,7 @@ impl StateBuilder {
             readiness: Box::new(Down),
             sandbox_notifier: None,
             rail_callbacks: None,
+            providers: app_actix::state::NotificationProviders::SANDBOX,
         })
     }
 }
