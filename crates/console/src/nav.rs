@@ -12,6 +12,8 @@ pub enum Section {
     Overview,
     /// Receivers waiting for a KYC decision.
     Kyc,
+    /// Webhook events: resend one.
+    Webhooks,
     /// Operators (admin).
     Operators,
     /// The audit log (admin).
@@ -20,9 +22,10 @@ pub enum Section {
 
 impl Section {
     /// Every section, in navigation order.
-    pub const ALL: [Section; 4] = [
+    pub const ALL: [Section; 5] = [
         Section::Overview,
         Section::Kyc,
+        Section::Webhooks,
         Section::Operators,
         Section::Audit,
     ];
@@ -32,6 +35,7 @@ impl Section {
         match self {
             Section::Overview => "/",
             Section::Kyc => "/kyc",
+            Section::Webhooks => "/webhooks",
             Section::Operators => "/operators",
             Section::Audit => "/audit",
         }
@@ -42,6 +46,7 @@ impl Section {
         match self {
             Section::Overview => "Overview",
             Section::Kyc => "KYC queue",
+            Section::Webhooks => "Webhooks",
             Section::Operators => "Operators",
             Section::Audit => "Audit log",
         }
@@ -50,7 +55,7 @@ impl Section {
     /// What opening it needs.
     pub const fn capability(self) -> Capability {
         match self {
-            Section::Overview | Section::Kyc => Capability::Read,
+            Section::Overview | Section::Kyc | Section::Webhooks => Capability::Read,
             Section::Operators => Capability::ManageOperators,
             Section::Audit => Capability::ReadAudit,
         }

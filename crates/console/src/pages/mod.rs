@@ -5,6 +5,7 @@ pub mod auth;
 pub mod home;
 pub mod kyc;
 pub mod operators;
+pub mod webhooks;
 
 use actix_web::HttpResponse;
 use maud::Markup;
