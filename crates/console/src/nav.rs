@@ -14,6 +14,8 @@ pub enum Section {
     Kyc,
     /// Webhook events: resend one.
     Webhooks,
+    /// Crediting a subaccount's balance (admin).
+    Funding,
     /// Operators (admin).
     Operators,
     /// The audit log (admin).
@@ -22,10 +24,11 @@ pub enum Section {
 
 impl Section {
     /// Every section, in navigation order.
-    pub const ALL: [Section; 5] = [
+    pub const ALL: [Section; 6] = [
         Section::Overview,
         Section::Kyc,
         Section::Webhooks,
+        Section::Funding,
         Section::Operators,
         Section::Audit,
     ];
@@ -36,6 +39,7 @@ impl Section {
             Section::Overview => "/",
             Section::Kyc => "/kyc",
             Section::Webhooks => "/webhooks",
+            Section::Funding => "/funding",
             Section::Operators => "/operators",
             Section::Audit => "/audit",
         }
@@ -47,6 +51,7 @@ impl Section {
             Section::Overview => "Overview",
             Section::Kyc => "KYC queue",
             Section::Webhooks => "Webhooks",
+            Section::Funding => "Funding",
             Section::Operators => "Operators",
             Section::Audit => "Audit log",
         }
@@ -56,6 +61,7 @@ impl Section {
     pub const fn capability(self) -> Capability {
         match self {
             Section::Overview | Section::Kyc | Section::Webhooks => Capability::Read,
+            Section::Funding => Capability::FundSubaccounts,
             Section::Operators => Capability::ManageOperators,
             Section::Audit => Capability::ReadAudit,
         }

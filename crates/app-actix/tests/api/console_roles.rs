@@ -30,6 +30,8 @@ const ROUTES: &[(&str, &str, Option<Role>)] = &[
     ("GET", "/audit", Some(Role::Admin)),
     ("GET", "/webhooks", Some(Role::Viewer)),
     ("POST", "/webhooks/resend", Some(Role::Operator)),
+    ("GET", "/funding", Some(Role::Admin)),
+    ("POST", "/funding", Some(Role::Admin)),
 ];
 
 async fn call(browser: &mut Browser, method: &str, path: &str, csrf: &str) -> crate::console::Page {
@@ -45,6 +47,10 @@ async fn call(browser: &mut Browser, method: &str, path: &str, csrf: &str) -> cr
                         ("role", "viewer"),
                         ("email", "new@example.com"),
                         ("event", "00000000-0000-4000-8000-000000000001"),
+                        ("subaccount", "00000000-0000-4000-8000-000000000001"),
+                        ("asset", "AUD"),
+                        ("amount", "1"),
+                        ("reason", "role table"),
                     ],
                 )
                 .await
@@ -224,7 +230,15 @@ async fn no_page_shows_a_secret_a_session_token_or_an_api_secret() {
         admin.secret.base32(),
     ];
     secrets.retain(|s| s.len() > 8);
-    for path in ["/", "/kyc", "/webhooks", "/operators", "/audit", "/login"] {
+    for path in [
+        "/",
+        "/kyc",
+        "/webhooks",
+        "/funding",
+        "/operators",
+        "/audit",
+        "/login",
+    ] {
         let page = browser.get(path).await;
         assert_eq!(page.status, 200, "{path}");
         for secret in &secrets {
@@ -300,4 +314,69 @@ async fn an_operator_resends_a_webhook_event_in_the_console_and_the_audit_log_sh
     assert_eq!(entries[0].object_id, event);
     assert!(entries[0].request_id.is_some(), "the console's request id");
     assert!(entries[0].client_address.is_some(), "the client's address");
+}
+
+#[tokio::test]
+async fn an_admin_funds_a_subaccount_with_a_reason_and_the_audit_log_shows_it() {
+    let app = spawn_console_app(SessionPolicy::default()).await;
+    let console = app.console.clone().unwrap();
+    let subaccount = app.a.subaccount_id.clone();
+    let (before, _) = app.aud_balance(&app.a).await;
+
+    let admin = enrol(&app, "admin@example.com", Role::Admin).await;
+    let mut browser = sign_in(&console, &admin).await;
+    let csrf = browser.get("/funding").await.input("csrf").unwrap();
+    let done = browser
+        .post(
+            "/funding",
+            &[
+                ("csrf", &csrf),
+                ("subaccount", &subaccount),
+                ("asset", "AUD"),
+                ("amount", "2500"),
+                ("reason", "top-up <wire 42>"),
+            ],
+        )
+        .await;
+    assert_eq!(done.status, 303, "{}", done.body);
+    assert_eq!(done.location(), Some("/funding?done=1"));
+    assert_eq!(app.aud_balance(&app.a).await.0, before + 2_500);
+    // Without a reason, or for no subaccount, nothing is credited and the page says why.
+    for (reason, target, says) in [
+        (" ", subaccount.as_str(), "reason"),
+        ("x", "00000000-0000-4000-8000-000000000009", "No subaccount"),
+    ] {
+        let refused = browser
+            .post(
+                "/funding",
+                &[
+                    ("csrf", &csrf),
+                    ("subaccount", target),
+                    ("asset", "AUD"),
+                    ("amount", "1"),
+                    ("reason", reason),
+                ],
+            )
+            .await;
+        assert_eq!(refused.status, 400, "{says}");
+        assert!(refused.body.contains(says), "{}", refused.body);
+    }
+    assert_eq!(app.aud_balance(&app.a).await.0, before + 2_500);
+
+    let store = app_actix::startup::build_store(&app.config).unwrap();
+    let entries = store
+        .list(&AuditQuery {
+            action: Some(AuditAction::Funded),
+            actor: Some("admin@example.com".to_owned()),
+            limit: 10,
+            ..AuditQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].object_id, subaccount);
+    let after = entries[0].after.as_ref().unwrap();
+    assert_eq!(after["reason"], "top-up <wire 42>");
+    assert_eq!(after["amount"], 2_500);
+    assert!(entries[0].request_id.is_some());
 }
