@@ -181,6 +181,8 @@ fn fuzz_database(
             asset,
             "--amount",
             "100000000000",
+            "--reason",
+            "fuzz float",
         ])?;
     }
 

@@ -466,6 +466,8 @@ fn drive(
             asset,
             "--amount",
             "10000000",
+            "--reason",
+            "rails demo float",
         ])?;
     }
 

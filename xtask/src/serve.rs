@@ -116,6 +116,8 @@ pub fn run(args: Vec<String>) -> Result<(), Failure> {
         "AUD",
         "--amount",
         "1000000",
+        "--reason",
+        "development float",
     ])?;
     payoutd.json(&[
         "admin",

@@ -72,6 +72,33 @@ pub fn cli_context() -> AuditContext {
     AuditContext::cli(std::env::var("USER").ok().as_deref())
 }
 
+/// Appends the command's entry for `action` on `object` (changes that are not one transaction,
+/// and reads worth recording: a file's bytes downloaded, written before they are printed).
+///
+/// # Errors
+/// When the entry cannot be written (then the command does nothing more).
+pub async fn record(
+    store: &PgStore,
+    action: AuditAction,
+    kind: &str,
+    object: impl ToString,
+    after: Value,
+) -> anyhow::Result<()> {
+    let entry = cli_context().entry(
+        &crate::system::RandomIds::default(),
+        &crate::system::SystemClock,
+        action,
+        kind,
+        object,
+        None,
+        Some(after),
+    );
+    store
+        .append(&entry)
+        .await
+        .context("writing the audit log entry")
+}
+
 fn role(raw: &str) -> anyhow::Result<Role> {
     Role::parse(raw)
         .with_context(|| format!("invalid --role {raw:?}: expected viewer, operator or admin"))

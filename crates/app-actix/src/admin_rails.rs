@@ -170,6 +170,14 @@ pub async fn show_file(store: Arc<PgStore>, args: &RailFileArgs) -> anyhow::Resu
         .await?
         .with_context(|| format!("no rail file {id}"))?;
     Ok(if args.raw {
+        crate::admin_console::record(
+            &store,
+            domain::audit::AuditAction::BankFileDownloaded,
+            "rail_file",
+            file.id,
+            json!({"name": file.name, "size": file.bytes.len(), "sha256": hex::encode(file.sha256)}),
+        )
+        .await?;
         Output::Raw(file.bytes)
     } else {
         Output::Json(file_json(&file))
@@ -264,6 +272,14 @@ pub async fn show_inbound(store: Arc<PgStore>, args: &InboundFileArgs) -> anyhow
         let bytes = file
             .bytes
             .with_context(|| format!("inbound document {id} was not kept (another rail's file)"))?;
+        crate::admin_console::record(
+            &store,
+            domain::audit::AuditAction::InboundFileDownloaded,
+            "inbound_file",
+            file.id,
+            json!({"name": file.name, "size": bytes.len(), "sha256": hex::encode(file.sha256)}),
+        )
+        .await?;
         return Ok(Output::Raw(bytes));
     }
     let mut shown = inbound_json(&file);

@@ -113,7 +113,8 @@ pub enum AdminCommand {
         #[arg(long)]
         url: String,
     },
-    /// Credit the available balance; prints {asset, available, pending}.
+    /// Credit the available balance, for a reason kept in the audit log; prints {asset,
+    /// available, pending}.
     Fund {
         /// Subaccount id.
         #[arg(long)]
@@ -124,6 +125,10 @@ pub enum AdminCommand {
         /// Minor units (cents).
         #[arg(long)]
         amount: String,
+        /// Why (1 to 500 characters), kept in the audit log: "initial float", "top-up from
+        /// wire 2026-11-28", ...
+        #[arg(long)]
+        reason: String,
     },
     /// Set the fee template of an asset.
     SetFee {
@@ -306,6 +311,23 @@ async fn rotate_master_key(
             },
         )
         .await?;
+    let rotated: u64 = summary.tables.iter().map(|t| t.rotated).sum();
+    if rotated > 0 {
+        // Many small transactions, each its own commit: the entry records what this run did.
+        crate::admin_console::record(
+            store,
+            domain::audit::AuditAction::MasterKeyRotated,
+            "vault",
+            "master_key",
+            json!({
+                "rotated": rotated,
+                "remaining": summary.remaining(),
+                "complete": summary.complete(),
+                "failures": summary.failures.len(),
+            }),
+        )
+        .await?;
+    }
     let report = json!({
         "tables": summary.tables.iter().map(|t| (t.table.to_owned(), json!({
             "rotated": t.rotated,
@@ -529,7 +551,12 @@ async fn admin(command: AdminCommand) -> anyhow::Result<Output> {
     ));
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let ids: Arc<dyn IdGenerator> = Arc::new(RandomIds::default());
-    let service = AdminService::new(AdminPorts::all(store.clone()), clock, ids);
+    let service = AdminService::new(
+        AdminPorts::all(store.clone()),
+        clock,
+        ids,
+        crate::admin_console::cli_context(),
+    );
     let result: Result<Value, AdminError> = match command {
         AdminCommand::Kyc(args) => {
             return crate::admin_kyc::run(store, &args).await.map(Output::Json);
@@ -580,8 +607,8 @@ async fn admin(command: AdminCommand) -> anyhow::Result<Output> {
                 .await
                 .map(|(url, secret)| json!({"postback_url": url, "webhook_secret": secret.expose()}))
         }
-        AdminCommand::Fund { subaccount, asset, amount } => service
-            .fund(subaccount_id(&subaccount)?, &asset, &amount)
+        AdminCommand::Fund { subaccount, asset, amount, reason } => service
+            .fund(subaccount_id(&subaccount)?, &asset, &amount, &reason)
             .await
             .map(|b| json!({"asset": b.asset.code(), "available": b.available, "pending": b.pending})),
         AdminCommand::SetFee { subaccount, asset, fixed, percentage, min_amount } => service

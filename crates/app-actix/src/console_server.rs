@@ -51,6 +51,8 @@ pub fn console_state(store: &PgStore, settings: &ConsoleConfig) -> anyhow::Resul
             Arc::new(SystemClock),
             Arc::new(RandomIds::default()),
         )),
+        admin: domain::admin::AdminPorts::all(store.clone()),
+        clock: Arc::new(SystemClock),
         audit: store,
         ids: Arc::new(RandomIds::default()),
         public_url: settings.public_url.clone(),

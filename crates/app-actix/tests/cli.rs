@@ -70,6 +70,8 @@ async fn admin_commands_print_json_and_fail_with_a_message() {
         "aud",
         "--amount",
         "250",
+        "--reason",
+        "CLI test",
     ]));
     assert_eq!(
         funded,
@@ -188,7 +190,9 @@ async fn admin_commands_print_json_and_fail_with_a_message() {
             "--asset",
             "GBP",
             "--amount",
-            "1"
+            "1",
+            "--reason",
+            "CLI test",
         ]))
         .contains("asset")
     );
@@ -201,7 +205,9 @@ async fn admin_commands_print_json_and_fail_with_a_message() {
             "--asset",
             "AUD",
             "--amount",
-            "-1"
+            "-1",
+            "--reason",
+            "CLI test",
         ]))
         .contains("amount")
     );
@@ -301,6 +307,144 @@ async fn admin_commands_print_json_and_fail_with_a_message() {
     assert_eq!(set["postback_url"], "http://127.0.0.1:9000/hooks");
 }
 
+#[tokio::test]
+async fn every_admin_change_is_audited_as_the_cli_user_and_a_refused_one_is_not() {
+    let db = TestDb::new().await.unwrap();
+    let env = [
+        ("DATABASE_URL", db.url()),
+        ("PAYOUT_MASTER_KEY", MASTER_KEY),
+        ("USER", "ann"),
+    ];
+    let run = |args: &[&str]| payoutd(&env, args);
+    json(&run(&["migrate"]));
+    let created = json(&run(&["admin", "create-subaccount", "--name", "Shop <b>"]));
+    let id = created["subaccount_id"].as_str().unwrap().to_owned();
+    let key = json(&run(&["admin", "issue-key", "--subaccount", &id]));
+    let api_key = key["api_key"].as_str().unwrap().to_owned();
+    let api_secret = key["api_secret"].as_str().unwrap().to_owned();
+    json(&run(&["admin", "revoke-key", "--api-key", &api_key]));
+    let hook = json(&run(&[
+        "admin",
+        "set-webhook",
+        "--subaccount",
+        &id,
+        "--url",
+        "https://hooks.example.com/payoutd",
+    ]));
+    let rotated = json(&run(&[
+        "admin",
+        "rotate-webhook-secret",
+        "--subaccount",
+        &id,
+    ]));
+    json(&run(&[
+        "admin",
+        "set-fee",
+        "--subaccount",
+        &id,
+        "--asset",
+        "AUD",
+        "--fixed",
+        "30",
+        "--percentage",
+        "1.5",
+        "--min-amount",
+        "0",
+    ]));
+    json(&run(&[
+        "admin",
+        "fund",
+        "--subaccount",
+        &id,
+        "--asset",
+        "AUD",
+        "--amount",
+        "500",
+        "--reason",
+        "initial float",
+    ]));
+    json(&run(&[
+        "admin",
+        "signature-policy",
+        "--subaccount",
+        &id,
+        "--policy",
+        "v2",
+    ]));
+    // The same policy again changes nothing; a refused funding writes nothing.
+    json(&run(&[
+        "admin",
+        "signature-policy",
+        "--subaccount",
+        &id,
+        "--policy",
+        "v2",
+    ]));
+    let blank = failure(&run(&[
+        "admin",
+        "fund",
+        "--subaccount",
+        &id,
+        "--asset",
+        "AUD",
+        "--amount",
+        "5",
+        "--reason",
+        " ",
+    ]));
+    assert!(blank.contains("reason"), "{blank}");
+    assert!(
+        failure(&run(&[
+            "admin",
+            "fund",
+            "--subaccount",
+            &id,
+            "--asset",
+            "AUD",
+            "--amount",
+            "5"
+        ]))
+        .contains("--reason")
+    );
+
+    let log = json(&run(&["admin", "audit"]));
+    let entries = log.as_array().unwrap();
+    let actions: Vec<&str> = entries
+        .iter()
+        .rev()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            "subaccount.create",
+            "api_key.issue",
+            "api_key.revoke",
+            "webhook.set",
+            "webhook.rotate_secret",
+            "fee.set",
+            "balance.fund",
+            "subaccount.signature_policy",
+        ]
+    );
+    for entry in entries {
+        assert_eq!(entry["actor"]["name"], "cli:ann", "{entry}");
+        assert_eq!(entry["actor"]["kind"], "cli", "{entry}");
+    }
+    assert_eq!(entries[1]["after"]["reason"], "initial float");
+    assert_eq!(entries[1]["after"]["amount"], 500);
+    assert_eq!(entries[1]["object"]["id"], id.as_str());
+    assert_eq!(entries[7]["after"]["name"], "Shop <b>");
+    let text = log.to_string();
+    for secret in [
+        api_secret.as_str(),
+        hook["webhook_secret"].as_str().unwrap(),
+        rotated["webhook_secret"].as_str().unwrap(),
+    ] {
+        assert!(!text.contains(secret), "the audit log holds no secret");
+    }
+}
+
 #[test]
 fn configuration_problems_name_the_variable() {
     let missing = failure(&payoutd(&[], &["migrate"]));
@@ -389,6 +533,8 @@ async fn check_ledger_passes_on_a_consistent_ledger_and_reports_a_tampered_balan
         "AUD",
         "--amount",
         "500",
+        "--reason",
+        "CLI test",
     ]));
     json(&run(&[
         "admin",
@@ -399,6 +545,8 @@ async fn check_ledger_passes_on_a_consistent_ledger_and_reports_a_tampered_balan
         "NZD",
         "--amount",
         "70",
+        "--reason",
+        "CLI test",
     ]));
     let clean = json(&run(&["admin", "check-ledger"]));
     assert_eq!(

@@ -538,6 +538,8 @@ async fn the_runtime_role_runs_payoutd_and_cannot_change_the_schema() {
             "AUD",
             "--amount",
             "100000",
+            "--reason",
+            "deploy test",
         ],
     ));
 

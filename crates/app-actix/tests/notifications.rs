@@ -67,6 +67,7 @@ async fn world(port: u16, email: &str, max_attempts: u32) -> World {
         AdminPorts::all(Arc::new(store.clone())),
         Arc::new(SystemClock),
         Arc::new(RandomIds::default()),
+        domain::audit::AuditContext::cli(Some("test")),
     );
     let subaccount: SubaccountId = admin
         .create_subaccount("Acme", Some("ops@example.com"), None)

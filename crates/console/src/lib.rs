@@ -71,6 +71,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route("/", web::get().to(pages::home::home))
             .route("/kyc", web::get().to(pages::kyc::queue))
             .route("/kyc/{receiver}", web::post().to(pages::kyc::decide))
+            .route("/webhooks", web::get().to(pages::webhooks::page_of))
+            .route("/webhooks/resend", web::post().to(pages::webhooks::resend))
+            .route("/funding", web::get().to(pages::funding::form))
+            .route("/funding", web::post().to(pages::funding::fund))
             .route("/operators", web::get().to(pages::operators::list))
             .route("/operators", web::post().to(pages::operators::create))
             .route(

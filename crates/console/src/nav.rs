@@ -12,6 +12,10 @@ pub enum Section {
     Overview,
     /// Receivers waiting for a KYC decision.
     Kyc,
+    /// Webhook events: resend one.
+    Webhooks,
+    /// Crediting a subaccount's balance (admin).
+    Funding,
     /// Operators (admin).
     Operators,
     /// The audit log (admin).
@@ -20,9 +24,11 @@ pub enum Section {
 
 impl Section {
     /// Every section, in navigation order.
-    pub const ALL: [Section; 4] = [
+    pub const ALL: [Section; 6] = [
         Section::Overview,
         Section::Kyc,
+        Section::Webhooks,
+        Section::Funding,
         Section::Operators,
         Section::Audit,
     ];
@@ -32,6 +38,8 @@ impl Section {
         match self {
             Section::Overview => "/",
             Section::Kyc => "/kyc",
+            Section::Webhooks => "/webhooks",
+            Section::Funding => "/funding",
             Section::Operators => "/operators",
             Section::Audit => "/audit",
         }
@@ -42,6 +50,8 @@ impl Section {
         match self {
             Section::Overview => "Overview",
             Section::Kyc => "KYC queue",
+            Section::Webhooks => "Webhooks",
+            Section::Funding => "Funding",
             Section::Operators => "Operators",
             Section::Audit => "Audit log",
         }
@@ -50,7 +60,8 @@ impl Section {
     /// What opening it needs.
     pub const fn capability(self) -> Capability {
         match self {
-            Section::Overview | Section::Kyc => Capability::Read,
+            Section::Overview | Section::Kyc | Section::Webhooks => Capability::Read,
+            Section::Funding => Capability::FundSubaccounts,
             Section::Operators => Capability::ManageOperators,
             Section::Audit => Capability::ReadAudit,
         }

@@ -117,6 +117,17 @@ impl SignedIn {
         }
     }
 
+    /// The admin use cases, acting for this operator (audited with its request id and
+    /// address).
+    pub fn admin(&self, console: &Console) -> domain::admin::AdminService {
+        domain::admin::AdminService::new(
+            console.admin.clone(),
+            console.clock.clone(),
+            console.ids.clone(),
+            self.audit_context(),
+        )
+    }
+
     /// The audit context of its changes.
     pub fn audit_context(&self) -> AuditContext {
         self.auth.audit_context(

@@ -2,9 +2,10 @@
 
 use std::sync::Arc;
 
+use domain::admin::AdminPorts;
 use domain::audit::AuditLog;
 use domain::operators::service::OperatorService;
-use domain::ports::IdGenerator;
+use domain::ports::{Clock, IdGenerator};
 use domain::receiver::operator::OperatorKycService;
 
 /// The console's services.
@@ -15,6 +16,11 @@ pub struct Console {
     pub kyc: Arc<OperatorKycService>,
     /// The audit log.
     pub audit: Arc<dyn AuditLog>,
+    /// The ports of the admin use cases (`payoutd admin`'s): each request runs them as its
+    /// operator ([`crate::session::SignedIn::admin`]), so no change is made for no one.
+    pub admin: AdminPorts,
+    /// The time.
+    pub clock: Arc<dyn Clock>,
     /// Randomness (pre-session form secrets).
     pub ids: Arc<dyn IdGenerator>,
     /// The console's public base URL (enrolment links start with it).

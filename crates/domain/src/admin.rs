@@ -1,5 +1,7 @@
-//! Operator commands (admin CLI; docs/OPERATIONS.md, `payoutd admin …`): subaccounts, keys,
-//! webhooks, funding, fees.
+//! Operator commands (the admin CLI, docs/OPERATIONS.md `payoutd admin …`, and the console):
+//! subaccounts, keys, webhooks, funding, fees. Every change is audited: the service acts for
+//! one [`AuditContext`] (the CLI's user, or a console operator's request) and hands each store
+//! the change's audit entry, written in the change's own transaction.
 
 use std::sync::Arc;
 
@@ -8,6 +10,7 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use crate::audit::{AuditAction, AuditContext, AuditEntry};
 use crate::auth::SignaturePolicy;
 use crate::auth::ports::ApiKeyStore;
 use crate::delivery::history::EventHistoryStore;
@@ -112,11 +115,46 @@ impl AdminPorts {
     }
 }
 
-/// Runs operator commands.
+/// Runs operator commands for one actor.
+#[derive(Clone)]
 pub struct AdminService {
     ports: AdminPorts,
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdGenerator>,
+    context: AuditContext,
+}
+
+/// The longest funding reason kept.
+pub const MAX_FUNDING_REASON_CHARS: usize = 500;
+
+/// Why a balance is credited, as the audit log keeps it: 1 to 500 characters after trimming,
+/// no control characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FundingReason(String);
+
+impl FundingReason {
+    /// Parses `raw`.
+    ///
+    /// # Errors
+    /// [`AdminError::Invalid`] for a blank, too long or control-character reason.
+    pub fn parse(raw: &str) -> Result<Self, AdminError> {
+        let reason = raw.trim();
+        if reason.is_empty()
+            || reason.chars().count() > MAX_FUNDING_REASON_CHARS
+            || reason.chars().any(char::is_control)
+        {
+            return Err(invalid(
+                "reason",
+                "must be 1 to 500 characters without control characters",
+            ));
+        }
+        Ok(Self(reason.to_owned()))
+    }
+
+    /// The reason.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
 }
 
 fn invalid(field: &'static str, reason: &'static str) -> AdminError {
@@ -144,9 +182,47 @@ pub fn parse_postback_url(raw: &str) -> Result<String, AdminError> {
 }
 
 impl AdminService {
-    /// Wires the service to its ports.
-    pub fn new(ports: AdminPorts, clock: Arc<dyn Clock>, ids: Arc<dyn IdGenerator>) -> Self {
-        Self { ports, clock, ids }
+    /// Wires the service to its ports, acting for `context` (who is audited for its changes).
+    pub fn new(
+        ports: AdminPorts,
+        clock: Arc<dyn Clock>,
+        ids: Arc<dyn IdGenerator>,
+        context: AuditContext,
+    ) -> Self {
+        Self {
+            ports,
+            clock,
+            ids,
+            context,
+        }
+    }
+
+    /// The same service acting for `context` (a console request's operator).
+    pub fn acting_for(&self, context: AuditContext) -> Self {
+        Self {
+            context,
+            ..self.clone()
+        }
+    }
+
+    /// The audit entry of `action` on `object`.
+    fn audit(
+        &self,
+        action: AuditAction,
+        kind: &str,
+        object: impl ToString,
+        before: Option<serde_json::Value>,
+        after: serde_json::Value,
+    ) -> AuditEntry {
+        self.context.entry(
+            self.ids.as_ref(),
+            self.clock.as_ref(),
+            action,
+            kind,
+            object,
+            before,
+            Some(after),
+        )
     }
 
     /// Creates a subaccount (and a merchant id for it).
@@ -192,11 +268,26 @@ impl AdminService {
             signature_policy: SignaturePolicy::default(),
             created_at: self.clock.now(),
         };
+        let audit = self.audit(
+            AuditAction::SubaccountCreated,
+            "subaccount",
+            subaccount.id,
+            None,
+            serde_json::json!({
+                "name": subaccount.name,
+                "email": subaccount.email,
+                "merchant_id": subaccount.merchant_id.to_string(),
+                "signature_policy": subaccount.signature_policy.as_str(),
+            }),
+        );
         self.ports
             .subaccounts
-            .create_subaccount(&NewSubaccount {
-                subaccount: subaccount.clone(),
-            })
+            .create_subaccount(
+                &NewSubaccount {
+                    subaccount: subaccount.clone(),
+                },
+                &audit,
+            )
             .await?;
         Ok(subaccount)
     }
@@ -210,6 +301,13 @@ impl AdminService {
             "sk_{}",
             URL_SAFE_NO_PAD.encode(self.ids.random_bytes())
         ));
+        let audit = self.audit(
+            AuditAction::ApiKeyIssued,
+            "api_key",
+            &api_key,
+            None,
+            serde_json::json!({"subaccount_id": subaccount.to_string(), "active": true}),
+        );
         self.ports
             .keys
             .insert_credential(
@@ -218,6 +316,7 @@ impl AdminService {
                 &api_key,
                 &api_secret,
                 self.clock.now(),
+                &audit,
             )
             .await?;
         Ok(IssuedKey {
@@ -228,10 +327,18 @@ impl AdminService {
 
     /// Revokes an API key; it stops working at once.
     pub async fn revoke_key(&self, api_key: &str) -> Result<(), AdminError> {
+        let api_key = api_key.trim();
+        let audit = self.audit(
+            AuditAction::ApiKeyRevoked,
+            "api_key",
+            api_key,
+            Some(serde_json::json!({"active": true})),
+            serde_json::json!({"active": false}),
+        );
         Ok(self
             .ports
             .keys
-            .revoke_credential(api_key.trim(), self.clock.now())
+            .revoke_credential(api_key, self.clock.now(), &audit)
             .await?)
     }
 
@@ -246,9 +353,16 @@ impl AdminService {
             "whsec_{}",
             STANDARD.encode(self.ids.random_bytes())
         ));
+        let audit = self.audit(
+            AuditAction::WebhookSet,
+            "subaccount",
+            subaccount,
+            None,
+            serde_json::json!({"postback_url": url, "secret": "new"}),
+        );
         self.ports
             .webhooks
-            .set_webhook(subaccount, &url, &secret)
+            .set_webhook(subaccount, &url, &secret, &audit)
             .await?;
         Ok((url, secret))
     }
@@ -266,9 +380,17 @@ impl AdminService {
             "whsec_{}",
             STANDARD.encode(self.ids.random_bytes())
         ));
+        let previous_until = self.clock.now() + overlap;
+        let audit = self.audit(
+            AuditAction::WebhookSecretRotated,
+            "subaccount",
+            subaccount,
+            None,
+            serde_json::json!({"secret": "new", "previous_valid_until": previous_until.to_rfc3339()}),
+        );
         self.ports
             .webhooks
-            .rotate_webhook_secret(subaccount, &secret, self.clock.now() + overlap)
+            .rotate_webhook_secret(subaccount, &secret, previous_until, &audit)
             .await?;
         Ok(secret)
     }
@@ -301,10 +423,17 @@ impl AdminService {
 
     /// Queues one event for delivery again, with a fresh retry schedule.
     pub async fn resend_event(&self, event: EventId) -> Result<u64, AdminError> {
+        let audit = self.audit(
+            AuditAction::WebhookResent,
+            "event",
+            event,
+            None,
+            serde_json::json!({"queued": 1}),
+        );
         match self
             .ports
             .events
-            .resend_events(&ResendSelection::One(event), self.clock.now())
+            .resend_events(&ResendSelection::One(event), self.clock.now(), &audit)
             .await?
         {
             0 => Err(AdminError::EventNotFound),
@@ -327,24 +456,34 @@ impl AdminService {
             since,
             until,
         };
+        let audit = self.audit(
+            AuditAction::WebhooksResent,
+            "subaccount",
+            subaccount,
+            None,
+            serde_json::json!({"since": since.to_rfc3339(), "until": until.to_rfc3339()}),
+        );
         Ok(self
             .ports
             .events
-            .resend_events(&selection, self.clock.now())
+            .resend_events(&selection, self.clock.now(), &audit)
             .await?)
     }
 
-    /// Credits `amount` minor units to the subaccount's available balance, as a ledger entry.
+    /// Credits `amount` minor units to the subaccount's available balance, as a ledger entry,
+    /// for `reason` (kept in the audit log).
     pub async fn fund(
         &self,
         subaccount: SubaccountId,
         asset: &str,
         amount: &str,
+        reason: &str,
     ) -> Result<Balance, AdminError> {
         let asset = Asset::parse(asset)
             .ok_or_else(|| invalid("asset", "must be one of AUD, USD, CAD, EUR, NZD"))?;
         let amount = MinorUnits::parse(amount)
             .map_err(|_| invalid("amount", "must be a whole number from 1 to 10^12"))?;
+        let reason = FundingReason::parse(reason)?;
         let entry = LedgerEntry {
             id: LedgerEntryId::from_uuid(self.ids.new_id()),
             subaccount_id: subaccount,
@@ -355,7 +494,19 @@ impl AdminService {
             payout_id: None,
             created_at: self.clock.now(),
         };
-        Ok(self.ports.ledger.apply_ledger_entry(&entry).await?)
+        let audit = self.audit(
+            AuditAction::Funded,
+            "subaccount",
+            subaccount,
+            None,
+            serde_json::json!({
+                "asset": asset.code(),
+                "amount": amount.get(),
+                "reason": reason.as_str(),
+                "ledger_entry_id": entry.id.to_string(),
+            }),
+        );
+        Ok(self.ports.ledger.apply_ledger_entry(&entry, &audit).await?)
     }
 
     /// Sets the subaccount's fee template for an asset.
@@ -391,9 +542,21 @@ impl AdminService {
             group_id: FeeGroupId::from_uuid(self.ids.new_id()),
             ..template
         };
+        let audit = self.audit(
+            AuditAction::FeeSet,
+            "subaccount",
+            subaccount,
+            None,
+            serde_json::json!({
+                "asset": template.asset.code(),
+                "fixed": template.fixed,
+                "percentage": template.percentage.as_f64(),
+                "min_amount": template.min_amount,
+            }),
+        );
         self.ports
             .subaccounts
-            .upsert_fee_template(subaccount, &template)
+            .upsert_fee_template(subaccount, &template, &audit)
             .await?;
         Ok(template)
     }
@@ -405,10 +568,17 @@ impl AdminService {
         subaccount: SubaccountId,
         policy: SignaturePolicy,
     ) -> Result<(), AdminError> {
+        let audit = self.audit(
+            AuditAction::SignaturePolicySet,
+            "subaccount",
+            subaccount,
+            None,
+            serde_json::json!({"signature_policy": policy.as_str()}),
+        );
         Ok(self
             .ports
             .subaccounts
-            .set_signature_policy(subaccount, policy)
+            .set_signature_policy(subaccount, policy, &audit)
             .await?)
     }
 }
@@ -416,6 +586,108 @@ impl AdminService {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::auth::ports::MockApiKeyStore;
+    use crate::delivery::history::MockEventHistoryStore;
+    use crate::delivery::ports::MockWebhookEndpointStore;
+    use crate::ledger::MockLedgerStore;
+    use crate::ports::{MockClock, MockIdGenerator};
+    use crate::subaccount::ports::MockSubaccountSetupStore;
+
+    fn service(ledger: MockLedgerStore) -> AdminService {
+        let mut clock = MockClock::new();
+        clock
+            .expect_now()
+            .returning(|| DateTime::from_timestamp_millis(1_700_000_000_000).unwrap_or_default());
+        let mut ids = MockIdGenerator::new();
+        ids.expect_new_id().returning(Uuid::new_v4);
+        AdminService::new(
+            AdminPorts {
+                subaccounts: Arc::new(MockSubaccountSetupStore::new()),
+                keys: Arc::new(MockApiKeyStore::new()),
+                webhooks: Arc::new(MockWebhookEndpointStore::new()),
+                ledger: Arc::new(ledger),
+                events: Arc::new(MockEventHistoryStore::new()),
+            },
+            Arc::new(clock),
+            Arc::new(ids),
+            AuditContext::cli(Some("ann")),
+        )
+    }
+
+    #[tokio::test]
+    async fn funding_is_written_with_its_reason_and_actor_in_one_store_call() {
+        let sub = SubaccountId::from_uuid(Uuid::from_u128(7));
+        let mut ledger = MockLedgerStore::new();
+        ledger
+            .expect_apply_ledger_entry()
+            .withf(move |entry, audit| {
+                entry.available_delta == 2_500
+                    && entry.subaccount_id == sub
+                    && audit.action == AuditAction::Funded
+                    && audit.actor.name() == "cli:ann"
+                    && audit.object_id == sub.to_string()
+                    && audit.after.as_ref().is_some_and(|a| {
+                        a["reason"] == "initial float"
+                            && a["amount"] == 2_500
+                            && a["ledger_entry_id"] == entry.id.to_string()
+                    })
+            })
+            .times(1)
+            .returning(|entry, _| {
+                Ok(Balance {
+                    asset: entry.asset,
+                    available: entry.available_delta,
+                    pending: 0,
+                })
+            });
+        let balance = service(ledger)
+            .fund(sub, "AUD", "2500", "  initial float ")
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(balance.available, 2_500);
+    }
+
+    #[tokio::test]
+    async fn funding_without_a_reason_never_reaches_the_ledger() {
+        let sub = SubaccountId::from_uuid(Uuid::from_u128(7));
+        for reason in ["", "   ", "a\nb", &"x".repeat(501)] {
+            let mut ledger = MockLedgerStore::new();
+            ledger.expect_apply_ledger_entry().never();
+            let refused = service(ledger).fund(sub, "AUD", "1", reason).await;
+            assert!(
+                matches!(
+                    refused,
+                    Err(AdminError::Invalid {
+                        field: "reason",
+                        ..
+                    })
+                ),
+                "{reason:?}"
+            );
+        }
+        assert!(FundingReason::parse(&"x".repeat(500)).is_ok());
+    }
+
+    #[test]
+    fn another_actor_is_audited_through_the_same_service() {
+        let admin = service(MockLedgerStore::new());
+        let console = admin.acting_for(AuditContext {
+            actor: crate::audit::Actor::Cli {
+                name: "other".to_owned(),
+            },
+            request_id: Some("r".to_owned()),
+            client_address: None,
+        });
+        let entry = console.audit(
+            AuditAction::FeeSet,
+            "subaccount",
+            "x",
+            None,
+            serde_json::json!({}),
+        );
+        assert_eq!(entry.actor.name(), "other");
+        assert_eq!(entry.request_id.as_deref(), Some("r"));
+    }
 
     #[test]
     fn postback_urls() {

@@ -93,15 +93,19 @@ pub enum AuditAction {
     WebhookSet,
     /// A webhook secret was rotated.
     WebhookSecretRotated,
-    /// Signature version 2 became required.
-    SignatureV2Required,
-    /// A balance was credited.
+    /// A subaccount's signature policy was set.
+    SignaturePolicySet,
+    /// A balance was credited (with a reason).
     Funded,
+    /// Sealed secrets were moved to the current master key.
+    MasterKeyRotated,
+    /// A document read from a rail was downloaded as received.
+    InboundFileDownloaded,
 }
 
 impl AuditAction {
     /// Every action.
-    pub const ALL: [AuditAction; 20] = [
+    pub const ALL: [AuditAction; 22] = [
         AuditAction::OperatorCreated,
         AuditAction::OperatorEnrolled,
         AuditAction::OperatorRoleChanged,
@@ -120,8 +124,10 @@ impl AuditAction {
         AuditAction::FeeSet,
         AuditAction::WebhookSet,
         AuditAction::WebhookSecretRotated,
-        AuditAction::SignatureV2Required,
+        AuditAction::SignaturePolicySet,
         AuditAction::Funded,
+        AuditAction::MasterKeyRotated,
+        AuditAction::InboundFileDownloaded,
     ];
 
     /// The stored name.
@@ -145,8 +151,10 @@ impl AuditAction {
             AuditAction::FeeSet => "fee.set",
             AuditAction::WebhookSet => "webhook.set",
             AuditAction::WebhookSecretRotated => "webhook.rotate_secret",
-            AuditAction::SignatureV2Required => "subaccount.require_signature_v2",
+            AuditAction::SignaturePolicySet => "subaccount.signature_policy",
             AuditAction::Funded => "balance.fund",
+            AuditAction::MasterKeyRotated => "vault.rotate_master_key",
+            AuditAction::InboundFileDownloaded => "inbound_file.download",
         }
     }
 

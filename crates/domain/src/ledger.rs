@@ -78,12 +78,16 @@ impl LedgerEntryKind {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait LedgerStore: Send + Sync {
-    /// Appends `entry` to the ledger and applies it to the balance in one transaction; returns
-    /// the new balance.
+    /// Appends `entry` to the ledger and applies it to the balance, with `audit`, in one
+    /// transaction; returns the new balance.
     ///
     /// # Errors
     /// `SubaccountNotFound` when the subaccount does not exist; nothing was written.
-    async fn apply_ledger_entry(&self, entry: &LedgerEntry) -> Result<Balance, OperatorError>;
+    async fn apply_ledger_entry(
+        &self,
+        entry: &LedgerEntry,
+        audit: &crate::audit::AuditEntry,
+    ) -> Result<Balance, OperatorError>;
 
     /// Compares every balance with the sum of its ledger entries (docs/ARCHITECTURE.md, Money);
     /// returns how many balances were checked and every one that differs (including ledger entries

@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel_async::RunQueryDsl;
+use diesel_async::{AsyncConnection, RunQueryDsl};
 use domain::delivery::history::{AttemptSummary, EventStatus, EventSummary, ResendSelection};
 use domain::error::OperatorError;
 use domain::ids::{EventId, SubaccountId};
@@ -195,6 +195,7 @@ impl PgStore {
         &self,
         selection: &ResendSelection,
         now: DateTime<Utc>,
+        audit: &domain::audit::AuditEntry,
     ) -> Result<u64, OperatorError> {
         let reset = (
             outbox_events::status.eq("pending"),
@@ -204,30 +205,38 @@ impl PgStore {
             outbox_events::delivered_at.eq(None::<DateTime<Utc>>),
         );
         let mut conn = self.conn().await?;
-        let updated = match selection {
-            ResendSelection::One(id) => {
-                diesel::update(outbox_events::table.find(id.as_uuid()))
-                    .set(reset)
-                    .cached()
-                    .execute(&mut conn)
-                    .await
-            }
-            ResendSelection::Range {
-                subaccount,
-                since,
-                until,
-            } => {
-                diesel::update(outbox_events::table)
-                    .filter(outbox_events::subaccount_id.eq(subaccount.as_uuid()))
-                    .filter(outbox_events::created_at.ge(since))
-                    .filter(outbox_events::created_at.lt(until))
-                    .set(reset)
-                    .cached()
-                    .execute(&mut conn)
-                    .await
-            }
-        }
-        .map_err(from_diesel)?;
+        let updated = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                let updated = match selection {
+                    ResendSelection::One(id) => {
+                        diesel::update(outbox_events::table.find(id.as_uuid()))
+                            .set(reset)
+                            .cached()
+                            .execute(conn)
+                            .await?
+                    }
+                    ResendSelection::Range {
+                        subaccount,
+                        since,
+                        until,
+                    } => {
+                        diesel::update(outbox_events::table)
+                            .filter(outbox_events::subaccount_id.eq(subaccount.as_uuid()))
+                            .filter(outbox_events::created_at.ge(since))
+                            .filter(outbox_events::created_at.lt(until))
+                            .set(reset)
+                            .cached()
+                            .execute(conn)
+                            .await?
+                    }
+                };
+                if updated > 0 {
+                    super::console::insert_audit(conn, audit).await?;
+                }
+                Ok(updated)
+            })
+            .await
+            .map_err(from_diesel)?;
         Ok(u64::try_from(updated).unwrap_or(0))
     }
 }

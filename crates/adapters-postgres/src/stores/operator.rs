@@ -7,6 +7,7 @@ use diesel::prelude::*;
 use diesel::upsert::excluded;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use domain::PortError;
+use domain::audit::AuditEntry;
 use domain::ids::{ApiKeyId, SubaccountId};
 use domain::masking::Secret;
 
@@ -20,6 +21,7 @@ use domain::subaccount::ports::{NewSubaccount, SubaccountSetupStore};
 use domain::subaccount::{Balance, FeeTemplate};
 
 use super::PgStore;
+use super::console::insert_audit;
 use super::delivery::webhook_context;
 use crate::errors::{from_diesel, is_foreign_key_violation};
 use crate::rows::SubaccountRow;
@@ -50,15 +52,23 @@ fn exactly_one(updated: usize) -> Result<(), OperatorError> {
 #[async_trait]
 impl SubaccountSetupStore for PgStore {
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn create_subaccount(&self, new: &NewSubaccount) -> Result<(), PortError> {
+    async fn create_subaccount(
+        &self,
+        new: &NewSubaccount,
+        audit: &AuditEntry,
+    ) -> Result<(), PortError> {
         let row = SubaccountRow::from(&new.subaccount);
         let mut conn = self.conn().await?;
-        diesel::insert_into(subaccounts::table)
-            .values(&row)
-            .execute(&mut conn)
-            .await
-            .map_err(from_diesel)?;
-        Ok(())
+        conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+            diesel::insert_into(subaccounts::table)
+                .values(&row)
+                .execute(conn)
+                .await?;
+            insert_audit(conn, audit).await?;
+            Ok(())
+        })
+        .await
+        .map_err(from_diesel)
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %subaccount))]
@@ -66,35 +76,40 @@ impl SubaccountSetupStore for PgStore {
         &self,
         subaccount: SubaccountId,
         template: &FeeTemplate,
+        audit: &AuditEntry,
     ) -> Result<(), OperatorError> {
         let mut conn = self.conn().await?;
         let percentage = i32::try_from(template.percentage.ten_thousandths())
             .map_err(|e| OperatorError::Port(PortError::Unknown(e.into())))?;
-        diesel::insert_into(fee_templates::table)
-            .values((
-                fee_templates::subaccount_id.eq(subaccount.as_uuid()),
-                fee_templates::asset.eq(template.asset.code()),
-                fee_templates::id.eq(template.id.as_uuid()),
-                fee_templates::group_id.eq(template.group_id.as_uuid()),
-                fee_templates::fixed.eq(template.fixed),
-                fee_templates::percentage.eq(percentage),
-                fee_templates::min_amount.eq(template.min_amount),
-                fee_templates::updated_at.eq(Utc::now()),
-            ))
-            .on_conflict((fee_templates::subaccount_id, fee_templates::asset))
-            .do_update()
-            .set((
-                fee_templates::id.eq(excluded(fee_templates::id)),
-                fee_templates::group_id.eq(excluded(fee_templates::group_id)),
-                fee_templates::fixed.eq(excluded(fee_templates::fixed)),
-                fee_templates::percentage.eq(excluded(fee_templates::percentage)),
-                fee_templates::min_amount.eq(excluded(fee_templates::min_amount)),
-                fee_templates::updated_at.eq(excluded(fee_templates::updated_at)),
-            ))
-            .execute(&mut conn)
-            .await
-            .map_err(fk_or_port)?;
-        Ok(())
+        conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+            diesel::insert_into(fee_templates::table)
+                .values((
+                    fee_templates::subaccount_id.eq(subaccount.as_uuid()),
+                    fee_templates::asset.eq(template.asset.code()),
+                    fee_templates::id.eq(template.id.as_uuid()),
+                    fee_templates::group_id.eq(template.group_id.as_uuid()),
+                    fee_templates::fixed.eq(template.fixed),
+                    fee_templates::percentage.eq(percentage),
+                    fee_templates::min_amount.eq(template.min_amount),
+                    fee_templates::updated_at.eq(Utc::now()),
+                ))
+                .on_conflict((fee_templates::subaccount_id, fee_templates::asset))
+                .do_update()
+                .set((
+                    fee_templates::id.eq(excluded(fee_templates::id)),
+                    fee_templates::group_id.eq(excluded(fee_templates::group_id)),
+                    fee_templates::fixed.eq(excluded(fee_templates::fixed)),
+                    fee_templates::percentage.eq(excluded(fee_templates::percentage)),
+                    fee_templates::min_amount.eq(excluded(fee_templates::min_amount)),
+                    fee_templates::updated_at.eq(excluded(fee_templates::updated_at)),
+                ))
+                .execute(conn)
+                .await?;
+            insert_audit(conn, audit).await?;
+            Ok(())
+        })
+        .await
+        .map_err(fk_or_port)
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %subaccount))]
@@ -102,21 +117,34 @@ impl SubaccountSetupStore for PgStore {
         &self,
         subaccount: SubaccountId,
         policy: SignaturePolicy,
+        audit: &AuditEntry,
     ) -> Result<(), OperatorError> {
         let mut conn = self.conn().await?;
         let updated = conn
             .transaction::<_, diesel::result::Error, _>(async |conn| {
-                let updated = diesel::update(subaccounts::table.find(subaccount.as_uuid()))
+                let changed = diesel::update(subaccounts::table.find(subaccount.as_uuid()))
+                    .filter(subaccounts::signature_policy.ne(policy.as_str()))
                     .set((
                         subaccounts::signature_policy.eq(policy.as_str()),
                         subaccounts::require_signature_v2.eq(policy == SignaturePolicy::V2Only),
                     ))
                     .execute(conn)
                     .await?;
+                if changed == 0 {
+                    // The same policy again changes nothing (and writes no entry), or there is
+                    // no such subaccount.
+                    return subaccounts::table
+                        .filter(subaccounts::id.eq(subaccount.as_uuid()))
+                        .count()
+                        .get_result::<i64>(conn)
+                        .await
+                        .map(|n| usize::try_from(n).unwrap_or(0));
+                }
+                insert_audit(conn, audit).await?;
                 // Every instance's credential cache looks its keys up again.
                 crate::credential_changes::announce(conn, crate::credential_changes::EVERY_KEY)
                     .await?;
-                Ok(updated)
+                Ok(changed)
             })
             .await
             .map_err(from_diesel)?;
@@ -134,24 +162,29 @@ impl ApiKeyStore for PgStore {
         api_key: &str,
         secret: &Secret<String>,
         created_at: DateTime<Utc>,
+        audit: &AuditEntry,
     ) -> Result<(), OperatorError> {
         let sealed = self
             .vault
             .seal(secret.expose().as_bytes(), id.as_uuid().as_bytes())
             .map_err(vault_error)?;
         let mut conn = self.conn().await?;
-        diesel::insert_into(api_keys::table)
-            .values((
-                api_keys::id.eq(id.as_uuid()),
-                api_keys::subaccount_id.eq(subaccount.as_uuid()),
-                api_keys::api_key.eq(api_key),
-                api_keys::secret_ciphertext.eq(sealed),
-                api_keys::created_at.eq(created_at),
-            ))
-            .execute(&mut conn)
-            .await
-            .map_err(fk_or_port)?;
-        Ok(())
+        conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+            diesel::insert_into(api_keys::table)
+                .values((
+                    api_keys::id.eq(id.as_uuid()),
+                    api_keys::subaccount_id.eq(subaccount.as_uuid()),
+                    api_keys::api_key.eq(api_key),
+                    api_keys::secret_ciphertext.eq(&sealed),
+                    api_keys::created_at.eq(created_at),
+                ))
+                .execute(conn)
+                .await?;
+            insert_audit(conn, audit).await?;
+            Ok(())
+        })
+        .await
+        .map_err(fk_or_port)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
@@ -159,6 +192,7 @@ impl ApiKeyStore for PgStore {
         &self,
         api_key: &str,
         at: DateTime<Utc>,
+        audit: &AuditEntry,
     ) -> Result<(), OperatorError> {
         let mut conn = self.conn().await?;
         let updated = conn
@@ -171,6 +205,7 @@ impl ApiKeyStore for PgStore {
                     .await?;
                 // Delivered when the revocation commits: every instance drops the key at once.
                 if updated == 1 {
+                    insert_audit(conn, audit).await?;
                     crate::credential_changes::announce(conn, api_key).await?;
                 }
                 Ok(updated)
@@ -193,6 +228,7 @@ impl WebhookEndpointStore for PgStore {
         subaccount: SubaccountId,
         url: &str,
         secret: &Secret<String>,
+        audit: &AuditEntry,
     ) -> Result<(), OperatorError> {
         let id = subaccount.as_uuid();
         let sealed = self
@@ -231,6 +267,7 @@ impl WebhookEndpointStore for PgStore {
                     ))
                     .execute(conn)
                     .await?;
+                insert_audit(conn, audit).await?;
                 Ok(true)
             })
             .await
@@ -248,6 +285,7 @@ impl WebhookEndpointStore for PgStore {
         subaccount: SubaccountId,
         secret: &Secret<String>,
         previous_until: DateTime<Utc>,
+        audit: &AuditEntry,
     ) -> Result<(), OperatorError> {
         let id = subaccount.as_uuid();
         let sealed = self
@@ -257,14 +295,22 @@ impl WebhookEndpointStore for PgStore {
         let mut conn = self.conn().await?;
         // The current secret becomes the previous one in the same statement, so a delivery
         // signs with either the old pair or the new pair, never with a secret already gone.
-        let updated = diesel::update(webhook_endpoints::table.find(id))
-            .set((
-                webhook_endpoints::previous_secret.eq(webhook_endpoints::secret.nullable()),
-                webhook_endpoints::previous_until.eq(Some(previous_until)),
-                webhook_endpoints::secret.eq(sealed),
-                webhook_endpoints::updated_at.eq(Utc::now()),
-            ))
-            .execute(&mut conn)
+        let updated = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                let updated = diesel::update(webhook_endpoints::table.find(id))
+                    .set((
+                        webhook_endpoints::previous_secret.eq(webhook_endpoints::secret.nullable()),
+                        webhook_endpoints::previous_until.eq(Some(previous_until)),
+                        webhook_endpoints::secret.eq(&sealed),
+                        webhook_endpoints::updated_at.eq(Utc::now()),
+                    ))
+                    .execute(conn)
+                    .await?;
+                if updated == 1 {
+                    insert_audit(conn, audit).await?;
+                }
+                Ok(updated)
+            })
             .await
             .map_err(from_diesel)?;
         if updated == 1 {
@@ -287,7 +333,11 @@ impl WebhookEndpointStore for PgStore {
 #[async_trait]
 impl LedgerStore for PgStore {
     #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %entry.subaccount_id))]
-    async fn apply_ledger_entry(&self, entry: &LedgerEntry) -> Result<Balance, OperatorError> {
+    async fn apply_ledger_entry(
+        &self,
+        entry: &LedgerEntry,
+        audit: &AuditEntry,
+    ) -> Result<Balance, OperatorError> {
         let entry = *entry;
         let mut conn = self.conn().await?;
         let (available, pending) = conn
@@ -304,7 +354,7 @@ impl LedgerStore for PgStore {
                     ))
                     .execute(conn)
                     .await?;
-                diesel::insert_into(balances::table)
+                let (available, pending) = diesel::insert_into(balances::table)
                     .values((
                         balances::subaccount_id.eq(entry.subaccount_id.as_uuid()),
                         balances::asset.eq(entry.asset.code()),
@@ -321,7 +371,9 @@ impl LedgerStore for PgStore {
                     ))
                     .returning((balances::available, balances::pending))
                     .get_result::<(i64, i64)>(conn)
-                    .await
+                    .await?;
+                insert_audit(conn, audit).await?;
+                Ok((available, pending))
             })
             .await
             .map_err(fk_or_port)?;
@@ -360,7 +412,8 @@ impl EventHistoryStore for PgStore {
         &self,
         selection: &ResendSelection,
         now: DateTime<Utc>,
+        audit: &AuditEntry,
     ) -> Result<u64, OperatorError> {
-        self.requeue(selection, now).await
+        self.requeue(selection, now, audit).await
     }
 }

@@ -35,7 +35,7 @@ const T0: i64 = 1_700_000_000_123_456;
 async fn world(fx: &Fixture, funding: &str) -> (SubaccountId, Receiver, ReceiverAccount) {
     let sub = fx.subaccount("bulk").await.id;
     admin(&fx.store)
-        .fund(sub, "USD", funding)
+        .fund(sub, "USD", funding, "test funding")
         .await
         .expect("fund");
     let owner = new_receiver(fx, sub, "payee@example.com").await;
@@ -570,7 +570,7 @@ async fn a_bulk_request_of_two_currencies_locks_their_balances_in_currency_order
     let fx = Fixture::new().await;
     let (sub, owner, usd_account) = world(&fx, "10000").await;
     admin(&fx.store)
-        .fund(sub, "AUD", "10000")
+        .fund(sub, "AUD", "10000", "test funding")
         .await
         .expect("fund");
     let aud_account = direct_entry(&owner, "062000", "12345678", T0);

@@ -16,7 +16,7 @@ use domain::masking::Secret;
 use domain::subaccount::ports::SubaccountSetupStore;
 use uuid::Uuid;
 
-use crate::support::{Fixture, at, store_for};
+use crate::support::{Fixture, at, audit_entry, store_for};
 
 const NOW: i64 = 1_700_000_000_000_000;
 
@@ -43,7 +43,7 @@ async fn credential_round_trips_encrypted_and_stops_working_when_revoked() {
     let id = ApiKeyId::from_uuid(Uuid::new_v4());
     let secret = Secret::new("sk_test_Zm9vYmFyYmF6cXV4c2VjcmV0".to_owned());
     fx.store
-        .insert_credential(id, sub, "pk_test_1", &secret, at(NOW))
+        .insert_credential(id, sub, "pk_test_1", &secret, at(NOW), &audit_entry())
         .await
         .unwrap();
 
@@ -75,7 +75,10 @@ async fn credential_round_trips_encrypted_and_stops_working_when_revoked() {
         .iter()
         .chain([&SignaturePolicy::V2Only, &SignaturePolicy::AnyVersion])
     {
-        fx.store.set_signature_policy(sub, *policy).await.unwrap();
+        fx.store
+            .set_signature_policy(sub, *policy, &audit_entry())
+            .await
+            .unwrap();
         let found = fx
             .store
             .find_credential("pk_test_1")
@@ -132,7 +135,7 @@ async fn credential_round_trips_encrypted_and_stops_working_when_revoked() {
 
     // Revocation is immediate; a second revocation finds no active key.
     fx.store
-        .revoke_credential("pk_test_1", at(NOW + 1))
+        .revoke_credential("pk_test_1", at(NOW + 1), &audit_entry())
         .await
         .unwrap();
     assert!(
@@ -144,13 +147,13 @@ async fn credential_round_trips_encrypted_and_stops_working_when_revoked() {
     );
     let err = fx
         .store
-        .revoke_credential("pk_test_1", at(NOW + 2))
+        .revoke_credential("pk_test_1", at(NOW + 2), &audit_entry())
         .await
         .unwrap_err();
     assert!(matches!(err, OperatorError::KeyNotFound), "{err:?}");
     let err = fx
         .store
-        .revoke_credential("pk_never_issued", at(NOW + 2))
+        .revoke_credential("pk_never_issued", at(NOW + 2), &audit_entry())
         .await
         .unwrap_err();
     assert!(matches!(err, OperatorError::KeyNotFound), "{err:?}");
@@ -168,11 +171,15 @@ async fn keys_of_one_subaccount_rotate_with_overlap() {
                 key,
                 &Secret::new(format!("sk_{n}")),
                 at(NOW),
+                &audit_entry(),
             )
             .await
             .unwrap();
     }
-    fx.store.revoke_credential("pk_old", at(NOW)).await.unwrap();
+    fx.store
+        .revoke_credential("pk_old", at(NOW), &audit_entry())
+        .await
+        .unwrap();
     assert!(fx.store.find_credential("pk_old").await.unwrap().is_none());
     let new = fx.store.find_credential("pk_new").await.unwrap().unwrap();
     assert_eq!(new.secret.expose(), "sk_1");
@@ -189,6 +196,7 @@ async fn credential_for_an_unknown_subaccount_is_refused() {
             "pk_orphan",
             &Secret::new("sk_orphan".to_owned()),
             at(NOW),
+            &audit_entry(),
         )
         .await
         .unwrap_err();
@@ -210,6 +218,7 @@ async fn a_signature_policy_of_an_unknown_subaccount_is_refused() {
         .set_signature_policy(
             SubaccountId::from_uuid(Uuid::new_v4()),
             SignaturePolicy::V2Only,
+            &audit_entry(),
         )
         .await
         .unwrap_err();

@@ -24,7 +24,7 @@ use domain::receiver::ports::ReceiverStore;
 use uuid::Uuid;
 
 use crate::payout_groups::{grouped, planned, world};
-use crate::support::{Fixture, MASTER_KEY, at, created_event, receiver, store_for};
+use crate::support::{Fixture, MASTER_KEY, at, audit_entry, created_event, receiver, store_for};
 
 const T0: i64 = 1_700_000_000_000_000;
 const LEASE: Duration = Duration::from_secs(60);
@@ -62,7 +62,7 @@ async fn event_at(fx: &Fixture, subaccount: SubaccountId, created_at: DateTime<U
 async fn hooked(fx: &Fixture, name: &str) -> SubaccountId {
     let sub = fx.subaccount(name).await.id;
     fx.store
-        .set_webhook(sub, URL, &secret(SECRET))
+        .set_webhook(sub, URL, &secret(SECRET), &audit_entry())
         .await
         .unwrap();
     sub
@@ -598,12 +598,12 @@ async fn an_event_with_nowhere_to_go_is_given_up_by_the_claim() {
 
     // Once the subaccount has a webhook, a resend delivers it as a fresh attempt 1.
     fx.store
-        .set_webhook(bare, URL, &secret(SECRET))
+        .set_webhook(bare, URL, &secret(SECRET), &audit_entry())
         .await
         .unwrap();
     assert_eq!(
         fx.store
-            .resend_events(&ResendSelection::One(id), t(7200))
+            .resend_events(&ResendSelection::One(id), t(7200), &audit_entry())
             .await
             .unwrap(),
         1
@@ -703,7 +703,7 @@ async fn a_new_payouts_event_with_nowhere_to_go_is_given_up_as_it_is_written() {
 
     // With a URL the event is due, and the claim sends it.
     fx.store
-        .set_webhook(sub, URL, &secret(SECRET))
+        .set_webhook(sub, URL, &secret(SECRET), &audit_entry())
         .await
         .unwrap();
     let due = payout_event(&groups, &payout()).await;
@@ -778,7 +778,12 @@ async fn disable_endpoint_exhausts_and_disables_until_set_webhook_again() {
 
     // Setting the webhook again re-enables the endpoint.
     fx.store
-        .set_webhook(sub, "https://hooks.example.com/v2", &secret(NEW_SECRET))
+        .set_webhook(
+            sub,
+            "https://hooks.example.com/v2",
+            &secret(NEW_SECRET),
+            &audit_entry(),
+        )
         .await
         .unwrap();
     assert_eq!(endpoint_row(&fx, sub).await.disabled_at, None);
@@ -798,7 +803,12 @@ async fn rotation_signs_with_new_then_old_until_the_overlap_ends() {
     let id = event_at(&fx, sub, t(0)).await;
     let now = t(1);
     fx.store
-        .rotate_webhook_secret(sub, &secret(NEW_SECRET), now + chrono::Duration::hours(1))
+        .rotate_webhook_secret(
+            sub,
+            &secret(NEW_SECRET),
+            now + chrono::Duration::hours(1),
+            &audit_entry(),
+        )
         .await
         .unwrap();
 
@@ -822,7 +832,12 @@ async fn rotation_with_an_overlap_already_over_signs_with_the_new_secret_only() 
     event_at(&fx, sub, t(0)).await;
     let now = t(1);
     fx.store
-        .rotate_webhook_secret(sub, &secret(NEW_SECRET), now - chrono::Duration::seconds(1))
+        .rotate_webhook_secret(
+            sub,
+            &secret(NEW_SECRET),
+            now - chrono::Duration::seconds(1),
+            &audit_entry(),
+        )
         .await
         .unwrap();
     let claimed = claim_one(&fx, now).await;
@@ -835,7 +850,7 @@ async fn rotation_needs_an_existing_webhook_and_subaccount() {
     let bare = fx.subaccount("Bare").await.id;
     let err = fx
         .store
-        .rotate_webhook_secret(bare, &secret(NEW_SECRET), t(3600))
+        .rotate_webhook_secret(bare, &secret(NEW_SECRET), t(3600), &audit_entry())
         .await
         .unwrap_err();
     assert!(matches!(err, OperatorError::NoWebhook), "{err:?}");
@@ -851,7 +866,7 @@ async fn rotation_needs_an_existing_webhook_and_subaccount() {
     let unknown = SubaccountId::from_uuid(Uuid::new_v4());
     let err = fx
         .store
-        .rotate_webhook_secret(unknown, &secret(NEW_SECRET), t(3600))
+        .rotate_webhook_secret(unknown, &secret(NEW_SECRET), t(3600), &audit_entry())
         .await
         .unwrap_err();
     assert!(matches!(err, OperatorError::SubaccountNotFound), "{err:?}");
@@ -1002,7 +1017,7 @@ async fn resending_one_event_restarts_its_schedule_and_keeps_its_history() {
     let now = t(3600);
     assert_eq!(
         fx.store
-            .resend_events(&ResendSelection::One(id), now)
+            .resend_events(&ResendSelection::One(id), now, &audit_entry())
             .await
             .unwrap(),
         1
@@ -1045,7 +1060,7 @@ async fn resending_one_event_restarts_its_schedule_and_keeps_its_history() {
     let unknown = EventId::from_uuid(Uuid::new_v4());
     assert_eq!(
         fx.store
-            .resend_events(&ResendSelection::One(unknown), now)
+            .resend_events(&ResendSelection::One(unknown), now, &audit_entry())
             .await
             .unwrap(),
         0
@@ -1076,7 +1091,13 @@ async fn resending_a_range_requeues_exactly_that_subaccounts_events_in_it() {
         since: t(1),
         until: t(3),
     };
-    assert_eq!(fx.store.resend_events(&selection, now).await.unwrap(), 2);
+    assert_eq!(
+        fx.store
+            .resend_events(&selection, now, &audit_entry())
+            .await
+            .unwrap(),
+        2
+    );
     for (id, status) in [
         (before, "exhausted"),
         (from, "pending"),
@@ -1103,7 +1124,7 @@ async fn webhook_secrets_are_never_stored_in_plain_text() {
 
     let until = t(3600);
     fx.store
-        .rotate_webhook_secret(sub, &secret(NEW_SECRET), until)
+        .rotate_webhook_secret(sub, &secret(NEW_SECRET), until, &audit_entry())
         .await
         .unwrap();
     let row = endpoint_row(&fx, sub).await;
@@ -1128,7 +1149,7 @@ async fn a_claim_taken_over_by_a_resend_cannot_record() {
     let stale = claim_one(&fx, t(10)).await;
     assert_eq!(
         fx.store
-            .resend_events(&ResendSelection::One(id), t(11))
+            .resend_events(&ResendSelection::One(id), t(11), &audit_entry())
             .await
             .unwrap(),
         1

@@ -121,6 +121,8 @@ async fn a_decision_is_applied_and_audited_in_one_transaction_once() {
     let audited = domain::audit::AuditLog::list(
         &fx.store,
         &domain::audit::AuditQuery {
+            // The fixture's subaccount was created (and audited) through the admin service.
+            action: Some(domain::audit::AuditAction::KycDecided),
             limit: 10,
             ..Default::default()
         },

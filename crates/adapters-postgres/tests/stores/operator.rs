@@ -20,7 +20,7 @@ use domain::subaccount::ports::SubaccountStore;
 use domain::subaccount::{Balance, FeeTemplate};
 use uuid::Uuid;
 
-use crate::support::{Fixture, MASTER_KEY, at};
+use crate::support::{Fixture, MASTER_KEY, at, audit_entry};
 
 const NOW: i64 = 1_700_000_000_000_000;
 
@@ -67,11 +67,21 @@ async fn funding_appends_to_the_ledger_and_moves_the_balance() {
     let fx = Fixture::new().await;
     let sub = fx.subaccount("Acme").await.id;
 
+    let audit = audit_entry();
     let after_first = fx
         .store
-        .apply_ledger_entry(&funding(sub, Asset::Aud, 10_000))
+        .apply_ledger_entry(&funding(sub, Asset::Aud, 10_000), &audit)
         .await
         .unwrap();
+    assert_eq!(
+        fx.count_where(
+            "SELECT count(*) AS n FROM audit_log WHERE id = $1",
+            audit.id.as_uuid()
+        )
+        .await,
+        1,
+        "written with the entry"
+    );
     assert_eq!(
         after_first,
         Balance {
@@ -82,7 +92,7 @@ async fn funding_appends_to_the_ledger_and_moves_the_balance() {
     );
     let after_second = fx
         .store
-        .apply_ledger_entry(&funding(sub, Asset::Aud, 2_550))
+        .apply_ledger_entry(&funding(sub, Asset::Aud, 2_550), &audit_entry())
         .await
         .unwrap();
     let expected = Balance {
@@ -111,11 +121,21 @@ async fn funding_appends_to_the_ledger_and_moves_the_balance() {
 async fn funding_an_unknown_subaccount_writes_nothing() {
     let fx = Fixture::new().await;
     let ghost = SubaccountId::from_uuid(Uuid::new_v4());
+    let audit = audit_entry();
     let err = fx
         .store
-        .apply_ledger_entry(&funding(ghost, Asset::Usd, 500))
+        .apply_ledger_entry(&funding(ghost, Asset::Usd, 500), &audit)
         .await
         .unwrap_err();
+    assert_eq!(
+        fx.count_where(
+            "SELECT count(*) AS n FROM audit_log WHERE id = $1",
+            audit.id.as_uuid()
+        )
+        .await,
+        0,
+        "the entry is written only with its change"
+    );
     assert!(matches!(err, OperatorError::SubaccountNotFound), "{err:?}");
     assert_eq!(
         fx.count_where(
@@ -144,7 +164,7 @@ async fn the_ledger_is_append_only() {
     let fx = Fixture::new().await;
     let sub = fx.subaccount("Acme").await.id;
     fx.store
-        .apply_ledger_entry(&funding(sub, Asset::Nzd, 700))
+        .apply_ledger_entry(&funding(sub, Asset::Nzd, 700), &audit_entry())
         .await
         .unwrap();
     let mut conn = fx.raw().await;
@@ -206,9 +226,18 @@ async fn upserting_a_fee_template_replaces_the_one_of_its_asset() {
         asset: Asset::Usd,
         ..first
     };
-    fx.store.upsert_fee_template(sub, &first).await.unwrap();
-    fx.store.upsert_fee_template(sub, &usd).await.unwrap();
-    fx.store.upsert_fee_template(sub, &second).await.unwrap();
+    fx.store
+        .upsert_fee_template(sub, &first, &audit_entry())
+        .await
+        .unwrap();
+    fx.store
+        .upsert_fee_template(sub, &usd, &audit_entry())
+        .await
+        .unwrap();
+    fx.store
+        .upsert_fee_template(sub, &second, &audit_entry())
+        .await
+        .unwrap();
 
     let mut conn = fx.raw().await;
     let rows: Vec<FeeRow> = diesel::sql_query(
@@ -243,7 +272,11 @@ async fn upserting_a_fee_template_replaces_the_one_of_its_asset() {
 
     let err = fx
         .store
-        .upsert_fee_template(SubaccountId::from_uuid(Uuid::new_v4()), &first)
+        .upsert_fee_template(
+            SubaccountId::from_uuid(Uuid::new_v4()),
+            &first,
+            &audit_entry(),
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, OperatorError::SubaccountNotFound), "{err:?}");
@@ -263,7 +296,12 @@ async fn set_webhook_stores_the_url_and_an_encrypted_secret() {
     let sub = created.id;
     let secret = Secret::new("whsec_c2VjcmV0LXdlYmhvb2sta2V5LWJ5dGVz".to_owned());
     fx.store
-        .set_webhook(sub, "https://hooks.example.com/payoutd", &secret)
+        .set_webhook(
+            sub,
+            "https://hooks.example.com/payoutd",
+            &secret,
+            &audit_entry(),
+        )
         .await
         .unwrap();
 
@@ -300,6 +338,7 @@ async fn set_webhook_stores_the_url_and_an_encrypted_secret() {
             SubaccountId::from_uuid(Uuid::new_v4()),
             "https://hooks.example.com/x",
             &secret,
+            &audit_entry(),
         )
         .await
         .unwrap_err();
@@ -380,4 +419,135 @@ async fn an_unreachable_database_is_unavailable_quickly() {
     );
     let err = store.check_ready().await.unwrap_err();
     assert!(matches!(err, PortError::Unavailable(_)), "{err:?}");
+}
+
+async fn audited(fx: &Fixture, entry: &domain::audit::AuditEntry) -> i64 {
+    fx.count_where(
+        "SELECT count(*) AS n FROM audit_log WHERE id = $1",
+        entry.id.as_uuid(),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn each_admin_change_commits_with_its_audit_entry_and_a_refused_one_writes_none() {
+    use domain::auth::SignaturePolicy;
+    use domain::auth::ports::ApiKeyStore;
+    use domain::delivery::history::{EventHistoryStore, ResendSelection};
+    use domain::ids::{ApiKeyId, EventId};
+
+    let fx = Fixture::new().await;
+    let sub = fx.subaccount("Acme").await.id;
+    let ghost = SubaccountId::from_uuid(Uuid::new_v4());
+    let secret = Secret::new("whsec_c2VjcmV0LXdlYmhvb2sta2V5LWJ5dGVz".to_owned());
+
+    // Refused: nothing changed, so no entry.
+    let entry = audit_entry();
+    let err = fx
+        .store
+        .rotate_webhook_secret(sub, &secret, at(NOW), &entry)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, OperatorError::NoWebhook), "{err:?}");
+    assert_eq!(audited(&fx, &entry).await, 0, "no webhook to rotate");
+    let entry = audit_entry();
+    let err = fx
+        .store
+        .set_webhook(ghost, "https://hooks.example.com/x", &secret, &entry)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, OperatorError::SubaccountNotFound), "{err:?}");
+    assert_eq!(audited(&fx, &entry).await, 0, "webhook of no subaccount");
+    let entry = audit_entry();
+    let err = fx
+        .store
+        .insert_credential(
+            ApiKeyId::from_uuid(Uuid::new_v4()),
+            ghost,
+            "pk_ghost",
+            &Secret::new("sk_ghost".to_owned()),
+            at(NOW),
+            &entry,
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, OperatorError::SubaccountNotFound), "{err:?}");
+    assert_eq!(audited(&fx, &entry).await, 0, "key of no subaccount");
+    let entry = audit_entry();
+    let err = fx
+        .store
+        .revoke_credential("pk_nobody", at(NOW), &entry)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, OperatorError::KeyNotFound), "{err:?}");
+    assert_eq!(audited(&fx, &entry).await, 0, "no such key");
+    let entry = audit_entry();
+    let queued = fx
+        .store
+        .resend_events(
+            &ResendSelection::One(EventId::from_uuid(Uuid::new_v4())),
+            at(NOW),
+            &entry,
+        )
+        .await
+        .unwrap();
+    assert_eq!(queued, 0);
+    assert_eq!(audited(&fx, &entry).await, 0, "no such event");
+    let entry = audit_entry();
+    let err = fx
+        .store
+        .set_signature_policy(ghost, SignaturePolicy::V2Only, &entry)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, OperatorError::SubaccountNotFound), "{err:?}");
+    assert_eq!(audited(&fx, &entry).await, 0, "policy of no subaccount");
+
+    // Changes: each with its entry; the same policy again changes nothing and writes none.
+    let entry = audit_entry();
+    fx.store
+        .set_webhook(sub, "https://hooks.example.com/x", &secret, &entry)
+        .await
+        .unwrap();
+    assert_eq!(audited(&fx, &entry).await, 1, "webhook set");
+    let entry = audit_entry();
+    fx.store
+        .rotate_webhook_secret(sub, &secret, at(NOW), &entry)
+        .await
+        .unwrap();
+    assert_eq!(audited(&fx, &entry).await, 1, "secret rotated");
+    let entry = audit_entry();
+    fx.store
+        .insert_credential(
+            ApiKeyId::from_uuid(Uuid::new_v4()),
+            sub,
+            "pk_acme",
+            &Secret::new("sk_acme".to_owned()),
+            at(NOW),
+            &entry,
+        )
+        .await
+        .unwrap();
+    assert_eq!(audited(&fx, &entry).await, 1, "key issued");
+    let entry = audit_entry();
+    fx.store
+        .revoke_credential("pk_acme", at(NOW), &entry)
+        .await
+        .unwrap();
+    assert_eq!(audited(&fx, &entry).await, 1, "key revoked");
+    let entry = audit_entry();
+    fx.store
+        .set_signature_policy(sub, SignaturePolicy::V2Only, &entry)
+        .await
+        .unwrap();
+    assert_eq!(audited(&fx, &entry).await, 1, "policy changed");
+    let again = audit_entry();
+    fx.store
+        .set_signature_policy(sub, SignaturePolicy::V2Only, &again)
+        .await
+        .unwrap();
+    assert_eq!(
+        audited(&fx, &again).await,
+        0,
+        "the same policy changes nothing"
+    );
 }

@@ -27,7 +27,7 @@ use futures_util::future::join_all;
 use uuid::Uuid;
 
 use crate::accounts::{ach, insert, new_receiver};
-use crate::support::{Fixture, admin, at};
+use crate::support::{Fixture, admin, at, audit_entry};
 
 const T0: i64 = 1_700_000_000_123_456;
 
@@ -72,7 +72,7 @@ pub(crate) async fn world(
 ) -> (SubaccountId, Receiver, ReceiverAccount) {
     let sub = fx.subaccount("groups").await.id;
     admin(&fx.store)
-        .fund(sub, "USD", funding)
+        .fund(sub, "USD", funding, "test funding")
         .await
         .expect("fund");
     let owner = new_receiver(fx, sub, "payee@example.com").await;
@@ -576,7 +576,10 @@ impl FactsWorld {
             percentage: Percentage::parse("1.25").unwrap(),
             min_amount: 50,
         };
-        fx.store.upsert_fee_template(sub, &template).await.unwrap();
+        fx.store
+            .upsert_fee_template(sub, &template, &audit_entry())
+            .await
+            .unwrap();
         let paid = planned(
             sub,
             &owner,

@@ -27,7 +27,7 @@ const SECOND: i64 = 1_000_000;
 async fn new_payout(fx: &Fixture) -> Payout {
     let sub = fx.subaccount("returns").await.id;
     admin(&fx.store)
-        .fund(sub, "USD", "10000")
+        .fund(sub, "USD", "10000", "test funding")
         .await
         .expect("fund");
     let owner = new_receiver(fx, sub, "payee@example.com").await;

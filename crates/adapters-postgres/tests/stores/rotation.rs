@@ -21,7 +21,7 @@ use domain::operators::ports::OperatorStore;
 use uuid::Uuid;
 
 use crate::accounts::{confirmation, direct_entry, event, new_receiver, queued};
-use crate::support::{Fixture, MASTER_KEY, admin, at};
+use crate::support::{Fixture, MASTER_KEY, admin, at, audit_entry};
 
 const NEW_KEY: [u8; 32] = [42; 32];
 const T0: i64 = 1_700_000_000_123_456;
@@ -107,6 +107,7 @@ async fn seed(fx: &Fixture, api_keys: usize, accounts: usize) -> Seeded {
             sub,
             "https://hooks.example.com/a",
             &Secret::new("whsec_a".to_owned()),
+            &audit_entry(),
         )
         .await
         .unwrap();
@@ -115,6 +116,7 @@ async fn seed(fx: &Fixture, api_keys: usize, accounts: usize) -> Seeded {
             sub,
             &Secret::new("whsec_b".to_owned()),
             at(T0 + 3_600_000_000),
+            &audit_entry(),
         )
         .await
         .unwrap();
@@ -460,6 +462,7 @@ async fn updates_made_while_the_rotation_runs_are_kept() {
                 sub,
                 "https://hooks.example.com/a",
                 &Secret::new(format!("old-{i}")),
+                &audit_entry(),
             )
             .await
             .unwrap();
@@ -481,11 +484,15 @@ async fn updates_made_while_the_rotation_runs_are_kept() {
                             *sub,
                             "https://hooks.example.com/b",
                             &Secret::new(format!("new-{i}-{round}")),
+                            &audit_entry(),
                         )
                         .await
                         .unwrap();
                     if round == 0 && i % 2 == 0 {
-                        store.revoke_credential(api_key, at(T0)).await.unwrap();
+                        store
+                            .revoke_credential(api_key, at(T0), &audit_entry())
+                            .await
+                            .unwrap();
                     }
                     tokio::task::yield_now().await;
                 }

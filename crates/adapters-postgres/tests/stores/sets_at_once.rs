@@ -179,7 +179,7 @@ async fn a_group_of_two_currencies_is_written_at_once_once_both_batches_are_know
     let fx = Fixture::new().await;
     let (sub, owner, usd_account) = world(&fx, "1000").await;
     admin(&fx.store)
-        .fund(sub, "AUD", "1000")
+        .fund(sub, "AUD", "1000", "test funding")
         .await
         .expect("fund");
     let aud_account = direct_entry(&owner, "062000", "12345678", 1_700_000_000_123_456);

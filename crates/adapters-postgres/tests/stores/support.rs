@@ -8,6 +8,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use diesel::sql_types::{BigInt, Text, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use domain::admin::{AdminPorts, AdminService};
+use domain::audit::{AuditAction, AuditContext, AuditEntry};
 use domain::country::CountryCode;
 use domain::events::{EventKind, OutboxEvent};
 use domain::ids::{EventId, ReceiverId, SubaccountId};
@@ -102,6 +103,20 @@ pub fn admin(store: &PgStore) -> AdminService {
         AdminPorts::all(Arc::new(store.clone())),
         Arc::new(FixedClock(at(1_700_000_000_000_000))),
         Arc::new(RandomIds),
+        AuditContext::cli(Some("store-tests")),
+    )
+}
+
+/// An audit entry for the store calls that write one with their change.
+pub fn audit_entry() -> AuditEntry {
+    AuditContext::cli(Some("store-tests")).entry(
+        &RandomIds,
+        &FixedClock(at(1_700_000_000_000_000)),
+        AuditAction::FeeSet,
+        "subaccount",
+        "test",
+        None,
+        None,
     )
 }
 

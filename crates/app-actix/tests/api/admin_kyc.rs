@@ -133,7 +133,7 @@ async fn kyc_events(app: &TestApp, receiver: &str) -> usize {
 async fn the_operator_decides_kyc_like_the_provider_and_each_decision_is_audited() {
     let app = spawn_app().await;
     app.admin
-        .fund(subaccount(&app.a), "AUD", "100000")
+        .fund(subaccount(&app.a), "AUD", "100000", "test funding")
         .await
         .unwrap();
     // Both receivers' KYC is pending (no sandbox provider decides by itself here).

@@ -146,7 +146,10 @@ async fn a_captured_v1_get_signature_cannot_create_a_payout_of_a_new_subaccount(
         api_key: key.api_key,
         api_secret: key.api_secret.expose().clone(),
     };
-    app.admin.fund(created.id, "AUD", "100000").await.unwrap();
+    app.admin
+        .fund(created.id, "AUD", "100000", "test funding")
+        .await
+        .unwrap();
 
     // The merchant's client reads its subaccount with a v1 GET; a proxy logs the signature.
     let captured = sign(&shop, now_ms(), None);

@@ -89,7 +89,7 @@ async fn ledger_is_balanced(app: &TestApp) {
 async fn waiting_payouts_move_with_kyc_and_confirmation_in_the_same_change() {
     let app = spawn_app().await;
     app.admin
-        .fund(subaccount(&app.a), "AUD", "100000")
+        .fund(subaccount(&app.a), "AUD", "100000", "test funding")
         .await
         .unwrap();
     // No KYC yet, account confirmed; KYC done, account not confirmed; neither; neither (fails).
@@ -159,7 +159,7 @@ async fn waiting_payouts_move_with_kyc_and_confirmation_in_the_same_change() {
 async fn a_batch_run_submits_its_payouts_and_results_settle_the_money() {
     let app = spawn_app().await;
     app.admin
-        .fund(subaccount(&app.a), "AUD", "100000")
+        .fund(subaccount(&app.a), "AUD", "100000", "test funding")
         .await
         .unwrap();
     app.admin
@@ -274,7 +274,7 @@ async fn the_rail_settles_by_itself_and_an_invalid_receiver_fails_the_account() 
     })
     .await;
     app.admin
-        .fund(subaccount(&app.a), "AUD", "100000")
+        .fund(subaccount(&app.a), "AUD", "100000", "test funding")
         .await
         .unwrap();
     let (r, a) = app.payee(&app.a, "rail@example.com", true, true).await;
@@ -349,7 +349,7 @@ async fn two_batch_runners_never_submit_a_payout_twice_nor_apply_a_result_twice(
     let mut payouts = Vec::new();
     for tenant in [&app.a, &app.b] {
         app.admin
-            .fund(subaccount(tenant), "AUD", "1000000")
+            .fund(subaccount(tenant), "AUD", "1000000", "test funding")
             .await
             .unwrap();
         for n in 0..3 {
@@ -417,7 +417,7 @@ async fn two_batch_runners_never_submit_a_payout_twice_nor_apply_a_result_twice(
 async fn payouts_created_while_kyc_completes_are_never_left_unassessed() {
     let app = spawn_app().await;
     app.admin
-        .fund(subaccount(&app.a), "AUD", "1000000")
+        .fund(subaccount(&app.a), "AUD", "1000000", "test funding")
         .await
         .unwrap();
     for round in 0..3 {

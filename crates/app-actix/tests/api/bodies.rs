@@ -209,7 +209,7 @@ async fn account_bodies() {
 async fn payout_and_subaccount_bodies() {
     let app = spawn_app().await;
     app.admin
-        .fund(subaccount(&app.a), "AUD", "100000")
+        .fund(subaccount(&app.a), "AUD", "100000", "test funding")
         .await
         .unwrap();
     app.admin

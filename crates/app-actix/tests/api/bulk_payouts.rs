@@ -50,7 +50,7 @@ async fn pending_payouts(app: &TestApp) -> usize {
 async fn partial_mode_creates_what_passes_in_order_and_reports_the_rest() {
     let app = spawn_app().await;
     app.admin
-        .fund(subaccount(&app.a), "AUD", "1000")
+        .fund(subaccount(&app.a), "AUD", "1000", "test funding")
         .await
         .unwrap();
     let (receiver, account) = app.payee(&app.a, "ada@example.com", true, true).await;
@@ -119,7 +119,7 @@ async fn partial_mode_creates_what_passes_in_order_and_reports_the_rest() {
 async fn atomic_mode_creates_all_or_nothing() {
     let app = spawn_app().await;
     app.admin
-        .fund(subaccount(&app.a), "AUD", "1000")
+        .fund(subaccount(&app.a), "AUD", "1000", "test funding")
         .await
         .unwrap();
     let (receiver, account) = app.payee(&app.a, "ada@example.com", true, true).await;
@@ -172,7 +172,7 @@ async fn atomic_mode_creates_all_or_nothing() {
 async fn a_thousand_items_pass_none_or_a_thousand_and_one_do_not_and_the_body_is_capped() {
     let app = spawn_app().await;
     app.admin
-        .fund(subaccount(&app.a), "AUD", "100000")
+        .fund(subaccount(&app.a), "AUD", "100000", "test funding")
         .await
         .unwrap();
     let (receiver, account) = app.payee(&app.a, "ada@example.com", true, true).await;
@@ -231,7 +231,7 @@ async fn a_thousand_items_pass_none_or_a_thousand_and_one_do_not_and_the_body_is
 async fn one_key_replays_the_whole_answer_and_refuses_another_body() {
     let app = spawn_app().await;
     app.admin
-        .fund(subaccount(&app.a), "AUD", "1000")
+        .fund(subaccount(&app.a), "AUD", "1000", "test funding")
         .await
         .unwrap();
     let (receiver, account) = app.payee(&app.a, "ada@example.com", true, true).await;
@@ -275,7 +275,7 @@ async fn one_key_replays_the_whole_answer_and_refuses_another_body() {
 async fn an_atomic_refusal_is_stored_under_its_key_and_replayed_after_the_balance_grows() {
     let app = spawn_app().await;
     app.admin
-        .fund(subaccount(&app.a), "AUD", "1000")
+        .fund(subaccount(&app.a), "AUD", "1000", "test funding")
         .await
         .unwrap();
     let (receiver, account) = app.payee(&app.a, "ada@example.com", true, true).await;
@@ -298,7 +298,7 @@ async fn an_atomic_refusal_is_stored_under_its_key_and_replayed_after_the_balanc
     let first = first.bytes().await.unwrap();
     // Enough money now: a retry with the same key is still the stored refusal, not a new run.
     app.admin
-        .fund(subaccount(&app.a), "AUD", "1000")
+        .fund(subaccount(&app.a), "AUD", "1000", "test funding")
         .await
         .unwrap();
     let again = send().await.unwrap();
@@ -312,7 +312,7 @@ async fn an_atomic_refusal_is_stored_under_its_key_and_replayed_after_the_balanc
 async fn another_subaccounts_receiver_fails_only_its_item() {
     let app = spawn_app().await;
     app.admin
-        .fund(subaccount(&app.a), "AUD", "1000")
+        .fund(subaccount(&app.a), "AUD", "1000", "test funding")
         .await
         .unwrap();
     let (receiver, account) = app.payee(&app.a, "ada@example.com", true, true).await;
@@ -340,7 +340,12 @@ async fn a_bulk_racing_single_payouts_never_overdraws_and_loses_nothing() {
     let app = spawn_app().await;
     const FUNDING: i64 = 5_000;
     app.admin
-        .fund(subaccount(&app.a), "AUD", &FUNDING.to_string())
+        .fund(
+            subaccount(&app.a),
+            "AUD",
+            &FUNDING.to_string(),
+            "test funding",
+        )
         .await
         .unwrap();
     let (receiver, account) = app.payee(&app.a, "ada@example.com", true, true).await;

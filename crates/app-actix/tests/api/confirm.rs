@@ -108,7 +108,7 @@ async fn account_updates(app: &TestApp, account: &str) -> usize {
 async fn opening_the_link_changes_nothing_and_its_form_confirms_once() {
     let app = spawn_app().await;
     app.admin
-        .fund(subaccount(&app.a), "AUD", "100000")
+        .fund(subaccount(&app.a), "AUD", "100000", "test funding")
         .await
         .unwrap();
     let (receiver, account) = app.payee(&app.a, "ada@example.com", true, false).await;

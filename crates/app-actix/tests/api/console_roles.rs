@@ -28,6 +28,10 @@ const ROUTES: &[(&str, &str, Option<Role>)] = &[
         Some(Role::Admin),
     ),
     ("GET", "/audit", Some(Role::Admin)),
+    ("GET", "/webhooks", Some(Role::Viewer)),
+    ("POST", "/webhooks/resend", Some(Role::Operator)),
+    ("GET", "/funding", Some(Role::Admin)),
+    ("POST", "/funding", Some(Role::Admin)),
 ];
 
 async fn call(browser: &mut Browser, method: &str, path: &str, csrf: &str) -> crate::console::Page {
@@ -42,6 +46,11 @@ async fn call(browser: &mut Browser, method: &str, path: &str, csrf: &str) -> cr
                         ("decision", "completed"),
                         ("role", "viewer"),
                         ("email", "new@example.com"),
+                        ("event", "00000000-0000-4000-8000-000000000001"),
+                        ("subaccount", "00000000-0000-4000-8000-000000000001"),
+                        ("asset", "AUD"),
+                        ("amount", "1"),
+                        ("reason", "role table"),
                     ],
                 )
                 .await
@@ -221,7 +230,15 @@ async fn no_page_shows_a_secret_a_session_token_or_an_api_secret() {
         admin.secret.base32(),
     ];
     secrets.retain(|s| s.len() > 8);
-    for path in ["/", "/kyc", "/operators", "/audit", "/login"] {
+    for path in [
+        "/",
+        "/kyc",
+        "/webhooks",
+        "/funding",
+        "/operators",
+        "/audit",
+        "/login",
+    ] {
         let page = browser.get(path).await;
         assert_eq!(page.status, 200, "{path}");
         for secret in &secrets {
@@ -235,4 +252,131 @@ async fn no_page_shows_a_secret_a_session_token_or_an_api_secret() {
             "{path} is not escaped"
         );
     }
+}
+
+#[tokio::test]
+async fn an_operator_resends_a_webhook_event_in_the_console_and_the_audit_log_shows_it() {
+    let app = spawn_console_app(SessionPolicy::default()).await;
+    let console = app.console.clone().unwrap();
+    app.create_receiver(&app.a, "ada@example.com").await;
+    let events = app
+        .admin
+        .events(crate::helpers::subaccount(&app.a), None, None, 10)
+        .await
+        .unwrap();
+    let event = events.first().unwrap().id.to_string();
+
+    let viewer = enrol(&app, "viewer@example.com", Role::Viewer).await;
+    let mut as_viewer = sign_in(&console, &viewer).await;
+    let page = as_viewer.get("/webhooks").await;
+    assert_eq!(page.status, 200);
+    assert!(
+        !page.body.contains("Resend the event"),
+        "a viewer gets no form"
+    );
+
+    let ops = enrol(&app, "ops@example.com", Role::Operator).await;
+    let mut browser = sign_in(&console, &ops).await;
+    let csrf = browser.get("/webhooks").await.input("csrf").unwrap();
+    let done = browser
+        .post("/webhooks/resend", &[("csrf", &csrf), ("event", &event)])
+        .await;
+    assert_eq!(done.status, 303, "{}", done.body);
+    let back = done.location().unwrap().to_owned();
+    assert_eq!(back, format!("/webhooks?queued={event}"));
+    assert!(browser.get(&back).await.body.contains(&event));
+    // An unknown event or a malformed id is refused in words and writes nothing.
+    for (raw, says) in [
+        (
+            "00000000-0000-4000-8000-000000000009",
+            "No event has this id",
+        ),
+        ("not-an-id", "is a UUID"),
+    ] {
+        let refused = browser
+            .post("/webhooks/resend", &[("csrf", &csrf), ("event", raw)])
+            .await;
+        assert_eq!(refused.status, 400, "{raw}");
+        assert!(refused.body.contains(says), "{}", refused.body);
+    }
+
+    let store = app_actix::startup::build_store(&app.config).unwrap();
+    let entries = store
+        .list(&AuditQuery {
+            action: Some(AuditAction::WebhookResent),
+            limit: 10,
+            ..AuditQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(entries.len(), 1, "one entry, for the event that was queued");
+    assert_eq!(entries[0].actor.name(), "ops@example.com");
+    assert_eq!(entries[0].object_id, event);
+    assert!(entries[0].request_id.is_some(), "the console's request id");
+    assert!(entries[0].client_address.is_some(), "the client's address");
+}
+
+#[tokio::test]
+async fn an_admin_funds_a_subaccount_with_a_reason_and_the_audit_log_shows_it() {
+    let app = spawn_console_app(SessionPolicy::default()).await;
+    let console = app.console.clone().unwrap();
+    let subaccount = app.a.subaccount_id.clone();
+    let (before, _) = app.aud_balance(&app.a).await;
+
+    let admin = enrol(&app, "admin@example.com", Role::Admin).await;
+    let mut browser = sign_in(&console, &admin).await;
+    let csrf = browser.get("/funding").await.input("csrf").unwrap();
+    let done = browser
+        .post(
+            "/funding",
+            &[
+                ("csrf", &csrf),
+                ("subaccount", &subaccount),
+                ("asset", "AUD"),
+                ("amount", "2500"),
+                ("reason", "top-up <wire 42>"),
+            ],
+        )
+        .await;
+    assert_eq!(done.status, 303, "{}", done.body);
+    assert_eq!(done.location(), Some("/funding?done=1"));
+    assert_eq!(app.aud_balance(&app.a).await.0, before + 2_500);
+    // Without a reason, or for no subaccount, nothing is credited and the page says why.
+    for (reason, target, says) in [
+        (" ", subaccount.as_str(), "reason"),
+        ("x", "00000000-0000-4000-8000-000000000009", "No subaccount"),
+    ] {
+        let refused = browser
+            .post(
+                "/funding",
+                &[
+                    ("csrf", &csrf),
+                    ("subaccount", target),
+                    ("asset", "AUD"),
+                    ("amount", "1"),
+                    ("reason", reason),
+                ],
+            )
+            .await;
+        assert_eq!(refused.status, 400, "{says}");
+        assert!(refused.body.contains(says), "{}", refused.body);
+    }
+    assert_eq!(app.aud_balance(&app.a).await.0, before + 2_500);
+
+    let store = app_actix::startup::build_store(&app.config).unwrap();
+    let entries = store
+        .list(&AuditQuery {
+            action: Some(AuditAction::Funded),
+            actor: Some("admin@example.com".to_owned()),
+            limit: 10,
+            ..AuditQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].object_id, subaccount);
+    let after = entries[0].after.as_ref().unwrap();
+    assert_eq!(after["reason"], "top-up <wire 42>");
+    assert_eq!(after["amount"], 2_500);
+    assert!(entries[0].request_id.is_some());
 }

@@ -96,7 +96,7 @@ async fn a_receiver_body_with_an_unknown_field_stores_nothing() {
 async fn a_payout_body_with_an_unknown_field_holds_nothing() {
     let app = spawn_app().await;
     app.admin
-        .fund(subaccount(&app.a), "AUD", "100000")
+        .fund(subaccount(&app.a), "AUD", "100000", "test funding")
         .await
         .unwrap();
     let (receiver, account) = app.payee(&app.a, "payee@example.com", true, false).await;

@@ -175,6 +175,7 @@ async fn spawn_built(
         AdminPorts::all(Arc::new(store)),
         Arc::new(SystemClock),
         Arc::new(RandomIds::default()),
+        domain::audit::AuditContext::cli(Some("test")),
     );
     let a = tenant(&admin, "Tenant A").await;
     let b = tenant(&admin, "Tenant B").await;

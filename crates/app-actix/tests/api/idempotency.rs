@@ -87,7 +87,7 @@ async fn payout_count(app: &TestApp, tenant: &Tenant) -> usize {
 async fn a_retry_replays_the_first_response_byte_for_byte_and_writes_nothing() {
     let app = spawn_app().await;
     app.admin
-        .fund(subaccount(&app.a), "AUD", "10000")
+        .fund(subaccount(&app.a), "AUD", "10000", "test funding")
         .await
         .unwrap();
     let (r, a) = app.payee(&app.a, "idem@example.com", true, false).await;
@@ -147,7 +147,7 @@ async fn every_keyed_write_stores_its_response_in_its_own_transaction() {
         app.execute_sql(statement).await;
     }
     app.admin
-        .fund(subaccount(&app.a), "AUD", "10000")
+        .fund(subaccount(&app.a), "AUD", "10000", "test funding")
         .await
         .unwrap();
     let receiver = post_with_key(
@@ -251,7 +251,7 @@ async fn failed_validations_are_replayed_too_and_bad_keys_are_refused() {
 async fn concurrent_retries_create_one_payout() {
     let app = spawn_app().await;
     app.admin
-        .fund(subaccount(&app.a), "AUD", "10000")
+        .fund(subaccount(&app.a), "AUD", "10000", "test funding")
         .await
         .unwrap();
     let (r, a) = app.payee(&app.a, "idem@example.com", true, false).await;
@@ -337,7 +337,7 @@ async fn a_rate_limited_request_gives_its_key_up_so_a_retry_runs_afresh() {
 async fn a_replayed_payout_signature_is_refused_and_writes_nothing() {
     let app = spawn_app().await;
     app.admin
-        .fund(subaccount(&app.a), "AUD", "10000")
+        .fund(subaccount(&app.a), "AUD", "10000", "test funding")
         .await
         .unwrap();
     let (r, a) = app.payee(&app.a, "replay@example.com", true, false).await;
@@ -373,7 +373,7 @@ async fn a_replayed_payout_signature_is_refused_and_writes_nothing() {
     let replayed = post_signed_with_key(&app, &app.a, &signature, path, "p-3", &large).await;
     assert_eq!(replayed.codes(), ["AUTH106"]);
     app.admin
-        .fund(subaccount(&app.a), "AUD", "100000")
+        .fund(subaccount(&app.a), "AUD", "100000", "test funding")
         .await
         .unwrap();
     let retry = post_with_key(&app, &app.a, path, "p-3", &large).await;
@@ -403,7 +403,7 @@ async fn a_keyed_payout_is_admitted_by_its_own_write() {
         return; // On Citus requests are admitted before they run.
     }
     app.admin
-        .fund(subaccount(&app.a), "AUD", "10000")
+        .fund(subaccount(&app.a), "AUD", "10000", "test funding")
         .await
         .unwrap();
     let (r, a) = app
@@ -438,7 +438,7 @@ async fn a_rate_limited_payout_leaves_its_key_free() {
     })
     .await;
     app.admin
-        .fund(subaccount(&app.a), "AUD", "10000")
+        .fund(subaccount(&app.a), "AUD", "10000", "test funding")
         .await
         .unwrap();
     let (r, a) = app.payee(&app.a, "limited@example.com", true, false).await;

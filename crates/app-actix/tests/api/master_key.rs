@@ -20,6 +20,7 @@ fn admin_of(store: PgStore) -> AdminService {
         AdminPorts::all(Arc::new(store)),
         Arc::new(SystemClock),
         Arc::new(RandomIds::default()),
+        domain::audit::AuditContext::cli(Some("test")),
     )
 }
 

@@ -8,7 +8,7 @@ use crate::helpers::{spawn_app, subaccount};
 async fn metrics_count_requests_by_route_and_show_payouts_and_the_outbox() {
     let app = spawn_app().await;
     app.admin
-        .fund(subaccount(&app.a), "AUD", "1000")
+        .fund(subaccount(&app.a), "AUD", "1000", "test funding")
         .await
         .unwrap();
     let receiver = app.create_receiver(&app.a, "m@example.com").await;

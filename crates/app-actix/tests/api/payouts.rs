@@ -12,7 +12,7 @@ fn body(receiver: &str, account: &str, amount: Value, currency: &str) -> Value {
 async fn a_payout_holds_amount_and_fee_and_reads_back_in_the_providers_shape() {
     let app = spawn_app().await;
     app.admin
-        .fund(subaccount(&app.a), "AUD", "100000")
+        .fund(subaccount(&app.a), "AUD", "100000", "test funding")
         .await
         .unwrap();
     app.admin
@@ -101,7 +101,7 @@ async fn a_payout_holds_amount_and_fee_and_reads_back_in_the_providers_shape() {
 async fn new_payouts_wait_for_kyc_and_confirmation() {
     let app = spawn_app().await;
     app.admin
-        .fund(subaccount(&app.a), "AUD", "10000")
+        .fund(subaccount(&app.a), "AUD", "10000", "test funding")
         .await
         .unwrap();
     for (email, kyc, confirm, expected) in [
@@ -130,7 +130,7 @@ async fn new_payouts_wait_for_kyc_and_confirmation() {
 async fn every_check_answers_its_code_and_nothing_is_held() {
     let app = spawn_app().await;
     app.admin
-        .fund(subaccount(&app.a), "AUD", "1000")
+        .fund(subaccount(&app.a), "AUD", "1000", "test funding")
         .await
         .unwrap();
     let (receiver, account) = app.payee(&app.a, "ada@example.com", true, true).await;
@@ -205,7 +205,7 @@ async fn fifty_concurrent_payouts_against_a_balance_for_ten_exactly_ten_succeed(
         .await
         .unwrap();
     app.admin
-        .fund(subaccount(&app.a), "AUD", "1100")
+        .fund(subaccount(&app.a), "AUD", "1100", "test funding")
         .await
         .unwrap();
     let (receiver, account) = app.payee(&app.a, "ada@example.com", true, true).await;
@@ -233,7 +233,7 @@ async fn fifty_concurrent_payouts_against_a_balance_for_ten_exactly_ten_succeed(
 async fn cancelling_releases_the_hold_once_and_shows_the_reversal() {
     let app = spawn_app().await;
     app.admin
-        .fund(subaccount(&app.a), "AUD", "10000")
+        .fund(subaccount(&app.a), "AUD", "10000", "test funding")
         .await
         .unwrap();
     app.admin
@@ -309,7 +309,7 @@ async fn cancelling_releases_the_hold_once_and_shows_the_reversal() {
 async fn payouts_list_newest_first_with_filters_and_keyset_paging() {
     let app = spawn_app().await;
     app.admin
-        .fund(subaccount(&app.a), "AUD", "100000")
+        .fund(subaccount(&app.a), "AUD", "100000", "test funding")
         .await
         .unwrap();
     let (receiver, account) = app.payee(&app.a, "ada@example.com", true, true).await;
@@ -429,7 +429,7 @@ async fn payouts_list_newest_first_with_filters_and_keyset_paging() {
 async fn reference_and_note_follow_the_text_rules_and_a_nul_amount_is_req009() {
     let app = spawn_app().await;
     app.admin
-        .fund(subaccount(&app.a), "AUD", "100000")
+        .fund(subaccount(&app.a), "AUD", "100000", "test funding")
         .await
         .unwrap();
     let (receiver, account) = app.payee(&app.a, "ada@example.com", true, true).await;

@@ -201,7 +201,10 @@ async fn a_sepa_payout_is_filed_at_the_cutoff_settled_and_a_later_rejection_is_a
     let app = spawn_production_app(production, |_| {}).await;
     let store = Arc::new(build_store(&app.config).unwrap());
     let sub = SubaccountId::parse(&app.a.subaccount_id).unwrap();
-    app.admin.fund(sub, "EUR", "100000").await.unwrap();
+    app.admin
+        .fund(sub, "EUR", "100000", "test funding")
+        .await
+        .unwrap();
     app.admin.set_fee(sub, "EUR", "50", "0", "0").await.unwrap();
 
     // No sandbox: the test helpers do not exist.
@@ -575,7 +578,10 @@ async fn ach_payouts_are_filed_in_nacha_and_a_return_fails_one_in_progress() {
     let app = spawn_production_app(production, |_| {}).await;
     let store = Arc::new(build_store(&app.config).unwrap());
     let sub = SubaccountId::parse(&app.a.subaccount_id).unwrap();
-    app.admin.fund(sub, "USD", "100000").await.unwrap();
+    app.admin
+        .fund(sub, "USD", "100000", "test funding")
+        .await
+        .unwrap();
 
     // Two payees, each with a confirmed checking / savings account, then a payout to each,
     // both in the batch of the next cut-off.
@@ -726,6 +732,15 @@ async fn ach_payouts_are_filed_in_nacha_and_a_return_fails_one_in_progress() {
         admin_cli(&app, &["admin", "rail-file", "--id", &id, "--raw"]),
         file.bytes
     );
+    // The download is audited (the description is not).
+    let audited: serde_json::Value = serde_json::from_slice(&admin_cli(
+        &app,
+        &["admin", "audit", "--action", "rail_file.download"],
+    ))
+    .unwrap();
+    assert_eq!(audited.as_array().map(Vec::len), Some(1), "{audited}");
+    assert_eq!(audited[0]["object"]["id"], id.as_str());
+    assert_eq!(audited[0]["after"]["size"], file.bytes.len());
     let shown: serde_json::Value =
         serde_json::from_slice(&admin_cli(&app, &["admin", "rail-file", "--id", &id])).unwrap();
     assert_eq!(shown["payouts"][0]["reference"], traces[0].as_str());

@@ -117,7 +117,10 @@ async fn aba_cpa005_and_ib4b_files_pass_their_checkers_and_their_returns_fail_th
     let app = spawn_production_app(production, |_| {}).await;
     let sub = SubaccountId::parse(&app.a.subaccount_id).unwrap();
     for asset in ["AUD", "CAD", "NZD"] {
-        app.admin.fund(sub, asset, "100000").await.unwrap();
+        app.admin
+            .fund(sub, asset, "100000", "test funding")
+            .await
+            .unwrap();
     }
 
     // Names that need cleaning on the way into each format.
@@ -439,7 +442,10 @@ pub(crate) async fn interac_app() -> (TestApp, Arc<SandboxNotifier>, web::Data<P
 async fn interac_payouts() -> InteracPayouts {
     let (app, notifier, partner) = interac_app().await;
     let sub = SubaccountId::parse(&app.a.subaccount_id).unwrap();
-    app.admin.fund(sub, "CAD", "100000").await.unwrap();
+    app.admin
+        .fund(sub, "CAD", "100000", "test funding")
+        .await
+        .unwrap();
 
     // Both payees first, then a payout to each, both in the batch of the next cut-off.
     let mut payees = Vec::new();
@@ -727,6 +733,10 @@ async fn a_deposited_transfer_stays_paid_whatever_the_partner_reports_next() {
         ),
         altered.to_bytes().unwrap()
     );
+    let downloads = json(&["admin", "audit", "--action", "inbound_file.download"]);
+    assert_eq!(downloads.as_array().map(Vec::len), Some(2), "{downloads}");
+    assert_eq!(downloads[0]["object"]["id"], altered_id);
+    assert_eq!(downloads[1]["object"]["id"], document);
     let refused = admin_output(&app, &["admin", "inbound-files", "--outcome", "odd"]);
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--outcome"));
     let metrics = app

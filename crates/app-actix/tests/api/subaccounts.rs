@@ -30,11 +30,11 @@ async fn the_callers_subaccount_in_the_seed_shape() {
 async fn balances_by_asset() {
     let app = spawn_app().await;
     app.admin
-        .fund(subaccount(&app.a), "AUD", "12345")
+        .fund(subaccount(&app.a), "AUD", "12345", "test funding")
         .await
         .unwrap();
     app.admin
-        .fund(subaccount(&app.a), "aud", "5")
+        .fund(subaccount(&app.a), "aud", "5", "test funding")
         .await
         .unwrap();
     let path = |asset: &str| {

@@ -9,7 +9,7 @@ async fn each_tenant_sees_only_its_own_resources() {
     let a_receiver = app.create_receiver(&app.a, "a@example.com").await;
     let b_receiver = app.create_receiver(&app.b, "b@example.com").await;
     app.admin
-        .fund(subaccount(&app.a), "AUD", "1000")
+        .fund(subaccount(&app.a), "AUD", "1000", "test funding")
         .await
         .unwrap();
 

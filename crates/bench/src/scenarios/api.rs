@@ -711,6 +711,8 @@ async fn prepare<'a>(
                 code,
                 "--amount",
                 FUNDING,
+                "--reason",
+                "API bench float",
             ])
             .await?;
         payoutd

@@ -325,6 +325,8 @@ async fn world(
             "aud",
             "--amount",
             "1000000000",
+            "--reason",
+            "chaos bench float",
         ])
         .await?;
     let receiver = Receiver::start(1).await?;
@@ -1200,6 +1202,8 @@ async fn place_subaccounts(
                 "aud",
                 "--amount",
                 "1000000000",
+                "--reason",
+                "chaos bench float",
             ])
             .await?;
         let key = tenant

@@ -2,9 +2,11 @@
 
 pub mod audit;
 pub mod auth;
+pub mod funding;
 pub mod home;
 pub mod kyc;
 pub mod operators;
+pub mod webhooks;
 
 use actix_web::HttpResponse;
 use maud::Markup;

@@ -34,7 +34,7 @@ pub trait CredentialStore: Send + Sync {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait ApiKeyStore: Send + Sync {
-    /// Stores a new API credential, the secret encrypted at rest.
+    /// Stores a new API credential, the secret encrypted at rest, with `audit`.
     ///
     /// # Errors
     /// `SubaccountNotFound` when the subaccount does not exist.
@@ -45,15 +45,17 @@ pub trait ApiKeyStore: Send + Sync {
         api_key: &str,
         secret: &Secret<String>,
         created_at: DateTime<Utc>,
+        audit: &crate::audit::AuditEntry,
     ) -> Result<(), OperatorError>;
 
-    /// Revokes an active API key at once.
+    /// Revokes an active API key at once, with `audit`.
     ///
     /// # Errors
-    /// `KeyNotFound` when no active key has this value.
+    /// `KeyNotFound` when no active key has this value; nothing was written.
     async fn revoke_credential(
         &self,
         api_key: &str,
         at: DateTime<Utc>,
+        audit: &crate::audit::AuditEntry,
     ) -> Result<(), OperatorError>;
 }

@@ -112,10 +112,12 @@ pub trait EventHistoryStore: Send + Sync {
     ) -> Result<Vec<EventSummary>, OperatorError>;
 
     /// Queues the selected events for delivery again now, with a fresh retry schedule (their
-    /// attempt history is kept); returns how many were queued.
+    /// attempt history is kept), and writes `audit` in the same transaction when any was;
+    /// returns how many were queued.
     async fn resend_events(
         &self,
         selection: &ResendSelection,
         now: DateTime<Utc>,
+        audit: &crate::audit::AuditEntry,
     ) -> Result<u64, OperatorError>;
 }

@@ -110,27 +110,30 @@ pub trait DeliveryStore: Send + Sync {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait WebhookEndpointStore: Send + Sync {
-    /// Sets the postback URL and the webhook signing secret (encrypted at rest).
+    /// Sets the postback URL and the webhook signing secret (encrypted at rest), with `audit`.
     ///
     /// # Errors
-    /// `SubaccountNotFound` when the subaccount does not exist.
+    /// `SubaccountNotFound` when the subaccount does not exist; nothing was written.
     async fn set_webhook(
         &self,
         subaccount: SubaccountId,
         url: &str,
         secret: &Secret<String>,
+        audit: &crate::audit::AuditEntry,
     ) -> Result<(), OperatorError>;
 
     /// Makes `secret` the webhook signing secret and keeps the current one as the previous
-    /// secret until `previous_until`: deliveries until then carry both signatures.
+    /// secret until `previous_until`: deliveries until then carry both signatures. `audit` is
+    /// written in the same transaction.
     ///
     /// # Errors
     /// `SubaccountNotFound` when the subaccount does not exist; `NoWebhook` when it has no
-    /// webhook secret to rotate (use `set_webhook`).
+    /// webhook secret to rotate (use `set_webhook`). Nothing was written.
     async fn rotate_webhook_secret(
         &self,
         subaccount: SubaccountId,
         secret: &Secret<String>,
         previous_until: DateTime<Utc>,
+        audit: &crate::audit::AuditEntry,
     ) -> Result<(), OperatorError>;
 }

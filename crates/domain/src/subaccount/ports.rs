@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 
 use super::{Balance, FeeTemplate, Subaccount};
+use crate::audit::AuditEntry;
 use crate::auth::SignaturePolicy;
 use crate::error::{OperatorError, PortError};
 use crate::ids::SubaccountId;
@@ -26,25 +27,32 @@ pub struct NewSubaccount {
     pub subaccount: Subaccount,
 }
 
-/// Setting subaccounts up (admin CLI): creation, fee templates and the signature policy.
+/// Setting subaccounts up (admin CLI and console): creation, fee templates and the signature
+/// policy. Each change is written with its audit entry in one transaction.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait SubaccountSetupStore: Send + Sync {
-    /// Stores a new subaccount.
-    async fn create_subaccount(&self, new: &NewSubaccount) -> Result<(), PortError>;
+    /// Stores a new subaccount and `audit`.
+    async fn create_subaccount(
+        &self,
+        new: &NewSubaccount,
+        audit: &AuditEntry,
+    ) -> Result<(), PortError>;
 
-    /// Creates or replaces the subaccount's fee template for the template's asset.
+    /// Creates or replaces the subaccount's fee template for the template's asset, with
+    /// `audit`.
     ///
     /// # Errors
-    /// `SubaccountNotFound` when the subaccount does not exist.
+    /// `SubaccountNotFound` when the subaccount does not exist; nothing was written.
     async fn upsert_fee_template(
         &self,
         subaccount: SubaccountId,
         template: &FeeTemplate,
+        audit: &AuditEntry,
     ) -> Result<(), OperatorError>;
 
     /// Sets which signature versions the subaccount's requests may use; every instance applies
-    /// it from the subaccount's next request.
+    /// it from the subaccount's next request. `audit` is written when the policy changed.
     ///
     /// # Errors
     /// `SubaccountNotFound` when the subaccount does not exist.
@@ -52,5 +60,6 @@ pub trait SubaccountSetupStore: Send + Sync {
         &self,
         subaccount: SubaccountId,
         policy: SignaturePolicy,
+        audit: &AuditEntry,
     ) -> Result<(), OperatorError>;
 }
