@@ -7,9 +7,10 @@ use std::time::Duration;
 use futures_util::TryStreamExt;
 use payoutd_client::webhooks::Verifier;
 use payoutd_client::{
-    AccountMatch, AccountStatus, Asset, AudDirectEntry, BatchStatus, BulkPayouts, Client,
-    ConfirmStatus, ErrorCode, KycDecision, KycStatus, NewPayout, NewReceiver, PayoutFilter,
-    PayoutStatus, RailResult, ReceiverFilter, ReceiverStatus, SettleTarget, Uuid,
+    AccountMatch, AccountStatus, AccountType, Asset, AudDirectEntry, BatchStatus, BulkPayouts,
+    CadDigital, CadEft, Client, ConfirmStatus, ErrorCode, EurSepa, KycDecision, KycStatus,
+    NewAccount, NewPayout, NewReceiver, NzdDirectCredit, PayoutFilter, PayoutStatus, RailResult,
+    ReceiverFilter, ReceiverStatus, SettleTarget, UsdAch, Uuid,
 };
 
 use crate::helpers::{TestApp, spawn_app};
@@ -218,6 +219,148 @@ async fn the_client_crate_pays_a_receiver_and_reads_everything_back() {
     assert_eq!(
         (paid.status, paid.batch_id),
         (PayoutStatus::Successful, Some(batch.batch_id))
+    );
+}
+
+#[tokio::test]
+async fn the_client_crates_account_types_are_the_six_methods_routes() {
+    let app = spawn_app().await;
+    let client = client_of_a_new_subaccount(&app).await;
+    let receiver_id = client
+        .create_receiver(&new_receiver("methods@example.com"))
+        .await
+        .unwrap()
+        .receiver_id;
+    let accounts: [(NewAccount, Asset, &str, AccountMatch); 6] = [
+        (
+            AudDirectEntry {
+                receiver_id,
+                bsb: "012 002".into(),
+                account_number: "123456789".into(),
+            }
+            .into(),
+            Asset::Aud,
+            "direct-entry",
+            AccountMatch {
+                bsb: Some("012002".into()),
+                ..AccountMatch::default()
+            },
+        ),
+        (
+            UsdAch {
+                receiver_id,
+                routing_number: "021000021".into(),
+                account_number: "987654321".into(),
+                account_type: AccountType::Checking,
+            }
+            .into(),
+            Asset::Usd,
+            "ach",
+            AccountMatch {
+                routing_number: Some("021000021".into()),
+                account_number: Some("987654321".into()),
+                ..AccountMatch::default()
+            },
+        ),
+        (
+            CadEft {
+                receiver_id,
+                routing_number: "12345-003".into(),
+                account_number: "7654321".into(),
+                account_type: AccountType::Savings,
+            }
+            .into(),
+            Asset::Cad,
+            "eft",
+            AccountMatch {
+                account_number: Some("7654321".into()),
+                ..AccountMatch::default()
+            },
+        ),
+        (
+            CadDigital {
+                receiver_id,
+                recipient: "ada.pay@example.com".into(),
+                name: "Ada Lovelace".into(),
+                description: Some("Royalties".into()),
+            }
+            .into(),
+            Asset::Cad,
+            "digital",
+            AccountMatch {
+                recipient: Some("ada.pay@example.com".into()),
+                ..AccountMatch::default()
+            },
+        ),
+        (
+            EurSepa {
+                receiver_id,
+                iban: "DE89 3704 0044 0532 0130 00".into(),
+                bic: "COBADEFFXXX".into(),
+            }
+            .into(),
+            Asset::Eur,
+            "sepa",
+            AccountMatch {
+                iban: Some("DE89370400440532013000".into()),
+                ..AccountMatch::default()
+            },
+        ),
+        (
+            NzdDirectCredit {
+                receiver_id,
+                account_number: "01-902-0068389-00".into(),
+            }
+            .into(),
+            Asset::Nzd,
+            "direct-credit",
+            AccountMatch {
+                account_number: Some("01-902-0068389-00".into()),
+                ..AccountMatch::default()
+            },
+        ),
+    ];
+    for (account, asset, method, fields) in accounts {
+        let route = account.route();
+        let created = client.create_receiver_account(account).await.unwrap();
+        let read = client
+            .get_receiver_account(created.receiver_account_id)
+            .await
+            .unwrap();
+        assert_eq!(
+            (read.asset, read.method_name.as_str()),
+            (asset, method),
+            "{route}"
+        );
+        assert_eq!(read.receiver_id, receiver_id);
+        let found = client.verify_receiver_account(&fields).await.unwrap();
+        assert_eq!(
+            (found.exists, found.account_id),
+            (true, Some(created.receiver_account_id)),
+            "{route}"
+        );
+    }
+    assert_eq!(
+        client
+            .list_receiver_accounts(receiver_id)
+            .await
+            .unwrap()
+            .len(),
+        6
+    );
+    // A method's own rule, refused with the field the crate sent.
+    let refused = client
+        .create_receiver_account(UsdAch {
+            receiver_id,
+            routing_number: "021000022".into(),
+            account_number: "987654321".into(),
+            account_type: AccountType::Checking,
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        refused.api().unwrap().field("routing_number").is_some(),
+        "{refused}"
     );
 }
 
