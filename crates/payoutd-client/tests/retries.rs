@@ -98,13 +98,13 @@ async fn status_503_idem001_and_dropped_connections_are_retried_with_the_same_ke
     let created = mock
         .client()
         .create_payout(&payout())
-        .idempotency_key("invoice 1001")
+        .idempotency_key("invoice-1001")
         .await
         .unwrap();
     assert_eq!(created.payout_id, Uuid::from_u128(9));
     let seen = mock.seen();
     assert_eq!(seen.len(), 4);
-    assert_eq!(same_key_fresh_signatures(&seen).await, "invoice 1001");
+    assert_eq!(same_key_fresh_signatures(&seen).await, "invoice-1001");
 }
 
 #[tokio::test]
@@ -272,6 +272,47 @@ async fn a_list_that_repeats_its_cursor_ends_in_an_error_not_a_loop() {
         .await;
     assert!(matches!(result, Err(Error::Decode { .. })), "{result:?}");
     assert_eq!(mock.seen().len(), 2);
+}
+
+/// The keys the client sends are exactly those the server's rule (domain's
+/// `IdempotencyKey::parse`) takes: any other is refused before anything is sent.
+#[tokio::test]
+async fn the_client_sends_exactly_the_keys_the_server_accepts() {
+    let long = "k".repeat(255);
+    let too_long = "k".repeat(256);
+    let candidates = [
+        "invoice-1001",
+        "a",
+        "!~",
+        &long,
+        &too_long,
+        "",
+        " a",
+        "a ",
+        "in side",
+        "tab\tkey",
+        "new\nline",
+        "caf\u{e9}",
+        "\u{7f}",
+    ];
+    for candidate in candidates {
+        let mock = Mock::start(vec![created()]).await;
+        let sent = mock
+            .client()
+            .create_payout(&payout())
+            .idempotency_key(candidate)
+            .await;
+        let server_accepts = domain::idempotency::IdempotencyKey::parse(candidate).is_some();
+        assert_eq!(sent.is_ok(), server_accepts, "{candidate:?}");
+        assert_eq!(
+            mock.seen().len(),
+            usize::from(server_accepts),
+            "{candidate:?}"
+        );
+        if let Err(error) = sent {
+            assert!(matches!(error, Error::Invalid(_)), "{error:?}");
+        }
+    }
 }
 
 #[tokio::test]
