@@ -26,7 +26,7 @@ async fn client_of_a_new_subaccount(app: &TestApp) -> Client {
         .unwrap();
     let key = app.admin.issue_key(subaccount.id).await.unwrap();
     app.admin
-        .fund(subaccount.id, "AUD", "100000")
+        .fund(subaccount.id, "AUD", "100000", "test funding")
         .await
         .unwrap();
     let id: Uuid = subaccount.id.to_string().parse().unwrap();
