@@ -52,6 +52,10 @@ enum Role {
     Adapter,
     /// The binary that wires the adapters into the domain.
     Application,
+    /// The client crate merchants depend on: built without any payoutd crate, so a merchant's
+    /// build never pulls the server in and the crate packages on its own. Its tests check it
+    /// against the server's rules through `domain`, as dev-dependencies.
+    Client,
     /// The benchmark harness.
     Bench,
     /// `cargo xtask`.
@@ -71,6 +75,7 @@ const MEMBER_ROLES: &[(&str, Role)] = &[
     // The operator console: a driving adapter over the domain's services, mounted by app-actix.
     ("console", Role::Adapter),
     ("app-actix", Role::Application),
+    ("payoutd-client", Role::Client),
     ("payoutd-bench", Role::Bench),
     ("xtask", Role::Tooling),
 ];
@@ -129,6 +134,12 @@ const ROLE_RULES: &[RoleRule] = &[
     RoleRule {
         role: Role::Application,
         may_use: &[Role::Codes, Role::Domain, Role::Formats, Role::Adapter],
+        dev_too: false,
+        default_member: true,
+    },
+    RoleRule {
+        role: Role::Client,
+        may_use: &[],
         dev_too: false,
         default_member: true,
     },

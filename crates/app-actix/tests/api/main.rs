@@ -7,6 +7,7 @@ mod auth;
 mod batches;
 mod bodies;
 mod bulk_payouts;
+mod client;
 mod confirm;
 mod connections;
 mod console;
