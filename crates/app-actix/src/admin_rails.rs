@@ -56,6 +56,15 @@ pub struct RailFilesArgs {
     pub limit: u32,
 }
 
+/// `admin run-cutoff`.
+#[derive(Debug, Args)]
+pub struct RunCutoffArgs {
+    /// The method whose rail runs its cut-off now, as in the API's routes: aud/direct-entry,
+    /// usd/ach, cad/eft, cad/digital, eur/sepa or nzd/direct-credit.
+    #[arg(long)]
+    pub method: String,
+}
+
 /// `admin rail-file`.
 #[derive(Debug, Args)]
 pub struct RailFileArgs {
@@ -285,4 +294,46 @@ pub async fn show_inbound(store: Arc<PgStore>, args: &InboundFileArgs) -> anyhow
     let mut shown = inbound_json(&file);
     shown["lines"] = Value::Array(lines.iter().map(line_json).collect());
     Ok(Output::Json(shown))
+}
+
+/// `admin run-cutoff --method M`: brings the open batches of the method's currency forward to
+/// run now (audited); the serving instances' batch job closes and files them at its next pass
+/// (`PAYOUT_BATCH_POLL_MS`), with the effective date the rail's calendar gives a file sent then.
+///
+/// # Errors
+/// An unknown method, nothing waiting, a file of the currency being sent, or the store failing,
+/// each said in words.
+pub async fn run_cutoff(store: Arc<PgStore>, args: &RunCutoffArgs) -> anyhow::Result<Output> {
+    use domain::account::PayoutMethod;
+    use domain::batch::cutoff::CutoffService;
+
+    let method = PayoutMethod::from_route(args.method.trim()).with_context(|| {
+        let routes: Vec<String> = PayoutMethod::ALL.iter().map(|m| m.route()).collect();
+        format!(
+            "invalid --method {:?}: expected one of {}",
+            args.method,
+            routes.join(", ")
+        )
+    })?;
+    let service = CutoffService::new(
+        store,
+        Arc::new(crate::system::SystemClock),
+        Arc::new(crate::system::RandomIds::default()),
+    );
+    let batches = service
+        .run_cutoff(method, &crate::admin_console::cli_context())
+        .await?;
+    Ok(Output::Json(json!({
+        "method": method.route(),
+        "asset": method.asset().code(),
+        "batches": batches
+            .iter()
+            .map(|b| json!({
+                "batch_id": b.id.to_string(),
+                "subaccount_id": b.subaccount_id.to_string(),
+                "batch_run_time": b.batch_run_time,
+            }))
+            .collect::<Vec<_>>(),
+        "filed_by": "the batch job of the serving instances, at its next pass",
+    })))
 }

@@ -69,6 +69,10 @@ pub enum AdminCommand {
     RailFiles(crate::admin_rails::RailFilesArgs),
     /// Show one bank file with its payouts and references; with --raw, its bytes as sent.
     RailFile(crate::admin_rails::RailFileArgs),
+    /// Run a rail's cut-off now: the open batches of the method's currency that hold payouts
+    /// are closed and filed by the serving instances at their next pass (audited). Refused when
+    /// nothing is waiting or a file of that currency is being sent. Prints the batches.
+    RunCutoff(crate::admin_rails::RunCutoffArgs),
     /// List what the bank's inbound files said and what was done with each line, newest first
     /// (an anomaly names the line and document it contradicts).
     BankReports(crate::admin_rails::BankReportsArgs),
@@ -576,6 +580,7 @@ async fn admin(command: AdminCommand) -> anyhow::Result<Output> {
         }
         AdminCommand::RailFiles(args) => return crate::admin_rails::list_files(store, &args).await,
         AdminCommand::RailFile(args) => return crate::admin_rails::show_file(store, &args).await,
+        AdminCommand::RunCutoff(args) => return crate::admin_rails::run_cutoff(store, &args).await,
         AdminCommand::BankReports(args) => {
             return crate::admin_rails::list_reports(store, &args).await;
         }

@@ -101,11 +101,13 @@ pub enum AuditAction {
     MasterKeyRotated,
     /// A document read from a rail was downloaded as received.
     InboundFileDownloaded,
+    /// A rail's open batches were brought forward to run now, as at a cut-off.
+    CutoffRun,
 }
 
 impl AuditAction {
     /// Every action.
-    pub const ALL: [AuditAction; 22] = [
+    pub const ALL: [AuditAction; 23] = [
         AuditAction::OperatorCreated,
         AuditAction::OperatorEnrolled,
         AuditAction::OperatorRoleChanged,
@@ -128,6 +130,7 @@ impl AuditAction {
         AuditAction::Funded,
         AuditAction::MasterKeyRotated,
         AuditAction::InboundFileDownloaded,
+        AuditAction::CutoffRun,
     ];
 
     /// The stored name.
@@ -155,6 +158,7 @@ impl AuditAction {
             AuditAction::Funded => "balance.fund",
             AuditAction::MasterKeyRotated => "vault.rotate_master_key",
             AuditAction::InboundFileDownloaded => "inbound_file.download",
+            AuditAction::CutoffRun => "rail.run_cutoff",
         }
     }
 

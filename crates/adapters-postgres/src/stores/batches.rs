@@ -11,6 +11,8 @@ use diesel::prelude::*;
 use diesel::sql_types::{Array, Text, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use domain::PortError;
+use domain::audit::AuditEntry;
+use domain::batch::cutoff::{CutoffBatches, CutoffStore};
 use domain::batch::ports::{BatchStore, ClosePlanner, ClosedBatch, RailReceipt};
 use domain::batch::{Batch, BatchStatus};
 use domain::events::OutboxEvent;
@@ -20,6 +22,7 @@ use domain::payout::{Payout, PayoutStatus};
 use uuid::Uuid;
 
 use super::PgStore;
+use super::console::insert_audit;
 use super::outbox::insert_events;
 use super::transitions::{PayoutAbort, apply_changes};
 use crate::cached::CachedExt;
@@ -580,5 +583,67 @@ impl BatchStore for PgStore {
             .await
             .map_err(from_diesel)?;
         to_payouts(rows)
+    }
+}
+
+/// A batch id an `UPDATE ... RETURNING id` gave back.
+#[derive(QueryableByName)]
+struct ReturnedId {
+    #[diesel(sql_type = SqlUuid)]
+    id: Uuid,
+}
+
+#[async_trait]
+impl CutoffStore for PgStore {
+    #[tracing::instrument(level = "debug", skip_all, fields(asset = %asset))]
+    async fn bring_forward_for_cutoff(
+        &self,
+        asset: Asset,
+        now: DateTime<Utc>,
+        audit: &AuditEntry,
+    ) -> Result<CutoffBatches, PortError> {
+        let mut conn = self.conn().await?;
+        conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+            // A batch closed and leased is being submitted: its file is on its way.
+            let sending: i64 = batches::table
+                .filter(batches::asset.eq(asset.code()))
+                .filter(batches::status.eq(BatchStatus::Queue.as_str()))
+                .filter(batches::claimed_until.gt(now))
+                .count()
+                .get_result(conn)
+                .await?;
+            if sending > 0 {
+                return Ok(CutoffBatches::BeingSent {
+                    batches: usize::try_from(sending).unwrap_or(usize::MAX),
+                });
+            }
+            let brought: Vec<ReturnedId> = diesel::sql_query(include_str!("run_cutoff.sql"))
+                .bind::<Text, _>(asset.code())
+                .bind::<diesel::sql_types::Timestamptz, _>(now)
+                .bind::<diesel::sql_types::SmallInt, _>(i16::from(PayoutStatus::Pending.code()))
+                .load(conn)
+                .await?;
+            if brought.is_empty() {
+                return Ok(CutoffBatches::BroughtForward(Vec::new()));
+            }
+            let ids: Vec<Uuid> = brought.into_iter().map(|r| r.id).collect();
+            let rows: Vec<BatchRow> = batches::table
+                .filter(batches::id.eq_any(&ids))
+                .select(BatchRow::as_select())
+                .order((batches::subaccount_id.asc(), batches::id.asc()))
+                .load(conn)
+                .await?;
+            insert_audit(conn, audit).await?;
+            Ok(CutoffBatches::BroughtForward(
+                rows.into_iter()
+                    .map(Batch::try_from)
+                    .collect::<Result<_, _>>()
+                    .map_err(|e: PortError| {
+                        diesel::result::Error::DeserializationError(e.to_string().into())
+                    })?,
+            ))
+        })
+        .await
+        .map_err(from_diesel)
     }
 }

@@ -46,6 +46,11 @@ provider = "manual"
 
 /// A rail table with a cut-off every minute and a directory transport.
 fn file_rail(route: &str, settings: &str, dirs: &Path) -> String {
+    file_rail_with_cutoffs(route, settings, dirs, &every_minute())
+}
+
+/// A rail table with `cutoffs` (quoted `HH:MM`, comma-separated) and a directory transport.
+fn file_rail_with_cutoffs(route: &str, settings: &str, dirs: &Path, cutoffs: &str) -> String {
     let name = route.replace('/', "-");
     let (outbound, inbound) = (
         dirs.join(format!("{name}-out")),
@@ -57,7 +62,6 @@ fn file_rail(route: &str, settings: &str, dirs: &Path) -> String {
         "[rails.\"{route}\"]\nfile_prefix = \"TEST\"\ncutoffs = [{cutoffs}]\n{settings}\n\
          [rails.\"{route}\".transport]\nkind = \"directory\"\noutbound_dir = \"{outbound}\"\n\
          inbound_dir = \"{inbound}\"\npoll_interval_secs = 1\n\n",
-        cutoffs = every_minute(),
         outbound = outbound.display(),
         inbound = inbound.display(),
     )
@@ -762,4 +766,96 @@ async fn a_deposited_transfer_stays_paid_whatever_the_partner_reports_next() {
             .discrepancies
             .is_empty()
     );
+}
+
+#[tokio::test]
+async fn an_operator_runs_a_cutoff_now_and_the_waiting_payout_is_filed() {
+    let dirs = tempfile::tempdir().unwrap();
+    // The rail's only cut-off is twelve hours away: nothing is filed unless an operator asks.
+    let far = (Utc::now() + chrono::Duration::hours(12))
+        .format("\"%H:%M\"")
+        .to_string();
+    let text = format!(
+        "{}{SMTP_AND_KYC}",
+        file_rail_with_cutoffs(
+            "cad/eft",
+            "originator_id = \"PAYOUTD001\"\ndata_centre = \"00310\"\noriginator_short_name = \"PAYOUTD TEST\"\n\
+             originator_long_name = \"PAYOUTD TEST INC\"\nreturn_institution = \"000312345\"\n\
+             return_account = \"1234567\"\ntransaction_code = 450\n",
+            dirs.path(),
+            &far,
+        ),
+    );
+    let settings = ProductionSettings::parse(&text, Path::new("payoutd.toml"), &|_| None)
+        .unwrap_or_else(|problems| panic!("{problems:#?}"));
+    let notifier = Arc::new(SandboxNotifier::new());
+    let production = Production::build(open_every_day(settings), notifier.clone()).unwrap();
+    let app = spawn_production_app(production, |_| {}).await;
+    let sub = SubaccountId::parse(&app.a.subaccount_id).unwrap();
+    app.admin
+        .fund(sub, "CAD", "100000", "test funding")
+        .await
+        .unwrap();
+    let refused = |args: &[&str]| {
+        let output = admin_output(&app, args);
+        assert!(!output.status.success(), "{args:?}");
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+
+    // Nothing waits yet, and a method must be one of the six.
+    let nothing = refused(&["admin", "run-cutoff", "--method", "cad/eft"]);
+    assert!(
+        nothing.contains("no payout of cad/eft is waiting for a cut-off"),
+        "{nothing}"
+    );
+    let unknown = refused(&["admin", "run-cutoff", "--method", "cad/wire"]);
+    assert!(
+        unknown.contains("invalid --method \"cad/wire\""),
+        "{unknown}"
+    );
+
+    let (payout_id, _) = payee_with_payout(
+        &app,
+        &notifier,
+        "waiting@example.com",
+        "cad/eft",
+        json!({"routing_number": "12345-003", "account_number": "7654321", "account_type": "checking"}),
+        "CAD",
+        2_500,
+    )
+    .await;
+    let out = dirs.path().join("cad-eft-out");
+    // Two batch passes later, still nothing filed: the cut-off is hours away.
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
+    assert_eq!(payout(&app, &payout_id).await["status"], "pending");
+
+    let run: Value = serde_json::from_slice(&admin_cli(
+        &app,
+        &["admin", "run-cutoff", "--method", "cad/eft"],
+    ))
+    .unwrap();
+    assert_eq!(run["method"], "cad/eft", "{run}");
+    assert_eq!(run["asset"], "CAD", "{run}");
+    assert_eq!(run["batches"].as_array().map(Vec::len), Some(1), "{run}");
+    assert_eq!(
+        run["batches"][0]["subaccount_id"],
+        app.a.subaccount_id.as_str()
+    );
+
+    // The serving instance files it at its next pass, as at a cut-off.
+    let file = the_file_in(&out).await;
+    bank_format_oracles::cpa005::check(&file, b"\r\n").unwrap();
+    wait_for("the payout to be submitted", async || {
+        payout(&app, &payout_id).await["status"] != "pending"
+    })
+    .await;
+
+    // Audited as the command's, and the cut-off has nothing left to run.
+    let audit = admin_cli(&app, &["admin", "audit", "--action", "rail.run_cutoff"]);
+    let audit: Value = serde_json::from_slice(&audit).unwrap();
+    assert_eq!(audit.as_array().map(Vec::len), Some(1), "{audit}");
+    assert_eq!(audit[0]["object"]["id"], "cad/eft", "{audit}");
+    let again = refused(&["admin", "run-cutoff", "--method", "cad/eft"]);
+    assert!(again.contains("no payout of cad/eft is waiting"), "{again}");
 }

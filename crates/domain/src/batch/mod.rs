@@ -4,6 +4,7 @@
 //! and later records what the rail reports. Every step is a conditional change in the store, so
 //! several runners (in one or many instances) never submit a payout twice or apply a result twice.
 
+pub mod cutoff;
 pub mod ports;
 pub mod runner;
 
