@@ -137,6 +137,7 @@ const VALUE_FLAGS: &[&str] = &[
 ];
 const SWITCHES: &[&str] = &[
     "--explain",
+    "--previous-key",
     "--keep-databases",
     "--advisory-ratio",
     "--advisory",
@@ -390,7 +391,10 @@ Scenarios:
              --rounds N           alternating rounds per size (default 4)
              --warmup N           unmeasured requests per size first
              --max-ratio R        (default 1.5)
-             --explain            print EXPLAIN ANALYZE of each query kind
+             --explain            print EXPLAIN ANALYZE of each query kind, as
+                                  the account store runs it (its statements, binds)
+             --previous-key       serve with a second (previous) master key, as
+                                  during a rotation: one lookup per key
              --keep-databases     keep payoutd_bench_<N> for inspection
   delivery webhook delivery to a receiver in the harness: throughput draining
            a backlog, and commit-to-delivery latency at a steady insert rate;

@@ -24,6 +24,7 @@ pub mod vault;
 pub use email_keys::{EmailRekey, rekey_receiver_emails};
 pub use migrate::{create_database_if_missing, run_migrations};
 pub use pool::{DbConfig, DbPool, create_pool};
+pub use stores::accounts::Explain;
 pub use stores::credentials::NONCE_RETENTION;
 pub use stores::rotation::{
     RotationBatch, RotationFailure, RotationMarker, RotationSummary, SealedTable, TableRotation,

@@ -52,6 +52,13 @@ impl Payoutd {
         }
     }
 
+    /// Also sets `name` to `value` in payoutd's environment.
+    #[must_use]
+    pub fn with_env(mut self, name: &'static str, value: &str) -> Self {
+        self.env.push((name, value.to_owned()));
+        self
+    }
+
     fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(&self.bin);
         command

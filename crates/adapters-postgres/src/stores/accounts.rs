@@ -235,19 +235,149 @@ impl Fingerprints {
 type FingerprintFilter =
     Box<dyn BoxableExpression<receiver_accounts::table, Pg, SqlType = Nullable<Bool>>>;
 
-/// `fp_<field>` is one of `fps` (the value's fingerprints under every configured key), served by
-/// that column's partial index; `None` for a field that is not matchable.
-fn fingerprint_equals(field: AccountField, fps: Vec<Vec<u8>>) -> Option<FingerprintFilter> {
+/// `fp_<field> = fp` (one fingerprint: `=`, so the column's index `(subaccount_id, fp_<field>,
+/// created_at, id)` delivers the rows oldest first and `LIMIT 1` reads one entry; `= ANY` of
+/// several cannot, and sorted every account sharing the value); `None` for a field that is not
+/// matchable.
+fn fingerprint_equals(field: AccountField, fp: Vec<u8>) -> Option<FingerprintFilter> {
     use receiver_accounts as t;
     match field {
-        AccountField::Bsb => Some(Box::new(t::fp_bsb.eq_any(fps))),
-        AccountField::AccountNumber => Some(Box::new(t::fp_account_number.eq_any(fps))),
-        AccountField::RoutingNumber => Some(Box::new(t::fp_routing_number.eq_any(fps))),
-        AccountField::AccountType => Some(Box::new(t::fp_account_type.eq_any(fps))),
-        AccountField::Iban => Some(Box::new(t::fp_iban.eq_any(fps))),
-        AccountField::Bic => Some(Box::new(t::fp_bic.eq_any(fps))),
-        AccountField::Recipient => Some(Box::new(t::fp_recipient.eq_any(fps))),
+        AccountField::Bsb => Some(Box::new(t::fp_bsb.eq(fp))),
+        AccountField::AccountNumber => Some(Box::new(t::fp_account_number.eq(fp))),
+        AccountField::RoutingNumber => Some(Box::new(t::fp_routing_number.eq(fp))),
+        AccountField::AccountType => Some(Box::new(t::fp_account_type.eq(fp))),
+        AccountField::Iban => Some(Box::new(t::fp_iban.eq(fp))),
+        AccountField::Bic => Some(Box::new(t::fp_bic.eq(fp))),
+        AccountField::Recipient => Some(Box::new(t::fp_recipient.eq(fp))),
         AccountField::Name | AccountField::Description => None,
+    }
+}
+
+/// One statement of verify's lookup: the subaccount's oldest account with every field's
+/// fingerprint under one key.
+type FirstMatch = receiver_accounts::BoxedQuery<
+    'static,
+    Pg,
+    diesel::dsl::SqlTypeOf<diesel::dsl::AsSelect<AccountRow, Pg>>,
+>;
+
+/// Verify's lookups, one per configured key (a row's fingerprints are all under the key that
+/// wrote or last rotated it, so it matches under exactly one): the oldest of their answers is
+/// the match. Empty when `fields` is.
+///
+/// # Errors
+/// When a field is not matchable (a caller's mistake: verify asks only for matchable fields).
+fn first_match_lookups(
+    vault: &Vault,
+    subaccount: SubaccountId,
+    fields: &[(AccountField, String)],
+) -> Result<Vec<FirstMatch>, PortError> {
+    if fields.is_empty() {
+        return Ok(Vec::new());
+    }
+    let per_field: Vec<(AccountField, Vec<Vec<u8>>)> = fields
+        .iter()
+        .map(|(field, value)| (*field, vault.fingerprints(field.name(), value)))
+        .collect();
+    let keys = <[_]>::first(&per_field).map_or(0, |(_, fps)| fps.len());
+    (0..keys)
+        .map(|key| {
+            let mut query = receiver_accounts::table
+                .filter(receiver_accounts::subaccount_id.eq(subaccount.as_uuid()))
+                .select(AccountRow::as_select())
+                .into_boxed();
+            for (field, fps) in &per_field {
+                let filter = fps
+                    .get(key)
+                    .cloned()
+                    .and_then(|fp| fingerprint_equals(*field, fp))
+                    .ok_or_else(|| {
+                        PortError::unknown(format!(
+                            "verify asked for {}, which is not matchable",
+                            field.name()
+                        ))
+                    })?;
+                query = query.filter(filter);
+            }
+            Ok(query
+                .order((
+                    receiver_accounts::created_at.asc(),
+                    receiver_accounts::id.asc(),
+                ))
+                .limit(1))
+        })
+        .collect()
+}
+
+/// How [`PgStore::explain_first_match`] explains.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Explain {
+    /// `EXPLAIN (COSTS OFF)`: the plan, not run (plan tests).
+    Plan,
+    /// `EXPLAIN (ANALYZE, BUFFERS, TIMING OFF)`: run, with the rows and buffers each node read
+    /// (per-node timing costs a clock read per row, which on some VMs inflates plans tenfold).
+    Analyze,
+}
+
+impl Explain {
+    fn options(self) -> &'static str {
+        match self {
+            Self::Plan => "EXPLAIN (COSTS OFF) ",
+            Self::Analyze => "EXPLAIN (ANALYZE, BUFFERS, TIMING OFF) ",
+        }
+    }
+}
+
+/// `EXPLAIN <options> <query>`, with the query's own text and binds.
+struct Explained<Q> {
+    how: Explain,
+    query: Q,
+}
+
+impl<Q: diesel::query_builder::QueryFragment<Pg>> diesel::query_builder::QueryFragment<Pg>
+    for Explained<Q>
+{
+    fn walk_ast<'b>(
+        &'b self,
+        mut out: diesel::query_builder::AstPass<'_, 'b, Pg>,
+    ) -> QueryResult<()> {
+        out.push_sql(self.how.options());
+        self.query.walk_ast(out.reborrow())
+    }
+}
+
+impl<Q> diesel::query_builder::QueryId for Explained<Q> {
+    type QueryId = ();
+    const HAS_STATIC_QUERY_ID: bool = false;
+}
+
+impl<Q: diesel::query_builder::QueryFragment<Pg>> diesel::query_builder::Query for Explained<Q> {
+    type SqlType = diesel::sql_types::Text;
+}
+
+impl PgStore {
+    /// The plan of each statement verify's lookup (`find_first_match`) runs for `fields`, one
+    /// per configured key, exactly as it runs them (same text, same binds): for plan tests and
+    /// `payoutd-bench verify --explain`. Not a port: a diagnostic of this adapter.
+    ///
+    /// # Errors
+    /// As `find_first_match`, and when PostgreSQL refuses the `EXPLAIN`.
+    pub async fn explain_first_match(
+        &self,
+        subaccount: SubaccountId,
+        fields: &[(AccountField, String)],
+        how: Explain,
+    ) -> Result<Vec<String>, PortError> {
+        let mut conn = self.conn().await?;
+        let mut plans = Vec::new();
+        for query in first_match_lookups(&self.vault, subaccount, fields)? {
+            let lines: Vec<String> = Explained { how, query }
+                .load(&mut conn)
+                .await
+                .map_err(from_diesel)?;
+            plans.push(lines.join("\n"));
+        }
+        Ok(plans)
     }
 }
 
@@ -403,34 +533,28 @@ impl AccountStore for PgStore {
         subaccount: SubaccountId,
         fields: &[(AccountField, String)],
     ) -> Result<Option<ReceiverAccount>, PortError> {
-        if fields.is_empty() {
+        let lookups = first_match_lookups(&self.vault, subaccount, fields)?;
+        if lookups.is_empty() {
             return Ok(None);
         }
-        let mut query = receiver_accounts::table
-            .filter(receiver_accounts::subaccount_id.eq(subaccount.as_uuid()))
-            .select(AccountRow::as_select())
-            .into_boxed();
-        for (field, value) in fields {
-            let fps = self.vault.fingerprints(field.name(), value);
-            let Some(filter) = fingerprint_equals(*field, fps) else {
-                return Err(PortError::unknown(format!(
-                    "verify asked for {}, which is not matchable",
-                    field.name()
-                )));
-            };
-            query = query.filter(filter);
-        }
         let mut conn = self.conn().await?;
-        let row: Option<AccountRow> = query
-            .order((
-                receiver_accounts::created_at.asc(),
-                receiver_accounts::id.asc(),
-            ))
-            .first(&mut conn)
-            .await
-            .optional()
-            .map_err(from_diesel)?;
-        row.map(|r| r.into_domain(&self.vault)).transpose()
+        // One ordered lookup per key (two only during a rotation); the oldest match wins.
+        let mut first: Option<AccountRow> = None;
+        for lookup in lookups {
+            let row: Option<AccountRow> = lookup
+                .first(&mut conn)
+                .await
+                .optional()
+                .map_err(from_diesel)?;
+            if let Some(row) = row
+                && first
+                    .as_ref()
+                    .is_none_or(|f| (row.created_at, row.id) < (f.created_at, f.id))
+            {
+                first = Some(row);
+            }
+        }
+        first.map(|r| r.into_domain(&self.vault)).transpose()
     }
 
     #[tracing::instrument(level = "debug", skip_all)]

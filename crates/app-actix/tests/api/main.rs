@@ -25,6 +25,7 @@ mod production_rails;
 mod rail_callbacks;
 mod rate_limit;
 mod receivers;
+mod signing_examples;
 mod subaccounts;
 mod tenancy;
 mod webhook_examples;

@@ -43,6 +43,18 @@ pub fn vault(master_key_hex: &str) -> anyhow::Result<Vault> {
     Vault::new(&Secret::new(key)).map_err(|e| anyhow::anyhow!("building the vault: {e}"))
 }
 
+/// The vault of a server rotating from `previous_hex` to `current_hex`: it seals with the
+/// current key and looks fingerprints up under both.
+pub fn vault_rotating(current_hex: &str, previous_hex: &str) -> anyhow::Result<Vault> {
+    let mut current = [0u8; 32];
+    hex::decode_to_slice(current_hex, &mut current).context("master key is not 64 hex digits")?;
+    let mut previous = [0u8; 32];
+    hex::decode_to_slice(previous_hex, &mut previous)
+        .context("previous master key is not 64 hex digits")?;
+    Vault::with_previous(&Secret::new(current), Some(&Secret::new(previous)))
+        .map_err(|e| anyhow::anyhow!("building the vault: {e}"))
+}
+
 /// A `receiver_accounts` row, column for column.
 struct AccountRow {
     id: Uuid,
