@@ -7,7 +7,6 @@
 //! * v2 (the request also sends `x-signature-version: 2`):
 //!   `<nonce>.<api key>.<METHOD>.<path with query>.<hex SHA-256 of the body>`.
 
-
 use crate::{failure::Failure, flags::Flags};
 
 /// The parts of a request that a v2 signature covers.
