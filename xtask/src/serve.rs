@@ -349,7 +349,7 @@ impl Demo {
         format!(
             "\n{line}\n\
              payoutd demo (everything below is also in {env_file}:\n\
-             `set -a; . {env_file}; set +a` before the README walkthrough or `payoutd admin`)\n\
+             `set -a; . {env_file}; set +a` before the walkthrough (docs/WALKTHROUGH.md) or `payoutd admin`)\n\
              \n  subaccount      {id}\n  API key         {key}\n  API secret      {secret}\n  \
              balance         {available} AUD available\n  \
              AUD fee         {FEE_FIXED} cents + {FEE_PERCENTAGE} %, at least {FEE_MIN} cents\n  \
@@ -372,7 +372,7 @@ impl Demo {
             webhook_secret = self.webhook.secret,
             subaccount_cmd = get(&format!("/api/subaccount/{id}")),
             balance_cmd = get(&format!("/api/subaccount/balance/{id}?asset=aud")),
-            // Not Grace Hopper, whom the README's walkthrough creates: e-mails are unique.
+            // Not Grace Hopper, whom the walkthrough (docs/WALKTHROUGH.md) creates: e-mails are unique.
             body_arg = sh_quote(&body("Katherine", "Johnson", "katherine@example.com")),
         )
     }

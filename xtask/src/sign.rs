@@ -7,9 +7,6 @@
 //! * v2 (the request also sends `x-signature-version: 2`):
 //!   `<nonce>.<api key>.<METHOD>.<path with query>.<hex SHA-256 of the body>`.
 
-use hmac::{Hmac, KeyInit, Mac};
-use sha2::{Digest, Sha256};
-
 use crate::{failure::Failure, flags::Flags};
 
 /// The parts of a request that a v2 signature covers.
@@ -63,29 +60,37 @@ pub fn run(args: Vec<String>) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The header value for `nonce`: v1 without `request`, v2 with it.
+/// The header value for `nonce`: v1 without `request`, v2 with it. Signed by the client crate
+/// (`payoutd_client::Signer`), the one signer of the project's tools and tests.
 pub fn signature(
     api_key: &str,
     api_secret: &str,
     nonce: u64,
     request: Option<&Request<'_>>,
 ) -> Result<String, String> {
-    let message = match request {
-        None => format!("{nonce}.{api_key}"),
-        Some(request) => format!(
-            "{nonce}.{api_key}.{}.{}.{}",
-            request.method.to_ascii_uppercase(),
-            request.path,
-            hex::encode(Sha256::digest(request.body)),
+    use payoutd_client::signing::{SignatureVersion, SignedRequest, Signer};
+
+    let signer = Signer::new(api_key, api_secret);
+    Ok(match request {
+        None => signer.signature(
+            nonce,
+            SignatureVersion::V1,
+            &SignedRequest {
+                method: "GET",
+                path_and_query: "",
+                body: b"",
+            },
         ),
-    };
-    let mut mac = Hmac::<Sha256>::new_from_slice(api_secret.as_bytes())
-        .map_err(|err| format!("invalid HMAC key: {err}"))?;
-    mac.update(message.as_bytes());
-    Ok(format!(
-        "{nonce}.{}",
-        hex::encode(mac.finalize().into_bytes())
-    ))
+        Some(request) => signer.signature(
+            nonce,
+            SignatureVersion::V2,
+            &SignedRequest {
+                method: request.method,
+                path_and_query: request.path,
+                body: request.body,
+            },
+        ),
+    })
 }
 
 /// The current Unix time in milliseconds (by the demo's clock: [`crate::clock`]).

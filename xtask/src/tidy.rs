@@ -167,6 +167,7 @@ const ROLE_RULES: &[RoleRule] = &[
             Role::Adapter,
             Role::Application,
             Role::Bench,
+            Role::Client,
         ],
         dev_too: false,
         default_member: false,

@@ -10,9 +10,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use hmac::{KeyInit, Mac};
 use serde_json::{Value, json};
-use sha2::Sha256;
 
 const MASTER_KEY: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
@@ -432,14 +430,19 @@ fn json_of(output: Output) -> Value {
     serde_json::from_str(&ok(output)).unwrap()
 }
 
-/// A v2 `signature` of a POST of `body` to `path` (new subaccounts sign their POSTs with v2);
-/// send it with `x-signature-version: 2`.
+/// A v2 `signature` of a POST of `body` to `path` (new subaccounts sign their POSTs with v2),
+/// by the client crate's signer; send it with `x-signature-version: 2`.
 fn signature(key: &str, secret: &str, nonce: i64, path: &str, body: &[u8]) -> String {
-    use sha2::Digest;
-    let body_hash = hex::encode(Sha256::digest(body));
-    let mut mac = hmac::Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
-    mac.update(format!("{nonce}.{key}.POST.{path}.{body_hash}").as_bytes());
-    format!("{nonce}.{}", hex::encode(mac.finalize().into_bytes()))
+    use payoutd_client::signing::{SignatureVersion, SignedRequest, Signer};
+    Signer::new(key, secret).signature(
+        u64::try_from(nonce).unwrap(),
+        SignatureVersion::V2,
+        &SignedRequest {
+            method: "POST",
+            path_and_query: path,
+            body,
+        },
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -11,9 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use adapters_postgres::test_db::TestDb;
-use hmac::{KeyInit, Mac};
 use serde_json::{Value, json};
-use sha2::Sha256;
 
 const MASTER_KEY: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
@@ -76,14 +74,19 @@ fn admin(db: &TestDb, args: &[&str]) -> Value {
     serde_json::from_slice(&output.stdout).unwrap()
 }
 
-/// A v2 `signature` of a POST of `body` to `path` (new subaccounts sign their POSTs with v2);
-/// send it with `x-signature-version: 2`.
+/// A v2 `signature` of a POST of `body` to `path` (new subaccounts sign their POSTs with v2),
+/// by the client crate's signer; send it with `x-signature-version: 2`.
 fn signature(key: &str, secret: &str, nonce: i64, path: &str, body: &[u8]) -> String {
-    use sha2::Digest;
-    let body_hash = hex::encode(Sha256::digest(body));
-    let mut mac = hmac::Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
-    mac.update(format!("{nonce}.{key}.POST.{path}.{body_hash}").as_bytes());
-    format!("{nonce}.{}", hex::encode(mac.finalize().into_bytes()))
+    use payoutd_client::signing::{SignatureVersion, SignedRequest, Signer};
+    Signer::new(key, secret).signature(
+        u64::try_from(nonce).unwrap(),
+        SignatureVersion::V2,
+        &SignedRequest {
+            method: "POST",
+            path_and_query: path,
+            body,
+        },
+    )
 }
 
 /// Kills the server when the test ends, passing or not.

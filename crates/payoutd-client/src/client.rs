@@ -523,21 +523,15 @@ impl Client {
                     .body(body.clone());
             }
             let outcome = match request.send().await {
-                Ok(response) => {
-                    let status = response.status().as_u16();
-                    let headers = response.headers().clone();
-                    response.bytes().await.map(|body| Answer {
-                        status,
-                        headers,
-                        body: body.to_vec(),
-                    })
-                }
-                Err(error) => Err(error),
+                Ok(response) => read_answer(response).await,
+                Err(error) => Err(Error::Transport(error)),
             };
             let retries_left = attempt < policy.max_attempts;
             let wait = match &outcome {
-                Err(error) if error.is_builder() => None,
-                Err(_) => Some(policy.backoff(attempt, random())),
+                Err(Error::Transport(error)) if error.is_builder() => None,
+                Err(Error::Transport(_)) => Some(policy.backoff(attempt, random())),
+                // An answer too large to read: the same request would get it again.
+                Err(_) => None,
                 Ok(answer) => retry_wait(answer, &policy, attempt),
             };
             match (wait, retries_left) {
@@ -545,7 +539,7 @@ impl Client {
                     tokio::time::sleep(wait).await;
                     attempt += 1;
                 }
-                _ => return outcome.map_err(Error::Transport),
+                _ => return outcome,
             }
         }
     }
@@ -575,6 +569,39 @@ fn random() -> u64 {
     u64::from_le_bytes([
         bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[9], bytes[10],
     ])
+}
+
+/// The largest answer read: the API's largest (a bulk answer of 1,000 payouts) is a small
+/// fraction of it, so anything bigger is not the API's and is not held in memory.
+pub const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
+
+/// Reads `response` whole, refusing (as [`Error::Decode`]) one larger than
+/// [`MAX_ANSWER_BYTES`] as soon as it is, without holding more of it.
+async fn read_answer(mut response: reqwest::Response) -> Result<Answer, Error> {
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let too_large = || Error::Decode {
+        status,
+        reason: format!("the answer is larger than {MAX_ANSWER_BYTES} bytes"),
+    };
+    if response
+        .content_length()
+        .is_some_and(|length| length > MAX_ANSWER_BYTES as u64)
+    {
+        return Err(too_large());
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(Error::Transport)? {
+        if body.len() + chunk.len() > MAX_ANSWER_BYTES {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Answer {
+        status,
+        headers,
+        body,
+    })
 }
 
 #[cfg(test)]

@@ -12,8 +12,8 @@ mod types;
 pub mod webhooks;
 
 pub use client::{
-    Client, ClientBuilder, IDEMPOTENCY_KEY_HEADER, Post, REPLAYED_HEADER, REQUEST_ID_HEADER,
-    RetryPolicy,
+    Client, ClientBuilder, IDEMPOTENCY_KEY_HEADER, MAX_ANSWER_BYTES, Post, REPLAYED_HEADER,
+    REQUEST_ID_HEADER, RetryPolicy,
 };
 pub use codes::ErrorCode;
 pub use error::{ApiError, Error, ErrorItem};

@@ -176,6 +176,26 @@ async fn an_answer_that_is_not_the_envelope_is_a_decode_error_or_a_plain_refusal
 }
 
 #[tokio::test]
+async fn an_answer_larger_than_the_cap_is_refused_unread_and_not_retried() {
+    let mock = Mock::start(vec![Reply::Answer {
+        status: 200,
+        headers: Vec::new(),
+        body: "x".repeat(payoutd_client::MAX_ANSWER_BYTES + 1),
+    }])
+    .await;
+    let error = mock
+        .client()
+        .get_payout(Uuid::from_u128(1))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, Error::Decode { status: 200, reason } if reason.contains("larger than")),
+        "{error:?}"
+    );
+    assert_eq!(mock.seen().len(), 1, "not retried");
+}
+
+#[tokio::test]
 async fn gets_carry_no_idempotency_key_and_v2_signatures_by_default() {
     let mock = Mock::start(vec![Reply::ok(
         json!({"available": 5000, "pending": 100, "asset": "AUD"}),

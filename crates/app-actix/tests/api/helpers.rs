@@ -1,5 +1,5 @@
-//! Starting the app and talking to it like a client would: signing requests independently of
-//! the server's code (straight from the hmac crate).
+//! Starting the app and talking to it like a client would: requests are signed by the client
+//! crate merchants use (`payoutd_client::signing::Signer`), independently of the server's code.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -14,9 +14,7 @@ use domain::admin::{AdminPorts, AdminService};
 use domain::auth::SignaturePolicy;
 use domain::ids::SubaccountId;
 use domain::masking::Secret;
-use hmac::{KeyInit, Mac};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 /// A subaccount with one API key.
 #[derive(Clone, Debug)]
@@ -76,18 +74,33 @@ pub fn now_ms() -> i64 {
     }
 }
 
-/// `<nonce>.<hex>` for v1, or v2 when `v2` carries (method, path with query, body).
+/// `<nonce>.<hex>` for v1, or v2 when `v2` carries (method, path with query, body): the client
+/// crate's signature for that nonce.
 pub fn sign(tenant: &Tenant, nonce: i64, v2: Option<(&str, &str, &[u8])>) -> String {
-    let mut message = format!("{nonce}.{}", tenant.api_key);
-    if let Some((method, path, body)) = v2 {
-        message.push_str(&format!(
-            ".{method}.{path}.{}",
-            hex::encode(Sha256::digest(body))
-        ));
+    use payoutd_client::signing::{SignatureVersion, SignedRequest, Signer};
+
+    let signer = Signer::new(&tenant.api_key, &tenant.api_secret);
+    let nonce = u64::try_from(nonce).expect("a nonce after 1970");
+    match v2 {
+        Some((method, path_and_query, body)) => signer.signature(
+            nonce,
+            SignatureVersion::V2,
+            &SignedRequest {
+                method,
+                path_and_query,
+                body,
+            },
+        ),
+        None => signer.signature(
+            nonce,
+            SignatureVersion::V1,
+            &SignedRequest {
+                method: "",
+                path_and_query: "",
+                body: b"",
+            },
+        ),
     }
-    let mut mac = hmac::Hmac::<Sha256>::new_from_slice(tenant.api_secret.as_bytes()).unwrap();
-    mac.update(message.as_bytes());
-    format!("{nonce}.{}", hex::encode(mac.finalize().into_bytes()))
 }
 
 pub async fn spawn_app() -> TestApp {
