@@ -4,6 +4,10 @@
 //! schema; and new migrations stay tolerable to the release still running (expand/contract).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/signing.rs"]
+mod signing;
+use signing::signature;
+
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -428,21 +432,6 @@ fn payoutd(url: &str, args: &[&str]) -> Output {
 
 fn json_of(output: Output) -> Value {
     serde_json::from_str(&ok(output)).unwrap()
-}
-
-/// A v2 `signature` of a POST of `body` to `path` (new subaccounts sign their POSTs with v2),
-/// by the client crate's signer; send it with `x-signature-version: 2`.
-fn signature(key: &str, secret: &str, nonce: i64, path: &str, body: &[u8]) -> String {
-    use payoutd_client::signing::{SignatureVersion, SignedRequest, Signer};
-    Signer::new(key, secret).signature(
-        u64::try_from(nonce).unwrap(),
-        SignatureVersion::V2,
-        &SignedRequest {
-            method: "POST",
-            path_and_query: path,
-            body,
-        },
-    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,6 +3,10 @@
 //! and be recorded, exits 0, and leaves nothing claimed.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/signing.rs"]
+mod signing;
+use signing::signature;
+
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::process::{Command, Stdio};
@@ -82,21 +86,6 @@ async fn until<F: AsyncFnMut() -> bool>(what: &str, mut condition: F) {
         assert!(Instant::now() < deadline, "{what}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-}
-
-/// A v2 `signature` of a POST of `body` to `path` (new subaccounts sign their POSTs with v2),
-/// by the client crate's signer; send it with `x-signature-version: 2`.
-fn signature(key: &str, secret: &str, nonce: i64, path: &str, body: &[u8]) -> String {
-    use payoutd_client::signing::{SignatureVersion, SignedRequest, Signer};
-    Signer::new(key, secret).signature(
-        u64::try_from(nonce).unwrap(),
-        SignatureVersion::V2,
-        &SignedRequest {
-            method: "POST",
-            path_and_query: path,
-            body,
-        },
-    )
 }
 
 #[derive(diesel::QueryableByName)]

@@ -4,6 +4,10 @@
 //! naming the variable and the path, never printing the key.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/signing.rs"]
+mod signing;
+use signing::signature;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -72,21 +76,6 @@ fn admin(db: &TestDb, args: &[&str]) -> Value {
         String::from_utf8_lossy(&output.stderr)
     );
     serde_json::from_slice(&output.stdout).unwrap()
-}
-
-/// A v2 `signature` of a POST of `body` to `path` (new subaccounts sign their POSTs with v2),
-/// by the client crate's signer; send it with `x-signature-version: 2`.
-fn signature(key: &str, secret: &str, nonce: i64, path: &str, body: &[u8]) -> String {
-    use payoutd_client::signing::{SignatureVersion, SignedRequest, Signer};
-    Signer::new(key, secret).signature(
-        u64::try_from(nonce).unwrap(),
-        SignatureVersion::V2,
-        &SignedRequest {
-            method: "POST",
-            path_and_query: path,
-            body,
-        },
-    )
 }
 
 /// Kills the server when the test ends, passing or not.
