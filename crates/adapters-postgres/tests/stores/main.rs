@@ -9,6 +9,7 @@ mod admission;
 mod bulk_payouts;
 mod console;
 mod credentials;
+mod cutoff;
 mod delivery;
 mod idempotency;
 mod inbound;
