@@ -6,11 +6,14 @@
 //!
 //! When `PAYOUT_TEST_CITUS_URL` is set (to a Citus coordinator's database that has the `citus`
 //! extension and its workers registered, as `cargo xtask citus` prints it as
-//! `MAINTENANCE_DATABASE_URL`), [`TestDb::new`] makes each database on that cluster instead:
-//! `CREATE DATABASE … TEMPLATE` cannot copy a Citus database (its shards live on the workers), so
-//! a new database is created on the coordinator and on every worker, given the extension, its
-//! nodes registered on the coordinator, and migrated, which places the tables
-//! ([`crate::citus`]). Such databases are made with [`CITUS_TEST_SHARD_COUNT`] shards per
+//! `MAINTENANCE_DATABASE_URL`), [`TestDb::new`] makes each database on that cluster instead. A
+//! Citus database is one database of the same name on every node (the workers hold the shards),
+//! so its template is one too: the first test process builds it once per set of migrations (a
+//! database on the coordinator and on every worker, given the extension, its nodes registered on
+//! the coordinator, and migrated, which places the tables, [`crate::citus`]), then closes it to
+//! connections on every node, which also keeps Citus' maintenance daemon out of it. Each test's
+//! database is then `CREATE DATABASE … TEMPLATE` on every node, a fraction of a second where
+//! building one takes about four. Such databases have [`CITUS_TEST_SHARD_COUNT`] shards per
 //! distributed table, enough to spread every table over the workers at a fraction of the
 //! placement time of Citus' default.
 //!
@@ -33,6 +36,7 @@ use crate::citus::has_citus;
 use crate::migrate::{embedded_versions, run_migrations, with_database};
 
 static TEMPLATE: OnceCell<String> = OnceCell::const_new();
+static CITUS_TEMPLATE: OnceCell<String> = OnceCell::const_new();
 
 /// Set once this process has swept the plain PostgreSQL server, and the Citus cluster.
 static SWEPT_POSTGRES: OnceCell<()> = OnceCell::const_new();
@@ -44,6 +48,10 @@ pub const CITUS_URL_VAR: &str = "PAYOUT_TEST_CITUS_URL";
 /// The advisory lock (on the coordinator's maintenance database) that test processes take in
 /// turns to register the nodes in a new database.
 const CITUS_REGISTRATION_LOCK: i64 = 0x7061_796f_7574_6472;
+
+/// The advisory lock (on the coordinator's maintenance database) under which one test process
+/// builds the Citus template while the others wait.
+const CITUS_TEMPLATE_LOCK: i64 = 0x7061_796f_7574_6474;
 
 /// `citus.shard_count` of the test databases made on Citus.
 pub const CITUS_TEST_SHARD_COUNT: u32 = 4;
@@ -94,11 +102,17 @@ fn migration_sources() -> Vec<(String, String)> {
     sources
 }
 
-async fn ensure_template(maintenance_url: &str) -> anyhow::Result<String> {
+/// A hash of the migrations (their versions and SQL), which names the templates built from
+/// them.
+fn migrations_hash() -> anyhow::Result<u64> {
     let mut hasher = DefaultHasher::new();
     embedded_versions()?.hash(&mut hasher);
     migration_sources().hash(&mut hasher);
-    let name = format!("payoutd_template_{:016x}", hasher.finish());
+    Ok(hasher.finish())
+}
+
+async fn ensure_template(maintenance_url: &str) -> anyhow::Result<String> {
+    let name = format!("payoutd_template_{:016x}", migrations_hash()?);
     let mut admin = AsyncPgConnection::establish(maintenance_url)
         .await
         .with_context(|| "connecting to the PostgreSQL server in DATABASE_URL")?;
@@ -157,6 +171,123 @@ pub fn with_host_port(url: &str, host: &str, port: i32) -> anyhow::Result<String
     Ok(format!("{scheme}://{user}{host}:{port}{tail}"))
 }
 
+/// The nodes of the Citus cluster whose coordinator a URL names.
+struct CitusCluster {
+    /// A connection to the coordinator's maintenance database.
+    admin: AsyncPgConnection,
+    /// The primaries, the coordinator's group 0 first.
+    nodes: Vec<Node>,
+    /// Each node's maintenance URL, in the order of `nodes`.
+    maintenance_urls: Vec<String>,
+}
+
+impl CitusCluster {
+    async fn of(coordinator_url: &str) -> anyhow::Result<Self> {
+        let mut admin = AsyncPgConnection::establish(coordinator_url)
+            .await
+            .with_context(|| format!("connecting to the Citus coordinator in {CITUS_URL_VAR}"))?;
+        anyhow::ensure!(
+            has_citus(&mut admin).await?,
+            "{CITUS_URL_VAR} must name a database with the citus extension"
+        );
+        let mut nodes: Vec<Node> = diesel::sql_query(
+            "SELECT nodename::text AS nodename, nodeport, groupid FROM pg_dist_node \
+             WHERE noderole = 'primary' ORDER BY groupid",
+        )
+        .load(&mut admin)
+        .await
+        .context("listing the Citus nodes")?;
+        anyhow::ensure!(
+            nodes.iter().any(|n| n.groupid == 0) && nodes.iter().any(|n| n.groupid != 0),
+            "{CITUS_URL_VAR}'s database must have its coordinator and workers registered \
+             (`cargo xtask citus` does it)"
+        );
+        nodes.sort_by_key(|n| n.groupid);
+        let maintenance_urls = nodes
+            .iter()
+            .map(|node| with_host_port(coordinator_url, &node.nodename, node.nodeport))
+            .collect::<anyhow::Result<_>>()?;
+        Ok(Self {
+            admin,
+            nodes,
+            maintenance_urls,
+        })
+    }
+}
+
+/// The Citus template of the current migrations on the cluster of `coordinator_url`, built
+/// first when some node lacks it: a migrated database of the same name on every node, closed to
+/// connections (`CREATE DATABASE … TEMPLATE` needs a template nobody uses, and Citus' maintenance
+/// daemon would otherwise be using it). Test processes build it in turns under
+/// [`CITUS_TEMPLATE_LOCK`]; one killed while building leaves a `payoutd_citus_p…` database the
+/// next sweep drops.
+async fn ensure_citus_template(
+    coordinator_url: &str,
+    cluster: &CitusCluster,
+) -> anyhow::Result<String> {
+    let name = format!(
+        "payoutd_template_citus{CITUS_TEST_SHARD_COUNT}_{:016x}",
+        migrations_hash()?
+    );
+    let mut lock = AsyncPgConnection::establish(coordinator_url).await?;
+    diesel::sql_query("SELECT pg_advisory_lock($1)")
+        .bind::<BigInt, _>(CITUS_TEMPLATE_LOCK)
+        .execute(&mut lock)
+        .await?;
+    let built = async {
+        let mut missing = false;
+        for maintenance_url in &cluster.maintenance_urls {
+            let mut conn = AsyncPgConnection::establish(maintenance_url).await?;
+            let found: Found =
+                diesel::sql_query("SELECT count(*) AS n FROM pg_database WHERE datname = $1")
+                    .bind::<Text, _>(&name)
+                    .get_result(&mut conn)
+                    .await?;
+            missing |= found.n == 0;
+        }
+        if !missing {
+            return anyhow::Ok(());
+        }
+        // A part left on some node by a build that failed there goes first.
+        drop_everywhere(&name, &cluster.maintenance_urls).await?;
+        swept_once(&SWEPT_CITUS, &cluster.maintenance_urls).await;
+        let fresh = CitusCluster::of(coordinator_url).await?;
+        let mut building = TestDb::citus_unmigrated_in(coordinator_url, fresh).await?;
+        run_migrations(building.url())
+            .await
+            .with_context(|| format!("migrating {} on Citus", building.name))?;
+        // The coordinator first: ending its sessions ends its connections to the workers.
+        for maintenance_url in &building.maintenance_urls {
+            let mut conn = AsyncPgConnection::establish(maintenance_url).await?;
+            for sql in [
+                format!("ALTER DATABASE {} ALLOW_CONNECTIONS false", building.name),
+                format!(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                     WHERE datname = '{}'",
+                    building.name
+                ),
+                // Waits (up to five seconds) for the ended sessions to go.
+                format!("ALTER DATABASE {} RENAME TO {name}", building.name),
+            ] {
+                diesel::sql_query(&sql)
+                    .execute(&mut conn)
+                    .await
+                    .with_context(|| format!("{sql} on {maintenance_url}"))?;
+            }
+        }
+        // Renamed on every node: the handle has nothing left to drop.
+        building.maintenance_urls.clear();
+        Ok(())
+    }
+    .await;
+    diesel::sql_query("SELECT pg_advisory_unlock($1)")
+        .bind::<BigInt, _>(CITUS_TEMPLATE_LOCK)
+        .execute(&mut lock)
+        .await?;
+    built?;
+    Ok(name)
+}
+
 impl TestDb {
     /// Creates a new, migrated, empty database: on the Citus cluster of [`CITUS_URL_VAR`] when
     /// it is set ([`Self::citus`]), else on the plain PostgreSQL server of `DATABASE_URL`
@@ -190,47 +321,51 @@ impl TestDb {
     }
 
     /// Creates a new, migrated, empty database on the Citus cluster whose coordinator
-    /// `coordinator_url` names (see the module docs).
+    /// `coordinator_url` names: a copy of the cluster's template on every node (see the module
+    /// docs).
     pub async fn citus(coordinator_url: &str) -> anyhow::Result<Self> {
-        let db = Self::citus_unmigrated(coordinator_url).await?;
-        run_migrations(db.url())
-            .await
-            .with_context(|| format!("migrating {} on Citus", db.name))?;
+        let cluster = CitusCluster::of(coordinator_url).await?;
+        let template = CITUS_TEMPLATE
+            .get_or_try_init(|| ensure_citus_template(coordinator_url, &cluster))
+            .await?;
+        swept_once(&SWEPT_CITUS, &cluster.maintenance_urls).await;
+        let name = new_database_name("citus");
+        let url = with_database(coordinator_url, &name)?;
+        // From here on the handle drops whatever was created, should a step fail.
+        let db = Self {
+            name,
+            url,
+            maintenance_urls: cluster.maintenance_urls,
+        };
+        for maintenance_url in &db.maintenance_urls {
+            let mut conn = AsyncPgConnection::establish(maintenance_url)
+                .await
+                .with_context(|| format!("connecting to the Citus node {maintenance_url}"))?;
+            diesel::sql_query(format!("CREATE DATABASE {} TEMPLATE {template}", db.name))
+                .execute(&mut conn)
+                .await
+                .with_context(|| format!("creating {} on {maintenance_url}", db.name))?;
+        }
         Ok(db)
     }
 
     /// A new database on every node of the Citus cluster whose coordinator `coordinator_url`
     /// names, with the extension and the cluster's nodes registered, but no schema yet.
     pub async fn citus_unmigrated(coordinator_url: &str) -> anyhow::Result<Self> {
-        let mut admin = AsyncPgConnection::establish(coordinator_url)
-            .await
-            .with_context(|| format!("connecting to the Citus coordinator in {CITUS_URL_VAR}"))?;
-        anyhow::ensure!(
-            has_citus(&mut admin).await?,
-            "{CITUS_URL_VAR} must name a database with the citus extension"
-        );
-        let mut nodes: Vec<Node> = diesel::sql_query(
-            "SELECT nodename::text AS nodename, nodeport, groupid FROM pg_dist_node \
-             WHERE noderole = 'primary' ORDER BY groupid",
-        )
-        .load(&mut admin)
-        .await
-        .context("listing the Citus nodes")?;
-        anyhow::ensure!(
-            nodes.iter().any(|n| n.groupid == 0) && nodes.iter().any(|n| n.groupid != 0),
-            "{CITUS_URL_VAR}'s database must have its coordinator and workers registered \
-             (`cargo xtask citus` does it)"
-        );
-        nodes.sort_by_key(|n| n.groupid);
-        let mut maintenance_urls = Vec::new();
-        for node in &nodes {
-            maintenance_urls.push(with_host_port(
-                coordinator_url,
-                &node.nodename,
-                node.nodeport,
-            )?);
-        }
-        swept_once(&SWEPT_CITUS, &maintenance_urls).await;
+        let cluster = CitusCluster::of(coordinator_url).await?;
+        swept_once(&SWEPT_CITUS, &cluster.maintenance_urls).await;
+        Self::citus_unmigrated_in(coordinator_url, cluster).await
+    }
+
+    async fn citus_unmigrated_in(
+        coordinator_url: &str,
+        cluster: CitusCluster,
+    ) -> anyhow::Result<Self> {
+        let CitusCluster {
+            mut admin,
+            nodes,
+            maintenance_urls,
+        } = cluster;
         let name = new_database_name("citus");
         let url = with_database(coordinator_url, &name)?;
         // From here on the handle drops whatever was created, should a step fail.

@@ -851,11 +851,18 @@ async fn an_operator_runs_a_cutoff_now_and_the_waiting_payout_is_filed() {
     })
     .await;
 
-    // Audited as the command's, and the cut-off has nothing left to run.
+    // The payout is submitted before its batch is marked sent: until then a cut-off of CAD is
+    // refused as "being sent", and writes nothing either.
+    let mut again = String::new();
+    wait_for("the batch to be sent", async || {
+        again = refused(&["admin", "run-cutoff", "--method", "cad/eft"]);
+        !again.contains("batch(es) of CAD are being sent")
+    })
+    .await;
+    // Then the cut-off has nothing left to run, and only the command's run was audited.
+    assert!(again.contains("no payout of cad/eft is waiting"), "{again}");
     let audit = admin_cli(&app, &["admin", "audit", "--action", "rail.run_cutoff"]);
     let audit: Value = serde_json::from_slice(&audit).unwrap();
     assert_eq!(audit.as_array().map(Vec::len), Some(1), "{audit}");
     assert_eq!(audit[0]["object"]["id"], "cad/eft", "{audit}");
-    let again = refused(&["admin", "run-cutoff", "--method", "cad/eft"]);
-    assert!(again.contains("no payout of cad/eft is waiting"), "{again}");
 }
