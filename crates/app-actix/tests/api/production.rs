@@ -547,6 +547,21 @@ pub(crate) async fn payee_with_payout(
     (payout, payee.1)
 }
 
+/// Asks for `method`'s cut-off now (`payoutd admin run-cutoff`), so that the payouts waiting
+/// are filed at the serving instance's next batch pass rather than at a later minute's cut-off
+/// (the test of the scheduled cut-off itself does not use it). The minute's cut-off may have
+/// come first: nothing waiting, or its file being sent, is as good.
+pub(crate) fn file_now(app: &TestApp, method: &str) {
+    let output = admin_output(app, &["admin", "run-cutoff", "--method", method]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success()
+            || stderr.contains("is waiting for a cut-off")
+            || stderr.contains("are being sent to the rail now"),
+        "run-cutoff --method {method}: {stderr}"
+    );
+}
+
 /// Returns once the next minute (a cut-off of [`every_minute`]) is at least 10 s away, so that
 /// payouts created right after it join one batch however slow the database is (on a loaded
 /// Citus cluster, setting up a payee took long enough for a cut-off to fall between two).
@@ -605,6 +620,7 @@ async fn ach_payouts_are_filed_in_nacha_and_a_return_fails_one_in_progress() {
         payouts.push(pay(&app, payee, "USD", 1_000 + i64::try_from(n).unwrap()).await);
         accounts.push(payee.1.clone());
     }
+    file_now(&app, "usd/ach");
 
     wait_for("both payouts to be filed", async || {
         for id in &payouts {

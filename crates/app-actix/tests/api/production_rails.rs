@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, spawn_app, spawn_production_app};
 use crate::production::{
-    admin_cli, admin_output, balance_in, clear_of_a_cutoff, event_payloads, every_minute,
+    admin_cli, admin_output, balance_in, clear_of_a_cutoff, event_payloads, every_minute, file_now,
     open_every_day, pay, payee, payee_with_payout, payout, wait_for,
 };
 
@@ -158,6 +158,9 @@ async fn aba_cpa005_and_ib4b_files_pass_their_checkers_and_their_returns_fail_th
         )
         .await;
         paid.push((route, payout_id, account_id));
+    }
+    for (route, _, _) in &paid {
+        file_now(&app, route);
     }
 
     // Each file passes its format's checker and parses back.
@@ -473,6 +476,7 @@ async fn interac_payouts() -> InteracPayouts {
     for (n, payee) in payees.iter().enumerate() {
         payouts.push(pay(&app, payee, "CAD", 2_000 + i64::try_from(n).unwrap()).await);
     }
+    file_now(&app, "cad/digital");
     wait_for("the batch request to reach the partner", async || {
         !partner.book.lock().unwrap().batches.is_empty()
     })
