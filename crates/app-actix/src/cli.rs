@@ -451,7 +451,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                         json!({
                             "certificate": tls.cert_path.display().to_string(),
                             "chain_length": tls.chain_length,
-                            "key": tls.key_path.display().to_string(),
+                            "key": crate::secret_source::masked(&tls.key_source),
                         })
                     }),
                 );

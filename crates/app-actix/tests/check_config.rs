@@ -3,7 +3,8 @@
 //! stdout, and every problem is reported on stderr naming its setting.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use base64::Engine;
@@ -40,6 +41,12 @@ fn secrets() -> Vec<(String, String)> {
         variables.push((format!("PAYOUT_{rail}_SFTP_KEY"), private_key()));
     }
     variables
+}
+
+/// Writes a file readable by its owner only, as a secret file must be.
+fn write_private(path: &Path, content: &str) {
+    std::fs::write(path, content).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
 }
 
 fn payoutd(env: &[(String, String)], args: &[&str]) -> Output {
@@ -214,7 +221,7 @@ fn check_config_checks_and_lists_the_tls_files() {
     let made = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
     let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
     std::fs::write(&cert, made.cert.pem()).unwrap();
-    std::fs::write(&key, made.signing_key.serialize_pem()).unwrap();
+    write_private(&key, &made.signing_key.serialize_pem());
     let env = with(secrets(), "PAYOUT_CONFIG", example().to_str().unwrap());
     let without = payoutd(&env, &["check-config"]);
     assert!(without.status.success());
@@ -232,13 +239,16 @@ fn check_config_checks_and_lists_the_tls_files() {
     assert!(output.status.success(), "stderr: {stderr}");
     let summary: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(summary["tls"]["certificate"], cert.to_str().unwrap());
-    assert_eq!(summary["tls"]["key"], key.to_str().unwrap());
+    assert_eq!(
+        summary["tls"]["key"],
+        format!("[REDACTED] (file:{})", key.display())
+    );
     assert_eq!(summary["tls"]["chain_length"], 1);
     assert!(!String::from_utf8_lossy(&output.stdout).contains("PRIVATE KEY"));
 
     // A key that is not the certificate's stops check-config before the file is read.
     let other = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
-    std::fs::write(&key, other.signing_key.serialize_pem()).unwrap();
+    write_private(&key, &other.signing_key.serialize_pem());
     let stderr = stderr_of_failure(&payoutd(&env, &["check-config"]));
     assert!(stderr.contains("PAYOUT_TLS_KEY"), "{stderr}");
     assert!(

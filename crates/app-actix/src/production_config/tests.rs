@@ -1,6 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use base64::Engine;
@@ -552,20 +553,36 @@ fn the_private_key_is_loaded_and_its_problems_never_show_it() {
     assert_problem(
         &problems(&text),
         "rails.\"usd/ach\".transport.private_key",
-        "cannot read the SFTP private key file",
+        &format!("{} cannot be read", missing.display()),
     );
+    // A key file, given as its path alone or as file:, must be its owner's only.
     let file = dir.path().join("ach_ed25519");
     std::fs::write(&file, ed25519().0).unwrap();
-    let text = example_with(
-        "private_key = \"env:PAYOUT_ACH_SFTP_KEY\"",
-        &format!("private_key = {:?}", file.display().to_string()),
-    );
-    let settings = parse(&text).unwrap();
-    let summary = settings.summary(Utc::now());
-    assert_eq!(
-        summary["rails"]["usd/ach"]["transport"]["private_key"],
-        format!("file {}", file.display())
-    );
+    for setting in [
+        format!("{:?}", file.display().to_string()),
+        format!("\"file:{}\"", file.display()),
+    ] {
+        let text = example_with(
+            "private_key = \"env:PAYOUT_ACH_SFTP_KEY\"",
+            &format!("private_key = {setting}"),
+        );
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_problem(
+            &problems(&text),
+            "rails.\"usd/ach\".transport.private_key",
+            &format!(
+                "(mode 0644): a secret file must be readable by its owner only; run `chmod 600 {}`",
+                file.display()
+            ),
+        );
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let settings = parse(&text).unwrap();
+        let summary = settings.summary(Utc::now());
+        assert_eq!(
+            summary["rails"]["usd/ach"]["transport"]["private_key"],
+            format!("[REDACTED] (file:{})", file.display())
+        );
+    }
     // A secret of the wrong type is refused without echoing it.
     let p = problems(&example_with(
         "password = \"env:PAYOUT_SMTP_PASSWORD\"",
