@@ -2,14 +2,25 @@
 //! variable is listed here, where it is read; a missing or invalid one stops start-up with a
 //! message naming it.
 //!
+//! The secrets (the database URL, the master keys, the TLS key) need not sit in the
+//! environment: each may come from a file or a systemd credential ([`crate::secret_source`]).
+//! `DATABASE_URL`, `PAYOUT_MASTER_KEY` and `PAYOUT_PREVIOUS_MASTER_KEY` are each given by the
+//! variable itself, by `<VARIABLE>_FILE` naming a file that holds the value, or by the systemd
+//! credential named like the variable (`$CREDENTIALS_DIRECTORY/<VARIABLE>`); two of them at
+//! once are refused, naming both. Files must be readable by their owner only (`chmod 600`).
+//!
 //! | variable | default | meaning |
 //! |---|---|---|
-//! | `DATABASE_URL` | required | PostgreSQL URL of the service database |
+//! | `DATABASE_URL` | required | PostgreSQL URL of the service database (it holds the runtime role's password) |
+//! | `DATABASE_URL_FILE` | unset | absolute path of a file holding `DATABASE_URL`, instead of the variable |
 //! | `PAYOUT_MASTER_KEY` | required for `serve` and `admin` | 64 hex characters (32 bytes): encrypts secrets at rest, seals cursors |
+//! | `PAYOUT_MASTER_KEY_FILE` | unset | absolute path of a file holding `PAYOUT_MASTER_KEY` (a trailing newline is ignored), instead of the variable |
 //! | `PAYOUT_PREVIOUS_MASTER_KEY` | unset | 64 hex characters: the master key being rotated away from, accepted for reading only (opening secrets and accounts sealed by it, matching their fingerprints) until `payoutd admin rotate-master-key` has moved everything to `PAYOUT_MASTER_KEY`; must differ from it |
+//! | `PAYOUT_PREVIOUS_MASTER_KEY_FILE` | unset | absolute path of a file holding `PAYOUT_PREVIOUS_MASTER_KEY`, instead of the variable |
+//! | `CREDENTIALS_DIRECTORY` | set by systemd | the directory of the unit's credentials (`LoadCredential=`): the credentials `DATABASE_URL`, `PAYOUT_MASTER_KEY`, `PAYOUT_PREVIOUS_MASTER_KEY` and `PAYOUT_TLS_KEY`, and those the production file names as `credential:NAME` |
 //! | `PAYOUT_BIND` | `127.0.0.1:8080` | listen address |
 //! | `PAYOUT_TLS_CERT` | unset (plain HTTP) | path of the PEM certificate chain (server certificate first); with `PAYOUT_TLS_KEY` the listener speaks TLS only. Both or neither: read by [`crate::tls::tls_from_env`] |
-//! | `PAYOUT_TLS_KEY` | unset (plain HTTP) | path of the certificate's PEM private key (PKCS#8, PKCS#1 or SEC1); keep it readable by the service user only |
+//! | `PAYOUT_TLS_KEY` | unset (plain HTTP) | path of the certificate's PEM private key (PKCS#8, PKCS#1 or SEC1), readable by its owner only; when unset, the systemd credential `PAYOUT_TLS_KEY` if the unit loads one |
 //! | `PAYOUT_SANDBOX` | `false` | sandbox mode: simulated KYC provider |
 //! | `PAYOUT_CONFIG` | required unless sandbox | the production configuration file (rails, SMTP, KYC): read and checked by [`ProductionSettings::from_env`] |
 //! | `PAYOUT_PUBLIC_URL` | `http://<PAYOUT_BIND>` (`https://` with TLS) | public base URL of this service, for confirmation links |
@@ -168,6 +179,19 @@ pub fn database_from_env() -> Result<DbConfig, ConfigError> {
         "milliseconds from 1 to 600000",
     )?);
     Ok(db)
+}
+
+/// For `payoutd check-config`, when the database URL is given: where it came from, masked (it
+/// holds the runtime role's password). Fails as the other commands would on a malformed URL or
+/// `PAYOUT_DB_*` setting, a URL given twice or a refused file. Nothing is connected.
+pub fn database_summary() -> Result<Option<serde_json::Value>, ConfigError> {
+    let Some(source) = secret_source::DATABASE_URL.locate(&secret_source::process_env)? else {
+        return Ok(None);
+    };
+    database_from_env()?;
+    Ok(Some(
+        serde_json::json!({ "url": secret_source::masked(&source) }),
+    ))
 }
 
 /// Who `admin kyc` records as the decider: `operator`, plus the OS user from `USER` when it is

@@ -9,14 +9,14 @@
 //! file_prefix = "ACME"
 //! cutoffs = ["15:00"]        # UTC
 //! holidays = ["2026-12-25"]
-//! transport = { kind = "sftp", host = "sftp.bank.example", user = "acme", private_key = "env:ACH_SFTP_KEY", host_key = "ssh-ed25519 AAAA…", outbound_dir = "outbound", inbound_dir = "inbound" }
+//! transport = { kind = "sftp", host = "sftp.bank.example", user = "acme", private_key = "credential:ach-sftp-key", host_key = "ssh-ed25519 AAAA…", outbound_dir = "outbound", inbound_dir = "inbound" }
 //! # … the NACHA originator settings
 //!
 //! [smtp]
 //! host = "smtp.example.com"
 //! tls = "starttls"
 //! username = "payoutd"
-//! password = "env:PAYOUT_SMTP_PASSWORD"
+//! password = "file:/etc/payoutd/credentials/smtp-password"
 //! from = "Payouts <payouts@example.com>"
 //!
 //! [kyc]
@@ -27,9 +27,10 @@
 //! problem found is reported, each naming the setting's full path
 //! (`rails."usd/ach".company_id: must be 10 characters, got 9`); within one table, a key that is
 //! unknown, missing or of the wrong type stops the checks of that table (serde reports the
-//! first one). Secrets (`smtp.password`, an SFTP `private_key`) may be written `env:NAME` and
-//! are then read from that environment variable; they are kept in [`Secret`]s and never
-//! appear in a message or the summary.
+//! first one). Secrets (`smtp.password`, a partner's `shared_secret`, an SFTP `private_key`)
+//! may be written `credential:NAME`, `file:/path` or `env:NAME` and are then read from there
+//! ([`crate::secret_source`]); they are kept in `Secret`s and never appear in a message or the
+//! summary, which shows where each came from (`[REDACTED] (credential:smtp-password)`).
 
 mod problems;
 mod rails;
