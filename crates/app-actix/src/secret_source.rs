@@ -332,8 +332,13 @@ pub fn read_file(path: &Path) -> Result<Secret<String>, SecretError> {
         path: path.to_owned(),
         reason: e.to_string(),
     };
-    // The checks are made on the file opened, not on the path: what is read is what was
-    // checked.
+    // A named pipe or a device would block or never end: refused before it is opened. The
+    // checks are then made again on the file opened, so what is read is what was checked.
+    if !std::fs::metadata(path).map_err(unreadable)?.is_file() {
+        return Err(SecretError::NotAFile {
+            path: path.to_owned(),
+        });
+    }
     let file = std::fs::File::open(path).map_err(unreadable)?;
     let metadata = file.metadata().map_err(unreadable)?;
     if !metadata.is_file() {

@@ -197,6 +197,18 @@ fn missing_empty_directories_and_binary_files_are_refused() {
             path: fixture.dir.path().to_owned()
         }
     );
+    // A named pipe is refused without blocking on it.
+    let fifo = fixture.dir.path().join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|s| s.success());
+    if made {
+        assert_eq!(
+            read_file(&fifo).unwrap_err(),
+            SecretError::NotAFile { path: fifo.clone() }
+        );
+    }
     for blank in ["", "\n", "  \r\n"] {
         let path = fixture.file("blank", blank, 0o600);
         assert_eq!(

@@ -11,6 +11,7 @@ use base64::Engine;
 use serde_json::Value;
 
 const MASTER_KEY: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+const PREVIOUS: &str = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210";
 const SMTP_PASSWORD: &str = "correct-horse-battery-staple";
 const INTERAC_SECRET: &str = "interac-secret-never-shown";
 
@@ -62,6 +63,11 @@ impl Credentials {
         )]
     }
 
+    /// [`Credentials::env`] and `PAYOUT_CONFIG` naming the example.
+    fn with_example(&self) -> Vec<(String, String)> {
+        with(self.env(), "PAYOUT_CONFIG", example().to_str().unwrap())
+    }
+
     /// The SFTP keys they hold.
     fn keys(&self) -> Vec<String> {
         ["ach", "sepa", "aba", "eft", "ib4b"]
@@ -106,11 +112,7 @@ fn stderr_of_failure(output: &Output) -> String {
 #[test]
 fn check_config_prints_the_summary_of_the_example_without_secrets() {
     let credentials = Credentials::example();
-    let env = with(
-        credentials.env(),
-        "PAYOUT_CONFIG",
-        example().to_str().unwrap(),
-    );
+    let env = credentials.with_example();
     let output = payoutd(&env, &["check-config"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "stderr: {stderr}");
@@ -191,11 +193,7 @@ fn check_config_fails_on_a_broken_file_naming_every_setting() {
 
     // A missing credential names the setting and the credential, never the other secrets.
     std::fs::remove_file(credentials.dir.path().join("smtp-password")).unwrap();
-    let env = with(
-        credentials.env(),
-        "PAYOUT_CONFIG",
-        example().to_str().unwrap(),
-    );
+    let env = credentials.with_example();
     let stderr = stderr_of_failure(&payoutd(&env, &["check-config"]));
     assert!(
         stderr.contains("smtp.password: the systemd credential smtp-password is not in"),
@@ -274,11 +272,7 @@ fn check_config_checks_and_lists_the_tls_files() {
     std::fs::write(&cert, made.cert.pem()).unwrap();
     write_private(&key, &made.signing_key.serialize_pem());
     let credentials = Credentials::example();
-    let env = with(
-        credentials.env(),
-        "PAYOUT_CONFIG",
-        example().to_str().unwrap(),
-    );
+    let env = credentials.with_example();
     let without = payoutd(&env, &["check-config"]);
     assert!(without.status.success());
     let summary: Value = serde_json::from_slice(&without.stdout).unwrap();
@@ -341,13 +335,8 @@ fn check_config_checks_and_lists_the_tls_files() {
 
 #[test]
 fn check_config_shows_the_master_key_ids_and_refuses_a_bad_previous_key() {
-    const PREVIOUS: &str = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210";
     let credentials = Credentials::example();
-    let env = with(
-        credentials.env(),
-        "PAYOUT_CONFIG",
-        example().to_str().unwrap(),
-    );
+    let env = credentials.with_example();
     // Without PAYOUT_MASTER_KEY: no key section.
     let output = payoutd(&env, &["check-config"]);
     assert!(output.status.success());
@@ -412,13 +401,8 @@ fn master_key_summary(env: &[(String, String)]) -> Result<Value, String> {
 
 #[test]
 fn the_master_key_comes_from_a_file_or_a_systemd_credential_never_both() {
-    const PREVIOUS: &str = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210";
     let credentials = Credentials::example();
-    let env = with(
-        credentials.env(),
-        "PAYOUT_CONFIG",
-        example().to_str().unwrap(),
-    );
+    let env = credentials.with_example();
     let from_variable = master_key_summary(&with(env.clone(), "PAYOUT_MASTER_KEY", MASTER_KEY))
         .expect("the key from its variable");
     assert_eq!(
@@ -505,11 +489,7 @@ fn the_master_key_comes_from_a_file_or_a_systemd_credential_never_both() {
 #[test]
 fn a_master_key_file_readable_by_others_is_refused_naming_it() {
     let credentials = Credentials::example();
-    let env = with(
-        credentials.env(),
-        "PAYOUT_CONFIG",
-        example().to_str().unwrap(),
-    );
+    let env = credentials.with_example();
     let secrets = tempfile::tempdir().unwrap();
     let key_file = secrets.path().join("master-key");
     std::fs::write(&key_file, MASTER_KEY).unwrap();
@@ -536,12 +516,7 @@ fn a_master_key_file_readable_by_others_is_refused_naming_it() {
     // A credential readable by its group: the same.
     let open = credentials.write("PAYOUT_MASTER_KEY", MASTER_KEY);
     std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o640)).unwrap();
-    let stderr = master_key_summary(&with(
-        credentials.env(),
-        "PAYOUT_CONFIG",
-        example().to_str().unwrap(),
-    ))
-    .expect_err("an open credential");
+    let stderr = master_key_summary(&credentials.with_example()).expect_err("an open credential");
     assert!(
         stderr.contains(&format!("{} is accessible", open.display()))
             && stderr.contains("(mode 0640)"),

@@ -334,22 +334,23 @@ fn the_documented_environment_unit_and_configuration_pass_check_config_together(
         String::from_utf8_lossy(&output.stderr)
     );
     let summary: Value = serde_json::from_str(&stdout).unwrap();
-    assert_eq!(
-        summary["database"]["url"],
-        "[REDACTED] (credential:DATABASE_URL)"
-    );
-    assert_eq!(
-        summary["master_keys"]["current_key"],
-        "[REDACTED] (credential:PAYOUT_MASTER_KEY)"
-    );
-    assert_eq!(
-        summary["tls"]["key"],
-        "[REDACTED] (credential:PAYOUT_TLS_KEY)"
-    );
-    assert_eq!(
-        summary["smtp"]["password"],
-        "[REDACTED] (credential:smtp-password)"
-    );
+    for (secret, source) in [
+        ("/database/url", "DATABASE_URL"),
+        ("/master_keys/current_key", "PAYOUT_MASTER_KEY"),
+        ("/tls/key", "PAYOUT_TLS_KEY"),
+        ("/smtp/password", "smtp-password"),
+        ("/rails/usd~1ach/transport/private_key", "ach-sftp-key"),
+        (
+            "/rails/cad~1digital/transport/shared_secret",
+            "interac-shared-secret",
+        ),
+    ] {
+        assert_eq!(
+            summary.pointer(secret),
+            Some(&json!(format!("[REDACTED] (credential:{source})"))),
+            "{secret}"
+        );
+    }
     assert!(!stdout.contains("runtime-pw") && !stdout.contains(MASTER_KEY));
     assert!(!stdout.contains("secret-of-") && !stdout.contains("PRIVATE KEY"));
 }
