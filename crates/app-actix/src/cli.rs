@@ -46,10 +46,11 @@ pub enum Command {
         #[arg(long)]
         create_database: bool,
     },
-    /// Check the TLS certificate and key (PAYOUT_TLS_CERT, PAYOUT_TLS_KEY, when set) and the
-    /// production configuration file named by PAYOUT_CONFIG and print a summary (enabled
-    /// methods, transports with secrets masked, next cut-offs, SMTP, TLS files); exits 1 with
-    /// the problem on stderr when one is wrong.
+    /// Check the TLS certificate and key (when set), the production configuration file named
+    /// by PAYOUT_CONFIG, and the master keys and database URL (when given), and print a summary
+    /// (enabled methods, transports, next cut-offs, SMTP, TLS, master key ids; every secret
+    /// shown as where it came from, masked); exits 1 with the problem on stderr when one is
+    /// wrong.
     CheckConfig,
     /// Print the OpenAPI 3.1 document (as served at /openapi.json); `payoutd openapi >
     /// docs/openapi.json` regenerates the committed copy.
@@ -441,9 +442,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let production = ProductionSettings::from_env()?;
             let mut summary = production.summary(Utc::now());
             let master_keys = crate::config::master_keys_summary()?;
+            let database = crate::config::database_summary()?;
             if let Value::Object(fields) = &mut summary {
                 if let Some(keys) = master_keys {
                     fields.insert("master_keys".to_owned(), keys);
+                }
+                if let Some(database) = database {
+                    fields.insert("database".to_owned(), database);
                 }
                 fields.insert(
                     "tls".to_owned(),
@@ -451,7 +456,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                         json!({
                             "certificate": tls.cert_path.display().to_string(),
                             "chain_length": tls.chain_length,
-                            "key": tls.key_path.display().to_string(),
+                            "key": crate::secret_source::masked(&tls.key_source),
                         })
                     }),
                 );

@@ -2,14 +2,25 @@
 //! variable is listed here, where it is read; a missing or invalid one stops start-up with a
 //! message naming it.
 //!
+//! The secrets (the database URL, the master keys, the TLS key) need not sit in the
+//! environment: each may come from a file or a systemd credential ([`crate::secret_source`]).
+//! `DATABASE_URL`, `PAYOUT_MASTER_KEY` and `PAYOUT_PREVIOUS_MASTER_KEY` are each given by the
+//! variable itself, by `<VARIABLE>_FILE` naming a file that holds the value, or by the systemd
+//! credential named like the variable (`$CREDENTIALS_DIRECTORY/<VARIABLE>`); two of them at
+//! once are refused, naming both. Files must be readable by their owner only (`chmod 600`).
+//!
 //! | variable | default | meaning |
 //! |---|---|---|
-//! | `DATABASE_URL` | required | PostgreSQL URL of the service database |
+//! | `DATABASE_URL` | required | PostgreSQL URL of the service database (it holds the runtime role's password) |
+//! | `DATABASE_URL_FILE` | unset | absolute path of a file holding `DATABASE_URL`, instead of the variable |
 //! | `PAYOUT_MASTER_KEY` | required for `serve` and `admin` | 64 hex characters (32 bytes): encrypts secrets at rest, seals cursors |
+//! | `PAYOUT_MASTER_KEY_FILE` | unset | absolute path of a file holding `PAYOUT_MASTER_KEY` (a trailing newline is ignored), instead of the variable |
 //! | `PAYOUT_PREVIOUS_MASTER_KEY` | unset | 64 hex characters: the master key being rotated away from, accepted for reading only (opening secrets and accounts sealed by it, matching their fingerprints) until `payoutd admin rotate-master-key` has moved everything to `PAYOUT_MASTER_KEY`; must differ from it |
+//! | `PAYOUT_PREVIOUS_MASTER_KEY_FILE` | unset | absolute path of a file holding `PAYOUT_PREVIOUS_MASTER_KEY`, instead of the variable |
+//! | `CREDENTIALS_DIRECTORY` | set by systemd | the directory of the unit's credentials (`LoadCredential=`): the credentials `DATABASE_URL`, `PAYOUT_MASTER_KEY`, `PAYOUT_PREVIOUS_MASTER_KEY` and `PAYOUT_TLS_KEY`, and those the production file names as `credential:NAME` |
 //! | `PAYOUT_BIND` | `127.0.0.1:8080` | listen address |
 //! | `PAYOUT_TLS_CERT` | unset (plain HTTP) | path of the PEM certificate chain (server certificate first); with `PAYOUT_TLS_KEY` the listener speaks TLS only. Both or neither: read by [`crate::tls::tls_from_env`] |
-//! | `PAYOUT_TLS_KEY` | unset (plain HTTP) | path of the certificate's PEM private key (PKCS#8, PKCS#1 or SEC1); keep it readable by the service user only |
+//! | `PAYOUT_TLS_KEY` | unset (plain HTTP) | path of the certificate's PEM private key (PKCS#8, PKCS#1 or SEC1), readable by its owner only; when unset, the systemd credential `PAYOUT_TLS_KEY` if the unit loads one |
 //! | `PAYOUT_SANDBOX` | `false` | sandbox mode: simulated KYC provider |
 //! | `PAYOUT_CONFIG` | required unless sandbox | the production configuration file (rails, SMTP, KYC): read and checked by [`ProductionSettings::from_env`] |
 //! | `PAYOUT_PUBLIC_URL` | `http://<PAYOUT_BIND>` (`https://` with TLS) | public base URL of this service, for confirmation links |
@@ -46,6 +57,10 @@ use adapters_postgres::{DbConfig, GroupCommitSettings};
 use domain::masking::Secret;
 use domain::receiver::KycOutcome;
 
+use crate::secret_source::{
+    self, EnvSecret, EnvSecretError, MASTER_KEY, PREVIOUS_MASTER_KEY, SecretSource, SourcedSecret,
+};
+
 pub use crate::production_config::{ProductionConfigError, ProductionSettings};
 
 /// A configuration problem, naming the variable.
@@ -67,6 +82,40 @@ impl From<crate::console_config::ConfigError> for ConfigError {
     }
 }
 
+impl From<EnvSecretError> for ConfigError {
+    fn from(e: EnvSecretError) -> Self {
+        ConfigError {
+            variable: e.variable,
+            problem: format!("is refused: {}", e.error),
+        }
+    }
+}
+
+/// An environment secret ([`crate::secret_source`]): its variable, its `_FILE` variable or its
+/// systemd credential.
+fn env_secret(secret: EnvSecret) -> Result<Option<SourcedSecret>, ConfigError> {
+    Ok(secret.read(&secret_source::process_env)?)
+}
+
+/// An environment secret that must be given.
+fn required_secret(secret: EnvSecret) -> Result<SourcedSecret, ConfigError> {
+    env_secret(secret)?.ok_or_else(|| ConfigError {
+        variable: secret.variable,
+        problem: format!(
+            "is not set (nor {}, nor a systemd credential {} in CREDENTIALS_DIRECTORY)",
+            secret.file_variable, secret.variable
+        ),
+    })
+}
+
+/// `(file:/path) ` before a problem with a secret's value that did not come from its variable.
+fn from_where(secret: &SourcedSecret) -> String {
+    match &secret.source {
+        SecretSource::Env(_) => String::new(),
+        other => format!("({other}) "),
+    }
+}
+
 impl From<crate::tls::TlsConfigError> for ConfigError {
     fn from(e: crate::tls::TlsConfigError) -> Self {
         ConfigError {
@@ -78,13 +127,6 @@ impl From<crate::tls::TlsConfigError> for ConfigError {
 
 fn var(name: &'static str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
-}
-
-fn required(name: &'static str) -> Result<String, ConfigError> {
-    var(name).ok_or_else(|| ConfigError {
-        variable: name,
-        problem: "is not set".to_owned(),
-    })
 }
 
 fn parsed<T: FromStr>(
@@ -109,14 +151,15 @@ fn parsed<T: FromStr>(
 
 /// Database settings: `DATABASE_URL` and the `PAYOUT_DB_*` variables.
 pub fn database_from_env() -> Result<DbConfig, ConfigError> {
-    let url = required("DATABASE_URL")?;
-    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+    let url = required_secret(secret_source::DATABASE_URL)?;
+    let text = url.value.expose().trim();
+    if !(text.starts_with("postgres://") || text.starts_with("postgresql://")) {
         return Err(ConfigError {
             variable: "DATABASE_URL",
-            problem: "must start with postgres://".to_owned(),
+            problem: format!("{}must start with postgres://", from_where(&url)),
         });
     }
-    let mut db = DbConfig::new(url);
+    let mut db = DbConfig::new(text.to_owned());
     db.max_size = parsed(
         "PAYOUT_DB_POOL_SIZE",
         db.max_size,
@@ -138,6 +181,19 @@ pub fn database_from_env() -> Result<DbConfig, ConfigError> {
     Ok(db)
 }
 
+/// For `payoutd check-config`, when the database URL is given: where it came from, masked (it
+/// holds the runtime role's password). Fails as the other commands would on a malformed URL or
+/// `PAYOUT_DB_*` setting, a URL given twice or a refused file. Nothing is connected.
+pub fn database_summary() -> Result<Option<serde_json::Value>, ConfigError> {
+    let Some(source) = secret_source::DATABASE_URL.locate(&secret_source::process_env)? else {
+        return Ok(None);
+    };
+    database_from_env()?;
+    Ok(Some(
+        serde_json::json!({ "url": secret_source::masked(&source) }),
+    ))
+}
+
 /// Who `admin kyc` records as the decider: `operator`, plus the OS user from `USER` when it is
 /// set and printable (`operator:alice`), at most 100 characters.
 pub fn operator_from_env() -> String {
@@ -156,44 +212,62 @@ pub fn parse_master_key(raw: &str) -> Option<Secret<[u8; 32]>> {
     Some(Secret::new(key))
 }
 
+/// A master key and where it came from.
+pub type SourcedKey = (Secret<[u8; 32]>, SecretSource);
+
+/// The master key: `PAYOUT_MASTER_KEY`, `PAYOUT_MASTER_KEY_FILE` or the systemd credential
 /// `PAYOUT_MASTER_KEY`.
-pub fn master_key_from_env() -> Result<Secret<[u8; 32]>, ConfigError> {
-    let raw = required("PAYOUT_MASTER_KEY")?;
-    parse_master_key(&raw).ok_or_else(|| ConfigError {
-        variable: "PAYOUT_MASTER_KEY",
-        problem: "must be 64 hex characters (32 bytes), e.g. from `openssl rand -hex 32`"
-            .to_owned(),
-    })
+pub fn master_key_from_env() -> Result<SourcedKey, ConfigError> {
+    let raw = required_secret(MASTER_KEY)?;
+    let key = parse_master_key(raw.value.expose()).ok_or_else(|| ConfigError {
+        variable: MASTER_KEY.variable,
+        problem: format!(
+            "{}must be 64 hex characters (32 bytes), e.g. from `openssl rand -hex 32`",
+            from_where(&raw)
+        ),
+    })?;
+    Ok((key, raw.source))
 }
 
-/// `PAYOUT_PREVIOUS_MASTER_KEY`, when set: it must be a valid key other than `current`.
+/// The previous master key (`PAYOUT_PREVIOUS_MASTER_KEY`, its `_FILE` variable or its
+/// credential), when given: it must be a valid key other than `current`.
 pub fn previous_master_key_from_env(
     current: &Secret<[u8; 32]>,
-) -> Result<Option<Secret<[u8; 32]>>, ConfigError> {
-    let Some(raw) = var("PAYOUT_PREVIOUS_MASTER_KEY") else {
+) -> Result<Option<SourcedKey>, ConfigError> {
+    let Some(raw) = env_secret(PREVIOUS_MASTER_KEY)? else {
         return Ok(None);
     };
-    let previous = parse_master_key(&raw).ok_or_else(|| ConfigError {
-        variable: "PAYOUT_PREVIOUS_MASTER_KEY",
-        problem: "must be 64 hex characters (32 bytes): the master key being rotated away from"
-            .to_owned(),
+    let previous = parse_master_key(raw.value.expose()).ok_or_else(|| ConfigError {
+        variable: PREVIOUS_MASTER_KEY.variable,
+        problem: format!(
+            "{}must be 64 hex characters (32 bytes): the master key being rotated away from",
+            from_where(&raw)
+        ),
     })?;
     if previous.expose() == current.expose() {
         return Err(ConfigError {
-            variable: "PAYOUT_PREVIOUS_MASTER_KEY",
-            problem: "is the same key as PAYOUT_MASTER_KEY: set PAYOUT_MASTER_KEY to the new key \
-                      and this one to the old key, or unset it"
-                .to_owned(),
+            variable: PREVIOUS_MASTER_KEY.variable,
+            problem: format!(
+                "{}is the same key as PAYOUT_MASTER_KEY: set PAYOUT_MASTER_KEY to the new key \
+                 and this one to the old key, or unset it",
+                from_where(&raw)
+            ),
         });
     }
-    Ok(Some(previous))
+    Ok(Some((previous, raw.source)))
 }
 
 /// The current and (when configured) previous master key from the environment.
 pub fn master_keys_from_env() -> Result<MasterKeys, ConfigError> {
-    let current = master_key_from_env()?;
+    let (current, current_source) = master_key_from_env()?;
     let previous = previous_master_key_from_env(&current)?;
-    Ok(MasterKeys { current, previous })
+    let (previous, previous_source) = previous.unzip();
+    Ok(MasterKeys {
+        current,
+        previous,
+        current_source,
+        previous_source,
+    })
 }
 
 /// `PAYOUT_MASTER_KEY` and `PAYOUT_PREVIOUS_MASTER_KEY`.
@@ -203,6 +277,10 @@ pub struct MasterKeys {
     pub current: Secret<[u8; 32]>,
     /// Read only, while a rotation is under way.
     pub previous: Option<Secret<[u8; 32]>>,
+    /// Where the current key came from.
+    pub current_source: SecretSource,
+    /// Where the previous key came from.
+    pub previous_source: Option<SecretSource>,
 }
 
 impl MasterKeys {
@@ -212,12 +290,13 @@ impl MasterKeys {
     }
 }
 
-/// For `payoutd check-config`, when `PAYOUT_MASTER_KEY` is set: the ids of the configured keys
-/// (as ciphertexts carry them; nothing about the keys themselves) and, with a previous key, what
-/// to do about it. Fails as start-up would on a malformed key or a previous key equal to the
+/// For `payoutd check-config`, when the master key is given: where each key came from (masked),
+/// the ids of the configured keys (as ciphertexts carry them; nothing about the keys
+/// themselves) and, with a previous key, what to do about it. Fails as start-up would on a
+/// malformed key, a key given twice or a refused key file, or a previous key equal to the
 /// current one.
 pub fn master_keys_summary() -> Result<Option<serde_json::Value>, ConfigError> {
-    if var("PAYOUT_MASTER_KEY").is_none() {
+    if MASTER_KEY.locate(&secret_source::process_env)?.is_none() {
         return Ok(None);
     }
     let keys = master_keys_from_env()?;
@@ -237,6 +316,8 @@ pub fn master_keys_summary() -> Result<Option<serde_json::Value>, ConfigError> {
         "no previous key: nothing to rotate"
     };
     Ok(Some(serde_json::json!({
+        "current_key": secret_source::masked(&keys.current_source),
+        "previous_key": keys.previous_source.as_ref().map(secret_source::masked),
         "current_key_id": id(&keys.current)?,
         "previous_key_id": previous,
         "note": note,

@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod partner_callbacks;
 pub mod production;
 pub mod production_config;
+pub mod secret_source;
 pub mod startup;
 pub mod state;
 pub mod system;

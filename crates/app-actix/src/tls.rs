@@ -1,8 +1,11 @@
 //! Native TLS for `payoutd serve`: `PAYOUT_TLS_CERT` (PEM certificate chain, the server's own
 //! certificate first) and `PAYOUT_TLS_KEY` (its PEM private key: PKCS#8, PKCS#1 or SEC1), both
-//! or neither. They are read, parsed and matched against each other once, when the
-//! configuration is read (`serve` and `check-config`), so a wrong file stops start-up with a
-//! message naming the variable and the path; the key's bytes never appear in a message.
+//! or neither. The key may instead be the systemd credential `PAYOUT_TLS_KEY`
+//! (`LoadCredential=PAYOUT_TLS_KEY:/etc/payoutd/credentials/PAYOUT_TLS_KEY`) when the variable
+//! is unset. The key file is a secret file ([`crate::secret_source`]): readable by its owner
+//! only. They are read, parsed and matched against each other once, when the configuration is
+//! read (`serve` and `check-config`), so a wrong file stops start-up with a message naming the
+//! variable and the path; the key's bytes never appear in a message.
 //!
 //! The listener is rustls 0.23 on ring (TLS 1.2 and 1.3, rustls's safe defaults), the same
 //! rustls the webhook and bank-file clients use.
@@ -13,6 +16,8 @@ use std::sync::Arc;
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+use crate::secret_source::{self, SecretSource};
 
 /// The certificate variable.
 pub const CERT_VARIABLE: &str = "PAYOUT_TLS_CERT";
@@ -26,6 +31,8 @@ pub struct TlsSettings {
     pub cert_path: PathBuf,
     /// Where the private key was read from.
     pub key_path: PathBuf,
+    /// How the key was given (`file:/path` or `credential:PAYOUT_TLS_KEY`), for summaries.
+    pub key_source: SecretSource,
     /// How many certificates the chain holds.
     pub chain_length: usize,
     server: Arc<rustls::ServerConfig>,
@@ -37,6 +44,7 @@ impl fmt::Debug for TlsSettings {
         f.debug_struct("TlsSettings")
             .field("cert_path", &self.cert_path)
             .field("key_path", &self.key_path)
+            .field("key_source", &self.key_source)
             .field("chain_length", &self.chain_length)
             .finish_non_exhaustive()
     }
@@ -71,9 +79,18 @@ impl TlsSettings {
     /// that the key is the certificate's.
     ///
     /// # Errors
-    /// A file that cannot be read, holds no PEM certificate (or private key), or a key that is
-    /// not the certificate's, naming the variable and the path (never the key's content).
+    /// A file that cannot be read, holds no PEM certificate (or private key), a key file that
+    /// its group or others may access, or a key that is not the certificate's, naming the
+    /// variable and the path (never the key's content).
     pub fn load(cert_path: &Path, key_path: &Path) -> Result<Self, TlsConfigError> {
+        Self::load_key_from(cert_path, key_path, SecretSource::File(key_path.to_owned()))
+    }
+
+    fn load_key_from(
+        cert_path: &Path,
+        key_path: &Path,
+        key_source: SecretSource,
+    ) -> Result<Self, TlsConfigError> {
         let cert_pem = read(CERT_VARIABLE, cert_path)?;
         // Parse errors name the file, not the parser's detail (which may quote the input).
         let chain = CertificateDer::pem_slice_iter(&cert_pem)
@@ -93,8 +110,9 @@ impl TlsSettings {
                 ),
             ));
         }
-        let key_pem = read(KEY_VARIABLE, key_path)?;
-        let key = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|_| {
+        let key_pem = secret_source::read_file(key_path)
+            .map_err(|e| problem(KEY_VARIABLE, format!("is refused: {e}")))?;
+        let key = PrivateKeyDer::from_pem_slice(key_pem.expose().as_bytes()).map_err(|_| {
             problem(
                 KEY_VARIABLE,
                 format!(
@@ -133,6 +151,7 @@ impl TlsSettings {
         Ok(Self {
             cert_path: cert_path.to_owned(),
             key_path: key_path.to_owned(),
+            key_source,
             chain_length,
             server: Arc::new(server),
         })
@@ -144,17 +163,20 @@ impl TlsSettings {
     }
 }
 
-/// `PAYOUT_TLS_CERT` and `PAYOUT_TLS_KEY`: both (TLS, loaded and checked) or neither (plain
-/// HTTP).
+/// `PAYOUT_TLS_CERT` and `PAYOUT_TLS_KEY` (or the systemd credential `PAYOUT_TLS_KEY`): both
+/// (TLS, loaded and checked) or neither (plain HTTP).
 ///
 /// # Errors
-/// Only one of them set, or a file [`TlsSettings::load`] refuses.
+/// Only one of them set, the key given both ways, or a file [`TlsSettings::load`] refuses.
 pub fn tls_from_env() -> Result<Option<TlsSettings>, TlsConfigError> {
-    let get =
-        |name: &str| std::env::var_os(name).filter(|v| !v.to_string_lossy().trim().is_empty());
-    match (get(CERT_VARIABLE), get(KEY_VARIABLE)) {
+    let cert = std::env::var_os(CERT_VARIABLE).filter(|v| !v.to_string_lossy().trim().is_empty());
+    let key = secret_source::file_from_env(KEY_VARIABLE, &secret_source::process_env)
+        .map_err(|e| problem(e.variable, format!("is refused: {}", e.error)))?;
+    match (cert, key) {
         (None, None) => Ok(None),
-        (Some(cert), Some(key)) => TlsSettings::load(Path::new(&cert), Path::new(&key)).map(Some),
+        (Some(cert), Some((path, source))) => {
+            TlsSettings::load_key_from(Path::new(&cert), &path, source).map(Some)
+        }
         (Some(_), None) => Err(problem(
             KEY_VARIABLE,
             format!("is not set but {CERT_VARIABLE} is: set both (TLS) or neither (plain HTTP)"),

@@ -212,6 +212,149 @@ fn the_unit_and_deploy_md_name_only_commands_and_variables_payoutd_has() {
     }
 }
 
+/// The `LoadCredential=` names of the unit (commented-out lines excluded).
+fn unit_credentials() -> BTreeSet<String> {
+    read("docs/examples/payoutd.service")
+        .lines()
+        .filter_map(|l| l.strip_prefix("LoadCredential="))
+        .map(|l| l.split(':').next().unwrap().to_owned())
+        .collect()
+}
+
+/// The environment file of DEPLOY.md: the `sh` block after the sentence that introduces it.
+fn deploy_env_sample() -> Vec<(String, String)> {
+    let text = read("docs/DEPLOY.md");
+    let at = text
+        .find("`/etc/payoutd/payoutd.env` then holds settings only")
+        .expect("DEPLOY.md introduces the environment file");
+    let block = &text[at..];
+    let start = block.find("```sh\n").unwrap() + "```sh\n".len();
+    let end = start + block[start..].find("```").unwrap();
+    block[start..end]
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let (name, value) = l.split_once('=').expect("NAME=value");
+            (name.to_owned(), value.to_owned())
+        })
+        .collect()
+}
+
+/// A fresh ed25519 private key as PKCS#8 PEM.
+fn sftp_key() -> String {
+    use base64::Engine;
+    let rng = ring::rand::SystemRandom::new();
+    let pkcs8 = ring::signature::Ed25519KeyPair::generate_pkcs8(&rng).unwrap();
+    let body = base64::engine::general_purpose::STANDARD.encode(pkcs8.as_ref());
+    format!("-----BEGIN PRIVATE KEY-----\n{body}\n-----END PRIVATE KEY-----\n")
+}
+
+/// DEPLOY.md's environment file holds no secret, the unit loads every credential the example
+/// configuration names (and only those payoutd reads), and together, with those credentials
+/// written as DEPLOY.md says, they pass `payoutd check-config`, every secret shown as its
+/// credential.
+#[test]
+fn the_documented_environment_unit_and_configuration_pass_check_config_together() {
+    use std::os::unix::fs::PermissionsExt;
+    let sample = deploy_env_sample();
+    let secrets = [
+        "DATABASE_URL",
+        "PAYOUT_MASTER_KEY",
+        "PAYOUT_PREVIOUS_MASTER_KEY",
+        "PAYOUT_TLS_KEY",
+    ];
+    for (name, value) in &sample {
+        assert!(
+            !secrets.contains(&name.as_str()) && !value.contains("PASSWORD"),
+            "DEPLOY.md's environment file holds a secret: {name}"
+        );
+    }
+    assert!(sample.iter().any(|(name, _)| name == "PAYOUT_CONFIG"));
+
+    let example = read("docs/examples/payoutd.toml");
+    let named: BTreeSet<String> = example
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .filter_map(|l| l.split("\"credential:").nth(1))
+        .map(|rest| rest.split('"').next().unwrap().to_owned())
+        .collect();
+    assert!(named.len() >= 7, "{named:?}");
+    let loaded = unit_credentials();
+    let missing: Vec<_> = named.difference(&loaded).collect();
+    assert!(missing.is_empty(), "the unit does not load {missing:?}");
+    for extra in loaded.difference(&named) {
+        assert!(
+            secrets.contains(&extra.as_str()),
+            "the unit loads {extra}, which nothing reads"
+        );
+    }
+
+    // The host of DEPLOY.md, under a temporary directory instead of /etc/payoutd.
+    let etc = tempfile::tempdir().unwrap();
+    let root = etc.path().display().to_string();
+    let credentials = etc.path().join("credentials");
+    std::fs::create_dir_all(etc.path().join("tls")).unwrap();
+    std::fs::create_dir(&credentials).unwrap();
+    std::fs::copy(
+        repo().join("docs/examples/payoutd.toml"),
+        etc.path().join("payoutd.toml"),
+    )
+    .unwrap();
+    let made = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    std::fs::write(etc.path().join("tls/fullchain.pem"), made.cert.pem()).unwrap();
+    for name in &loaded {
+        let content = match name.as_str() {
+            "DATABASE_URL" => {
+                "postgres://payoutd_app:runtime-pw@db.internal:5432/payoutd".to_owned()
+            }
+            "PAYOUT_MASTER_KEY" => format!("{MASTER_KEY}\n"),
+            "PAYOUT_PREVIOUS_MASTER_KEY" => "ab".repeat(32),
+            "PAYOUT_TLS_KEY" => made.signing_key.serialize_pem(),
+            sftp if sftp.ends_with("-sftp-key") => sftp_key(),
+            _ => format!("secret-of-{name}"),
+        };
+        let path = credentials.join(name);
+        std::fs::write(&path, content).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o400)).unwrap();
+    }
+    let mut command = Command::new(env!("CARGO_BIN_EXE_payoutd"));
+    command
+        .arg("check-config")
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("CREDENTIALS_DIRECTORY", &credentials);
+    for (name, value) in &sample {
+        command.env(name, value.replace("/etc/payoutd", &root));
+    }
+    let output = command.output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary: Value = serde_json::from_str(&stdout).unwrap();
+    for (secret, source) in [
+        ("/database/url", "DATABASE_URL"),
+        ("/master_keys/current_key", "PAYOUT_MASTER_KEY"),
+        ("/tls/key", "PAYOUT_TLS_KEY"),
+        ("/smtp/password", "smtp-password"),
+        ("/rails/usd~1ach/transport/private_key", "ach-sftp-key"),
+        (
+            "/rails/cad~1digital/transport/shared_secret",
+            "interac-shared-secret",
+        ),
+    ] {
+        assert_eq!(
+            summary.pointer(secret),
+            Some(&json!(format!("[REDACTED] (credential:{source})"))),
+            "{secret}"
+        );
+    }
+    assert!(!stdout.contains("runtime-pw") && !stdout.contains(MASTER_KEY));
+    assert!(!stdout.contains("secret-of-") && !stdout.contains("PRIVATE KEY"));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Migrations: expand/contract
 // ---------------------------------------------------------------------------------------------

@@ -34,13 +34,20 @@ struct Files {
     key_pem: String,
 }
 
+/// Writes a file readable by its owner only, as a key file must be.
+fn write_private(path: &Path, content: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, content).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
 fn files() -> Files {
     let dir = tempfile::tempdir().unwrap();
     let (cert_pem, key_pem) = self_signed();
     let cert = dir.path().join("cert.pem");
     let key = dir.path().join("key.pem");
-    std::fs::write(&cert, &cert_pem).unwrap();
-    std::fs::write(&key, &key_pem).unwrap();
+    write_private(&cert, &cert_pem);
+    write_private(&key, &key_pem);
     Files {
         dir,
         cert,
@@ -257,16 +264,26 @@ fn check_config_and_serve_refuse_half_missing_garbage_and_mismatched_tls_files()
     let missing = files.dir.path().join("absent.pem");
     let missing = missing.to_str().unwrap();
     let garbage = files.dir.path().join("garbage.pem");
-    std::fs::write(&garbage, "this is not PEM at all\n").unwrap();
+    write_private(&garbage, "this is not PEM at all\n");
     let garbage = garbage.to_str().unwrap();
     let broken = files.dir.path().join("broken.pem");
-    std::fs::write(&broken, "-----BEGIN CERTIFICATE-----\nMIIB\n").unwrap();
+    write_private(&broken, "-----BEGIN CERTIFICATE-----\nMIIB\n");
     let broken = broken.to_str().unwrap();
     // A valid key, but of another certificate.
     let other_key = files.dir.path().join("other-key.pem");
     let other_key_pem = self_signed().1;
-    std::fs::write(&other_key, &other_key_pem).unwrap();
+    write_private(&other_key, &other_key_pem);
     let other_key = other_key.to_str().unwrap();
+    // The right key, but readable by everyone.
+    let exposed_key = files.dir.path().join("exposed-key.pem");
+    std::fs::write(&exposed_key, &files.key_pem).unwrap();
+    std::fs::set_permissions(
+        &exposed_key,
+        std::os::unix::fs::PermissionsExt::from_mode(0o644),
+    )
+    .unwrap();
+    let exposed_key = exposed_key.to_str().unwrap();
+    let chmod = format!("chmod 600 {exposed_key}");
 
     let cases: Vec<Case> = vec![
         (
@@ -286,8 +303,13 @@ fn check_config_and_serve_refuse_half_missing_garbage_and_mismatched_tls_files()
         ),
         (
             vec![("PAYOUT_TLS_CERT", cert), ("PAYOUT_TLS_KEY", missing)],
-            "PAYOUT_TLS_KEY names",
+            "PAYOUT_TLS_KEY is refused",
             vec![missing, "cannot be read"],
+        ),
+        (
+            vec![("PAYOUT_TLS_CERT", cert), ("PAYOUT_TLS_KEY", exposed_key)],
+            "PAYOUT_TLS_KEY is refused",
+            vec![exposed_key, "(mode 0644)", chmod.as_str()],
         ),
         (
             vec![("PAYOUT_TLS_CERT", garbage), ("PAYOUT_TLS_KEY", key)],

@@ -9,14 +9,14 @@
 //! file_prefix = "ACME"
 //! cutoffs = ["15:00"]        # UTC
 //! holidays = ["2026-12-25"]
-//! transport = { kind = "sftp", host = "sftp.bank.example", user = "acme", private_key = "env:ACH_SFTP_KEY", host_key = "ssh-ed25519 AAAA…", outbound_dir = "outbound", inbound_dir = "inbound" }
+//! transport = { kind = "sftp", host = "sftp.bank.example", user = "acme", private_key = "credential:ach-sftp-key", host_key = "ssh-ed25519 AAAA…", outbound_dir = "outbound", inbound_dir = "inbound" }
 //! # … the NACHA originator settings
 //!
 //! [smtp]
 //! host = "smtp.example.com"
 //! tls = "starttls"
 //! username = "payoutd"
-//! password = "env:PAYOUT_SMTP_PASSWORD"
+//! password = "file:/etc/payoutd/credentials/smtp-password"
 //! from = "Payouts <payouts@example.com>"
 //!
 //! [kyc]
@@ -27,9 +27,10 @@
 //! problem found is reported, each naming the setting's full path
 //! (`rails."usd/ach".company_id: must be 10 characters, got 9`); within one table, a key that is
 //! unknown, missing or of the wrong type stops the checks of that table (serde reports the
-//! first one). Secrets (`smtp.password`, an SFTP `private_key`) may be written `env:NAME` and
-//! are then read from that environment variable; they are kept in [`Secret`]s and never
-//! appear in a message or the summary.
+//! first one). Secrets (`smtp.password`, a partner's `shared_secret`, an SFTP `private_key`)
+//! may be written `credential:NAME`, `file:/path` or `env:NAME` and are then read from there
+//! ([`crate::secret_source`]); they are kept in `Secret`s and never appear in a message or the
+//! summary, which shows where each came from (`[REDACTED] (credential:smtp-password)`).
 
 mod problems;
 mod rails;
@@ -40,13 +41,13 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::secret_source::masked;
 use chrono::{DateTime, SecondsFormat, Utc};
 use domain::account::PayoutMethod;
-use domain::masking::Secret;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-pub use problems::{Problem, SecretSetting};
+pub use problems::Problem;
 pub use rails::RailSettings;
 pub use smtp::{KycProviderSetting, SmtpCredentials, SmtpSettings, SmtpTls, is_loopback_host};
 pub use transport::{
@@ -276,18 +277,13 @@ impl ProductionSettings {
                 "tls": smtp.tls.as_str(),
                 "from": smtp.from,
                 "username": smtp.credentials.as_ref().map(|c| c.username.clone()),
-                "password": smtp.credentials.as_ref().map(|c| masked(&c.password.value, &c.password.source())),
+                "password": smtp.credentials.as_ref().map(|c| c.password.masked()),
                 "timeout_secs": smtp.timeout.as_secs(),
                 "max_attempts": smtp.max_attempts,
             },
             "kyc": { "provider": self.kyc.as_str() },
         })
     }
-}
-
-/// A secret in a summary: `[REDACTED]` and where it comes from.
-fn masked(secret: &Secret<String>, source: &str) -> String {
-    format!("{secret} ({source})")
 }
 
 fn rfc3339(t: DateTime<Utc>) -> String {
@@ -302,11 +298,7 @@ fn rail_summary(rail: &RailSettings, now: DateTime<Utc>) -> Value {
             "host": sftp.settings.host,
             "port": sftp.settings.port,
             "user": sftp.settings.user,
-            "private_key": if sftp.private_key_source.starts_with("env:") {
-                format!("[REDACTED] ({})", sftp.private_key_source)
-            } else {
-                format!("file {}", sftp.private_key_source)
-            },
+            "private_key": masked(&sftp.private_key_source),
             "client_key_fingerprint": sftp.client_fingerprint,
             "host_key": sftp.settings.host_key.to_string(),
             "outbound_dir": sftp.settings.outbound_dir,
@@ -316,7 +308,7 @@ fn rail_summary(rail: &RailSettings, now: DateTime<Utc>) -> Value {
         TransportSettings::PartnerApi(api) => json!({
             "kind": "partner_api",
             "base_url": api.settings.base_url,
-            "shared_secret": format!("[REDACTED] ({})", api.secret_source),
+            "shared_secret": masked(&api.secret_source),
             "timeout_secs": api.settings.timeout.as_secs(),
             "connect_timeout_secs": api.settings.connect_timeout.as_secs(),
             "poll_interval_secs": api.poll_interval.as_secs(),

@@ -1,11 +1,12 @@
 //! What the checks of the configuration file share: the problems they collect (each naming its
-//! setting's full path), the path syntax, the `env:` references, and the deserialization of
-//! one table at a time.
+//! setting's full path), the path syntax, the secret settings (read by
+//! [`crate::secret_source`]), and the deserialization of one table at a time.
 
 use std::fmt;
 
-use domain::masking::Secret;
 use serde::de::DeserializeOwned;
+
+use crate::secret_source::{SecretRef, SourcedSecret};
 
 /// One thing wrong with the file: the setting's full path (`rails."usd/ach".company_id`) and
 /// what is wrong. The message never holds the value of a secret.
@@ -48,7 +49,7 @@ impl Problems {
 }
 
 /// Looks an environment variable up (the process environment, or a map in tests).
-pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+pub use crate::secret_source::Lookup as Env;
 
 /// `parent.key`, with `key` quoted unless it is a bare TOML key (`rails."usd/ach"`).
 pub fn key_path(parent: &str, key: &str) -> String {
@@ -108,119 +109,43 @@ pub fn type_name(value: &toml::Value) -> &'static str {
     }
 }
 
-/// The name of a variable in an `env:NAME` reference.
-fn env_name(text: &str) -> Option<&str> {
-    text.strip_prefix("env:")
-}
-
-fn valid_env_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-/// A setting that is given in the file or read from an environment variable (`env:NAME`).
-#[derive(Clone, Debug)]
-pub enum Sourced {
-    /// Written in the file.
-    Inline(String),
-    /// Read from this environment variable; the value is kept as a secret.
-    FromEnv {
-        /// The variable.
-        variable: String,
-        /// Its value.
-        value: Secret<String>,
-    },
-}
-
-/// Reads a string setting that may be an `env:NAME` reference. The value is never put in a
-/// message, so this is the reader for secrets.
-pub fn sourced(
-    value: toml::Value,
-    setting: &str,
-    env: Env<'_>,
-    problems: &mut Problems,
-) -> Option<Sourced> {
-    let toml::Value::String(text) = value else {
-        // `type_str`, not the value: this may be a secret.
-        problems.push(
-            setting,
-            format!(
-                "must be a string (or \"env:NAME\"), got {}",
-                type_name(&value)
-            ),
-        );
-        return None;
-    };
-    let Some(variable) = env_name(&text) else {
-        if text.trim().is_empty() {
-            problems.push(setting, "must not be empty");
-            return None;
-        }
-        return Some(Sourced::Inline(text));
-    };
-    if !valid_env_name(variable) {
-        problems.push(
-            setting,
-            format!(
-                "\"env:{variable}\" does not name an environment variable (letters, digits and _, not starting with a digit)"
-            ),
-        );
-        return None;
-    }
-    match env(variable).filter(|v| !v.trim().is_empty()) {
-        Some(value) => Some(Sourced::FromEnv {
-            variable: variable.to_owned(),
-            value: Secret::new(value),
-        }),
-        None => {
-            problems.push(
-                setting,
-                format!("environment variable {variable} is not set (the setting says \"env:{variable}\")"),
-            );
-            None
-        }
-    }
-}
-
-/// A secret setting (`password = "env:SMTP_PASSWORD"` or written in the file).
-#[derive(Clone, Debug)]
-pub struct SecretSetting {
-    /// The secret.
-    pub value: Secret<String>,
-    /// The environment variable it came from, if any (for the summary: never the value).
-    pub variable: Option<String>,
-}
-
-impl SecretSetting {
-    /// Where it came from, for summaries: `env:NAME` or `inline`; never the value.
-    pub fn source(&self) -> String {
-        match &self.variable {
-            Some(name) => format!("env:{name}"),
-            None => "inline".to_owned(),
-        }
-    }
-}
-
-/// Reads a secret setting.
+/// Reads a secret setting: `"env:NAME"`, `"file:/path"`, `"credential:NAME"` or the text
+/// itself ([`crate::secret_source`]). The value is never put in a message.
 pub fn secret(
     value: toml::Value,
     setting: &str,
     env: Env<'_>,
     problems: &mut Problems,
-) -> Option<SecretSetting> {
-    Some(match sourced(value, setting, env, problems)? {
-        Sourced::Inline(text) => SecretSetting {
-            value: Secret::new(text),
-            variable: None,
-        },
-        Sourced::FromEnv { variable, value } => SecretSetting {
-            value,
-            variable: Some(variable),
-        },
-    })
+) -> Option<SourcedSecret> {
+    let reference = secret_ref(value, setting, problems)?;
+    if let SecretRef::Inline(text) = &reference
+        && text.expose().trim().is_empty()
+    {
+        problems.push(setting, "must not be empty");
+        return None;
+    }
+    reference
+        .read(env)
+        .map_err(|e| problems.push(setting, e.to_string()))
+        .ok()
+}
+
+/// Parses a secret setting without reading it.
+pub fn secret_ref(value: toml::Value, setting: &str, problems: &mut Problems) -> Option<SecretRef> {
+    let toml::Value::String(text) = value else {
+        // `type_name`, not the value: this may be a secret.
+        problems.push(
+            setting,
+            format!(
+                "must be a string (the secret, or \"env:NAME\", \"file:/path\" or \"credential:NAME\"), got {}",
+                type_name(&value)
+            ),
+        );
+        return None;
+    };
+    SecretRef::parse(&text)
+        .map_err(|e| problems.push(setting, e.to_string()))
+        .ok()
 }
 
 /// Checks a number of seconds against a range; `default` when absent.
@@ -261,14 +186,14 @@ mod tests {
     }
 
     #[test]
-    fn env_references_read_the_variable_and_name_it_when_missing() {
+    fn secret_settings_name_the_setting_and_never_the_value() {
         let env = |name: &str| (name == "SET").then(|| "s3cret".to_owned());
         let mut problems = Problems::default();
         let set = secret("env:SET".into(), "smtp.password", &env, &mut problems).unwrap();
         assert_eq!(set.value.expose(), "s3cret");
-        assert_eq!(set.source(), "env:SET");
+        assert_eq!(set.source.to_string(), "env:SET");
         let inline = secret("plain".into(), "smtp.password", &env, &mut problems).unwrap();
-        assert_eq!(inline.source(), "inline");
+        assert_eq!(inline.source.to_string(), "inline");
         assert!(problems.is_empty());
 
         assert!(secret("env:UNSET".into(), "smtp.password", &env, &mut problems).is_none());
@@ -283,11 +208,39 @@ mod tests {
             .is_none()
         );
         assert!(secret("  ".into(), "smtp.password", &env, &mut problems).is_none());
+        assert!(
+            secret(
+                "file:/nonexistent/smtp-password".into(),
+                "smtp.password",
+                &env,
+                &mut problems
+            )
+            .is_none()
+        );
+        assert!(
+            secret(
+                "credential:smtp-password".into(),
+                "smtp.password",
+                &env,
+                &mut problems
+            )
+            .is_none()
+        );
         let messages: Vec<String> = problems.into_vec().iter().map(Problem::to_string).collect();
-        assert_eq!(messages.len(), 4, "{messages:?}");
+        assert_eq!(messages.len(), 6, "{messages:?}");
         assert!(messages[0].starts_with("smtp.password: environment variable UNSET is not set"));
         assert!(messages[1].contains("1BAD"));
         assert!(messages[2].contains("got an integer") && !messages[2].contains("12345"));
         assert!(messages[3].contains("empty"));
+        assert!(
+            messages[4].starts_with("smtp.password: /nonexistent/smtp-password cannot be read"),
+            "{}",
+            messages[4]
+        );
+        assert!(
+            messages[5].contains("CREDENTIALS_DIRECTORY is not set"),
+            "{}",
+            messages[5]
+        );
     }
 }

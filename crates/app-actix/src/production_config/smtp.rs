@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::problems::{Env, Problems, SecretSetting, key_path, seconds, secret, table};
+use super::problems::{Env, Problems, key_path, seconds, secret, table};
+use crate::secret_source::SourcedSecret;
 
 /// How the connection to the mail server is protected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,8 +44,8 @@ impl SmtpTls {
 pub struct SmtpCredentials {
     /// The user name.
     pub username: String,
-    /// The password (from the file or `env:NAME`).
-    pub password: SecretSetting,
+    /// The password, and where it came from.
+    pub password: SourcedSecret,
 }
 
 /// The SMTP notifier's settings.

@@ -1,6 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use base64::Engine;
@@ -43,31 +44,61 @@ fn ed25519() -> (String, String) {
     (pem, format!("ssh-ed25519 {} test", b64.encode(blob)))
 }
 
-struct Env(HashMap<String, String>);
+/// The environment of a test: variables, and a systemd credentials directory holding the
+/// credentials the example names (each readable by its owner only).
+struct Env {
+    variables: HashMap<String, String>,
+    credentials: tempfile::TempDir,
+}
 
 impl Env {
-    /// The variables the example references.
+    /// The credentials the example references.
     fn example() -> Self {
-        let mut variables = HashMap::from([
-            ("PAYOUT_SMTP_PASSWORD".to_owned(), SMTP_PASSWORD.to_owned()),
-            (
-                "PAYOUT_INTERAC_SECRET".to_owned(),
-                INTERAC_SECRET.to_owned(),
-            ),
-        ]);
-        for rail in ["ACH", "SEPA", "ABA", "EFT", "IB4B"] {
-            variables.insert(format!("PAYOUT_{rail}_SFTP_KEY"), ed25519().0);
+        let credentials = tempfile::tempdir().unwrap();
+        let variables = HashMap::from([(
+            crate::secret_source::CREDENTIALS_DIRECTORY.to_owned(),
+            credentials.path().display().to_string(),
+        )]);
+        let mut env = Self {
+            variables,
+            credentials,
+        };
+        env.credential("smtp-password", &format!("{SMTP_PASSWORD}\n"));
+        env.credential("interac-shared-secret", INTERAC_SECRET);
+        for rail in ["ach", "sepa", "aba", "eft", "ib4b"] {
+            env.credential(&format!("{rail}-sftp-key"), &ed25519().0);
         }
-        Self(variables)
+        env
     }
 
-    fn without(mut self, name: &str) -> Self {
-        self.0.remove(name);
+    /// Writes the credential `name`, mode 0600.
+    fn credential(&mut self, name: &str, content: &str) {
+        let path = self.credentials.path().join(name);
+        std::fs::write(&path, content).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+
+    /// Without the credential `name`.
+    fn without(self, name: &str) -> Self {
+        std::fs::remove_file(self.credentials.path().join(name)).unwrap();
         self
     }
 
+    fn set(mut self, name: &str, value: &str) -> Self {
+        self.variables.insert(name.to_owned(), value.to_owned());
+        self
+    }
+
+    /// Every secret the credentials hold.
+    fn secrets(&self) -> Vec<String> {
+        std::fs::read_dir(self.credentials.path())
+            .unwrap()
+            .map(|entry| std::fs::read_to_string(entry.unwrap().path()).unwrap())
+            .collect()
+    }
+
     fn get(&self, name: &str) -> Option<String> {
-        self.0.get(name).cloned()
+        self.variables.get(name).cloned()
     }
 }
 
@@ -178,7 +209,7 @@ fn the_summary_shows_rails_cutoffs_and_smtp_but_no_secret() {
     assert_eq!(ach["transport"]["kind"], "sftp");
     assert_eq!(
         ach["transport"]["private_key"],
-        "[REDACTED] (env:PAYOUT_ACH_SFTP_KEY)"
+        "[REDACTED] (credential:ach-sftp-key)"
     );
     // SEPA's 13:00 has passed: Monday's.
     assert_eq!(
@@ -197,7 +228,7 @@ fn the_summary_shows_rails_cutoffs_and_smtp_but_no_secret() {
             "tls": "starttls",
             "from": "Acme Payouts <payouts@example.com>",
             "username": "payoutd@example.com",
-            "password": "[REDACTED] (env:PAYOUT_SMTP_PASSWORD)",
+            "password": "[REDACTED] (credential:smtp-password)",
             "timeout_secs": 30,
             "max_attempts": 5,
         })
@@ -205,7 +236,8 @@ fn the_summary_shows_rails_cutoffs_and_smtp_but_no_secret() {
     assert_eq!(summary["kyc"]["provider"], "manual");
     let text = summary.to_string();
     let debug = format!("{settings:?}");
-    for secret in env.0.values() {
+    for secret in env.secrets() {
+        let secret = secret.trim();
         let core = secret.lines().nth(1).unwrap_or(secret);
         assert!(!text.contains(core), "the summary shows a secret");
         assert!(!debug.contains(core), "Debug shows a secret");
@@ -500,32 +532,89 @@ fn every_problem_is_reported_not_only_the_first() {
 }
 
 #[test]
-fn a_missing_environment_variable_is_named_with_the_setting() {
-    let p = problems_with(EXAMPLE, &Env::example().without("PAYOUT_SMTP_PASSWORD"));
+fn a_missing_credential_or_environment_variable_is_named_with_the_setting() {
+    let p = problems_with(EXAMPLE, &Env::example().without("smtp-password"));
     assert_problem(
         &p,
         "smtp.password",
-        "environment variable PAYOUT_SMTP_PASSWORD is not set",
+        "the systemd credential smtp-password is not in",
     );
-    let p = problems_with(EXAMPLE, &Env::example().without("PAYOUT_SEPA_SFTP_KEY"));
+    let p = problems_with(EXAMPLE, &Env::example().without("sepa-sftp-key"));
     assert_problem(
         &p,
         "rails.\"eur/sepa\".transport.private_key",
-        "PAYOUT_SEPA_SFTP_KEY",
+        "LoadCredential=sepa-sftp-key:<file>",
+    );
+    let outside_systemd = Env::example().set(crate::secret_source::CREDENTIALS_DIRECTORY, "");
+    assert_problem(
+        &problems_with(EXAMPLE, &outside_systemd),
+        "smtp.password",
+        "CREDENTIALS_DIRECTORY is not set",
+    );
+
+    let from_env = example_with(
+        "password = \"credential:smtp-password\"",
+        "password = \"env:PAYOUT_SMTP_PASSWORD\"",
+    );
+    assert_problem(
+        &problems(&from_env),
+        "smtp.password",
+        "environment variable PAYOUT_SMTP_PASSWORD is not set",
     );
     // Set but empty counts as not set.
-    let mut env = Env::example();
-    env.0
-        .insert("PAYOUT_SMTP_PASSWORD".to_owned(), " ".to_owned());
-    assert_problem(&problems_with(EXAMPLE, &env), "smtp.password", "not set");
+    let blank = Env::example().set("PAYOUT_SMTP_PASSWORD", " ");
+    assert_problem(
+        &problems_with(&from_env, &blank),
+        "smtp.password",
+        "not set",
+    );
+    let set = Env::example().set("PAYOUT_SMTP_PASSWORD", SMTP_PASSWORD);
+    let settings = parse_with(&from_env, &set).unwrap();
+    assert_eq!(
+        settings.summary(Utc::now())["smtp"]["password"],
+        "[REDACTED] (env:PAYOUT_SMTP_PASSWORD)"
+    );
+}
+
+#[test]
+fn a_secret_file_open_to_others_is_refused_and_one_line_loses_its_newline() {
+    let env = Env::example();
+    let file = env.credentials.path().join("smtp-password");
+    let text = example_with(
+        "password = \"credential:smtp-password\"",
+        &format!("password = \"file:{}\"", file.display()),
+    );
+    let settings = parse_with(&text, &env).unwrap();
+    let credentials = settings.smtp.credentials.as_ref().unwrap();
+    assert_eq!(credentials.password.value.expose(), SMTP_PASSWORD);
+    assert_eq!(
+        settings.summary(Utc::now())["smtp"]["password"],
+        format!("[REDACTED] (file:{})", file.display())
+    );
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let p = problems_with(&text, &env);
+    assert_problem(
+        &p,
+        "smtp.password",
+        &format!(
+            "{} is accessible by its group or others (mode 0640)",
+            file.display()
+        ),
+    );
+    // The same file as a credential: the same rule.
+    assert_problem(
+        &problems_with(EXAMPLE, &env),
+        "smtp.password",
+        "(mode 0640)",
+    );
+    assert!(!format!("{p:?}").contains(SMTP_PASSWORD));
 }
 
 #[test]
 fn the_private_key_is_loaded_and_its_problems_never_show_it() {
     let mut env = Env::example();
     let junk = "-----BEGIN PRIVATE KEY-----\nbm90IGEga2V5IGF0IGFsbA==\n-----END PRIVATE KEY-----\n";
-    env.0
-        .insert("PAYOUT_ACH_SFTP_KEY".to_owned(), junk.to_owned());
+    env.credential("ach-sftp-key", junk);
     let p = problems_with(EXAMPLE, &env);
     assert_problem(
         &p,
@@ -535,7 +624,7 @@ fn the_private_key_is_loaded_and_its_problems_never_show_it() {
     assert!(!format!("{p:?}").contains("bm90IGEga2V5"));
 
     let relative = example_with(
-        "private_key = \"env:PAYOUT_ACH_SFTP_KEY\"",
+        "private_key = \"credential:ach-sftp-key\"",
         "private_key = \"keys/ach\"",
     );
     assert_problem(
@@ -546,29 +635,45 @@ fn the_private_key_is_loaded_and_its_problems_never_show_it() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("absent");
     let text = example_with(
-        "private_key = \"env:PAYOUT_ACH_SFTP_KEY\"",
+        "private_key = \"credential:ach-sftp-key\"",
         &format!("private_key = {:?}", missing.display().to_string()),
     );
     assert_problem(
         &problems(&text),
         "rails.\"usd/ach\".transport.private_key",
-        "cannot read the SFTP private key file",
+        &format!("{} cannot be read", missing.display()),
     );
+    // A key file, given as its path alone or as file:, must be its owner's only.
     let file = dir.path().join("ach_ed25519");
     std::fs::write(&file, ed25519().0).unwrap();
-    let text = example_with(
-        "private_key = \"env:PAYOUT_ACH_SFTP_KEY\"",
-        &format!("private_key = {:?}", file.display().to_string()),
-    );
-    let settings = parse(&text).unwrap();
-    let summary = settings.summary(Utc::now());
-    assert_eq!(
-        summary["rails"]["usd/ach"]["transport"]["private_key"],
-        format!("file {}", file.display())
-    );
+    for setting in [
+        format!("{:?}", file.display().to_string()),
+        format!("\"file:{}\"", file.display()),
+    ] {
+        let text = example_with(
+            "private_key = \"credential:ach-sftp-key\"",
+            &format!("private_key = {setting}"),
+        );
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_problem(
+            &problems(&text),
+            "rails.\"usd/ach\".transport.private_key",
+            &format!(
+                "(mode 0644): a secret file must be readable by its owner only; run `chmod 600 {}`",
+                file.display()
+            ),
+        );
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let settings = parse(&text).unwrap();
+        let summary = settings.summary(Utc::now());
+        assert_eq!(
+            summary["rails"]["usd/ach"]["transport"]["private_key"],
+            format!("[REDACTED] (file:{})", file.display())
+        );
+    }
     // A secret of the wrong type is refused without echoing it.
     let p = problems(&example_with(
-        "password = \"env:PAYOUT_SMTP_PASSWORD\"",
+        "password = \"credential:smtp-password\"",
         "password = 98765432",
     ));
     assert_problem(&p, "smtp.password", "must be a string");
@@ -707,7 +812,7 @@ fn smtp_settings_are_checked() {
     assert_problem(&p, "smtp.host", "host name");
     // No login at all is fine.
     let open = example_with("username = \"payoutd@example.com\"", "").replacen(
-        "password = \"env:PAYOUT_SMTP_PASSWORD\"",
+        "password = \"credential:smtp-password\"",
         "",
         1,
     );
@@ -881,7 +986,7 @@ fn cad_digital_is_paid_through_a_partner_api_with_a_secret_never_shown() {
         .summary(Utc.with_ymd_and_hms(2026, 11, 25, 12, 0, 0).unwrap())
         .to_string();
     assert!(!summary.contains(INTERAC_SECRET));
-    assert!(summary.contains("[REDACTED] (env:PAYOUT_INTERAC_SECRET)"));
+    assert!(summary.contains("[REDACTED] (credential:interac-shared-secret)"));
 
     for (from, to, setting, needle) in [
         (
@@ -924,11 +1029,11 @@ fn cad_digital_is_paid_through_a_partner_api_with_a_secret_never_shown() {
             "{to}: {p:#?}"
         );
     }
-    let p = problems_with(EXAMPLE, &Env::example().without("PAYOUT_INTERAC_SECRET"));
+    let p = problems_with(EXAMPLE, &Env::example().without("interac-shared-secret"));
     assert_problem(
         &p,
         "rails.\"cad/digital\".transport.shared_secret",
-        "PAYOUT_INTERAC_SECRET is not set",
+        "the systemd credential interac-shared-secret is not in",
     );
     // A file method cannot use the partner's API.
     let start = EXAMPLE.find("[rails.\"usd/ach\".transport]").unwrap();

@@ -14,7 +14,8 @@ use domain::masking::Secret;
 use domain::rail::transport::FileTransport;
 use serde::Deserialize;
 
-use super::problems::{Env, Problems, Sourced, key_path, seconds, secret, sourced, table};
+use super::problems::{Env, Problems, key_path, seconds, secret, secret_ref, table};
+use crate::secret_source::{SecretRef, SecretSource, SourcedSecret};
 
 /// Default of `poll_interval_secs`.
 pub const DEFAULT_POLL_SECS: u64 = 300;
@@ -68,8 +69,8 @@ pub struct SftpTransportSettings {
     pub transport: Arc<SftpTransport>,
     /// How often the bank's inbound directory is read.
     pub poll_interval: Duration,
-    /// Where the private key came from, for the summary: the file, or `env:NAME`.
-    pub private_key_source: String,
+    /// Where the private key came from, for the summary.
+    pub private_key_source: SecretSource,
     /// The SHA256 fingerprint of the client's key (to give the bank).
     pub client_fingerprint: String,
 }
@@ -83,8 +84,8 @@ pub struct PartnerApiTransportSettings {
     pub transport: Arc<PartnerApiTransport>,
     /// How often the partner's status reports are listed (callbacks bring them sooner).
     pub poll_interval: Duration,
-    /// Where the shared secret came from, for the summary: `env:NAME` or `inline`.
-    pub secret_source: String,
+    /// Where the shared secret came from, for the summary.
+    pub secret_source: SecretSource,
 }
 
 /// `kind = "directory"`.
@@ -216,27 +217,7 @@ fn sftp(
             None
         }
     };
-    let (private_key, private_key_source) =
-        match sourced(raw.private_key, &at("private_key"), env, problems) {
-            Some(Sourced::Inline(file)) => {
-                let file = PathBuf::from(file);
-                if file.is_absolute() {
-                    let source = file.display().to_string();
-                    (Some(PrivateKeySource::File(file)), source)
-                } else {
-                    problems.push(
-                    at("private_key"),
-                    "must be an absolute path to the key file, or \"env:NAME\" for the key text",
-                );
-                    (None, String::new())
-                }
-            }
-            Some(Sourced::FromEnv { variable, value }) => (
-                Some(PrivateKeySource::Text(value)),
-                format!("env:{variable}"),
-            ),
-            None => (None, String::new()),
-        };
+    let private_key = private_key(raw.private_key, &at("private_key"), env, problems);
     let poll = seconds(
         raw.poll_interval_secs,
         DEFAULT_POLL_SECS,
@@ -258,8 +239,15 @@ fn sftp(
         &at("operation_timeout_secs"),
         problems,
     );
-    let mut settings =
-        SftpSettings::new(host?, user?, private_key?, host_key?, outbound?, inbound?);
+    let private_key = private_key?;
+    let mut settings = SftpSettings::new(
+        host?,
+        user?,
+        PrivateKeySource::Text(private_key.value),
+        host_key?,
+        outbound?,
+        inbound?,
+    );
     settings.port = port?;
     settings.connect_timeout = connect?;
     settings.operation_timeout = operation?;
@@ -280,8 +268,36 @@ fn sftp(
         poll_interval: poll?,
         client_fingerprint: transport.client_fingerprint(),
         transport: Arc::new(transport),
-        private_key_source,
+        private_key_source: private_key.source,
     })))
+}
+
+/// An SFTP client key: `"file:/path"` (or the absolute path alone), `"credential:NAME"` or
+/// `"env:NAME"` for the key text; never the key written in the configuration file. A file is
+/// read here, with the checks of every secret file (owner-only mode).
+fn private_key(
+    value: toml::Value,
+    setting: &str,
+    env: Env<'_>,
+    problems: &mut Problems,
+) -> Option<SourcedSecret> {
+    let reference = match secret_ref(value, setting, problems)? {
+        SecretRef::Inline(text) if Path::new(text.expose()).is_absolute() => {
+            SecretRef::File(PathBuf::from(text.expose()))
+        }
+        SecretRef::Inline(_) => {
+            problems.push(
+                setting,
+                "must be the key file (\"file:/path\", or the absolute path alone), \"credential:NAME\" or \"env:NAME\" for the key text",
+            );
+            return None;
+        }
+        reference => reference,
+    };
+    reference
+        .read(env)
+        .map_err(|e| problems.push(setting, e.to_string()))
+        .ok()
 }
 
 fn partner_api(
@@ -369,7 +385,7 @@ fn partner_api(
             settings,
             transport: Arc::new(transport),
             poll_interval: poll?,
-            secret_source: secret.source(),
+            secret_source: secret.source,
         },
     )))
 }
