@@ -124,11 +124,17 @@ fn free_port() -> u16 {
         .unwrap()
 }
 
-/// A `python3` that has `aiosmtpd` (the section's mail catcher): Debian's, or the one on `PATH`.
+/// A `python3` that has `aiosmtpd` (the section's mail catcher): `PAYOUT_PYTHON3` (which
+/// `cargo xtask test` sets), Debian's, or the one on `PATH`.
 fn python_with_aiosmtpd() -> PathBuf {
-    ["/usr/bin/python3", "python3"]
-        .into_iter()
+    std::env::var_os("PAYOUT_PYTHON3")
         .map(PathBuf::from)
+        .into_iter()
+        .chain(
+            ["/usr/bin/python3", "python3"]
+                .into_iter()
+                .map(PathBuf::from),
+        )
         .find(|python| {
             Command::new(python)
                 .args(["-c", "import aiosmtpd"])
