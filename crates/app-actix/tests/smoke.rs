@@ -9,6 +9,10 @@
 //! free ones, so that the test runs beside anything else on the machine.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/database_url.rs"]
+mod database_url;
+use database_url::with_database;
+
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -153,16 +157,6 @@ fn psql(url: &str, sql: &str) -> Output {
         .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", sql])
         .output()
         .expect("psql runs")
-}
-
-/// `url` with another database.
-fn with_database(url: &str, database: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("postgres", url));
-    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-    let query = path
-        .split_once('?')
-        .map_or(String::new(), |(_, q)| format!("?{q}"));
-    format!("{scheme}://{authority}/{database}{query}")
 }
 
 /// Kills the shell's process group (the bank, the mail catcher and payoutd it started in the
