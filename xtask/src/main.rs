@@ -80,13 +80,16 @@ Commands:
   fuzz [--examples N] [--seed S] [-- ARGS...]
                    Run schemathesis against a fresh payoutd (sandbox mode): no 5xx,
                    every response as /openapi.json documents it
-  bank [--dir D] [--return-share S] [--port P] [--late-after-secs N]
-       [--interac-callback URL] [--interac-secret S]
-                   Run a local bank for the production rails: sshd (SFTP) on
-                   127.0.0.1 with a responder answering payoutd's files (NACHA and
-                   ABA / Standard 005 / IB4B returns and dishonours, pain.002), and
-                   the Interac e-Transfer partner API (signed batches, reports,
-                   callbacks to URL); prints its settings as JSON
+  bank [--dir D] [--transport sftp|directory] [--return-share S] [--port P]
+       [--late-after-secs N] [--interac-callback URL] [--interac-secret S]
+                   Run a local bank for the production rails: a responder answering
+                   payoutd's files in each rail's D/<rail>/outbound (NACHA and ABA /
+                   Standard 005 / IB4B returns and dishonours, pain.002) in its
+                   inbound, served by sshd (SFTP) on 127.0.0.1 (--transport sftp, the
+                   default) or read and written by payoutd itself (--transport
+                   directory: no sshd, no keys), and the Interac e-Transfer partner
+                   API (signed batches, reports, callbacks to URL); prints as JSON
+                   how payoutd reaches it
   rails-demo       Run payoutd in production mode against that bank: receivers,
                    KYC, confirmed accounts of all six methods, payouts, the bank's
                    and the partner's answers; prints one JSON line of counts

@@ -49,6 +49,10 @@ const SFTP_TESTS_PACKAGE: &str = "adapters-filetransfer";
 /// The crates whose tests need aiosmtpd and openssl (app-actix: the retry job against it).
 const SMTP_TESTS_PACKAGES: [&str; 2] = ["adapters-smtp", "app-actix"];
 
+/// The crate whose tests run DEPLOY.md's smoke test (`tests/smoke.rs`), whose commands use
+/// `jq` and `curl` besides aiosmtpd and openssl.
+const SMOKE_TESTS_PACKAGE: &str = "app-actix";
+
 /// Provisions PostgreSQL (and OpenSSH when needed) and runs `cargo test --workspace ARGS...`;
 /// with `--citus`, [`run_citus`].
 pub fn run(args: Vec<String>) -> Result<(), Failure> {
@@ -77,6 +81,10 @@ pub fn run(args: Vec<String>) -> Result<(), Failure> {
     } else {
         None
     };
+    if !selects_packages(&args) || selects_package(&args, SMOKE_TESTS_PACKAGE) {
+        tools::ensure_debian_tool("jq", "jq")?;
+        tools::ensure_debian_tool("curl", "curl")?;
+    }
     // Before PostgreSQL, so a failed download leaves no database running.
     let iso20022 = iso20022::provision()?;
     let mut pg = Postgres::provision()?;

@@ -7,6 +7,9 @@
 #[path = "support/signing.rs"]
 mod signing;
 use signing::signature;
+#[path = "support/database_url.rs"]
+mod database_url;
+use database_url::with_database;
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
@@ -501,16 +504,6 @@ fn url_as(url: &str, user: &str, password: &str, database: &str) -> String {
     let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
     let host = host.split('/').next().unwrap_or(host);
     format!("postgres://{user}:{password}@{host}/{database}")
-}
-
-/// `url` with another database (same user and options).
-fn with_database(url: &str, database: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("postgres", url));
-    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-    let query = path
-        .split_once('?')
-        .map_or(String::new(), |(_, q)| format!("?{q}"));
-    format!("{scheme}://{authority}/{database}{query}")
 }
 
 fn psql(url: &str, args: &[&str]) -> Output {
