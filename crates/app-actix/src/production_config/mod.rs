@@ -335,5 +335,4 @@ fn rail_summary(rail: &RailSettings, now: DateTime<Utc>) -> Value {
 }
 
 #[cfg(test)]
-#[path = "tests.rs"]
 mod tests;
