@@ -329,24 +329,36 @@ impl TestDb {
             .get_or_try_init(|| ensure_citus_template(coordinator_url, &cluster))
             .await?;
         swept_once(&SWEPT_CITUS, &cluster.maintenance_urls).await;
+        let db = Self::new_on_citus(coordinator_url, cluster.maintenance_urls)?;
+        db.create_on_every_node(&format!(" TEMPLATE {template}"))
+            .await?;
+        Ok(db)
+    }
+
+    /// The handle of a new Citus database on the nodes of `maintenance_urls`, not created yet:
+    /// from here on the handle drops whatever is created, should a step fail.
+    fn new_on_citus(coordinator_url: &str, maintenance_urls: Vec<String>) -> anyhow::Result<Self> {
         let name = new_database_name("citus");
         let url = with_database(coordinator_url, &name)?;
-        // From here on the handle drops whatever was created, should a step fail.
-        let db = Self {
+        Ok(Self {
             name,
             url,
-            maintenance_urls: cluster.maintenance_urls,
-        };
-        for maintenance_url in &db.maintenance_urls {
+            maintenance_urls,
+        })
+    }
+
+    /// `CREATE DATABASE <name><options>` on every node, the coordinator first.
+    async fn create_on_every_node(&self, options: &str) -> anyhow::Result<()> {
+        for maintenance_url in &self.maintenance_urls {
             let mut conn = AsyncPgConnection::establish(maintenance_url)
                 .await
                 .with_context(|| format!("connecting to the Citus node {maintenance_url}"))?;
-            diesel::sql_query(format!("CREATE DATABASE {} TEMPLATE {template}", db.name))
+            diesel::sql_query(format!("CREATE DATABASE {}{options}", self.name))
                 .execute(&mut conn)
                 .await
-                .with_context(|| format!("creating {} on {maintenance_url}", db.name))?;
+                .with_context(|| format!("creating {} on {maintenance_url}", self.name))?;
         }
-        Ok(db)
+        Ok(())
     }
 
     /// A new database on every node of the Citus cluster whose coordinator `coordinator_url`
@@ -366,22 +378,9 @@ impl TestDb {
             nodes,
             maintenance_urls,
         } = cluster;
-        let name = new_database_name("citus");
-        let url = with_database(coordinator_url, &name)?;
-        // From here on the handle drops whatever was created, should a step fail.
-        let db = Self {
-            name,
-            url,
-            maintenance_urls,
-        };
+        let db = Self::new_on_citus(coordinator_url, maintenance_urls)?;
+        db.create_on_every_node("").await?;
         for maintenance_url in &db.maintenance_urls {
-            let mut conn = AsyncPgConnection::establish(maintenance_url)
-                .await
-                .with_context(|| format!("connecting to the Citus node {maintenance_url}"))?;
-            diesel::sql_query(format!("CREATE DATABASE {}", db.name))
-                .execute(&mut conn)
-                .await
-                .with_context(|| format!("creating {} on {maintenance_url}", db.name))?;
             let mut conn =
                 AsyncPgConnection::establish(&with_database(maintenance_url, &db.name)?).await?;
             diesel::sql_query("CREATE EXTENSION citus")
