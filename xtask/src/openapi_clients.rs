@@ -11,7 +11,7 @@ use std::{
     process::Command,
 };
 
-use crate::{cmd, paths};
+use crate::{cmd, paths, tools};
 
 /// The venv holding openapi-python-client (its `bin/python` also runs the generated client:
 /// httpx, attrs and python-dateutil are installed with it).
@@ -66,32 +66,14 @@ fn write_stamp(stamp: &Path, wanted: &str) -> Result<(), String> {
 
 /// `<dir>/venv` with `requirements.txt` installed.
 fn python_venv(pinned: &Path, dir: &Path) -> Result<PathBuf, String> {
-    let requirements = pinned.join("requirements.txt");
-    let wanted = read(&requirements)?;
     let venv = dir.join("venv");
-    let stamp = venv.join("installed-requirements.txt");
     let generator = venv.join("bin").join("openapi-python-client");
-    if up_to_date(&stamp, &wanted) && generator.is_file() {
-        return Ok(venv);
-    }
-    eprintln!(
-        "xtask: installing openapi-python-client into {} (from PyPI)",
-        venv.display()
-    );
-    let python = cmd::find_on_path("python3").ok_or(
-        "python3 is not on PATH; install Python 3 with its venv module (Debian: python3-venv)",
+    tools::pinned_venv(
+        &pinned.join("requirements.txt"),
+        &venv,
+        &generator,
+        "openapi-python-client",
     )?;
-    cmd::run(
-        Command::new(python)
-            .args(["-m", "venv", "--clear"])
-            .arg(&venv),
-    )?;
-    cmd::run(
-        Command::new(venv.join("bin").join("pip"))
-            .args(["install", "--quiet", "--disable-pip-version-check", "-r"])
-            .arg(&requirements),
-    )?;
-    write_stamp(&stamp, &wanted)?;
     Ok(venv)
 }
 
