@@ -33,6 +33,7 @@ use crate::{
     paths,
     postgres::{self, Postgres},
     serve::{Payoutd, field, master_key, with_database},
+    tools,
 };
 
 /// Generated requests per API operation and phase, unless `--examples` says otherwise; keeps
@@ -396,32 +397,9 @@ fn schemathesis(dir: &Path) -> Result<PathBuf, String> {
         .join("xtask")
         .join("fuzz")
         .join("requirements.txt");
-    let wanted = fs::read_to_string(&requirements)
-        .map_err(|err| format!("cannot read {}: {err}", requirements.display()))?;
     let venv = dir.join("venv");
     let st = venv.join("bin").join("st");
-    let stamp = venv.join("installed-requirements.txt");
-    if fs::read_to_string(&stamp).is_ok_and(|installed| installed == wanted) && st.is_file() {
-        return Ok(st);
-    }
-    eprintln!(
-        "xtask: installing schemathesis into {} (from PyPI)",
-        venv.display()
-    );
-    let python = cmd::find_on_path("python3").ok_or(
-        "python3 is not on PATH; install Python 3 with its venv module (Debian: python3-venv)",
-    )?;
-    cmd::run(
-        Command::new(python)
-            .args(["-m", "venv", "--clear"])
-            .arg(&venv),
-    )?;
-    cmd::run(
-        Command::new(venv.join("bin").join("pip"))
-            .args(["install", "--quiet", "--disable-pip-version-check", "-r"])
-            .arg(&requirements),
-    )?;
-    fs::write(&stamp, wanted).map_err(|err| format!("cannot write {}: {err}", stamp.display()))?;
+    tools::pinned_venv(&requirements, &venv, &st, "schemathesis")?;
     Ok(st)
 }
 

@@ -15,8 +15,10 @@ mod interac_partner;
 mod iso20022;
 #[cfg(test)]
 mod modgraph;
+mod openapi_clients;
 mod paths;
 mod postgres;
+mod postman;
 mod rails_demo;
 mod serve;
 mod sign;
@@ -51,7 +53,8 @@ Commands:
                    Stop the local Citus cluster's nodes, unless an xtask command uses
                    them (--force: even then)
   test [ARGS...]   Run `cargo test --workspace ARGS...` against PostgreSQL (also
-                   installs xmllint and fetches the ISO 20022 XSDs the tests need)
+                   installs xmllint, fetches the ISO 20022 XSDs, and installs the pinned
+                   OpenAPI client generators and newman under <target dir>/openapi-clients)
   test --citus [-p PACKAGE] [ARGS...]
                    Start the Citus cluster (as `citus`) and run adapters-postgres'
                    tests (`--tests ARGS...`), then app-actix's HTTP tests (`--test api
@@ -98,6 +101,9 @@ Commands:
   sign --api-key K --api-secret S [--v2 --method M --path P --body B] [--nonce N]
                    Print a `signature` header value (v2 also needs the header
                    `x-signature-version: 2` on the request)
+  postman          Write docs/examples/postman/payoutd.postman_collection.json from
+                   docs/openapi.json: every operation, signed by a pre-request script,
+                   and a sandbox walkthrough that pays a receiver
   help             Show this message
 
 PostgreSQL comes from DATABASE_URL if set, else a server on localhost:5432,
@@ -110,7 +116,9 @@ server binary was replaced under it (a package upgrade) is restarted when no
 command uses it, and refused while one does.
 `test` also needs OpenSSH's sshd and ssh-keygen for the SFTP tests; as root
 it installs them (Debian: openssh-server, openssh-client) when missing; and
-aiosmtpd and openssl for the SMTP tests (Debian: python3-aiosmtpd, openssl).
+aiosmtpd and openssl for the SMTP tests (Debian: python3-aiosmtpd, openssl);
+and python3 with venv and npm for app-actix's generated-client tests (it
+installs the pinned generators under <target dir>/openapi-clients).
 ";
 
 /// Each command with what it is expected to do: the last line of a failure says this was
@@ -131,6 +139,10 @@ const COMMANDS: &[(&str, &str)] = &[
     ("bank", "the local bank serving until stopped"),
     ("rails-demo", rails_demo::GOAL),
     ("sign", "a signature header value"),
+    (
+        "postman",
+        "the Postman collection written from docs/openapi.json",
+    ),
     (
         postgres::REAPER_COMMAND,
         "the cluster stopped once xtask is gone",
@@ -202,6 +214,10 @@ fn run(command: &str, args: Vec<String>) -> Result<(), Failure> {
         "bank" => bank::run(args),
         "rails-demo" => rails_demo::run(args),
         "sign" => sign::run(args),
+        "postman" => {
+            Flags::new(args).finish()?;
+            Ok(postman::run()?)
+        }
         postgres::REAPER_COMMAND => Ok(postgres::reap(&args)?),
         other => Err(Failure::new(
             "a command `cargo xtask help` lists",

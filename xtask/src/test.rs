@@ -14,6 +14,10 @@
 //! from `python3-aiosmtpd` when missing and we are root) and `openssl` are passed as
 //! `PAYOUT_PYTHON3` and `PAYOUT_OPENSSL`.
 //!
+//! app-actix's generated-client tests get openapi-python-client (a venv) and openapi-typescript,
+//! TypeScript and newman (npm), pinned in `xtask/openapi-clients/` and installed under
+//! `<target dir>/openapi-clients` (`openapi_clients.rs`).
+//!
 //! `cargo xtask test --citus [-p PACKAGE] [ARGS...]` runs the database tests against a local
 //! Citus cluster instead: adapters-postgres' tests (`--tests`: its unit tests, the Citus
 //! placement test and the store tests), then the black-box HTTP tests (`app-actix`'s `api`
@@ -27,7 +31,10 @@
 
 use std::env;
 
-use crate::{citus, cmd, failure::Failure, iso20022, paths, postgres::Postgres, tools};
+use crate::{
+    citus, cmd, failure::Failure, iso20022, openapi_clients::ClientTools, paths,
+    postgres::Postgres, tools,
+};
 
 /// The flag that runs the database tests against Citus.
 const CITUS_FLAG: &str = "--citus";
@@ -52,6 +59,9 @@ const SMTP_TESTS_PACKAGES: [&str; 2] = ["adapters-smtp", "app-actix"];
 /// The crate whose tests run DEPLOY.md's smoke test (`tests/smoke.rs`), whose commands use
 /// `jq` and `curl` besides aiosmtpd and openssl.
 const SMOKE_TESTS_PACKAGE: &str = "app-actix";
+
+/// The crate whose tests generate clients from `docs/openapi.json` and run them.
+const CLIENT_TESTS_PACKAGE: &str = "app-actix";
 
 /// Provisions PostgreSQL (and OpenSSH when needed) and runs `cargo test --workspace ARGS...`;
 /// with `--citus`, [`run_citus`].
@@ -85,6 +95,11 @@ pub fn run(args: Vec<String>) -> Result<(), Failure> {
         tools::ensure_debian_tool("jq", "jq")?;
         tools::ensure_debian_tool("curl", "curl")?;
     }
+    let client_tools = if !selects_packages(&args) || selects_package(&args, CLIENT_TESTS_PACKAGE) {
+        Some(ClientTools::provision()?)
+    } else {
+        None
+    };
     // Before PostgreSQL, so a failed download leaves no database running.
     let iso20022 = iso20022::provision()?;
     let mut pg = Postgres::provision()?;
@@ -108,6 +123,9 @@ pub fn run(args: Vec<String>) -> Result<(), Failure> {
         cargo
             .env("PAYOUT_SSHD", sshd)
             .env("PAYOUT_SSH_KEYGEN", ssh_keygen);
+    }
+    if let Some(tools) = &client_tools {
+        tools.apply(&mut cargo);
     }
     if let Some((python3, openssl)) = &smtp {
         cargo
@@ -161,6 +179,14 @@ fn run_citus(args: Vec<String>) -> Result<(), Failure> {
             format!("-p {unknown}"),
         ));
     }
+    let client_tools = if suites
+        .iter()
+        .any(|(package, _)| *package == CLIENT_TESTS_PACKAGE)
+    {
+        Some(ClientTools::provision()?)
+    } else {
+        None
+    };
     // Some of these tests compare with plain PostgreSQL or check plans only plain PostgreSQL
     // runs (`TestDb::postgres`): they get a server as `cargo xtask test` provides it.
     let mut pg = Postgres::provision()?;
@@ -181,6 +207,12 @@ fn run_citus(args: Vec<String>) -> Result<(), Failure> {
             .env("PAYOUT_TEST_CITUS_URL", &url)
             .env("PAYOUT_CITUS_URL", &url)
             .env("DATABASE_URL", &pg.url);
+        if let Some(tools) = client_tools
+            .as_ref()
+            .filter(|_| package == CLIENT_TESTS_PACKAGE)
+        {
+            tools.apply(&mut cargo);
+        }
         let mut child = cargo
             .spawn()
             .map_err(|err| format!("cannot run `{}`: {err}", cmd::display(&cargo)))?;

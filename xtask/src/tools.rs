@@ -1,4 +1,6 @@
-//! Command-line tools the tests need, installed from Debian's packages when missing.
+//! Command-line tools the tests need, installed from Debian's packages when missing, and
+//! Python tools pinned in a requirements file, installed from PyPI into a venv under the
+//! target dir ([`pinned_venv`]: schemathesis, openapi-python-client).
 //!
 //! [`ensure_debian_tool`] finds a binary, and when it is missing and we are root, installs the
 //! package that ships it with `apt-get` (no recommends, non-interactive). Anyone else gets an
@@ -105,6 +107,44 @@ pub fn ensure_debian_python_module(module: &str, package: &str) -> Result<PathBu
     candidates().find(|python| imports(python)).ok_or_else(|| {
         format!("installed the Debian package `{package}`, but no python3 imports `{module}`")
     })
+}
+
+/// A venv at `venv` with the pinned `requirements` installed from PyPI (`what` names it in the
+/// progress line). It is made again only when `requirements` changed since the last install
+/// (a copy is kept in the venv) or `program` (a path in the venv) is missing.
+///
+/// # Errors
+/// When `python3` or its venv module is missing, or the install fails.
+pub fn pinned_venv(
+    requirements: &Path,
+    venv: &Path,
+    program: &Path,
+    what: &str,
+) -> Result<(), String> {
+    let wanted = fs::read_to_string(requirements)
+        .map_err(|err| format!("cannot read {}: {err}", requirements.display()))?;
+    let stamp = venv.join("installed-requirements.txt");
+    if fs::read_to_string(&stamp).is_ok_and(|installed| installed == wanted) && program.is_file() {
+        return Ok(());
+    }
+    eprintln!(
+        "xtask: installing {what} into {} (from PyPI)",
+        venv.display()
+    );
+    let python = cmd::find_on_path("python3").ok_or(
+        "python3 is not on PATH; install Python 3 with its venv module (Debian: python3-venv)",
+    )?;
+    cmd::run(
+        Command::new(python)
+            .args(["-m", "venv", "--clear"])
+            .arg(venv),
+    )?;
+    cmd::run(
+        Command::new(venv.join("bin").join("pip"))
+            .args(["install", "--quiet", "--disable-pip-version-check", "-r"])
+            .arg(requirements),
+    )?;
+    fs::write(&stamp, wanted).map_err(|err| format!("cannot write {}: {err}", stamp.display()))
 }
 
 /// The executable `binary`: itself when it is a path, else the first on `PATH`, `/usr/sbin` or

@@ -154,3 +154,83 @@ fn api_operations_need_both_headers_and_the_others_none() {
         }
     }
 }
+
+/// Generators name enum members by upper-casing the value (openapi-python-client stops at
+/// `AUD` twice, and names `1` `VALUE_0`): an enum whose values would collide, or are not
+/// words, names its members in `x-enum-varnames`, one distinct name per value.
+#[test]
+fn every_enum_gives_generators_distinct_member_names() {
+    let doc = generated();
+    for (name, schema) in doc["components"]["schemas"].as_object().expect("schemas") {
+        let Some(values) = schema["enum"].as_array() else {
+            continue;
+        };
+        let names: Vec<String> = match schema["x-enum-varnames"].as_array() {
+            Some(names) => {
+                assert_eq!(names.len(), values.len(), "{name}: one name per value");
+                names
+                    .iter()
+                    .map(|n| n.as_str().expect("a name").to_owned())
+                    .collect()
+            }
+            None => values
+                .iter()
+                .map(|v| {
+                    let value = v.as_str().expect("a string value");
+                    assert!(
+                        value.starts_with(|c: char| c.is_ascii_alphabetic()),
+                        "{name}: `{value}` is not a word; name it in x-enum-varnames"
+                    );
+                    value.to_uppercase()
+                })
+                .collect(),
+        };
+        let distinct: BTreeSet<&String> = names.iter().collect();
+        assert_eq!(distinct.len(), names.len(), "{name}: {names:?}");
+    }
+}
+
+/// A success envelope's payload is its type's named schema, not a copy: one type per payload
+/// in a generated client.
+#[test]
+fn envelopes_refer_to_their_payloads_named_schema() {
+    let doc = generated();
+    let schemas = doc["components"]["schemas"].as_object().expect("schemas");
+    let mut checked = 0;
+    for (name, schema) in schemas {
+        let payload = &schema["properties"]["payload"];
+        let (target, reference) = if let Some(item) = name
+            .strip_prefix("Success_Vec_")
+            .or_else(|| name.strip_prefix("Listing_"))
+        {
+            (item, &payload["items"]["$ref"])
+        } else if let Some(target) = name.strip_prefix("Success_") {
+            (target, &payload["$ref"])
+        } else {
+            continue;
+        };
+        assert!(schemas.contains_key(target), "{name}: no schema {target}");
+        assert_eq!(
+            reference.as_str(),
+            Some(format!("#/components/schemas/{target}").as_str()),
+            "{name}"
+        );
+        checked += 1;
+    }
+    assert!(checked > 10, "{checked}");
+}
+
+/// Every operation has an id (generated clients name their functions by it), unique.
+#[test]
+fn every_operation_has_a_unique_id() {
+    let doc = generated();
+    let mut ids = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, operation) in item.as_object().expect("a path item") {
+            let id = operation["operationId"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{method} {path} has no operationId"));
+            assert!(ids.insert(id.to_owned()), "{id} is used twice");
+        }
+    }
+}

@@ -8,6 +8,7 @@
 //! checks), so [`ApiConventions`] adds it to each `/api` operation rather than each handler
 //! repeating it.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
 
 use actix_web::HttpResponse;
@@ -15,6 +16,7 @@ use actix_web::http::header::CONTENT_TYPE;
 use domain::ErrorCode;
 use domain::account::PayoutMethod;
 use domain::idempotency::{HEADER as IDEMPOTENCY_HEADER, REPLAYED_HEADER};
+use utoipa::openapi::extensions::Extensions;
 use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::path::{
     HttpMethod, Operation, OperationBuilder, Parameter, ParameterBuilder, ParameterIn,
@@ -22,11 +24,12 @@ use utoipa::openapi::path::{
 use utoipa::openapi::request_body::RequestBodyBuilder;
 use utoipa::openapi::response::{Response, ResponseBuilder};
 use utoipa::openapi::schema::{
-    AdditionalProperties, KnownFormat, ObjectBuilder, SchemaFormat, SchemaType, Type,
+    AdditionalProperties, ArrayItems, KnownFormat, ObjectBuilder, Schema, SchemaFormat, SchemaType,
+    Type,
 };
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, OpenApi as Document, Ref, RefOr, Required};
-use utoipa::{Modify, OpenApi, PartialSchema, ToResponse};
+use utoipa::{Modify, OpenApi, ToResponse};
 
 use super::accounts::{AccountCreated, VerifyRefused};
 use super::envelope::Success;
@@ -122,7 +125,14 @@ does not list are 405 `REQ007`.";
         test_helpers::batch_run,
     ),
     components(
-        schemas(CatalogueCode, ErrorItem, Envelope, VerifyRefused, AccountCreated),
+        schemas(
+            CatalogueCode,
+            ErrorItem,
+            Envelope,
+            VerifyRefused,
+            AccountCreated,
+            Success<AccountCreated>,
+        ),
         responses(
             BadRequest,
             Unauthorized,
@@ -176,6 +186,11 @@ impl Modify for ApiConventions {
                  (v2).",
             ))),
         );
+        components.schemas.insert(
+            SIGNATURE_VERSION_SCHEMA.to_owned(),
+            signature_version_schema(),
+        );
+        refer_to_named_payloads(&mut components.schemas);
         for &method in PayoutMethod::ALL {
             doc.paths.add_path_operation(
                 format!("/api/receiver-account/{}", method.route()),
@@ -209,8 +224,66 @@ impl Modify for ApiConventions {
 
 const API_KEY: &str = "api_key";
 const SIGNATURE: &str = "signature";
+/// The named schema of `x-signature-version`: one type for every operation's header rather
+/// than one per operation in a generated client.
+const SIGNATURE_VERSION_SCHEMA: &str = "SignatureVersion";
 
-fn header_parameter(name: &str, description: &str, schema: ObjectBuilder) -> Parameter {
+/// `x-signature-version`: `1` or `2`, with member names for generators that need one (a value
+/// that is not a word would be named `VALUE_0`).
+fn signature_version_schema() -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(["1", "2"]))
+        .description(Some(
+            "The signature scheme: `1` (or no header) signs `<nonce>.<api key>`, `2` also the \
+             method, the path with query and the body's hash.",
+        ))
+        .extensions(Some(
+            Extensions::builder()
+                .add("x-enum-varnames", ["V1", "V2"])
+                .build(),
+        ))
+        .into()
+}
+
+/// utoipa inlines a generic type's argument: `Success_Receiver`'s `payload` is a copy of
+/// `Receiver`, so a generated client would get a second receiver type per envelope. Each
+/// envelope `Success_<T>`, `Success_Vec_<T>` and `Listing_<T>` whose `T` is a named schema
+/// gets its payload (or the payload's items) as a reference to `T` instead.
+fn refer_to_named_payloads(schemas: &mut BTreeMap<String, RefOr<Schema>>) {
+    let named: BTreeSet<String> = schemas.keys().cloned().collect();
+    for (name, schema) in schemas.iter_mut() {
+        let (target, array) = if let Some(item) = name
+            .strip_prefix("Success_Vec_")
+            .or_else(|| name.strip_prefix("Listing_"))
+        {
+            (item, true)
+        } else if let Some(payload) = name.strip_prefix("Success_") {
+            (payload, false)
+        } else {
+            continue;
+        };
+        if !named.contains(target) {
+            continue;
+        }
+        let RefOr::T(Schema::Object(envelope)) = schema else {
+            continue;
+        };
+        let Some(payload) = envelope.properties.get_mut("payload") else {
+            continue;
+        };
+        let reference = RefOr::Ref(Ref::from_schema_name(target));
+        match payload {
+            RefOr::T(Schema::Array(items)) if array => {
+                items.items = ArrayItems::RefOrSchema(Box::new(reference));
+            }
+            _ if !array => *payload = reference,
+            _ => {}
+        }
+    }
+}
+
+fn header_parameter(name: &str, description: &str, schema: impl Into<RefOr<Schema>>) -> Parameter {
     ParameterBuilder::new()
         .name(name)
         .parameter_in(ParameterIn::Header)
@@ -234,9 +307,7 @@ fn api_conventions(path: &str, method: &HttpMethod, operation: &mut Operation) {
     parameters.push(header_parameter(
         "x-signature-version",
         "Absent or `1` for a v1 signature, `2` for v2; anything else is `AUTH103`.",
-        ObjectBuilder::new()
-            .schema_type(Type::String)
-            .enum_values(Some(["1", "2"])),
+        Ref::from_schema_name(SIGNATURE_VERSION_SCHEMA),
     ));
     let post = matches!(method, HttpMethod::Post);
     if post {
@@ -297,6 +368,10 @@ fn api_conventions(path: &str, method: &HttpMethod, operation: &mut Operation) {
         }
     }
 }
+
+/// The name `components(schemas(Success<AccountCreated>))` registers: the one answer of every
+/// receiver-account create route (one type in a generated client, not one per route).
+const ACCOUNT_CREATED_ENVELOPE: &str = "Success_AccountCreated";
 
 /// `POST /api/receiver-account/<asset>/<method>`: served by [`accounts::create`] for every
 /// payout method.
@@ -381,7 +456,7 @@ fn create_account_operation(method: PayoutMethod) -> Operation {
                 .content(
                     "application/json",
                     ContentBuilder::new()
-                        .schema(Some(<Success<AccountCreated> as PartialSchema>::schema()))
+                        .schema(Some(Ref::from_schema_name(ACCOUNT_CREATED_ENVELOPE)))
                         .build(),
                 ),
         )

@@ -11,6 +11,7 @@ use domain::batch::BatchStatus;
 use domain::money::Asset;
 use domain::payout::PayoutStatus;
 use domain::receiver::{KycStatus, ReceiverStatus};
+use utoipa::openapi::extensions::Extensions;
 use utoipa::openapi::header::{Header, HeaderBuilder};
 use utoipa::openapi::response::{Response, ResponseBuilder};
 use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, OneOfBuilder, Schema, Type};
@@ -69,10 +70,43 @@ value_list! {
     AssetCode = Asset::ALL.iter().map(|a| a.code());
     /// A payout method.
     MethodName = PayoutMethod::ALL.iter().map(|m| m.name());
-    /// An ISO 4217 currency code on input: upper or lower case.
-    AssetInput = Asset::ALL
-        .iter()
-        .flat_map(|a| [a.code().to_owned(), a.code().to_ascii_lowercase()]);
+}
+
+/// An ISO 4217 currency code on input: upper or lower case. Its `x-enum-varnames` give each
+/// value a name of its own (`AUD`, `AUD_LOWER`, ...): generators that name enum members by
+/// upper-casing the value (openapi-python-client, openapi-generator) would otherwise see `AUD`
+/// twice and stop.
+pub struct AssetInput;
+
+impl PartialSchema for AssetInput {
+    fn schema() -> RefOr<Schema> {
+        let (values, names): (Vec<String>, Vec<String>) = Asset::ALL
+            .iter()
+            .flat_map(|a| {
+                let code = a.code();
+                [
+                    (code.to_owned(), code.to_owned()),
+                    (code.to_ascii_lowercase(), format!("{code}_LOWER")),
+                ]
+            })
+            .unzip();
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .enum_values(Some(values))
+            .description(Some(
+                "An ISO 4217 currency code on input: upper or lower case.",
+            ))
+            .extensions(Some(
+                Extensions::builder().add("x-enum-varnames", names).build(),
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for AssetInput {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("AssetInput")
+    }
 }
 
 /// `amount` on input: a JSON integer or a string of digits (minor units, 1 to 10^12;

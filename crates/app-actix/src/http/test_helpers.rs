@@ -34,7 +34,7 @@ pub struct AccountHelperBody {
     #[schema(format = Uuid)]
     pub receiver_account_id: String,
     /// Only `confirmed`.
-    #[schema(pattern = "^confirmed$")]
+    #[schema(pattern = "^confirmed$", examples("confirmed"))]
     pub confirm_status: String,
 }
 
@@ -46,7 +46,7 @@ pub struct KycHelperBody {
     #[schema(format = Uuid)]
     pub receiver_id: String,
     /// `completed` or `failed`.
-    #[schema(pattern = "^(completed|failed)$")]
+    #[schema(pattern = "^(completed|failed)$", examples("completed"))]
     pub kyc_status: String,
 }
 
@@ -58,10 +58,10 @@ pub struct StatusHelperBody {
     #[schema(format = Uuid)]
     pub id: String,
     /// `payout` or `batch`.
-    #[schema(pattern = "^(payout|batch)$")]
+    #[schema(pattern = "^(payout|batch)$", examples("payout"))]
     pub r#type: String,
     /// `success` or `fail`.
-    #[schema(pattern = "^(success|fail)$")]
+    #[schema(pattern = "^(success|fail)$", examples("success"))]
     pub status: String,
 }
 

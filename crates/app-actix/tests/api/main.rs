@@ -19,6 +19,7 @@ mod idempotency;
 mod kyc;
 mod master_key;
 mod metrics;
+mod openapi_clients;
 mod payouts;
 mod production;
 mod production_rails;
