@@ -25,4 +25,4 @@ pub use partner_api::{
     DEFAULT_MAX_PAGES, DEFAULT_MAX_RESPONSE_BYTES, PartnerApiConfigError, PartnerApiSettings,
     PartnerApiTransport,
 };
-pub use sftp::{HostKeyPin, PrivateKeySource, SftpConfigError, SftpSettings, SftpTransport};
+pub use sftp::{HostKeyPin, SftpConfigError, SftpSettings, SftpTransport};

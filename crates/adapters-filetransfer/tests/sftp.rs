@@ -19,9 +19,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use adapters_filetransfer::{
-    HostKeyPin, PrivateKeySource, SftpConfigError, SftpSettings, SftpTransport,
-};
+use adapters_filetransfer::{HostKeyPin, SftpConfigError, SftpSettings, SftpTransport};
 use domain::{
     masking::Secret,
     rail::transport::{FileTransport, UploadOutcome},
@@ -148,7 +146,7 @@ async fn a_client_key_the_server_does_not_know_is_refused() {
     let sshd = Sshd::start();
     let stranger = sshd.other_key("stranger_ed25519");
     let mut settings = sshd.settings();
-    settings.private_key = PrivateKeySource::File(stranger);
+    settings.private_key = Secret::new(fs::read_to_string(stranger).unwrap());
     let transport = SftpTransport::new(settings).unwrap();
 
     let message = behaviour::unknown(transport.upload(behaviour::NAME, b"x").await);
@@ -176,7 +174,7 @@ async fn the_private_key_can_be_pem_text_and_never_shows() {
     let openssh = fs::read_to_string(&sshd.client_key).unwrap();
 
     let mut settings = sshd.settings();
-    settings.private_key = PrivateKeySource::Text(Secret::new(pem.clone()));
+    settings.private_key = Secret::new(pem.clone());
     let transport = SftpTransport::new(settings.clone()).unwrap();
     assert_eq!(
         transport.upload("PEM.ach", b"pem").await.unwrap(),
@@ -210,23 +208,18 @@ async fn the_private_key_can_be_pem_text_and_never_shows() {
 #[tokio::test]
 async fn keys_that_cannot_be_used_are_refused_when_built() {
     let sshd = Sshd::start();
-    let with = |key: PrivateKeySource| {
+    let with = |key: Secret<String>| {
         let mut settings = sshd.settings();
         settings.private_key = key;
         SftpTransport::new(settings).err()
     };
-    let missing = with(PrivateKeySource::File("/nonexistent/key".into()));
-    assert!(
-        matches!(missing, Some(SftpConfigError::PrivateKeyUnreadable { .. })),
-        "{missing:?}"
-    );
-    let garbage = with(PrivateKeySource::Text(Secret::new("not a key".to_owned())));
+    let garbage = with(Secret::new("not a key".to_owned()));
     assert!(
         matches!(garbage, Some(SftpConfigError::PrivateKeyInvalid)),
         "{garbage:?}"
     );
     let public = fs::read_to_string(sshd.client_key.with_extension("pub")).unwrap();
-    let wrong = with(PrivateKeySource::Text(Secret::new(public)));
+    let wrong = with(Secret::new(public));
     assert!(
         matches!(wrong, Some(SftpConfigError::PrivateKeyInvalid)),
         "{wrong:?}"

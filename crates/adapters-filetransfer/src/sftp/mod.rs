@@ -27,7 +27,7 @@ use russh_sftp::{
 };
 use tokio::io::AsyncWriteExt;
 
-pub use self::settings::{HostKeyPin, PrivateKeySource, SftpConfigError, SftpSettings};
+pub use self::settings::{HostKeyPin, SftpConfigError, SftpSettings};
 use crate::{directory::different, names};
 
 /// The file drop on an SFTP server. Built from [`SftpSettings`]; the private key is read and
@@ -91,7 +91,7 @@ impl SftpTransport {
             }
         }
         Ok(Self {
-            key: settings.private_key.load()?,
+            key: settings::load_private_key(&settings.private_key)?,
             host: settings.host,
             port: settings.port,
             user: settings.user,

@@ -1,7 +1,7 @@
 //! What an SFTP connection to a bank needs: where, as whom, with which key, which server key to
 //! trust, which directories, and how long to wait.
 
-use std::{fmt, io, path::PathBuf, str::FromStr, sync::Arc, time::Duration};
+use std::{fmt, str::FromStr, sync::Arc, time::Duration};
 
 use domain::masking::Secret;
 use russh::keys::{
@@ -11,7 +11,7 @@ use russh::keys::{
 
 /// The settings of an [`SftpTransport`](super::SftpTransport).
 ///
-/// `Debug` never shows the private key: [`PrivateKeySource::Text`] holds it in a [`Secret`].
+/// `Debug` never shows the private key: it is held in a [`Secret`].
 #[derive(Debug, Clone)]
 pub struct SftpSettings {
     /// The server's host name or address.
@@ -20,8 +20,11 @@ pub struct SftpSettings {
     pub port: u16,
     /// The user to log in as.
     pub user: String,
-    /// The client's ed25519 private key.
-    pub private_key: PrivateKeySource,
+    /// The client's private key: an unencrypted ed25519 key in OpenSSH format
+    /// (`-----BEGIN OPENSSH PRIVATE KEY-----`, as `ssh-keygen -t ed25519 -N ''` writes it) or
+    /// PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`). The caller reads it from wherever it is kept
+    /// (payoutd: a credential, a file or a variable, with its checks on secret files).
+    pub private_key: Secret<String>,
     /// The server's host key: a connection to a server presenting any other is refused before
     /// authenticating.
     pub host_key: HostKeyPin,
@@ -48,7 +51,7 @@ impl SftpSettings {
     pub fn new(
         host: impl Into<String>,
         user: impl Into<String>,
-        private_key: PrivateKeySource,
+        private_key: Secret<String>,
         host_key: HostKeyPin,
         outbound_dir: impl Into<String>,
         inbound_dir: impl Into<String>,
@@ -67,50 +70,19 @@ impl SftpSettings {
     }
 }
 
-/// Where the client's private key comes from: an unencrypted ed25519 key in OpenSSH format
-/// (`-----BEGIN OPENSSH PRIVATE KEY-----`, as `ssh-keygen -t ed25519 -N ''` writes it) or
-/// PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`).
-#[derive(Clone)]
-pub enum PrivateKeySource {
-    /// A file holding the key.
-    File(PathBuf),
-    /// The key itself, say from a secret store or an environment variable.
-    Text(Secret<String>),
-}
-
-impl fmt::Debug for PrivateKeySource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::File(path) => f.debug_tuple("File").field(path).finish(),
-            Self::Text(_) => f.write_str("Text([REDACTED])"),
-        }
-    }
-}
-
-impl PrivateKeySource {
-    /// Reads and decodes the key, which must be an unencrypted ed25519 key.
-    pub(crate) fn load(&self) -> Result<Arc<PrivateKey>, SftpConfigError> {
-        let text = match self {
-            Self::File(path) => Secret::new(std::fs::read_to_string(path).map_err(|err| {
-                SftpConfigError::PrivateKeyUnreadable {
-                    path: path.clone(),
-                    kind: err.kind(),
-                }
-            })?),
-            Self::Text(text) => text.clone(),
-        };
-        // The decoder's errors are not passed on: they are only about the key's encoding, and
-        // nothing derived from the secret should reach a message.
-        let key = decode_secret_key(text.expose(), None).map_err(|err| match err {
-            russh::keys::Error::KeyIsEncrypted => SftpConfigError::PrivateKeyEncrypted,
-            _ => SftpConfigError::PrivateKeyInvalid,
-        })?;
-        match key.algorithm() {
-            Algorithm::Ed25519 => Ok(Arc::new(key)),
-            other => Err(SftpConfigError::PrivateKeyNotEd25519 {
-                algorithm: other.to_string(),
-            }),
-        }
+/// Decodes the client's private key, which must be an unencrypted ed25519 key.
+pub(crate) fn load_private_key(text: &Secret<String>) -> Result<Arc<PrivateKey>, SftpConfigError> {
+    // The decoder's errors are not passed on: they are only about the key's encoding, and
+    // nothing derived from the secret should reach a message.
+    let key = decode_secret_key(text.expose(), None).map_err(|err| match err {
+        russh::keys::Error::KeyIsEncrypted => SftpConfigError::PrivateKeyEncrypted,
+        _ => SftpConfigError::PrivateKeyInvalid,
+    })?;
+    match key.algorithm() {
+        Algorithm::Ed25519 => Ok(Arc::new(key)),
+        other => Err(SftpConfigError::PrivateKeyNotEd25519 {
+            algorithm: other.to_string(),
+        }),
     }
 }
 
@@ -182,14 +154,6 @@ impl fmt::Debug for HostKeyPin {
 /// setting, never the key.
 #[derive(Debug, thiserror::Error)]
 pub enum SftpConfigError {
-    /// The key file could not be read.
-    #[error("cannot read the SFTP private key file {path}: {kind}")]
-    PrivateKeyUnreadable {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        kind: io::ErrorKind,
-    },
     /// The key is neither OpenSSH nor PKCS#8 PEM, or is damaged.
     #[error("the SFTP private key is not an OpenSSH or PKCS#8 PEM private key")]
     PrivateKeyInvalid,

@@ -15,7 +15,8 @@ use std::{
     time::{Duration, Instant},
 };
 
-use adapters_filetransfer::{HostKeyPin, PrivateKeySource, SftpSettings};
+use adapters_filetransfer::{HostKeyPin, SftpSettings};
+use domain::masking::Secret;
 use tempfile::TempDir;
 
 use super::BankDirs;
@@ -128,7 +129,7 @@ impl Sshd {
         let mut settings = SftpSettings::new(
             "127.0.0.1",
             &self.user,
-            PrivateKeySource::File(self.client_key.clone()),
+            Secret::new(fs::read_to_string(&self.client_key).unwrap()),
             HostKeyPin::parse(&self.host_key).unwrap(),
             self.bank.outbound.to_str().unwrap(),
             self.bank.inbound.to_str().unwrap(),

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use adapters_filetransfer::{
     DirectoryTransport, HostKeyPin, PartnerApiConfigError, PartnerApiSettings, PartnerApiTransport,
-    PrivateKeySource, SftpConfigError, SftpSettings, SftpTransport,
+    SftpConfigError, SftpSettings, SftpTransport,
 };
 use adapters_rails::TransportKind;
 use domain::masking::Secret;
@@ -243,7 +243,7 @@ fn sftp(
     let mut settings = SftpSettings::new(
         host?,
         user?,
-        PrivateKeySource::Text(private_key.value),
+        private_key.value,
         host_key?,
         outbound?,
         inbound?,
