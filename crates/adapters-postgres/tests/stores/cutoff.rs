@@ -35,22 +35,29 @@ async fn audit_rows(fx: &Fixture, id: Uuid) -> i64 {
         .await
 }
 
+/// A cut-off of `asset` now, with a fresh audit entry: what the store found, and how many audit
+/// rows it wrote for it.
+async fn cutoff(fx: &Fixture, asset: Asset) -> (CutoffBatches, i64) {
+    let audit = audit_entry();
+    let found = fx
+        .store
+        .bring_forward_for_cutoff(asset, Utc::now(), &audit)
+        .await
+        .unwrap();
+    (found, audit_rows(fx, audit.id.as_uuid()).await)
+}
+
 #[tokio::test]
 async fn a_batch_being_sent_refuses_the_cutoff_and_nothing_waiting_writes_nothing() {
     let fx = Fixture::new().await;
     let sub = fx.subaccount("Acme").await.id;
-    let now = Utc::now();
 
     // An open batch without a pending payout is not waiting: nothing changes, no audit row.
     let open = batch(&fx, sub.as_uuid(), "open", false).await;
-    let audit = audit_entry();
-    let found = fx
-        .store
-        .bring_forward_for_cutoff(Asset::Usd, now, &audit)
-        .await
-        .unwrap();
-    assert_eq!(found, CutoffBatches::BroughtForward(Vec::new()));
-    assert_eq!(audit_rows(&fx, audit.id.as_uuid()).await, 0);
+    assert_eq!(
+        cutoff(&fx, Asset::Usd).await,
+        (CutoffBatches::BroughtForward(Vec::new()), 0)
+    );
     assert_eq!(
         fx.count_where(
             "SELECT count(*) AS n FROM batches WHERE id = $1 AND batch_run_time > now()",
@@ -63,21 +70,14 @@ async fn a_batch_being_sent_refuses_the_cutoff_and_nothing_waiting_writes_nothin
 
     // A closed batch whose lease runs: its file is on its way; refused, nothing written.
     batch(&fx, sub.as_uuid(), "queue", true).await;
-    let audit = audit_entry();
-    let found = fx
-        .store
-        .bring_forward_for_cutoff(Asset::Usd, now, &audit)
-        .await
-        .unwrap();
-    assert_eq!(found, CutoffBatches::BeingSent { batches: 1 });
-    assert_eq!(audit_rows(&fx, audit.id.as_uuid()).await, 0);
+    assert_eq!(
+        cutoff(&fx, Asset::Usd).await,
+        (CutoffBatches::BeingSent { batches: 1 }, 0)
+    );
 
     // Another currency is not held up by it.
-    let audit = audit_entry();
-    let found = fx
-        .store
-        .bring_forward_for_cutoff(Asset::Eur, now, &audit)
-        .await
-        .unwrap();
-    assert_eq!(found, CutoffBatches::BroughtForward(Vec::new()));
+    assert_eq!(
+        cutoff(&fx, Asset::Eur).await,
+        (CutoffBatches::BroughtForward(Vec::new()), 0)
+    );
 }
