@@ -1,7 +1,8 @@
 """Schemathesis hooks for `cargo xtask fuzz` (loaded through SCHEMATHESIS_HOOKS).
 
-* Every request is signed (v1): `signature: <nonce>.<hex HMAC-SHA256(secret, "<nonce>.<key>")>`
-  with a strictly increasing millisecond nonce, since a POST nonce is accepted once per key.
+* Every request is signed (v1) by docs/examples/signing/sign.py: `signature: <nonce>.<hex
+  HMAC-SHA256(secret, "<nonce>.<key>")>` with a strictly increasing millisecond nonce, since a
+  POST nonce is accepted once per key.
   Generated `x-api-key`, `signature` and `x-signature-version` headers are replaced.
 * Real resources are created first: receivers (KYC completed, and some left pending), an
   account of every payout method for each (one receiver's confirmed, the other's unconfirmed
@@ -23,19 +24,19 @@ PAYOUTD_API_SECRET, PAYOUTD_SUBACCOUNT.
 """
 
 import hashlib
-import hmac
 import json
 import os
 import random
 import re
 import threading
-import time
 
 import uuid
 
 import requests
 import schemathesis
 from hypothesis import strategies as st
+
+import sign as signing  # docs/examples/signing/sign.py, on PYTHONPATH (xtask fuzz)
 
 BASE_URL = os.environ["PAYOUTD_BASE_URL"]
 API_KEY = os.environ["PAYOUTD_API_KEY"]
@@ -44,22 +45,15 @@ SUBACCOUNT = os.environ["PAYOUTD_SUBACCOUNT"]
 
 _rng = random.SystemRandom()
 _lock = threading.Lock()
-_last_nonce = 0
-
-
-def _nonce() -> int:
-    """The current time in milliseconds, strictly increasing across calls."""
-    global _last_nonce
-    with _lock:
-        _last_nonce = max(int(time.time() * 1000), _last_nonce + 1)
-        return _last_nonce
 
 
 def _auth_headers() -> dict:
-    nonce = _nonce()
-    message = f"{nonce}.{API_KEY}".encode()
-    digest = hmac.new(API_SECRET.encode(), message, hashlib.sha256).hexdigest()
-    return {"x-api-key": API_KEY, "signature": f"{nonce}.{digest}"}
+    """v1 headers, signed by the documented example (docs/examples/signing/sign.py): the hooks
+    carry no signing code of their own. Its nonces increase within the process; the lock keeps
+    two threads from reading the same one."""
+    with _lock:
+        nonce = signing.next_nonce()
+    return {"x-api-key": API_KEY, "signature": signing.sign_v1(API_KEY, API_SECRET, nonce)}
 
 
 def _post(path: str, body: dict) -> dict:

@@ -213,9 +213,18 @@ fn fuzz_database(
     run.args(extra)
         .env("SCHEMATHESIS_HOOKS", "payoutd_hooks")
         .env("PYTHONDONTWRITEBYTECODE", "1")
+        // The hooks, and the documented Python signing example they sign with
+        // (docs/examples/signing/sign.py, itself run against payoutd by the API tests).
         .env(
             "PYTHONPATH",
-            paths::workspace_root().join("xtask").join("fuzz"),
+            std::env::join_paths([
+                paths::workspace_root().join("xtask").join("fuzz"),
+                paths::workspace_root()
+                    .join("docs")
+                    .join("examples")
+                    .join("signing"),
+            ])
+            .map_err(|e| Failure::new("a PYTHONPATH of the hooks and sign.py", e.to_string()))?,
         )
         .env("PAYOUTD_BASE_URL", &base)
         .env("PAYOUTD_SUBACCOUNT", &subaccount)

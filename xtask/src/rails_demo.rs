@@ -44,9 +44,9 @@ use crate::{
     iso20022, paths,
     postgres::{self, Postgres},
     serve::{Payoutd, field, master_key, with_database},
-    sign::{self, Request},
     tools,
 };
+use payoutd_client::signing::{SignedRequest, Signer};
 
 /// What the demo expects, unless a failure says more precisely.
 pub const GOAL: &str =
@@ -454,7 +454,7 @@ fn drive(
     ])?;
     let subaccount = field(&created, "subaccount_id")?;
     let key = payoutd.json(&["admin", "issue-key", "--subaccount", &subaccount])?;
-    let mut api = Api::new(addr, field(&key, "api_key")?, field(&key, "api_secret")?);
+    let mut api = Api::new(addr, &field(&key, "api_key")?, &field(&key, "api_secret")?);
     let currencies: BTreeSet<&str> = PayoutMethod::ALL.iter().map(|m| m.asset().code()).collect();
     for asset in currencies {
         payoutd.json(&[
@@ -1215,23 +1215,19 @@ fn drop_database(url: &str, database: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Signed calls to payoutd's API (v2 signatures).
+/// Signed calls to payoutd's API (v2 signatures, by the client crate's signer).
 struct Api {
     addr: SocketAddr,
-    key: String,
-    secret: String,
-    last_nonce: u64,
+    signer: Signer,
     /// The slowest call so far, as the client saw it: how long, and which.
     slowest: Option<(Duration, String)>,
 }
 
 impl Api {
-    fn new(addr: SocketAddr, key: String, secret: String) -> Self {
+    fn new(addr: SocketAddr, key: &str, secret: &str) -> Self {
         Self {
             addr,
-            key,
-            secret,
-            last_nonce: 0,
+            signer: Signer::new(key, secret),
             slowest: None,
         }
     }
@@ -1245,16 +1241,13 @@ impl Api {
     }
 
     fn call(&mut self, method: &str, path: &str, body: &[u8]) -> Result<Value, Failure> {
-        let now = crate::clock::unix_millis()?;
-        self.last_nonce = now.max(self.last_nonce + 1);
-        let signature = sign::signature(
-            &self.key,
-            &self.secret,
-            self.last_nonce,
-            Some(&Request { method, path, body }),
-        )?;
+        let signature = self.signer.sign_v2(&SignedRequest {
+            method,
+            path_and_query: path,
+            body,
+        });
         let headers = [
-            ("x-api-key", self.key.clone()),
+            ("x-api-key", self.signer.api_key().to_owned()),
             ("x-signature-version", "2".to_owned()),
             ("signature", signature),
             ("content-type", "application/json".to_owned()),

@@ -10,19 +10,18 @@
 use std::collections::BTreeMap;
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use hdrhistogram::Histogram;
-use hmac::{Hmac, KeyInit, Mac};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
 use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
-use sha2::Sha256;
+use payoutd_client::Signer;
 use tokio::io::unix::AsyncFd;
 
 /// Largest latency the histograms track: one minute, in microseconds.
@@ -88,17 +87,16 @@ impl Pacer {
     }
 }
 
-/// An API key and its secret, with the last nonce used so nonces strictly increase (POST nonces
-/// are single use). Clones share that last nonce, so a key stays safe to use from several
-/// workers and across runs.
+/// An API key and its secret. Requests are signed by the client crate's [`Signer`], the one
+/// signer of the project's tools and tests: it keys the HMAC once, and its nonces strictly
+/// increase per API key across clones and workers (POST nonces are single use).
 #[derive(Clone)]
 pub struct Credentials {
     /// The API key (`x-api-key`).
     pub api_key: String,
-    /// The API secret (only to hand on; requests are signed with `mac`).
+    /// The API secret (only to hand on; requests are signed by `signer`).
     pub api_secret: String,
-    mac: Hmac<Sha256>,
-    last_nonce: Arc<AtomicI64>,
+    signer: Signer,
 }
 
 impl std::fmt::Debug for Credentials {
@@ -110,38 +108,18 @@ impl std::fmt::Debug for Credentials {
 }
 
 impl Credentials {
-    /// Keys an HMAC with `api_secret` once, for every signature to come.
+    /// Keys a signer with `api_secret` once, for every signature to come.
     pub fn new(api_key: &str, api_secret: &str) -> Self {
-        // HMAC accepts keys of any length, so this cannot fail.
-        let mac = match Hmac::<Sha256>::new_from_slice(api_secret.as_bytes()) {
-            Ok(mac) => mac,
-            Err(_) => unreachable!("HMAC takes keys of any length"),
-        };
         Self {
             api_key: api_key.to_owned(),
             api_secret: api_secret.to_owned(),
-            mac,
-            last_nonce: Arc::new(AtomicI64::new(0)),
-        }
-    }
-
-    /// The current time in milliseconds, or one more than the last nonce if that is later.
-    fn next_nonce(&self) -> i64 {
-        let now = chrono::Utc::now().timestamp_millis();
-        let previous = self.last_nonce.fetch_max(now, Ordering::SeqCst);
-        if previous < now {
-            now
-        } else {
-            self.last_nonce.fetch_add(1, Ordering::SeqCst) + 1
+            signer: Signer::new(api_key, api_secret),
         }
     }
 
     /// A fresh v1 `signature` header value: `<nonce>.<hex HMAC-SHA256(secret, "<nonce>.<key>")>`.
     pub fn sign_v1(&self) -> String {
-        let nonce = self.next_nonce();
-        let mut mac = self.mac.clone();
-        mac.update(format!("{nonce}.{}", self.api_key).as_bytes());
-        format!("{nonce}.{}", hex::encode(mac.finalize().into_bytes()))
+        self.signer.sign_v1()
     }
 }
 

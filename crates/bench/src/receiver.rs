@@ -3,21 +3,18 @@
 //! arrived and how many times.
 //!
 //! A sample of the requests (the first, then every `sample_every`-th) is checked the way a
-//! client would check it, with an HMAC computed here rather than by payoutd's signing code:
+//! merchant checks it, with the client crate's [`Verifier`] rather than payoutd's signing code:
 //! `webhook-signature` must hold a `v1,` entry equal to `base64(HMAC-SHA256(key, id "." ts "."
-//! body))`, the timestamp must be within five minutes, and the body's `event_id` must be the
-//! `webhook-id`.
+//! body))`, the timestamp must be within five minutes, and the body must be an event whose
+//! `event_id` is the `webhook-id`.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
-use hmac::{KeyInit, Mac};
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::header::HeaderMap;
@@ -25,7 +22,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use sha2::Sha256;
+use payoutd_client::webhooks::Verifier;
 use tokio::net::TcpListener;
 use uuid::Uuid;
 
@@ -61,8 +58,8 @@ struct Shared {
     checked: AtomicU64,
     bad: AtomicU64,
     first_bad: Mutex<Option<String>>,
-    /// The signing key: the base64-decoded part of the `whsec_` secret.
-    key: OnceLock<Vec<u8>>,
+    /// Checks signatures with the subaccount's `whsec_` secret.
+    verifier: OnceLock<Verifier>,
     sample_every: u64,
 }
 
@@ -120,14 +117,10 @@ impl Receiver {
 
     /// The `whsec_…` secret that `payoutd admin set-webhook` printed.
     pub fn set_secret(&self, secret: &str) -> anyhow::Result<()> {
-        let key = secret
-            .strip_prefix("whsec_")
-            .and_then(|encoded| STANDARD.decode(encoded).ok())
-            .filter(|key| !key.is_empty())
-            .context("the webhook secret is not whsec_<base64>")?;
+        let verifier = Verifier::new([secret]).context("the webhook secret")?;
         self.shared
-            .key
-            .set(key)
+            .verifier
+            .set(verifier)
             .map_err(|_| anyhow::anyhow!("the receiver's secret is set already"))
     }
 
@@ -222,10 +215,10 @@ async fn handle(
         }
     }
     if ordinal.is_multiple_of(shared.sample_every)
-        && let Some(key) = shared.key.get()
+        && let Some(verifier) = shared.verifier.get()
     {
         shared.checked.fetch_add(1, Ordering::Relaxed);
-        if let Err(why) = check(key, &parts.headers, &body) {
+        if let Err(why) = check(verifier, &parts.headers, &body) {
             shared.bad.fetch_add(1, Ordering::Relaxed);
             let mut first = shared
                 .first_bad
@@ -240,7 +233,7 @@ async fn handle(
 }
 
 /// Checks one delivery as docs/WEBHOOKS.md tells a client to.
-fn check(key: &[u8], headers: &HeaderMap, body: &[u8]) -> Result<(), String> {
+fn check(verifier: &Verifier, headers: &HeaderMap, body: &[u8]) -> Result<(), String> {
     let header = |name: &str| {
         headers
             .get(name)
@@ -248,42 +241,15 @@ fn check(key: &[u8], headers: &HeaderMap, body: &[u8]) -> Result<(), String> {
             .ok_or_else(|| format!("no {name} header"))
     };
     let id = header("webhook-id")?;
-    let timestamp = header("webhook-timestamp")?;
-    let signatures = header("webhook-signature")?;
-
-    let seconds: i64 = timestamp
-        .parse()
-        .map_err(|_| format!("webhook-timestamp {timestamp:?} is not a number"))?;
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-    if (now - seconds).abs() > 300 {
-        return Err(format!(
-            "webhook-timestamp {seconds} is {}s off",
-            now - seconds
-        ));
-    }
-
-    let mut mac = hmac::Hmac::<Sha256>::new_from_slice(key).map_err(|e| e.to_string())?;
-    mac.update(id.as_bytes());
-    mac.update(b".");
-    mac.update(timestamp.as_bytes());
-    mac.update(b".");
-    mac.update(body);
-    let verified = signatures.split(' ').any(|entry| {
-        entry
-            .strip_prefix("v1,")
-            .and_then(|encoded| STANDARD.decode(encoded).ok())
-            // verify_slice compares in constant time.
-            .is_some_and(|tag| mac.clone().verify_slice(&tag).is_ok())
-    });
-    if !verified {
-        return Err(format!("no valid v1 signature for {id} in {signatures:?}"));
-    }
-
-    let parsed: serde_json::Value =
-        serde_json::from_slice(body).map_err(|e| format!("the body of {id} is not JSON: {e}"))?;
-    if parsed.get("event_id").and_then(serde_json::Value::as_str) != Some(id) {
+    let event = verifier
+        .verify(
+            id,
+            header("webhook-timestamp")?,
+            header("webhook-signature")?,
+            body,
+        )
+        .map_err(|rejected| format!("{id}: {rejected}"))?;
+    if event.event_id != id {
         return Err(format!("the body's event_id is not the webhook-id {id}"));
     }
     Ok(())
@@ -292,9 +258,19 @@ fn check(key: &[u8], headers: &HeaderMap, body: &[u8]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine;
+    use base64::engine::general_purpose::STANDARD;
+    use hmac::{KeyInit, Mac};
+    use std::time::{SystemTime, UNIX_EPOCH};
 
-    fn signed(key: &[u8], id: &str, ts: i64, body: &[u8]) -> String {
-        let mut mac = match hmac::Hmac::<Sha256>::new_from_slice(key) {
+    const SECRET: &str = "whsec_MDEyMzQ1Njc4OWFiY2RlZg==";
+
+    /// Signs as payoutd does (docs/WEBHOOKS.md): the server's side, which the receiver checks.
+    fn signed(secret: &str, id: &str, ts: u64, body: &[u8]) -> String {
+        let key = STANDARD
+            .decode(secret.trim_start_matches("whsec_"))
+            .unwrap_or_default();
+        let mut mac = match hmac::Hmac::<sha2::Sha256>::new_from_slice(&key) {
             Ok(mac) => mac,
             Err(e) => panic!("{e}"),
         };
@@ -303,30 +279,80 @@ mod tests {
         format!("v1,{}", STANDARD.encode(mac.finalize().into_bytes()))
     }
 
-    #[test]
-    fn a_good_signature_passes_and_a_tampered_body_fails() {
-        let key = b"0123456789abcdef";
-        let id = Uuid::from_u128(7).to_string();
-        let ts = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs() as i64);
-        let body = format!(r#"{{"event_id":"{id}"}}"#);
+    fn headers(id: &str, ts: u64, signature: &str) -> HeaderMap {
         let mut headers = HeaderMap::new();
-        let set = |headers: &mut HeaderMap, name: &'static str, value: &str| {
+        for (name, value) in [
+            ("webhook-id", id.to_owned()),
+            ("webhook-timestamp", ts.to_string()),
+            ("webhook-signature", signature.to_owned()),
+        ] {
             if let Ok(value) = value.parse() {
                 headers.insert(name, value);
             }
+        }
+        headers
+    }
+
+    fn event(id: &str) -> String {
+        format!(
+            r#"{{"event":"payoutUpdated","event_id":"{id}","subaccount_id":"s","sequence":1,"timestamp":1}}"#
+        )
+    }
+
+    fn now() -> u64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    }
+
+    #[test]
+    fn a_good_signature_passes_and_a_tampered_body_another_key_or_a_stale_time_fail() {
+        let Ok(verifier) = Verifier::new([SECRET]) else {
+            panic!("the test secret is whsec_ and base64");
         };
-        set(&mut headers, "webhook-id", &id);
-        set(&mut headers, "webhook-timestamp", &ts.to_string());
-        let good = signed(key, &id, ts, body.as_bytes());
-        set(
-            &mut headers,
-            "webhook-signature",
-            &format!("v1,AAAA {good}"),
+        let id = Uuid::from_u128(7).to_string();
+        let body = event(&id);
+        let ts = now();
+        let good = signed(SECRET, &id, ts, body.as_bytes());
+        // Several entries, as during a secret rotation: any one will do.
+        let both = headers(&id, ts, &format!("v1,AAAA {good}"));
+        assert_eq!(check(&verifier, &both, body.as_bytes()), Ok(()));
+
+        let tampered = body.replace("payoutUpdated", "receiverCreated");
+        assert!(check(&verifier, &both, tampered.as_bytes()).is_err());
+
+        let other = signed("whsec_YW5vdGhlciBrZXk=", &id, ts, body.as_bytes());
+        assert!(check(&verifier, &headers(&id, ts, &other), body.as_bytes()).is_err());
+
+        let stale = ts - 600;
+        let old = signed(SECRET, &id, stale, body.as_bytes());
+        assert!(check(&verifier, &headers(&id, stale, &old), body.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn a_genuine_body_naming_another_event_id_fails() {
+        let Ok(verifier) = Verifier::new([SECRET]) else {
+            panic!("the test secret is whsec_ and base64");
+        };
+        let id = Uuid::from_u128(7).to_string();
+        let body = event(&Uuid::from_u128(8).to_string());
+        let ts = now();
+        let good = signed(SECRET, &id, ts, body.as_bytes());
+        let why = check(&verifier, &headers(&id, ts, &good), body.as_bytes());
+        assert_eq!(
+            why,
+            Err(format!("the body's event_id is not the webhook-id {id}"))
         );
-        assert_eq!(check(key, &headers, body.as_bytes()), Ok(()));
-        assert!(check(key, &headers, br#"{"event_id":"x"}"#).is_err());
-        assert!(check(b"another key", &headers, body.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn a_missing_header_is_named() {
+        let Ok(verifier) = Verifier::new([SECRET]) else {
+            panic!("the test secret is whsec_ and base64");
+        };
+        assert_eq!(
+            check(&verifier, &HeaderMap::new(), b"{}"),
+            Err("no webhook-id header".to_owned())
+        );
     }
 }
