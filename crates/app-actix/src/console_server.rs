@@ -52,6 +52,7 @@ pub fn console_state(store: &PgStore, settings: &ConsoleConfig) -> anyhow::Resul
             Arc::new(RandomIds::default()),
         )),
         admin: domain::admin::AdminPorts::all(store.clone()),
+        stories: domain::payout::story::PayoutStories::new(store.clone()),
         clock: Arc::new(SystemClock),
         audit: store,
         ids: Arc::new(RandomIds::default()),

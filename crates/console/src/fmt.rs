@@ -1,6 +1,8 @@
 //! How values are shown: times, money, statuses.
 
 use chrono::{DateTime, Utc};
+use domain::money::Asset;
+use domain::payout::PayoutStatus;
 use maud::{Markup, html};
 
 /// A moment as a `<time>` element: shown in UTC to the minute, the exact instant in
@@ -9,6 +11,47 @@ pub fn when(at: DateTime<Utc>) -> Markup {
     html! {
         time datetime=(at.to_rfc3339()) title=(at.format("%Y-%m-%d %H:%M:%S%.3f UTC")) {
             (at.format("%Y-%m-%d %H:%M UTC"))
+        }
+    }
+}
+
+/// An amount in minor units as the currency writes it: `1234.56 AUD`, `-0.05 USD`. Every asset
+/// payoutd pays in has two decimal places.
+pub fn money(asset: Asset, minor: i64) -> String {
+    let sign = if minor < 0 { "-" } else { "" };
+    let units = minor.unsigned_abs();
+    format!("{sign}{}.{:02} {}", units / 100, units % 100, asset.code())
+}
+
+/// A payout's status as a badge whose colour says whether it is done, failed or waiting.
+pub fn status_badge(status: PayoutStatus) -> Markup {
+    let tone = match status {
+        PayoutStatus::Successful | PayoutStatus::SuccessfulPendingKyc => "ok",
+        PayoutStatus::Failed | PayoutStatus::Cancelled => "bad",
+        PayoutStatus::Awaiting | PayoutStatus::Unassessed => "warn",
+        PayoutStatus::Pending | PayoutStatus::InProgress => "info",
+    };
+    html! { span class=(format!("badge {tone}")) { (status.as_str()) } }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn money_has_two_decimals_and_its_sign() {
+        assert_eq!(money(Asset::Aud, 123_456), "1234.56 AUD");
+        assert_eq!(money(Asset::Usd, -5), "-0.05 USD");
+        assert_eq!(money(Asset::Eur, 0), "0.00 EUR");
+        assert_eq!(money(Asset::Cad, i64::MIN), "-92233720368547758.08 CAD");
+    }
+
+    #[test]
+    fn every_status_has_a_badge_naming_it() {
+        for status in PayoutStatus::ALL {
+            let badge = status_badge(*status).into_string();
+            assert!(badge.contains(status.as_str()), "{badge}");
+            assert!(badge.starts_with("<span class=\"badge "), "{badge}");
         }
     }
 }

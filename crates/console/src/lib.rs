@@ -71,6 +71,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route("/", web::get().to(pages::home::home))
             .route("/kyc", web::get().to(pages::kyc::queue))
             .route("/kyc/{receiver}", web::post().to(pages::kyc::decide))
+            .route("/payouts", web::get().to(pages::payouts::search))
+            .route("/payouts/{id}", web::get().to(pages::payouts::story))
             .route("/webhooks", web::get().to(pages::webhooks::page_of))
             .route("/webhooks/resend", web::post().to(pages::webhooks::resend))
             .route("/funding", web::get().to(pages::funding::form))

@@ -12,6 +12,8 @@ pub enum Section {
     Overview,
     /// Receivers waiting for a KYC decision.
     Kyc,
+    /// Payouts: search, and each one's story.
+    Payouts,
     /// Webhook events: resend one.
     Webhooks,
     /// Crediting a subaccount's balance (admin).
@@ -24,9 +26,10 @@ pub enum Section {
 
 impl Section {
     /// Every section, in navigation order.
-    pub const ALL: [Section; 6] = [
+    pub const ALL: [Section; 7] = [
         Section::Overview,
         Section::Kyc,
+        Section::Payouts,
         Section::Webhooks,
         Section::Funding,
         Section::Operators,
@@ -38,6 +41,7 @@ impl Section {
         match self {
             Section::Overview => "/",
             Section::Kyc => "/kyc",
+            Section::Payouts => "/payouts",
             Section::Webhooks => "/webhooks",
             Section::Funding => "/funding",
             Section::Operators => "/operators",
@@ -50,6 +54,7 @@ impl Section {
         match self {
             Section::Overview => "Overview",
             Section::Kyc => "KYC queue",
+            Section::Payouts => "Payouts",
             Section::Webhooks => "Webhooks",
             Section::Funding => "Funding",
             Section::Operators => "Operators",
@@ -60,7 +65,9 @@ impl Section {
     /// What opening it needs.
     pub const fn capability(self) -> Capability {
         match self {
-            Section::Overview | Section::Kyc | Section::Webhooks => Capability::Read,
+            Section::Overview | Section::Kyc | Section::Payouts | Section::Webhooks => {
+                Capability::Read
+            }
             Section::Funding => Capability::FundSubaccounts,
             Section::Operators => Capability::ManageOperators,
             Section::Audit => Capability::ReadAudit,

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use domain::admin::AdminPorts;
 use domain::audit::AuditLog;
 use domain::operators::service::OperatorService;
+use domain::payout::story::PayoutStories;
 use domain::ports::{Clock, IdGenerator};
 use domain::receiver::operator::OperatorKycService;
 
@@ -14,6 +15,8 @@ pub struct Console {
     pub operators: Arc<OperatorService>,
     /// KYC decisions and the queue.
     pub kyc: Arc<OperatorKycService>,
+    /// Payout searches and stories.
+    pub stories: PayoutStories,
     /// The audit log.
     pub audit: Arc<dyn AuditLog>,
     /// The ports of the admin use cases (`payoutd admin`'s): each request runs them as its

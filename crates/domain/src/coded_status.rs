@@ -68,6 +68,11 @@ macro_rules! coded_status {
                 Self::from_repr(code)
             }
 
+            /// The status with this lower-case name (`"in_progress"`).
+            pub fn parse_name(raw: &str) -> Option<Self> {
+                Self::ALL.iter().copied().find(|status| status.as_str() == raw)
+            }
+
             /// Parses a filter value: the code as a string of digits (`"2"`).
             pub fn parse_code(raw: &str) -> Option<Self> {
                 if raw.len() != 1 {

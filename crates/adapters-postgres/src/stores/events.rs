@@ -89,6 +89,7 @@ impl PgStore {
     pub(crate) async fn event_summaries(
         &self,
         subaccount: SubaccountId,
+        object: Option<Uuid>,
         status: Option<EventStatus>,
         since: Option<DateTime<Utc>>,
         limit: u32,
@@ -96,6 +97,9 @@ impl PgStore {
         let mut query = outbox_events::table
             .filter(outbox_events::subaccount_id.eq(subaccount.as_uuid()))
             .into_boxed();
+        if let Some(object) = object {
+            query = query.filter(outbox_events::object_id.eq(object));
+        }
         if let Some(status) = status {
             query = query.filter(outbox_events::status.eq(status.as_str()));
         }

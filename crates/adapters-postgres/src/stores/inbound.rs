@@ -85,6 +85,90 @@ struct ReportRow {
     contradicted_file: Option<Uuid>,
 }
 
+/// The file of the line an anomaly contradicts.
+type ContradictedFile = diesel::dsl::Nullable<
+    diesel::query_source::AliasedField<Contradicted, bank_reports::inbound_file_id>,
+>;
+
+/// Report lines joined with their inbound file and the line they contradict.
+type ListingSource = diesel::dsl::LeftJoinOn<
+    diesel::dsl::InnerJoin<bank_reports::table, inbound_files::table>,
+    diesel::query_source::Alias<Contradicted>,
+    diesel::dsl::Eq<
+        bank_reports::contradicts,
+        diesel::dsl::Nullable<diesel::query_source::AliasedField<Contradicted, bank_reports::id>>,
+    >,
+>;
+
+/// What [`listings`] selects.
+type ListingColumns = (
+    LineColumns,
+    bank_reports::inbound_file_id,
+    bank_reports::method,
+    inbound_files::name,
+    ContradictedFile,
+);
+
+/// The boxed listing query.
+type Listings = diesel::helper_types::IntoBoxed<
+    'static,
+    diesel::dsl::Select<ListingSource, ListingColumns>,
+    diesel::pg::Pg,
+>;
+
+/// Report lines with the inbound file each came in and, for an anomaly, the file of the line it
+/// contradicts: what operators list.
+fn listings() -> Listings {
+    bank_reports::table
+        .inner_join(inbound_files::table)
+        .left_join(
+            contradicted
+                .on(bank_reports::contradicts.eq(contradicted.field(bank_reports::id).nullable())),
+        )
+        .select((
+            LINE_COLUMNS,
+            bank_reports::inbound_file_id,
+            bank_reports::method,
+            inbound_files::name,
+            contradicted.field(bank_reports::inbound_file_id).nullable(),
+        ))
+        .into_boxed()
+}
+
+impl PgStore {
+    /// Every report line about `payout`, and those about the whole of `file` (its
+    /// acknowledgement, rejection or settlement), oldest first.
+    pub(crate) async fn reports_about(
+        &self,
+        payout: PayoutId,
+        file: Option<RailFileId>,
+    ) -> Result<Vec<ReportListing>, PortError> {
+        let mut conn = self.conn().await?;
+        let mut query = listings().filter(bank_reports::payout_id.eq(payout.as_uuid()));
+        if let Some(file) = file {
+            query = query.or_filter(
+                bank_reports::rail_file_id
+                    .eq(file.as_uuid())
+                    .and(bank_reports::payout_id.is_null()),
+            );
+        }
+        let rows: Vec<ReportRow> = query
+            .order((
+                bank_reports::created_at.asc(),
+                bank_reports::inbound_file_id.asc(),
+                bank_reports::position.asc(),
+            ))
+            .limit(STORY_LINES)
+            .load(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        rows.into_iter().map(ReportRow::into_listing).collect()
+    }
+}
+
+/// The most report lines a payout's story shows (a payout has a handful).
+const STORY_LINES: i64 = 1_000;
+
 fn method_of(raw: &str, what: impl std::fmt::Display) -> Result<PayoutMethod, PortError> {
     PayoutMethod::from_route(raw)
         .ok_or_else(|| PortError::unknown(format!("{what} has method {raw}")))
@@ -395,26 +479,13 @@ impl InboundStore for PgStore {
         limit: u32,
     ) -> Result<Vec<ReportListing>, PortError> {
         let mut conn = self.conn().await?;
-        let mut query =
-            bank_reports::table
-                .inner_join(inbound_files::table)
-                .left_join(contradicted.on(
-                    bank_reports::contradicts.eq(contradicted.field(bank_reports::id).nullable()),
-                ))
-                .select((
-                    LINE_COLUMNS,
-                    bank_reports::inbound_file_id,
-                    bank_reports::method,
-                    inbound_files::name,
-                    contradicted.field(bank_reports::inbound_file_id).nullable(),
-                ))
-                .order((
-                    bank_reports::created_at.desc(),
-                    bank_reports::inbound_file_id.desc(),
-                    bank_reports::position,
-                ))
-                .limit(i64::from(limit))
-                .into_boxed();
+        let mut query = listings()
+            .order((
+                bank_reports::created_at.desc(),
+                bank_reports::inbound_file_id.desc(),
+                bank_reports::position,
+            ))
+            .limit(i64::from(limit));
         if let Some(resolution) = resolution {
             query = query.filter(bank_reports::resolution.eq_any(resolution.stored_names()));
         }

@@ -15,6 +15,7 @@ mod operator;
 mod outbox;
 mod payout_groups;
 mod payout_sets;
+mod payout_story;
 mod payouts;
 mod planning_reads;
 mod rail_files;

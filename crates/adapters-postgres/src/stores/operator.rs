@@ -404,7 +404,8 @@ impl EventHistoryStore for PgStore {
         since: Option<DateTime<Utc>>,
         limit: u32,
     ) -> Result<Vec<EventSummary>, OperatorError> {
-        self.event_summaries(subaccount, status, since, limit).await
+        self.event_summaries(subaccount, None, status, since, limit)
+            .await
     }
 
     #[tracing::instrument(level = "debug", skip_all)]

@@ -7,6 +7,7 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use domain::PortError;
 use domain::account::PayoutMethod;
 use domain::ids::{BatchId, PayoutId, RailFileId, SubaccountId};
+use domain::payout::story::FiledPayment;
 use domain::rail::file::{RailFile, RailFileItem, RailFileState};
 use domain::rail::ports::{RailFileStore, RailFileSummary};
 use uuid::Uuid;
@@ -75,6 +76,75 @@ impl FileHead {
             uploaded_at: self.uploaded_at,
             answered_at: self.answered_at,
         })
+    }
+}
+
+/// A file's summary from its head, its size and its number of payouts.
+fn summary(head: FileHead, size: i64, payouts: i32) -> Result<RailFileSummary, PortError> {
+    Ok(RailFileSummary {
+        id: RailFileId::from_uuid(head.id),
+        batch_id: BatchId::from_uuid(head.batch_id),
+        method: head.method()?,
+        sha256: head.sha256()?,
+        state: head.state()?,
+        size: u64::try_from(size).unwrap_or(0),
+        payouts: u32::try_from(payouts).unwrap_or(0),
+        name: head.name,
+        effective_date: head.effective_date,
+        created_at: head.created_at,
+    })
+}
+
+/// `octet_length(bytes)` and the number of items of the selected `rail_files` row.
+const SIZE_SQL: &str = "octet_length(rail_files.bytes)::int8";
+const PAYOUTS_SQL: &str = "(SELECT count(*)::int4 FROM rail_file_items i \
+     WHERE i.file_id = rail_files.id AND i.subaccount_id = rail_files.subaccount_id)";
+
+impl PgStore {
+    /// The file of `subaccount` that carries `payout`, with the payout's line, if one does (a
+    /// payout is in at most one file).
+    pub(crate) async fn filed_payment(
+        &self,
+        subaccount: SubaccountId,
+        payout: PayoutId,
+    ) -> Result<Option<FiledPayment>, PortError> {
+        use diesel::dsl::sql;
+        use diesel::sql_types::{BigInt, Integer};
+        let mut conn = self.conn().await?;
+        let line: Option<(Uuid, i32, String)> = rail_file_items::table
+            .filter(rail_file_items::subaccount_id.eq(subaccount.as_uuid()))
+            .filter(rail_file_items::payout_id.eq(payout.as_uuid()))
+            .select((
+                rail_file_items::file_id,
+                rail_file_items::position,
+                rail_file_items::reference,
+            ))
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(from_diesel)?;
+        let Some((file, position, reference)) = line else {
+            return Ok(None);
+        };
+        let (head, size, payouts): (FileHead, i64, i32) = rail_files::table
+            .filter(rail_files::subaccount_id.eq(subaccount.as_uuid()))
+            .filter(rail_files::id.eq(file))
+            .select((
+                FileHead::as_select(),
+                sql::<BigInt>(SIZE_SQL),
+                sql::<Integer>(PAYOUTS_SQL),
+            ))
+            .first(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        let (uploaded_at, answered_at) = (head.uploaded_at, head.answered_at);
+        Ok(Some(FiledPayment {
+            file: summary(head, size, payouts)?,
+            position: u32::try_from(position).unwrap_or(0),
+            reference,
+            uploaded_at,
+            answered_at,
+        }))
     }
 }
 
@@ -306,11 +376,8 @@ impl RailFileStore for PgStore {
         let mut query = rail_files::table
             .select((
                 FileHead::as_select(),
-                sql::<BigInt>("octet_length(rail_files.bytes)::int8"),
-                sql::<Integer>(
-                    "(SELECT count(*)::int4 FROM rail_file_items i \
-                      WHERE i.file_id = rail_files.id AND i.subaccount_id = rail_files.subaccount_id)",
-                ),
+                sql::<BigInt>(SIZE_SQL),
+                sql::<Integer>(PAYOUTS_SQL),
             ))
             .order((rail_files::created_at.desc(), rail_files::id.desc()))
             .limit(i64::from(limit))
@@ -320,20 +387,7 @@ impl RailFileStore for PgStore {
         }
         let rows: Vec<(FileHead, i64, i32)> = query.load(&mut conn).await.map_err(from_diesel)?;
         rows.into_iter()
-            .map(|(head, size, payouts)| {
-                Ok(RailFileSummary {
-                    id: RailFileId::from_uuid(head.id),
-                    batch_id: BatchId::from_uuid(head.batch_id),
-                    method: head.method()?,
-                    sha256: head.sha256()?,
-                    state: head.state()?,
-                    size: u64::try_from(size).unwrap_or(0),
-                    payouts: u32::try_from(payouts).unwrap_or(0),
-                    name: head.name,
-                    effective_date: head.effective_date,
-                    created_at: head.created_at,
-                })
-            })
+            .map(|(head, size, payouts)| summary(head, size, payouts))
             .collect()
     }
 

@@ -22,7 +22,7 @@ use crate::support::{Fixture, at};
 const T0: i64 = 1_700_000_000_123_456;
 const SECOND: i64 = 1_000_000;
 
-fn inbound_file(name: &str, content: &[u8], micros: i64) -> InboundFile {
+pub(crate) fn inbound_file(name: &str, content: &[u8], micros: i64) -> InboundFile {
     InboundFile {
         id: InboundFileId::from_uuid(Uuid::new_v4()),
         method: PayoutMethod::Ach,
@@ -36,7 +36,12 @@ fn inbound_file(name: &str, content: &[u8], micros: i64) -> InboundFile {
     }
 }
 
-fn line(position: u32, kind: ReportKind, resolution: Resolution, micros: i64) -> RecordedReport {
+pub(crate) fn line(
+    position: u32,
+    kind: ReportKind,
+    resolution: Resolution,
+    micros: i64,
+) -> RecordedReport {
     RecordedReport {
         id: BankReportId::from_uuid(Uuid::new_v4()),
         position,

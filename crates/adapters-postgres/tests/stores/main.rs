@@ -17,6 +17,7 @@ mod kyc_decisions;
 mod notifications;
 mod operator;
 mod payout_groups;
+mod payout_story;
 mod payouts;
 mod rail_files;
 mod receivers;

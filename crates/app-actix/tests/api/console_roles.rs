@@ -15,6 +15,12 @@ const ROUTES: &[(&str, &str, Option<Role>)] = &[
         "/kyc/00000000-0000-4000-8000-000000000001",
         Some(Role::Operator),
     ),
+    ("GET", "/payouts", Some(Role::Viewer)),
+    (
+        "GET",
+        "/payouts/00000000-0000-4000-8000-000000000001",
+        Some(Role::Viewer),
+    ),
     ("GET", "/operators", Some(Role::Admin)),
     ("POST", "/operators", Some(Role::Admin)),
     (
@@ -233,6 +239,7 @@ async fn no_page_shows_a_secret_a_session_token_or_an_api_secret() {
     for path in [
         "/",
         "/kyc",
+        "/payouts",
         "/webhooks",
         "/funding",
         "/operators",

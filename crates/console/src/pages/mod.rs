@@ -6,6 +6,7 @@ pub mod funding;
 pub mod home;
 pub mod kyc;
 pub mod operators;
+pub mod payouts;
 pub mod webhooks;
 
 use actix_web::HttpResponse;

@@ -189,6 +189,12 @@ mod tests {
         for bad in ["8", "01", "", "x", "-1"] {
             assert_eq!(PayoutStatus::parse_code(bad), None, "{bad}");
         }
+        for status in PayoutStatus::ALL {
+            assert_eq!(PayoutStatus::parse_name(status.as_str()), Some(*status));
+        }
+        for bad in ["", "Pending", "in progress", "4"] {
+            assert_eq!(PayoutStatus::parse_name(bad), None, "{bad}");
+        }
     }
 
     /// Every (status, trigger) pair: exactly the lifecycle's rows are allowed, all others refused.
