@@ -145,12 +145,15 @@ const ROLE_RULES: &[RoleRule] = &[
     },
     RoleRule {
         role: Role::Bench,
+        // The client crate signs the load generator's requests and verifies the receiver's
+        // webhooks: the merchant's code, as a merchant would run it.
         may_use: &[
             Role::Codes,
             Role::Domain,
             Role::Formats,
             Role::Adapter,
             Role::Application,
+            Role::Client,
         ],
         dev_too: false,
         default_member: false,

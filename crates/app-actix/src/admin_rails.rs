@@ -14,6 +14,7 @@ use adapters_postgres::PgStore;
 use anyhow::Context;
 use clap::Args;
 use domain::ids::{InboundFileId, RailFileId};
+use domain::rail::bank_files::BankFileError;
 use domain::rail::file::{RailFile, RailFileState};
 use domain::rail::inbound_ports::{
     InboundFile, InboundOutcome, InboundStore, RecordedReport, Resolution,
@@ -170,27 +171,27 @@ pub async fn list_files(store: Arc<PgStore>, args: &RailFilesArgs) -> anyhow::Re
     )))
 }
 
-/// `admin rail-file`: one file's description with its payouts, or its bytes.
+/// `admin rail-file`: one file's description with its payouts, or its bytes (a download,
+/// recorded in the audit log before the bytes are printed, by the same use case as the
+/// console's).
 pub async fn show_file(store: Arc<PgStore>, args: &RailFileArgs) -> anyhow::Result<Output> {
     let id = RailFileId::parse(&args.id)
         .with_context(|| format!("invalid --id {:?}: not a UUID", args.id))?;
+    if args.raw {
+        let file = crate::console_server::bank_files(&store)
+            .download(&id.to_string(), &crate::admin_console::cli_context())
+            .await
+            .map_err(|e| match e {
+                BankFileError::NotFound => anyhow::anyhow!("no rail file {id}"),
+                BankFileError::Port(e) => anyhow::Error::new(e).context("the download"),
+            })?;
+        return Ok(Output::Raw(file.bytes));
+    }
     let file = store
         .get_file(id)
         .await?
         .with_context(|| format!("no rail file {id}"))?;
-    Ok(if args.raw {
-        crate::admin_console::record(
-            &store,
-            domain::audit::AuditAction::BankFileDownloaded,
-            "rail_file",
-            file.id,
-            json!({"name": file.name, "size": file.bytes.len(), "sha256": hex::encode(file.sha256)}),
-        )
-        .await?;
-        Output::Raw(file.bytes)
-    } else {
-        Output::Json(file_json(&file))
-    })
+    Ok(Output::Json(file_json(&file)))
 }
 
 fn line_json(r: &RecordedReport) -> Value {

@@ -38,6 +38,17 @@ pub fn operator_service(
     ))
 }
 
+/// The bank file use cases over `store` (the console's pages and `payoutd admin rail-file`).
+pub fn bank_files(store: &Arc<PgStore>) -> domain::rail::bank_files::BankFiles {
+    domain::rail::bank_files::BankFiles::new(domain::rail::bank_files::BankFilePorts {
+        files: store.clone(),
+        inbound: store.clone(),
+        audit: store.clone(),
+        clock: Arc::new(crate::system::SystemClock),
+        ids: Arc::new(crate::system::RandomIds::default()),
+    })
+}
+
 /// The console's services over `store`.
 ///
 /// # Errors
@@ -52,7 +63,8 @@ pub fn console_state(store: &PgStore, settings: &ConsoleConfig) -> anyhow::Resul
             Arc::new(RandomIds::default()),
         )),
         admin: domain::admin::AdminPorts::all(store.clone()),
-        stories: domain::payout::story::PayoutStories::new(store.clone()),
+        stories: domain::payout_story::PayoutStories::new(store.clone()),
+        files: bank_files(&store),
         clock: Arc::new(SystemClock),
         audit: store,
         ids: Arc::new(RandomIds::default()),

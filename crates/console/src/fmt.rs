@@ -23,6 +23,11 @@ pub fn money(asset: Asset, minor: i64) -> String {
     format!("{sign}{}.{:02} {}", units / 100, units % 100, asset.code())
 }
 
+/// Bytes as lower-case hexadecimal (a SHA-256).
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// A payout's status as a badge whose colour says whether it is done, failed or waiting.
 pub fn status_badge(status: PayoutStatus) -> Markup {
     let tone = match status {

@@ -73,6 +73,12 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route("/kyc/{receiver}", web::post().to(pages::kyc::decide))
             .route("/payouts", web::get().to(pages::payouts::search))
             .route("/payouts/{id}", web::get().to(pages::payouts::story))
+            .route("/files", web::get().to(pages::files::list))
+            .route("/files/{id}", web::get().to(pages::files::show))
+            .route(
+                "/files/{id}/download",
+                web::post().to(pages::files::download),
+            )
             .route("/webhooks", web::get().to(pages::webhooks::page_of))
             .route("/webhooks/resend", web::post().to(pages::webhooks::resend))
             .route("/funding", web::get().to(pages::funding::form))

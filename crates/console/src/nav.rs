@@ -14,6 +14,8 @@ pub enum Section {
     Kyc,
     /// Payouts: search, and each one's story.
     Payouts,
+    /// Bank files and what the bank answered.
+    BankFiles,
     /// Webhook events: resend one.
     Webhooks,
     /// Crediting a subaccount's balance (admin).
@@ -26,10 +28,11 @@ pub enum Section {
 
 impl Section {
     /// Every section, in navigation order.
-    pub const ALL: [Section; 7] = [
+    pub const ALL: [Section; 8] = [
         Section::Overview,
         Section::Kyc,
         Section::Payouts,
+        Section::BankFiles,
         Section::Webhooks,
         Section::Funding,
         Section::Operators,
@@ -42,6 +45,7 @@ impl Section {
             Section::Overview => "/",
             Section::Kyc => "/kyc",
             Section::Payouts => "/payouts",
+            Section::BankFiles => "/files",
             Section::Webhooks => "/webhooks",
             Section::Funding => "/funding",
             Section::Operators => "/operators",
@@ -55,6 +59,7 @@ impl Section {
             Section::Overview => "Overview",
             Section::Kyc => "KYC queue",
             Section::Payouts => "Payouts",
+            Section::BankFiles => "Bank files",
             Section::Webhooks => "Webhooks",
             Section::Funding => "Funding",
             Section::Operators => "Operators",
@@ -65,9 +70,11 @@ impl Section {
     /// What opening it needs.
     pub const fn capability(self) -> Capability {
         match self {
-            Section::Overview | Section::Kyc | Section::Payouts | Section::Webhooks => {
-                Capability::Read
-            }
+            Section::Overview
+            | Section::Kyc
+            | Section::Payouts
+            | Section::BankFiles
+            | Section::Webhooks => Capability::Read,
             Section::Funding => Capability::FundSubaccounts,
             Section::Operators => Capability::ManageOperators,
             Section::Audit => Capability::ReadAudit,

@@ -5,8 +5,9 @@ use std::sync::Arc;
 use domain::admin::AdminPorts;
 use domain::audit::AuditLog;
 use domain::operators::service::OperatorService;
-use domain::payout::story::PayoutStories;
+use domain::payout_story::PayoutStories;
 use domain::ports::{Clock, IdGenerator};
+use domain::rail::bank_files::BankFiles;
 use domain::receiver::operator::OperatorKycService;
 
 /// The console's services.
@@ -17,6 +18,8 @@ pub struct Console {
     pub kyc: Arc<OperatorKycService>,
     /// Payout searches and stories.
     pub stories: PayoutStories,
+    /// Bank files, their answers and downloads.
+    pub files: BankFiles,
     /// The audit log.
     pub audit: Arc<dyn AuditLog>,
     /// The ports of the admin use cases (`payoutd admin`'s): each request runs them as its

@@ -26,6 +26,7 @@ pub mod money;
 pub mod operators;
 pub mod paging;
 pub mod payout;
+pub mod payout_story;
 pub mod ports;
 pub mod rail;
 pub mod receiver;

@@ -169,6 +169,9 @@ impl PgStore {
 /// The most report lines a payout's story shows (a payout has a handful).
 const STORY_LINES: i64 = 1_000;
 
+/// The most report lines a file's page shows (`InboundStore::reports_of_file`).
+const FILE_LINES: i64 = 10_000;
+
 fn method_of(raw: &str, what: impl std::fmt::Display) -> Result<PayoutMethod, PortError> {
     PayoutMethod::from_route(raw)
         .ok_or_else(|| PortError::unknown(format!("{what} has method {raw}")))
@@ -490,6 +493,23 @@ impl InboundStore for PgStore {
             query = query.filter(bank_reports::resolution.eq_any(resolution.stored_names()));
         }
         let rows: Vec<ReportRow> = query.load(&mut conn).await.map_err(from_diesel)?;
+        rows.into_iter().map(ReportRow::into_listing).collect()
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(file = %file))]
+    async fn reports_of_file(&self, file: RailFileId) -> Result<Vec<ReportListing>, PortError> {
+        let mut conn = self.conn().await?;
+        let rows: Vec<ReportRow> = listings()
+            .filter(bank_reports::rail_file_id.eq(file.as_uuid()))
+            .order((
+                bank_reports::created_at.asc(),
+                bank_reports::inbound_file_id.asc(),
+                bank_reports::position.asc(),
+            ))
+            .limit(FILE_LINES)
+            .load(&mut conn)
+            .await
+            .map_err(from_diesel)?;
         rows.into_iter().map(ReportRow::into_listing).collect()
     }
 

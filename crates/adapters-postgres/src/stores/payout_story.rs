@@ -12,7 +12,7 @@ use domain::error::OperatorError;
 use domain::ids::{PayoutId, SubaccountId};
 use domain::payout::Payout;
 use domain::payout::ports::PayoutStore;
-use domain::payout::story::{PayoutCursor, PayoutSearch, PayoutStory, PayoutStoryStore};
+use domain::payout_story::{PayoutCursor, PayoutSearch, PayoutStory, PayoutStoryStore};
 use uuid::Uuid;
 
 use super::PgStore;

@@ -7,7 +7,7 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use domain::PortError;
 use domain::account::PayoutMethod;
 use domain::ids::{BatchId, PayoutId, RailFileId, SubaccountId};
-use domain::payout::story::FiledPayment;
+use domain::payout_story::FiledPayment;
 use domain::rail::file::{RailFile, RailFileItem, RailFileState};
 use domain::rail::ports::{RailFileStore, RailFileSummary};
 use uuid::Uuid;

@@ -7,7 +7,7 @@ use diesel::sql_types::{Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::RunQueryDsl;
 use domain::ids::{PayoutId, SubaccountId};
 use domain::payout::PayoutStatus;
-use domain::payout::story::{PayoutCursor, PayoutSearch, PayoutStoryStore};
+use domain::payout_story::{PayoutCursor, PayoutSearch, PayoutStoryStore};
 use domain::rail::inbound_ports::{InboundStore, RecordedReport, ReportKind, Resolution};
 use domain::rail::ports::RailFileStore;
 use uuid::Uuid;

@@ -21,6 +21,17 @@ const ROUTES: &[(&str, &str, Option<Role>)] = &[
         "/payouts/00000000-0000-4000-8000-000000000001",
         Some(Role::Viewer),
     ),
+    ("GET", "/files", Some(Role::Viewer)),
+    (
+        "GET",
+        "/files/00000000-0000-4000-8000-000000000001",
+        Some(Role::Viewer),
+    ),
+    (
+        "POST",
+        "/files/00000000-0000-4000-8000-000000000001/download",
+        Some(Role::Operator),
+    ),
     ("GET", "/operators", Some(Role::Admin)),
     ("POST", "/operators", Some(Role::Admin)),
     (
@@ -240,6 +251,7 @@ async fn no_page_shows_a_secret_a_session_token_or_an_api_secret() {
         "/",
         "/kyc",
         "/payouts",
+        "/files",
         "/webhooks",
         "/funding",
         "/operators",

@@ -11,6 +11,7 @@ mod client;
 mod confirm;
 mod connections;
 mod console;
+mod console_files;
 mod console_payouts;
 mod console_roles;
 mod envelope;

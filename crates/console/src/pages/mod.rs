@@ -2,6 +2,7 @@
 
 pub mod audit;
 pub mod auth;
+pub mod files;
 pub mod funding;
 pub mod home;
 pub mod kyc;

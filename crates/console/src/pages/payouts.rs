@@ -9,16 +9,16 @@ use domain::delivery::history::EventSummary;
 use domain::ledger::LedgerEntry;
 use domain::money::Asset;
 use domain::operators::Capability;
-use domain::payout::story::{
+use domain::payout::{Payout, PayoutStatus};
+use domain::payout_story::{
     FiledPayment, PayoutSearch, PayoutStory, SearchForm, StoryEntry, StoryError,
 };
-use domain::payout::{Payout, PayoutStatus};
 use domain::rail::inbound_ports::ReportListing;
 use maud::{Markup, html};
 use serde::Deserialize;
 
 use crate::error::ConsoleError;
-use crate::fmt::{money, status_badge, when};
+use crate::fmt::{hex, money, status_badge, when};
 use crate::layout::{Header, page};
 use crate::nav::Section;
 use crate::pages::{html, see_other};
@@ -318,7 +318,7 @@ fn file_facts(filed: &FiledPayment) -> Markup {
     let file = &filed.file;
     html! {
         dl.facts {
-            dt { "File" } dd { code { (file.name) } }
+            dt { "File" } dd { a href=(format!("/files/{}", file.id)) { code { (file.name) } } }
             dt { "State" } dd { (file.state.as_str()) }
             dt { "Method" } dd { (file.method.name()) }
             dt { "Payouts" } dd { (file.payouts) }
@@ -331,10 +331,6 @@ fn file_facts(filed: &FiledPayment) -> Markup {
             dt { "This payout" } dd { "line " (filed.position + 1) ", reference " code { (filed.reference) } }
         }
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn story_page(story: &PayoutStory) -> Markup {

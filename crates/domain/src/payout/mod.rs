@@ -8,7 +8,6 @@ pub mod ports;
 pub mod query;
 pub mod service;
 pub mod status;
-pub mod story;
 
 pub use fee::fee;
 pub use model::Payout;

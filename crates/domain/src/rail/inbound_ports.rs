@@ -270,6 +270,9 @@ pub trait InboundStore: Send + Sync {
         limit: u32,
     ) -> Result<Vec<ReportListing>, PortError>;
 
+    /// Every recorded line about `file` or one of its payouts, oldest first (at most 10,000).
+    async fn reports_of_file(&self, file: RailFileId) -> Result<Vec<ReportListing>, PortError>;
+
     /// Recorded inbound files without their bytes, newest first, optionally only those with
     /// `outcome`, at most `limit`.
     async fn list_inbound(

@@ -1,6 +1,7 @@
 //! Production payout rails: bank files and the transports that carry them (docs/RAILS.md).
 
 pub mod answers;
+pub mod bank_files;
 pub mod calendar;
 pub mod file;
 pub mod file_rail;

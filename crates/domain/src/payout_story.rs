@@ -7,13 +7,13 @@
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, NaiveTime, Utc};
 
-use super::query::PayoutFilter;
-use super::{Payout, PayoutStatus};
 use crate::batch::Batch;
 use crate::delivery::history::EventSummary;
 use crate::error::PortError;
 use crate::ids::{PayoutId, ReceiverId, SubaccountId};
 use crate::ledger::LedgerEntry;
+use crate::payout::query::PayoutFilter;
+use crate::payout::{Payout, PayoutStatus};
 use crate::rail::inbound_ports::ReportListing;
 use crate::rail::ports::RailFileSummary;
 
