@@ -14,6 +14,10 @@
 //! from `python3-aiosmtpd` when missing and we are root) and `openssl` are passed as
 //! `PAYOUT_PYTHON3` and `PAYOUT_OPENSSL`.
 //!
+//! app-actix's `deploy_md` test, which executes docs/DEPLOY.md, gets `jq`, `curl`, `objcopy`
+//! (Debian's `binutils`) and `ssh-keygen` (passed as `PAYOUT_SSH_KEYGEN`), found or installed
+//! the same way.
+//!
 //! app-actix's generated-client tests get openapi-python-client (a venv) and openapi-typescript,
 //! TypeScript and newman (npm), pinned in `xtask/openapi-clients/` and installed under
 //! `<target dir>/openapi-clients` (`openapi_clients.rs`).

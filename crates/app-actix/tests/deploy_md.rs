@@ -41,7 +41,9 @@
 //! `STATE_DIRECTORY`), `WorkingDirectory=` (`/` without it), `UMask=`, then each
 //! `ExecStartPre=` (a failure fails the start, `-` excepted), then `ExecStart=` in the
 //! background, its output kept for `journalctl`. As systemd, a start uses the unit as of the
-//! last `daemon-reload` (or its first load) and warns when the file changed since. `stop` sends
+//! last `daemon-reload` (or its first load) and warns when the file changed since; such a
+//! warning fails the test at that block (the guide must not leave a deployer running the old
+//! unit, as a forgotten `daemon-reload` would). `stop` sends
 //! `KillSignal=` and waits `TimeoutStopSec=` (at most 60 s). After the last block the test stops
 //! the unit with SIGTERM and requires exit code 0; a unit still running when the test fails is
 //! killed. A unit's main process that dies between blocks fails the test at that block.
@@ -386,7 +388,15 @@ fn deploy_md_runs_as_written_and_prints_what_it_shows() {
         .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
         .unwrap();
     fs::set_permissions(scratch.path(), fs::Permissions::from_mode(0o755)).unwrap();
-    let base = scratch.path().to_owned();
+    // DEPLOY_MD_KEEP_SCRATCH=1 keeps the scratch directory (the script, each output, the
+    // journal, the scratch host) for a look after a failure.
+    let (base, _scratch) = if std::env::var_os("DEPLOY_MD_KEEP_SCRATCH").is_some() {
+        let kept = scratch.keep();
+        eprintln!("DEPLOY_MD_KEEP_SCRATCH: keeping {}", kept.display());
+        (kept, None)
+    } else {
+        (scratch.path().to_owned(), Some(scratch))
+    };
     let root = base.join("root");
     let checkout = base.join("checkout");
     let home = base.join("home");
@@ -453,6 +463,7 @@ fn deploy_md_runs_as_written_and_prints_what_it_shows() {
             journal: base.join("journal"),
             loaded: None,
             main: None,
+            warnings: Vec::new(),
         },
         finished: Vec::new(),
         between: Box::new(move |_, service| {
@@ -461,6 +472,12 @@ fn deploy_md_runs_as_written_and_prints_what_it_shows() {
                 fs::write(&toml, point_endpoints_at_loopback(&text, closed_port))
                     .map_err(|err| err.to_string())?;
                 edited = true;
+            }
+            if !service.warnings.is_empty() {
+                return Err(format!(
+                    "systemd would warn, and keep running the unit it had: {}",
+                    std::mem::take(&mut service.warnings).join("; ")
+                ));
             }
             match service.exited() {
                 Some(status) => {
@@ -491,6 +508,10 @@ fn deploy_md_runs_as_written_and_prints_what_it_shows() {
                 let (number, command) = rest.split_once(": ").unwrap_or((rest, ""));
                 let number: usize = number.parse().unwrap_or(0);
                 let start = starts.get(index).copied().unwrap_or(0);
+                if command.starts_with("deploy-md-step ") {
+                    return "the test's check after the block (the end of its stderr says why)"
+                        .to_owned();
+                }
                 let doc_line = failed_step.map_or(0, |s| s.line + 1 + number.saturating_sub(start));
                 format!("the command at DEPLOY.md line {doc_line}: {command}")
             })

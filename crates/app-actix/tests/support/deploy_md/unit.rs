@@ -289,6 +289,9 @@ pub struct Service {
     /// The unit as last loaded, and the file's text it was loaded from.
     pub loaded: Option<(Unit, String)>,
     pub main: Option<Child>,
+    /// Warnings systemd would print (a unit changed on disk since it was loaded), not yet
+    /// reported.
+    pub warnings: Vec<String>,
 }
 
 /// What a `systemctl` or `journalctl` call answers: exit code, stdout, stderr.
@@ -327,10 +330,12 @@ impl Service {
         let warning = if now == text {
             String::new()
         } else {
-            format!(
+            let warning = format!(
                 "Warning: The unit file, source configuration file or drop-ins of {}.service changed on disk. Run 'systemctl daemon-reload' to reload units.\n",
                 self.name
-            )
+            );
+            self.warnings.push(warning.trim_end().to_owned());
+            warning
         };
         Ok((unit, warning))
     }
