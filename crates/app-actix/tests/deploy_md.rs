@@ -83,8 +83,8 @@
 //!   command), and the `text` illustration of a refused secret file (tests/check_config.rs
 //!   checks that message). The environment file is a heredoc of an `sh` block, so it is run;
 //!   tests/deploy.rs checks that its variables are payoutd's and hold no secret.
-//! - "Backups" has no command: it points to OPERATIONS.md's continuous archiving, which needs
-//!   a WAL archive and a restore target this test does not set up.
+//! - "Backups" runs its restore test of a logical dump; continuous archiving (OPERATIONS.md),
+//!   which needs a WAL archive and a second server, is described there, not run.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "support/deploy_md/cluster.rs"]
@@ -360,6 +360,7 @@ fn deploy_md_runs_as_written_and_prints_what_it_shows() {
         "First start",
         "Smoke-test production before the bank",
         "Upgrades",
+        "Backups",
         "Rotating the master key",
     ] {
         assert!(
