@@ -1,5 +1,5 @@
 //! docs/DEPLOY.md, executed: every `sh` block of the guide, in document order, in one bash
-//! shell (`set -eo pipefail`), as a deployer would type them on a fresh host, in a scratch root
+//! shell (`set -eEo pipefail`, with an `ERR` trap naming the failing command), as a deployer would type them on a fresh host, in a scratch root
 //! under this test's target directory. What each block prints on stdout must be the `text`
 //! block right after it (only blank lines between; `…` stands for anything within a line); a
 //! block without one must print nothing. A `text` block after prose is an illustration, not an
@@ -23,7 +23,7 @@
 //! | `install` | the real `install` without `-o`/`-g`, whose user and group must have been recorded by `useradd` (or be `root`); a path outside the scratch root is refused |
 //! | `chown`, `chgrp` | check that the owner exists and the paths are inside the scratch root; change nothing |
 //! | `systemctl` | the test's systemd ([`unit`]): `daemon-reload` loads the installed unit, `start`, `stop`, `restart`, `enable [--now]` (the `WantedBy=` links, then start), `is-active`; other verbs and units are refused |
-//! | `journalctl -u payoutd [-n N]` | what the unit's commands printed, with the test's systemd's own lines |
+//! | `journalctl -u payoutd [-n N] [-o cat]` | what the unit's commands printed, line by line, with the test's systemd's own lines |
 //! | `cargo build --release --locked -p app-actix --bin payoutd` | copies the `payoutd` this test was built with (`CARGO_BIN_EXE_payoutd`, a debug build) to `target/release/payoutd`, where the build would put it: a release build takes minutes on 2 cores. Only that exact command line is accepted, so a changed build command in the guide fails the test |
 //! | `cargo xtask …` | this checkout's built xtask (`target/debug/xtask`) |
 //! | `curl` | the real curl with `--connect-to payouts.example.com:443:127.0.0.1:<port>` and `--cacert` the test's certificate ([`PLACEHOLDERS`]) |
@@ -46,7 +46,8 @@
 //! unit, as a forgotten `daemon-reload` would). `stop` sends
 //! `KillSignal=` and waits `TimeoutStopSec=` (at most 60 s). After the last block the test stops
 //! the unit with SIGTERM and requires exit code 0; a unit still running when the test fails is
-//! killed. A unit's main process that dies between blocks fails the test at that block.
+//! stopped the same way (SIGKILL after the stop timeout). A unit's main process that dies
+//! between blocks fails the test at that block.
 //!
 //! What it cannot honour: `User=`/`Group=` (the commands run as the test's user: root-owned
 //! users cannot be created here; so "the service user cannot read /etc/payoutd/credentials" is
@@ -72,15 +73,18 @@
 //!
 //! # Where the runner steps in
 //!
+//! - The scratch root starts with the directories every host has (`/etc/systemd/system`,
+//!   `/var/lib`, `/usr/local/bin`, `/run`) and the placeholders of [`PLACEHOLDERS`]; the host
+//!   name, the database host and the ports are rewritten in each block's text as listed there.
 //! - After the block that installs the production file (`docs/examples/payoutd.toml`), the
 //!   test makes the edit a deployer makes with their banks' details: every SFTP host, the
 //!   Interac partner's URL and the SMTP server point at 127.0.0.1 on a closed port (the example's
 //!   hosts are not reachable, and a test talks to loopback only). payoutd polls the rails from
 //!   its start, so those connections are refused and logged, as for a bank that is down.
 //! - The guide's non-shell blocks are not run: the `nginx` server block (no nginx here; the
-//!   reverse proxy set-up is the deployer's), the `sql` example of a contracting migration (an
-//!   example of a migration file, checked by the migration test of tests/deploy.rs, not a
-//!   command), and the `text` illustration of a refused secret file (tests/check_config.rs
+//!   reverse proxy set-up is the deployer's), the `sql` example of a contracting migration (what
+//!   a migration file looks like, not a command; tests/deploy.rs enforces the rule it shows on
+//!   the real migrations), and the `text` illustration of a refused secret file (tests/check_config.rs
 //!   checks that message). The environment file is a heredoc of an `sh` block, so it is run;
 //!   tests/deploy.rs checks that its variables are payoutd's and hold no secret.
 //! - "Backups" runs its restore test of a logical dump; continuous archiving (OPERATIONS.md),
@@ -295,7 +299,8 @@ impl Drop for KillGroup {
     }
 }
 
-/// Stops the unit's payoutd (killing it if the test fails first).
+/// Stops the unit's payoutd as `systemctl stop` does (SIGTERM, then SIGKILL after the unit's
+/// stop timeout) when the test fails before its end.
 struct StopService(Arc<Mutex<host::Control>>);
 
 impl Drop for StopService {
@@ -304,12 +309,7 @@ impl Drop for StopService {
             Ok(control) => control,
             Err(poisoned) => poisoned.into_inner(),
         };
-        if let Some(mut child) = control.service.main.take() {
-            let _ = Command::new("kill")
-                .args(["-KILL", "--", &format!("-{}", child.id())])
-                .status();
-            let _ = child.wait();
-        }
+        let _ = control.service.stop();
     }
 }
 

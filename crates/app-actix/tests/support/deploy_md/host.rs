@@ -334,6 +334,9 @@ impl Control {
             match arg.as_str() {
                 "-u" | "--unit" => unit = args.next().cloned(),
                 "-n" | "--lines" => lines = args.next().and_then(|n| n.parse().ok()),
+                // Each line as it was written: the journal here holds nothing else.
+                "-o" | "--output" if args.next().is_some_and(|o| o == "cat") => {}
+                "--output=cat" => {}
                 "--no-pager" | "-b" | "-q" => {}
                 option => {
                     return (
