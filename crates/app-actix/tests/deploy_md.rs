@@ -28,6 +28,7 @@
 //! | `cargo xtask …` | this checkout's built xtask (`target/debug/xtask`) |
 //! | `curl` | the real curl with `--connect-to payouts.example.com:443:127.0.0.1:<port>` and `--cacert` the test's certificate ([`PLACEHOLDERS`]) |
 //! | `python3` | a python3 with aiosmtpd (`PAYOUT_PYTHON3`, which `cargo xtask test` sets) |
+//! | `groupadd`, `usermod`, `apt-get`, `dpkg`, `mount`, … ([`host::REFUSED`]) | refused: the guide does not use them, and a block that starts to must get a shim first |
 //!
 //! # The unit, run as systemd would
 //!
@@ -722,4 +723,97 @@ fn the_deployers_edit_points_every_endpoint_at_loopback() {
          [rails.\"cad/digital\".transport]\nbase_url = \"http://127.0.0.1:9/api\"\n\
          [smtp]\nhost = \"127.0.0.1\"\nport = 9\ntls = \"starttls\"\n"
     );
+}
+
+#[test]
+fn the_shims_refuse_what_would_change_the_machine() {
+    let scratch = tempfile::tempdir().unwrap();
+    let root = scratch.path().join("root");
+    let tools = scratch.path().join("tools");
+    fs::create_dir_all(root.join("etc")).unwrap();
+    host::write_shims(
+        &tools,
+        &host::ShimSettings {
+            root: root.clone(),
+            control_port: 1,
+            control_dir: scratch.path().to_owned(),
+            payoutd: PathBuf::from("/bin/true"),
+            xtask: PathBuf::from("/bin/true"),
+            python3: None,
+            curl: PathBuf::from("/bin/true"),
+            https_port: 1,
+            ca: scratch.path().join("ca.pem"),
+            pg_socket: scratch.path().to_owned(),
+            pg_port: 1,
+            home: scratch.path().to_owned(),
+        },
+    )
+    .unwrap();
+    let path = std::env::join_paths(std::iter::once(tools.clone()).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap();
+    // Each shim is called by its path ($T), so a missing one cannot run the real command.
+    let run = |line: &str| {
+        let out = Command::new("bash")
+            .args(["-c", line])
+            .current_dir(scratch.path())
+            .env("PATH", &path)
+            .env("T", &tools)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let root = root.display().to_string();
+
+    let (code, stderr) = run("$T/groupadd payoutd");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("would change the machine"), "{stderr}");
+
+    let (code, stderr) = run("$T/cargo build --release -p app-actix --bin payoutd");
+    assert_eq!(code, Some(101), "{stderr}");
+    assert!(
+        stderr.contains("only `cargo build --release --locked"),
+        "{stderr}"
+    );
+    let (code, stderr) = run(&format!("$T/cargo {}", host::BUILD_ARGS));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(scratch.path().join("target/release/payoutd").is_file());
+
+    let (code, stderr) = run("$T/install -m 0644 /dev/null /nonexistent-deploy-md/x");
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("outside the test's scratch root"),
+        "{stderr}"
+    );
+    assert!(!Path::new("/nonexistent-deploy-md").exists());
+
+    let (code, stderr) = run(&format!(
+        "$T/install -d -m 0750 -o root -g payoutd {root}/etc/payoutd"
+    ));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("no group payoutd"), "{stderr}");
+    let (code, stderr) = run(&format!(
+        "$T/useradd --system --home-dir /var/lib/payoutd --shell /usr/sbin/nologin payoutd && \
+         $T/install -d -m 0750 -o root -g payoutd {root}/etc/payoutd && \
+         $T/chown root:payoutd {root}/etc/payoutd"
+    ));
+    assert_eq!(code, Some(0), "{stderr}");
+    let mode = fs::metadata(format!("{root}/etc/payoutd"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o750);
+    let (code, stderr) = run("$T/useradd payoutd");
+    assert_eq!(code, Some(9), "{stderr}");
+    let (code, stderr) = run(&format!("$T/chown nobody {root}/etc"));
+    assert_eq!(code, Some(1), "{stderr}");
+
+    let (code, stderr) = run("$T/sudo -u bob true");
+    assert_eq!(code, Some(1), "{stderr}");
+    let (code, stderr) = run("export SECRET=x; $T/sudo sh -c '[ -z \"$SECRET\" ]'");
+    assert_eq!(code, Some(0), "sudo keeps no variable but PATH: {stderr}");
 }

@@ -16,6 +16,26 @@ use super::unit::{Answer, Service};
 /// The documented build command, the only `cargo build` the test's `cargo` accepts.
 pub const BUILD_ARGS: &str = "build --release --locked -p app-actix --bin payoutd";
 
+/// Commands that would change the machine, which the guide does not use: their shims refuse.
+pub const REFUSED: [&str; 16] = [
+    "groupadd",
+    "groupdel",
+    "groupmod",
+    "usermod",
+    "userdel",
+    "adduser",
+    "addgroup",
+    "deluser",
+    "passwd",
+    "chpasswd",
+    "apt",
+    "apt-get",
+    "dpkg",
+    "mount",
+    "umount",
+    "systemd-run",
+];
+
 /// What the shims are made from.
 pub struct ShimSettings {
     pub root: PathBuf,
@@ -178,6 +198,18 @@ pub fn write_shims(dir: &Path, s: &ShimSettings) -> Result<(), String> {
             ca = quote(&s.ca.display().to_string()),
         ),
     )?;
+    // Commands that would change the machine and that the guide does not use yet: refused,
+    // so a block that starts using one fails here instead of changing the machine.
+    for tool in REFUSED {
+        write_tool(
+            dir,
+            tool,
+            &format!(
+                "echo \"{tool} (test shim): would change the machine; give it a shim in \
+                 crates/app-actix/tests/support/deploy_md/host.rs first\" >&2\nexit 2\n"
+            ),
+        )?;
+    }
     if let Some(python3) = &s.python3 {
         std::os::unix::fs::symlink(python3, dir.join("python3")).map_err(|err| err.to_string())?;
     }
