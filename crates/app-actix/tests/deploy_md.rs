@@ -518,9 +518,21 @@ fn deploy_md_runs_as_written_and_prints_what_it_shows() {
                 format!("the command at DEPLOY.md line {doc_line}: {command}")
             })
             .unwrap_or_else(|| "no failed command reported".into());
+        let service = {
+            let mut control = match control.lock() {
+                Ok(control) => control,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            match (control.service.main.is_some(), control.service.exited()) {
+                (false, _) => "not started".to_owned(),
+                (true, None) => "running".to_owned(),
+                (true, Some(status)) => format!("its main process exited, {status}"),
+            }
+        };
         panic!(
             "{failure}\nDEPLOY.md line {} ({}): the block\n```sh\n{}```\nfailed: {failed_command}\n\
-             --- its stdout (end):\n{}\n--- its stderr (end):\n{}\n--- payoutd's journal (end):\n{}",
+             --- its stdout (end):\n{}\n--- its stderr (end):\n{}\n\
+             --- payoutd.service: {service}; its journal (end):\n{}",
             failed_step.map_or(0, |s| s.line),
             failed_step.map_or("", |s| s.section.as_str()),
             failed_step.map_or("", |s| s.script.as_str()),
