@@ -14,6 +14,10 @@
 //! from `python3-aiosmtpd` when missing and we are root) and `openssl` are passed as
 //! `PAYOUT_PYTHON3` and `PAYOUT_OPENSSL`.
 //!
+//! app-actix's `deploy_md` test, which executes docs/DEPLOY.md, gets `jq`, `curl`, `objcopy`
+//! (Debian's `binutils`) and `ssh-keygen` (passed as `PAYOUT_SSH_KEYGEN`), found or installed
+//! the same way.
+//!
 //! app-actix's generated-client tests get openapi-python-client (a venv) and openapi-typescript,
 //! TypeScript and newman (npm), pinned in `xtask/openapi-clients/` and installed under
 //! `<target dir>/openapi-clients` (`openapi_clients.rs`).
@@ -56,9 +60,10 @@ const SFTP_TESTS_PACKAGE: &str = "adapters-filetransfer";
 /// The crates whose tests need aiosmtpd and openssl (app-actix: the retry job against it).
 const SMTP_TESTS_PACKAGES: [&str; 2] = ["adapters-smtp", "app-actix"];
 
-/// The crate whose tests run DEPLOY.md's smoke test (`tests/smoke.rs`), whose commands use
-/// `jq` and `curl` besides aiosmtpd and openssl.
-const SMOKE_TESTS_PACKAGE: &str = "app-actix";
+/// The crate whose tests run docs/DEPLOY.md (`tests/deploy_md.rs`), whose commands use `jq`,
+/// `curl` and `objcopy` besides aiosmtpd and openssl, and which makes the banks' SFTP keys with
+/// `ssh-keygen`.
+const DEPLOY_MD_TESTS_PACKAGE: &str = "app-actix";
 
 /// The crate whose tests generate clients from `docs/openapi.json` and run them.
 const CLIENT_TESTS_PACKAGE: &str = "app-actix";
@@ -91,10 +96,15 @@ pub fn run(args: Vec<String>) -> Result<(), Failure> {
     } else {
         None
     };
-    if !selects_packages(&args) || selects_package(&args, SMOKE_TESTS_PACKAGE) {
-        tools::ensure_debian_tool("jq", "jq")?;
-        tools::ensure_debian_tool("curl", "curl")?;
-    }
+    let deploy_md_keygen =
+        if !selects_packages(&args) || selects_package(&args, DEPLOY_MD_TESTS_PACKAGE) {
+            tools::ensure_debian_tool("jq", "jq")?;
+            tools::ensure_debian_tool("curl", "curl")?;
+            tools::ensure_debian_tool("objcopy", "binutils")?;
+            Some(tools::ensure_debian_tool("ssh-keygen", "openssh-client")?)
+        } else {
+            None
+        };
     let client_tools = if !selects_packages(&args) || selects_package(&args, CLIENT_TESTS_PACKAGE) {
         Some(ClientTools::provision()?)
     } else {
@@ -119,6 +129,9 @@ pub fn run(args: Vec<String>) -> Result<(), Failure> {
     }
     cargo.args(&args).env("DATABASE_URL", &pg.url);
     iso20022.apply(&mut cargo);
+    if let Some(ssh_keygen) = &deploy_md_keygen {
+        cargo.env("PAYOUT_SSH_KEYGEN", ssh_keygen);
+    }
     if let Some((sshd, ssh_keygen)) = &openssh {
         cargo
             .env("PAYOUT_SSHD", sshd)

@@ -224,15 +224,17 @@ fn unit_credentials() -> BTreeSet<String> {
         .collect()
 }
 
-/// The environment file of DEPLOY.md: the `sh` block after the sentence that introduces it.
+/// The environment file of DEPLOY.md: the here-document the `sh` block after the sentence that
+/// introduces it writes to `/etc/payoutd/payoutd.env`.
 fn deploy_env_sample() -> Vec<(String, String)> {
     let text = read("docs/DEPLOY.md");
     let at = text
         .find("`/etc/payoutd/payoutd.env` then holds settings only")
         .expect("DEPLOY.md introduces the environment file");
     let block = &text[at..];
-    let start = block.find("```sh\n").unwrap() + "```sh\n".len();
-    let end = start + block[start..].find("```").unwrap();
+    let opening = "sudo tee /etc/payoutd/payoutd.env > /dev/null <<'ENV'\n";
+    let start = block.find(opening).expect("the block writes the file") + opening.len();
+    let end = start + block[start..].find("\nENV\n").unwrap();
     block[start..end]
         .lines()
         .filter(|l| !l.trim().is_empty())
