@@ -79,6 +79,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 "/files/{id}/download",
                 web::post().to(pages::files::download),
             )
+            .route("/ledger", web::get().to(pages::ledger::check))
             .route("/webhooks", web::get().to(pages::webhooks::page_of))
             .route("/webhooks/resend", web::post().to(pages::webhooks::resend))
             .route("/funding", web::get().to(pages::funding::form))

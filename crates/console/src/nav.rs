@@ -16,6 +16,8 @@ pub enum Section {
     Payouts,
     /// Bank files and what the bank answered.
     BankFiles,
+    /// The ledger check.
+    Ledger,
     /// Webhook events: resend one.
     Webhooks,
     /// Crediting a subaccount's balance (admin).
@@ -28,12 +30,13 @@ pub enum Section {
 
 impl Section {
     /// Every section, in navigation order.
-    pub const ALL: [Section; 8] = [
+    pub const ALL: [Section; 9] = [
         Section::Overview,
         Section::Kyc,
         Section::Payouts,
         Section::BankFiles,
         Section::Webhooks,
+        Section::Ledger,
         Section::Funding,
         Section::Operators,
         Section::Audit,
@@ -46,6 +49,7 @@ impl Section {
             Section::Kyc => "/kyc",
             Section::Payouts => "/payouts",
             Section::BankFiles => "/files",
+            Section::Ledger => "/ledger",
             Section::Webhooks => "/webhooks",
             Section::Funding => "/funding",
             Section::Operators => "/operators",
@@ -60,6 +64,7 @@ impl Section {
             Section::Kyc => "KYC queue",
             Section::Payouts => "Payouts",
             Section::BankFiles => "Bank files",
+            Section::Ledger => "Ledger check",
             Section::Webhooks => "Webhooks",
             Section::Funding => "Funding",
             Section::Operators => "Operators",
@@ -74,7 +79,8 @@ impl Section {
             | Section::Kyc
             | Section::Payouts
             | Section::BankFiles
-            | Section::Webhooks => Capability::Read,
+            | Section::Webhooks
+            | Section::Ledger => Capability::Read,
             Section::Funding => Capability::FundSubaccounts,
             Section::Operators => Capability::ManageOperators,
             Section::Audit => Capability::ReadAudit,

@@ -32,6 +32,7 @@ const ROUTES: &[(&str, &str, Option<Role>)] = &[
         "/files/00000000-0000-4000-8000-000000000001/download",
         Some(Role::Operator),
     ),
+    ("GET", "/ledger?run=1", Some(Role::Viewer)),
     ("GET", "/operators", Some(Role::Admin)),
     ("POST", "/operators", Some(Role::Admin)),
     (
@@ -252,6 +253,7 @@ async fn no_page_shows_a_secret_a_session_token_or_an_api_secret() {
         "/kyc",
         "/payouts",
         "/files",
+        "/ledger?run=1",
         "/webhooks",
         "/funding",
         "/operators",

@@ -12,6 +12,7 @@ mod confirm;
 mod connections;
 mod console;
 mod console_files;
+mod console_ledger;
 mod console_payouts;
 mod console_roles;
 mod envelope;

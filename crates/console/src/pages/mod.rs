@@ -6,6 +6,7 @@ pub mod files;
 pub mod funding;
 pub mod home;
 pub mod kyc;
+pub mod ledger;
 pub mod operators;
 pub mod payouts;
 pub mod webhooks;
