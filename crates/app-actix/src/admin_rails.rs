@@ -17,7 +17,7 @@ use domain::ids::{InboundFileId, RailFileId};
 use domain::rail::bank_files::BankFileError;
 use domain::rail::file::{RailFile, RailFileState};
 use domain::rail::inbound_ports::{
-    InboundFile, InboundOutcome, InboundStore, RecordedReport, Resolution,
+    InboundFile, InboundOutcome, InboundStore, RecordedReport, ReportKind, Resolution,
 };
 use domain::rail::ports::{RailFileStore, RailFileSummary};
 use serde_json::{Value, json};
@@ -83,6 +83,10 @@ pub struct BankReportsArgs {
     /// Only lines with this resolution: applied, repeated, unmatched, noted or anomaly.
     #[arg(long)]
     pub resolution: Option<String>,
+    /// Only lines of this kind: file_accepted, file_settled, file_rejected, settled, rejected,
+    /// returned or notice.
+    #[arg(long)]
+    pub kind: Option<String>,
     /// At most this many (1 to 1000).
     #[arg(long, default_value_t = 100)]
     pub limit: u32,
@@ -239,7 +243,18 @@ pub async fn list_reports(store: Arc<PgStore>, args: &BankReportsArgs) -> anyhow
         })?),
         None => None,
     };
-    let reports = store.list_reports(resolution, limit(args.limit)?).await?;
+    let kind = match &args.kind {
+        Some(raw) => Some(ReportKind::parse(raw).with_context(|| {
+            format!(
+                "invalid --kind {raw:?}: expected file_accepted, file_settled, file_rejected, \
+                 settled, rejected, returned or notice"
+            )
+        })?),
+        None => None,
+    };
+    let reports = store
+        .list_reports(resolution, kind, limit(args.limit)?)
+        .await?;
     Ok(Output::Json(Value::Array(
         reports
             .iter()

@@ -80,6 +80,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 web::post().to(pages::files::download),
             )
             .route("/ledger", web::get().to(pages::ledger::check))
+            .route("/answers", web::get().to(pages::answers::list))
             .route("/webhooks", web::get().to(pages::webhooks::page_of))
             .route("/webhooks/resend", web::post().to(pages::webhooks::resend))
             .route("/funding", web::get().to(pages::funding::form))

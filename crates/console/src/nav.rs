@@ -16,6 +16,8 @@ pub enum Section {
     Payouts,
     /// Bank files and what the bank answered.
     BankFiles,
+    /// The banks' answers: returns, notices of change, anomalies.
+    Answers,
     /// The ledger check.
     Ledger,
     /// Webhook events: resend one.
@@ -30,11 +32,12 @@ pub enum Section {
 
 impl Section {
     /// Every section, in navigation order.
-    pub const ALL: [Section; 9] = [
+    pub const ALL: [Section; 10] = [
         Section::Overview,
         Section::Kyc,
         Section::Payouts,
         Section::BankFiles,
+        Section::Answers,
         Section::Webhooks,
         Section::Ledger,
         Section::Funding,
@@ -50,6 +53,7 @@ impl Section {
             Section::Payouts => "/payouts",
             Section::BankFiles => "/files",
             Section::Ledger => "/ledger",
+            Section::Answers => "/answers",
             Section::Webhooks => "/webhooks",
             Section::Funding => "/funding",
             Section::Operators => "/operators",
@@ -65,6 +69,7 @@ impl Section {
             Section::Payouts => "Payouts",
             Section::BankFiles => "Bank files",
             Section::Ledger => "Ledger check",
+            Section::Answers => "Bank answers",
             Section::Webhooks => "Webhooks",
             Section::Funding => "Funding",
             Section::Operators => "Operators",
@@ -79,6 +84,7 @@ impl Section {
             | Section::Kyc
             | Section::Payouts
             | Section::BankFiles
+            | Section::Answers
             | Section::Webhooks
             | Section::Ledger => Capability::Read,
             Section::Funding => Capability::FundSubaccounts,

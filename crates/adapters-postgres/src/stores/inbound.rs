@@ -479,6 +479,7 @@ impl InboundStore for PgStore {
     async fn list_reports(
         &self,
         resolution: Option<Resolution>,
+        kind: Option<ReportKind>,
         limit: u32,
     ) -> Result<Vec<ReportListing>, PortError> {
         let mut conn = self.conn().await?;
@@ -491,6 +492,9 @@ impl InboundStore for PgStore {
             .limit(i64::from(limit));
         if let Some(resolution) = resolution {
             query = query.filter(bank_reports::resolution.eq_any(resolution.stored_names()));
+        }
+        if let Some(kind) = kind {
+            query = query.filter(bank_reports::kind.eq(kind.as_str()));
         }
         let rows: Vec<ReportRow> = query.load(&mut conn).await.map_err(from_diesel)?;
         rows.into_iter().map(ReportRow::into_listing).collect()

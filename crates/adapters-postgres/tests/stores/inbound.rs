@@ -106,7 +106,7 @@ async fn a_file_is_recorded_once_per_name_and_content() {
         T0 + SECOND,
     )];
     assert!(!fx.store.record_inbound(&again, &more).await.unwrap());
-    let listed = fx.store.list_reports(None, 10).await.unwrap();
+    let listed = fx.store.list_reports(None, None, 10).await.unwrap();
     assert_eq!(listed.len(), 2);
     assert!(
         listed
@@ -133,11 +133,14 @@ async fn concurrent_records_of_one_file_keep_exactly_one() {
         wins += usize::from(task.await.unwrap());
     }
     assert_eq!(wins, 1);
-    assert_eq!(fx.store.list_reports(None, 10).await.unwrap().len(), 1);
+    assert_eq!(
+        fx.store.list_reports(None, None, 10).await.unwrap().len(),
+        1
+    );
 }
 
 #[tokio::test]
-async fn report_lines_round_trip_and_list_by_resolution_newest_first() {
+async fn report_lines_round_trip_and_list_by_resolution_and_kind_newest_first() {
     let fx = Fixture::new().await;
     let sub = fx.subaccount("reports").await.id;
     let (batch, payouts) = batch_with_payouts(&fx, sub, 1).await;
@@ -169,7 +172,7 @@ async fn report_lines_round_trip_and_list_by_resolution_newest_first() {
         .await
         .unwrap();
 
-    let all = fx.store.list_reports(None, 10).await.unwrap();
+    let all = fx.store.list_reports(None, None, 10).await.unwrap();
     let order: Vec<_> = all
         .iter()
         .map(|l| (l.file_name.as_str(), l.report.position))
@@ -179,19 +182,40 @@ async fn report_lines_round_trip_and_list_by_resolution_newest_first() {
 
     let unmatched = fx
         .store
-        .list_reports(Some(Resolution::Unmatched), 10)
+        .list_reports(Some(Resolution::Unmatched), None, 10)
         .await
         .unwrap();
     assert_eq!(unmatched.len(), 1);
     assert_eq!(unmatched[0].report.resolution, Resolution::Unmatched);
-    assert_eq!(fx.store.list_reports(None, 1).await.unwrap().len(), 1);
+    assert_eq!(fx.store.list_reports(None, None, 1).await.unwrap().len(), 1);
     assert!(
         fx.store
-            .list_reports(Some(Resolution::Anomaly), 10)
+            .list_reports(Some(Resolution::Anomaly), None, 10)
             .await
             .unwrap()
             .is_empty()
     );
+    // By kind, alone and with a resolution.
+    let returns = fx
+        .store
+        .list_reports(None, Some(ReportKind::Returned), 10)
+        .await
+        .unwrap();
+    assert_eq!(returns.len(), 3);
+    assert!(
+        fx.store
+            .list_reports(None, Some(ReportKind::Notice), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let applied_returns = fx
+        .store
+        .list_reports(Some(Resolution::Applied), Some(ReportKind::Returned), 10)
+        .await
+        .unwrap();
+    assert_eq!(applied_returns.len(), 1);
+    assert_eq!(applied_returns[0].report, matched);
 }
 
 #[tokio::test]
@@ -322,7 +346,7 @@ async fn an_altered_document_and_an_anomaly_keep_both_documents() {
     );
     let anomalies = fx
         .store
-        .list_reports(Some(Resolution::Anomaly), 10)
+        .list_reports(Some(Resolution::Anomaly), None, 10)
         .await
         .unwrap();
     assert_eq!(anomalies.len(), 1);
@@ -338,7 +362,7 @@ async fn an_altered_document_and_an_anomaly_keep_both_documents() {
         .unwrap();
     let again = fx
         .store
-        .list_reports(Some(Resolution::Anomaly), 10)
+        .list_reports(Some(Resolution::Anomaly), None, 10)
         .await
         .unwrap();
     assert_eq!(again.len(), 1);

@@ -1,5 +1,6 @@
 //! The console's bank files: the list by state, a file with its payouts and every answer about
-//! it, the payout's story linking to its file and showing the bank's return, and the download
+//! it, the banks' answers by kind and resolution, the payout's story linking to its file and
+//! showing the bank's return, and the download
 //! of the bytes as sent: operators and admins only, with a CSRF token, recorded in the audit log.
 
 use chrono::{NaiveDate, Utc};
@@ -141,6 +142,29 @@ async fn a_file_shows_its_payouts_and_answers_and_its_bytes_leave_only_audited()
         .post(&format!("/files/{}/download", file.id), &[("csrf", &csrf)])
         .await;
     assert_eq!(refused.status, 403);
+
+    // The bank's answers: the return among the returns, none among the notices.
+    let returns = as_viewer.get("/answers?kind=returned").await;
+    assert_eq!(returns.status, 200, "{}", returns.body);
+    assert!(returns.body.contains(&format!("/payouts/{payout_id}")));
+    assert!(
+        returns
+            .body
+            .contains("No account &lt;or&gt; unable to locate")
+    );
+    assert!(returns.body.contains("noted: recorded only"));
+    let notices = as_viewer.get("/answers?kind=notice").await;
+    assert!(notices.body.contains("No answer from a bank matches."));
+    let noted = as_viewer
+        .get("/answers?resolution=noted&kind=returned")
+        .await;
+    assert!(noted.body.contains("returns-1.txt"));
+    let bad = as_viewer.get("/answers?kind=refund").await;
+    assert_eq!(bad.status, 400);
+    assert!(
+        bad.body
+            .contains("No kind of bank answer is called &quot;refund&quot;.")
+    );
 
     let story = as_viewer.get(&format!("/payouts/{payout_id}")).await;
     assert!(

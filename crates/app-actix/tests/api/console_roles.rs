@@ -33,6 +33,7 @@ const ROUTES: &[(&str, &str, Option<Role>)] = &[
         Some(Role::Operator),
     ),
     ("GET", "/ledger?run=1", Some(Role::Viewer)),
+    ("GET", "/answers", Some(Role::Viewer)),
     ("GET", "/operators", Some(Role::Admin)),
     ("POST", "/operators", Some(Role::Admin)),
     (
@@ -254,6 +255,7 @@ async fn no_page_shows_a_secret_a_session_token_or_an_api_secret() {
         "/payouts",
         "/files",
         "/ledger?run=1",
+        "/answers",
         "/webhooks",
         "/funding",
         "/operators",

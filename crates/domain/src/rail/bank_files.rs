@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::file::{RailFile, RailFileState};
-use super::inbound_ports::{InboundStore, ReportListing};
+use super::inbound_ports::{InboundStore, ReportKind, ReportListing, Resolution};
 use super::ports::{RailFileStore, RailFileSummary};
 use crate::audit::{AuditAction, AuditContext, AuditLog};
 use crate::error::PortError;
@@ -71,6 +71,23 @@ impl BankFiles {
         limit: u32,
     ) -> Result<Vec<RailFileSummary>, PortError> {
         self.ports.files.list_files(state, limit).await
+    }
+
+    /// The bank's answer lines, newest first, optionally only those with `resolution` and of
+    /// `kind` (returns, notices of change, …), at most `limit`.
+    ///
+    /// # Errors
+    /// `PortError` when the store cannot be read.
+    pub async fn answers(
+        &self,
+        resolution: Option<Resolution>,
+        kind: Option<ReportKind>,
+        limit: u32,
+    ) -> Result<Vec<ReportListing>, PortError> {
+        self.ports
+            .inbound
+            .list_reports(resolution, kind, limit)
+            .await
     }
 
     /// The file whose id is `raw`, with every answer about it.

@@ -82,6 +82,9 @@ pub enum ReportKind {
 }
 
 impl ReportKind {
+    /// Every kind.
+    pub const ALL: &'static [ReportKind] = Self::VARIANTS;
+
     /// The stored name.
     pub const fn as_str(self) -> &'static str {
         self.into_str()
@@ -262,11 +265,12 @@ pub trait InboundStore: Send + Sync {
         reports: &[RecordedReport],
     ) -> Result<bool, PortError>;
 
-    /// Recorded report lines, newest first, optionally only those with `resolution`, at most
-    /// `limit`.
+    /// Recorded report lines, newest first, optionally only those with `resolution` and of
+    /// `kind`, at most `limit`.
     async fn list_reports(
         &self,
         resolution: Option<Resolution>,
+        kind: Option<ReportKind>,
         limit: u32,
     ) -> Result<Vec<ReportListing>, PortError>;
 
