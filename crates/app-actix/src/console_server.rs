@@ -65,6 +65,11 @@ pub fn console_state(store: &PgStore, settings: &ConsoleConfig) -> anyhow::Resul
         admin: domain::admin::AdminPorts::all(store.clone()),
         stories: domain::payout_story::PayoutStories::new(store.clone()),
         files: bank_files(&store),
+        confirmations: domain::account::notification::resend::ConfirmationRequests::new(
+            store.clone(),
+            Arc::new(SystemClock),
+            Arc::new(RandomIds::default()),
+        ),
         clock: Arc::new(SystemClock),
         audit: store,
         ids: Arc::new(RandomIds::default()),

@@ -81,6 +81,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             )
             .route("/ledger", web::get().to(pages::ledger::check))
             .route("/answers", web::get().to(pages::answers::list))
+            .route("/confirmations", web::get().to(pages::confirmations::list))
+            .route(
+                "/confirmations/{id}/resend",
+                web::post().to(pages::confirmations::resend),
+            )
             .route("/webhooks", web::get().to(pages::webhooks::page_of))
             .route("/webhooks/resend", web::post().to(pages::webhooks::resend))
             .route("/funding", web::get().to(pages::funding::form))

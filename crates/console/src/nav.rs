@@ -18,6 +18,8 @@ pub enum Section {
     BankFiles,
     /// The banks' answers: returns, notices of change, anomalies.
     Answers,
+    /// Requests to confirm bank details: send a failed one again.
+    Confirmations,
     /// The ledger check.
     Ledger,
     /// Webhook events: resend one.
@@ -32,13 +34,14 @@ pub enum Section {
 
 impl Section {
     /// Every section, in navigation order.
-    pub const ALL: [Section; 10] = [
+    pub const ALL: [Section; 11] = [
         Section::Overview,
         Section::Kyc,
         Section::Payouts,
         Section::BankFiles,
         Section::Answers,
         Section::Webhooks,
+        Section::Confirmations,
         Section::Ledger,
         Section::Funding,
         Section::Operators,
@@ -54,6 +57,7 @@ impl Section {
             Section::BankFiles => "/files",
             Section::Ledger => "/ledger",
             Section::Answers => "/answers",
+            Section::Confirmations => "/confirmations",
             Section::Webhooks => "/webhooks",
             Section::Funding => "/funding",
             Section::Operators => "/operators",
@@ -70,6 +74,7 @@ impl Section {
             Section::BankFiles => "Bank files",
             Section::Ledger => "Ledger check",
             Section::Answers => "Bank answers",
+            Section::Confirmations => "Confirmations",
             Section::Webhooks => "Webhooks",
             Section::Funding => "Funding",
             Section::Operators => "Operators",
@@ -86,6 +91,7 @@ impl Section {
             | Section::BankFiles
             | Section::Answers
             | Section::Webhooks
+            | Section::Confirmations
             | Section::Ledger => Capability::Read,
             Section::Funding => Capability::FundSubaccounts,
             Section::Operators => Capability::ManageOperators,

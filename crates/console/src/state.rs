@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use domain::account::notification::resend::ConfirmationRequests;
 use domain::admin::AdminPorts;
 use domain::audit::AuditLog;
 use domain::operators::service::OperatorService;
@@ -20,6 +21,8 @@ pub struct Console {
     pub stories: PayoutStories,
     /// Bank files, their answers and downloads.
     pub files: BankFiles,
+    /// Confirmation requests: the queue, and sending a failed one again.
+    pub confirmations: ConfirmationRequests,
     /// The audit log.
     pub audit: Arc<dyn AuditLog>,
     /// The ports of the admin use cases (`payoutd admin`'s): each request runs them as its

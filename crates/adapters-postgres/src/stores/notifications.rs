@@ -6,24 +6,26 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel::sql_types::{Bytea, Integer, Jsonb, Text, Timestamptz, Uuid as SqlUuid};
-use diesel_async::RunQueryDsl;
+use diesel_async::{AsyncConnection, RunQueryDsl};
 use domain::PortError;
 use domain::account::AccountField;
-use domain::account::notification::ports::NotificationStore;
+use domain::account::notification::ports::{NotificationStore, Resend};
 use domain::account::notification::{
     Channel, Notification, NotificationId, NotificationOutcome, NotificationStatus,
     NotificationSummary,
 };
 use domain::account::ports::ConfirmationRequest;
+use domain::audit::AuditEntry;
 use domain::ids::{ReceiverAccountId, SubaccountId};
 use domain::masking::Secret;
 use uuid::Uuid;
 
 use super::PgStore;
 use super::claims::claim_by_subaccount;
+use super::console::insert_audit;
 use crate::cached::CachedExt;
 use crate::errors::from_diesel;
-use crate::schema::notifications;
+use crate::schema::{account_confirmations, notifications};
 use crate::vault::Vault;
 
 /// A new `notifications` row.
@@ -332,6 +334,76 @@ impl NotificationStore for PgStore {
             .await
             .map_err(from_diesel)?;
         Ok(updated == 1)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(notification = %id))]
+    async fn resend_failed(
+        &self,
+        id: NotificationId,
+        now: DateTime<Utc>,
+        audit: &AuditEntry,
+    ) -> Result<Resend, PortError> {
+        let mut conn = self.conn().await?;
+        // Found by id alone (on Citus, on every shard); then locked on its own shard.
+        let subaccount: Option<Uuid> = notifications::table
+            .filter(notifications::id.eq(id.as_uuid()))
+            .select(notifications::subaccount_id)
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(from_diesel)?;
+        let Some(subaccount) = subaccount else {
+            return Ok(Resend::NotFound);
+        };
+        conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+            let locked: Option<(Uuid, String)> = notifications::table
+                .filter(notifications::id.eq(id.as_uuid()))
+                .filter(notifications::subaccount_id.eq(subaccount))
+                .select((notifications::account_id, notifications::status))
+                .for_update()
+                .first(conn)
+                .await
+                .optional()?;
+            let Some((account, status)) = locked else {
+                return Ok(Resend::NotFound);
+            };
+            let status = NotificationStatus::parse(&status).ok_or_else(|| {
+                diesel::result::Error::DeserializationError(
+                    format!("notification {id} has status {status}").into(),
+                )
+            })?;
+            if status != NotificationStatus::Failed {
+                return Ok(Resend::NotFailed(status));
+            }
+            let live_link: i64 = account_confirmations::table
+                .filter(account_confirmations::subaccount_id.eq(subaccount))
+                .filter(account_confirmations::account_id.eq(account))
+                .filter(account_confirmations::used_at.is_null())
+                .filter(account_confirmations::expires_at.gt(now))
+                .count()
+                .get_result(conn)
+                .await?;
+            if live_link == 0 {
+                return Ok(Resend::LinkSpent);
+            }
+            diesel::update(notifications::table)
+                .filter(notifications::id.eq(id.as_uuid()))
+                .filter(notifications::subaccount_id.eq(subaccount))
+                .filter(notifications::status.eq(NotificationStatus::Failed.as_str()))
+                .set((
+                    notifications::status.eq(NotificationStatus::Pending.as_str()),
+                    notifications::attempts.eq(0),
+                    notifications::next_attempt_at.eq(Some(now)),
+                    notifications::last_error.eq(None::<String>),
+                    notifications::updated_at.eq(now),
+                ))
+                .execute(conn)
+                .await?;
+            insert_audit(conn, audit).await?;
+            Ok(Resend::Queued)
+        })
+        .await
+        .map_err(from_diesel)
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(limit = limit))]

@@ -365,3 +365,91 @@ async fn a_link_copied_onto_another_row_does_not_open() {
     assert!(matches!(result, Err(PortError::Unknown(_))), "{result:?}");
     let _ = Count { n: 0 };
 }
+
+#[tokio::test]
+async fn a_failed_request_is_sent_again_only_while_its_link_can_confirm() {
+    use domain::account::notification::NotificationId;
+    use domain::account::notification::ports::Resend;
+
+    let fx = Fixture::new().await;
+    let sub = fx.subaccount("Acme").await.id;
+    let queued_ones = queue(&fx, sub, 3).await;
+    let store = &fx.store;
+    for failed in &queued_ones[..2] {
+        let outcome = NotificationOutcome::Failed {
+            at: at(T0),
+            error: "rejected: 550 5.1.1 no such user".to_owned(),
+        };
+        assert!(store.record_outcome(failed, &outcome).await.unwrap());
+    }
+    // Every audit row (the test's entries are all alike); the nil id is no entry's.
+    let audits = || {
+        fx.count_where(
+            "SELECT count(*) AS n FROM audit_log WHERE id <> $1",
+            Uuid::nil(),
+        )
+    };
+    let hour_later = at(T0 + 3_600 * SECOND);
+    let before = audits().await;
+
+    // A failed request with a live link: pending again, due now, no attempts, error cleared.
+    let first = queued_ones[0].id;
+    assert_eq!(
+        store
+            .resend_failed(first, hour_later, &crate::support::audit_entry())
+            .await
+            .unwrap(),
+        Resend::Queued
+    );
+    assert_eq!(audits().await, before + 1);
+    let listed = store.list_notifications(None, 10).await.unwrap();
+    let again = listed.iter().find(|n| n.id == first).unwrap();
+    assert_eq!(again.status, NotificationStatus::Pending);
+    assert_eq!((again.attempts, again.last_error.as_deref()), (0, None));
+    assert_eq!(again.next_attempt_at, Some(hour_later));
+    let claimed = store
+        .claim_due(at(T0 + 3_601 * SECOND), 10, at(T0 + 4_000 * SECOND))
+        .await
+        .unwrap();
+    assert!(claimed.iter().any(|n| n.id == first));
+
+    // Not failed any more: refused, nothing written.
+    assert_eq!(
+        store
+            .resend_failed(first, hour_later, &crate::support::audit_entry())
+            .await
+            .unwrap(),
+        Resend::NotFailed(NotificationStatus::Pending)
+    );
+    // A link past its seven days: refused, still failed.
+    let second = queued_ones[1].id;
+    assert_eq!(
+        store
+            .resend_failed(
+                second,
+                at(T0 + 8 * 86_400 * SECOND),
+                &crate::support::audit_entry()
+            )
+            .await
+            .unwrap(),
+        Resend::LinkSpent
+    );
+    // Unknown.
+    assert_eq!(
+        store
+            .resend_failed(
+                NotificationId::from_uuid(Uuid::new_v4()),
+                hour_later,
+                &crate::support::audit_entry()
+            )
+            .await
+            .unwrap(),
+        Resend::NotFound
+    );
+    assert_eq!(audits().await, before + 1, "refusals write no audit entry");
+    let still = store
+        .list_notifications(Some(NotificationStatus::Failed), 10)
+        .await
+        .unwrap();
+    assert_eq!(still.iter().map(|n| n.id).collect::<Vec<_>>(), [second]);
+}

@@ -34,6 +34,12 @@ const ROUTES: &[(&str, &str, Option<Role>)] = &[
     ),
     ("GET", "/ledger?run=1", Some(Role::Viewer)),
     ("GET", "/answers", Some(Role::Viewer)),
+    ("GET", "/confirmations", Some(Role::Viewer)),
+    (
+        "POST",
+        "/confirmations/00000000-0000-4000-8000-000000000001/resend",
+        Some(Role::Operator),
+    ),
     ("GET", "/operators", Some(Role::Admin)),
     ("POST", "/operators", Some(Role::Admin)),
     (
@@ -256,6 +262,7 @@ async fn no_page_shows_a_secret_a_session_token_or_an_api_secret() {
         "/files",
         "/ledger?run=1",
         "/answers",
+        "/confirmations",
         "/webhooks",
         "/funding",
         "/operators",

@@ -3,6 +3,7 @@
 pub mod answers;
 pub mod audit;
 pub mod auth;
+pub mod confirmations;
 pub mod files;
 pub mod funding;
 pub mod home;

@@ -3,6 +3,7 @@
 //! (`pending` → `sent` | `failed`), so a failure never loses the account or its link.
 
 pub mod ports;
+pub mod resend;
 pub mod worker;
 
 use std::fmt;
@@ -26,6 +27,11 @@ impl NotificationId {
     /// The underlying UUID.
     pub const fn as_uuid(&self) -> Uuid {
         self.0
+    }
+
+    /// The id written as a UUID, or `None`.
+    pub fn parse(raw: &str) -> Option<Self> {
+        Uuid::parse_str(raw).ok().map(Self)
     }
 }
 

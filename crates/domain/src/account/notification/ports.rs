@@ -4,9 +4,24 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::account::notification::{
-    Notification, NotificationOutcome, NotificationStatus, NotificationSummary,
+    Notification, NotificationId, NotificationOutcome, NotificationStatus, NotificationSummary,
 };
+use crate::audit::AuditEntry;
 use crate::error::PortError;
+
+/// What asking to send a confirmation request again did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resend {
+    /// It is `pending` again from now, with a fresh retry schedule; the audit entry is written.
+    Queued,
+    /// It is not `failed` (it is pending, or was sent): nothing was changed.
+    NotFailed(NotificationStatus),
+    /// Its link can no longer confirm the account (the link expired, was used, or the
+    /// account is confirmed): nothing was changed.
+    LinkSpent,
+    /// No notification has this id.
+    NotFound,
+}
 
 /// Queued notifications. A new one is written with its account
 /// ([`AccountStore::insert_account`](crate::account::ports::AccountStore::insert_account)); this
@@ -34,6 +49,20 @@ pub trait NotificationStore: Send + Sync {
         notification: &Notification,
         outcome: &NotificationOutcome,
     ) -> Result<bool, PortError>;
+
+    /// Sends the failed notification `id` again: in one transaction, where it is still
+    /// `failed` and its account's confirmation link is unused and unexpired at `now`, it
+    /// becomes `pending` with no attempts, due at `now`, its last error cleared, and `audit` is
+    /// written; otherwise nothing is written and the answer says why.
+    ///
+    /// # Errors
+    /// `PortError` when the store cannot be read or written (then nothing was written).
+    async fn resend_failed(
+        &self,
+        id: NotificationId,
+        now: DateTime<Utc>,
+        audit: &AuditEntry,
+    ) -> Result<Resend, PortError>;
 
     /// Up to `limit` notifications, newest first, of one status or all (for operators; no
     /// recipient and no link).
