@@ -1,0 +1,266 @@
+//! The operator console in a real headless Chromium (Debian's `chromium` driven by its
+//! `chromedriver` over WebDriver, with fantoccini), against a real payoutd with its console on a
+//! listener of its own, everything on 127.0.0.1.
+//!
+//! An admin is created with the CLI's use case, opens the enrolment link, sets a password and
+//! enrols TOTP (the code computed from the key the page shows), signs in, approves a receiver
+//! in the KYC queue, resends a webhook event, finds both in the audit log and signs out; with
+//! JavaScript off, the pages that only read still work. Every page seen is checked with
+//! axe-core (vendored, injected over WebDriver: no serious or critical violation) and
+//! screenshotted under `target/console/` (the sign-in page and the KYC queue at phone width
+//! too). Without chromedriver or Chromium (and not under `cargo xtask test`, which installs
+//! them as root) the tests say so and are skipped.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod browser;
+mod driver;
+
+// Shares the black-box helpers; not every helper is used here.
+#[allow(dead_code)]
+#[path = "../api/helpers.rs"]
+mod helpers;
+
+use app_actix::console_config::ConsoleConfig;
+use app_actix::console_server::operator_service;
+use app_actix::startup::build_store;
+use chrono::Utc;
+use domain::audit::{AuditAction, AuditContext};
+use domain::operators::{Role, SessionPolicy, TotpSecret};
+use serde_json::json;
+
+use browser::{Browser, Javascript};
+use driver::{Driver, Tools};
+use helpers::{TestApp, spawn_app_with, subaccount};
+
+const PASSWORD: &str = "a long enough passphrase";
+
+async fn spawn_console_app() -> TestApp {
+    spawn_app_with(|config| {
+        config.console = Some(ConsoleConfig {
+            bind: "127.0.0.1:0".parse().unwrap(),
+            tls: None,
+            public_url: "http://console.test".to_owned(),
+            sessions: SessionPolicy::default(),
+        });
+    })
+    .await
+}
+
+/// `payoutd admin create-operator`'s use case: the path of the one-time enrolment link.
+async fn invite(app: &TestApp, email: &str, role: Role) -> String {
+    let store = std::sync::Arc::new(build_store(&app.config).unwrap());
+    let invitation = operator_service(&store, SessionPolicy::default())
+        .unwrap()
+        .invite(email, role, &AuditContext::cli(Some("browser test")))
+        .await
+        .unwrap();
+    format!("/enrol/{}", invitation.token.expose())
+}
+
+/// Opens the enrolment link, reads the key as a person types it into an authenticator app,
+/// and sets the password with the app's current code. Returns the secret.
+async fn enrol(browser: &Browser, link: &str) -> TotpSecret {
+    browser.visit(link, "Set up your console account").await;
+    browser.check("enrol").await;
+    let key = browser.find("code.secret-once").await.text().await.unwrap();
+    let secret = TotpSecret::from_base32(key.trim()).expect("the page shows a base32 key");
+    browser.type_into("#password", PASSWORD).await;
+    browser.type_into("#confirmation", PASSWORD).await;
+    browser
+        .type_into("#code", &secret.code_at(Utc::now()))
+        .await;
+    browser.click("form button[type=submit]").await;
+    browser.heading("Your account is ready").await;
+    secret
+}
+
+/// Signs in on the sign-in page with the password and the next time step's code (enrolment
+/// used the current one, which may not be used twice; a step either side is accepted).
+async fn sign_in(browser: &Browser, email: &str, secret: &TotpSecret) {
+    browser.type_into("#email", email).await;
+    browser.type_into("#password", PASSWORD).await;
+    let code = secret.code_at(Utc::now() + chrono::Duration::seconds(30));
+    browser.type_into("#code", &code).await;
+    browser.click("form button[type=submit]").await;
+    browser.heading("Overview").await;
+}
+
+#[tokio::test]
+async fn an_admin_enrols_signs_in_decides_a_kyc_resends_a_webhook_sees_the_audit_and_signs_out() {
+    let Some(tools) = Tools::find() else {
+        return;
+    };
+    let app = spawn_console_app().await;
+    let console = app.console.clone().unwrap();
+    let receiver = app.create_receiver(&app.a, "ada@example.com").await;
+    let event = app
+        .admin
+        .events(subaccount(&app.a), None, None, 10)
+        .await
+        .unwrap()
+        .first()
+        .unwrap()
+        .id
+        .to_string();
+    let link = invite(&app, "ann@example.com", Role::Admin).await;
+    let logs = tempfile::tempdir().unwrap();
+    let driver = Driver::start(&tools, logs.path());
+    let browser = Browser::open(&driver, &tools, &console, Javascript::On, "").await;
+
+    // The console's content security policy is in force in this browser: an inline script
+    // does not run, though WebDriver's own scripts (axe-core's injection) do.
+    let secret = enrol(&browser, &link).await;
+    let inline = browser
+        .run(
+            "const s = document.createElement('script'); \
+             s.textContent = 'window.inlineRan = true;'; \
+             document.head.appendChild(s); \
+             return window.inlineRan === true;",
+        )
+        .await;
+    assert_eq!(
+        inline,
+        json!(false),
+        "default-src 'self' blocks inline scripts"
+    );
+    browser.check("enrolled").await;
+
+    browser.click_link("Sign in").await;
+    browser.heading("Sign in").await;
+    browser.check("login").await;
+    sign_in(&browser, "ann@example.com", &secret).await;
+    browser.check("overview").await;
+
+    // The KYC queue: the waiting receiver, approved with a reason.
+    browser.click_link("KYC queue").await;
+    browser.heading("KYC queue").await;
+    browser.text_appears(&receiver).await;
+    browser.check("kyc").await;
+    browser
+        .type_into(&format!("#reason-{receiver}"), "passport checked")
+        .await;
+    browser
+        .click(&format!(
+            "form[action='/kyc/{receiver}'] button[value=completed]"
+        ))
+        .await;
+    browser
+        .text_appears("Approved: the receiver is active")
+        .await;
+    browser.text_appears("Nobody is waiting").await;
+    browser.check("kyc-decided").await;
+
+    // A webhook event queued again by its id.
+    browser.click_link("Webhooks").await;
+    browser.heading("Webhooks").await;
+    browser.check("webhooks").await;
+    browser.type_into("#event", &event).await;
+    browser
+        .click("form[action='/webhooks/resend'] button")
+        .await;
+    browser
+        .wait_for(&format!(
+            "//div[contains(@class,'notice')]//code[normalize-space()='{event}']"
+        ))
+        .await;
+    browser.check("webhooks-queued").await;
+
+    // The pages an admin also reads.
+    browser.click_link("Funding").await;
+    browser.heading("Funding").await;
+    browser.check("funding").await;
+    browser.click_link("Operators").await;
+    browser.heading("Operators").await;
+    browser.check("operators").await;
+
+    // Each action has its row in the audit log, with who did it.
+    browser.click_link("Audit log").await;
+    browser.heading("Audit log").await;
+    browser.check("audit").await;
+    for (action, object) in [
+        (AuditAction::KycDecided, receiver.as_str()),
+        (AuditAction::WebhookResent, event.as_str()),
+        (AuditAction::SignedIn, ""),
+        (AuditAction::OperatorEnrolled, ""),
+    ] {
+        let row = format!(
+            "//tbody/tr[td[code[normalize-space()='{}']]][contains(., 'ann@example.com')]\
+             [contains(., '{object}')]",
+            action.as_str()
+        );
+        browser.wait_for(&row).await;
+    }
+
+    // Signing out ends the session: a protected page sends to sign-in again.
+    browser.click("form[action='/logout'] button").await;
+    browser.heading("Sign in").await;
+    browser.text_appears("You are signed out.").await;
+    browser.visit("/kyc", "Sign in").await;
+    assert_eq!(browser.path().await, "/login?next=%2Fkyc");
+    browser.check("signed-out").await;
+
+    // The check can fail: a field without a label, added to the page, is found.
+    browser
+        .run(
+            "const i = document.createElement('input'); i.type = 'text'; \
+             document.querySelector('main').appendChild(i); return null;",
+        )
+        .await;
+    let found = browser.axe_serious("planted").await;
+    assert!(
+        found
+            .iter()
+            .any(|line| line.starts_with("label (critical)")),
+        "axe-core misses an unlabelled field: {found:?}"
+    );
+    browser.close().await;
+}
+
+#[tokio::test]
+async fn with_javascript_off_the_pages_that_read_still_work() {
+    let Some(tools) = Tools::find() else {
+        return;
+    };
+    let app = spawn_console_app().await;
+    let console = app.console.clone().unwrap();
+    let receiver = app.create_receiver(&app.a, "grace@example.com").await;
+    let link = invite(&app, "bea@example.com", Role::Admin).await;
+    let logs = tempfile::tempdir().unwrap();
+    let driver = Driver::start(&tools, logs.path());
+    let browser = Browser::open(&driver, &tools, &console, Javascript::Off, "nojs-").await;
+
+    // Plain forms: enrolment and sign-in need no script.
+    let secret = enrol(&browser, &link).await;
+    let htmx = browser.run("return typeof window.htmx;").await;
+    assert_eq!(htmx, json!("undefined"), "the page's script did not run");
+    browser.visit("/login", "Sign in").await;
+    browser.check("login").await;
+    sign_in(&browser, "bea@example.com", &secret).await;
+    for (path, heading) in [
+        ("/", "Overview"),
+        ("/kyc", "KYC queue"),
+        ("/webhooks", "Webhooks"),
+        ("/funding", "Funding"),
+        ("/operators", "Operators"),
+        ("/audit", "Audit log"),
+    ] {
+        browser.visit(path, heading).await;
+        let htmx = browser.run("return typeof window.htmx;").await;
+        assert_eq!(
+            htmx,
+            json!("undefined"),
+            "{path}: the page's script did not run"
+        );
+        let name = match path.trim_start_matches('/') {
+            "" => "overview",
+            other => other,
+        };
+        browser.check(name).await;
+    }
+    browser.visit("/kyc", "KYC queue").await;
+    browser.text_appears(&receiver).await;
+    // Links are plain links: the navigation works without htmx.
+    browser.click_link("Audit log").await;
+    browser.heading("Audit log").await;
+    browser.close().await;
+}
