@@ -127,7 +127,7 @@ pub async fn queue(
             @if receivers.is_empty() {
                 p.empty { "Nobody is waiting for a KYC decision." }
             } @else {
-                div.cards { @for receiver in &receivers { (card(&signed_in, receiver, may_decide)) } }
+                div.cards.wide { @for receiver in &receivers { (card(&signed_in, receiver, may_decide)) } }
             }
             @if let Some(next) = next { nav.pager aria-label="Pages" { a href=(next) { "More receivers" } } }
         },
