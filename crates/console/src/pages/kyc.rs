@@ -75,7 +75,7 @@ fn card(signed_in: &SignedIn, receiver: &Receiver, may_decide: bool) -> Markup {
     .join(" ");
     html! {
         article.card aria-labelledby=(format!("r-{}", receiver.id)) {
-            h3 id=(format!("r-{}", receiver.id)) { (name) }
+            h2 id=(format!("r-{}", receiver.id)) { (name) }
             dl.facts {
                 dt { "Waiting" } dd { (waiting(receiver)) " (since " (when(receiver.created_at)) ")" }
                 dt { "Receiver" } dd { code { (receiver.id.to_string()) } }
