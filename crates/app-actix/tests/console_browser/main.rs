@@ -5,11 +5,12 @@
 //! An admin is created with the CLI's use case, opens the enrolment link, sets a password and
 //! enrols TOTP (the code computed from the key the page shows), signs in, approves a receiver
 //! in the KYC queue, resends a webhook event, finds both in the audit log and signs out; with
-//! JavaScript off, the pages that only read still work. Every page seen is checked with
+//! JavaScript off, the pages that only read still work. The receiver's confirmation page (on
+//! the API's listener) is opened from its link and confirms. Every page seen is checked with
 //! axe-core (vendored, injected over WebDriver: no serious or critical violation) and
-//! screenshotted under `target/console/` (the sign-in page and the KYC queue at phone width
-//! too). Without chromedriver or Chromium (and not under `cargo xtask test`, which installs
-//! them as root) the tests say so and are skipped.
+//! screenshotted under `target/console/` at 1280 px and at 390 px. Without chromedriver or
+//! Chromium (and not under `cargo xtask test`, which installs them as root) the tests say so
+//! and are skipped.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod browser;
@@ -263,4 +264,50 @@ async fn with_javascript_off_the_pages_that_read_still_work() {
     browser.click_link("Audit log").await;
     browser.heading("Audit log").await;
     browser.close().await;
+}
+
+#[tokio::test]
+async fn the_receiver_confirms_bank_details_on_the_confirmation_page() {
+    let Some(tools) = Tools::find() else {
+        return;
+    };
+    let app = spawn_app_with(|_| {}).await;
+    app.admin
+        .fund(subaccount(&app.a), "AUD", "100000", "test funding")
+        .await
+        .unwrap();
+    let (receiver, account) = app.payee(&app.a, "ada@example.com", true, false).await;
+    let created = app
+        .post(
+            &app.a,
+            "/api/payout/single",
+            &json!({"receiver_id": receiver, "account_id": account, "amount": 1000, "currency": "AUD"}),
+        )
+        .await;
+    assert_eq!(created.status, 200, "{}", created.body);
+    // The link the receiver was sent (the sandbox's notifier keeps it).
+    let link = app.sandbox().notifier.sent()[0]
+        .confirm_url
+        .expose()
+        .clone();
+    let path = link.strip_prefix("http://payoutd.test").unwrap().to_owned();
+
+    let logs = tempfile::tempdir().unwrap();
+    let driver = Driver::start(&tools, logs.path());
+    let browser = Browser::open(&driver, &tools, &app.base, Javascript::On, "").await;
+    browser.visit(&path, "Confirm your bank details").await;
+    browser.text_appears("123 ***").await;
+    browser.check("confirm").await;
+    browser.click("form button[type=submit]").await;
+    browser.heading("Bank details confirmed").await;
+    browser.check("confirmed").await;
+    browser.close().await;
+    let read = app
+        .get(&app.a, &format!("/api/receiver-account/{account}"))
+        .await;
+    assert_eq!(
+        read.body["payload"]["confirm_status"], "confirmed",
+        "{}",
+        read.body
+    );
 }
