@@ -76,13 +76,16 @@ pub struct Driver {
     child: Child,
     port: u16,
     log: PathBuf,
+    _dir: tempfile::TempDir,
 }
 
 impl Driver {
-    /// Starts chromedriver on a free loopback port, its log in `dir`, and waits until it
-    /// listens. A port taken between choosing and binding it is retried with another.
-    pub fn start(tools: &Tools, dir: &Path) -> Self {
-        let log = dir.join("chromedriver.log");
+    /// Starts chromedriver on a free loopback port, its log in a temporary directory, and
+    /// waits until it listens. A port taken between choosing and binding it is retried with
+    /// another.
+    pub fn start(tools: &Tools) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("chromedriver.log");
         let mut last = String::new();
         for _ in 0..3 {
             let port = free_port();
@@ -102,7 +105,12 @@ impl Driver {
                     break;
                 }
                 if TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_ok() {
-                    return Self { child, port, log };
+                    return Self {
+                        child,
+                        port,
+                        log,
+                        _dir: dir,
+                    };
                 }
                 // Polling a process that is starting: nothing to wait on but the port.
                 std::thread::sleep(Duration::from_millis(25));

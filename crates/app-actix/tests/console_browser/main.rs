@@ -104,8 +104,7 @@ async fn an_admin_enrols_signs_in_decides_a_kyc_resends_a_webhook_sees_the_audit
         .id
         .to_string();
     let link = invite(&app, "ann@example.com", Role::Admin).await;
-    let logs = tempfile::tempdir().unwrap();
-    let driver = Driver::start(&tools, logs.path());
+    let driver = Driver::start(&tools);
     let browser = Browser::open(&driver, &tools, &console, Javascript::On, "").await;
 
     // The console's content security policy is in force in this browser: an inline script
@@ -226,8 +225,7 @@ async fn with_javascript_off_the_pages_that_read_still_work() {
     let console = app.console.clone().unwrap();
     let receiver = app.create_receiver(&app.a, "grace@example.com").await;
     let link = invite(&app, "bea@example.com", Role::Admin).await;
-    let logs = tempfile::tempdir().unwrap();
-    let driver = Driver::start(&tools, logs.path());
+    let driver = Driver::start(&tools);
     let browser = Browser::open(&driver, &tools, &console, Javascript::Off, "nojs-").await;
 
     // Plain forms: enrolment and sign-in need no script.
@@ -292,8 +290,7 @@ async fn the_receiver_confirms_bank_details_on_the_confirmation_page() {
         .clone();
     let path = link.strip_prefix("http://payoutd.test").unwrap().to_owned();
 
-    let logs = tempfile::tempdir().unwrap();
-    let driver = Driver::start(&tools, logs.path());
+    let driver = Driver::start(&tools);
     let browser = Browser::open(&driver, &tools, &app.base, Javascript::On, "").await;
     browser.visit(&path, "Confirm your bank details").await;
     browser.text_appears("123 ***").await;
