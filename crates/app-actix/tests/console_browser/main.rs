@@ -4,7 +4,8 @@
 //!
 //! An admin is created with the CLI's use case, opens the enrolment link, sets a password and
 //! enrols TOTP (the code computed from the key the page shows), signs in, approves a receiver
-//! in the KYC queue, resends a webhook event, finds both in the audit log and signs out; with
+//! in the KYC queue, resends a webhook event, opens a payout's story from the payouts list,
+//! finds its actions in the audit log and signs out; with
 //! JavaScript off, the pages that only read still work. The receiver's confirmation page (on
 //! the API's listener) is opened from its link and confirms. Every page seen is checked with
 //! axe-core (vendored, injected over WebDriver: no serious or critical violation) and
@@ -86,6 +87,27 @@ async fn sign_in(browser: &Browser, email: &str, secret: &TotpSecret) {
     browser.heading("Overview").await;
 }
 
+/// A payout of tenant A to a receiver whose KYC and account are done: its id.
+async fn payout(app: &TestApp) -> String {
+    app.admin
+        .fund(subaccount(&app.a), "AUD", "100000", "test funding")
+        .await
+        .unwrap();
+    let (receiver, account) = app.payee(&app.a, "payee@example.com", true, true).await;
+    let created = app
+        .post(
+            &app.a,
+            "/api/payout/single",
+            &json!({"receiver_id": receiver, "account_id": account, "amount": 1000, "currency": "AUD"}),
+        )
+        .await;
+    assert_eq!(created.status, 200, "{}", created.body);
+    created.body["payload"]["payout_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
 #[tokio::test]
 async fn an_admin_enrols_signs_in_decides_a_kyc_resends_a_webhook_sees_the_audit_and_signs_out() {
     let Some(tools) = Tools::find() else {
@@ -103,6 +125,7 @@ async fn an_admin_enrols_signs_in_decides_a_kyc_resends_a_webhook_sees_the_audit
         .unwrap()
         .id
         .to_string();
+    let payout = payout(&app).await;
     let link = invite(&app, "ann@example.com", Role::Admin).await;
     let driver = Driver::start(&tools);
     let browser = Browser::open(&driver, &tools, &console, Javascript::On, "").await;
@@ -165,7 +188,18 @@ async fn an_admin_enrols_signs_in_decides_a_kyc_resends_a_webhook_sees_the_audit
         .await;
     browser.check("webhooks-queued").await;
 
+    // A payout found in the list and its story.
+    browser.click_link("Payouts").await;
+    browser.heading("Payouts").await;
+    browser.check("payouts").await;
+    browser.click_link(&payout).await;
+    browser.heading(&format!("Payout {payout}")).await;
+    browser.check("payout").await;
+
     // The pages an admin also reads.
+    browser.click_link("Bank files").await;
+    browser.heading("Bank files").await;
+    browser.check("files").await;
     browser.click_link("Funding").await;
     browser.heading("Funding").await;
     browser.check("funding").await;
@@ -238,6 +272,8 @@ async fn with_javascript_off_the_pages_that_read_still_work() {
     for (path, heading) in [
         ("/", "Overview"),
         ("/kyc", "KYC queue"),
+        ("/payouts", "Payouts"),
+        ("/files", "Bank files"),
         ("/webhooks", "Webhooks"),
         ("/funding", "Funding"),
         ("/operators", "Operators"),
