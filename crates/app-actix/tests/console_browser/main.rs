@@ -196,6 +196,15 @@ async fn an_admin_enrols_signs_in_decides_a_kyc_resends_a_webhook_sees_the_audit
     browser.heading(&format!("Payout {payout}")).await;
     browser.check("payout").await;
 
+    // The ledger check, run: the payout's hold balances.
+    browser.click_link("Ledger check").await;
+    browser.heading("Ledger check").await;
+    browser.click("form[action='/ledger'] button").await;
+    browser
+        .text_appears("Every balance equals the sum of its ledger entries")
+        .await;
+    browser.check("ledger").await;
+
     // The pages an admin also reads.
     browser.click_link("Bank files").await;
     browser.heading("Bank files").await;
@@ -274,6 +283,7 @@ async fn with_javascript_off_the_pages_that_read_still_work() {
         ("/kyc", "KYC queue"),
         ("/payouts", "Payouts"),
         ("/files", "Bank files"),
+        ("/ledger?run=1", "Ledger check"),
         ("/webhooks", "Webhooks"),
         ("/funding", "Funding"),
         ("/operators", "Operators"),
@@ -286,9 +296,9 @@ async fn with_javascript_off_the_pages_that_read_still_work() {
             json!("undefined"),
             "{path}: the page's script did not run"
         );
-        let name = match path.trim_start_matches('/') {
-            "" => "overview",
-            other => other,
+        let name = match path.trim_start_matches('/').split('?').next() {
+            Some("") | None => "overview",
+            Some(other) => other,
         };
         browser.check(name).await;
     }
