@@ -209,6 +209,9 @@ async fn an_admin_enrols_signs_in_decides_a_kyc_resends_a_webhook_sees_the_audit
     browser.click_link("Bank files").await;
     browser.heading("Bank files").await;
     browser.check("files").await;
+    browser.click_link("Bank answers").await;
+    browser.heading("Bank answers").await;
+    browser.check("answers").await;
     browser.click_link("Funding").await;
     browser.heading("Funding").await;
     browser.check("funding").await;
@@ -284,6 +287,7 @@ async fn with_javascript_off_the_pages_that_read_still_work() {
         ("/payouts", "Payouts"),
         ("/files", "Bank files"),
         ("/ledger?run=1", "Ledger check"),
+        ("/answers", "Bank answers"),
         ("/webhooks", "Webhooks"),
         ("/funding", "Funding"),
         ("/operators", "Operators"),
