@@ -14,9 +14,12 @@
 //! from `python3-aiosmtpd` when missing and we are root) and `openssl` are passed as
 //! `PAYOUT_PYTHON3` and `PAYOUT_OPENSSL`.
 //!
-//! app-actix's `deploy_md` test, which executes docs/DEPLOY.md, gets `jq`, `curl`, `objcopy`
-//! (Debian's `binutils`) and `ssh-keygen` (passed as `PAYOUT_SSH_KEYGEN`), found or installed
-//! the same way.
+//! app-actix's tests also run Debian programs, found or installed the same way from one list
+//! ([`APP_TOOLS`]): the test that executes docs/DEPLOY.md (`tests/deploy_md.rs`) runs `jq`,
+//! `curl`, `objcopy` (Debian's `binutils`) and `ssh-keygen` (passed as `PAYOUT_SSH_KEYGEN`),
+//! and the console's browser tests (`tests/console_browser/`) drive Debian's `chromium` through
+//! its `chromedriver` (package `chromium-driver`), passed as `PAYOUT_CHROMIUM` and
+//! `PAYOUT_CHROMEDRIVER`.
 //!
 //! app-actix's generated-client tests get openapi-python-client (a venv) and openapi-typescript,
 //! TypeScript and newman (npm), pinned in `xtask/openapi-clients/` and installed under
@@ -60,10 +63,26 @@ const SFTP_TESTS_PACKAGE: &str = "adapters-filetransfer";
 /// The crates whose tests need aiosmtpd and openssl (app-actix: the retry job against it).
 const SMTP_TESTS_PACKAGES: [&str; 2] = ["adapters-smtp", "app-actix"];
 
-/// The crate whose tests run docs/DEPLOY.md (`tests/deploy_md.rs`), whose commands use `jq`,
-/// `curl` and `objcopy` besides aiosmtpd and openssl, and which makes the banks' SFTP keys with
-/// `ssh-keygen`.
-const DEPLOY_MD_TESTS_PACKAGE: &str = "app-actix";
+/// The crate whose tests run the Debian programs of [`APP_TOOLS`].
+const APP_TOOLS_PACKAGE: &str = "app-actix";
+
+/// The Debian programs app-actix's tests run: (binary, the Debian package that ships it, the
+/// variable that gives the tests its path, if they need it). The test that runs docs/DEPLOY.md
+/// (`tests/deploy_md.rs`) uses `jq`, `curl` and `objcopy` besides aiosmtpd and openssl, and
+/// makes the banks' SFTP keys with `ssh-keygen`; the console's browser tests
+/// (`tests/console_browser/`) start `chromedriver`, which starts `chromium`.
+const APP_TOOLS: [(&str, &str, Option<&str>); 6] = [
+    ("jq", "jq", None),
+    ("curl", "curl", None),
+    ("objcopy", "binutils", None),
+    ("ssh-keygen", "openssh-client", Some("PAYOUT_SSH_KEYGEN")),
+    ("chromium", "chromium", Some("PAYOUT_CHROMIUM")),
+    (
+        "chromedriver",
+        "chromium-driver",
+        Some("PAYOUT_CHROMEDRIVER"),
+    ),
+];
 
 /// The crate whose tests generate clients from `docs/openapi.json` and run them.
 const CLIENT_TESTS_PACKAGE: &str = "app-actix";
@@ -96,15 +115,15 @@ pub fn run(args: Vec<String>) -> Result<(), Failure> {
     } else {
         None
     };
-    let deploy_md_keygen =
-        if !selects_packages(&args) || selects_package(&args, DEPLOY_MD_TESTS_PACKAGE) {
-            tools::ensure_debian_tool("jq", "jq")?;
-            tools::ensure_debian_tool("curl", "curl")?;
-            tools::ensure_debian_tool("objcopy", "binutils")?;
-            Some(tools::ensure_debian_tool("ssh-keygen", "openssh-client")?)
-        } else {
-            None
-        };
+    let mut app_tools = Vec::new();
+    if !selects_packages(&args) || selects_package(&args, APP_TOOLS_PACKAGE) {
+        for (binary, package, variable) in APP_TOOLS {
+            let path = tools::ensure_debian_tool(binary, package)?;
+            if let Some(variable) = variable {
+                app_tools.push((variable, path));
+            }
+        }
+    }
     let client_tools = if !selects_packages(&args) || selects_package(&args, CLIENT_TESTS_PACKAGE) {
         Some(ClientTools::provision()?)
     } else {
@@ -129,8 +148,8 @@ pub fn run(args: Vec<String>) -> Result<(), Failure> {
     }
     cargo.args(&args).env("DATABASE_URL", &pg.url);
     iso20022.apply(&mut cargo);
-    if let Some(ssh_keygen) = &deploy_md_keygen {
-        cargo.env("PAYOUT_SSH_KEYGEN", ssh_keygen);
+    for (variable, path) in &app_tools {
+        cargo.env(variable, path);
     }
     if let Some((sshd, ssh_keygen)) = &openssh {
         cargo

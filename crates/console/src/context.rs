@@ -17,7 +17,14 @@ use uuid::Uuid;
 use crate::error::ConsoleError;
 use crate::session::RequestId;
 
-/// Whether the browser says the request was made by another site.
+/// Whether the browser says the request was made by another site: `Sec-Fetch-Site` other than
+/// `same-origin` or `none`, or an `Origin` other than the console's own.
+///
+/// `Origin: null` says nothing either way: a browser sends it for the console's own plain form
+/// posts (a sign-in without JavaScript, say), because the console's `Referrer-Policy:
+/// no-referrer` also withholds the origin of a form navigation (Fetch, "append a request Origin
+/// header"). Such a request is judged by `Sec-Fetch-Site`, which every current browser sends,
+/// and by the CSRF token and the `SameSite=Strict` cookies as every form is.
 pub fn cross_site(req: &ServiceRequest) -> bool {
     let header = |name: &str| {
         req.headers()
@@ -30,7 +37,7 @@ pub fn cross_site(req: &ServiceRequest) -> bool {
     {
         return true;
     }
-    if let Some(origin) = header("origin") {
+    if let Some(origin) = header("origin").filter(|o| o != "null") {
         let info = req.connection_info();
         let own = format!("{}://{}", info.scheme(), info.host());
         return !origin.eq_ignore_ascii_case(&own);

@@ -101,7 +101,7 @@ fn page(status: StatusCode, title: &str, body: &str) -> HttpResponse {
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>{title}</title></head>\
          <body style=\"font-family: system-ui, sans-serif; max-width: 32rem; margin: 4rem auto; padding: 0 1rem\">\
-         <h1>{title}</h1>{body}</body></html>\n"
+         <main><h1>{title}</h1>{body}</main></body></html>\n"
     );
     HttpResponse::build(status)
         .content_type("text/html; charset=utf-8")

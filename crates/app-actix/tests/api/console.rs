@@ -375,6 +375,30 @@ async fn forms_without_this_browser_s_token_or_from_another_site_are_refused() {
         .post_with("/login", &form, &[("sec-fetch-site", "cross-site")])
         .await;
     assert_eq!(cross.status, 403);
+    // A plain form post (no script) under the console's `Referrer-Policy: no-referrer`: the
+    // browser sends `Origin: null` and says where the request came from in `Sec-Fetch-Site`.
+    // From the console itself it reaches the sign-in (refused here for its wrong password);
+    // from another site it is refused before.
+    let wrong: Vec<(&str, &str)> = form
+        .iter()
+        .map(|&(k, v)| (k, if k == "password" { "wrong password" } else { v }))
+        .collect();
+    let plain = browser
+        .post_with(
+            "/login",
+            &wrong,
+            &[("origin", "null"), ("sec-fetch-site", "same-origin")],
+        )
+        .await;
+    assert_eq!(plain.status, 401, "{}", plain.body);
+    let cross = browser
+        .post_with(
+            "/login",
+            &form,
+            &[("origin", "null"), ("sec-fetch-site", "cross-site")],
+        )
+        .await;
+    assert_eq!(cross.status, 403);
     // Nothing was tried: the code still works.
     let same = browser
         .post_with(

@@ -75,7 +75,7 @@ fn card(signed_in: &SignedIn, receiver: &Receiver, may_decide: bool) -> Markup {
     .join(" ");
     html! {
         article.card aria-labelledby=(format!("r-{}", receiver.id)) {
-            h3 id=(format!("r-{}", receiver.id)) { (name) }
+            h2 id=(format!("r-{}", receiver.id)) { (name) }
             dl.facts {
                 dt { "Waiting" } dd { (waiting(receiver)) " (since " (when(receiver.created_at)) ")" }
                 dt { "Receiver" } dd { code { (receiver.id.to_string()) } }
@@ -127,7 +127,7 @@ pub async fn queue(
             @if receivers.is_empty() {
                 p.empty { "Nobody is waiting for a KYC decision." }
             } @else {
-                div.cards { @for receiver in &receivers { (card(&signed_in, receiver, may_decide)) } }
+                div.cards.wide { @for receiver in &receivers { (card(&signed_in, receiver, may_decide)) } }
             }
             @if let Some(next) = next { nav.pager aria-label="Pages" { a href=(next) { "More receivers" } } }
         },
