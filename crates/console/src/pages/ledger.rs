@@ -50,7 +50,7 @@ fn outcome(check: &LedgerCheck) -> Markup {
     html! {
         @if check.discrepancies.is_empty() {
             div.notice.ok role="status" {
-                p { "Every balance equals the sum of its ledger entries (" (check.checked) " balances checked)." }
+                p { "Every balance equals the sum of its ledger entries (" (check.checked) @if check.checked == 1 { " balance" } @else { " balances" } " checked)." }
             }
         } @else {
             div.notice.error role="alert" {
