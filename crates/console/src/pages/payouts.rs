@@ -4,7 +4,7 @@
 //! the bank's answers), told by the domain's [`PayoutStory::timeline`].
 
 use actix_web::{HttpResponse, web};
-use domain::batch::Batch;
+use domain::batch::{Batch, BatchStatus};
 use domain::delivery::history::EventSummary;
 use domain::ledger::LedgerEntry;
 use domain::money::Asset;
@@ -308,8 +308,12 @@ fn batch_facts(batch: &Batch) -> Markup {
             dt { "Batch" } dd { code { (batch.id.to_string()) } }
             dt { "Status" } dd { (batch.status.as_str()) }
             dt { "Runs at" } dd { (when(batch.batch_run_time)) }
-            dt { "Payouts" } dd { (batch.total_tx) " (" (batch.total_failed) " failed)" }
-            dt { "Amount" } dd { (money(batch.asset, batch.amount)) ", paid " (money(batch.asset, batch.process_amount)) }
+            @if batch.status == BatchStatus::Open {
+                dt { "Payouts" } dd { "counted when it closes, at its run time" }
+            } @else {
+                dt { "Payouts" } dd { (batch.total_tx) " (" (batch.total_failed) " failed)" }
+                dt { "Amount" } dd { (money(batch.asset, batch.amount)) ", paid " (money(batch.asset, batch.process_amount)) }
+            }
         }
     }
 }
