@@ -13,6 +13,7 @@ mod kyc_decisions;
 mod notifications;
 mod operator;
 mod outbox;
+mod overview;
 mod payout_groups;
 mod payout_sets;
 mod payout_story;
