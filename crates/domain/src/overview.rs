@@ -101,10 +101,11 @@ pub struct KycBacklog {
     pub oldest: Option<DateTime<Utc>>,
 }
 
-/// A subaccount whose webhook endpoint is failing: among the events written for it in the
-/// window ([`WEBHOOK_WINDOW`]), at least one is being retried after a failed attempt (status
-/// `pending`, one attempt or more) or was given up (`exhausted`: attempts used up, no endpoint,
-/// or the endpoint answered 410). A disabled endpoint gives up every new event, so it is
+/// A subaccount whose webhook endpoint is failing: it has a webhook URL and, among the events
+/// written for it in the window ([`WEBHOOK_WINDOW`]), at least one is being retried after a
+/// failed attempt (status `pending`, one attempt or more) or was given up (`exhausted`: attempts
+/// used up, or the endpoint answered 410). A subaccount without a webhook URL is never failing:
+/// its events are given up at once by design. A disabled endpoint gives up every new event, so it is
 /// failing as soon as it has one; when it was disabled is shown.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FailingEndpoint {

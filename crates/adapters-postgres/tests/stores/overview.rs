@@ -311,6 +311,25 @@ async fn failing_endpoints_are_subaccounts_with_recent_retried_or_given_up_event
     let failing = fx.subaccount("failing <b>").await.id;
     let healthy = fx.subaccount("healthy").await.id;
     let old = fx.subaccount("failed last month").await.id;
+    let without_url = fx.subaccount("no webhooks").await.id;
+    for sub in [failing, healthy, old] {
+        diesel::sql_query(
+            "UPDATE subaccounts SET postback_url = 'https://hooks.example/in' WHERE id = $1",
+        )
+        .bind::<SqlUuid, _>(sub.as_uuid())
+        .execute(&mut fx.raw().await)
+        .await
+        .unwrap();
+    }
+    event(
+        &fx,
+        without_url,
+        "exhausted",
+        1,
+        T0 + 5 * SECOND,
+        Some("no endpoint"),
+    )
+    .await;
     event(&fx, failing, "exhausted", 8, T0, Some("HTTP 500")).await;
     event(&fx, failing, "pending", 1, T0 + SECOND, Some("timed out")).await;
     event(&fx, failing, "delivered", 1, T0 + 2 * SECOND, None).await;
@@ -333,7 +352,11 @@ async fn failing_endpoints_are_subaccounts_with_recent_retried_or_given_up_event
         .failing_endpoints(at(T0 - 7 * DAY), 10)
         .await
         .unwrap();
-    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(
+        found.len(),
+        1,
+        "only the one with a URL and failures: {found:?}"
+    );
     let endpoint = &found[0];
     assert_eq!(endpoint.subaccount_id, failing);
     assert_eq!(endpoint.name, "failing <b>");
