@@ -145,7 +145,7 @@ pub fn payouts_per_day(days: &[DaySeries]) -> Markup {
     // Count labels: 0, the tallest, and half-way when it is a whole number.
     let mut ticks = vec![0u64];
     if tallest > 0 {
-        if tallest % 2 == 0 && tallest > 2 {
+        if tallest.is_multiple_of(2) && tallest > 2 {
             ticks.push(tallest / 2);
         }
         ticks.push(tallest);
@@ -163,7 +163,7 @@ pub fn payouts_per_day(days: &[DaySeries]) -> Markup {
                     text x=(n(LEFT - 6.0)) y=(n(y + 4.0)) text-anchor="end" font-size="11" fill="#4a5260" { (tick) }
                 }
                 @for (i, day) in days.iter().enumerate() {
-                    @if (last - i) % 7 == 0 {
+                    @if (last - i).is_multiple_of(7) {
                         text x=(n(LEFT + slot * (i as f64 + 0.5))) y=(n(HEIGHT - 10.0)) text-anchor="middle" font-size="11" fill="#4a5260" { (short(day.day)) }
                     }
                 }
