@@ -9,7 +9,7 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, NaiveDate, NaiveTime, Utc};
-use futures_util::future::{try_join, try_join3};
+use futures_util::future::try_join3;
 use std::sync::Arc;
 
 use crate::account::PayoutMethod;
@@ -18,6 +18,7 @@ use crate::ids::{RailFileId, SubaccountId};
 use crate::money::Asset;
 use crate::payout::PayoutStatus;
 use crate::ports::Clock;
+use crate::rail::schedule::BatchSchedule;
 
 /// How many UTC days the chart shows, today included.
 pub const CHART_DAYS: u32 = 30;
@@ -125,6 +126,31 @@ pub struct FailingEndpoint {
     pub disabled_at: Option<DateTime<Utc>>,
 }
 
+/// The open batches of one asset: what waits for its rail's next cut-off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenBatches {
+    /// The asset.
+    pub asset: Asset,
+    /// Open batches (one per subaccount at most).
+    pub batches: u64,
+    /// The payouts in them.
+    pub payouts: u64,
+}
+
+/// A rail's next cut-off and what waits for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RailCutoff {
+    /// The asset the rail pays (its calendar is the asset's).
+    pub asset: Asset,
+    /// The next cut-off at or after now; `None` when the calendar finds none (a holiday list
+    /// closing the bank for longer than the calendar searches).
+    pub next: Option<DateTime<Utc>>,
+    /// Open batches of the asset.
+    pub batches: u64,
+    /// The payouts in them, which the cut-off will file.
+    pub payouts: u64,
+}
+
 /// The reads behind the overview, across every subaccount.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
@@ -174,6 +200,12 @@ pub trait OverviewStore: Send + Sync {
         since: DateTime<Utc>,
         limit: u32,
     ) -> Result<Vec<FailingEndpoint>, PortError>;
+
+    /// The open batches and their payouts, by asset (assets with none are absent).
+    ///
+    /// # Errors
+    /// `PortError` when the store cannot be read.
+    async fn open_batches(&self) -> Result<Vec<OpenBatches>, PortError>;
 }
 
 /// Payouts created on one UTC day, by status (every status, in [`PayoutStatus::ALL`] order).
@@ -230,6 +262,9 @@ pub struct Overview {
     pub failing_endpoints: Vec<FailingEndpoint>,
     /// Where the webhook window starts.
     pub webhooks_since: DateTime<Utc>,
+    /// Each rail's next cut-off and what waits for it, by asset; `None` when batches run a
+    /// fixed time after they open (sandbox mode: no rail has cut-offs).
+    pub cutoffs: Option<Vec<RailCutoff>>,
 }
 
 impl Overview {
@@ -271,12 +306,43 @@ pub fn fill_days(today: NaiveDate, counts: &[DayStatusCount]) -> Vec<DaySeries> 
 pub struct Overviews {
     store: Arc<dyn OverviewStore>,
     clock: Arc<dyn Clock>,
+    schedule: BatchSchedule,
 }
 
 impl Overviews {
-    /// Over `store`, with the time from `clock`.
-    pub fn new(store: Arc<dyn OverviewStore>, clock: Arc<dyn Clock>) -> Self {
-        Self { store, clock }
+    /// Over `store`, with the time from `clock`, batches running on `schedule` (the same the
+    /// store gives new batches: the rails' cut-offs in production mode).
+    pub fn new(
+        store: Arc<dyn OverviewStore>,
+        clock: Arc<dyn Clock>,
+        schedule: BatchSchedule,
+    ) -> Self {
+        Self {
+            store,
+            clock,
+            schedule,
+        }
+    }
+
+    /// Each calendar's next cut-off after `now` with the open batches of its asset.
+    fn cutoffs(&self, now: DateTime<Utc>, open: &[OpenBatches]) -> Option<Vec<RailCutoff>> {
+        match &self.schedule {
+            BatchSchedule::Every(_) => None,
+            BatchSchedule::AtCutoffs { calendars, .. } => Some(
+                calendars
+                    .iter()
+                    .map(|(asset, calendar)| {
+                        let waiting = open.iter().find(|o| o.asset == *asset);
+                        RailCutoff {
+                            asset: *asset,
+                            next: calendar.next_cutoff(now),
+                            batches: waiting.map_or(0, |o| o.batches),
+                            payouts: waiting.map_or(0, |o| o.payouts),
+                        }
+                    })
+                    .collect(),
+            ),
+        }
     }
 
     /// Reads the overview as of now.
@@ -295,19 +361,27 @@ impl Overviews {
         let returns_since = now - RETURNS_WINDOW;
         let webhooks_since = now - WEBHOOK_WINDOW;
         // The six reads are independent: asked together, each on its own connection.
-        let ((counts, balances, awaiting_files), (returns, kyc, failing_endpoints)) = try_join(
+        let open = async {
+            match self.schedule {
+                BatchSchedule::Every(_) => Ok(Vec::new()),
+                BatchSchedule::AtCutoffs { .. } => self.store.open_batches().await,
+            }
+        };
+        let ((counts, balances, awaiting_files), (returns, kyc, failing_endpoints), open) =
             try_join3(
-                self.store.payouts_per_day(from, until),
-                self.store.balances(LIST_LIMIT),
-                self.store.awaiting_files(LIST_LIMIT),
-            ),
-            try_join3(
-                self.store.returns_since(returns_since),
-                self.store.kyc_backlog(),
-                self.store.failing_endpoints(webhooks_since, LIST_LIMIT),
-            ),
-        )
-        .await?;
+                try_join3(
+                    self.store.payouts_per_day(from, until),
+                    self.store.balances(LIST_LIMIT),
+                    self.store.awaiting_files(LIST_LIMIT),
+                ),
+                try_join3(
+                    self.store.returns_since(returns_since),
+                    self.store.kyc_backlog(),
+                    self.store.failing_endpoints(webhooks_since, LIST_LIMIT),
+                ),
+                open,
+            )
+            .await?;
         Ok(Overview {
             now,
             days: fill_days(today, &counts),
@@ -318,6 +392,7 @@ impl Overviews {
             kyc,
             failing_endpoints,
             webhooks_since,
+            cutoffs: self.cutoffs(now, &open),
         })
     }
 }
@@ -343,6 +418,10 @@ mod tests {
         let mut clock = MockClock::new();
         clock.expect_now().return_const(now);
         Arc::new(clock)
+    }
+
+    fn sandbox() -> BatchSchedule {
+        BatchSchedule::Every(Duration::seconds(60))
     }
 
     fn quiet_store() -> MockOverviewStore {
@@ -450,7 +529,9 @@ mod tests {
             .withf(|limit| *limit == LIST_LIMIT)
             .times(1)
             .returning(|_| Ok(AwaitingFiles::default()));
-        let overview = Overviews::new(Arc::new(store), clock(now))
+        // Sandbox mode: no rail has cut-offs, so open batches are not read.
+        store.expect_open_batches().never();
+        let overview = Overviews::new(Arc::new(store), clock(now), sandbox())
             .read()
             .await
             .unwrap_or_else(|e| panic!("{e}"));
@@ -461,6 +542,60 @@ mod tests {
         assert_eq!(overview.kyc_oldest_age(), Some(Duration::hours(60)));
         assert_eq!(overview.returns_since, week_ago);
         assert_eq!(overview.webhooks_since, week_ago);
+        assert_eq!(overview.cutoffs, None);
+    }
+
+    #[tokio::test]
+    async fn in_production_each_rail_shows_its_next_cutoff_and_what_waits_for_it() {
+        use crate::rail::calendar::{RailCalendar, parse_cutoff, parse_date};
+        use std::collections::BTreeMap;
+        let cutoffs: Vec<_> = ["10:00", "15:00"]
+            .iter()
+            .filter_map(|c| parse_cutoff(c).ok())
+            .collect();
+        let holidays: Vec<_> = parse_date("2026-11-26").into_iter().collect();
+        let Ok(calendar) = RailCalendar::new(cutoffs, holidays) else {
+            panic!("calendar");
+        };
+        let calendar = Arc::new(calendar);
+        let schedule = BatchSchedule::AtCutoffs {
+            calendars: BTreeMap::from([(Asset::Usd, calendar.clone()), (Asset::Aud, calendar)]),
+            otherwise: Duration::seconds(60),
+        };
+        let mut store = quiet_store();
+        store
+            .expect_payouts_per_day()
+            .returning(|_, _| Ok(Vec::new()));
+        store.expect_open_batches().times(1).returning(|| {
+            Ok(vec![OpenBatches {
+                asset: Asset::Usd,
+                batches: 2,
+                payouts: 7,
+            }])
+        });
+        // Wednesday 16:00: Thursday is a holiday, so Friday 10:00.
+        let overview = Overviews::new(Arc::new(store), clock(at(2026, 11, 25, 16, 0)), schedule)
+            .read()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let friday = Some(at(2026, 11, 27, 10, 0));
+        assert_eq!(
+            overview.cutoffs,
+            Some(vec![
+                RailCutoff {
+                    asset: Asset::Aud,
+                    next: friday,
+                    batches: 0,
+                    payouts: 0
+                },
+                RailCutoff {
+                    asset: Asset::Usd,
+                    next: friday,
+                    batches: 2,
+                    payouts: 7
+                },
+            ])
+        );
     }
 
     #[tokio::test]
@@ -474,7 +609,7 @@ mod tests {
             })
             .times(1)
             .returning(|_, _| Ok(Vec::new()));
-        let overview = Overviews::new(Arc::new(store), clock(now))
+        let overview = Overviews::new(Arc::new(store), clock(now), sandbox())
             .read()
             .await
             .unwrap_or_else(|e| panic!("{e}"));
@@ -499,7 +634,7 @@ mod tests {
         store
             .expect_failing_endpoints()
             .returning(|_, _| Ok(Vec::new()));
-        let read = Overviews::new(Arc::new(store), clock(at(2026, 11, 29, 9, 0)))
+        let read = Overviews::new(Arc::new(store), clock(at(2026, 11, 29, 9, 0)), sandbox())
             .read()
             .await;
         assert!(read.is_err());

@@ -147,6 +147,11 @@ impl PgStore {
         }
     }
 
+    /// When new batches run (the console's overview shows the rails' next cut-offs from it).
+    pub fn batch_schedule(&self) -> &BatchSchedule {
+        &self.batch_schedule
+    }
+
     /// The pool (for readiness checks and metrics).
     pub fn pool(&self) -> &DbPool {
         &self.pool

@@ -13,8 +13,8 @@ use domain::account::PayoutMethod;
 use domain::ids::{RailFileId, SubaccountId};
 use domain::money::Asset;
 use domain::overview::{
-    AwaitingFile, AwaitingFiles, DayStatusCount, FailingEndpoint, KycBacklog, OverviewStore,
-    ReturnCount, SubaccountBalance,
+    AwaitingFile, AwaitingFiles, DayStatusCount, FailingEndpoint, KycBacklog, OpenBatches,
+    OverviewStore, ReturnCount, SubaccountBalance,
 };
 use domain::payout::PayoutStatus;
 use domain::rail::file::RailFileState;
@@ -43,6 +43,16 @@ struct ReturnRow {
     count: i64,
     #[diesel(sql_type = BigInt)]
     amount: i64,
+}
+
+#[derive(QueryableByName)]
+struct OpenRow {
+    #[diesel(sql_type = Text)]
+    asset: String,
+    #[diesel(sql_type = BigInt)]
+    batches: i64,
+    #[diesel(sql_type = BigInt)]
+    payouts: i64,
 }
 
 #[derive(QueryableByName)]
@@ -244,5 +254,26 @@ impl OverviewStore for PgStore {
                 disabled_at: row.disabled_at,
             })
             .collect())
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn open_batches(&self) -> Result<Vec<OpenBatches>, PortError> {
+        let mut conn = self.conn().await?;
+        let rows: Vec<OpenRow> = diesel::sql_query(include_str!("overview/open_batches.sql"))
+            .load(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        rows.into_iter()
+            .map(|row| {
+                let asset = Asset::parse(&row.asset).ok_or_else(|| {
+                    PortError::unknown(format!("unknown asset {:?} stored", row.asset))
+                })?;
+                Ok(OpenBatches {
+                    asset,
+                    batches: count(row.batches),
+                    payouts: count(row.payouts),
+                })
+            })
+            .collect()
     }
 }

@@ -1,7 +1,7 @@
 //! `OverviewStore`: payouts counted by UTC day and status inside the window only; balances by
 //! subaccount name and asset; the `uploaded` files, oldest first; returns since a time by
-//! method; the pending KYC queue's length and oldest; and the subaccounts whose recent events
-//! are being retried or were given up, with their latest error.
+//! method; the pending KYC queue's length and oldest; the subaccounts whose recent events are
+//! being retried or were given up, with their latest error; and the open batches by asset.
 
 use chrono::{DateTime, Duration, NaiveTime, Utc};
 use diesel::sql_types::{BigInt, Int2, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid};
@@ -380,5 +380,33 @@ async fn failing_endpoints_are_subaccounts_with_recent_retried_or_given_up_event
             .unwrap()
             .len(),
         1
+    );
+}
+
+#[tokio::test]
+async fn open_batches_are_counted_with_their_payouts_by_asset() {
+    let fx = Fixture::new().await;
+    assert!(fx.store.open_batches().await.unwrap().is_empty());
+    let a = fx.subaccount("a").await.id;
+    let b = fx.subaccount("b").await.id;
+    let (first, _) = batch_with_payouts(&fx, a, 3).await;
+    let (second, _) = batch_with_payouts(&fx, b, 2).await;
+    let (closed, _) = batch_with_payouts(&fx, b, 4).await;
+    // Two open USD batches (3 and 2 payouts); the third is being filed.
+    for (batch, status) in [(first, "open"), (second, "open"), (closed, "in_progress")] {
+        diesel::sql_query("UPDATE batches SET status = $2 WHERE id = $1")
+            .bind::<SqlUuid, _>(batch.as_uuid())
+            .bind::<Text, _>(status)
+            .execute(&mut fx.raw().await)
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        fx.store.open_batches().await.unwrap(),
+        [domain::overview::OpenBatches {
+            asset: Asset::Usd,
+            batches: 2,
+            payouts: 5
+        }]
     );
 }

@@ -1,15 +1,20 @@
 //! The console's overview (`/`): every role reads it, no session is sent to sign in; its
 //! numbers are those of what the test created (today's payouts by status and the chart's table,
 //! the balance, the KYC queue, files and returns, a failing webhook endpoint but not the
-//! subaccounts without a webhook URL); the merchant's text is escaped.
+//! subaccounts without a webhook URL; in sandbox mode no cut-offs, in production mode the
+//! rail's next one); the merchant's text is escaped.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use adapters_sandbox::SandboxNotifier;
+use app_actix::production::Production;
+use app_actix::production_config::ProductionSettings;
 use domain::operators::{Role, SessionPolicy};
 use serde_json::json;
 
-use crate::console::{Browser, enrol, sign_in, spawn_console_app};
-use crate::helpers::{subaccount, tenant};
+use crate::console::{Browser, console_settings, enrol, sign_in, spawn_console_app};
+use crate::helpers::{spawn_production_app, subaccount, tenant};
 use crate::webhook_sink::WebhookSink;
 
 const NAME: &str = "<script>alert(1)</script> & Co";
@@ -104,6 +109,7 @@ async fn every_role_reads_the_overview_with_the_numbers_of_what_happened() {
     assert!(body.contains("<strong>0</strong> bank files sent"));
     assert!(body.contains("Every file sent has been answered."));
     assert!(body.contains("<strong>0</strong> payments sent back"));
+    assert!(body.contains("Sandbox mode: no rail has cut-offs."));
     // The failing endpoint: the merchant's, retrying after the 500; not tenant B's.
     assert!(
         body.contains("<strong>1</strong> subaccounts with webhook events being retried"),
@@ -134,5 +140,50 @@ async fn every_role_reads_the_overview_with_the_numbers_of_what_happened() {
         anonymous
             .location()
             .is_some_and(|to| to.starts_with("/login"))
+    );
+}
+
+#[tokio::test]
+async fn in_production_mode_the_overview_shows_each_rails_next_cutoff() {
+    let drop = tempfile::tempdir().unwrap();
+    let (outbound, inbound) = (drop.path().join("out"), drop.path().join("in"));
+    std::fs::create_dir_all(&outbound).unwrap();
+    std::fs::create_dir_all(&inbound).unwrap();
+    let settings = ProductionSettings::parse(
+        &crate::production::config(&outbound, &inbound),
+        std::path::Path::new("payoutd.toml"),
+        &|_| None,
+    )
+    .unwrap_or_else(|problems| panic!("{problems:#?}"));
+    let production = Production::build(
+        crate::production::open_every_day(settings),
+        Arc::new(SandboxNotifier::new()),
+    )
+    .unwrap();
+    let app = spawn_production_app(production, |config| {
+        config.console = Some(console_settings(SessionPolicy::default()));
+    })
+    .await;
+    let console = app.console.clone().unwrap();
+    let viewer = enrol(&app, "viewer@example.com", Role::Viewer).await;
+    let mut browser = sign_in(&console, &viewer).await;
+    let page = browser.get("/").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    let body = &page.body;
+    assert!(!body.contains("Sandbox mode"), "{body}");
+    // The one rail (EUR, a cut-off every minute): its next cut-off within the minute, nothing
+    // waiting for it.
+    let table = &body[body.find("id=\"cutoffs-caption\"").unwrap()..];
+    let table = &table[..table.find("</table>").unwrap()];
+    assert!(table.contains("<td>EUR</td>"), "{table}");
+    assert!(table.contains(", in 0 min</td>"), "{table}");
+    assert!(
+        table.contains("<td class=\"num\">0</td><td class=\"num\">0</td>"),
+        "{table}"
+    );
+    assert_eq!(
+        table.matches("<tr>").count(),
+        2,
+        "a header and the one rail"
     );
 }

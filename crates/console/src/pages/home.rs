@@ -1,4 +1,5 @@
-//! `/`: the overview: what needs attention across every subaccount (read by
+//! `/`: the overview: what needs attention across every subaccount, and each rail's next
+//! cut-off (read by
 //! `domain::overview::Overviews`, whose rules say what "today", the windows and a failing
 //! endpoint are), then the operator's own session.
 
@@ -157,6 +158,49 @@ fn failing(overview: &Overview) -> Markup {
     }
 }
 
+fn cutoffs(overview: &Overview) -> Markup {
+    html! {
+        section aria-labelledby="cutoffs" {
+            h2 #cutoffs { "Cut-offs" }
+            @match &overview.cutoffs {
+                None => {
+                    p.empty { "Sandbox mode: no rail has cut-offs. Batches run a fixed time after they open." }
+                }
+                Some(rails) if rails.is_empty() => {
+                    p.empty { "No rail is configured." }
+                }
+                Some(rails) => {
+                    p.muted { "Each currency's rail files its open batches at its next cut-off (business days only, holidays skipped)." }
+                    div.table-wrap role="region" aria-labelledby="cutoffs-caption" tabindex="0" {
+                        table {
+                            caption #cutoffs-caption { "The next cut-off of each rail and what waits for it" }
+                            thead { tr {
+                                th scope="col" { "Currency" } th scope="col" { "Next cut-off" }
+                                th.num scope="col" { "Open batches" } th.num scope="col" { "Payouts waiting" }
+                            } }
+                            tbody {
+                                @for rail in rails {
+                                    tr {
+                                        td { (rail.asset.code()) }
+                                        td {
+                                            @match rail.next {
+                                                Some(at) => { (when(at)) ", in " (age(at - overview.now)) }
+                                                None => { "none found (the calendar is closed for longer than it searches)" }
+                                            }
+                                        }
+                                        td.num { (rail.batches) }
+                                        td.num { (rail.payouts) }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 fn balances(overview: &Overview) -> Markup {
     html! {
         section aria-labelledby="balances" {
@@ -214,6 +258,7 @@ pub async fn home(
                 h2 #per-day { "Payouts per day, last 30 days" }
                 (crate::chart::payouts_per_day(&overview.days))
             }
+            (cutoffs(&overview))
             (awaiting_files(&overview))
             (failing(&overview))
             (balances(&overview))
