@@ -2,7 +2,8 @@
 //! read in a few aggregate queries. The rules live here: what "today" is (the UTC day of the
 //! clock), the chart's window (the 30 UTC days ending today, every day present even when
 //! nothing was created), how far back returns (7 days) and webhook failures (7 days) are
-//! counted, and what a failing webhook endpoint is ([`FailingEndpoint`]).
+//! counted, what a failing webhook endpoint is ([`FailingEndpoint`]), and each rail's next
+//! cut-off from the batch schedule (none in sandbox mode).
 //!
 //! Top-level because it reads payouts, balances, bank files, bank reports, receivers and the
 //! outbox: a module beside one of them would import the others.
