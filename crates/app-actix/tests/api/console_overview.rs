@@ -104,7 +104,7 @@ async fn every_role_reads_the_overview_with_the_numbers_of_what_happened() {
     );
     assert!(pending >= 2 * 1234);
     // The KYC queue, files awaiting the bank and returns.
-    assert!(body.contains("<strong>1</strong> receivers waiting for a decision."));
+    assert!(body.contains("<strong>1</strong> receiver waiting for a decision."));
     assert!(body.contains("The oldest has waited "));
     assert!(body.contains("<strong>0</strong> bank files sent"));
     assert!(body.contains("Every file sent has been answered."));
@@ -112,7 +112,7 @@ async fn every_role_reads_the_overview_with_the_numbers_of_what_happened() {
     assert!(body.contains("Sandbox mode: no rail has cut-offs."));
     // The failing endpoint: the merchant's, retrying after the 500; not tenant B's.
     assert!(
-        body.contains("<strong>1</strong> subaccounts with webhook events being retried"),
+        body.contains("<strong>1</strong> subaccount with webhook events being retried"),
         "{body}"
     );
     let failing = &body[body.find("id=\"failing-caption\"").unwrap()..];

@@ -16,6 +16,11 @@ use crate::pages::html;
 use crate::session::SignedIn;
 use crate::state::Console;
 
+/// `n` in bold with the noun that fits it: **1** receiver, **2** receivers.
+fn counted(n: u64, one: &str, many: &str) -> Markup {
+    html! { strong { (n) } " " (if n == 1 { one } else { many }) }
+}
+
 fn today(overview: &Overview) -> Markup {
     let Some(today) = overview.today() else {
         return html! {};
@@ -47,7 +52,7 @@ fn attention(overview: &Overview) -> Markup {
         div.cards {
             section.card aria-labelledby="kyc-card" {
                 h2 #kyc-card { "KYC queue" }
-                p { strong { (kyc.count) } " receivers waiting for a decision." }
+                p { (counted(kyc.count, "receiver", "receivers")) " waiting for a decision." }
                 @if let (Some(oldest), Some(waited)) = (kyc.oldest, overview.kyc_oldest_age()) {
                     p { "The oldest has waited " strong { (age(waited)) } " (registered " (when(oldest)) ")." }
                 }
@@ -55,7 +60,7 @@ fn attention(overview: &Overview) -> Markup {
             }
             section.card aria-labelledby="files-card" {
                 h2 #files-card { "Files awaiting the bank" }
-                p { strong { (files.count) } " bank files sent (" code { "uploaded" } ") and not yet acknowledged or rejected." }
+                p { (counted(files.count, "bank file", "bank files")) " sent (" code { "uploaded" } ") and not yet acknowledged or rejected." }
                 @if let Some(oldest) = files.oldest.first() {
                     p { "The oldest was sent " (when(oldest.uploaded_at)) ", " (age(overview.now - oldest.uploaded_at)) " ago." }
                 }
@@ -63,7 +68,7 @@ fn attention(overview: &Overview) -> Markup {
             }
             section.card aria-labelledby="returns-card" {
                 h2 #returns-card { "Returns, last " (RETURNS_WINDOW.num_days()) " days" }
-                p { strong { (returned) } " payments sent back by the receiving banks (bank report lines of kind " code { "returned" } " read since " (when(overview.returns_since)) ")." }
+                p { (counted(returned, "payment", "payments")) " sent back by the receiving banks (bank report lines of kind " code { "returned" } " read since " (when(overview.returns_since)) ")." }
                 @if !overview.returns.is_empty() {
                     ul {
                         @for r in &overview.returns {
@@ -74,7 +79,7 @@ fn attention(overview: &Overview) -> Markup {
             }
             section.card aria-labelledby="webhooks-card" {
                 h2 #webhooks-card { "Failing webhook endpoints" }
-                p { strong { (overview.failing_endpoints.len()) } " subaccounts with webhook events being retried or given up." }
+                p { (counted(overview.failing_endpoints.len() as u64, "subaccount", "subaccounts")) " with webhook events being retried or given up." }
                 p { a href="#failing" { "See which" } }
             }
         }
