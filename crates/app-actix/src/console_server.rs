@@ -70,6 +70,11 @@ pub fn console_state(store: &PgStore, settings: &ConsoleConfig) -> anyhow::Resul
             Arc::new(SystemClock),
             Arc::new(RandomIds::default()),
         ),
+        overview: domain::overview::Overviews::new(
+            store.clone(),
+            Arc::new(SystemClock),
+            store.batch_schedule().clone(),
+        ),
         clock: Arc::new(SystemClock),
         audit: store,
         ids: Arc::new(RandomIds::default()),

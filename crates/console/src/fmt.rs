@@ -23,6 +23,20 @@ pub fn money(asset: Asset, minor: i64) -> String {
     format!("{sign}{}.{:02} {}", units / 100, units % 100, asset.code())
 }
 
+/// How long something has waited, to the minute, in its two largest units: `3 d 4 h`,
+/// `5 h 0 min`, `12 min` (a negative span, from clocks apart, counts as none).
+pub fn age(span: chrono::Duration) -> String {
+    let minutes = span.num_minutes().max(0);
+    let (days, hours, minutes) = (minutes / 1440, minutes / 60 % 24, minutes % 60);
+    if days > 0 {
+        format!("{days} d {hours} h")
+    } else if hours > 0 {
+        format!("{hours} h {minutes} min")
+    } else {
+        format!("{minutes} min")
+    }
+}
+
 /// Bytes as lower-case hexadecimal (a SHA-256).
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -49,6 +63,15 @@ mod tests {
         assert_eq!(money(Asset::Usd, -5), "-0.05 USD");
         assert_eq!(money(Asset::Eur, 0), "0.00 EUR");
         assert_eq!(money(Asset::Cad, i64::MIN), "-92233720368547758.08 CAD");
+    }
+
+    #[test]
+    fn an_age_shows_its_two_largest_units() {
+        use chrono::Duration;
+        assert_eq!(age(Duration::hours(60) + Duration::minutes(5)), "2 d 12 h");
+        assert_eq!(age(Duration::hours(5)), "5 h 0 min");
+        assert_eq!(age(Duration::seconds(59)), "0 min");
+        assert_eq!(age(Duration::minutes(-3)), "0 min");
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! domain service the CLI calls, and renders the answer.
 
 pub mod assets;
+pub mod chart;
 pub mod context;
 pub mod error;
 pub mod fmt;

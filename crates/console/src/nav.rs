@@ -8,7 +8,7 @@ use maud::{Markup, html};
 /// listed (docs/CONSOLE.md, Pages).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Section {
-    /// The operator's session.
+    /// What needs attention, and the operator's session.
     Overview,
     /// Receivers waiting for a KYC decision.
     Kyc,

@@ -6,6 +6,7 @@ use domain::account::notification::resend::ConfirmationRequests;
 use domain::admin::AdminPorts;
 use domain::audit::AuditLog;
 use domain::operators::service::OperatorService;
+use domain::overview::Overviews;
 use domain::payout_story::PayoutStories;
 use domain::ports::{Clock, IdGenerator};
 use domain::rail::bank_files::BankFiles;
@@ -23,6 +24,8 @@ pub struct Console {
     pub files: BankFiles,
     /// Confirmation requests: the queue, and sending a failed one again.
     pub confirmations: ConfirmationRequests,
+    /// The overview (the home page).
+    pub overview: Overviews,
     /// The audit log.
     pub audit: Arc<dyn AuditLog>,
     /// The ports of the admin use cases (`payoutd admin`'s): each request runs them as its

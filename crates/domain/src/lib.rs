@@ -24,6 +24,7 @@ pub mod ledger;
 pub mod masking;
 pub mod money;
 pub mod operators;
+pub mod overview;
 pub mod paging;
 pub mod payout;
 pub mod payout_story;

@@ -13,6 +13,7 @@ mod kyc_decisions;
 mod notifications;
 mod operator;
 mod outbox;
+mod overview;
 mod payout_groups;
 mod payout_sets;
 mod payout_story;
@@ -144,6 +145,11 @@ impl PgStore {
             batch_schedule: schedule,
             ..self
         }
+    }
+
+    /// When new batches run (the console's overview shows the rails' next cut-offs from it).
+    pub fn batch_schedule(&self) -> &BatchSchedule {
+        &self.batch_schedule
     }
 
     /// The pool (for readiness checks and metrics).

@@ -16,6 +16,7 @@ mod inbound;
 mod kyc_decisions;
 mod notifications;
 mod operator;
+mod overview;
 mod payout_groups;
 mod payout_story;
 mod payouts;

@@ -14,6 +14,7 @@ mod console;
 mod console_confirmations;
 mod console_files;
 mod console_ledger;
+mod console_overview;
 mod console_payouts;
 mod console_roles;
 mod envelope;

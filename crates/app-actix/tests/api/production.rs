@@ -52,7 +52,7 @@ pub(crate) fn every_minute() -> String {
 
 /// Every minute of every day is a cut-off (weekends opened by [`open_every_day`]), so a batch
 /// runs within a minute whatever the day the tests run on; same-day settlement.
-fn config(outbound: &Path, inbound: &Path) -> String {
+pub(crate) fn config(outbound: &Path, inbound: &Path) -> String {
     format!(
         r#"
 [rails."eur/sepa"]
