@@ -9,7 +9,9 @@ use diesel::sql_types::{Bool, Nullable};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use domain::PortError;
 use domain::account::notification::Notification;
-use domain::account::ports::{AccountStore, ConfirmationToken, InsertAccountError, TokenLookup};
+use domain::account::ports::{
+    AccountStore, ConfirmationToken, InsertAccountError, MerchantNames, TokenLookup,
+};
 use domain::account::{
     AccountData, AccountField, AccountStatus, ConfirmStatus, PayoutMethod, ReceiverAccount,
 };
@@ -24,7 +26,9 @@ use super::outbox::insert_events;
 use super::transitions::{Waiting, react};
 use crate::cached::CachedExt;
 use crate::errors::{TxError, from_diesel, from_tx};
-use crate::schema::{account_confirmations, notifications, receiver_accounts};
+use crate::schema::{
+    account_confirmations, notifications, receiver_accounts, receivers, subaccounts,
+};
 use crate::vault::Vault;
 use domain::payout::change::PayoutReaction;
 
@@ -560,33 +564,58 @@ impl AccountStore for PgStore {
     #[tracing::instrument(level = "debug", skip_all)]
     async fn find_token(&self, hash: &[u8; 32]) -> Result<Option<TokenLookup>, PortError> {
         let mut conn = self.conn().await?;
-        let found: Option<(AccountRow, DateTime<Utc>, Option<DateTime<Utc>>)> =
-            account_confirmations::table
-                // The subaccount is implied by the account; joined on too so that Citus can
-                // join the colocated shards.
-                .inner_join(
-                    receiver_accounts::table.on(receiver_accounts::id
-                        .eq(account_confirmations::account_id)
-                        .and(
-                            receiver_accounts::subaccount_id
-                                .eq(account_confirmations::subaccount_id),
-                        )),
-                )
-                .filter(account_confirmations::token_hash.eq(hash.to_vec()))
-                .select((
-                    AccountRow::as_select(),
-                    account_confirmations::expires_at,
-                    account_confirmations::used_at,
-                ))
-                .first(&mut conn)
-                .await
-                .optional()
-                .map_err(from_diesel)?;
-        let Some((row, expires_at, used_at)) = found else {
+        type Found = (
+            AccountRow,
+            DateTime<Utc>,
+            Option<DateTime<Utc>>,
+            (String, String, String),
+            (String, String),
+        );
+        let found: Option<Found> = account_confirmations::table
+            // The subaccount is implied by the account; joined on too so that Citus can join
+            // the colocated shards (receivers too; subaccounts is a reference table).
+            .inner_join(
+                receiver_accounts::table.on(receiver_accounts::id
+                    .eq(account_confirmations::account_id)
+                    .and(
+                        receiver_accounts::subaccount_id.eq(account_confirmations::subaccount_id),
+                    )),
+            )
+            .inner_join(
+                receivers::table.on(receivers::id
+                    .eq(receiver_accounts::receiver_id)
+                    .and(receivers::subaccount_id.eq(receiver_accounts::subaccount_id))),
+            )
+            .inner_join(
+                subaccounts::table.on(subaccounts::id.eq(account_confirmations::subaccount_id)),
+            )
+            .filter(account_confirmations::token_hash.eq(hash.to_vec()))
+            .select((
+                AccountRow::as_select(),
+                account_confirmations::expires_at,
+                account_confirmations::used_at,
+                (
+                    receivers::first_name,
+                    receivers::middle_name,
+                    receivers::last_name,
+                ),
+                (subaccounts::business_name, subaccounts::name),
+            ))
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(from_diesel)?;
+        let Some((row, expires_at, used_at, (first, middle, last), (business_name, name))) = found
+        else {
             return Ok(None);
         };
         Ok(Some(TokenLookup {
             account: row.into_domain(&self.vault)?,
+            merchant: MerchantNames {
+                business_name,
+                name,
+            },
+            receiver_names: [first, middle, last],
             expires_at,
             used: used_at.is_some(),
         }))

@@ -19,18 +19,36 @@
 //! resources, forms only to this origin) and `x-content-type-options: nosniff`. Everything
 //! interpolated into a page is HTML-escaped.
 
+use std::sync::LazyLock;
+
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
 use actix_web::web::{Data, Path};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use domain::account::service::{ConfirmError, ConfirmationView, LinkState};
 use domain::account::{AccountField, PayoutMethod};
+use sha2::{Digest, Sha256};
 
 use crate::state::AppState;
 
-/// The content security policy of the pages: nothing may load, only inline styles apply, the
-/// form posts only to this origin, and no other site may frame the page.
-pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; \
-     frame-ancestors 'none'; base-uri 'none'";
+/// The pages' style: the console's stylesheet, inlined (the page loads nothing), and the
+/// content security policy that lets exactly that style apply: nothing may load, no script
+/// runs, the form posts only to this origin, and no other site may frame the page.
+static STYLE: LazyLock<(String, String)> = LazyLock::new(|| {
+    let css = String::from_utf8_lossy(console::assets::STYLESHEET.bytes).into_owned();
+    let digest = STANDARD.encode(Sha256::digest(css.as_bytes()));
+    let policy = format!(
+        "default-src 'none'; style-src 'sha256-{digest}'; form-action 'self'; \
+         frame-ancestors 'none'; base-uri 'none'"
+    );
+    (css, policy)
+});
+
+/// The content security policy of the pages (see [`STYLE`]).
+pub fn content_security_policy() -> &'static str {
+    &STYLE.1
+}
 
 /// `text` with `&`, `<`, `>`, `"` and `'` replaced by character references, safe inside an
 /// element and inside a quoted attribute value.
@@ -79,7 +97,7 @@ pub fn field_label(field: AccountField) -> &'static str {
 /// The method and masked details as an HTML description list.
 fn details_html(method: PayoutMethod, details: &[(AccountField, String)]) -> String {
     let mut html = format!(
-        "<dl><dt>Payout method</dt><dd>{}</dd>",
+        "<dl class=\"facts\"><dt>Payout method</dt><dd>{}</dd>",
         escape_html(method_label(method))
     );
     for (field, value) in details {
@@ -99,16 +117,16 @@ fn page(status: StatusCode, title: &str, body: &str) -> HttpResponse {
     let html = format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>{title}</title></head>\
-         <body style=\"font-family: system-ui, sans-serif; max-width: 32rem; margin: 4rem auto; padding: 0 1rem\">\
-         <main><h1>{title}</h1>{body}</main></body></html>\n"
+         <title>{title}</title><style>{}</style></head>\
+         <body><main id=\"main\" class=\"narrow\"><h1>{title}</h1>{body}</main></body></html>\n",
+        STYLE.0
     );
     HttpResponse::build(status)
         .content_type("text/html; charset=utf-8")
         // The token is in the URL: keep it out of caches and other sites' referrer logs.
         .insert_header(("cache-control", "no-store"))
         .insert_header(("referrer-policy", "no-referrer"))
-        .insert_header(("content-security-policy", CONTENT_SECURITY_POLICY))
+        .insert_header(("content-security-policy", content_security_policy()))
         .insert_header(("x-frame-options", "DENY"))
         .insert_header(("x-content-type-options", "nosniff"))
         .body(html)
@@ -143,16 +161,30 @@ fn unavailable(error: &domain::PortError) -> HttpResponse {
 /// action is the token itself, relative to this page's URL (`…/confirm/<token>`), so it posts
 /// back to the same path behind any public URL prefix.
 fn confirm_form(token: &str, view: &ConfirmationView) -> String {
+    let (asker, contact) = if view.merchant.is_empty() {
+        ("The sender", "the sender")
+    } else {
+        (view.merchant.as_str(), view.merchant.as_str())
+    };
+    let whom = if view.receiver_name.is_empty() {
+        String::new()
+    } else {
+        format!(", {},", view.receiver_name)
+    };
     format!(
-        "{}{}<form method=\"post\" action=\"{}\">\
-         <button type=\"submit\" style=\"font-size: 1.1rem; padding: 0.5rem 1.5rem\">Confirm</button>\
+        "{}{}{}<form class=\"stack\" method=\"post\" action=\"{}\">\
+         <button type=\"submit\">Confirm</button>\
          </form>{}",
-        paragraph(
-            "Please check the bank details below (partly hidden for your security) and confirm them."
-        ),
+        paragraph(&format!(
+            "{asker} will send your payouts to the bank details below and asks you{whom} to \
+             confirm them."
+        )),
+        paragraph("Please check them (they are partly hidden for your security) and confirm."),
         details_html(view.method, &view.masked_details),
         escape_html(token),
-        paragraph("If these are not your details, do not confirm: contact the sender instead."),
+        paragraph(&format!(
+            "If these are not your details, do not confirm: contact {contact} instead."
+        )),
     )
 }
 

@@ -144,12 +144,32 @@ async fn opening_the_link_changes_nothing_and_its_form_confirms_once() {
         );
         assert!(!page.html.contains("123456789") && !page.html.contains("012002"));
         assert!(
-            page.html
-                .contains(&format!("<form method=\"post\" action=\"{token}\">")),
+            page.html.contains(&format!(
+                "<form class=\"stack\" method=\"post\" action=\"{token}\">"
+            )),
             "{}",
             page.html
         );
         assert!(page.html.contains(">Confirm</button>"));
+        // Who asks, and whom, as the merchant registered them.
+        assert!(
+            page.html.contains(
+                "Tenant A will send your payouts to the bank details below and asks you, \
+                 Ada Lovelace, to confirm them."
+            ),
+            "{}",
+            page.html
+        );
+        assert!(page.html.contains("contact Tenant A instead"));
+        // The console's stylesheet, inline and allowed by its hash alone: no style attribute,
+        // nothing loaded.
+        assert!(page.html.contains("<style>") && !page.html.contains("style=\""));
+        assert!(!page.html.contains("<link") && !page.html.contains("<script"));
+        let csp = page.headers["content-security-policy"].to_str().unwrap();
+        assert!(
+            csp.contains("style-src 'sha256-") && !csp.contains("unsafe-inline"),
+            "{csp}"
+        );
     }
     assert_eq!(
         account_state(&app, &account).await,

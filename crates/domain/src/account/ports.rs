@@ -22,10 +22,45 @@ pub struct ConfirmationToken {
 pub struct TokenLookup {
     /// The account it confirms.
     pub account: ReceiverAccount,
+    /// Who asks: the subaccount's names (shown to the receiver).
+    pub merchant: MerchantNames,
+    /// The receiver's first, middle and last name as the merchant registered them.
+    pub receiver_names: [String; 3],
     /// When the token expires.
     pub expires_at: DateTime<Utc>,
     /// Whether it was used already.
     pub used: bool,
+}
+
+/// A subaccount's names as registered.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MerchantNames {
+    /// Its business (trading) name; may be empty.
+    pub business_name: String,
+    /// Its name.
+    pub name: String,
+}
+
+impl MerchantNames {
+    /// The name a receiver knows it by: the business name, or its name when that is empty.
+    pub fn shown(&self) -> &str {
+        let business = self.business_name.trim();
+        if business.is_empty() {
+            self.name.trim()
+        } else {
+            business
+        }
+    }
+}
+
+/// Names as a person reads them: the non-empty parts, trimmed, separated by one space.
+pub fn joined_name(parts: &[String]) -> String {
+    parts
+        .iter()
+        .map(|part| part.trim())
+        .filter(|part| !part.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Why an account could not be stored.
@@ -152,4 +187,27 @@ pub trait Notifier: Send + Sync {
     /// `Port(PortError::Unavailable)` when the provider cannot be reached or refuses for now;
     /// `Rejected` when it refuses this request for good. Nothing was sent either way.
     async fn send_confirmation(&self, request: &ConfirmationRequest) -> Result<(), NotifyError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_merchant_is_shown_by_its_business_name_else_its_name() {
+        let names = |business: &str, name: &str| MerchantNames {
+            business_name: business.to_owned(),
+            name: name.to_owned(),
+        };
+        assert_eq!(names("Acme Payroll", "acme").shown(), "Acme Payroll");
+        assert_eq!(names("  ", " acme ").shown(), "acme");
+    }
+
+    #[test]
+    fn a_name_joins_its_non_empty_parts() {
+        let parts = |p: [&str; 3]| p.map(str::to_owned);
+        assert_eq!(joined_name(&parts(["Ada", "", "Lovelace"])), "Ada Lovelace");
+        assert_eq!(joined_name(&parts([" Ada ", "B.", "King"])), "Ada B. King");
+        assert_eq!(joined_name(&parts(["", "", ""])), "");
+    }
 }

@@ -121,6 +121,10 @@ pub enum LinkState {
 /// What the confirmation page shows: never an unmasked value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfirmationView {
+    /// Who asks: the merchant's name as its receivers know it.
+    pub merchant: String,
+    /// The receiver's name as the merchant registered it.
+    pub receiver_name: String,
     /// The account's payout method.
     pub method: PayoutMethod,
     /// Its details, masked as everywhere else ([`AccountData::masked`]).
@@ -493,6 +497,8 @@ impl AccountService {
         let (found, _) = self.lookup(token).await?.ok_or(ConfirmError::Invalid)?;
         let state = link_state(&found, self.clock.now()).ok_or(ConfirmError::Invalid)?;
         Ok(ConfirmationView {
+            merchant: found.merchant.shown().to_owned(),
+            receiver_name: super::ports::joined_name(&found.receiver_names),
             method: found.account.method,
             masked_details: found.account.data.masked(),
             state,

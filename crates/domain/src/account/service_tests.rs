@@ -7,7 +7,9 @@ use uuid::Uuid;
 
 use super::*;
 use crate::account::notification::ports::MockNotificationStore;
-use crate::account::ports::{MockAccountStore, MockNotifier, NotifyError, TokenLookup};
+use crate::account::ports::{
+    MerchantNames, MockAccountStore, MockNotifier, NotifyError, TokenLookup,
+};
 use crate::country::CountryCode;
 use crate::ids::{ApiKeyId, SubaccountId};
 use crate::ports::{MockClock, MockIdGenerator};
@@ -468,6 +470,11 @@ async fn tokens_confirm_once_and_never_after_expiry() {
         move |_: &[u8; 32]| {
             Ok(Some(TokenLookup {
                 account: stored_account(confirm_status, status),
+                merchant: MerchantNames {
+                    business_name: "Acme Payroll".to_owned(),
+                    name: "acme".to_owned(),
+                },
+                receiver_names: ["Ada".to_owned(), String::new(), "Lovelace".to_owned()],
                 expires_at: DateTime::from_timestamp_millis(expires_ms).unwrap_or_default(),
                 used,
             }))
@@ -596,6 +603,11 @@ fn lookup_of(
     Box::new(move |_| {
         Ok(Some(TokenLookup {
             account: stored_account(confirm_status, status),
+            merchant: MerchantNames {
+                business_name: "Acme Payroll".to_owned(),
+                name: "acme".to_owned(),
+            },
+            receiver_names: ["Ada".to_owned(), String::new(), "Lovelace".to_owned()],
             expires_at: DateTime::from_timestamp_millis(expires_ms).unwrap_or_default(),
             used,
         }))
@@ -633,6 +645,11 @@ async fn showing_a_link_reports_what_it_can_do_and_writes_nothing() {
     .await;
     let Ok(view) = view else { panic!("{view:?}") };
     assert_eq!(view.state, LinkState::Confirmable);
+    // Who asks and whom, as registered: the business name first, the name's empty part left out.
+    assert_eq!(
+        (view.merchant.as_str(), view.receiver_name.as_str()),
+        ("Acme Payroll", "Ada Lovelace")
+    );
     assert_eq!(view.method, PayoutMethod::DirectEntry);
     assert_eq!(
         view.masked_details,
