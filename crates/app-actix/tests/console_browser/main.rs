@@ -288,6 +288,7 @@ async fn with_javascript_off_the_pages_that_read_still_work() {
         ("/files", "Bank files"),
         ("/ledger?run=1", "Ledger check"),
         ("/answers", "Bank answers"),
+        ("/confirmations", "Confirmation requests"),
         ("/webhooks", "Webhooks"),
         ("/funding", "Funding"),
         ("/operators", "Operators"),
