@@ -37,9 +37,11 @@ pub fn age(span: chrono::Duration) -> String {
     }
 }
 
-/// Bytes as lower-case hexadecimal (a SHA-256).
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// `value` percent-encoded for a link's query or path (`application/x-www-form-urlencoded`).
+pub fn urlencode(value: &str) -> String {
+    serde_urlencoded::to_string([("v", value)])
+        .map(|s| s.trim_start_matches("v=").to_owned())
+        .unwrap_or_default()
 }
 
 /// A payout's status as a badge whose colour says whether it is done, failed or waiting.

@@ -386,7 +386,7 @@ impl NotificationStore for PgStore {
             if live_link == 0 {
                 return Ok(Resend::LinkSpent);
             }
-            diesel::update(notifications::table)
+            let updated = diesel::update(notifications::table)
                 .filter(notifications::id.eq(id.as_uuid()))
                 .filter(notifications::subaccount_id.eq(subaccount))
                 .filter(notifications::status.eq(NotificationStatus::Failed.as_str()))
@@ -399,6 +399,10 @@ impl NotificationStore for PgStore {
                 ))
                 .execute(conn)
                 .await?;
+            // The row is locked, so this holds; the conditional write keeps it true anyway.
+            if updated != 1 {
+                return Ok(Resend::NotFailed(NotificationStatus::Pending));
+            }
             insert_audit(conn, audit).await?;
             Ok(Resend::Queued)
         })

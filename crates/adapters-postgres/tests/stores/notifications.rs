@@ -453,3 +453,42 @@ async fn a_failed_request_is_sent_again_only_while_its_link_can_confirm() {
         .unwrap();
     assert_eq!(still.iter().map(|n| n.id).collect::<Vec<_>>(), [second]);
 }
+
+#[tokio::test]
+async fn two_operators_sending_one_failed_request_again_queue_it_once() {
+    use domain::account::notification::ports::Resend;
+
+    let fx = Fixture::new().await;
+    let sub = fx.subaccount("Acme").await.id;
+    let queued_ones = queue(&fx, sub, 1).await;
+    let failed = &queued_ones[0];
+    let outcome = NotificationOutcome::Failed {
+        at: at(T0),
+        error: "rejected".to_owned(),
+    };
+    assert!(fx.store.record_outcome(failed, &outcome).await.unwrap());
+    let now = at(T0 + 3_600 * SECOND);
+    let (one, other) = (Arc::new(fx.store.clone()), Arc::new(fx.store.clone()));
+    let id = failed.id;
+    let (a, b) = tokio::join!(
+        tokio::spawn(async move {
+            one.resend_failed(id, now, &crate::support::audit_entry())
+                .await
+        }),
+        tokio::spawn(async move {
+            other
+                .resend_failed(id, now, &crate::support::audit_entry())
+                .await
+        }),
+    );
+    let mut answers = vec![a.unwrap().unwrap(), b.unwrap().unwrap()];
+    answers.sort_by_key(|r| matches!(r, Resend::Queued));
+    assert_eq!(
+        answers,
+        [
+            Resend::NotFailed(NotificationStatus::Pending),
+            Resend::Queued
+        ],
+        "the row lock lets one through; the other sees it pending"
+    );
+}

@@ -9,7 +9,7 @@ use maud::{Markup, html};
 use serde::Deserialize;
 
 use crate::error::ConsoleError;
-use crate::fmt::when;
+use crate::fmt::{urlencode, when};
 use crate::layout::{Header, page};
 use crate::nav::Section;
 use crate::pages::html;
@@ -68,12 +68,6 @@ fn row(entry: &AuditEntry) -> Markup {
             }
         }
     }
-}
-
-fn urlencode(value: &str) -> String {
-    serde_urlencoded::to_string([("v", value)])
-        .map(|s| s.trim_start_matches("v=").to_owned())
-        .unwrap_or_default()
 }
 
 /// `GET /audit`.

@@ -14,7 +14,7 @@ use maud::{Markup, html};
 use serde::Deserialize;
 
 use crate::error::ConsoleError;
-use crate::fmt::{hex, when};
+use crate::fmt::when;
 use crate::layout::{Header, page};
 use crate::nav::Section;
 use crate::pages::html;
@@ -151,7 +151,7 @@ fn file_page(signed_in: &SignedIn, answered: &AnsweredFile) -> Markup {
             @if let Some(at) = file.uploaded_at { dt { "Uploaded" } dd { (when(at)) } }
             @if let Some(at) = file.answered_at { dt { "Answered" } dd { (when(at)) } }
             dt { "Size" } dd { (file.bytes.len()) " bytes" }
-            dt { "SHA-256" } dd { code.mono { (hex(&file.sha256)) } }
+            dt { "SHA-256" } dd { code.mono { (hex::encode(file.sha256)) } }
         }
         @if may_download {
             form.inline method="post" action=(format!("/files/{}/download", file.id)) {

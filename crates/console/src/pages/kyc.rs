@@ -11,7 +11,7 @@ use maud::{Markup, html};
 use serde::Deserialize;
 
 use crate::error::ConsoleError;
-use crate::fmt::when;
+use crate::fmt::{age, when};
 use crate::layout::{Header, page};
 use crate::nav::Section;
 use crate::pages::{html, see_other};
@@ -37,12 +37,7 @@ pub struct DecisionForm {
 }
 
 fn waiting(receiver: &Receiver) -> String {
-    let minutes = (Utc::now() - receiver.created_at).num_minutes().max(0);
-    match minutes {
-        0..60 => format!("{minutes} min"),
-        60..2880 => format!("{} h", minutes / 60),
-        _ => format!("{} days", minutes / 1440),
-    }
+    age(Utc::now() - receiver.created_at)
 }
 
 fn decision_form(signed_in: &SignedIn, receiver: &Receiver) -> Markup {
@@ -63,16 +58,7 @@ fn decision_form(signed_in: &SignedIn, receiver: &Receiver) -> Markup {
 }
 
 fn card(signed_in: &SignedIn, receiver: &Receiver, may_decide: bool) -> Markup {
-    let name = [
-        &receiver.first_name,
-        &receiver.middle_name,
-        &receiver.last_name,
-    ]
-    .iter()
-    .filter(|p| !p.is_empty())
-    .map(|p| p.as_str())
-    .collect::<Vec<_>>()
-    .join(" ");
+    let name = receiver.full_name();
     html! {
         article.card aria-labelledby=(format!("r-{}", receiver.id)) {
             h2 id=(format!("r-{}", receiver.id)) { (name) }

@@ -18,7 +18,7 @@ use maud::{Markup, html};
 use serde::Deserialize;
 
 use crate::error::ConsoleError;
-use crate::fmt::{hex, money, status_badge, when};
+use crate::fmt::{money, status_badge, urlencode, when};
 use crate::layout::{Header, page};
 use crate::nav::Section;
 use crate::pages::{html, see_other};
@@ -151,11 +151,7 @@ pub async fn search(
     let id = query.id.trim();
     if !id.is_empty() {
         // An id is a place, not a filter: go to its story (an unknown one says so there).
-        let target = serde_urlencoded::to_string([("v", id)]).unwrap_or_default();
-        return Ok(see_other(&format!(
-            "/payouts/{}",
-            target.trim_start_matches("v=")
-        )));
+        return Ok(see_other(&format!("/payouts/{}", urlencode(id))));
     }
     let search = PayoutSearch::parse(&query.form()).map_err(refusal)?;
     let (payouts, next) = console
@@ -327,7 +323,7 @@ fn file_facts(filed: &FiledPayment) -> Markup {
             dt { "Method" } dd { (file.method.name()) }
             dt { "Payouts" } dd { (file.payouts) }
             dt { "Size" } dd { (file.size) " bytes" }
-            dt { "SHA-256" } dd { code.mono { (hex(&file.sha256)) } }
+            dt { "SHA-256" } dd { code.mono { (hex::encode(file.sha256)) } }
             dt { "Effective" } dd { (file.effective_date.format("%Y-%m-%d")) }
             dt { "Written" } dd { (when(file.created_at)) }
             @if let Some(at) = filed.uploaded_at { dt { "Uploaded" } dd { (when(at)) } }

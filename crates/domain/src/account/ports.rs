@@ -53,16 +53,6 @@ impl MerchantNames {
     }
 }
 
-/// Names as a person reads them: the non-empty parts, trimmed, separated by one space.
-pub fn joined_name(parts: &[String]) -> String {
-    parts
-        .iter()
-        .map(|part| part.trim())
-        .filter(|part| !part.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// Why an account could not be stored.
 #[derive(Debug, thiserror::Error)]
 pub enum InsertAccountError {
@@ -201,13 +191,5 @@ mod tests {
         };
         assert_eq!(names("Acme Payroll", "acme").shown(), "Acme Payroll");
         assert_eq!(names("  ", " acme ").shown(), "acme");
-    }
-
-    #[test]
-    fn a_name_joins_its_non_empty_parts() {
-        let parts = |p: [&str; 3]| p.map(str::to_owned);
-        assert_eq!(joined_name(&parts(["Ada", "", "Lovelace"])), "Ada Lovelace");
-        assert_eq!(joined_name(&parts([" Ada ", "B.", "King"])), "Ada B. King");
-        assert_eq!(joined_name(&parts(["", "", ""])), "");
     }
 }

@@ -498,7 +498,7 @@ impl AccountService {
         let state = link_state(&found, self.clock.now()).ok_or(ConfirmError::Invalid)?;
         Ok(ConfirmationView {
             merchant: found.merchant.shown().to_owned(),
-            receiver_name: super::ports::joined_name(&found.receiver_names),
+            receiver_name: crate::receiver::full_name(found.receiver_names),
             method: found.account.method,
             masked_details: found.account.data.masked(),
             state,

@@ -70,3 +70,33 @@ pub struct Receiver {
     /// When it last changed.
     pub updated_at: DateTime<Utc>,
 }
+
+impl Receiver {
+    /// The receiver's name as a person reads it ([`full_name`]).
+    pub fn full_name(&self) -> String {
+        full_name([&self.first_name, &self.middle_name, &self.last_name])
+    }
+}
+
+/// A name as a person reads it: the non-empty parts (first, middle, last), trimmed, separated
+/// by one space.
+pub fn full_name<S: AsRef<str>>(parts: [S; 3]) -> String {
+    parts
+        .iter()
+        .map(|part| part.as_ref().trim())
+        .filter(|part| !part.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod name_tests {
+    use super::full_name;
+
+    #[test]
+    fn a_name_joins_its_non_empty_parts() {
+        assert_eq!(full_name(["Ada", "", "Lovelace"]), "Ada Lovelace");
+        assert_eq!(full_name([" Ada ", "B.", "King"]), "Ada B. King");
+        assert_eq!(full_name(["", " ", ""]), "");
+    }
+}
