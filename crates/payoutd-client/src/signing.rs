@@ -141,7 +141,15 @@ impl Signer {
     /// the last nonce handed out when that is not smaller (several requests within one
     /// millisecond, or a clock that stepped back), so no two are ever equal.
     pub fn next_nonce(&self) -> u64 {
-        let now = unix_millis();
+        self.next_nonce_at(unix_millis())
+    }
+
+    /// The next nonce of this API key by a clock of the caller's: `now_millis` (Unix time in
+    /// milliseconds), or one more than the last nonce handed out when that is not smaller. For
+    /// a client whose notion of now is not the system clock's (a test or a demo that runs on
+    /// another date), with [`Signer::signature`].
+    pub fn next_nonce_at(&self, now_millis: u64) -> u64 {
+        let now = now_millis;
         let mut last = self.nonces.load(Ordering::Relaxed);
         loop {
             let next = now.max(last.saturating_add(1));
@@ -336,6 +344,16 @@ mod tests {
             assert!(seen.insert(nonce));
             last = nonce;
         }
+    }
+
+    #[test]
+    fn nonces_by_a_callers_clock_follow_it_and_never_repeat() {
+        let signer = Signer::new("pk_clock_test", "s");
+        let two_days_ago = unix_millis() - 2 * 86_400_000;
+        assert_eq!(signer.next_nonce_at(two_days_ago), two_days_ago);
+        assert_eq!(signer.next_nonce_at(two_days_ago), two_days_ago + 1);
+        assert_eq!(signer.next_nonce_at(two_days_ago - 5), two_days_ago + 2);
+        assert_eq!(signer.next_nonce_at(two_days_ago + 10), two_days_ago + 10);
     }
 
     #[test]
