@@ -432,6 +432,40 @@ pub enum TargetRefused {
     },
 }
 
+/// The guard as the domain asks it before a webhook URL is stored (the CLI's and the
+/// console's `set-webhook`): [`check_url`] with the deployment's `allow_private`.
+#[derive(Debug, Clone, Copy)]
+pub struct TargetGuard {
+    allow_private: bool,
+}
+
+impl TargetGuard {
+    /// The guard of a deployment that does (sandbox, a local test) or does not allow private
+    /// and loopback receivers (`PAYOUT_WEBHOOK_ALLOW_PRIVATE`).
+    pub const fn new(allow_private: bool) -> Self {
+        Self { allow_private }
+    }
+}
+
+impl domain::delivery::ports::WebhookTargetGuard for TargetGuard {
+    fn check_target(&self, url: &str) -> Result<(), domain::delivery::ports::TargetRefused> {
+        check_url(url, self.allow_private).map(drop).map_err(|e| {
+            // The hint names the setting only where it would let a local receiver in (not for
+            // multicast, reserved, unspecified or documentation addresses).
+            let hint = match &e {
+                TargetRefused::ForbiddenAddress { range, .. }
+                    if !self.allow_private && range.is_private_network() =>
+                {
+                    " (private and loopback receivers are allowed only with \
+                     PAYOUT_WEBHOOK_ALLOW_PRIVATE=true, the default in sandbox mode)"
+                }
+                _ => "",
+            };
+            domain::delivery::ports::TargetRefused(format!("{e}{hint}"))
+        })
+    }
+}
+
 /// Parses `raw` as a webhook target: http or https, without credentials or control
 /// characters, with a host and a port other than 0, and a host that, when it is a literal IP
 /// address, is allowed ([`refused_range`]). Literal addresses are judged in the form the URL

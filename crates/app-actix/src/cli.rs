@@ -480,38 +480,6 @@ fn subaccount_id(raw: &str) -> anyhow::Result<SubaccountId> {
     SubaccountId::parse(raw).with_context(|| format!("invalid --subaccount {raw:?}: not a UUID"))
 }
 
-/// Refuses a postback URL (given as `flag`) payoutd could never send to (the delivery worker's own guard: a
-/// scheme other than http(s), credentials, a bad port or host, a literal address that is not a
-/// globally reachable host unless private targets are allowed), with the guard's message.
-fn check_webhook_target(flag: &str, url: &str) -> anyhow::Result<()> {
-    let allow_private = crate::config::webhook_targets_may_be_private()?;
-    adapters_webhook::guard::check_url(url.trim(), allow_private)
-        .map(drop)
-        .map_err(|e| anyhow::anyhow!("{}", refused_target(flag, &e, allow_private)))
-}
-
-/// The message of a refused postback URL: the guard's, with the hint to allow private targets
-/// only where that would let a local receiver in (not for multicast, reserved, unspecified or
-/// documentation addresses, which no setting makes a receiver of a local setup).
-fn refused_target(
-    flag: &str,
-    e: &adapters_webhook::guard::TargetRefused,
-    allow_private: bool,
-) -> String {
-    use adapters_webhook::guard::TargetRefused;
-    match e {
-        TargetRefused::ForbiddenAddress { range, .. }
-            if !allow_private && range.is_private_network() =>
-        {
-            format!(
-                "invalid {flag}: {e} (private and loopback receivers are allowed only with \
-                 PAYOUT_WEBHOOK_ALLOW_PRIVATE=true, the default in sandbox mode)"
-            )
-        }
-        e => format!("invalid {flag}: {e}"),
-    }
-}
-
 /// Creates the subaccount; with a postback URL, also issues its webhook signing secret (a URL
 /// without a secret could not be signed for).
 fn parse_policy(raw: &str) -> anyhow::Result<SignaturePolicy> {
@@ -527,8 +495,9 @@ async fn create_subaccount(
     postback_url: Option<&str>,
     policy: Option<SignaturePolicy>,
 ) -> Result<Value, AdminError> {
+    // Checked before the subaccount is created, so a refused URL leaves nothing behind.
     if let Some(url) = postback_url {
-        domain::admin::parse_postback_url(url)?;
+        service.check_webhook_target(url)?;
     }
     let subaccount = service.create_subaccount(name, email, None).await?;
     let mut policy_now = subaccount.signature_policy;
@@ -561,7 +530,12 @@ async fn admin(command: AdminCommand) -> anyhow::Result<Output> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let ids: Arc<dyn IdGenerator> = Arc::new(RandomIds::default());
     let service = AdminService::new(
-        AdminPorts::all(store.clone()),
+        AdminPorts::all(
+            store.clone(),
+            Arc::new(adapters_webhook::guard::TargetGuard::new(
+                crate::config::webhook_targets_may_be_private()?,
+            )),
+        ),
         clock,
         ids,
         crate::admin_console::cli_context(),
@@ -596,9 +570,6 @@ async fn admin(command: AdminCommand) -> anyhow::Result<Output> {
             return crate::admin_rails::show_inbound(store, &args).await;
         }
         AdminCommand::CreateSubaccount { name, email, postback_url, signature_policy } => {
-            if let Some(url) = &postback_url {
-                check_webhook_target("--postback-url", url)?;
-            }
             let policy = signature_policy.as_deref().map(parse_policy).transpose()?;
             create_subaccount(&service, &name, email.as_deref(), postback_url.as_deref(), policy)
                 .await
@@ -611,7 +582,6 @@ async fn admin(command: AdminCommand) -> anyhow::Result<Output> {
             service.revoke_key(&api_key).await.map(|()| json!({"api_key": api_key, "revoked": true}))
         }
         AdminCommand::SetWebhook { subaccount, url } => {
-            check_webhook_target("--url", &url)?;
             service
                 .set_webhook(subaccount_id(&subaccount)?, &url)
                 .await

@@ -53,7 +53,11 @@ pub fn bank_files(store: &Arc<PgStore>) -> domain::rail::bank_files::BankFiles {
 ///
 /// # Errors
 /// When the password hasher cannot be built.
-pub fn console_state(store: &PgStore, settings: &ConsoleConfig) -> anyhow::Result<Console> {
+pub fn console_state(
+    store: &PgStore,
+    settings: &ConsoleConfig,
+    allow_private_targets: bool,
+) -> anyhow::Result<Console> {
     let store = Arc::new(store.clone());
     Ok(Console {
         operators: Arc::new(operator_service(&store, settings.sessions)?),
@@ -62,7 +66,12 @@ pub fn console_state(store: &PgStore, settings: &ConsoleConfig) -> anyhow::Resul
             Arc::new(SystemClock),
             Arc::new(RandomIds::default()),
         )),
-        admin: domain::admin::AdminPorts::all(store.clone()),
+        admin: domain::admin::AdminPorts::all(
+            store.clone(),
+            Arc::new(adapters_webhook::guard::TargetGuard::new(
+                allow_private_targets,
+            )),
+        ),
         stories: domain::payout_story::PayoutStories::new(store.clone()),
         files: bank_files(&store),
         confirmations: domain::account::notification::resend::ConfirmationRequests::new(
@@ -102,7 +111,11 @@ pub fn build(
     store: &PgStore,
     shutdown_secs: u64,
 ) -> anyhow::Result<ConsoleServer> {
-    let state = web::Data::new(console_state(store, settings)?);
+    let state = web::Data::new(console_state(
+        store,
+        settings,
+        config.delivery.allow_private_targets,
+    )?);
     let transport = web::Data::new(Transport {
         tls: settings.tls.is_some(),
     });

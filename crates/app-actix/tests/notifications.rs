@@ -64,7 +64,10 @@ async fn world(port: u16, email: &str, max_attempts: u32) -> World {
     let vault = Vault::new(&Secret::new([7u8; 32])).unwrap();
     let store = PgStore::new(pool, Arc::new(vault));
     let admin = AdminService::new(
-        AdminPorts::all(Arc::new(store.clone())),
+        AdminPorts::all(
+            Arc::new(store.clone()),
+            Arc::new(adapters_webhook::guard::TargetGuard::new(true)),
+        ),
         Arc::new(SystemClock),
         Arc::new(RandomIds::default()),
         domain::audit::AuditContext::cli(Some("test")),

@@ -15,7 +15,7 @@ use crate::auth::SignaturePolicy;
 use crate::auth::ports::ApiKeyStore;
 use crate::delivery::history::EventHistoryStore;
 use crate::delivery::history::{EventStatus, EventSummary, ResendSelection};
-use crate::delivery::ports::WebhookEndpointStore;
+use crate::delivery::ports::{WebhookEndpointStore, WebhookTargetGuard};
 use crate::error::OperatorError;
 use crate::error::PortError;
 use crate::ids::{
@@ -54,6 +54,9 @@ pub enum AdminError {
     /// The event does not exist.
     #[error("event not found")]
     EventNotFound,
+    /// The webhook URL is one the delivery worker would refuse to send to.
+    #[error("invalid postback URL: {0}")]
+    TargetRefused(String),
     /// Infrastructure failure.
     #[error(transparent)]
     Port(#[from] PortError),
@@ -92,11 +95,14 @@ pub struct AdminPorts {
     pub ledger: Arc<dyn LedgerStore>,
     /// The outbox's history and resends.
     pub events: Arc<dyn EventHistoryStore>,
+    /// The delivery worker's address guard, asked before a webhook URL is stored.
+    pub targets: Arc<dyn WebhookTargetGuard>,
 }
 
 impl AdminPorts {
-    /// Every job served by one store that implements them all (the PostgreSQL adapter).
-    pub fn all<S>(store: Arc<S>) -> Self
+    /// Every store job served by one store that implements them all (the PostgreSQL adapter),
+    /// with the webhook address guard `targets`.
+    pub fn all<S>(store: Arc<S>, targets: Arc<dyn WebhookTargetGuard>) -> Self
     where
         S: SubaccountSetupStore
             + ApiKeyStore
@@ -111,6 +117,7 @@ impl AdminPorts {
             webhooks: store.clone(),
             ledger: store.clone(),
             events: store,
+            targets,
         }
     }
 }
@@ -225,6 +232,21 @@ impl AdminService {
         )
     }
 
+    /// `raw` as a webhook URL payoutd may deliver to: an absolute http(s) URL
+    /// ([`parse_postback_url`]) that the delivery worker's address guard accepts.
+    ///
+    /// # Errors
+    /// [`AdminError::Invalid`] for a malformed URL, [`AdminError::TargetRefused`] for one the
+    /// guard refuses.
+    pub fn check_webhook_target(&self, raw: &str) -> Result<String, AdminError> {
+        let url = parse_postback_url(raw)?;
+        self.ports
+            .targets
+            .check_target(&url)
+            .map_err(|refused| AdminError::TargetRefused(refused.0))?;
+        Ok(url)
+    }
+
     /// Creates a subaccount (and a merchant id for it).
     pub async fn create_subaccount(
         &self,
@@ -243,7 +265,9 @@ impl AdminService {
                 .to_owned(),
             None => String::new(),
         };
-        let postback_url = postback_url.map(parse_postback_url).transpose()?;
+        let postback_url = postback_url
+            .map(|url| self.check_webhook_target(url))
+            .transpose()?;
         let subaccount = Subaccount {
             id: SubaccountId::from_uuid(self.ids.new_id()),
             merchant_id: MerchantId::from_uuid(self.ids.new_id()),
@@ -348,7 +372,7 @@ impl AdminService {
         subaccount: SubaccountId,
         url: &str,
     ) -> Result<(String, Secret<String>), AdminError> {
-        let url = parse_postback_url(url)?;
+        let url = self.check_webhook_target(url)?;
         let secret = Secret::new(format!(
             "whsec_{}",
             STANDARD.encode(self.ids.random_bytes())
@@ -588,12 +612,24 @@ mod tests {
     use super::*;
     use crate::auth::ports::MockApiKeyStore;
     use crate::delivery::history::MockEventHistoryStore;
-    use crate::delivery::ports::MockWebhookEndpointStore;
+    use crate::delivery::ports::{MockWebhookEndpointStore, MockWebhookTargetGuard, TargetRefused};
     use crate::ledger::MockLedgerStore;
     use crate::ports::{MockClock, MockIdGenerator};
     use crate::subaccount::ports::MockSubaccountSetupStore;
 
     fn service(ledger: MockLedgerStore) -> AdminService {
+        with_ports(
+            ledger,
+            MockWebhookEndpointStore::new(),
+            MockWebhookTargetGuard::new(),
+        )
+    }
+
+    fn with_ports(
+        ledger: MockLedgerStore,
+        webhooks: MockWebhookEndpointStore,
+        targets: MockWebhookTargetGuard,
+    ) -> AdminService {
         let mut clock = MockClock::new();
         clock
             .expect_now()
@@ -604,9 +640,10 @@ mod tests {
             AdminPorts {
                 subaccounts: Arc::new(MockSubaccountSetupStore::new()),
                 keys: Arc::new(MockApiKeyStore::new()),
-                webhooks: Arc::new(MockWebhookEndpointStore::new()),
+                webhooks: Arc::new(webhooks),
                 ledger: Arc::new(ledger),
                 events: Arc::new(MockEventHistoryStore::new()),
+                targets: Arc::new(targets),
             },
             Arc::new(clock),
             Arc::new(ids),
@@ -666,6 +703,63 @@ mod tests {
             );
         }
         assert!(FundingReason::parse(&"x".repeat(500)).is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_webhook_url_the_guard_refuses_is_never_stored() {
+        let sub = SubaccountId::from_uuid(Uuid::from_u128(7));
+        let mut webhooks = MockWebhookEndpointStore::new();
+        webhooks.expect_set_webhook().never();
+        let mut targets = MockWebhookTargetGuard::new();
+        targets
+            .expect_check_target()
+            .withf(|url| url == "http://10.0.0.5/hooks")
+            .times(1)
+            .returning(|_| Err(TargetRefused("10.0.0.5 is a private address".to_owned())));
+        let admin = with_ports(MockLedgerStore::new(), webhooks, targets);
+        let refused = admin.set_webhook(sub, " http://10.0.0.5/hooks ").await;
+        assert!(
+            matches!(&refused, Err(AdminError::TargetRefused(why)) if why.contains("private")),
+            "{refused:?}"
+        );
+        // A malformed URL is refused before the guard is asked.
+        let mut targets = MockWebhookTargetGuard::new();
+        targets.expect_check_target().never();
+        let mut webhooks = MockWebhookEndpointStore::new();
+        webhooks.expect_set_webhook().never();
+        let admin = with_ports(MockLedgerStore::new(), webhooks, targets);
+        assert!(matches!(
+            admin.set_webhook(sub, "ftp://x").await,
+            Err(AdminError::Invalid { field: "url", .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_webhook_url_the_guard_accepts_is_stored_with_a_new_secret() {
+        let sub = SubaccountId::from_uuid(Uuid::from_u128(7));
+        let mut targets = MockWebhookTargetGuard::new();
+        targets.expect_check_target().times(1).returning(|_| Ok(()));
+        let mut webhooks = MockWebhookEndpointStore::new();
+        webhooks
+            .expect_set_webhook()
+            .withf(move |s, url, secret, audit| {
+                *s == sub
+                    && url == "https://hooks.example.com/p"
+                    && secret.expose().starts_with("whsec_")
+                    && audit.action == AuditAction::WebhookSet
+            })
+            .times(1)
+            .returning(|_, _, _, _| Ok(()));
+        let mut admin = with_ports(MockLedgerStore::new(), webhooks, targets);
+        let mut ids = MockIdGenerator::new();
+        ids.expect_new_id().returning(Uuid::new_v4);
+        ids.expect_random_bytes().returning(|| [7; 32]);
+        admin.ids = Arc::new(ids);
+        let (url, _) = admin
+            .set_webhook(sub, "https://hooks.example.com/p")
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(url, "https://hooks.example.com/p");
     }
 
     #[test]

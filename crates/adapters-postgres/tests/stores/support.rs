@@ -97,10 +97,18 @@ pub fn store_for(url: &str, master_key: [u8; 32]) -> PgStore {
     PgStore::new(pool, Arc::new(vault))
 }
 
+/// The webhook address guard is the delivery adapter's (tested there); these tests store
+/// whatever URL they set, as with private targets allowed.
+fn any_target() -> domain::delivery::ports::MockWebhookTargetGuard {
+    let mut targets = domain::delivery::ports::MockWebhookTargetGuard::new();
+    targets.expect_check_target().returning(|_| Ok(()));
+    targets
+}
+
 /// `AdminService` over `store` with a fixed clock and random ids.
 pub fn admin(store: &PgStore) -> AdminService {
     AdminService::new(
-        AdminPorts::all(Arc::new(store.clone())),
+        AdminPorts::all(Arc::new(store.clone()), Arc::new(any_target())),
         Arc::new(FixedClock(at(1_700_000_000_000_000))),
         Arc::new(RandomIds),
         AuditContext::cli(Some("store-tests")),

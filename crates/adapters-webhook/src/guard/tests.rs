@@ -757,3 +757,30 @@ fn private_networks_are_exactly_what_allowing_private_targets_lets_in_for_a_loca
         assert_eq!(range.is_private_network(), private, "{text}: {range:?}");
     }
 }
+
+#[test]
+fn the_domains_guard_refuses_what_the_worker_would_and_says_how_to_allow_a_local_receiver() {
+    use domain::delivery::ports::WebhookTargetGuard;
+    let production = TargetGuard::new(false);
+    assert!(production.check_target("https://example.com/hooks").is_ok());
+    let Err(local) = production.check_target("http://127.0.0.1:9000/hooks") else {
+        panic!("loopback is refused in production");
+    };
+    assert!(local.0.contains("127.0.0.1"), "{local}");
+    assert!(
+        local.0.contains("PAYOUT_WEBHOOK_ALLOW_PRIVATE=true"),
+        "{local}"
+    );
+    // No setting makes a documentation address a receiver: no hint.
+    let Err(doc) = production.check_target("http://192.0.2.1/") else {
+        panic!("documentation addresses are refused");
+    };
+    assert!(!doc.0.contains("PAYOUT_WEBHOOK_ALLOW_PRIVATE"), "{doc}");
+    let Err(creds) = production.check_target("https://user:pw@example.com/") else {
+        panic!("credentials are refused");
+    };
+    assert!(!creds.0.contains("pw"), "{creds}");
+    let sandbox = TargetGuard::new(true);
+    assert!(sandbox.check_target("http://127.0.0.1:9000/hooks").is_ok());
+    assert!(sandbox.check_target("http://0.0.0.0/").is_err());
+}

@@ -185,7 +185,10 @@ async fn spawn_built(
     tokio::spawn(app.run_until_stopped());
     let store = build_store(&config).unwrap();
     let admin = AdminService::new(
-        AdminPorts::all(Arc::new(store)),
+        AdminPorts::all(
+            Arc::new(store),
+            Arc::new(adapters_webhook::guard::TargetGuard::new(true)),
+        ),
         Arc::new(SystemClock),
         Arc::new(RandomIds::default()),
         domain::audit::AuditContext::cli(Some("test")),

@@ -17,7 +17,10 @@ use crate::helpers::{TestApp, spawn_app, tenant};
 
 fn admin_of(store: PgStore) -> AdminService {
     AdminService::new(
-        AdminPorts::all(Arc::new(store)),
+        AdminPorts::all(
+            Arc::new(store),
+            Arc::new(adapters_webhook::guard::TargetGuard::new(true)),
+        ),
         Arc::new(SystemClock),
         Arc::new(RandomIds::default()),
         domain::audit::AuditContext::cli(Some("test")),

@@ -106,6 +106,27 @@ pub trait DeliveryStore: Send + Sync {
     ) -> Result<Vec<bool>, PortError>;
 }
 
+/// Why a webhook URL was refused: the guard's words, fit to show the operator (they name the
+/// host and the address, never the rest of the URL).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct TargetRefused(pub String);
+
+/// The delivery worker's address guard, asked before an endpoint is stored: a URL the worker
+/// would refuse to deliver to (a scheme other than http(s), credentials, port 0, a literal
+/// address inside a private, loopback, link-local or reserved range unless the deployer allows
+/// private targets) is refused when it is set, by the CLI and the console alike, not discovered
+/// at the first delivery.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait WebhookTargetGuard: Send + Sync {
+    /// Checks `url` (already trimmed).
+    ///
+    /// # Errors
+    /// [`TargetRefused`] with the reason when deliveries to `url` would be refused. Host names
+    /// are not resolved here (the worker checks what they resolve to at each connection).
+    fn check_target(&self, url: &str) -> Result<(), TargetRefused>;
+}
+
 /// Webhook endpoints as operators set them up (admin CLI): URL and signing secrets.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
