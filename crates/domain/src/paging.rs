@@ -20,6 +20,25 @@ pub struct Position {
     pub id: Uuid,
 }
 
+impl Position {
+    /// As it travels in a console link: `<microseconds since the epoch>.<id>`.
+    pub fn encode(&self) -> String {
+        format!("{}.{}", self.created_at.timestamp_micros(), self.id)
+    }
+
+    /// The position [`Position::encode`] wrote, or `None` for anything else.
+    pub fn decode(raw: &str) -> Option<Self> {
+        let (micros, id) = raw.split_once('.')?;
+        if micros.len() > 20 || id.len() != 36 {
+            return None;
+        }
+        Some(Self {
+            created_at: DateTime::from_timestamp_micros(micros.parse().ok()?)?,
+            id: Uuid::parse_str(id).ok()?,
+        })
+    }
+}
+
 /// Which page to read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PageRequest {

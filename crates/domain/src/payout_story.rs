@@ -12,6 +12,7 @@ use crate::delivery::history::EventSummary;
 use crate::error::PortError;
 use crate::ids::{PayoutId, ReceiverId, SubaccountId};
 use crate::ledger::LedgerEntry;
+use crate::paging::Position;
 use crate::payout::query::PayoutFilter;
 use crate::payout::{Payout, PayoutStatus};
 use crate::rail::inbound_ports::ReportListing;
@@ -142,17 +143,21 @@ impl PayoutCursor {
         }
     }
 
-    /// As it travels in a link: `<microseconds since the epoch>.<payout id>`.
+    /// As it travels in a link ([`Position::encode`]).
     pub fn encode(&self) -> String {
-        format!("{}.{}", self.created_at.timestamp_micros(), self.id)
+        Position {
+            created_at: self.created_at,
+            id: self.id.as_uuid(),
+        }
+        .encode()
     }
 
     /// The cursor [`PayoutCursor::encode`] wrote, or `None` for anything else.
     pub fn decode(raw: &str) -> Option<Self> {
-        let (micros, id) = raw.split_once('.')?;
+        let position = Position::decode(raw)?;
         Some(Self {
-            created_at: DateTime::from_timestamp_micros(micros.parse().ok()?)?,
-            id: PayoutId::parse(id)?,
+            created_at: position.created_at,
+            id: PayoutId::from_uuid(position.id),
         })
     }
 }

@@ -1,4 +1,6 @@
-//! `SubaccountStore` on PostgreSQL.
+//! `SubaccountStore` on PostgreSQL, and the operators' `SubaccountDirectory` ([`directory`]).
+
+mod directory;
 
 use async_trait::async_trait;
 use diesel::prelude::*;

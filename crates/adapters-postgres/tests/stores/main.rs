@@ -24,5 +24,6 @@ mod rail_files;
 mod receivers;
 mod rotation;
 mod sets_at_once;
+mod subaccount_directory;
 mod support;
 mod test_databases;

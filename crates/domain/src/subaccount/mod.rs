@@ -1,5 +1,6 @@
 //! Subaccounts (the tenants), their balances and fee templates.
 
+pub mod directory;
 pub mod ports;
 pub mod service;
 
