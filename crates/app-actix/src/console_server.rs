@@ -72,6 +72,7 @@ pub fn console_state(
                 allow_private_targets,
             )),
         ),
+        subaccounts: domain::subaccount::directory::Subaccounts::new(store.clone()),
         stories: domain::payout_story::PayoutStories::new(store.clone()),
         files: bank_files(&store),
         confirmations: domain::account::notification::resend::ConfirmationRequests::new(

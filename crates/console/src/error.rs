@@ -41,6 +41,19 @@ pub enum ConsoleError {
     Port(#[from] PortError),
 }
 
+impl From<domain::admin::AdminError> for ConsoleError {
+    /// An admin use case's refusal: an unknown subaccount is not found, a failed store is a
+    /// failed store, anything else is the operator's input, said as the CLI says it.
+    fn from(e: domain::admin::AdminError) -> Self {
+        use domain::admin::AdminError;
+        match e {
+            AdminError::SubaccountNotFound => ConsoleError::NotFound,
+            AdminError::Port(e) => ConsoleError::Port(e),
+            other => ConsoleError::BadRequest(format!("Nothing was changed: {other}.")),
+        }
+    }
+}
+
 /// What a capability lets one do, in words.
 pub fn capability_words(capability: Capability) -> &'static str {
     match capability {

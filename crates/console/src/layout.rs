@@ -54,6 +54,20 @@ pub fn page(title: &str, header: Header<'_>, body: Markup) -> Markup {
     }
 }
 
+/// A table in a scrollable, keyboard-reachable region named by its caption: `id` names the
+/// caption (unique on the page), `columns` are the header cells, `rows` the body's rows.
+pub fn table(id: &str, caption: Markup, columns: &[&str], rows: Markup) -> Markup {
+    html! {
+        div.table-wrap role="region" aria-labelledby=(id) tabindex="0" {
+            table {
+                caption id=(id) { (caption) }
+                thead { tr { @for column in columns { th scope="col" { (column) } } } }
+                tbody { (rows) }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,5 +86,21 @@ mod tests {
         assert!(html.contains("a &amp; b"));
         assert!(html.contains(&assets::path(&assets::STYLESHEET)));
         assert!(html.contains("Skip to content"));
+    }
+
+    #[test]
+    fn a_table_is_a_region_named_by_its_caption() {
+        let html = table(
+            "keys-caption",
+            html! { "Keys" },
+            &["Key", "Issued"],
+            html! { tr { td { "pk_1" } td { "now" } } },
+        )
+        .into_string();
+        assert!(html.starts_with(
+            "<div class=\"table-wrap\" role=\"region\" aria-labelledby=\"keys-caption\" tabindex=\"0\">"
+        ));
+        assert!(html.contains("<caption id=\"keys-caption\">Keys</caption>"));
+        assert!(html.contains("<th scope=\"col\">Issued</th>"));
     }
 }

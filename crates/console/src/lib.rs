@@ -87,8 +87,49 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 "/confirmations/{id}/resend",
                 web::post().to(pages::confirmations::resend),
             )
+            .route("/subaccounts", web::get().to(pages::subaccounts::list))
+            .route(
+                "/subaccounts",
+                web::post().to(pages::subaccount_changes::create),
+            )
+            .route(
+                "/subaccounts/{id}",
+                web::get().to(pages::subaccounts::profile),
+            )
+            .route(
+                "/subaccounts/{id}/fund",
+                web::post().to(pages::subaccount_changes::fund),
+            )
+            .route(
+                "/subaccounts/{id}/fees",
+                web::post().to(pages::subaccount_changes::set_fee),
+            )
+            .route(
+                "/subaccounts/{id}/policy",
+                web::post().to(pages::subaccount_changes::set_policy),
+            )
+            .route(
+                "/subaccounts/{id}/keys",
+                web::post().to(pages::subaccount_changes::issue_key),
+            )
+            .route(
+                "/subaccounts/{id}/keys/revoke",
+                web::post().to(pages::subaccount_changes::revoke_key),
+            )
+            .route(
+                "/subaccounts/{id}/webhook",
+                web::post().to(pages::subaccount_changes::set_webhook),
+            )
+            .route(
+                "/subaccounts/{id}/webhook/rotate",
+                web::post().to(pages::subaccount_changes::rotate_webhook_secret),
+            )
             .route("/webhooks", web::get().to(pages::webhooks::page_of))
             .route("/webhooks/resend", web::post().to(pages::webhooks::resend))
+            .route(
+                "/webhooks/resend-range",
+                web::post().to(pages::webhooks::resend_range),
+            )
             .route("/funding", web::get().to(pages::funding::form))
             .route("/funding", web::post().to(pages::funding::fund))
             .route("/operators", web::get().to(pages::operators::list))

@@ -22,7 +22,9 @@ pub enum Section {
     Confirmations,
     /// The ledger check.
     Ledger,
-    /// Webhook events: resend one.
+    /// Subaccounts: balances, fees, keys, signature policy, webhook endpoint.
+    Subaccounts,
+    /// Webhook events: each subaccount's deliveries, resending.
     Webhooks,
     /// Crediting a subaccount's balance (admin).
     Funding,
@@ -34,12 +36,13 @@ pub enum Section {
 
 impl Section {
     /// Every section, in navigation order.
-    pub const ALL: [Section; 11] = [
+    pub const ALL: [Section; 12] = [
         Section::Overview,
         Section::Kyc,
         Section::Payouts,
         Section::BankFiles,
         Section::Answers,
+        Section::Subaccounts,
         Section::Webhooks,
         Section::Confirmations,
         Section::Ledger,
@@ -58,6 +61,7 @@ impl Section {
             Section::Ledger => "/ledger",
             Section::Answers => "/answers",
             Section::Confirmations => "/confirmations",
+            Section::Subaccounts => "/subaccounts",
             Section::Webhooks => "/webhooks",
             Section::Funding => "/funding",
             Section::Operators => "/operators",
@@ -75,6 +79,7 @@ impl Section {
             Section::Ledger => "Ledger check",
             Section::Answers => "Bank answers",
             Section::Confirmations => "Confirmations",
+            Section::Subaccounts => "Subaccounts",
             Section::Webhooks => "Webhooks",
             Section::Funding => "Funding",
             Section::Operators => "Operators",
@@ -90,6 +95,7 @@ impl Section {
             | Section::Payouts
             | Section::BankFiles
             | Section::Answers
+            | Section::Subaccounts
             | Section::Webhooks
             | Section::Confirmations
             | Section::Ledger => Capability::Read,

@@ -18,6 +18,8 @@ pub struct Console {
     pub operators: Arc<OperatorService>,
     /// KYC decisions and the queue.
     pub kyc: Arc<OperatorKycService>,
+    /// Subaccounts: the list and each one's profile.
+    pub subaccounts: domain::subaccount::directory::Subaccounts,
     /// Payout searches and stories.
     pub stories: PayoutStories,
     /// Bank files, their answers and downloads.

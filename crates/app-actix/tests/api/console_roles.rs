@@ -57,6 +57,49 @@ const ROUTES: &[(&str, &str, Option<Role>)] = &[
     ("POST", "/webhooks/resend", Some(Role::Operator)),
     ("GET", "/funding", Some(Role::Admin)),
     ("POST", "/funding", Some(Role::Admin)),
+    ("GET", "/subaccounts", Some(Role::Viewer)),
+    ("POST", "/subaccounts", Some(Role::Admin)),
+    (
+        "GET",
+        "/subaccounts/00000000-0000-4000-8000-000000000001",
+        Some(Role::Viewer),
+    ),
+    (
+        "POST",
+        "/subaccounts/00000000-0000-4000-8000-000000000001/fund",
+        Some(Role::Admin),
+    ),
+    (
+        "POST",
+        "/subaccounts/00000000-0000-4000-8000-000000000001/fees",
+        Some(Role::Admin),
+    ),
+    (
+        "POST",
+        "/subaccounts/00000000-0000-4000-8000-000000000001/policy",
+        Some(Role::Admin),
+    ),
+    (
+        "POST",
+        "/subaccounts/00000000-0000-4000-8000-000000000001/keys",
+        Some(Role::Admin),
+    ),
+    (
+        "POST",
+        "/subaccounts/00000000-0000-4000-8000-000000000001/keys/revoke",
+        Some(Role::Admin),
+    ),
+    (
+        "POST",
+        "/subaccounts/00000000-0000-4000-8000-000000000001/webhook",
+        Some(Role::Admin),
+    ),
+    (
+        "POST",
+        "/subaccounts/00000000-0000-4000-8000-000000000001/webhook/rotate",
+        Some(Role::Admin),
+    ),
+    ("POST", "/webhooks/resend-range", Some(Role::Operator)),
 ];
 
 async fn call(browser: &mut Browser, method: &str, path: &str, csrf: &str) -> crate::console::Page {
@@ -76,6 +119,19 @@ async fn call(browser: &mut Browser, method: &str, path: &str, csrf: &str) -> cr
                         ("asset", "AUD"),
                         ("amount", "1"),
                         ("reason", "role table"),
+                        // Every form parses; none of these changes anything (an empty name,
+                        // an unknown subaccount, a range that is not one), so an allowed
+                        // role is answered without a redirect.
+                        ("name", ""),
+                        ("fixed", "0"),
+                        ("percentage", "0"),
+                        ("min_amount", "0"),
+                        ("policy", "v2"),
+                        ("api_key", "pk_role_table"),
+                        ("url", "https://hooks.example.com/role-table"),
+                        ("overlap_hours", "1"),
+                        ("since", "not a time"),
+                        ("until", "not a time"),
                     ],
                 )
                 .await

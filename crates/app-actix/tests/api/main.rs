@@ -17,6 +17,7 @@ mod console_ledger;
 mod console_overview;
 mod console_payouts;
 mod console_roles;
+mod console_subaccounts;
 mod envelope;
 mod fuzz_regressions;
 mod helpers;

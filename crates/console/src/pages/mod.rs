@@ -11,6 +11,8 @@ pub mod kyc;
 pub mod ledger;
 pub mod operators;
 pub mod payouts;
+pub mod subaccount_changes;
+pub mod subaccounts;
 pub mod webhooks;
 
 use actix_web::HttpResponse;
