@@ -353,10 +353,21 @@ impl Browser {
             u64::from(width),
             "{name}: the viewport is the window's width"
         );
-        assert!(
-            wide <= inner,
-            "{name} at {width} px scrolls sideways ({wide} px wide)"
-        );
+        if wide > inner {
+            // Name the widest elements that stick out, so the fix is not a guess.
+            let culprits = self
+                .run(
+                    "const out = []; \
+                     for (const e of document.querySelectorAll('main *')) { \
+                       const r = e.getBoundingClientRect(); \
+                       if (r.right > window.innerWidth + 1 && !e.closest('.table-wrap')) { \
+                         out.push(e.tagName.toLowerCase() + (e.className ? '.' + e.className : '') + (e.id ? '#' + e.id : '') \
+                                  + ' ' + Math.round(r.right) + 'px'); } } \
+                     return out.slice(0, 8);",
+                )
+                .await;
+            panic!("{name} at {width} px scrolls sideways ({wide} px wide): {culprits}");
+        }
         // The window is the page's height plus what the window has around its viewport.
         let whole = u32::try_from(tall + frame)
             .unwrap_or(u32::MAX)

@@ -215,6 +215,34 @@ async fn an_admin_enrols_signs_in_decides_a_kyc_resends_a_webhook_sees_the_audit
     browser.click_link("Funding").await;
     browser.heading("Funding").await;
     browser.check("funding").await;
+
+    // A subaccount: its page, a new API key's secret shown once, its webhook deliveries.
+    let sub = app.a.subaccount_id.clone();
+    browser.click_link("Subaccounts").await;
+    browser.heading("Subaccounts").await;
+    browser.check("subaccounts").await;
+    browser
+        .click(&format!("a[href='/subaccounts/{sub}']"))
+        .await;
+    browser
+        .wait_for("//h1[starts-with(normalize-space(), 'Subaccount ')]")
+        .await;
+    browser
+        .click(&format!("form[action='/subaccounts/{sub}/keys'] button"))
+        .await;
+    browser
+        .wait_for(
+            "//p[contains(., 'Copy its secret now')]/following-sibling::p[@class='secret-once']",
+        )
+        .await;
+    browser.check("subaccount-key-issued").await;
+    browser
+        .click_link("Events and their delivery attempts")
+        .await;
+    browser.heading("Webhooks").await;
+    browser.text_appears("receiverCreated").await;
+    browser.check("webhooks-log").await;
+
     browser.click_link("Operators").await;
     browser.heading("Operators").await;
     browser.check("operators").await;
@@ -226,6 +254,7 @@ async fn an_admin_enrols_signs_in_decides_a_kyc_resends_a_webhook_sees_the_audit
     for (action, object) in [
         (AuditAction::KycDecided, receiver.as_str()),
         (AuditAction::WebhookResent, event.as_str()),
+        (AuditAction::ApiKeyIssued, "pk_"),
         (AuditAction::SignedIn, ""),
         (AuditAction::OperatorEnrolled, ""),
     ] {
@@ -290,6 +319,7 @@ async fn with_javascript_off_the_pages_that_read_still_work() {
         ("/answers", "Bank answers"),
         ("/confirmations", "Confirmation requests"),
         ("/webhooks", "Webhooks"),
+        ("/subaccounts", "Subaccounts"),
         ("/funding", "Funding"),
         ("/operators", "Operators"),
         ("/audit", "Audit log"),
