@@ -82,6 +82,31 @@ impl SubaccountSetupStore for PgStore {
         let percentage = i32::try_from(template.percentage.ten_thousandths())
             .map_err(|e| OperatorError::Port(PortError::Unknown(e.into())))?;
         conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+            // The template this one replaces, locked until the change commits: the audit
+            // entry's `before` (none for the first template of the asset).
+            let replaced: Option<(i64, i32, i64)> = fee_templates::table
+                .find((subaccount.as_uuid(), template.asset.code()))
+                .select((
+                    fee_templates::fixed,
+                    fee_templates::percentage,
+                    fee_templates::min_amount,
+                ))
+                .for_update()
+                .first(conn)
+                .await
+                .optional()?;
+            let audit = with_before(
+                audit,
+                replaced.map(|(fixed, percentage, min_amount)| {
+                    serde_json::json!({
+                        "asset": template.asset.code(),
+                        "fixed": fixed,
+                        "percentage": f64::from(percentage) / 10_000.0,
+                        "min_amount": min_amount,
+                    })
+                }),
+            );
+            let audit = &audit;
             diesel::insert_into(fee_templates::table)
                 .values((
                     fee_templates::subaccount_id.eq(subaccount.as_uuid()),
@@ -122,6 +147,18 @@ impl SubaccountSetupStore for PgStore {
         let mut conn = self.conn().await?;
         let updated = conn
             .transaction::<_, diesel::result::Error, _>(async |conn| {
+                let replaced: Option<String> = subaccounts::table
+                    .find(subaccount.as_uuid())
+                    .select(subaccounts::signature_policy)
+                    .for_update()
+                    .first(conn)
+                    .await
+                    .optional()?;
+                let audit = with_before(
+                    audit,
+                    replaced.map(|old| serde_json::json!({"signature_policy": old})),
+                );
+                let audit = &audit;
                 let changed = diesel::update(subaccounts::table.find(subaccount.as_uuid()))
                     .filter(subaccounts::signature_policy.ne(policy.as_str()))
                     .set((
@@ -149,6 +186,15 @@ impl SubaccountSetupStore for PgStore {
             .await
             .map_err(from_diesel)?;
         exactly_one(updated)
+    }
+}
+
+/// `audit` with `before`: what the change replaces, read by the change's own transaction (so
+/// two operators changing the same thing at once each record what they replaced).
+fn with_before(audit: &AuditEntry, before: Option<serde_json::Value>) -> AuditEntry {
+    AuditEntry {
+        before,
+        ..audit.clone()
     }
 }
 
@@ -239,6 +285,18 @@ impl WebhookEndpointStore for PgStore {
         let mut conn = self.conn().await?;
         let result = conn
             .transaction::<_, diesel::result::Error, _>(async |conn| {
+                let replaced: Option<Option<String>> = subaccounts::table
+                    .find(id)
+                    .select(subaccounts::postback_url)
+                    .for_update()
+                    .first(conn)
+                    .await
+                    .optional()?;
+                let audit = with_before(
+                    audit,
+                    replaced.map(|old| serde_json::json!({"postback_url": old})),
+                );
+                let audit = &audit;
                 let updated = diesel::update(subaccounts::table.find(id))
                     .set((
                         subaccounts::postback_url.eq(url),

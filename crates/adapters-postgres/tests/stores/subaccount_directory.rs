@@ -129,3 +129,82 @@ async fn a_profile_shows_balances_fees_keys_and_the_endpoint_without_secrets() {
     let nobody = domain::ids::SubaccountId::from_uuid(uuid::Uuid::from_u128(9));
     assert!(fx.store.subaccount_profile(nobody).await.unwrap().is_none());
 }
+
+#[tokio::test]
+async fn changes_record_what_they_replaced_as_the_audit_entrys_before() {
+    use domain::audit::{AuditAction, AuditLog, AuditQuery};
+    use domain::auth::SignaturePolicy;
+
+    let fx = Fixture::new().await;
+    let sub = fx.subaccount("Audited").await;
+    let service = admin(&fx.store);
+    service
+        .set_fee(sub.id, "AUD", "10", "1", "0")
+        .await
+        .unwrap();
+    service
+        .set_fee(sub.id, "AUD", "20", "2.5", "5")
+        .await
+        .unwrap();
+    service
+        .set_signature_policy(sub.id, SignaturePolicy::V2Only)
+        .await
+        .unwrap();
+    service
+        .set_webhook(sub.id, "https://one.example.com/h")
+        .await
+        .unwrap();
+    service
+        .set_webhook(sub.id, "https://two.example.com/h")
+        .await
+        .unwrap();
+    let of = |action| AuditQuery {
+        action: Some(action),
+        limit: 10,
+        ..AuditQuery::default()
+    };
+    // The fixture's clock is fixed: tell the entries apart by what they set.
+    let fees = fx.store.list(&of(AuditAction::FeeSet)).await.unwrap();
+    assert_eq!(fees.len(), 2);
+    let set = |fixed: i64| {
+        fees.iter()
+            .find(|e| e.after.as_ref().unwrap()["fixed"] == fixed)
+            .unwrap()
+    };
+    assert_eq!(
+        set(20).before,
+        Some(serde_json::json!({"asset": "AUD", "fixed": 10, "percentage": 1.0, "min_amount": 0}))
+    );
+    assert_eq!(
+        set(10).before,
+        None,
+        "the asset's first template replaced none"
+    );
+    let policy = fx
+        .store
+        .list(&of(AuditAction::SignaturePolicySet))
+        .await
+        .unwrap();
+    let default_policy = SignaturePolicy::default().as_str();
+    assert_eq!(
+        policy[0].before,
+        Some(serde_json::json!({"signature_policy": default_policy}))
+    );
+    let hooks = fx.store.list(&of(AuditAction::WebhookSet)).await.unwrap();
+    let to = |url: &str| {
+        hooks
+            .iter()
+            .find(|e| e.after.as_ref().unwrap()["postback_url"] == url)
+            .unwrap()
+            .before
+            .clone()
+    };
+    assert_eq!(
+        to("https://two.example.com/h"),
+        Some(serde_json::json!({"postback_url": "https://one.example.com/h"}))
+    );
+    assert_eq!(
+        to("https://one.example.com/h"),
+        Some(serde_json::json!({"postback_url": null}))
+    );
+}

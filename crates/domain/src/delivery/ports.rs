@@ -131,7 +131,8 @@ pub trait WebhookTargetGuard: Send + Sync {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait WebhookEndpointStore: Send + Sync {
-    /// Sets the postback URL and the webhook signing secret (encrypted at rest), with `audit`.
+    /// Sets the postback URL and the webhook signing secret (encrypted at rest), with `audit`,
+    /// whose `before` the store sets to the URL replaced (`postback_url`, null when none).
     ///
     /// # Errors
     /// `SubaccountNotFound` when the subaccount does not exist; nothing was written.

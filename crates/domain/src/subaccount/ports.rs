@@ -40,7 +40,8 @@ pub trait SubaccountSetupStore: Send + Sync {
     ) -> Result<(), PortError>;
 
     /// Creates or replaces the subaccount's fee template for the template's asset, with
-    /// `audit`.
+    /// `audit`, whose `before` the store sets to the template replaced (`asset`, `fixed`,
+    /// `percentage`, `min_amount`; none for the asset's first), read in the same transaction.
     ///
     /// # Errors
     /// `SubaccountNotFound` when the subaccount does not exist; nothing was written.
@@ -52,7 +53,8 @@ pub trait SubaccountSetupStore: Send + Sync {
     ) -> Result<(), OperatorError>;
 
     /// Sets which signature versions the subaccount's requests may use; every instance applies
-    /// it from the subaccount's next request. `audit` is written when the policy changed.
+    /// it from the subaccount's next request. `audit` is written when the policy changed,
+    /// with `before` set by the store to the policy replaced (`signature_policy`).
     ///
     /// # Errors
     /// `SubaccountNotFound` when the subaccount does not exist.
