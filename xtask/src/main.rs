@@ -8,9 +8,11 @@ mod bench;
 mod citus;
 mod clock;
 mod cmd;
+mod demo_operator;
 mod failure;
 mod flags;
 mod fuzz;
+mod http;
 mod interac_partner;
 mod iso20022;
 #[cfg(test)]
@@ -63,7 +65,9 @@ Commands:
                    Migrate, create a funded demo subaccount with an API key, an AUD
                    fee and a webhook URL (by default xtask's own receiver on 127.0.0.1,
                    which verifies and prints each delivery; with --verbose also its
-                   headers and body as received), run payoutd
+                   headers and body as received), run payoutd with its console on
+                   127.0.0.1:8081 (PAYOUT_CONSOLE_BIND) and a demo admin enrolled in it
+                   (password and TOTP key printed and in target/dev/demo.env)
   bench <scenario> [--smoke] [flags]
                    Build payoutd in release mode and benchmark it against
                    PostgreSQL (`cargo xtask bench help` lists the scenarios)
@@ -101,6 +105,9 @@ Commands:
   sign --api-key K --api-secret S [--v2 --method M --path P --body B] [--nonce N]
                    Print a `signature` header value (v2 also needs the header
                    `x-signature-version: 2` on the request)
+  totp [--secret BASE32]
+                   Print the current sign-in code of the console's demo operator (its
+                   key from --secret, else CONSOLE_TOTP_SECRET from demo.env)
   postman          Write docs/examples/postman/payoutd.postman_collection.json from
                    docs/openapi.json: every operation, signed by a pre-request script,
                    and a sandbox walkthrough that pays a receiver
@@ -139,6 +146,7 @@ const COMMANDS: &[(&str, &str)] = &[
     ("bank", "the local bank serving until stopped"),
     ("rails-demo", rails_demo::GOAL),
     ("sign", "a signature header value"),
+    ("totp", "the demo operator's current sign-in code"),
     (
         "postman",
         "the Postman collection written from docs/openapi.json",
@@ -214,6 +222,7 @@ fn run(command: &str, args: Vec<String>) -> Result<(), Failure> {
         "bank" => bank::run(args),
         "rails-demo" => rails_demo::run(args),
         "sign" => sign::run(args),
+        "totp" => demo_operator::totp(args),
         "postman" => {
             Flags::new(args).finish()?;
             Ok(postman::run()?)

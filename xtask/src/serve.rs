@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use crate::{
     cmd::{self, sh_quote},
+    demo_operator::{self, DemoOperator},
     failure::Failure,
     flags::Flags,
     paths,
@@ -25,6 +26,10 @@ use crate::{
 };
 
 const DEFAULT_BIND: &str = "127.0.0.1:8080";
+const DEFAULT_CONSOLE_BIND: &str = "127.0.0.1:8081";
+
+/// How long the console may take to answer before the demo operator's enrolment gives up.
+const CONSOLE_START: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Whether payoutd could listen on `bind`; if not, how to choose another address.
 fn check_port(bind: &str) -> Result<(), String> {
@@ -64,6 +69,9 @@ pub fn run(args: Vec<String>) -> Result<(), Failure> {
     // subaccount and demo.env were written.
     let bind = env::var("PAYOUT_BIND").unwrap_or_else(|_| DEFAULT_BIND.to_owned());
     check_port(&bind)?;
+    let console_bind =
+        env::var("PAYOUT_CONSOLE_BIND").unwrap_or_else(|_| DEFAULT_CONSOLE_BIND.to_owned());
+    check_port(&console_bind).map_err(|e| e.replace("PAYOUT_BIND", "PAYOUT_CONSOLE_BIND"))?;
     // Bound now, so the subaccount can be given its URL; it answers once the secret is known.
     let (receiver, webhook_url) = match webhook_url {
         Some(url) => (None, url),
@@ -90,6 +98,7 @@ pub fn run(args: Vec<String>) -> Result<(), Failure> {
             ("PAYOUT_MASTER_KEY", master_key()?),
             ("PAYOUT_SANDBOX", sandbox),
             ("PAYOUT_WEBHOOK_ALLOW_PRIVATE", allow_private),
+            ("PAYOUT_CONSOLE_BIND", console_bind.clone()),
         ],
     };
     build_and_migrate(&payoutd)?;
@@ -133,7 +142,22 @@ pub fn run(args: Vec<String>) -> Result<(), Failure> {
         "--min-amount",
         FEE_MIN,
     ])?;
-    let demo = Demo {
+    // A demo admin per run, like the demo subaccount: invited now, enrolled once the console
+    // answers.
+    let operator_email = format!(
+        "admin-{}@demo.example",
+        subaccount.get(..8).unwrap_or(&subaccount)
+    );
+    let invited = payoutd.json(&[
+        "admin",
+        "create-operator",
+        "--email",
+        &operator_email,
+        "--role",
+        "admin",
+    ])?;
+    let enrolment_link = field(&invited, "enrolment_link")?;
+    let mut demo = Demo {
         server_env: payoutd.env.clone(),
         base_url: base_url(&bind),
         api_key: field(&key, "api_key")?,
@@ -145,7 +169,25 @@ pub fn run(args: Vec<String>) -> Result<(), Failure> {
             secret: webhook_secret,
             received_here: receiver.is_some(),
         },
+        console: ConsoleLogin {
+            url: base_url(&console_bind),
+            email: operator_email,
+            enrolment: Enrolment::Pending(enrolment_link.clone()),
+        },
     };
+
+    let mut serve = payoutd.command(&["serve"]);
+    let mut child = serve
+        .spawn()
+        .map_err(|err| format!("cannot run `{}`: {err}", cmd::display(&serve)))?;
+    pg.watch(child.id());
+    match demo_operator::enrol(&enrolment_link, std::time::Instant::now() + CONSOLE_START) {
+        Ok(operator) => demo.console.enrolment = Enrolment::Done(operator),
+        Err(err) => eprintln!(
+            "xtask: the demo operator could not be enrolled ({err}); open its enrolment \
+             link to do it by hand"
+        ),
+    }
     let env_file = demo.write_env_file(&dev_dir()?)?;
     print!("{}", demo.banner(&env_file));
     io::stdout()
@@ -154,12 +196,6 @@ pub fn run(args: Vec<String>) -> Result<(), Failure> {
     if let Some(receiver) = receiver {
         receiver.serve(demo.webhook.secret.clone(), detail, Box::new(io::stdout()));
     }
-
-    let mut serve = payoutd.command(&["serve"]);
-    let mut child = serve
-        .spawn()
-        .map_err(|err| format!("cannot run `{}`: {err}", cmd::display(&serve)))?;
-    pg.watch(child.id());
     let status = child
         .wait()
         .map_err(|err| format!("waiting for payoutd: {err}"))?;
@@ -256,6 +292,19 @@ struct Webhook {
     received_here: bool,
 }
 
+/// The demo operator's enrolment: done (its credentials), or not (its link, to do by hand).
+enum Enrolment {
+    Pending(String),
+    Done(DemoOperator),
+}
+
+/// How to sign in to the console.
+struct ConsoleLogin {
+    url: String,
+    email: String,
+    enrolment: Enrolment,
+}
+
 /// The demo subaccount, its credentials and the server it lives on.
 struct Demo {
     /// The server's `DATABASE_URL`, `PAYOUT_MASTER_KEY`, `PAYOUT_SANDBOX` and
@@ -267,6 +316,7 @@ struct Demo {
     api_secret: String,
     available: String,
     webhook: Webhook,
+    console: ConsoleLogin,
 }
 
 impl Demo {
@@ -291,6 +341,16 @@ impl Demo {
             .chain(walkthrough)
         {
             contents.push_str(&format!("{name}={}\n", sh_quote(value)));
+        }
+        let console = &self.console;
+        contents.push_str(&format!("CONSOLE_URL={}\n", sh_quote(&console.url)));
+        contents.push_str(&format!("CONSOLE_EMAIL={}\n", sh_quote(&console.email)));
+        if let Enrolment::Done(operator) = &console.enrolment {
+            contents.push_str(&format!(
+                "CONSOLE_PASSWORD={}\nCONSOLE_TOTP_SECRET={}\n",
+                sh_quote(&operator.password),
+                sh_quote(&operator.totp.base32())
+            ));
         }
         contents
     }
@@ -363,7 +423,9 @@ impl Demo {
              \n# Create a receiver: a POST is signed with v2, which covers method, path and body \
              (GETs may use v1)\n\
              BODY={body_arg}; curl -s -X POST {receiver} -H 'content-type: application/json' -H {key_header} -H 'x-signature-version: 2' -H \"signature: $({sign} --v2 --method POST --path /api/receiver --body \"$BODY\")\" -d \"$BODY\"\n\
+             {console}\
              {line}\n\n",
+            console = self.console_lines(),
             env_file = env_file.display(),
             key = self.api_key,
             secret = self.api_secret,
@@ -374,6 +436,31 @@ impl Demo {
             balance_cmd = get(&format!("/api/subaccount/balance/{id}?asset=aud")),
             // Not Grace Hopper, whom the walkthrough (docs/WALKTHROUGH.md) creates: e-mails are unique.
             body_arg = sh_quote(&body("Katherine", "Johnson", "katherine@example.com")),
+        )
+    }
+}
+
+impl Demo {
+    /// The banner's console part: where, who, and the password and TOTP key (or the link).
+    fn console_lines(&self) -> String {
+        let console = &self.console;
+        let login = match &console.enrolment {
+            Enrolment::Done(operator) => format!(
+                "  e-mail          {email}\n  password        {password}\n  \
+                 TOTP key        {key}\n                  (add it to an authenticator app, \
+                 or print the current code with `cargo xtask totp`)\n",
+                email = console.email,
+                password = operator.password,
+                key = operator.totp.base32(),
+            ),
+            Enrolment::Pending(link) => {
+                format!("  not enrolled: open {link} to choose a password and add a TOTP key\n")
+            }
+        };
+        format!(
+            "\n# The operator console (an admin; the KYC queue, payouts, subaccounts, webhooks)\n  \
+             {url}\n{login}",
+            url = console.url,
         )
     }
 }
@@ -458,8 +545,8 @@ mod tests {
     use std::{os::unix::fs::PermissionsExt, path::Path};
 
     use super::{
-        Demo, Webhook, base_url, check_port, names_maintenance_database, parse_json_object,
-        with_database,
+        ConsoleLogin, Demo, DemoOperator, Enrolment, Webhook, base_url, check_port,
+        names_maintenance_database, parse_json_object, with_database,
     };
 
     #[test]
@@ -553,7 +640,39 @@ mod tests {
                 secret: "whsec_c2VjcmV0Kw==".to_owned(),
                 received_here: true,
             },
+            console: ConsoleLogin {
+                url: "http://127.0.0.1:8081".to_owned(),
+                email: "admin-sa_1@demo.example".to_owned(),
+                enrolment: Enrolment::Pending("http://127.0.0.1:8081/enrol/tok".to_owned()),
+            },
         }
+    }
+
+    #[test]
+    fn the_banner_and_demo_env_say_how_to_sign_in_to_the_console() {
+        let mut demo = demo();
+        let pending = demo.banner(Path::new("/t/dev/demo.env"));
+        assert!(pending.contains("http://127.0.0.1:8081\n"), "{pending}");
+        assert!(pending.contains("not enrolled: open http://127.0.0.1:8081/enrol/tok"));
+        assert!(!demo.env_file_contents().contains("CONSOLE_PASSWORD"));
+        let totp =
+            domain::operators::TotpSecret::from_base32("JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP").unwrap();
+        demo.console.enrolment = Enrolment::Done(DemoOperator {
+            password: "pw-123456789012345678901".to_owned(),
+            totp,
+        });
+        let done = demo.banner(Path::new("/t/dev/demo.env"));
+        assert!(
+            done.contains("e-mail          admin-sa_1@demo.example\n"),
+            "{done}"
+        );
+        assert!(done.contains("password        pw-123456789012345678901\n"));
+        assert!(done.contains("TOTP key        JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP\n"));
+        assert!(done.contains("cargo xtask totp"));
+        let env = demo.env_file_contents();
+        assert!(env.contains("CONSOLE_URL=http://127.0.0.1:8081\n"));
+        assert!(env.contains("CONSOLE_PASSWORD=pw-123456789012345678901\n"));
+        assert!(env.contains("CONSOLE_TOTP_SECRET=JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP\n"));
     }
 
     #[test]
@@ -611,6 +730,8 @@ mod tests {
                 "SECRET=sk_1",
                 "WEBHOOK_URL=http://127.0.0.1:40123/webhook",
                 "WEBHOOK_SECRET=whsec_c2VjcmV0Kw==",
+                "CONSOLE_URL=http://127.0.0.1:8081",
+                "CONSOLE_EMAIL=admin-sa_1@demo.example",
             ]
         );
         // Written owner-only, replacing a world-readable file; a shell reads it back
