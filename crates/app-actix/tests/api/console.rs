@@ -190,7 +190,11 @@ pub async fn enrol(app: &TestApp, email: &str, role: Role) -> Enrolled {
 /// Signs `who` in with the code of the next time step (the enrolment used the current one;
 /// a step either side is accepted).
 pub async fn sign_in(base: &str, who: &Enrolled) -> Browser {
-    let mut browser = Browser::new(base);
+    sign_in_from(Browser::new(base), who).await
+}
+
+/// [`sign_in`] from `browser`, with whatever cookies it already holds.
+pub async fn sign_in_from(mut browser: Browser, who: &Enrolled) -> Browser {
     let form = browser.get("/login").await;
     let csrf = form.input("csrf").unwrap();
     let code = who

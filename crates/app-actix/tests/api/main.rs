@@ -16,6 +16,7 @@ mod console_files;
 mod console_ledger;
 mod console_overview;
 mod console_payouts;
+mod console_probe;
 mod console_roles;
 mod console_subaccounts;
 mod envelope;
