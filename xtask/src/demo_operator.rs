@@ -125,6 +125,7 @@ pub(crate) fn totp(args: Vec<String>) -> Result<(), crate::failure::Failure> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

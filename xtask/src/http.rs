@@ -109,6 +109,7 @@ pub(crate) fn form(pairs: &[(&str, &str)]) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
