@@ -3,7 +3,7 @@
 //! | variable | default | meaning |
 //! |---|---|---|
 //! | `PAYOUT_CONSOLE_BIND` | unset (no console) | the console's own listen address, e.g. `127.0.0.1:8081`; never the API's |
-//! | `PAYOUT_CONSOLE_TLS_CERT`, `PAYOUT_CONSOLE_TLS_KEY` | the API's (`PAYOUT_TLS_CERT`, `PAYOUT_TLS_KEY`) | the console listener's certificate chain and key (both or neither) |
+//! | `PAYOUT_CONSOLE_TLS_CERT`, `PAYOUT_CONSOLE_TLS_KEY` | the API's (`PAYOUT_TLS_CERT`, `PAYOUT_TLS_KEY`) | the console listener's certificate chain and key (both or neither); the key may instead be the systemd credential `PAYOUT_CONSOLE_TLS_KEY` |
 //! | `PAYOUT_CONSOLE_URL` | `http(s)://<PAYOUT_CONSOLE_BIND>` | the console's public base URL, for enrolment links |
 //! | `PAYOUT_CONSOLE_IDLE_MINUTES` | `30` | a session unused this long ends (1..=1440) |
 //! | `PAYOUT_CONSOLE_ABSOLUTE_HOURS` | `12` | a session ends this long after sign-in (1..=168, at least the idle timeout) |
@@ -145,18 +145,26 @@ impl ConsoleConfig {
                         .to_owned(),
             });
         }
-        let tls = match (
-            var("PAYOUT_CONSOLE_TLS_CERT"),
-            var("PAYOUT_CONSOLE_TLS_KEY"),
-        ) {
-            (Some(cert), Some(key)) => Some(
-                TlsSettings::load(Path::new(&cert), Path::new(&key)).map_err(|e| ConfigError {
-                    variable: if e.variable == crate::tls::CERT_VARIABLE {
-                        "PAYOUT_CONSOLE_TLS_CERT"
-                    } else {
-                        "PAYOUT_CONSOLE_TLS_KEY"
-                    },
-                    problem: e.problem,
+        // The key, like the API's, may be the systemd credential named like its variable.
+        let key = crate::secret_source::file_from_env(
+            "PAYOUT_CONSOLE_TLS_KEY",
+            &crate::secret_source::process_env,
+        )
+        .map_err(|e| ConfigError {
+            variable: "PAYOUT_CONSOLE_TLS_KEY",
+            problem: format!("is refused: {}", e.error),
+        })?;
+        let tls = match (var("PAYOUT_CONSOLE_TLS_CERT"), key) {
+            (Some(cert), Some((key, source))) => Some(
+                TlsSettings::load_key_from(Path::new(&cert), &key, source).map_err(|e| {
+                    ConfigError {
+                        variable: if e.variable == crate::tls::CERT_VARIABLE {
+                            "PAYOUT_CONSOLE_TLS_CERT"
+                        } else {
+                            "PAYOUT_CONSOLE_TLS_KEY"
+                        },
+                        problem: e.problem,
+                    }
                 })?,
             ),
             (None, None) => api_tls.cloned(),

@@ -86,7 +86,7 @@ impl TlsSettings {
         Self::load_key_from(cert_path, key_path, SecretSource::File(key_path.to_owned()))
     }
 
-    fn load_key_from(
+    pub(crate) fn load_key_from(
         cert_path: &Path,
         key_path: &Path,
         key_source: SecretSource,

@@ -95,8 +95,17 @@ impl Drop for Server {
     }
 }
 
-/// Starts `payoutd serve` on port 0 and returns it with the port it logged.
+/// Starts `payoutd serve` on port 0 and returns it with the port it logged; the API serves TLS.
 fn serve(env: &[(&str, &str)]) -> (Server, u16) {
+    let (server, listening) = serve_logged(env);
+    // Every API this file starts serves TLS, and the line says so.
+    assert_eq!(listening["tls"], true, "{listening}");
+    let port = listening["port"].as_u64().unwrap();
+    (server, u16::try_from(port).unwrap())
+}
+
+/// Starts `payoutd serve` on port 0 and returns it with its "payoutd listening" log line.
+fn serve_logged(env: &[(&str, &str)]) -> (Server, Value) {
     let mut command = Command::new(env!("CARGO_BIN_EXE_payoutd"));
     command
         .arg("serve")
@@ -119,19 +128,16 @@ fn serve(env: &[(&str, &str)]) -> (Server, u16) {
             if !sent
                 && let Ok(event) = serde_json::from_str::<Value>(&line)
                 && event["message"] == "payoutd listening"
-                && let Some(port) = event["port"].as_u64()
             {
-                // Every server this file starts serves TLS, and the line says so.
-                assert_eq!(event["tls"], true, "{event}");
-                let _ = found.send(u16::try_from(port).unwrap());
+                let _ = found.send(event);
                 sent = true;
             }
         }
     });
-    let port = port
+    let listening = port
         .recv_timeout(Duration::from_secs(30))
         .expect("payoutd logged its port");
-    (server, port)
+    (server, listening)
 }
 
 /// A client trusting exactly the certificate in `cert` (no system roots).
@@ -239,6 +245,60 @@ async fn serve_answers_signed_requests_over_https_and_refuses_plain_http() {
         .send()
         .await;
     assert!(untrusted.is_err(), "an untrusted certificate was accepted");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_serves_tls_with_its_key_from_a_systemd_credential() {
+    adapters_webhook::install_crypto_provider();
+    let files = files();
+    let db = TestDb::new().await.unwrap();
+    let credentials = files.dir.path().join("credentials");
+    std::fs::create_dir(&credentials).unwrap();
+    write_private(&credentials.join("PAYOUT_CONSOLE_TLS_KEY"), &files.key_pem);
+    // The API on plain HTTP; the console with its own certificate, its key a credential.
+    let (_server, listening) = serve_logged(&[
+        ("DATABASE_URL", db.url()),
+        ("PAYOUT_MASTER_KEY", MASTER_KEY),
+        ("PAYOUT_SANDBOX", "true"),
+        ("PAYOUT_WORKERS", "1"),
+        ("PAYOUT_CONSOLE_BIND", "127.0.0.1:0"),
+        ("PAYOUT_CONSOLE_TLS_CERT", files.cert.to_str().unwrap()),
+        ("CREDENTIALS_DIRECTORY", credentials.to_str().unwrap()),
+    ]);
+    assert_eq!(listening["tls"], false, "{listening}");
+    let console = listening["console_port"].as_u64().unwrap();
+    let login = client_trusting(&files.cert)
+        .get(format!("https://127.0.0.1:{console}/login"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(login.status().as_u16(), 200);
+    let plain = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap()
+        .get(format!("http://127.0.0.1:{console}/login"))
+        .send()
+        .await;
+    assert!(plain.is_err(), "plain HTTP answered: {plain:?}");
+
+    // The key given both ways is refused, naming the variable, never printing the key.
+    let twice = payoutd(
+        &[
+            ("DATABASE_URL", db.url()),
+            ("PAYOUT_MASTER_KEY", MASTER_KEY),
+            ("PAYOUT_SANDBOX", "true"),
+            ("PAYOUT_BIND", "127.0.0.1:0"),
+            ("PAYOUT_CONSOLE_BIND", "127.0.0.1:0"),
+            ("PAYOUT_CONSOLE_TLS_CERT", files.cert.to_str().unwrap()),
+            ("PAYOUT_CONSOLE_TLS_KEY", files.key.to_str().unwrap()),
+            ("CREDENTIALS_DIRECTORY", credentials.to_str().unwrap()),
+        ],
+        &["serve"],
+    );
+    let said = failure(&twice);
+    assert!(said.contains("PAYOUT_CONSOLE_TLS_KEY"), "{said}");
+    assert_no_key_material(&said, &files.key_pem);
 }
 
 fn failure(output: &Output) -> String {
