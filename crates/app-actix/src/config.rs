@@ -17,7 +17,7 @@
 //! | `PAYOUT_MASTER_KEY_FILE` | unset | absolute path of a file holding `PAYOUT_MASTER_KEY` (a trailing newline is ignored), instead of the variable |
 //! | `PAYOUT_PREVIOUS_MASTER_KEY` | unset | 64 hex characters: the master key being rotated away from, accepted for reading only (opening secrets and accounts sealed by it, matching their fingerprints) until `payoutd admin rotate-master-key` has moved everything to `PAYOUT_MASTER_KEY`; must differ from it |
 //! | `PAYOUT_PREVIOUS_MASTER_KEY_FILE` | unset | absolute path of a file holding `PAYOUT_PREVIOUS_MASTER_KEY`, instead of the variable |
-//! | `CREDENTIALS_DIRECTORY` | set by systemd | the directory of the unit's credentials (`LoadCredential=`): the credentials `DATABASE_URL`, `PAYOUT_MASTER_KEY`, `PAYOUT_PREVIOUS_MASTER_KEY` `PAYOUT_TLS_KEY` and `PAYOUT_CONSOLE_TLS_KEY`, and those the production file names as `credential:NAME` |
+//! | `CREDENTIALS_DIRECTORY` | set by systemd | the directory of the unit's credentials (`LoadCredential=`): the credentials `DATABASE_URL`, `PAYOUT_MASTER_KEY`, `PAYOUT_PREVIOUS_MASTER_KEY`, `PAYOUT_TLS_KEY` and `PAYOUT_CONSOLE_TLS_KEY`, and those the production file names as `credential:NAME` |
 //! | `PAYOUT_BIND` | `127.0.0.1:8080` | listen address |
 //! | `PAYOUT_TLS_CERT` | unset (plain HTTP) | path of the PEM certificate chain (server certificate first); with `PAYOUT_TLS_KEY` the listener speaks TLS only. Both or neither: read by [`crate::tls::tls_from_env`] |
 //! | `PAYOUT_TLS_KEY` | unset (plain HTTP) | path of the certificate's PEM private key (PKCS#8, PKCS#1 or SEC1), readable by its owner only; when unset, the systemd credential `PAYOUT_TLS_KEY` if the unit loads one |
