@@ -334,6 +334,28 @@ impl Browser {
         serious
     }
 
+    /// Writes `docs/<name>.png`: the top of the page as a 1280 × 800 px window shows it, at half
+    /// its resolution (640 × 400 px), small enough to commit as docs/console/<name>.png.
+    pub async fn docs_screenshot(&self, name: &str) {
+        let emulate = |cmd, params| Cdp { cmd, params };
+        self.client
+            .issue_cmd(emulate(
+                "Emulation.setDeviceMetricsOverride",
+                json!({ "width": 1280, "height": 800, "deviceScaleFactor": 0.5, "mobile": false }),
+            ))
+            .await
+            .unwrap();
+        let png = self.client.screenshot().await.unwrap();
+        self.client
+            .issue_cmd(emulate("Emulation.clearDeviceMetricsOverride", json!({})))
+            .await
+            .unwrap();
+        assert!(png.starts_with(b"\x89PNG"), "{name}: a PNG");
+        let dir = screenshots().join("docs");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(format!("{name}.png")), png).unwrap();
+    }
+
     /// Writes `<prefix><name>.png`: the whole page at the window `size`'s width (the window
     /// made as tall as the page), then restores the desktop window. The page must fit the
     /// width: no sideways scrolling.

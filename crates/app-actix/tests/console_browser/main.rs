@@ -153,12 +153,14 @@ async fn an_admin_enrols_signs_in_decides_a_kyc_resends_a_webhook_sees_the_audit
     browser.check("login").await;
     sign_in(&browser, "ann@example.com", &secret).await;
     browser.check("overview").await;
+    browser.docs_screenshot("overview").await;
 
     // The KYC queue: the waiting receiver, approved with a reason.
     browser.click_link("KYC queue").await;
     browser.heading("KYC queue").await;
     browser.text_appears(&receiver).await;
     browser.check("kyc").await;
+    browser.docs_screenshot("kyc-queue").await;
     browser
         .type_into(&format!("#reason-{receiver}"), "passport checked")
         .await;
@@ -195,6 +197,7 @@ async fn an_admin_enrols_signs_in_decides_a_kyc_resends_a_webhook_sees_the_audit
     browser.click_link(&payout).await;
     browser.heading(&format!("Payout {payout}")).await;
     browser.check("payout").await;
+    browser.docs_screenshot("payout-story").await;
 
     // The ledger check, run: the payout's hold balances.
     browser.click_link("Ledger check").await;
@@ -236,12 +239,14 @@ async fn an_admin_enrols_signs_in_decides_a_kyc_resends_a_webhook_sees_the_audit
         )
         .await;
     browser.check("subaccount-key-issued").await;
+    browser.docs_screenshot("subaccount").await;
     browser
         .click_link("Events and their delivery attempts")
         .await;
     browser.heading("Webhooks").await;
     browser.text_appears("receiverCreated").await;
     browser.check("webhooks-log").await;
+    browser.docs_screenshot("webhooks").await;
 
     browser.click_link("Operators").await;
     browser.heading("Operators").await;
@@ -251,6 +256,7 @@ async fn an_admin_enrols_signs_in_decides_a_kyc_resends_a_webhook_sees_the_audit
     browser.click_link("Audit log").await;
     browser.heading("Audit log").await;
     browser.check("audit").await;
+    browser.docs_screenshot("audit-log").await;
     for (action, object) in [
         (AuditAction::KycDecided, receiver.as_str()),
         (AuditAction::WebhookResent, event.as_str()),
