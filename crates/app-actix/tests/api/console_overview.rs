@@ -150,13 +150,13 @@ async fn in_production_mode_the_overview_shows_each_rails_next_cutoff() {
     std::fs::create_dir_all(&outbound).unwrap();
     std::fs::create_dir_all(&inbound).unwrap();
     let settings = ProductionSettings::parse(
-        &crate::production::config(&outbound, &inbound),
+        &crate::production_support::config(&outbound, &inbound),
         std::path::Path::new("payoutd.toml"),
         &|_| None,
     )
     .unwrap_or_else(|problems| panic!("{problems:#?}"));
     let production = Production::build(
-        crate::production::open_every_day(settings),
+        crate::production_support::open_every_day(settings),
         Arc::new(SandboxNotifier::new()),
     )
     .unwrap();

@@ -30,6 +30,7 @@ mod openapi_clients;
 mod payouts;
 mod production;
 mod production_rails;
+mod production_support;
 mod rail_callbacks;
 mod rate_limit;
 mod receivers;

@@ -28,7 +28,7 @@ use domain::rail::inbound_ports::InboundStore;
 use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, spawn_app, spawn_production_app};
-use crate::production::{
+use crate::production_support::{
     admin_cli, admin_output, balance_in, clear_of_a_cutoff, event_payloads, every_minute, file_now,
     open_every_day, pay, payee, payee_with_payout, payout, wait_for,
 };

@@ -382,7 +382,9 @@ impl Browser {
                     "const out = []; \
                      for (const e of document.querySelectorAll('main *')) { \
                        const r = e.getBoundingClientRect(); \
-                       if (r.right > window.innerWidth + 1 && !e.closest('.table-wrap')) { \
+                       const text = e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX === 'visible'; \
+                       if ((r.right > window.innerWidth + 1 || (text && r.left + e.scrollWidth > window.innerWidth + 1)) \
+                           && !e.closest('.table-wrap')) { \
                          out.push(e.tagName.toLowerCase() + (e.className ? '.' + e.className : '') + (e.id ? '#' + e.id : '') \
                                   + ' ' + Math.round(r.right) + 'px'); } } \
                      return out.slice(0, 8);",

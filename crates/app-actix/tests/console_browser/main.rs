@@ -22,6 +22,11 @@ mod driver;
 #[path = "../api/helpers.rs"]
 mod helpers;
 
+// Production mode's helpers (rails every minute, payees confirmed through their link).
+#[allow(dead_code)]
+#[path = "../api/production_support.rs"]
+mod production_support;
+
 use app_actix::console_config::ConsoleConfig;
 use app_actix::console_server::operator_service;
 use app_actix::startup::build_store;
@@ -36,16 +41,17 @@ use helpers::{TestApp, spawn_app_with, subaccount};
 
 const PASSWORD: &str = "a long enough passphrase";
 
+fn console_config() -> ConsoleConfig {
+    ConsoleConfig {
+        bind: "127.0.0.1:0".parse().unwrap(),
+        tls: None,
+        public_url: "http://console.test".to_owned(),
+        sessions: SessionPolicy::default(),
+    }
+}
+
 async fn spawn_console_app() -> TestApp {
-    spawn_app_with(|config| {
-        config.console = Some(ConsoleConfig {
-            bind: "127.0.0.1:0".parse().unwrap(),
-            tls: None,
-            public_url: "http://console.test".to_owned(),
-            sessions: SessionPolicy::default(),
-        });
-    })
-    .await
+    spawn_app_with(|config| config.console = Some(console_config())).await
 }
 
 /// `payoutd admin create-operator`'s use case: the path of the one-time enrolment link.
@@ -394,4 +400,79 @@ async fn the_receiver_confirms_bank_details_on_the_confirmation_page() {
         "{}",
         read.body
     );
+}
+
+#[tokio::test]
+async fn an_operator_follows_a_payout_to_its_bank_file_in_production_mode() {
+    use app_actix::production::Production;
+    use app_actix::production_config::ProductionSettings;
+    use production_support::{config, file_now, open_every_day, pay, payee, payout, wait_for};
+
+    let Some(tools) = Tools::find() else {
+        return;
+    };
+    // Production mode: a SEPA rail with a cut-off every minute, its bank drop a directory.
+    let drop = tempfile::tempdir().unwrap();
+    let (outbound, inbound) = (drop.path().join("out"), drop.path().join("in"));
+    std::fs::create_dir_all(&outbound).unwrap();
+    std::fs::create_dir_all(&inbound).unwrap();
+    let settings = ProductionSettings::parse(
+        &config(&outbound, &inbound),
+        std::path::Path::new("payoutd.toml"),
+        &|_| None,
+    )
+    .unwrap_or_else(|problems| panic!("{problems:#?}"));
+    let notifier = std::sync::Arc::new(adapters_sandbox::SandboxNotifier::new());
+    let production = Production::build(open_every_day(settings), notifier.clone()).unwrap();
+    let app = helpers::spawn_production_app(production, |config| {
+        config.console = Some(console_config());
+    })
+    .await;
+    app.admin
+        .fund(subaccount(&app.a), "EUR", "100000", "test funding")
+        .await
+        .unwrap();
+    let to = payee(
+        &app,
+        &notifier,
+        "lise@example.com",
+        "eur/sepa",
+        json!({"iban": "DE89 3704 0044 0532 0130 00", "bic": "DEUTDEFF"}),
+    )
+    .await;
+    let paid = pay(&app, &to, "EUR", 4_200).await;
+    file_now(&app, "eur/sepa");
+    wait_for("the payout to be filed", async || {
+        payout(&app, &paid).await["status"] != "pending"
+    })
+    .await;
+    wait_for("the file in the bank's drop", async || {
+        std::fs::read_dir(&outbound).unwrap().count() == 1
+    })
+    .await;
+
+    let link = invite(&app, "ops@example.com", Role::Operator).await;
+    let driver = Driver::start(&tools);
+    let console = app.console.clone().unwrap();
+    let browser = Browser::open(&driver, &tools, &console, Javascript::On, "production-").await;
+    let secret = enrol(&browser, &link).await;
+    browser.click_link("Sign in").await;
+    browser.heading("Sign in").await;
+    sign_in(&browser, "ops@example.com", &secret).await;
+
+    // The payout found in the list, its story, and from it the bank file it was written into.
+    browser.click_link("Payouts").await;
+    browser.heading("Payouts").await;
+    browser.click_link(&paid).await;
+    browser.heading(&format!("Payout {paid}")).await;
+    browser.text_appears("Bank file").await;
+    browser.check("payout-filed").await;
+    browser.click("dl.facts a[href^='/files/']").await;
+    browser.wait_for("//h1[contains(., '-eur-sepa.xml')]").await;
+    browser.text_appears(&paid).await;
+    browser
+        .wait_for("//form[starts-with(@action, '/files/')]//button")
+        .await;
+    browser.check("bank-file").await;
+    browser.close().await;
 }
