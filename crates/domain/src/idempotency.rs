@@ -12,7 +12,7 @@
 //! request afresh, never twice), and a write whose response was stored with it is replayed
 //! even if its holder died right after committing.
 //!
-//! A new payout's request is cheaper still where its store allows ([`Admission`]): it claims
+//! A new payout's request is cheaper still where its store allows ([`KeyMode::AdmittedByWrite`]): it claims
 //! nothing before it runs, and its write records its nonce and inserts its key, completed with
 //! the response, in the payout's own transaction; a write that cannot do all of that at once
 //! writes nothing, and the request is then claimed as above and run again.
@@ -126,14 +126,53 @@ impl Admission {
     }
 }
 
+/// How a write settles its request's idempotency key: one of three modes, decided once, where
+/// the request is taken (before its use case runs), and handed unchanged through the use case
+/// to the store port that writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyMode {
+    /// No key guards the write: an unkeyed request, a background job, a provider callback.
+    Unkeyed,
+    /// Claimed first: the request's nonce was recorded and its key claimed before it ran; the
+    /// write marks the claim committed in its own transaction ([`WriteKey::commit`]).
+    Claimed(KeyClaim),
+    /// Admitted by the write itself ([`Admission`]): nothing is recorded before it runs; the
+    /// write records the nonce and inserts the key, completed with the response
+    /// ([`WriteKey::admit`]), or writes nothing and answers that the request was not admitted.
+    AdmittedByWrite(Admission),
+}
+
+impl KeyMode {
+    /// [`KeyMode::Claimed`] when the request carries a key (its `claim`), else
+    /// [`KeyMode::Unkeyed`].
+    pub fn claimed(claim: Option<KeyClaim>) -> Self {
+        claim.map_or(Self::Unkeyed, Self::Claimed)
+    }
+
+    /// The claim, when the key was claimed first.
+    pub fn claim(&self) -> Option<&KeyClaim> {
+        match self {
+            Self::Claimed(claim) => Some(claim),
+            Self::Unkeyed | Self::AdmittedByWrite(_) => None,
+        }
+    }
+
+    /// The admission, when the write admits its request.
+    pub fn admission(&self) -> Option<&Admission> {
+        match self {
+            Self::AdmittedByWrite(admission) => Some(admission),
+            Self::Unkeyed | Self::Claimed(_) => None,
+        }
+    }
+}
+
 /// The idempotency part of a write's unit of work, handed explicitly from the request through
-/// the use case to the store port that writes: the request's [`KeyClaim`] (if it carries a
-/// key) or its [`Admission`] (if its write admits it), and how its success response is
-/// rendered from the written `T`. The store applies a claim with [`WriteKey::commit`] inside
-/// the write's transaction, and an admission with [`WriteKey::admit`].
+/// the use case to the store port that writes: the request's [`KeyMode`], and how its success
+/// response is rendered from the written `T` (none for a write whose response is known only
+/// after it). The store applies a claim with [`WriteKey::commit`] inside the write's
+/// transaction, and an admission with [`WriteKey::admit`].
 pub struct WriteKey<T> {
-    claim: Option<KeyClaim>,
-    admission: Option<Admission>,
+    mode: KeyMode,
     render: Option<RenderResponse<T>>,
 }
 
@@ -141,28 +180,16 @@ impl<T> WriteKey<T> {
     /// A write no idempotency key guards (a background job, a provider callback, a test).
     pub fn none() -> Self {
         Self {
-            claim: None,
-            admission: None,
+            mode: KeyMode::Unkeyed,
             render: None,
         }
     }
 
-    /// A write guarded by `claim` (when the request carries a key), whose success response
-    /// is rendered by `render`.
-    pub fn new(claim: Option<KeyClaim>, render: RenderResponse<T>) -> Self {
+    /// A write whose key is settled as `mode` says, whose success response is rendered by
+    /// `render` (and stored with the key by the write).
+    pub fn new(mode: KeyMode, render: RenderResponse<T>) -> Self {
         Self {
-            claim,
-            admission: None,
-            render: Some(render),
-        }
-    }
-
-    /// A write that admits its request itself ([`Admission`]), whose success response is
-    /// rendered by `render` and stored with the key.
-    pub fn admitting(admission: Admission, render: RenderResponse<T>) -> Self {
-        Self {
-            claim: None,
-            admission: Some(admission),
+            mode,
             render: Some(render),
         }
     }
@@ -171,33 +198,37 @@ impl<T> WriteKey<T> {
     /// committed with the write, and its response is stored afterwards.
     pub fn committing(claim: Option<KeyClaim>) -> Self {
         Self {
-            claim,
-            admission: None,
+            mode: KeyMode::claimed(claim),
             render: None,
         }
     }
 
+    /// How the key is settled.
+    pub fn mode(&self) -> &KeyMode {
+        &self.mode
+    }
+
     /// The claim, if the request carries a key and was admitted before its write.
     pub fn claim(&self) -> Option<&KeyClaim> {
-        self.claim.as_ref()
+        self.mode.claim()
     }
 
     /// The admission, if the write admits its request.
     pub fn admission(&self) -> Option<&Admission> {
-        self.admission.as_ref()
+        self.mode.admission()
     }
 
     /// Whether the request's key is settled by its write: claimed before it (and marked by
     /// it), or admitted by it.
     pub fn is_keyed(&self) -> bool {
-        self.claim.is_some() || self.admission.is_some()
+        !matches!(self.mode, KeyMode::Unkeyed)
     }
 
     /// What the store writes to admit the request with `written` (see [`Admission`]): `None`
     /// without an admission, or when the response does not render (the write then cannot
     /// admit its request, and answers that it was not admitted).
     pub fn admit(&self, written: &T) -> Option<KeyAdmission<'_>> {
-        let admission = self.admission.as_ref()?;
+        let admission = self.admission()?;
         Some(KeyAdmission {
             admission,
             response: self.render(written)?,
@@ -213,7 +244,7 @@ impl<T> WriteKey<T> {
     /// without a claim; else mark the claim committed and, when the response renders, store
     /// it (completing the key).
     pub fn commit(&self, written: &T) -> Option<KeyCommit<'_>> {
-        let claim = self.claim.as_ref()?;
+        let claim = self.claim()?;
         Some(KeyCommit {
             claim,
             response: self.render(written),
@@ -221,12 +252,11 @@ impl<T> WriteKey<T> {
     }
 }
 
-// By hand: a derive would ask `T: Clone`, and only the claim and the shared renderer are copied.
+// By hand: a derive would ask `T: Clone`, and only the mode and the shared renderer are copied.
 impl<T> Clone for WriteKey<T> {
     fn clone(&self) -> Self {
         Self {
-            claim: self.claim.clone(),
-            admission: self.admission.clone(),
+            mode: self.mode.clone(),
             render: self.render.clone(),
         }
     }
@@ -235,8 +265,7 @@ impl<T> Clone for WriteKey<T> {
 impl<T> fmt::Debug for WriteKey<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WriteKey")
-            .field("claim", &self.claim)
-            .field("admission", &self.admission)
+            .field("mode", &self.mode)
             .field("renders", &self.render.is_some())
             .finish()
     }
@@ -510,7 +539,10 @@ mod tests {
                 body: b"ok".to_vec(),
             })
         };
-        let key = WriteKey::admitting(admission.clone(), Arc::new(render));
+        let key = WriteKey::new(
+            KeyMode::AdmittedByWrite(admission.clone()),
+            Arc::new(render),
+        );
         assert!(key.is_keyed());
         assert_eq!(key.claim(), None);
         assert_eq!(key.commit(&200), None, "nothing to mark: no claim");
@@ -529,10 +561,25 @@ mod tests {
         assert_eq!(admission.expires_at(), at(10) + RETENTION);
         // An answer that does not render cannot be stored with the key: nothing to admit with.
         assert_eq!(key.admit(&0), None);
-        // A key claimed before its write admits nothing.
-        let claimed: WriteKey<u16> = WriteKey::new(None, Arc::new(render));
-        assert!(!claimed.is_keyed());
+        // An unkeyed write, and a key claimed before its write, admit nothing.
+        let unkeyed: WriteKey<u16> = WriteKey::new(KeyMode::Unkeyed, Arc::new(render));
+        assert!(!unkeyed.is_keyed());
+        assert_eq!(unkeyed.admit(&200), None);
+        let claimed: WriteKey<u16> = WriteKey::new(KeyMode::Claimed(claim()), Arc::new(render));
+        assert!(claimed.is_keyed());
         assert_eq!(claimed.admit(&200), None);
+        assert_eq!(claimed.admission(), None);
+    }
+
+    #[test]
+    fn a_mode_is_claimed_only_with_a_claim_and_admitted_only_with_an_admission() {
+        assert_eq!(KeyMode::claimed(None), KeyMode::Unkeyed);
+        let mode = KeyMode::claimed(Some(claim()));
+        assert_eq!(mode, KeyMode::Claimed(claim()));
+        assert_eq!(mode.claim(), Some(&claim()));
+        assert_eq!(mode.admission(), None);
+        assert_eq!(KeyMode::Unkeyed.claim(), None);
+        assert_eq!(KeyMode::Unkeyed.admission(), None);
     }
 
     #[test]
@@ -621,11 +668,11 @@ mod tests {
             })
         });
         // No key: nothing to do in the transaction, but the response still renders.
-        let unkeyed = WriteKey::new(None, Arc::clone(&render));
+        let unkeyed = WriteKey::new(KeyMode::Unkeyed, Arc::clone(&render));
         assert_eq!(unkeyed.commit(&5), None);
         assert_eq!(unkeyed.render(&5).map(|r| r.body), Some(b"5".to_vec()));
         // A key: committed with the write, and completed with the rendered response.
-        let keyed = WriteKey::new(Some(claim()), render);
+        let keyed = WriteKey::new(KeyMode::Claimed(claim()), render);
         let commit = keyed.commit(&5).unwrap_or_else(|| unreachable!());
         assert_eq!(commit.claim, &claim());
         assert_eq!(

@@ -23,7 +23,7 @@ use uuid::Uuid;
 use super::PgStore;
 use super::notifications::NewNotificationRow;
 use super::outbox::insert_events;
-use super::transitions::{Waiting, react};
+use super::payout_write::transitions::{Waiting, react};
 use crate::cached::CachedExt;
 use crate::errors::{TxError, from_diesel, from_tx};
 use crate::schema::{
@@ -389,7 +389,7 @@ impl PgStore {
 enum ConfirmAbort {
     Tx(TxError),
     NotApplicable,
-    Payouts(super::transitions::PayoutAbort),
+    Payouts(super::payout_write::transitions::PayoutAbort),
 }
 
 impl From<diesel::result::Error> for ConfirmAbort {

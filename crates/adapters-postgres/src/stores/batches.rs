@@ -24,7 +24,7 @@ use uuid::Uuid;
 use super::PgStore;
 use super::console::insert_audit;
 use super::outbox::insert_events;
-use super::transitions::{PayoutAbort, apply_changes};
+use super::payout_write::transitions::{PayoutAbort, apply_changes};
 use crate::cached::CachedExt;
 use crate::errors::{TxError, from_diesel, from_tx};
 use crate::rows::PayoutRow;

@@ -51,28 +51,13 @@ struct ClaimedRow {
 pub(crate) const NO_ENDPOINT: &str = "no enabled postback URL";
 
 /// Whether a subaccount `s` with its endpoint `w` (left-joined: null when it has none) has an
-/// enabled postback URL its events can be sent to.
+/// enabled postback URL its events can be sent to. (A set of new payouts gives up its events as
+/// it writes them by the same rule: `delivery` in `payout_write/sql/write_set.sql`.)
 macro_rules! endpoint_enabled {
     () => {
         "s.postback_url IS NOT NULL AND w.disabled_at IS NULL"
     };
 }
-
-/// Whether the subaccount `$sub` has an enabled postback URL ([`endpoint_enabled!`]): one
-/// row, or none for a subaccount that does not exist. A set's write gives up its events as it
-/// writes them when it has not (see `payout_sets::WRITE_SET`), as the claim gives up due ones.
-macro_rules! deliverable_endpoint {
-    ($sub:literal) => {
-        concat!(
-            "SELECT ",
-            $crate::stores::delivery::endpoint_enabled!(),
-            " FROM subaccounts s LEFT JOIN webhook_endpoints w ON w.subaccount_id = s.id \
-             WHERE s.id = ",
-            $sub
-        )
-    };
-}
-pub(crate) use {deliverable_endpoint, endpoint_enabled};
 
 /// Takes due events in one statement (so atomically), oldest due first, skipping rows another
 /// worker holds. Each one's attempt count goes up. An event whose subaccount has a postback URL

@@ -14,8 +14,8 @@ use domain::receiver::{KycStatus, Receiver};
 use uuid::Uuid;
 
 use super::PgStore;
+use super::payout_write::transitions::PayoutAbort;
 use super::receivers::decide_kyc;
-use super::transitions::PayoutAbort;
 use crate::errors::from_diesel;
 use crate::rows::ReceiverRow;
 use crate::schema::{kyc_decisions, receivers};

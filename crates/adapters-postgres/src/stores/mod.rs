@@ -14,18 +14,14 @@ mod notifications;
 mod operator;
 mod outbox;
 mod overview;
-mod payout_groups;
-mod payout_sets;
 mod payout_story;
-mod payouts;
-mod planning_reads;
+mod payout_write;
 mod rail_files;
 mod receivers;
 pub mod rotation;
 mod subaccounts;
-mod transitions;
 
-pub use payout_groups::{GroupCommitSettings, PayoutGroups};
+pub use payout_write::groups::{GroupCommitSettings, PayoutGroups};
 
 use std::sync::Arc;
 
@@ -54,7 +50,7 @@ pub struct PgStore {
     citus: Arc<OnceCell<bool>>,
     /// The open batch each subaccount and currency's last new payouts joined (shared by the
     /// store's clones), so the next can be written in one round trip.
-    open_batches: Arc<payout_sets::OpenBatches>,
+    open_batches: Arc<payout_write::OpenBatches>,
 }
 
 /// How long a new batch stays open by default (docs/OPERATIONS.md, Configuration,
@@ -164,7 +160,7 @@ impl PgStore {
 
 /// The same port error again, for another request that shares its cause (a group's write, a
 /// statement of several requests' reads); the error itself is not `Clone`.
-fn copied_port_error(e: &PortError) -> PortError {
+pub(crate) fn copied_port_error(e: &PortError) -> PortError {
     match e {
         PortError::Unavailable(cause) => PortError::Unavailable(anyhow::anyhow!("{cause:#}")),
         PortError::Unknown(cause) => PortError::Unknown(anyhow::anyhow!("{cause:#}")),

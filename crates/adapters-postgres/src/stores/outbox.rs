@@ -126,7 +126,6 @@ macro_rules! events_input {
         )
     };
 }
-pub(crate) use events_input;
 
 /// The events of `input` ([`events_input!`]), each with the next sequence number of its object
 /// in their order: one upsert per object reserves as many numbers as it has events here, and
@@ -153,7 +152,6 @@ macro_rules! sequenced_events {
            FROM input i JOIN wanted w USING (object_id) JOIN seq s USING (object_id))"
     };
 }
-pub(crate) use sequenced_events;
 
 /// Inserts the events of [`sequenced_events!`]'s `numbered`, in their order.
 macro_rules! insert_numbered_events {

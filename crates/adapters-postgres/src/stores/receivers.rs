@@ -18,7 +18,7 @@ use domain::receiver::{KycStatus, Receiver};
 
 use super::PgStore;
 use super::outbox::insert_events;
-use super::transitions::{PayoutAbort, Waiting, react};
+use super::payout_write::transitions::{PayoutAbort, Waiting, react};
 use crate::cached::CachedExt;
 use crate::errors::{TxError, from_diesel, from_tx};
 use crate::rows::ReceiverRow;

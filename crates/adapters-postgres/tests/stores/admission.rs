@@ -12,8 +12,8 @@ use diesel_async::RunQueryDsl;
 use domain::account::ReceiverAccount;
 use domain::auth::{NonceDurability, NonceUse};
 use domain::idempotency::{
-    Admission, ClaimOutcome, IdempotencyKey, IdempotencyStore, RETENTION, StoredResponse, WriteKey,
-    fingerprint,
+    Admission, ClaimOutcome, IdempotencyKey, IdempotencyStore, KeyMode, RETENTION, StoredResponse,
+    WriteKey, fingerprint,
 };
 use domain::ids::{ApiKeyId, SubaccountId};
 use domain::money::Asset;
@@ -51,8 +51,8 @@ fn admitting(nonce: NonceUse, key: &str) -> WriteKey<Payout> {
         fingerprint: fingerprint("POST", PATH, key.as_bytes()),
         at: at(Utc::now().timestamp_micros()),
     };
-    WriteKey::admitting(
-        admission,
+    WriteKey::new(
+        KeyMode::AdmittedByWrite(admission),
         Arc::new(|p: &Payout| {
             Some(StoredResponse {
                 status: 200,

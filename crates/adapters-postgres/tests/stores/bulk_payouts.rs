@@ -10,7 +10,8 @@ use domain::builders::PayoutBuilder;
 use domain::codes::ErrorCode;
 use domain::events::{EventKind, OutboxEvent};
 use domain::idempotency::{
-    ClaimOutcome, IdempotencyKey, IdempotencyStore, KeyClaim, StoredResponse, WriteKey, fingerprint,
+    ClaimOutcome, IdempotencyKey, IdempotencyStore, KeyClaim, KeyMode, StoredResponse, WriteKey,
+    fingerprint,
 };
 use domain::ids::{EventId, LedgerEntryId, PayoutId, SubaccountId};
 use domain::ledger::{LedgerEntry, LedgerEntryKind};
@@ -224,7 +225,7 @@ async fn an_atomic_request_with_a_failure_writes_nothing_and_one_without_commits
         lease_until,
     };
     let write_key = WriteKey::new(
-        Some(claim.clone()),
+        KeyMode::Claimed(claim.clone()),
         Arc::new(|r: &BulkPayoutResult| {
             Some(StoredResponse {
                 status: 200,
@@ -502,7 +503,7 @@ async fn a_bulk_request_written_whole_asks_for_its_balance_only_in_its_write_sta
     use diesel_async::{RunQueryDsl, SimpleAsyncConnection};
     let fx = Fixture::new().await;
     if adapters_postgres::test_db::citus_url().is_some() {
-        // On Citus every set is decided first (see `payout_sets`).
+        // On Citus every set is decided first (see `payout_write::strategy`).
         return;
     }
     let (sub, owner, account) = world(&fx, "10000").await;

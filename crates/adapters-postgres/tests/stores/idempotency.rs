@@ -7,8 +7,8 @@ use chrono::{DateTime, Duration, Utc};
 use domain::auth::ports::CredentialStore;
 use domain::auth::{NonceDurability, NonceOutcome, NonceUse};
 use domain::idempotency::{
-    ClaimOutcome, IdempotencyKey, IdempotencyStore, KeyClaim, LEASE, StoredResponse, WriteKey,
-    fingerprint,
+    ClaimOutcome, IdempotencyKey, IdempotencyStore, KeyClaim, KeyMode, LEASE, StoredResponse,
+    WriteKey, fingerprint,
 };
 use domain::ids::{ApiKeyId, SubaccountId};
 use domain::receiver::Receiver;
@@ -41,7 +41,7 @@ fn answered(status: u16, body: &[u8]) -> StoredResponse {
 /// A write key rendering the receiver's e-mail as the response body.
 fn rendering(claim: &KeyClaim) -> WriteKey<Receiver> {
     WriteKey::new(
-        Some(claim.clone()),
+        KeyMode::Claimed(claim.clone()),
         Arc::new(|r: &Receiver| Some(answered(200, r.email.as_bytes()))),
     )
 }

@@ -13,7 +13,8 @@ use domain::account::{ConfirmStatus, ReceiverAccount};
 use domain::builders::PayoutBuilder;
 use domain::events::{EventKind, OutboxEvent};
 use domain::idempotency::{
-    ClaimOutcome, IdempotencyKey, IdempotencyStore, KeyClaim, StoredResponse, WriteKey, fingerprint,
+    ClaimOutcome, IdempotencyKey, IdempotencyStore, KeyClaim, KeyMode, StoredResponse, WriteKey,
+    fingerprint,
 };
 use domain::ids::{EventId, LedgerEntryId, PayoutId, SubaccountId};
 use domain::ledger::{LedgerEntry, LedgerEntryKind};
@@ -192,7 +193,7 @@ pub(crate) async fn claimed(store: &PgStore, sub: SubaccountId, name: &str) -> W
         panic!("not claimed");
     };
     WriteKey::new(
-        Some(KeyClaim {
+        KeyMode::Claimed(KeyClaim {
             subaccount: sub,
             key,
             lease_until,

@@ -12,46 +12,44 @@ use super::error::ApiError;
 use super::idempotency::{Replayed, RequestKey};
 use crate::state::AppState;
 use domain::idempotency::{
-    Admission, ClaimOutcome, IdempotencyKey, KeyClaim, StoredResponse, WriteKey,
+    ClaimOutcome, IdempotencyKey, KeyClaim, KeyMode, StoredResponse, WriteKey,
 };
 use std::sync::Arc;
 
-/// An authenticated request: who is calling, the raw body they signed, and the idempotency
-/// key it claimed.
+/// An authenticated request: who is calling, the raw body they signed, and how its
+/// idempotency key is settled.
 #[derive(Debug)]
 pub struct Authenticated {
     /// The caller.
     pub caller: Caller,
     /// The raw body.
     pub body: Bytes,
-    /// The claim on the request's idempotency key, when it carries one: handed to the write
-    /// through [`Self::write_key`].
-    pub claim: Option<KeyClaim>,
-    /// A keyed, signed request taken by [`AdmittedInWrite`] where its write can admit it: its
-    /// nonce is not yet recorded and its key not yet claimed; the write does both, or the
-    /// request is admitted with [`Self::admit`] and run again.
-    pub admission: Option<Admission>,
+    /// How the request's idempotency key is settled, decided once, here: none, claimed before
+    /// the request runs, or (a keyed, signed request taken by [`AdmittedInWrite`] where its
+    /// write can) admitted by its write, which records its nonce and inserts its key; the write
+    /// does both, or the request is admitted with [`Self::admit`] and its key is then claimed.
+    /// Handed to the write through [`Self::write_key`].
+    pub key: KeyMode,
 }
 
 impl Authenticated {
-    /// The idempotency part of this request's write: its claim, and `render`, which renders
-    /// the success response from what the write stores (so the store keeps it with the write).
+    /// The idempotency part of this request's write: its [`KeyMode`], and `render`, which
+    /// renders the success response from what the write stores (so the store keeps it with
+    /// the write).
     pub fn write_key<T>(
         &self,
         render: impl Fn(&T) -> Option<StoredResponse> + Send + Sync + 'static,
     ) -> WriteKey<T> {
-        match &self.admission {
-            Some(admission) => WriteKey::admitting(admission.clone(), Arc::new(render)),
-            None => WriteKey::new(self.claim.clone(), Arc::new(render)),
-        }
+        WriteKey::new(self.key.clone(), Arc::new(render))
     }
 
     /// Admits a request its write did not: records its nonce and claims its key, as every
     /// other keyed POST is admitted before it runs, with the same answers (`AUTH106` for a
     /// nonce used before, a replay, `IDEM001`, `IDEM002`). Its rate was counted when it
-    /// arrived. Afterwards the request runs under its claim.
+    /// arrived. Afterwards its key is [`KeyMode::Claimed`] (a request of another mode is left
+    /// as it is).
     pub async fn admit(&mut self, req: &HttpRequest) -> Result<(), ApiError> {
-        let Some(admission) = self.admission.take() else {
+        let KeyMode::AdmittedByWrite(admission) = &self.key else {
             return Ok(());
         };
         let Some(state) = req.app_data::<Data<AppState>>() else {
@@ -67,7 +65,8 @@ impl Authenticated {
             &self.body,
         )
         .await?;
-        self.claim = Some(settle(req, &self.caller, admission.key, outcome)?);
+        let claim = settle(req, &self.caller, admission.key.clone(), outcome)?;
+        self.key = KeyMode::Claimed(claim);
         Ok(())
     }
 
@@ -81,7 +80,7 @@ impl Authenticated {
     /// transactions, say): the key is marked committed with the write and its response is
     /// stored afterwards.
     pub fn committing_key<T>(&self) -> WriteKey<T> {
-        WriteKey::committing(self.claim.clone())
+        WriteKey::committing(self.key.claim().cloned())
     }
 }
 
@@ -215,7 +214,8 @@ fn path_and_query(req: &HttpRequest) -> &str {
 
 /// An authenticated request whose write may admit it: a keyed, signed POST is not admitted
 /// here (its nonce recorded, its key claimed) when its use case's store can do both in the
-/// write's own transaction; [`Authenticated::admission`] then carries what the write records.
+/// write's own transaction; its [`Authenticated::key`] is then [`KeyMode::AdmittedByWrite`],
+/// carrying what the write records.
 /// Any other request is taken as [`Authenticated`] takes it. Its rate is counted on arrival,
 /// before its nonce is known to be fresh.
 #[derive(Debug)]
@@ -295,8 +295,7 @@ fn authenticate(
             return Ok(Authenticated {
                 caller,
                 body,
-                claim: None,
-                admission: Some(admission),
+                key: KeyMode::AdmittedByWrite(admission),
             });
         }
         // The caller is recorded for the request log once its nonce is (a replay is not
@@ -325,8 +324,7 @@ fn authenticate(
         Ok(Authenticated {
             caller,
             body,
-            claim,
-            admission: None,
+            key: KeyMode::claimed(claim),
         })
     })
 }

@@ -5,6 +5,7 @@ use actix_web::web::{Data, Path};
 use actix_web::{HttpRequest, HttpResponse, ResponseError};
 use domain::ErrorCode;
 use domain::account::{PayoutAccountSlot, ReceiverAccount};
+use domain::idempotency::KeyMode;
 use domain::ids::MerchantId;
 use domain::ledger::LedgerEntry;
 use domain::ledger::LedgerEntryKind;
@@ -91,26 +92,61 @@ pub async fn create(
     request: AdmittedInWrite,
 ) -> Result<HttpResponse, ApiError> {
     let AdmittedInWrite(mut request) = request;
-    if request.admission.is_some() {
-        // The request is admitted by the payout's write. Whatever else it gets (a refusal, a
-        // nonce or key seen before, a write that could not admit it), it gets after being
-        // admitted on its own, as any other request, and running again under its claim. A
-        // server error is answered as it is: nothing was admitted, or the commit is in doubt
-        // and a retry finds the key.
-        match create_once(&state, &request).await {
-            Ok(response) => {
+    match next_action(&request.key, create_once(&state, &request).await) {
+        NextAction::Answer(answer) => {
+            if answer.is_ok() && request.key.admission().is_some() {
                 request.admitted(&req);
-                return Ok(response);
             }
-            Err(NotCreated::Refused(e)) if e.status_code().is_server_error() => return Err(e),
-            Err(NotCreated::Refused(_) | NotCreated::NotAdmitted) => request.admit(&req).await?,
+            answer
+        }
+        NextAction::AdmitThenAnswer(refusal) => {
+            request.admit(&req).await?;
+            Err(refusal)
+        }
+        NextAction::AdmitThenWrite => {
+            request.admit(&req).await?;
+            match create_once(&state, &request).await {
+                Ok(response) => Ok(response),
+                Err(NotCreated::Refused(e)) => Err(e),
+                // Claimed now: only a write that admits its request answers this.
+                Err(NotCreated::NotAdmitted) => Err(ApiError::code(CREATE, ErrorCode::Sys500)),
+            }
         }
     }
-    match create_once(&state, &request).await {
-        Ok(response) => Ok(response),
-        Err(NotCreated::Refused(e)) => Err(e),
-        // Only a write that admits its request answers this, and this one was admitted.
-        Err(NotCreated::NotAdmitted) => Err(ApiError::code(CREATE, ErrorCode::Sys500)),
+}
+
+/// What [`create`] does once the use case has run with the request's key as it was taken
+/// ([`next_action`] decides, once).
+enum NextAction {
+    /// Answer with this: the payout created (by a write that admitted its request, or under a
+    /// key claimed before), a refusal of a request claimed before or unkeyed, or a server error
+    /// (nothing admitted, or the commit in doubt and a retry finds the key).
+    Answer(Result<HttpResponse, ApiError>),
+    /// The request was to be admitted by its write and was refused before writing: admit it as
+    /// any other request (its nonce recorded and its key claimed, with the answers that gives:
+    /// `AUTH106`, a replay, `IDEM001`, `IDEM002`), then answer with the refusal, which the
+    /// middleware stores with the key.
+    AdmitThenAnswer(ApiError),
+    /// The write could not admit its request (a nonce or key seen before, or anything that
+    /// would refuse the payout) and wrote nothing: admit it, then write it under its claim, the
+    /// only way its answer can be known.
+    AdmitThenWrite,
+}
+
+/// The next action for a request of key `mode` whose use case answered `run`.
+fn next_action(mode: &KeyMode, run: Result<HttpResponse, NotCreated>) -> NextAction {
+    let admitting = matches!(mode, KeyMode::AdmittedByWrite(_));
+    match run {
+        Ok(response) => NextAction::Answer(Ok(response)),
+        Err(NotCreated::Refused(e)) if admitting && !e.status_code().is_server_error() => {
+            NextAction::AdmitThenAnswer(e)
+        }
+        Err(NotCreated::Refused(e)) => NextAction::Answer(Err(e)),
+        Err(NotCreated::NotAdmitted) if admitting => NextAction::AdmitThenWrite,
+        // Only a write that admits its request answers this, and this one did not admit.
+        Err(NotCreated::NotAdmitted) => {
+            NextAction::Answer(Err(ApiError::code(CREATE, ErrorCode::Sys500)))
+        }
     }
 }
 
@@ -128,8 +164,8 @@ impl From<ApiError> for NotCreated {
     }
 }
 
-/// One run of [`create`] with the request's key as it stands (claimed, to be admitted by the
-/// write, or none).
+/// One run of the use case with the request's key as it stands (claimed, to be admitted by
+/// the write, or none).
 async fn create_once(
     state: &AppState,
     request: &Authenticated,

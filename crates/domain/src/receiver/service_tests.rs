@@ -418,7 +418,7 @@ async fn a_decided_or_concurrently_decided_check_is_refused() {
 
 #[tokio::test]
 async fn the_request_key_reaches_the_store_with_the_response_of_what_it_writes() {
-    use crate::idempotency::{IdempotencyKey, KeyClaim, StoredResponse};
+    use crate::idempotency::{IdempotencyKey, KeyClaim, KeyMode, StoredResponse};
     let claim = KeyClaim {
         subaccount: caller().subaccount_id,
         key: IdempotencyKey::parse("create-1").unwrap_or_else(|| unreachable!()),
@@ -438,7 +438,7 @@ async fn the_request_key_reaches_the_store_with_the_response_of_what_it_writes()
         .times(1)
         .returning(|_, _, _| Ok(()));
     let key = WriteKey::new(
-        Some(claim),
+        KeyMode::Claimed(claim),
         Arc::new(|r: &Receiver| {
             Some(StoredResponse {
                 status: 200,

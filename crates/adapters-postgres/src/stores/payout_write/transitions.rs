@@ -24,6 +24,7 @@ use domain::rail::schedule::BatchSchedule;
 use uuid::Uuid;
 
 use super::outbox::insert_events;
+use super::statements;
 use crate::cached::{BoxedSql, CachedExt};
 use crate::errors::{TxError, from_tx};
 use crate::rows::PayoutRow;
@@ -37,46 +38,18 @@ pub(crate) async fn insert_entries(
     if entries.is_empty() {
         return Ok(());
     }
-    bind_entries(diesel::sql_query(INSERT_ENTRIES).into_boxed(), entries)
-        .cached()
-        .execute(conn)
-        .await?;
+    bind_entries(
+        diesel::sql_query(statements::INSERT_ENTRIES).into_boxed(),
+        entries,
+    )
+    .cached()
+    .execute(conn)
+    .await?;
     Ok(())
 }
 
-/// `INSERT INTO ledger_entries`, up to the arrays of [`bind_entries`]; [`ENTRIES_IN_ORDER`]
-/// follows them. Macros so that `concat!` builds every statement using them at compile time.
-macro_rules! insert_entries_from {
-    () => {
-        "INSERT INTO ledger_entries \
-           (id, subaccount_id, asset, kind, available_delta, pending_delta, payout_id, created_at) \
-         SELECT id, subaccount_id, asset, kind, available_delta, pending_delta, payout_id, \
-           created_at \
-         FROM unnest("
-    };
-}
-pub(crate) use insert_entries_from;
-
-/// What follows the arrays of [`insert_entries_from!`]: the entries in the order given.
-macro_rules! entries_in_order {
-    () => {
-        ") WITH ORDINALITY \
-           AS e(id, subaccount_id, asset, kind, available_delta, pending_delta, payout_id, \
-                created_at, n) \
-         ORDER BY n"
-    };
-}
-pub(crate) use entries_in_order;
-
-/// Ledger entries given as the arrays of [`bind_entries`] (`$1`–`$8`).
-const INSERT_ENTRIES: &str = concat!(
-    insert_entries_from!(),
-    "$1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::uuid[], \
-     $8::timestamptz[]",
-    entries_in_order!()
-);
-
-/// Binds `entries` as the eight arrays [`insert_entries_from!`] unnests (ids, subaccounts,
+/// Binds `entries` as the eight arrays `sql/insert_entries.sql` unnests (its header lists them;
+/// `sql/write_set.sql` takes them as `$25`–`$32`) (ids, subaccounts,
 /// assets, kinds, available and pending deltas, payouts, times), as the next parameters.
 pub(crate) fn bind_entries<'f>(query: BoxedSql<'f>, entries: &[LedgerEntry]) -> BoxedSql<'f> {
     use diesel::sql_types::{Array, BigInt, Nullable, Timestamptz};
@@ -141,14 +114,6 @@ impl From<TxError> for PayoutAbort {
     }
 }
 
-/// The open batch of subaccount `$1` in currency `$2`, locked against closing. `'open'` is
-/// written in the text, not bound: only then can the generic plan of the prepared statement
-/// use the partial index `batches_open` (`WHERE status = 'open'`); with the status bound,
-/// PostgreSQL planned the statement afresh on every payout (0.08 ms).
-const OPEN_BATCH: &str = "\
-    SELECT id, batch_run_time FROM batches \
-    WHERE subaccount_id = $1 AND asset = $2 AND status = 'open' FOR SHARE";
-
 #[derive(QueryableByName)]
 struct OpenBatch {
     #[diesel(sql_type = SqlUuid)]
@@ -157,15 +122,16 @@ struct OpenBatch {
     batch_run_time: DateTime<Utc>,
 }
 
-/// The open batch of (subaccount, asset), if there is one, locked `FOR SHARE` as
+/// The open batch of (subaccount, asset), if there is one (`sql/open_batch.sql`), locked
+/// `FOR SHARE` as
 /// [`join_open_batch`] locks it: its id and run time. Takes the connection shared, so that it
-/// can be sent together with other statements ([`write_whole`](super::payout_sets::write_whole)).
+/// can be sent together with other statements ([`write_whole`](super::whole::write_whole)).
 pub(crate) async fn open_batch(
     mut conn: &AsyncPgConnection,
     subaccount: Uuid,
     asset: &str,
 ) -> QueryResult<Option<(Uuid, DateTime<Utc>)>> {
-    let open: Option<OpenBatch> = diesel::sql_query(OPEN_BATCH)
+    let open: Option<OpenBatch> = diesel::sql_query(statements::OPEN_BATCH)
         .bind::<SqlUuid, _>(subaccount)
         .bind::<Text, _>(asset)
         .cached()
@@ -276,7 +242,7 @@ pub(crate) async fn apply_changes(
             .and_then(|b| run_times.get(&b).map(|run_at| (b, *run_at)))
     };
     let ps = changes.iter().map(|c| &c.payout);
-    let moved = diesel::sql_query(APPLY_CHANGES)
+    let moved = diesel::sql_query(statements::APPLY_CHANGES)
         .bind::<Array<SqlUuid>, _>(ps.clone().map(|p| p.id.as_uuid()).collect::<Vec<_>>())
         .bind::<Array<SqlUuid>, _>(
             ps.clone()
@@ -428,19 +394,6 @@ fn set_movements(changes: &[PayoutChange]) -> Option<Vec<Movement>> {
     }
     Some(movements)
 }
-
-/// Moves a set of payouts, each only from the status it must still have (`$1`–`$10`: ids,
-/// subaccounts, expected statuses, new statuses, updated at, batches, submitted at, receiver
-/// invalid, failure reasons, return codes); the row count says how many moved.
-const APPLY_CHANGES: &str = "\
-    UPDATE payouts p SET status = i.status, updated_at = i.updated_at, batch_id = i.batch_id, \
-      submitted_at = i.submitted_at, receiver_is_invalid = i.receiver_is_invalid, \
-      failure_reason = i.failure_reason, return_code = i.return_code \
-    FROM unnest($1::uuid[], $2::uuid[], $3::int2[], $4::int2[], $5::timestamptz[], $6::uuid[], \
-                $7::timestamptz[], $8::bool[], $9::text[], $10::text[]) \
-      AS i(id, subaccount_id, expected, status, updated_at, batch_id, submitted_at, \
-           receiver_is_invalid, failure_reason, return_code) \
-    WHERE p.id = i.id AND p.subaccount_id = i.subaccount_id AND p.status = i.expected";
 
 /// Applies one planned change inside the caller's transaction: the conditional status update
 /// (with the fields the change sets), the batch a payout becoming `pending` joins, the balance

@@ -10,7 +10,7 @@
 //! groups larger when a subaccount pays in several currencies at once; the balance rows of a
 //! group are locked in currency order, as every set's are.
 //!
-//! On plain PostgreSQL a group is first written whole (`payout_sets::write_whole`): its parties
+//! On plain PostgreSQL a group is first written whole (`whole::write_whole`): its parties
 //! locked with its currencies' open batches (in one statement for one currency), sent with the
 //! transaction's `BEGIN`, and checked; then the payouts, their ledger entries, their
 //! idempotency keys, their events and the update of the balances in one statement. Once the
@@ -21,7 +21,7 @@
 //! transaction rolls back and the group is decided request by request in a second one: one
 //! statement for all their parties, one for their references, one lock of the balances, then
 //! the writes of the accepted ones
-//! (`payout_sets::write_set`: one statement on plain PostgreSQL, five on Citus). On Citus every
+//! (`set_write::write_set`: one statement on plain PostgreSQL, five on Citus). On Citus every
 //! group is decided first.
 
 //! Each request still gets exactly its own answer. Its parties are checked as a single
@@ -57,13 +57,14 @@ use domain::payout::ports::InsertPayoutError;
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
-use super::PgStore;
-use super::payout_sets::{
-    Planned, SetPlans, Verdict, accepted, decide, in_set_transaction, write_set, write_whole,
-};
-use super::payouts::rolled_back_whole;
+use super::alone::rolled_back_whole;
+use super::decide::{Verdict, accepted, decide};
 use super::planning_reads::PlanningReads;
+use super::set_transaction::{SetPlans, in_set_transaction};
+use super::set_write::write_set;
 use super::transitions::PayoutAbort;
+use super::whole::write_whole;
+use super::{PgStore, Planned, Strategy, Write, strategy};
 use crate::errors::TxError;
 
 /// How requests are grouped: `PAYOUT_GROUP_COMMIT_WINDOW_US` and `PAYOUT_GROUP_COMMIT_MAX`.
@@ -290,8 +291,8 @@ impl PgStore {
         let schedule = &self.batch_schedule;
         // Before this transaction's connection is taken: the first detection takes one of its
         // own, and writers holding theirs while they all waited for another could empty the pool.
-        let plans = match self.detect_citus().await {
-            Ok(citus) => SetPlans::on_citus(citus),
+        let citus = match self.detect_citus().await {
+            Ok(citus) => citus,
             Err(e) => return Ok(group.iter().map(|_| Err(copied(&e))).collect()),
         };
         let mut conn = match self.conn().await {
@@ -311,13 +312,25 @@ impl PgStore {
         let subaccount = group[0].payout.subaccount_id.as_uuid();
         // Why the commit of the attempt below may have happened after all, if it may.
         let mut in_doubt: Option<String> = None;
-        if plans == SetPlans::Generic {
+        let at_once = match strategy(Write::Group, citus, subaccount, &set, &self.open_batches) {
+            Strategy::AtOnce(expected) => Some(Some(expected)),
+            Strategy::ThreeRoundTrips => Some(None),
+            Strategy::Decided(_) | Strategy::Citus | Strategy::NotAdmitted => None,
+        };
+        if let Some(at_once) = at_once {
             // Most groups are accepted whole: written at once, their parties locked and checked
             // by `write_whole` itself, without reading the references or the balance first.
             // Anything that would refuse a request fails the attempt as a whole, and the group
             // is then decided request by request below.
-            let attempt =
-                write_whole(&mut conn, subaccount, &set, schedule, &self.open_batches).await;
+            let attempt = write_whole(
+                &mut conn,
+                subaccount,
+                &set,
+                schedule,
+                &self.open_batches,
+                at_once,
+            )
+            .await;
             match attempt {
                 Ok(joined) => {
                     return self.after_commit(Ok(joined
@@ -344,6 +357,7 @@ impl PgStore {
         let result = if decided.is_empty() {
             Ok(Vec::new())
         } else {
+            let plans = SetPlans::on_citus(citus);
             self.decide_and_write(&mut conn, subaccount, &decided, plans)
                 .await
         };
@@ -408,7 +422,7 @@ impl PgStore {
 
 /// The same port error for another request of the group.
 fn copied(e: &PortError) -> InsertPayoutError {
-    InsertPayoutError::Port(super::copied_port_error(e))
+    InsertPayoutError::Port(crate::stores::copied_port_error(e))
 }
 
 /// A group failure in words for the log: the constraint or error kind, never a value.

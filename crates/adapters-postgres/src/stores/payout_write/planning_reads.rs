@@ -13,7 +13,7 @@
 //! statement ([`PlanningStatement`]): one row per request, in the order they arrived, each
 //! answered exactly as a read of its own would be. Nothing waits on purpose: a lone request is
 //! read at once. The reads are shared by every HTTP worker's store (through
-//! [`PayoutGroups`](super::PayoutGroups)); a subaccount's statements are run, one after
+//! [`PayoutGroups`](super::groups::PayoutGroups)); a subaccount's statements are run, one after
 //! another, by a task spawned on the runtime of the request that found no read running, so a
 //! request that goes away never strands the others waiting behind it.
 //!
@@ -36,10 +36,10 @@ use tokio::sync::oneshot;
 use uuid::Uuid;
 
 use super::PgStore;
-use super::accounts::AccountRow;
 use crate::errors::from_diesel;
 use crate::rows::ReceiverRow;
 use crate::schema::fee_templates;
+use crate::stores::accounts::AccountRow;
 
 /// The most requests one statement reads; more wait for the next. Each number of requests is a
 /// statement of its own text, prepared once per connection, so this also bounds how many such
@@ -387,7 +387,9 @@ async fn read_statements(reads: Arc<PlanningReads>, store: PgStore, sub: Uuid, c
             }
             Err(e) => {
                 for waiting in batch {
-                    let _ = waiting.answer.send(Err(super::copied_port_error(&e)));
+                    let _ = waiting
+                        .answer
+                        .send(Err(crate::stores::copied_port_error(&e)));
                 }
             }
         }
