@@ -10,6 +10,7 @@ use crate::account::notification::ports::MockNotificationStore;
 use crate::account::ports::{
     MerchantNames, MockAccountStore, MockNotifier, NotifyError, TokenLookup,
 };
+use crate::builders::ReceiverAccountBuilder;
 use crate::country::CountryCode;
 use crate::ids::{ApiKeyId, SubaccountId};
 use crate::ports::{MockClock, MockIdGenerator};
@@ -448,20 +449,15 @@ async fn verify_normalises_before_matching_and_refuses_bad_requests() {
 }
 
 fn stored_account(confirm_status: ConfirmStatus, status: AccountStatus) -> ReceiverAccount {
-    ReceiverAccount {
-        id: ReceiverAccountId::from_uuid(Uuid::from_u128(0xE)),
-        receiver_id: receiver().id,
-        subaccount_id: caller().subaccount_id,
-        method: PayoutMethod::DirectEntry,
-        data: AccountData::from_pairs(vec![(
-            crate::account::AccountField::Bsb,
-            "012002".to_owned(),
-        )]),
-        status,
-        confirm_status,
-        created_at: now(),
-        updated_at: now(),
-    }
+    ReceiverAccountBuilder::new()
+        .id(ReceiverAccountId::from_uuid(Uuid::from_u128(0xE)))
+        .receiver(receiver().id)
+        .subaccount(caller().subaccount_id)
+        .data(&[(AccountField::Bsb, "012002")])
+        .status(status)
+        .confirm_status(confirm_status)
+        .created_at(now())
+        .build()
 }
 
 #[tokio::test]

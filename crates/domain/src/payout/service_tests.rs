@@ -6,9 +6,9 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::*;
+use crate::account::ReceiverAccount;
 use crate::account::ports::MockAccountStore;
-use crate::account::{AccountData, PayoutMethod, ReceiverAccount};
-use crate::builders::PayoutBuilder;
+use crate::builders::{PayoutBuilder, ReceiverAccountBuilder};
 use crate::country::CountryCode;
 use crate::ids::{ApiKeyId, BatchId, PayoutId, SubaccountId};
 use crate::money::Percentage;
@@ -66,20 +66,14 @@ fn receiver(status: ReceiverStatus, kyc: KycStatus) -> Receiver {
 }
 
 fn account(owner: u128, status: AccountStatus, confirm: ConfirmStatus) -> ReceiverAccount {
-    ReceiverAccount {
-        id: ReceiverAccountId::from_uuid(Uuid::from_u128(ACCOUNT)),
-        receiver_id: ReceiverId::from_uuid(Uuid::from_u128(owner)),
-        subaccount_id: caller().subaccount_id,
-        method: PayoutMethod::DirectEntry,
-        data: AccountData::from_pairs(vec![(
-            crate::account::AccountField::Bsb,
-            "012002".to_owned(),
-        )]),
-        status,
-        confirm_status: confirm,
-        created_at: now(),
-        updated_at: now(),
-    }
+    ReceiverAccountBuilder::new()
+        .id(ReceiverAccountId::from_uuid(Uuid::from_u128(ACCOUNT)))
+        .receiver(ReceiverId::from_uuid(Uuid::from_u128(owner)))
+        .subaccount(caller().subaccount_id)
+        .status(status)
+        .confirm_status(confirm)
+        .created_at(now())
+        .build()
 }
 
 fn raw(amount: &str, currency: &str) -> RawPayout {
