@@ -13,9 +13,8 @@ use domain::account::ports::{
     AccountStore, ConfirmationRequest, ConfirmationToken, InsertAccountError,
 };
 use domain::account::service::token_hash;
-use domain::account::{
-    AccountData, AccountField, AccountStatus, ConfirmStatus, PayoutMethod, ReceiverAccount,
-};
+use domain::account::{AccountField, AccountStatus, ConfirmStatus, PayoutMethod, ReceiverAccount};
+use domain::builders::ReceiverAccountBuilder;
 use domain::events::{EventKind, OutboxEvent};
 use domain::idempotency::WriteKey;
 use domain::ids::{EventId, ReceiverAccountId, SubaccountId};
@@ -67,17 +66,15 @@ fn account(
         ..raw(fields)
     };
     let input = AccountInput::parse(method, &raw).expect("valid account details");
-    ReceiverAccount {
-        id: ReceiverAccountId::from_uuid(Uuid::new_v4()),
-        receiver_id: owner.id,
-        subaccount_id: owner.subaccount_id,
-        method,
-        data: AccountData::from_details(&input.details),
-        status: AccountStatus::Pending,
-        confirm_status: ConfirmStatus::Unconfirmed,
-        created_at,
-        updated_at: created_at,
-    }
+    assert_eq!(input.details.method(), method);
+    ReceiverAccountBuilder::new()
+        .id(ReceiverAccountId::from_uuid(Uuid::new_v4()))
+        .owner(owner)
+        .details(&input.details)
+        .status(AccountStatus::Pending)
+        .confirm_status(ConfirmStatus::Unconfirmed)
+        .created_at(created_at)
+        .build()
 }
 
 pub(crate) fn direct_entry(
