@@ -8,16 +8,15 @@ use uuid::Uuid;
 use super::*;
 use crate::account::ReceiverAccount;
 use crate::account::ports::MockAccountStore;
-use crate::builders::{PayoutBuilder, ReceiverAccountBuilder};
-use crate::country::CountryCode;
+use crate::builders::{PayoutBuilder, ReceiverAccountBuilder, ReceiverBuilder};
 use crate::ids::{ApiKeyId, BatchId, PayoutId, SubaccountId};
 use crate::money::Percentage;
 use crate::paging::cursor::CursorKey;
 use crate::payout::PayoutStatus;
 use crate::payout::ports::MockPayoutStore;
 use crate::ports::{MockClock, MockIdGenerator};
+use crate::receiver::Receiver;
 use crate::receiver::ports::MockReceiverStore;
-use crate::receiver::{Address, Receiver};
 use crate::subaccount::FeeTemplate;
 use crate::subaccount::ports::MockSubaccountStore;
 
@@ -37,32 +36,13 @@ const OTHER_RECEIVER: u128 = 0xD;
 const ACCOUNT: u128 = 0xE;
 
 fn receiver(status: ReceiverStatus, kyc: KycStatus) -> Receiver {
-    Receiver {
-        id: ReceiverId::from_uuid(Uuid::from_u128(RECEIVER)),
-        subaccount_id: caller().subaccount_id,
-        first_name: "Ada".to_owned(),
-        middle_name: String::new(),
-        last_name: "Lovelace".to_owned(),
-        email: "ada@example.com".to_owned(),
-        gender: None,
-        dob: now().date_naive(),
-        dialcode: "61".to_owned(),
-        phone: "412345678".to_owned(),
-        address: Address {
-            address: "1 Example Street".to_owned(),
-            address2: String::new(),
-            city: "Sydney".to_owned(),
-            state: "NSW".to_owned(),
-            country: CountryCode::parse("AUS").unwrap_or_else(|e| panic!("{e}")),
-            postcode: "2000".to_owned(),
-        },
-        reference: None,
-        applicant_id: "app".to_owned(),
-        status,
-        kyc_status: kyc,
-        created_at: now(),
-        updated_at: now(),
-    }
+    ReceiverBuilder::new()
+        .id(ReceiverId::from_uuid(Uuid::from_u128(RECEIVER)))
+        .subaccount(caller().subaccount_id)
+        .status(status)
+        .kyc_status(kyc)
+        .created_at(now())
+        .build()
 }
 
 fn account(owner: u128, status: AccountStatus, confirm: ConfirmStatus) -> ReceiverAccount {
