@@ -77,6 +77,18 @@ impl ReceiverBuilder {
         self
     }
 
+    /// Sets the e-mail address.
+    pub fn email(mut self, email: &str) -> Self {
+        email.clone_into(&mut self.receiver.email);
+        self
+    }
+
+    /// Sets the KYC provider's applicant id.
+    pub fn applicant_id(mut self, applicant_id: &str) -> Self {
+        applicant_id.clone_into(&mut self.receiver.applicant_id);
+        self
+    }
+
     /// Sets the status.
     pub fn status(mut self, status: ReceiverStatus) -> Self {
         self.receiver.status = status;
