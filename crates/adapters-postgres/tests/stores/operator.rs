@@ -8,15 +8,17 @@ use adapters_postgres::{DbConfig, PgStore, Vault, create_pool};
 use diesel::sql_types::{BigInt, Bytea, Integer, Nullable, Text, Uuid as SqlUuid};
 use diesel_async::RunQueryDsl;
 use domain::PortError;
+use domain::auth::SignaturePolicy;
+use domain::builders::SubaccountBuilder;
 use domain::delivery::ports::WebhookEndpointStore;
 use domain::error::OperatorError;
-use domain::ids::{FeeGroupId, FeeTemplateId, LedgerEntryId, SubaccountId};
+use domain::ids::{FeeGroupId, FeeTemplateId, LedgerEntryId, MerchantId, SubaccountId};
 use domain::ledger::LedgerStore;
 use domain::ledger::{LedgerEntry, LedgerEntryKind};
 use domain::masking::Secret;
 use domain::money::{Asset, Percentage};
-use domain::subaccount::ports::SubaccountSetupStore;
 use domain::subaccount::ports::SubaccountStore;
+use domain::subaccount::ports::{NewSubaccount, SubaccountSetupStore};
 use domain::subaccount::{Balance, FeeTemplate};
 use uuid::Uuid;
 
@@ -360,6 +362,33 @@ async fn find_subaccount_returns_what_was_created_or_none() {
             .unwrap(),
         None
     );
+}
+
+#[tokio::test]
+async fn every_field_of_a_created_subaccount_reads_back() {
+    let fx = Fixture::new().await;
+    for policy in SignaturePolicy::ALL {
+        let subaccount = SubaccountBuilder::new()
+            .id(SubaccountId::from_uuid(Uuid::new_v4()))
+            .merchant(MerchantId::from_uuid(Uuid::new_v4()))
+            .postback_url("https://hooks.example.com/payoutd")
+            .signature_policy(*policy)
+            .created_at(at(NOW))
+            .build();
+        fx.store
+            .create_subaccount(
+                &NewSubaccount {
+                    subaccount: subaccount.clone(),
+                },
+                &audit_entry(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            fx.store.find_subaccount(subaccount.id).await.unwrap(),
+            Some(subaccount)
+        );
+    }
 }
 
 #[tokio::test]

@@ -4,18 +4,17 @@ use std::sync::Arc;
 
 use adapters_postgres::test_db::TestDb;
 use adapters_postgres::{DbConfig, PgStore, Vault, create_pool};
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Utc};
 use diesel::sql_types::{BigInt, Text, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use domain::admin::{AdminPorts, AdminService};
 use domain::audit::{AuditAction, AuditContext, AuditEntry};
-use domain::country::CountryCode;
+use domain::builders::ReceiverBuilder;
 use domain::events::{EventKind, OutboxEvent};
 use domain::ids::{EventId, ReceiverId, SubaccountId};
 use domain::masking::Secret;
 use domain::ports::{Clock, IdGenerator};
-use domain::receiver::values::Gender;
-use domain::receiver::{Address, KycStatus, Receiver, ReceiverStatus};
+use domain::receiver::{KycStatus, Receiver, ReceiverStatus};
 use domain::subaccount::Subaccount;
 use uuid::Uuid;
 
@@ -158,34 +157,18 @@ pub fn at(micros: i64) -> DateTime<Utc> {
     DateTime::from_timestamp_micros(micros).expect("valid timestamp")
 }
 
-/// A valid receiver of `subaccount` with a new id.
+/// A valid receiver of `subaccount` with a new id: `ReceiverBuilder`'s, pending KYC, with a unique
+/// applicant id.
 pub fn receiver(subaccount: SubaccountId, email: &str, created_at: DateTime<Utc>) -> Receiver {
-    Receiver {
-        id: ReceiverId::from_uuid(Uuid::new_v4()),
-        subaccount_id: subaccount,
-        first_name: "Ada".to_owned(),
-        middle_name: String::new(),
-        last_name: "Lovelace".to_owned(),
-        email: email.to_owned(),
-        gender: Some(Gender::parse("F").expect("gender")),
-        dob: NaiveDate::from_ymd_opt(1990, 1, 31).expect("date"),
-        dialcode: "61".to_owned(),
-        phone: "0412345678".to_owned(),
-        address: Address {
-            address: "12 Smith St".to_owned(),
-            address2: String::new(),
-            city: "Sydney".to_owned(),
-            state: "NSW".to_owned(),
-            country: CountryCode::parse("AUS").expect("country"),
-            postcode: "2000".to_owned(),
-        },
-        reference: None,
-        applicant_id: format!("app_{}", Uuid::new_v4().simple()),
-        status: ReceiverStatus::Pending,
-        kyc_status: KycStatus::Pending,
-        created_at,
-        updated_at: created_at,
-    }
+    ReceiverBuilder::new()
+        .id(ReceiverId::from_uuid(Uuid::new_v4()))
+        .subaccount(subaccount)
+        .email(email)
+        .applicant_id(&format!("app_{}", Uuid::new_v4().simple()))
+        .status(ReceiverStatus::Pending)
+        .kyc_status(KycStatus::Pending)
+        .created_at(created_at)
+        .build()
 }
 
 /// The `receiverCreated` event of `receiver`, as the receiver service writes it.

@@ -10,11 +10,10 @@ use crate::account::notification::ports::MockNotificationStore;
 use crate::account::ports::{
     MerchantNames, MockAccountStore, MockNotifier, NotifyError, TokenLookup,
 };
-use crate::country::CountryCode;
+use crate::builders::{ReceiverAccountBuilder, ReceiverBuilder};
 use crate::ids::{ApiKeyId, SubaccountId};
 use crate::ports::{MockClock, MockIdGenerator};
 use crate::receiver::ports::MockReceiverStore;
-use crate::receiver::{Address, KycStatus, ReceiverStatus};
 
 const NOW_MS: i64 = 1_700_000_000_000;
 
@@ -30,32 +29,11 @@ fn caller() -> Caller {
 }
 
 fn receiver() -> Receiver {
-    Receiver {
-        id: ReceiverId::from_uuid(Uuid::from_u128(0xC)),
-        subaccount_id: caller().subaccount_id,
-        first_name: "Ada".to_owned(),
-        middle_name: String::new(),
-        last_name: "Lovelace".to_owned(),
-        email: "ada@example.com".to_owned(),
-        gender: None,
-        dob: now().date_naive(),
-        dialcode: "61".to_owned(),
-        phone: "412345678".to_owned(),
-        address: Address {
-            address: "1 Example Street".to_owned(),
-            address2: String::new(),
-            city: "Sydney".to_owned(),
-            state: "NSW".to_owned(),
-            country: CountryCode::parse("AUS").unwrap_or_else(|e| panic!("{e}")),
-            postcode: "2000".to_owned(),
-        },
-        reference: None,
-        applicant_id: "app".to_owned(),
-        status: ReceiverStatus::Active,
-        kyc_status: KycStatus::Completed,
-        created_at: now(),
-        updated_at: now(),
-    }
+    ReceiverBuilder::new()
+        .id(ReceiverId::from_uuid(Uuid::from_u128(0xC)))
+        .subaccount(caller().subaccount_id)
+        .created_at(now())
+        .build()
 }
 
 fn raw(receiver_id: &str) -> RawAccount {
@@ -448,20 +426,15 @@ async fn verify_normalises_before_matching_and_refuses_bad_requests() {
 }
 
 fn stored_account(confirm_status: ConfirmStatus, status: AccountStatus) -> ReceiverAccount {
-    ReceiverAccount {
-        id: ReceiverAccountId::from_uuid(Uuid::from_u128(0xE)),
-        receiver_id: receiver().id,
-        subaccount_id: caller().subaccount_id,
-        method: PayoutMethod::DirectEntry,
-        data: AccountData::from_pairs(vec![(
-            crate::account::AccountField::Bsb,
-            "012002".to_owned(),
-        )]),
-        status,
-        confirm_status,
-        created_at: now(),
-        updated_at: now(),
-    }
+    ReceiverAccountBuilder::new()
+        .id(ReceiverAccountId::from_uuid(Uuid::from_u128(0xE)))
+        .receiver(receiver().id)
+        .subaccount(caller().subaccount_id)
+        .data(&[(AccountField::Bsb, "012002")])
+        .status(status)
+        .confirm_status(confirm_status)
+        .created_at(now())
+        .build()
 }
 
 #[tokio::test]

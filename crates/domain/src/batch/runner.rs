@@ -377,10 +377,9 @@ impl BatchRunner {
 mod tests {
     use super::*;
     use crate::account::ports::MockAccountStore;
-    use crate::account::{AccountData, ConfirmStatus, PayoutMethod, ReceiverAccount};
     use crate::batch::ports::{MockBatchStore, MockPayoutRail};
-    use crate::builders::PayoutBuilder;
-    use crate::ids::{ReceiverId, SubaccountId};
+    use crate::builders::{PayoutBuilder, ReceiverAccountBuilder};
+    use crate::ids::SubaccountId;
     use crate::payout::ports::MockPayoutStore;
     use crate::ports::{MockClock, MockIdGenerator};
     use chrono::{DateTime, Utc};
@@ -428,20 +427,12 @@ mod tests {
     async fn an_invalid_receiver_fails_the_payout_and_its_account_together() {
         let mut accounts = MockAccountStore::new();
         accounts.expect_find_account().returning(|_, id| {
-            Ok(Some(ReceiverAccount {
-                id,
-                receiver_id: ReceiverId::from_uuid(Uuid::from_u128(3)),
-                subaccount_id: SubaccountId::from_uuid(Uuid::from_u128(2)),
-                method: PayoutMethod::DirectEntry,
-                data: AccountData::from_pairs(vec![(
-                    crate::account::AccountField::Bsb,
-                    "012002".to_owned(),
-                )]),
-                status: AccountStatus::Completed,
-                confirm_status: ConfirmStatus::Confirmed,
-                created_at: now(),
-                updated_at: now(),
-            }))
+            Ok(Some(
+                ReceiverAccountBuilder::new()
+                    .id(id)
+                    .created_at(now())
+                    .build(),
+            ))
         });
         let mut payouts = MockPayoutStore::new();
         payouts

@@ -5,8 +5,12 @@
 //! Compiled for the domain's own tests and, through the `mock` feature, for other crates'
 //! tests (which enable it only as a dev-dependency).
 
+mod account;
 mod payout;
 mod receiver;
+mod subaccount;
 
+pub use account::ReceiverAccountBuilder;
 pub use payout::{BUILT_AT_SECS, PayoutBuilder};
 pub use receiver::ReceiverBuilder;
+pub use subaccount::SubaccountBuilder;

@@ -1,6 +1,6 @@
 //! [`ReceiverBuilder`].
 
-use chrono::{DateTime, NaiveDate};
+use chrono::{DateTime, NaiveDate, Utc};
 use uuid::Uuid;
 
 use super::BUILT_AT_SECS;
@@ -77,8 +77,76 @@ impl ReceiverBuilder {
         self
     }
 
+    /// Sets the e-mail address.
+    pub fn email(mut self, email: &str) -> Self {
+        email.clone_into(&mut self.receiver.email);
+        self
+    }
+
+    /// Sets the KYC provider's applicant id.
+    pub fn applicant_id(mut self, applicant_id: &str) -> Self {
+        applicant_id.clone_into(&mut self.receiver.applicant_id);
+        self
+    }
+
+    /// Sets the status.
+    pub fn status(mut self, status: ReceiverStatus) -> Self {
+        self.receiver.status = status;
+        self
+    }
+
+    /// Sets the KYC status.
+    pub fn kyc_status(mut self, kyc_status: KycStatus) -> Self {
+        self.receiver.kyc_status = kyc_status;
+        self
+    }
+
+    /// Sets when it was created, and last changed.
+    pub fn created_at(mut self, at: DateTime<Utc>) -> Self {
+        self.receiver.created_at = at;
+        self.receiver.updated_at = at;
+        self
+    }
+
     /// The receiver.
     pub fn build(self) -> Receiver {
         self.receiver
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builders::PayoutBuilder;
+
+    #[test]
+    fn defaults_are_the_built_payouts_active_receiver_with_kyc_completed() {
+        let receiver = ReceiverBuilder::new().build();
+        let payout = PayoutBuilder::new().build();
+        assert_eq!(
+            (receiver.id, receiver.subaccount_id),
+            (payout.receiver_id, payout.subaccount_id)
+        );
+        assert_eq!(
+            (receiver.status, receiver.kyc_status),
+            (ReceiverStatus::Active, KycStatus::Completed)
+        );
+        assert_eq!(receiver.created_at, receiver.updated_at);
+        assert_eq!(receiver.created_at.timestamp(), BUILT_AT_SECS);
+    }
+
+    #[test]
+    fn created_at_moves_both_times() {
+        let at = DateTime::from_timestamp(10, 0).unwrap_or_default();
+        let receiver = ReceiverBuilder::new()
+            .status(ReceiverStatus::Pending)
+            .kyc_status(KycStatus::Pending)
+            .created_at(at)
+            .build();
+        assert_eq!((receiver.created_at, receiver.updated_at), (at, at));
+        assert_eq!(
+            (receiver.status, receiver.kyc_status),
+            (ReceiverStatus::Pending, KycStatus::Pending)
+        );
     }
 }

@@ -6,18 +6,17 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::*;
+use crate::account::ReceiverAccount;
 use crate::account::ports::MockAccountStore;
-use crate::account::{AccountData, PayoutMethod, ReceiverAccount};
-use crate::builders::PayoutBuilder;
-use crate::country::CountryCode;
+use crate::builders::{PayoutBuilder, ReceiverAccountBuilder, ReceiverBuilder};
 use crate::ids::{ApiKeyId, BatchId, PayoutId, SubaccountId};
 use crate::money::Percentage;
 use crate::paging::cursor::CursorKey;
 use crate::payout::PayoutStatus;
 use crate::payout::ports::MockPayoutStore;
 use crate::ports::{MockClock, MockIdGenerator};
+use crate::receiver::Receiver;
 use crate::receiver::ports::MockReceiverStore;
-use crate::receiver::{Address, Receiver};
 use crate::subaccount::FeeTemplate;
 use crate::subaccount::ports::MockSubaccountStore;
 
@@ -37,49 +36,24 @@ const OTHER_RECEIVER: u128 = 0xD;
 const ACCOUNT: u128 = 0xE;
 
 fn receiver(status: ReceiverStatus, kyc: KycStatus) -> Receiver {
-    Receiver {
-        id: ReceiverId::from_uuid(Uuid::from_u128(RECEIVER)),
-        subaccount_id: caller().subaccount_id,
-        first_name: "Ada".to_owned(),
-        middle_name: String::new(),
-        last_name: "Lovelace".to_owned(),
-        email: "ada@example.com".to_owned(),
-        gender: None,
-        dob: now().date_naive(),
-        dialcode: "61".to_owned(),
-        phone: "412345678".to_owned(),
-        address: Address {
-            address: "1 Example Street".to_owned(),
-            address2: String::new(),
-            city: "Sydney".to_owned(),
-            state: "NSW".to_owned(),
-            country: CountryCode::parse("AUS").unwrap_or_else(|e| panic!("{e}")),
-            postcode: "2000".to_owned(),
-        },
-        reference: None,
-        applicant_id: "app".to_owned(),
-        status,
-        kyc_status: kyc,
-        created_at: now(),
-        updated_at: now(),
-    }
+    ReceiverBuilder::new()
+        .id(ReceiverId::from_uuid(Uuid::from_u128(RECEIVER)))
+        .subaccount(caller().subaccount_id)
+        .status(status)
+        .kyc_status(kyc)
+        .created_at(now())
+        .build()
 }
 
 fn account(owner: u128, status: AccountStatus, confirm: ConfirmStatus) -> ReceiverAccount {
-    ReceiverAccount {
-        id: ReceiverAccountId::from_uuid(Uuid::from_u128(ACCOUNT)),
-        receiver_id: ReceiverId::from_uuid(Uuid::from_u128(owner)),
-        subaccount_id: caller().subaccount_id,
-        method: PayoutMethod::DirectEntry,
-        data: AccountData::from_pairs(vec![(
-            crate::account::AccountField::Bsb,
-            "012002".to_owned(),
-        )]),
-        status,
-        confirm_status: confirm,
-        created_at: now(),
-        updated_at: now(),
-    }
+    ReceiverAccountBuilder::new()
+        .id(ReceiverAccountId::from_uuid(Uuid::from_u128(ACCOUNT)))
+        .receiver(ReceiverId::from_uuid(Uuid::from_u128(owner)))
+        .subaccount(caller().subaccount_id)
+        .status(status)
+        .confirm_status(confirm)
+        .created_at(now())
+        .build()
 }
 
 fn raw(amount: &str, currency: &str) -> RawPayout {

@@ -11,10 +11,10 @@ use chrono::{DateTime, Duration, NaiveDate, Utc};
 use uuid::Uuid;
 
 use super::*;
+use crate::account::AccountField;
 use crate::account::ports::MockAccountStore;
-use crate::account::{AccountData, AccountField, AccountStatus, ConfirmStatus};
 use crate::batch::BatchStatus;
-use crate::builders::{PayoutBuilder, ReceiverBuilder};
+use crate::builders::{PayoutBuilder, ReceiverAccountBuilder, ReceiverBuilder};
 use crate::ids::{BatchId, PayoutId, ReceiverAccountId, SubaccountId};
 use crate::money::Asset;
 use crate::payout::PayoutStatus;
@@ -244,20 +244,17 @@ struct World {
 }
 
 fn account_of(payout: &Payout, method: PayoutMethod, number: &str) -> ReceiverAccount {
-    ReceiverAccount {
-        id: payout.account_id,
-        receiver_id: payout.receiver_id,
-        subaccount_id: payout.subaccount_id,
-        method,
-        data: AccountData::from_pairs(vec![
-            (AccountField::RoutingNumber, "011000015".to_owned()),
-            (AccountField::AccountNumber, number.to_owned()),
-        ]),
-        status: AccountStatus::Completed,
-        confirm_status: ConfirmStatus::Confirmed,
-        created_at: at(0),
-        updated_at: at(0),
-    }
+    ReceiverAccountBuilder::new()
+        .id(payout.account_id)
+        .receiver(payout.receiver_id)
+        .subaccount(payout.subaccount_id)
+        .method(method)
+        .data(&[
+            (AccountField::RoutingNumber, "011000015"),
+            (AccountField::AccountNumber, number),
+        ])
+        .created_at(at(0))
+        .build()
 }
 
 fn world() -> World {

@@ -172,25 +172,18 @@ pub fn roles_of(method: PayoutMethod) -> Vec<(AccountField, RailRole)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::account::{AccountData, AccountStatus, ConfirmStatus};
-    use crate::builders::{PayoutBuilder, ReceiverBuilder};
+    use crate::builders::{PayoutBuilder, ReceiverAccountBuilder, ReceiverBuilder};
     use crate::ids::{ReceiverAccountId, ReceiverId};
 
     fn parts(pairs: Vec<(AccountField, &str)>) -> (Payout, ReceiverAccount, Receiver) {
         let receiver = ReceiverBuilder::new().build();
-        let account = ReceiverAccount {
-            id: ReceiverAccountId::from_uuid(uuid::Uuid::from_u128(7)),
-            receiver_id: receiver.id,
-            subaccount_id: receiver.subaccount_id,
-            method: PayoutMethod::Ach,
-            data: AccountData::from_pairs(
-                pairs.into_iter().map(|(f, v)| (f, v.to_owned())).collect(),
-            ),
-            status: AccountStatus::Completed,
-            confirm_status: ConfirmStatus::Confirmed,
-            created_at: receiver.created_at,
-            updated_at: receiver.created_at,
-        };
+        let account = ReceiverAccountBuilder::new()
+            .id(ReceiverAccountId::from_uuid(uuid::Uuid::from_u128(7)))
+            .owner(&receiver)
+            .method(PayoutMethod::Ach)
+            .data(&pairs)
+            .created_at(receiver.created_at)
+            .build();
         let payout = PayoutBuilder::new()
             .receiver(receiver.id)
             .account(account.id)

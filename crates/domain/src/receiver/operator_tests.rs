@@ -7,11 +7,11 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::*;
-use crate::country::CountryCode;
+use crate::builders::ReceiverBuilder;
 use crate::events::EventKind;
 use crate::payout::PayoutStatus;
 use crate::ports::{MockClock, MockIdGenerator};
-use crate::receiver::{Address, ReceiverStatus};
+use crate::receiver::ReceiverStatus;
 
 const NOW_MS: i64 = 1_700_000_000_000;
 
@@ -20,36 +20,17 @@ fn now() -> DateTime<Utc> {
 }
 
 fn receiver(kyc_status: KycStatus) -> Receiver {
-    Receiver {
-        id: ReceiverId::from_uuid(Uuid::from_u128(1)),
-        subaccount_id: SubaccountId::from_uuid(Uuid::from_u128(0xA)),
-        first_name: "Ada".to_owned(),
-        middle_name: String::new(),
-        last_name: "Lovelace".to_owned(),
-        email: "ada@example.com".to_owned(),
-        gender: None,
-        dob: now().date_naive(),
-        dialcode: "61".to_owned(),
-        phone: "412345678".to_owned(),
-        address: Address {
-            address: "1 Example Street".to_owned(),
-            address2: String::new(),
-            city: "Sydney".to_owned(),
-            state: "NSW".to_owned(),
-            country: CountryCode::parse("AUS").unwrap_or_else(|e| panic!("{e}")),
-            postcode: "2000".to_owned(),
-        },
-        reference: None,
-        applicant_id: "app".to_owned(),
-        status: match kyc_status {
+    ReceiverBuilder::new()
+        .id(ReceiverId::from_uuid(Uuid::from_u128(1)))
+        .subaccount(SubaccountId::from_uuid(Uuid::from_u128(0xA)))
+        .status(match kyc_status {
             KycStatus::Completed => ReceiverStatus::Active,
             KycStatus::Failed => ReceiverStatus::Failed,
             _ => ReceiverStatus::Pending,
-        },
-        kyc_status,
-        created_at: now(),
-        updated_at: now(),
-    }
+        })
+        .kyc_status(kyc_status)
+        .created_at(now())
+        .build()
 }
 
 fn service(store: MockKycDecisionStore) -> OperatorKycService {

@@ -7,6 +7,7 @@ use mockall::predicate::always;
 use uuid::Uuid;
 
 use super::*;
+use crate::builders::ReceiverBuilder;
 use crate::ids::ApiKeyId;
 use crate::ports::{MockClock, MockIdGenerator, MockKycProvider};
 use crate::receiver::KycOutcome;
@@ -221,32 +222,14 @@ async fn get_answers_not_found_for_malformed_and_missing_ids() {
 }
 
 fn receiver_at(n: u128) -> Receiver {
-    Receiver {
-        id: ReceiverId::from_uuid(Uuid::from_u128(n)),
-        subaccount_id: caller().subaccount_id,
-        first_name: "Ada".to_owned(),
-        middle_name: String::new(),
-        last_name: "Lovelace".to_owned(),
-        email: format!("ada{n}@example.com"),
-        gender: None,
-        dob: now().date_naive(),
-        dialcode: "61".to_owned(),
-        phone: "412345678".to_owned(),
-        address: Address {
-            address: "1 Example Street".to_owned(),
-            address2: String::new(),
-            city: "Sydney".to_owned(),
-            state: "NSW".to_owned(),
-            country: crate::country::CountryCode::parse("AUS").unwrap_or_else(|e| panic!("{e}")),
-            postcode: "2000".to_owned(),
-        },
-        reference: None,
-        applicant_id: "app".to_owned(),
-        status: ReceiverStatus::Pending,
-        kyc_status: KycStatus::Pending,
-        created_at: now(),
-        updated_at: now(),
-    }
+    ReceiverBuilder::new()
+        .id(ReceiverId::from_uuid(Uuid::from_u128(n)))
+        .subaccount(caller().subaccount_id)
+        .email(&format!("ada{n}@example.com"))
+        .status(ReceiverStatus::Pending)
+        .kyc_status(KycStatus::Pending)
+        .created_at(now())
+        .build()
 }
 
 fn list_query(lastkey: Option<String>) -> ListReceiversQuery {

@@ -175,34 +175,17 @@ impl Subaccounts {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::builders::SubaccountBuilder;
     use std::sync::Arc;
     use uuid::Uuid;
 
     fn listing(n: u128) -> SubaccountListing {
-        let subaccount = Subaccount {
-            id: SubaccountId::from_uuid(Uuid::from_u128(n)),
-            merchant_id: crate::ids::MerchantId::from_uuid(Uuid::from_u128(n)),
-            name: format!("acme {n}"),
-            title: String::new(),
-            first_name: String::new(),
-            last_name: String::new(),
-            email: String::new(),
-            dob: None,
-            provider_status: "ACCEPTED".to_owned(),
-            business_name: String::new(),
-            business_or_individual: "B".to_owned(),
-            support_email: String::new(),
-            mobile_dialcode: String::new(),
-            mobile: String::new(),
-            home_phone_dialcode: String::new(),
-            home_telephone: String::new(),
-            address: crate::subaccount::SubaccountAddress::default(),
-            has_passed_kyc: "N/A".to_owned(),
-            kyc_status: "pending".to_owned(),
-            postback_url: None,
-            signature_policy: crate::auth::SignaturePolicy::default(),
-            created_at: DateTime::from_timestamp(1_700_000_000 + n as i64, 0).unwrap_or_default(),
-        };
+        let subaccount = SubaccountBuilder::new()
+            .id(SubaccountId::from_uuid(Uuid::from_u128(n)))
+            .merchant(crate::ids::MerchantId::from_uuid(Uuid::from_u128(n)))
+            .name(&format!("acme {n}"))
+            .created_at(DateTime::from_timestamp(1_700_000_000 + n as i64, 0).unwrap_or_default())
+            .build();
         SubaccountListing {
             subaccount,
             balances: Vec::new(),

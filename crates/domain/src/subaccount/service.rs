@@ -92,6 +92,7 @@ impl SubaccountService {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::builders::SubaccountBuilder;
     use crate::ids::{ApiKeyId, SubaccountId};
     use crate::subaccount::ports::MockSubaccountStore;
     use uuid::Uuid;
@@ -135,6 +136,34 @@ mod tests {
                 pending: 2
             })
         );
+    }
+
+    #[tokio::test]
+    async fn get_answers_the_callers_own_subaccount_and_a_missing_one_as_unknown() {
+        let mut store = MockSubaccountStore::new();
+        store
+            .expect_find_subaccount()
+            .withf(|sub| *sub == caller().subaccount_id)
+            .times(1)
+            .returning(|sub| Ok(Some(SubaccountBuilder::new().id(sub).build())));
+        let service = SubaccountService::new(Arc::new(store));
+        let own = caller().subaccount_id.to_string();
+        let found = service.get(&caller(), &own).await.ok();
+        assert_eq!(
+            found,
+            Some(SubaccountBuilder::new().id(caller().subaccount_id).build())
+        );
+
+        let mut store = MockSubaccountStore::new();
+        store
+            .expect_find_subaccount()
+            .times(1)
+            .returning(|_| Ok(None));
+        let service = SubaccountService::new(Arc::new(store));
+        assert!(matches!(
+            service.get(&caller(), &own).await,
+            Err(SubaccountQueryError::Invalid(e)) if e.0.iter().map(|e| e.code).eq([ErrorCode::Suba101])
+        ));
     }
 
     #[tokio::test]
