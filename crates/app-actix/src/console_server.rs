@@ -74,6 +74,11 @@ pub fn console_state(
         ),
         subaccounts: domain::subaccount::directory::Subaccounts::new(store.clone()),
         stories: domain::payout_story::PayoutStories::new(store.clone()),
+        payouts: domain::payout::operator::OperatorPayouts::new(
+            store.clone(),
+            Arc::new(SystemClock),
+            Arc::new(RandomIds::default()),
+        ),
         files: bank_files(&store),
         confirmations: domain::account::notification::resend::ConfirmationRequests::new(
             store.clone(),

@@ -74,6 +74,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route("/kyc/{receiver}", web::post().to(pages::kyc::decide))
             .route("/payouts", web::get().to(pages::payouts::search))
             .route("/payouts/{id}", web::get().to(pages::payouts::story))
+            .route(
+                "/payouts/{id}/cancel",
+                web::post().to(pages::payouts::cancel),
+            )
             .route("/files", web::get().to(pages::files::list))
             .route("/files/{id}", web::get().to(pages::files::show))
             .route(

@@ -20,6 +20,8 @@ pub struct Console {
     pub kyc: Arc<OperatorKycService>,
     /// Subaccounts: the list and each one's profile.
     pub subaccounts: domain::subaccount::directory::Subaccounts,
+    /// Payout changes operators make (cancel).
+    pub payouts: domain::payout::operator::OperatorPayouts,
     /// Payout searches and stories.
     pub stories: PayoutStories,
     /// Bank files, their answers and downloads.

@@ -165,3 +165,70 @@ async fn a_long_search_pages_without_gaps_or_repeats() {
         assert_eq!(shown, 1, "{id} is on exactly one page");
     }
 }
+
+#[tokio::test]
+async fn an_operator_cancels_a_pending_payout_and_its_hold_goes_back() {
+    use domain::audit::{AuditAction, AuditLog, AuditQuery};
+
+    let app = spawn_console_app(SessionPolicy::default()).await;
+    let console = app.console.clone().unwrap();
+    let id = payout(&app, &app.b, "ada@example.com", "to cancel").await;
+    let (available, pending) = app.aud_balance(&app.b).await;
+    assert!(pending > 0, "the payout holds money");
+
+    // A viewer sees no form and may not cancel.
+    let viewer = enrol(&app, "viewer@example.com", Role::Viewer).await;
+    let mut as_viewer = sign_in(&console, &viewer).await;
+    let page = as_viewer.get(&format!("/payouts/{id}")).await;
+    assert!(!page.body.contains("Cancel this payout"), "{}", page.body);
+    let csrf = page.input("csrf").unwrap();
+    let refused = as_viewer
+        .post(&format!("/payouts/{id}/cancel"), &[("csrf", &csrf)])
+        .await;
+    assert_eq!(refused.status, 403);
+
+    let ops = enrol(&app, "ops@example.com", Role::Operator).await;
+    let mut as_ops = sign_in(&console, &ops).await;
+    let page = as_ops.get(&format!("/payouts/{id}")).await;
+    assert!(page.body.contains("Cancel this payout"), "{}", page.body);
+    let csrf = page.input("csrf").unwrap();
+    let cancelled = as_ops
+        .post(&format!("/payouts/{id}/cancel"), &[("csrf", &csrf)])
+        .await;
+    assert_eq!(cancelled.status, 303, "{}", cancelled.body);
+    let page = as_ops.get(cancelled.location().unwrap()).await;
+    assert!(
+        page.body.contains("The payout was cancelled"),
+        "{}",
+        page.body
+    );
+    assert!(!page.body.contains("Cancel this payout"));
+    assert_eq!(app.aud_balance(&app.b).await, (available + pending, 0));
+    let api = app.get(&app.b, &format!("/api/payout/{id}")).await;
+    assert_eq!(api.body["payload"]["status"], "cancelled", "{}", api.body);
+
+    // Once is all: a second cancel is refused in words and changes nothing.
+    let again = as_ops
+        .post(&format!("/payouts/{id}/cancel"), &[("csrf", &csrf)])
+        .await;
+    assert_eq!(again.status, 400);
+    assert!(
+        again.body.contains("can no longer be cancelled"),
+        "{}",
+        again.body
+    );
+
+    let store = app_actix::startup::build_store(&app.config).unwrap();
+    let entries = store
+        .list(&AuditQuery {
+            action: Some(AuditAction::PayoutCancelled),
+            limit: 10,
+            ..AuditQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(entries.len(), 1, "one entry, for the one cancel");
+    assert_eq!(entries[0].actor.name(), "ops@example.com");
+    assert_eq!(entries[0].object_id, id);
+    assert_eq!(entries[0].before.as_ref().unwrap()["status"], "pending");
+}

@@ -21,6 +21,11 @@ const ROUTES: &[(&str, &str, Option<Role>)] = &[
         "/payouts/00000000-0000-4000-8000-000000000001",
         Some(Role::Viewer),
     ),
+    (
+        "POST",
+        "/payouts/00000000-0000-4000-8000-000000000001/cancel",
+        Some(Role::Operator),
+    ),
     ("GET", "/files", Some(Role::Viewer)),
     (
         "GET",

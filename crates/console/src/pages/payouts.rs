@@ -9,6 +9,8 @@ use domain::delivery::history::EventSummary;
 use domain::ledger::LedgerEntry;
 use domain::money::Asset;
 use domain::operators::Capability;
+use domain::payout::service::CancelPayoutError;
+use domain::payout::status::PayoutTrigger;
 use domain::payout::{Payout, PayoutStatus};
 use domain::payout_story::{
     FiledPayment, PayoutSearch, PayoutStory, SearchForm, StoryEntry, StoryError,
@@ -333,9 +335,33 @@ fn file_facts(filed: &FiledPayment) -> Markup {
     }
 }
 
-fn story_page(story: &PayoutStory) -> Markup {
+/// The cancel form, for a role that may and a payout not sent yet (the same rule as the
+/// API's cancel: a cancel from this status is a transition).
+fn cancel_form(signed_in: &SignedIn, payout: &Payout) -> Markup {
+    let may = signed_in
+        .auth
+        .operator
+        .role
+        .allows(Capability::CancelPayouts);
+    let cancellable =
+        domain::payout::status::transition(payout.status, PayoutTrigger::Cancel).is_ok();
     html! {
+        @if may && cancellable {
+            form.inline method="post" action=(format!("/payouts/{}/cancel", payout.id)) {
+                input type="hidden" name="csrf" value=(signed_in.csrf());
+                button.danger type="submit" { "Cancel this payout" }
+                " "
+                span.muted { "Its hold goes back to the available balance, and the merchant is told by webhook." }
+            }
+        }
+    }
+}
+
+fn story_page(signed_in: &SignedIn, story: &PayoutStory, notice: Option<Markup>) -> Markup {
+    html! {
+        @if let Some(notice) = notice { (notice) }
         (facts(&story.payout))
+        (cancel_form(signed_in, &story.payout))
         section aria-labelledby="story" {
             h2 #story { "What happened" }
             ol.timeline { @for entry in story.timeline() { (timeline_entry(&entry)) } }
@@ -357,18 +383,64 @@ fn story_page(story: &PayoutStory) -> Markup {
     }
 }
 
+/// `GET /payouts/{id}` query: what was just done.
+#[derive(Debug, Default, Deserialize)]
+pub struct StoryQuery {
+    done: Option<String>,
+}
+
+/// `POST /payouts/{id}/cancel`.
+#[derive(Deserialize)]
+pub struct CancelForm {
+    csrf: String,
+}
+
 /// `GET /payouts/{id}`.
 pub async fn story(
     signed_in: SignedIn,
     console: web::Data<Console>,
     id: web::Path<String>,
+    query: web::Query<StoryQuery>,
 ) -> Result<HttpResponse, ConsoleError> {
     signed_in.require(Capability::Read)?;
     let story = console.stories.story(&id).await.map_err(refusal)?;
+    let notice = (query.done.as_deref() == Some("cancelled")).then(|| {
+        html! { div.notice.ok role="status" { p { "The payout was cancelled: its hold is back in the available balance, and its payoutUpdated event is on its way to the merchant." } } }
+    });
     let chrome = signed_in.chrome(Some(Section::Payouts));
     Ok(html(page(
         &format!("Payout {}", story.payout.id),
         Header::SignedIn(&chrome),
-        story_page(&story),
+        story_page(&signed_in, &story, notice),
     )))
+}
+
+/// `POST /payouts/{id}/cancel`: the payout's subaccount is the stored one, never the form's.
+pub async fn cancel(
+    signed_in: SignedIn,
+    console: web::Data<Console>,
+    id: web::Path<String>,
+    form: web::Form<CancelForm>,
+) -> Result<HttpResponse, ConsoleError> {
+    signed_in.require(Capability::CancelPayouts)?;
+    signed_in.check_csrf(&form.csrf)?;
+    let story = console.stories.story(&id).await.map_err(refusal)?;
+    let payout = &story.payout;
+    match console
+        .payouts
+        .cancel(
+            payout.subaccount_id,
+            &payout.id.to_string(),
+            &signed_in.audit_context(),
+        )
+        .await
+    {
+        Ok(_) => Ok(see_other(&format!("/payouts/{}?done=cancelled", payout.id))),
+        Err(CancelPayoutError::NotFound) => Err(ConsoleError::NotFound),
+        Err(CancelPayoutError::NotCancellable(status)) => Err(ConsoleError::BadRequest(format!(
+            "This payout is {} now, so it can no longer be cancelled; nothing was changed.",
+            status.as_str()
+        ))),
+        Err(CancelPayoutError::Port(e)) => Err(ConsoleError::Port(e)),
+    }
 }

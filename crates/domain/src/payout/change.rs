@@ -29,6 +29,9 @@ pub struct PayoutChange {
     pub events: Vec<OutboxEvent>,
     /// The account to mark `failed` with the change (the rail said the receiver is invalid).
     pub account_failure: Option<AccountFailure>,
+    /// The audit entry of a change a person asked for (an operator's cancel), written in the
+    /// change's transaction; `None` for the merchant's own requests and the rails' answers.
+    pub audit: Option<crate::audit::AuditEntry>,
 }
 
 /// An account that becomes `failed` together with a payout's failure (docs/API.md,
@@ -143,6 +146,7 @@ pub fn plan_change(
         entries,
         events,
         account_failure: None,
+        audit: None,
     })
 }
 

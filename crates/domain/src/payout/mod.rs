@@ -4,6 +4,7 @@ pub mod bulk;
 pub mod change;
 pub mod fee;
 pub mod model;
+pub mod operator;
 pub mod ports;
 pub mod query;
 pub mod service;

@@ -357,7 +357,11 @@ fn set_movements(changes: &[PayoutChange]) -> Option<Vec<Movement>> {
     let mut movements: Vec<Movement> = Vec::new();
     for change in changes {
         let p = &change.payout;
-        if p.batch_id.is_none() || change.account_failure.is_some() || !seen.insert(p.id) {
+        if p.batch_id.is_none()
+            || change.account_failure.is_some()
+            || change.audit.is_some()
+            || !seen.insert(p.id)
+        {
             return None;
         }
         let (subaccount, asset) = (p.subaccount_id.as_uuid(), p.asset.code());
@@ -459,6 +463,9 @@ pub(crate) async fn apply_change(
         if failed == 1 {
             events.push(failure.event.clone());
         }
+    }
+    if let Some(audit) = &change.audit {
+        crate::stores::console::insert_audit(conn, audit).await?;
     }
     let commit = written_key(key, p, batch);
     insert_events(conn, &events, commit.as_ref()).await?;
@@ -617,6 +624,7 @@ mod tests {
             },
             events: Vec::new(),
             account_failure: None,
+            audit: None,
         }
     }
 
