@@ -125,6 +125,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(chunked.body, "abcde");
+        assert!(parse(b"garbage").is_none());
     }
 
     #[test]

@@ -1,7 +1,6 @@
 //! Signed calls to payoutd's API over loopback.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use payoutd_client::signing::{SignatureVersion, SignedRequest, Signer};
@@ -102,7 +101,7 @@ pub(super) fn payload_str(answer: &Value, name: &str) -> Result<String, String> 
         .ok_or_else(|| format!("no payload.{name} in {answer}"))
 }
 
-/// One HTTP/1.1 request over loopback: `(status, body)`.
+/// One HTTP/1.1 request over loopback (xtask's client): `(status, body)`.
 pub(super) fn http(
     addr: SocketAddr,
     method: &str,
@@ -110,63 +109,6 @@ pub(super) fn http(
     headers: &[(&str, String)],
     body: &[u8],
 ) -> Result<(u16, String), String> {
-    let fail = |err: std::io::Error| format!("{method} {path}: {err}");
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(fail)?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .map_err(fail)?;
-    let mut request = format!(
-        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-length: {}\r\n",
-        body.len()
-    );
-    for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    request.push_str("\r\n");
-    stream.write_all(request.as_bytes()).map_err(fail)?;
-    stream.write_all(body).map_err(fail)?;
-    let mut answer = Vec::new();
-    stream.read_to_end(&mut answer).map_err(fail)?;
-    parse_response(&answer).ok_or_else(|| format!("{method} {path}: not an HTTP response"))
-}
-
-pub(super) fn parse_response(answer: &[u8]) -> Option<(u16, String)> {
-    let text = String::from_utf8_lossy(answer);
-    let (head, body) = text.split_once("\r\n\r\n")?;
-    let status = head.split(' ').nth(1)?.parse().ok()?;
-    let chunked = head
-        .lines()
-        .any(|l| l.to_ascii_lowercase().starts_with("transfer-encoding:") && l.contains("chunked"));
-    if !chunked {
-        return Some((status, body.to_owned()));
-    }
-    let mut rest = body;
-    let mut out = String::new();
-    loop {
-        let (size, after) = rest.split_once("\r\n")?;
-        let size = usize::from_str_radix(size.trim(), 16).ok()?;
-        if size == 0 {
-            return Some((status, out));
-        }
-        out.push_str(after.get(..size)?);
-        rest = after.get(size + 2..)?;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn responses_plain_and_chunked() {
-        assert_eq!(
-            parse_response(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}"),
-            Some((200, "{}".to_owned()))
-        );
-        assert_eq!(
-            parse_response(b"HTTP/1.1 400 Bad\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"),
-            Some((400, "abcde".to_owned()))
-        );
-        assert_eq!(parse_response(b"garbage"), None);
-    }
+    crate::http::request(addr, method, path, headers, body)
+        .map(|answer| (answer.status, answer.body))
 }
