@@ -1,5 +1,6 @@
 //! `PgStore`: one value implementing every store port over one pool.
 
+mod account_rows;
 pub(crate) mod accounts;
 mod batches;
 mod claims;

@@ -27,7 +27,7 @@ use domain::PortError;
 use uuid::Uuid;
 
 use super::PgStore;
-use super::accounts::AccountRow;
+use super::account_rows::AccountRow;
 use super::delivery::webhook_context;
 use super::notifications::{link_context, recipient_context};
 use crate::errors::{TxError, from_diesel, from_tx, unique_violation};

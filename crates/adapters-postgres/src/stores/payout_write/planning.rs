@@ -23,7 +23,7 @@ use super::statements;
 use crate::cached::CachedExt;
 use crate::errors::from_diesel;
 use crate::schema::{fee_templates, receiver_accounts, receivers};
-use crate::stores::accounts::AccountRow;
+use crate::stores::account_rows::AccountRow;
 
 impl PgStore {
     /// [`PayoutStore::planning_facts`](domain::payout::ports::PayoutStore::planning_facts).

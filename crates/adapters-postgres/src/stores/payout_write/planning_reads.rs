@@ -39,7 +39,7 @@ use super::PgStore;
 use crate::errors::from_diesel;
 use crate::rows::ReceiverRow;
 use crate::schema::fee_templates;
-use crate::stores::accounts::AccountRow;
+use crate::stores::account_rows::AccountRow;
 
 /// The most requests one statement reads; more wait for the next. Each number of requests is a
 /// statement of its own text, prepared once per connection, so this also bounds how many such

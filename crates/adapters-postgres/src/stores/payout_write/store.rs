@@ -22,7 +22,7 @@ use crate::cached::CachedExt;
 use crate::errors::from_diesel;
 use crate::rows::{EntryRow, PayoutRow, entry};
 use crate::schema::{ledger_entries, payouts, receiver_accounts, receivers};
-use crate::stores::accounts::AccountRow;
+use crate::stores::account_rows::AccountRow;
 use domain::account::ReceiverAccount;
 use domain::paging::PageRequest;
 use domain::payout::change::PayoutChange;
