@@ -90,6 +90,12 @@ impl SignedIn {
         }
     }
 
+    /// Whether the operator's role allows `capability` (to offer a form only to those who may
+    /// use it; the handler still [`SignedIn::require`]s it).
+    pub fn may(&self, capability: Capability) -> bool {
+        self.auth.operator.role.allows(capability)
+    }
+
     /// The CSRF token of this session's forms.
     pub fn csrf(&self) -> String {
         self.token.csrf_token()

@@ -133,7 +133,7 @@ async fn call(browser: &mut Browser, method: &str, path: &str, csrf: &str) -> cr
                         ("min_amount", "0"),
                         ("policy", "v2"),
                         ("api_key", "pk_role_table"),
-                        ("url", "https://hooks.example.com/role-table"),
+                        ("url", "http://127.0.0.1:9/role-table"),
                         ("overlap_hours", "1"),
                         ("since", "not a time"),
                         ("until", "not a time"),

@@ -146,6 +146,20 @@ async fn an_admin_sets_a_subaccount_up_and_every_change_is_audited() {
     .await;
     assert_eq!(policy.status, 303, "{}", policy.body);
 
+    let unknown = post(
+        &mut browser,
+        &format!("{profile_path}/policy"),
+        &csrf,
+        &[("policy", "v3")],
+    )
+    .await;
+    assert_eq!(unknown.status, 400);
+    assert!(
+        unknown.body.contains("any, v2_for_posts or v2"),
+        "{}",
+        unknown.body
+    );
+
     let page = browser.get(&profile_path).await.body;
     assert!(page.contains("1250.00 AUD"), "{page}");
     assert!(
@@ -192,7 +206,7 @@ async fn an_admin_sets_a_subaccount_up_and_every_change_is_audited() {
         &mut browser,
         &format!("{profile_path}/webhook"),
         &csrf,
-        &[("url", "https://hooks.merchant.example/payoutd")],
+        &[("url", "http://127.0.0.1:9/payoutd")],
     )
     .await;
     assert_eq!(set.status, 200, "{}", set.body);

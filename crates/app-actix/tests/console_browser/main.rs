@@ -99,19 +99,8 @@ async fn payout(app: &TestApp) -> String {
         .fund(subaccount(&app.a), "AUD", "100000", "test funding")
         .await
         .unwrap();
-    let (receiver, account) = app.payee(&app.a, "payee@example.com", true, true).await;
-    let created = app
-        .post(
-            &app.a,
-            "/api/payout/single",
-            &json!({"receiver_id": receiver, "account_id": account, "amount": 1000, "currency": "AUD"}),
-        )
-        .await;
-    assert_eq!(created.status, 200, "{}", created.body);
-    created.body["payload"]["payout_id"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    let payee = app.payee(&app.a, "payee@example.com", true, true).await;
+    production_support::pay(app, &payee, "AUD", 1000).await
 }
 
 #[tokio::test]
@@ -367,15 +356,9 @@ async fn the_receiver_confirms_bank_details_on_the_confirmation_page() {
         .fund(subaccount(&app.a), "AUD", "100000", "test funding")
         .await
         .unwrap();
-    let (receiver, account) = app.payee(&app.a, "ada@example.com", true, false).await;
-    let created = app
-        .post(
-            &app.a,
-            "/api/payout/single",
-            &json!({"receiver_id": receiver, "account_id": account, "amount": 1000, "currency": "AUD"}),
-        )
-        .await;
-    assert_eq!(created.status, 200, "{}", created.body);
+    let payee = app.payee(&app.a, "ada@example.com", true, false).await;
+    production_support::pay(&app, &payee, "AUD", 1000).await;
+    let account = &payee.1;
     // The link the receiver was sent (the sandbox's notifier keeps it).
     let link = app.sandbox().notifier.sent()[0]
         .confirm_url

@@ -84,11 +84,7 @@ pub async fn list(
         })?),
     };
     let requests = console.confirmations.list(status, PAGE).await?;
-    let may_resend = signed_in
-        .auth
-        .operator
-        .role
-        .allows(Capability::ResendConfirmations);
+    let may_resend = signed_in.may(Capability::ResendConfirmations);
     let chrome = signed_in.chrome(Some(Section::Confirmations));
     Ok(html(page(
         "Confirmation requests",

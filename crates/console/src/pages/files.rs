@@ -135,11 +135,7 @@ fn answer_row(listing: &ReportListing) -> Markup {
 
 fn file_page(signed_in: &SignedIn, answered: &AnsweredFile) -> Markup {
     let file = &answered.file;
-    let may_download = signed_in
-        .auth
-        .operator
-        .role
-        .allows(Capability::DownloadBankFiles);
+    let may_download = signed_in.may(Capability::DownloadBankFiles);
     html! {
         dl.facts {
             dt { "State" } dd { (state_badge(file.state)) @if let Some(reason) = &file.reason { " " (reason) } }

@@ -94,7 +94,7 @@ pub async fn queue(
         .map(str::trim)
         .filter(|a| !a.is_empty());
     let receivers = console.kyc.pending(after, PAGE).await.map_err(refusal)?;
-    let may_decide = signed_in.auth.operator.role.allows(Capability::DecideKyc);
+    let may_decide = signed_in.may(Capability::DecideKyc);
     let next = (receivers.len() == PAGE as usize)
         .then(|| receivers.last().map(|r| format!("/kyc?after={}", r.id)))
         .flatten();

@@ -338,11 +338,7 @@ fn file_facts(filed: &FiledPayment) -> Markup {
 /// The cancel form, for a role that may and a payout not sent yet (the same rule as the
 /// API's cancel: a cancel from this status is a transition).
 fn cancel_form(signed_in: &SignedIn, payout: &Payout) -> Markup {
-    let may = signed_in
-        .auth
-        .operator
-        .role
-        .allows(Capability::CancelPayouts);
+    let may = signed_in.may(Capability::CancelPayouts);
     let cancellable =
         domain::payout::status::transition(payout.status, PayoutTrigger::Cancel).is_ok();
     html! {

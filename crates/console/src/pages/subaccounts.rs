@@ -108,11 +108,7 @@ pub async fn list(
         .list(Some(&query.name), Some(&query.after), PAGE)
         .await
         .map_err(refusal)?;
-    let may_create = signed_in
-        .auth
-        .operator
-        .role
-        .allows(Capability::ManageSubaccounts);
+    let may_create = signed_in.may(Capability::ManageSubaccounts);
     let chrome = signed_in.chrome(Some(Section::Subaccounts));
     let name = query.name.trim();
     Ok(html(page(
@@ -196,7 +192,7 @@ fn balances_section(signed_in: &SignedIn, profile: &SubaccountProfile) -> Markup
                     }
                 }))
             }
-            @if signed_in.auth.operator.role.allows(Capability::FundSubaccounts) {
+            @if signed_in.may(Capability::FundSubaccounts) {
                 form.stack method="post" action=(format!("/subaccounts/{id}/fund")) aria-label="Fund this subaccount" {
                     input type="hidden" name="csrf" value=(signed_in.csrf());
                     div.field {
@@ -241,7 +237,7 @@ fn fees_section(signed_in: &SignedIn, profile: &SubaccountProfile) -> Markup {
                 (table("fees-caption", html! { "Fee templates by currency" }, &["Currency", "Fixed", "Percentage", "Minimum"],
                     html! { @for fee in &profile.fees { (fee_row(fee)) } }))
             }
-            @if signed_in.auth.operator.role.allows(Capability::ManageFees) {
+            @if signed_in.may(Capability::ManageFees) {
                 form.stack method="post" action=(format!("/subaccounts/{id}/fees")) aria-label="Set a fee template" {
                     input type="hidden" name="csrf" value=(signed_in.csrf());
                     div.field {
@@ -269,11 +265,7 @@ fn fees_section(signed_in: &SignedIn, profile: &SubaccountProfile) -> Markup {
 
 fn keys_section(signed_in: &SignedIn, profile: &SubaccountProfile) -> Markup {
     let id = profile.subaccount.id;
-    let may = signed_in
-        .auth
-        .operator
-        .role
-        .allows(Capability::ManageApiKeys);
+    let may = signed_in.may(Capability::ManageApiKeys);
     let csrf = signed_in.csrf();
     html! {
         section aria-labelledby="keys" {
@@ -323,7 +315,7 @@ fn policy_section(signed_in: &SignedIn, profile: &SubaccountProfile) -> Markup {
         section aria-labelledby="policy" {
             h2 #policy { "Signature policy" }
             p { "Now: " strong { (words(current)) } "." }
-            @if signed_in.auth.operator.role.allows(Capability::ManageSubaccounts) {
+            @if signed_in.may(Capability::ManageSubaccounts) {
                 form.stack method="post" action=(format!("/subaccounts/{id}/policy")) aria-label="Set the signature policy" {
                     input type="hidden" name="csrf" value=(signed_in.csrf());
                     div.field {
@@ -343,11 +335,7 @@ fn policy_section(signed_in: &SignedIn, profile: &SubaccountProfile) -> Markup {
 
 fn webhook_section(signed_in: &SignedIn, profile: &SubaccountProfile) -> Markup {
     let id = profile.subaccount.id;
-    let may = signed_in
-        .auth
-        .operator
-        .role
-        .allows(Capability::ManageWebhooks);
+    let may = signed_in.may(Capability::ManageWebhooks);
     let csrf = signed_in.csrf();
     html! {
         section aria-labelledby="webhook" {

@@ -186,11 +186,7 @@ pub async fn page_of(
     query: web::Query<WebhooksQuery>,
 ) -> Result<HttpResponse, ConsoleError> {
     signed_in.require(Capability::Read)?;
-    let may_resend = signed_in
-        .auth
-        .operator
-        .role
-        .allows(Capability::ResendWebhooks);
+    let may_resend = signed_in.may(Capability::ResendWebhooks);
     let csrf = signed_in.csrf();
     let queued = query
         .queued
