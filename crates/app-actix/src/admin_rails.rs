@@ -169,7 +169,7 @@ pub async fn list_files(store: Arc<PgStore>, args: &RailFilesArgs) -> anyhow::Re
         })?),
         None => None,
     };
-    let files = store.list_files(state, limit(args.limit)?).await?;
+    let files = store.list_files(state, None, limit(args.limit)?).await?;
     Ok(Output::Json(Value::Array(
         files.iter().map(summary_json).collect(),
     )))
@@ -253,7 +253,7 @@ pub async fn list_reports(store: Arc<PgStore>, args: &BankReportsArgs) -> anyhow
         None => None,
     };
     let reports = store
-        .list_reports(resolution, kind, limit(args.limit)?)
+        .list_reports(resolution, kind, None, limit(args.limit)?)
         .await?;
     Ok(Output::Json(Value::Array(
         reports

@@ -276,7 +276,7 @@ async fn notifications(
             })
         })
         .transpose()?;
-    let listed = store.list_notifications(status, limit).await?;
+    let listed = store.list_notifications(status, None, limit).await?;
     Ok(Value::Array(
         listed
             .iter()
@@ -615,7 +615,7 @@ async fn admin(command: AdminCommand) -> anyhow::Result<Output> {
         AdminCommand::Events { subaccount, status, since, limit } => {
             let since = since.map(|raw| timestamp("--since", &raw)).transpose()?;
             service
-                .events(subaccount_id(&subaccount)?, status.as_deref(), since, limit)
+                .events(subaccount_id(&subaccount)?, status.as_deref(), since, None, limit)
                 .await
                 .map(|events| Value::Array(events.iter().map(event_json).collect()))
         }

@@ -154,7 +154,7 @@ impl World {
         status: NotificationStatus,
     ) -> Vec<domain::account::notification::NotificationSummary> {
         self.store
-            .list_notifications(Some(status), 10)
+            .list_notifications(Some(status), None, 10)
             .await
             .unwrap()
     }

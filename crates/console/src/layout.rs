@@ -68,9 +68,70 @@ pub fn table(id: &str, caption: Markup, columns: &[&str], rows: Markup) -> Marku
     }
 }
 
+/// Where a keyset-paged list continues: the id of a full page's last row (`rows` holds `page`
+/// rows), or `None` when the page was not full, so nothing is older.
+pub fn continues_after<T, K: std::fmt::Display>(
+    rows: &[T],
+    page: u32,
+    key: impl Fn(&T) -> K,
+) -> Option<String> {
+    if rows.len() < page as usize {
+        return None;
+    }
+    rows.last().map(|row| key(row).to_string())
+}
+
+/// The link to a keyset-paged list's next (older) page: `path` with the list's `filters` (empty
+/// ones left out) and `before`, the last row shown; nothing when there is none.
+pub fn older_page(
+    path: &str,
+    label: &str,
+    filters: &[(&str, &str)],
+    before: Option<&str>,
+) -> Markup {
+    let Some(before) = before else {
+        return html! {};
+    };
+    let mut pairs: Vec<(&str, &str)> = filters
+        .iter()
+        .filter(|(_, v)| !v.is_empty())
+        .copied()
+        .collect();
+    pairs.push(("before", before));
+    let query = serde_urlencoded::to_string(&pairs).unwrap_or_default();
+    html! { nav.pager aria-label="Pages" { a href=(format!("{path}?{query}")) { (label) } } }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_full_page_continues_after_its_last_row_and_a_short_one_does_not() {
+        assert_eq!(continues_after(&[1, 2, 3], 3, |n| *n), Some("3".to_owned()));
+        assert_eq!(continues_after(&[1, 2], 3, |n| *n), None);
+        assert_eq!(continues_after::<u8, u8>(&[], 0, |n| *n), None);
+    }
+
+    #[test]
+    fn the_older_page_link_keeps_the_filters_that_are_set() {
+        let link = older_page(
+            "/files",
+            "Older files",
+            &[("state", "uploaded"), ("kind", "")],
+            Some("a b"),
+        )
+        .into_string();
+        assert!(
+            link.contains("href=\"/files?state=uploaded&amp;before=a+b\""),
+            "{link}"
+        );
+        assert!(link.contains("Older files"), "{link}");
+        assert_eq!(
+            older_page("/files", "Older files", &[], None).into_string(),
+            ""
+        );
+    }
 
     #[test]
     fn text_is_escaped_and_the_shell_is_complete() {

@@ -419,12 +419,14 @@ impl AdminService {
         Ok(secret)
     }
 
-    /// The subaccount's events (newest first, at most `limit`) with their attempts.
+    /// The subaccount's events (newest first, after `before`, at most `limit`) with their
+    /// attempts.
     pub async fn events(
         &self,
         subaccount: SubaccountId,
         status: Option<&str>,
         since: Option<DateTime<Utc>>,
+        before: Option<EventId>,
         limit: u32,
     ) -> Result<Vec<EventSummary>, AdminError> {
         let status = status
@@ -436,7 +438,7 @@ impl AdminService {
         Ok(self
             .ports
             .events
-            .list_events(subaccount, status, since, limit)
+            .list_events(subaccount, status, since, before, limit)
             .await?)
     }
 

@@ -92,11 +92,36 @@ impl PgStore {
         object: Option<Uuid>,
         status: Option<EventStatus>,
         since: Option<DateTime<Utc>>,
+        before: Option<EventId>,
         limit: u32,
     ) -> Result<Vec<EventSummary>, OperatorError> {
+        let mut conn = self.conn().await?;
         let mut query = outbox_events::table
             .filter(outbox_events::subaccount_id.eq(subaccount.as_uuid()))
             .into_boxed();
+        if let Some(id) = before {
+            // The position first (the subaccount's own event, one shard on Citus), then one
+            // range of the subaccount's events.
+            let at: Option<DateTime<Utc>> = outbox_events::table
+                .filter(outbox_events::subaccount_id.eq(subaccount.as_uuid()))
+                .filter(outbox_events::id.eq(id.as_uuid()))
+                .select(outbox_events::created_at)
+                .first(&mut conn)
+                .await
+                .optional()
+                .map_err(from_diesel)?;
+            // An unknown position (or another subaccount's event) pages from nothing.
+            let Some(at) = at else {
+                return Ok(Vec::new());
+            };
+            query = query.filter(
+                outbox_events::created_at
+                    .lt(at)
+                    .or(outbox_events::created_at
+                        .eq(at)
+                        .and(outbox_events::id.lt(id.as_uuid()))),
+            );
+        }
         if let Some(object) = object {
             query = query.filter(outbox_events::object_id.eq(object));
         }
@@ -106,7 +131,6 @@ impl PgStore {
         if let Some(since) = since {
             query = query.filter(outbox_events::created_at.ge(since));
         }
-        let mut conn = self.conn().await?;
         let events: Vec<EventRow> = query
             .order((outbox_events::created_at.desc(), outbox_events::id.desc()))
             .limit(i64::from(limit))

@@ -480,9 +480,32 @@ impl InboundStore for PgStore {
         &self,
         resolution: Option<Resolution>,
         kind: Option<ReportKind>,
+        before: Option<BankReportId>,
         limit: u32,
     ) -> Result<Vec<ReportListing>, PortError> {
         let mut conn = self.conn().await?;
+        // The position's place in the order (when the page is not the first), read first.
+        let position: Option<(DateTime<Utc>, Uuid, i32)> = match before {
+            None => None,
+            Some(id) => {
+                let found = bank_reports::table
+                    .find(id.as_uuid())
+                    .select((
+                        bank_reports::created_at,
+                        bank_reports::inbound_file_id,
+                        bank_reports::position,
+                    ))
+                    .first(&mut conn)
+                    .await
+                    .optional()
+                    .map_err(from_diesel)?;
+                // An unknown position pages from nothing.
+                let Some(found) = found else {
+                    return Ok(Vec::new());
+                };
+                Some(found)
+            }
+        };
         let mut query = listings()
             .order((
                 bank_reports::created_at.desc(),
@@ -495,6 +518,20 @@ impl InboundStore for PgStore {
         }
         if let Some(kind) = kind {
             query = query.filter(bank_reports::kind.eq(kind.as_str()));
+        }
+        if let Some((at, document, line)) = position {
+            // After the position in (created_at DESC, inbound_file_id DESC, position ASC).
+            query = query.filter(
+                bank_reports::created_at
+                    .lt(at)
+                    .or(bank_reports::created_at.eq(at).and(
+                        bank_reports::inbound_file_id.lt(document).or(
+                            bank_reports::inbound_file_id
+                                .eq(document)
+                                .and(bank_reports::position.gt(line)),
+                        ),
+                    )),
+            );
         }
         let rows: Vec<ReportRow> = query.load(&mut conn).await.map_err(from_diesel)?;
         rows.into_iter().map(ReportRow::into_listing).collect()

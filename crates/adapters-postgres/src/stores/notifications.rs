@@ -414,6 +414,7 @@ impl NotificationStore for PgStore {
     async fn list_notifications(
         &self,
         status: Option<NotificationStatus>,
+        before: Option<NotificationId>,
         limit: u32,
     ) -> Result<Vec<NotificationSummary>, PortError> {
         let mut query = notifications::table
@@ -425,6 +426,27 @@ impl NotificationStore for PgStore {
             query = query.filter(notifications::status.eq(status.as_str()));
         }
         let mut conn = self.conn().await?;
+        if let Some(id) = before {
+            // The position first, then one range of the listing index.
+            let at: Option<DateTime<Utc>> = notifications::table
+                .find(id.as_uuid())
+                .select(notifications::created_at)
+                .first(&mut conn)
+                .await
+                .optional()
+                .map_err(from_diesel)?;
+            // An unknown position pages from nothing.
+            let Some(at) = at else {
+                return Ok(Vec::new());
+            };
+            query = query.filter(
+                notifications::created_at
+                    .lt(at)
+                    .or(notifications::created_at
+                        .eq(at)
+                        .and(notifications::id.lt(id.as_uuid()))),
+            );
+        }
         let rows: Vec<SummaryRow> = query.load(&mut conn).await.map_err(from_diesel)?;
         rows.into_iter().map(SummaryRow::into_domain).collect()
     }

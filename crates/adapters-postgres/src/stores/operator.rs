@@ -8,7 +8,7 @@ use diesel::upsert::excluded;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use domain::PortError;
 use domain::audit::AuditEntry;
-use domain::ids::{ApiKeyId, SubaccountId};
+use domain::ids::{ApiKeyId, EventId, SubaccountId};
 use domain::masking::Secret;
 
 use domain::auth::SignaturePolicy;
@@ -460,9 +460,10 @@ impl EventHistoryStore for PgStore {
         subaccount: SubaccountId,
         status: Option<EventStatus>,
         since: Option<DateTime<Utc>>,
+        before: Option<EventId>,
         limit: u32,
     ) -> Result<Vec<EventSummary>, OperatorError> {
-        self.event_summaries(subaccount, None, status, since, limit)
+        self.event_summaries(subaccount, None, status, since, before, limit)
             .await
     }
 

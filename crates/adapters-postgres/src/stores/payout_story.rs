@@ -53,7 +53,14 @@ impl PayoutStoryStore for PgStore {
             return Ok(None);
         };
         let mut events = self
-            .event_summaries(subaccount, Some(id.as_uuid()), None, None, STORY_EVENTS)
+            .event_summaries(
+                subaccount,
+                Some(id.as_uuid()),
+                None,
+                None,
+                None,
+                STORY_EVENTS,
+            )
             .await
             .map_err(port)?;
         // Read newest first; the story runs oldest first.

@@ -368,6 +368,7 @@ impl RailFileStore for PgStore {
     async fn list_files(
         &self,
         state: Option<RailFileState>,
+        before: Option<RailFileId>,
         limit: u32,
     ) -> Result<Vec<RailFileSummary>, PortError> {
         use diesel::dsl::sql;
@@ -384,6 +385,26 @@ impl RailFileStore for PgStore {
             .into_boxed();
         if let Some(state) = state {
             query = query.filter(rail_files::state.eq(state.as_str()));
+        }
+        if let Some(id) = before {
+            // The position is read first (one index lookup), so the page is one range of the
+            // listing index, on PostgreSQL and on Citus alike.
+            let at: Option<DateTime<Utc>> = rail_files::table
+                .find(id.as_uuid())
+                .select(rail_files::created_at)
+                .first(&mut conn)
+                .await
+                .optional()
+                .map_err(from_diesel)?;
+            // An unknown position pages from nothing.
+            let Some(at) = at else {
+                return Ok(Vec::new());
+            };
+            query = query.filter(
+                rail_files::created_at.lt(at).or(rail_files::created_at
+                    .eq(at)
+                    .and(rail_files::id.lt(id.as_uuid()))),
+            );
         }
         let rows: Vec<(FileHead, i64, i32)> = query.load(&mut conn).await.map_err(from_diesel)?;
         rows.into_iter()

@@ -106,7 +106,7 @@ async fn a_file_is_recorded_once_per_name_and_content() {
         T0 + SECOND,
     )];
     assert!(!fx.store.record_inbound(&again, &more).await.unwrap());
-    let listed = fx.store.list_reports(None, None, 10).await.unwrap();
+    let listed = fx.store.list_reports(None, None, None, 10).await.unwrap();
     assert_eq!(listed.len(), 2);
     assert!(
         listed
@@ -134,7 +134,11 @@ async fn concurrent_records_of_one_file_keep_exactly_one() {
     }
     assert_eq!(wins, 1);
     assert_eq!(
-        fx.store.list_reports(None, None, 10).await.unwrap().len(),
+        fx.store
+            .list_reports(None, None, None, 10)
+            .await
+            .unwrap()
+            .len(),
         1
     );
 }
@@ -172,7 +176,7 @@ async fn report_lines_round_trip_and_list_by_resolution_and_kind_newest_first() 
         .await
         .unwrap();
 
-    let all = fx.store.list_reports(None, None, 10).await.unwrap();
+    let all = fx.store.list_reports(None, None, None, 10).await.unwrap();
     let order: Vec<_> = all
         .iter()
         .map(|l| (l.file_name.as_str(), l.report.position))
@@ -182,15 +186,22 @@ async fn report_lines_round_trip_and_list_by_resolution_and_kind_newest_first() 
 
     let unmatched = fx
         .store
-        .list_reports(Some(Resolution::Unmatched), None, 10)
+        .list_reports(Some(Resolution::Unmatched), None, None, 10)
         .await
         .unwrap();
     assert_eq!(unmatched.len(), 1);
     assert_eq!(unmatched[0].report.resolution, Resolution::Unmatched);
-    assert_eq!(fx.store.list_reports(None, None, 1).await.unwrap().len(), 1);
+    assert_eq!(
+        fx.store
+            .list_reports(None, None, None, 1)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
     assert!(
         fx.store
-            .list_reports(Some(Resolution::Anomaly), None, 10)
+            .list_reports(Some(Resolution::Anomaly), None, None, 10)
             .await
             .unwrap()
             .is_empty()
@@ -198,24 +209,60 @@ async fn report_lines_round_trip_and_list_by_resolution_and_kind_newest_first() 
     // By kind, alone and with a resolution.
     let returns = fx
         .store
-        .list_reports(None, Some(ReportKind::Returned), 10)
+        .list_reports(None, Some(ReportKind::Returned), None, 10)
         .await
         .unwrap();
     assert_eq!(returns.len(), 3);
     assert!(
         fx.store
-            .list_reports(None, Some(ReportKind::Notice), 10)
+            .list_reports(None, Some(ReportKind::Notice), None, 10)
             .await
             .unwrap()
             .is_empty()
     );
     let applied_returns = fx
         .store
-        .list_reports(Some(Resolution::Applied), Some(ReportKind::Returned), 10)
+        .list_reports(
+            Some(Resolution::Applied),
+            Some(ReportKind::Returned),
+            None,
+            10,
+        )
         .await
         .unwrap();
     assert_eq!(applied_returns.len(), 1);
     assert_eq!(applied_returns[0].report, matched);
+
+    // Keyset pages of one line walk the same order: a document's lines in order, then the
+    // older document.
+    let mut paged = Vec::new();
+    let mut before = None;
+    while let Some(last) = fx
+        .store
+        .list_reports(None, None, before, 1)
+        .await
+        .unwrap()
+        .pop()
+    {
+        before = Some(last.report.id);
+        paged.push(last.report.id);
+    }
+    assert_eq!(paged, all.iter().map(|l| l.report.id).collect::<Vec<_>>());
+    // Filters hold on later pages; an unknown position pages from nothing.
+    let older_returns = fx
+        .store
+        .list_reports(None, Some(ReportKind::Returned), Some(all[0].report.id), 10)
+        .await
+        .unwrap();
+    assert_eq!(older_returns.len(), 2);
+    let nowhere = BankReportId::from_uuid(Uuid::new_v4());
+    assert!(
+        fx.store
+            .list_reports(None, None, Some(nowhere), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[tokio::test]
@@ -346,7 +393,7 @@ async fn an_altered_document_and_an_anomaly_keep_both_documents() {
     );
     let anomalies = fx
         .store
-        .list_reports(Some(Resolution::Anomaly), None, 10)
+        .list_reports(Some(Resolution::Anomaly), None, None, 10)
         .await
         .unwrap();
     assert_eq!(anomalies.len(), 1);
@@ -362,7 +409,7 @@ async fn an_altered_document_and_an_anomaly_keep_both_documents() {
         .unwrap();
     let again = fx
         .store
-        .list_reports(Some(Resolution::Anomaly), None, 10)
+        .list_reports(Some(Resolution::Anomaly), None, None, 10)
         .await
         .unwrap();
     assert_eq!(again.len(), 1);

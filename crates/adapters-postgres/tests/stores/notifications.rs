@@ -10,7 +10,9 @@ use diesel::sql_types::{Text, Uuid as SqlUuid};
 use diesel_async::RunQueryDsl;
 use domain::PortError;
 use domain::account::notification::ports::NotificationStore;
-use domain::account::notification::{Notification, NotificationOutcome, NotificationStatus};
+use domain::account::notification::{
+    Notification, NotificationId, NotificationOutcome, NotificationStatus,
+};
 use domain::ids::SubaccountId;
 use uuid::Uuid;
 
@@ -180,7 +182,7 @@ async fn outcomes_are_recorded_only_for_the_current_attempt() {
             .is_empty()
     );
     let listed = store
-        .list_notifications(Some(NotificationStatus::Pending), 10)
+        .list_notifications(Some(NotificationStatus::Pending), None, 10)
         .await
         .unwrap();
     assert_eq!(listed.len(), 1);
@@ -236,7 +238,7 @@ async fn outcomes_are_recorded_only_for_the_current_attempt() {
     );
 
     let sent = store
-        .list_notifications(Some(NotificationStatus::Sent), 10)
+        .list_notifications(Some(NotificationStatus::Sent), None, 10)
         .await
         .unwrap();
     assert_eq!(sent.len(), 1);
@@ -247,7 +249,7 @@ async fn outcomes_are_recorded_only_for_the_current_attempt() {
     assert_eq!(sent[0].account_id, new.request.account_id);
     assert!(
         store
-            .list_notifications(Some(NotificationStatus::Failed), 10)
+            .list_notifications(Some(NotificationStatus::Failed), None, 10)
             .await
             .unwrap()
             .is_empty()
@@ -267,7 +269,7 @@ async fn a_failed_notification_is_final_and_listed_with_its_error() {
     };
     assert!(store.record_outcome(failed, &outcome).await.unwrap());
     let listed = store
-        .list_notifications(Some(NotificationStatus::Failed), 10)
+        .list_notifications(Some(NotificationStatus::Failed), None, 10)
         .await
         .unwrap();
     assert_eq!(listed.len(), 1);
@@ -287,10 +289,38 @@ async fn a_failed_notification_is_final_and_listed_with_its_error() {
     assert_eq!(ids.len(), 2);
     assert!(!ids.contains(&failed.id));
     // All, newest first; a limit is a limit.
-    let all = store.list_notifications(None, 10).await.unwrap();
+    let all = store.list_notifications(None, None, 10).await.unwrap();
     assert_eq!(all.len(), 3);
     assert_eq!(all[0].id, queued_ones[2].id);
-    assert_eq!(store.list_notifications(None, 2).await.unwrap().len(), 2);
+    assert_eq!(
+        store.list_notifications(None, None, 2).await.unwrap().len(),
+        2
+    );
+    // Keyset pages continue after the previous page's last request, filters kept.
+    let second = store
+        .list_notifications(None, Some(all[0].id), 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        second.iter().map(|n| n.id).collect::<Vec<_>>(),
+        all[1..].iter().map(|n| n.id).collect::<Vec<_>>()
+    );
+    assert!(
+        store
+            .list_notifications(Some(NotificationStatus::Failed), Some(all[0].id), 10)
+            .await
+            .unwrap()
+            .iter()
+            .all(|n| n.status == NotificationStatus::Failed)
+    );
+    let nowhere = NotificationId::from_uuid(Uuid::new_v4());
+    assert!(
+        store
+            .list_notifications(None, Some(nowhere), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[tokio::test]
@@ -402,7 +432,7 @@ async fn a_failed_request_is_sent_again_only_while_its_link_can_confirm() {
         Resend::Queued
     );
     assert_eq!(audits().await, before + 1);
-    let listed = store.list_notifications(None, 10).await.unwrap();
+    let listed = store.list_notifications(None, None, 10).await.unwrap();
     let again = listed.iter().find(|n| n.id == first).unwrap();
     assert_eq!(again.status, NotificationStatus::Pending);
     assert_eq!((again.attempts, again.last_error.as_deref()), (0, None));
@@ -448,7 +478,7 @@ async fn a_failed_request_is_sent_again_only_while_its_link_can_confirm() {
     );
     assert_eq!(audits().await, before + 1, "refusals write no audit entry");
     let still = store
-        .list_notifications(Some(NotificationStatus::Failed), 10)
+        .list_notifications(Some(NotificationStatus::Failed), None, 10)
         .await
         .unwrap();
     assert_eq!(still.iter().map(|n| n.id).collect::<Vec<_>>(), [second]);

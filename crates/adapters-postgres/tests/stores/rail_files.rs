@@ -306,7 +306,7 @@ async fn listings_are_newest_first_with_sizes_and_payout_counts() {
         .await
         .unwrap();
 
-    let all = fx.store.list_files(None, 10).await.unwrap();
+    let all = fx.store.list_files(None, None, 10).await.unwrap();
     assert_eq!(
         all.iter().map(|f| f.id).collect::<Vec<_>>(),
         vec![ids[2], ids[1], ids[0]]
@@ -315,15 +315,82 @@ async fn listings_are_newest_first_with_sizes_and_payout_counts() {
         all.iter().map(|f| (f.size, f.payouts)).collect::<Vec<_>>(),
         vec![(30, 2), (20, 3), (10, 1)]
     );
-    assert_eq!(fx.store.list_files(None, 2).await.unwrap().len(), 2);
+    assert_eq!(fx.store.list_files(None, None, 2).await.unwrap().len(), 2);
     let uploaded = fx
         .store
-        .list_files(Some(RailFileState::Uploaded), 10)
+        .list_files(Some(RailFileState::Uploaded), None, 10)
         .await
         .unwrap();
     assert_eq!(uploaded.len(), 1);
     assert_eq!(uploaded[0].id, ids[1]);
     assert_eq!(uploaded[0].state, RailFileState::Uploaded);
+
+    // Keyset pages: each continues after the last file of the one before, filters kept.
+    let mut paged = Vec::new();
+    let mut before = None;
+    loop {
+        let page = fx.store.list_files(None, before, 1).await.unwrap();
+        let Some(last) = page.last() else { break };
+        before = Some(last.id);
+        paged.push(last.id);
+    }
+    assert_eq!(paged, vec![ids[2], ids[1], ids[0]]);
+    let older_uploaded = fx
+        .store
+        .list_files(Some(RailFileState::Uploaded), Some(ids[2]), 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        older_uploaded.iter().map(|f| f.id).collect::<Vec<_>>(),
+        vec![ids[1]]
+    );
+    let nowhere = RailFileId::from_uuid(Uuid::new_v4());
+    assert!(
+        fx.store
+            .list_files(None, Some(nowhere), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn files_written_at_one_instant_page_by_id() {
+    let fx = Fixture::new().await;
+    let sub = fx.subaccount("same instant").await.id;
+    for _ in 0..5 {
+        let (batch, payouts) = batch_with_payouts(&fx, sub, 1).await;
+        let mut file = file_of(sub, batch, &payouts, b"x");
+        file.created_at = at(T0);
+        fx.store.insert_file(&file).await.unwrap();
+    }
+    let all: Vec<_> = fx
+        .store
+        .list_files(None, None, 10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|f| f.id)
+        .collect();
+    let first = fx.store.list_files(None, None, 2).await.unwrap();
+    let second = fx
+        .store
+        .list_files(None, Some(first[1].id), 2)
+        .await
+        .unwrap();
+    let third = fx
+        .store
+        .list_files(None, Some(second[1].id), 2)
+        .await
+        .unwrap();
+    let paged: Vec<_> = first
+        .iter()
+        .chain(&second)
+        .chain(&third)
+        .map(|f| f.id)
+        .collect();
+    assert_eq!(paged, all);
+    assert_eq!(third.len(), 1);
 }
 
 #[tokio::test]

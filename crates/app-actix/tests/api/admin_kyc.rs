@@ -121,7 +121,7 @@ async fn payout_status(app: &TestApp, id: &str) -> String {
 
 async fn kyc_events(app: &TestApp, receiver: &str) -> usize {
     app.admin
-        .events(subaccount(&app.a), None, None, 1000)
+        .events(subaccount(&app.a), None, None, None, 1000)
         .await
         .unwrap()
         .iter()

@@ -70,7 +70,7 @@ async fn set_status(
 async fn events_of(app: &TestApp, tenant: &Tenant, object: &str) -> Vec<String> {
     let mut events: Vec<_> = app
         .admin
-        .events(subaccount(tenant), None, None, 1_000)
+        .events(subaccount(tenant), None, None, None, 1_000)
         .await
         .unwrap()
         .into_iter()

@@ -96,7 +96,7 @@ async fn payout_status(app: &TestApp, id: &str) -> String {
 /// How many `accountUpdate` events the account has.
 async fn account_updates(app: &TestApp, account: &str) -> usize {
     app.admin
-        .events(subaccount(&app.a), None, None, 1000)
+        .events(subaccount(&app.a), None, None, None, 1000)
         .await
         .unwrap()
         .iter()

@@ -352,7 +352,7 @@ async fn an_operator_resends_a_webhook_event_in_the_console_and_the_audit_log_sh
     app.create_receiver(&app.a, "ada@example.com").await;
     let events = app
         .admin
-        .events(crate::helpers::subaccount(&app.a), None, None, 10)
+        .events(crate::helpers::subaccount(&app.a), None, None, None, 10)
         .await
         .unwrap();
     let event = events.first().unwrap().id.to_string();

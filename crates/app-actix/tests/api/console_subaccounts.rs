@@ -407,3 +407,52 @@ async fn an_operator_reads_a_subaccounts_deliveries_and_resends_one_and_a_range(
     assert!(page.body.contains("receiverCreated"));
     assert!(!page.body.contains("/webhooks/resend"));
 }
+
+#[tokio::test]
+async fn long_lists_page_to_older_rows_and_refuse_a_garbled_position() {
+    let app = spawn_console_app(SessionPolicy::default()).await;
+    let console = app.console.clone().unwrap();
+    let shown = console::pages::webhooks::EVENTS_SHOWN as usize;
+    for n in 0..=shown {
+        app.create_receiver(&app.a, &format!("r{n}@example.com"))
+            .await;
+    }
+    let admin = enrol(&app, "admin@example.com", Role::Admin).await;
+    let mut browser = sign_in(&console, &admin).await;
+    let sub = app.a.subaccount_id.clone();
+
+    let first = browser.get(&format!("/webhooks?subaccount={sub}")).await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    assert_eq!(first.body.matches("receiverCreated").count(), shown);
+    let older = first
+        .body
+        .split("<nav class=\"pager\" aria-label=\"Pages\"><a href=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no link to older events: {}", first.body))
+        .replace("&amp;", "&");
+    assert!(
+        older.starts_with(&format!("/webhooks?subaccount={sub}&before=")),
+        "{older}"
+    );
+    let second = browser.get(&older).await;
+    assert_eq!(second.status, 200, "{}", second.body);
+    assert_eq!(second.body.matches("receiverCreated").count(), 1);
+    assert!(!second.body.contains("Older events"), "{}", second.body);
+
+    for list in [
+        "/files?before=x".to_owned(),
+        "/answers?before=x".to_owned(),
+        "/confirmations?before=x".to_owned(),
+        format!("/webhooks?subaccount={sub}&before=x"),
+        "/audit?before=x".to_owned(),
+    ] {
+        let refused = browser.get(&list).await;
+        assert_eq!(refused.status, 400, "{list}: {}", refused.body);
+        assert!(
+            refused.body.contains("page position"),
+            "{list}: {}",
+            refused.body
+        );
+    }
+}

@@ -178,7 +178,7 @@ async fn a_sepa_payout_is_filed_at_the_cutoff_settled_and_a_later_rejection_is_a
         p["status"] == "in_progress" && p["provider_reference"] != ""
     })
     .await;
-    let files = store.list_files(None, 10).await.unwrap();
+    let files = store.list_files(None, None, 10).await.unwrap();
     assert_eq!(files.len(), 1, "{files:?}");
     let file = store.get_file(files[0].id).await.unwrap().unwrap();
     assert_eq!(file.state, RailFileState::Uploaded);
@@ -221,7 +221,7 @@ async fn a_sepa_payout_is_filed_at_the_cutoff_settled_and_a_later_rejection_is_a
         .unwrap();
         wait_for("the rejection to be recorded", async || {
             store
-                .list_reports(None, None, 100)
+                .list_reports(None, None, None, 100)
                 .await
                 .unwrap()
                 .iter()
@@ -244,7 +244,7 @@ async fn a_sepa_payout_is_filed_at_the_cutoff_settled_and_a_later_rejection_is_a
         account.body
     );
     assert_eq!(event_payloads(&app, &payout_id).await.len(), events);
-    let reports = store.list_reports(None, None, 100).await.unwrap();
+    let reports = store.list_reports(None, None, None, 100).await.unwrap();
     let of = |name: &str| -> Vec<Resolution> {
         let mut lines: Vec<_> = reports
             .iter()
@@ -386,7 +386,7 @@ async fn ach_payouts_are_filed_in_nacha_and_a_return_fails_one_in_progress() {
         true
     })
     .await;
-    let files = store.list_files(None, 10).await.unwrap();
+    let files = store.list_files(None, None, 10).await.unwrap();
     assert_eq!(files.len(), 1, "one file for the batch: {files:?}");
     let file = store.get_file(files[0].id).await.unwrap().unwrap();
     assert_eq!(
@@ -464,14 +464,14 @@ async fn ach_payouts_are_filed_in_nacha_and_a_return_fails_one_in_progress() {
     std::fs::write(inbound.join("returns-again.ach"), &answer).unwrap();
     wait_for("the second copy to be recorded", async || {
         store
-            .list_reports(None, None, 100)
+            .list_reports(None, None, None, 100)
             .await
             .unwrap()
             .iter()
             .any(|l| l.file_name == "returns-again.ach")
     })
     .await;
-    let reports = store.list_reports(None, None, 100).await.unwrap();
+    let reports = store.list_reports(None, None, None, 100).await.unwrap();
     let of = |name: &str| -> Vec<Resolution> {
         let mut lines: Vec<_> = reports
             .iter()

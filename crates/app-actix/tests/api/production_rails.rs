@@ -277,7 +277,7 @@ async fn aba_cpa005_and_ib4b_files_pass_their_checkers_and_their_returns_fail_th
     let store = build_store(&app.config).unwrap();
     wait_for("the second copy to be recorded", async || {
         store
-            .list_reports(None, None, 100)
+            .list_reports(None, None, None, 100)
             .await
             .unwrap()
             .iter()
@@ -612,7 +612,7 @@ async fn interac_batches_go_to_the_partner_and_its_signed_callbacks_settle_them_
     assert_eq!(balance_in(&app, "CAD").await, after_first);
     let store = build_store(&app.config).unwrap();
     let recorded: Vec<_> = store
-        .list_reports(None, None, 100)
+        .list_reports(None, None, None, 100)
         .await
         .unwrap()
         .into_iter()

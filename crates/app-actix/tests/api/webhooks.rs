@@ -109,7 +109,10 @@ async fn a_failed_delivery_is_retried_with_the_same_webhook_id() {
     // attempt was never recorded fails the check of the recorded outcomes below.
     let got = endpoint.wait_for(2, Duration::from_secs(30)).await;
     if got.len() != 2 {
-        let events = app.admin.events(subaccount(&app.a), None, None, 10).await;
+        let events = app
+            .admin
+            .events(subaccount(&app.a), None, None, None, 10)
+            .await;
         panic!("{} deliveries arrived; the events: {events:?}", got.len());
     }
     assert_eq!(got[0].header("webhook-id"), got[1].header("webhook-id"));
@@ -119,7 +122,7 @@ async fn a_failed_delivery_is_retried_with_the_same_webhook_id() {
     let events = loop {
         let events = app
             .admin
-            .events(subaccount(&app.a), None, None, 10)
+            .events(subaccount(&app.a), None, None, None, 10)
             .await
             .unwrap();
         if events[0].status == "delivered" || tokio::time::Instant::now() > deadline {
@@ -159,7 +162,7 @@ async fn exhausted_events(app: &TestApp, n: usize) -> Vec<domain::delivery::hist
     loop {
         let events = app
             .admin
-            .events(subaccount(&app.a), Some("exhausted"), None, 10)
+            .events(subaccount(&app.a), Some("exhausted"), None, None, 10)
             .await
             .unwrap();
         if events.len() >= n || tokio::time::Instant::now() >= deadline {

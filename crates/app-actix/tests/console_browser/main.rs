@@ -113,7 +113,7 @@ async fn an_admin_enrols_signs_in_decides_a_kyc_resends_a_webhook_sees_the_audit
     let receiver = app.create_receiver(&app.a, "ada@example.com").await;
     let event = app
         .admin
-        .events(subaccount(&app.a), None, None, 10)
+        .events(subaccount(&app.a), None, None, None, 10)
         .await
         .unwrap()
         .first()

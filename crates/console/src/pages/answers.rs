@@ -3,6 +3,7 @@
 //! unmatched, noted, or an anomaly kept for a person), filtered by kind and by what was done.
 
 use actix_web::{HttpResponse, web};
+use domain::ids::BankReportId;
 use domain::operators::Capability;
 use domain::rail::inbound_ports::{ReportKind, ReportListing, Resolution};
 use maud::{Markup, html};
@@ -10,7 +11,7 @@ use serde::Deserialize;
 
 use crate::error::ConsoleError;
 use crate::fmt::when;
-use crate::layout::{Header, page};
+use crate::layout::{Header, continues_after, older_page, page};
 use crate::nav::Section;
 use crate::pages::html;
 use crate::session::SignedIn;
@@ -26,6 +27,9 @@ pub struct AnswersQuery {
     kind: String,
     #[serde(default)]
     resolution: String,
+    /// The last line of the previous page.
+    #[serde(default)]
+    before: String,
 }
 
 /// What a person should make of a resolution.
@@ -80,13 +84,23 @@ pub async fn list(
             ConsoleError::BadRequest(format!("No resolution is called {raw:?}."))
         })?),
     };
-    let answers = console.files.answers(resolution, kind, PAGE).await?;
+    let before = match query.before.trim() {
+        "" => None,
+        raw => Some(BankReportId::parse(raw).ok_or_else(|| {
+            ConsoleError::BadRequest("The page position is not a bank answer line's id.".to_owned())
+        })?),
+    };
+    let answers = console
+        .files
+        .answers(resolution, kind, before, PAGE)
+        .await?;
+    let older = continues_after(&answers, PAGE, |a| a.report.id);
     let chrome = signed_in.chrome(Some(Section::Answers));
     Ok(html(page(
         "Bank answers",
         Header::SignedIn(&chrome),
         html! {
-            p.muted { "Every line of the banks' acknowledgements, returns and notices of change, newest first (the latest " (PAGE) "), with what payoutd did with it. Amounts are in minor units as the bank stated them." }
+            p.muted { "Every line of the banks' acknowledgements, returns and notices of change, newest first, " (PAGE) " to a page, with what payoutd did with it. Amounts are in minor units as the bank stated them." }
             nav.pager aria-label="Common views" {
                 a href="/answers?kind=returned" { "Returns" }
                 a href="/answers?kind=notice" { "Notices of change" }
@@ -129,6 +143,7 @@ pub async fn list(
                     }
                 }
             }
+            (older_page("/answers", "Older lines", &[("kind", query.kind.trim()), ("resolution", query.resolution.trim())], older.as_deref()))
         },
     )))
 }

@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use crate::error::ConsoleError;
 use crate::fmt::{urlencode, when};
-use crate::layout::{Header, page};
+use crate::layout::{Header, continues_after, older_page, page};
 use crate::nav::Section;
 use crate::pages::html;
 use crate::session::SignedIn;
@@ -98,25 +98,7 @@ pub async fn list(
         limit: PAGE,
     };
     let entries = console.audit.list(&query).await?;
-    let next = (entries.len() == PAGE as usize)
-        .then(|| entries.last().map(|e| e.id))
-        .flatten()
-        .map(|last| {
-            let mut pairs: Vec<(&str, String)> = vec![("before", last.to_string())];
-            if let Some(a) = action {
-                pairs.push(("action", a.as_str().to_owned()));
-            }
-            if let Some(a) = &query.actor {
-                pairs.push(("actor", a.clone()));
-            }
-            if let Some(o) = &query.object_id {
-                pairs.push(("object", o.clone()));
-            }
-            format!(
-                "/audit?{}",
-                serde_urlencoded::to_string(pairs).unwrap_or_default()
-            )
-        });
+    let older = continues_after(&entries, PAGE, |e| e.id);
     let chrome = signed_in.chrome(Some(Section::Audit));
     Ok(html(page(
         "Audit log",
@@ -158,9 +140,16 @@ pub async fn list(
                     }
                 }
             }
-            @if let Some(next) = next {
-                nav.pager aria-label="Pages" { a href=(next) { "Older entries" } }
-            }
+            (older_page(
+                "/audit",
+                "Older entries",
+                &[
+                    ("action", action.map(AuditAction::as_str).unwrap_or_default()),
+                    ("actor", query.actor.as_deref().unwrap_or_default()),
+                    ("object", query.object_id.as_deref().unwrap_or_default()),
+                ],
+                older.as_deref(),
+            ))
         },
     )))
 }

@@ -5,14 +5,14 @@
 
 use actix_web::{HttpResponse, web};
 use domain::account::notification::resend::ResendError;
-use domain::account::notification::{NotificationStatus, NotificationSummary};
+use domain::account::notification::{NotificationId, NotificationStatus, NotificationSummary};
 use domain::operators::Capability;
 use maud::{Markup, html};
 use serde::Deserialize;
 
 use crate::error::ConsoleError;
 use crate::fmt::when;
-use crate::layout::{Header, page};
+use crate::layout::{Header, continues_after, older_page, page};
 use crate::nav::Section;
 use crate::pages::{html, see_other};
 use crate::session::SignedIn;
@@ -28,6 +28,9 @@ pub struct ConfirmationsQuery {
     status: String,
     #[serde(default)]
     done: String,
+    /// The last request of the previous page.
+    #[serde(default)]
+    before: String,
 }
 
 /// `POST /confirmations/{id}/resend`.
@@ -83,7 +86,14 @@ pub async fn list(
             ConsoleError::BadRequest(format!("No request status is called {raw:?}."))
         })?),
     };
-    let requests = console.confirmations.list(status, PAGE).await?;
+    let before = match query.before.trim() {
+        "" => None,
+        raw => Some(NotificationId::parse(raw).ok_or_else(|| {
+            ConsoleError::BadRequest("The page position is not a request id.".to_owned())
+        })?),
+    };
+    let requests = console.confirmations.list(status, before, PAGE).await?;
+    let older = continues_after(&requests, PAGE, |r| r.id);
     let may_resend = signed_in.may(Capability::ResendConfirmations);
     let chrome = signed_in.chrome(Some(Section::Confirmations));
     Ok(html(page(
@@ -93,7 +103,7 @@ pub async fn list(
             @if query.done == "1" {
                 div.notice.ok role="status" { p { "Queued: the request is sent again now, with a fresh retry schedule." } }
             }
-            p.muted { "The e-mails asking receivers to confirm their bank details, newest first (the latest " (PAGE) "). Recipients and links are never shown. A failed request can be sent again while its link can still confirm the account (seven days, unused)." }
+            p.muted { "The e-mails asking receivers to confirm their bank details, newest first, " (PAGE) " to a page. Recipients and links are never shown. A failed request can be sent again while its link can still confirm the account (seven days, unused)." }
             form.filters method="get" action="/confirmations" role="search" aria-label="Filter confirmation requests" {
                 div.field {
                     label for="status" { "Status" }
@@ -121,6 +131,7 @@ pub async fn list(
                     }
                 }
             }
+            (older_page("/confirmations", "Older requests", &[("status", query.status.trim())], older.as_deref()))
         },
     )))
 }

@@ -5,6 +5,7 @@
 
 use actix_web::http::header::{CONTENT_DISPOSITION, ContentDisposition, DispositionParam};
 use actix_web::{HttpResponse, web};
+use domain::ids::RailFileId;
 use domain::operators::Capability;
 use domain::rail::bank_files::{AnsweredFile, BankFileError};
 use domain::rail::file::RailFileState;
@@ -15,7 +16,7 @@ use serde::Deserialize;
 
 use crate::error::ConsoleError;
 use crate::fmt::when;
-use crate::layout::{Header, page};
+use crate::layout::{Header, continues_after, older_page, page};
 use crate::nav::Section;
 use crate::pages::html;
 use crate::session::SignedIn;
@@ -29,6 +30,9 @@ pub const PAGE: u32 = 50;
 pub struct FilesQuery {
     #[serde(default)]
     state: String,
+    /// The last file of the previous page.
+    #[serde(default)]
+    before: String,
 }
 
 /// `POST /files/{id}/download`.
@@ -81,13 +85,20 @@ pub async fn list(
             ConsoleError::BadRequest(format!("No bank file state is called {raw:?}."))
         })?),
     };
-    let files = console.files.list(state, PAGE).await?;
+    let before = match query.before.trim() {
+        "" => None,
+        raw => Some(RailFileId::parse(raw).ok_or_else(|| {
+            ConsoleError::BadRequest("The page position is not a bank file id.".to_owned())
+        })?),
+    };
+    let files = console.files.list(state, before, PAGE).await?;
+    let older = continues_after(&files, PAGE, |f| f.id);
     let chrome = signed_in.chrome(Some(Section::BankFiles));
     Ok(html(page(
         "Bank files",
         Header::SignedIn(&chrome),
         html! {
-            p.muted { "Every file payoutd wrote for a bank, newest first (the latest " (PAGE) "). A file is written once per batch and payout method, stored before it is sent, and moves generated → uploaded → acknowledged or rejected." }
+            p.muted { "Every file payoutd wrote for a bank, newest first, " (PAGE) " to a page. A file is written once per batch and payout method, stored before it is sent, and moves generated → uploaded → acknowledged or rejected." }
             form.filters method="get" action="/files" role="search" aria-label="Filter bank files" {
                 div.field {
                     label for="state" { "State" }
@@ -115,6 +126,7 @@ pub async fn list(
                     }
                 }
             }
+            (older_page("/files", "Older files", &[("state", raw)], older.as_deref()))
         },
     )))
 }

@@ -13,14 +13,14 @@ use serde::Deserialize;
 
 use crate::error::ConsoleError;
 use crate::fmt::{urlencode, when};
-use crate::layout::{Header, page, table};
+use crate::layout::{Header, continues_after, older_page, page, table};
 use crate::nav::Section;
 use crate::pages::subaccounts::refusal;
 use crate::pages::{html, see_other};
 use crate::session::SignedIn;
 use crate::state::Console;
 
-/// Events shown for a subaccount (newest first).
+/// Events to a page (newest first).
 pub const EVENTS_SHOWN: u32 = 100;
 
 /// How a time range's ends are typed: a `datetime-local` input's value, read as UTC.
@@ -35,6 +35,9 @@ pub struct WebhooksQuery {
     status: String,
     queued: Option<String>,
     ranged: Option<u64>,
+    /// The last event of the previous page.
+    #[serde(default)]
+    before: String,
 }
 
 /// `POST /webhooks/resend`.
@@ -195,6 +198,12 @@ pub async fn page_of(
         .map(|id| id.to_string());
     let raw_subaccount = query.subaccount.trim();
     let status = query.status.trim();
+    let before = match query.before.trim() {
+        "" => None,
+        raw => Some(EventId::parse(raw).ok_or_else(|| {
+            ConsoleError::BadRequest("The page position is not an event id.".to_owned())
+        })?),
+    };
     let log = if raw_subaccount.is_empty() {
         None
     } else {
@@ -209,10 +218,12 @@ pub async fn page_of(
                 profile.subaccount.id,
                 Some(status).filter(|s| !s.is_empty()),
                 None,
+                before,
                 EVENTS_SHOWN,
             )
             .await?;
-        Some((profile, events))
+        let older = continues_after(&events, EVENTS_SHOWN, |e| e.id);
+        Some((profile, events, older))
     };
     let chrome = signed_in.chrome(Some(Section::Webhooks));
     Ok(html(page(
@@ -230,7 +241,7 @@ pub async fn page_of(
                 }
             }
             (filter_form(raw_subaccount, status))
-            @if let Some((profile, events)) = &log {
+            @if let Some((profile, events, older)) = &log {
                 @let sub = &profile.subaccount;
                 h2 { "Events of " a href=(format!("/subaccounts/{}", sub.id)) { (sub.name) } }
                 p {
@@ -245,13 +256,14 @@ pub async fn page_of(
                 } @else {
                     (table(
                         "events-caption",
-                        html! { "Newest " (events.len()) " events" },
+                        html! { @if before.is_some() { (events.len()) " older events" } @else { "Newest " (events.len()) " events" } },
                         &["Created", "Event", "Object", "Status", "Attempts", "Action"],
                         html! { @for event in events {
                             (event_row(event, may_resend.then_some((csrf.as_str(), sub.id))))
                         } },
                     ))
                 }
+                (older_page("/webhooks", "Older events", &[("subaccount", raw_subaccount), ("status", status)], older.as_deref()))
                 @if may_resend { (range_form(&csrf, sub.id)) }
             } @else {
                 p.muted { "Name a subaccount to see its events and every delivery attempt. A subaccount's page links here too." }

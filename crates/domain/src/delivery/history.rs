@@ -102,12 +102,15 @@ pub enum ResendSelection {
 #[async_trait]
 pub trait EventHistoryStore: Send + Sync {
     /// The subaccount's events, newest first, optionally only those with `status` or created at
-    /// or after `since`, at most `limit`, each with its delivery attempts (oldest first).
+    /// or after `since`, after `before` (the last event of the previous page: none when it is
+    /// not one of the subaccount's events), at most `limit`, each with its delivery attempts
+    /// (oldest first).
     async fn list_events(
         &self,
         subaccount: SubaccountId,
         status: Option<EventStatus>,
         since: Option<DateTime<Utc>>,
+        before: Option<EventId>,
         limit: u32,
     ) -> Result<Vec<EventSummary>, OperatorError>;
 

@@ -11,7 +11,7 @@ use super::inbound_ports::{InboundStore, ReportKind, ReportListing, Resolution};
 use super::ports::{RailFileStore, RailFileSummary};
 use crate::audit::{AuditAction, AuditContext, AuditLog};
 use crate::error::PortError;
-use crate::ids::RailFileId;
+use crate::ids::{BankReportId, RailFileId};
 use crate::ports::{Clock, IdGenerator};
 
 /// Why a bank file could not be shown.
@@ -61,16 +61,18 @@ impl BankFiles {
         Self { ports }
     }
 
-    /// The files, newest first, optionally only those in `state`, at most `limit`.
+    /// The files, newest first, optionally only those in `state`, after `before` (the last
+    /// file of the previous page), at most `limit`.
     ///
     /// # Errors
     /// `PortError` when the store cannot be read.
     pub async fn list(
         &self,
         state: Option<RailFileState>,
+        before: Option<RailFileId>,
         limit: u32,
     ) -> Result<Vec<RailFileSummary>, PortError> {
-        self.ports.files.list_files(state, limit).await
+        self.ports.files.list_files(state, before, limit).await
     }
 
     /// The bank's answer lines, newest first, optionally only those with `resolution` and of
@@ -82,11 +84,12 @@ impl BankFiles {
         &self,
         resolution: Option<Resolution>,
         kind: Option<ReportKind>,
+        before: Option<BankReportId>,
         limit: u32,
     ) -> Result<Vec<ReportListing>, PortError> {
         self.ports
             .inbound
-            .list_reports(resolution, kind, limit)
+            .list_reports(resolution, kind, before, limit)
             .await
     }
 

@@ -176,6 +176,7 @@ impl RailFileStore for Files {
     async fn list_files(
         &self,
         _state: Option<RailFileState>,
+        _before: Option<RailFileId>,
         _limit: u32,
     ) -> Result<Vec<RailFileSummary>, PortError> {
         Ok(Vec::new())

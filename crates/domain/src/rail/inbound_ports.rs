@@ -265,12 +265,14 @@ pub trait InboundStore: Send + Sync {
         reports: &[RecordedReport],
     ) -> Result<bool, PortError>;
 
-    /// Recorded report lines, newest first, optionally only those with `resolution` and of
-    /// `kind`, at most `limit`.
+    /// Recorded report lines, newest first (a document's lines in order), optionally only
+    /// those with `resolution` and of `kind`, after `before` (the last line of the previous
+    /// page: none when it is not a line), at most `limit`.
     async fn list_reports(
         &self,
         resolution: Option<Resolution>,
         kind: Option<ReportKind>,
+        before: Option<BankReportId>,
         limit: u32,
     ) -> Result<Vec<ReportListing>, PortError>;
 

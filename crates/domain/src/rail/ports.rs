@@ -73,10 +73,12 @@ pub trait RailFileStore: Send + Sync {
         reason: Option<String>,
     ) -> Result<bool, PortError>;
 
-    /// The files, newest first, optionally only those in `state`, at most `limit`.
+    /// The files, newest first, optionally only those in `state`, after `before` (the last
+    /// file of the previous page: none when it is not a file), at most `limit`.
     async fn list_files(
         &self,
         state: Option<RailFileState>,
+        before: Option<RailFileId>,
         limit: u32,
     ) -> Result<Vec<RailFileSummary>, PortError>;
 

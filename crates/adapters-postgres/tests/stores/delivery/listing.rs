@@ -49,7 +49,11 @@ async fn list_events_newest_first_with_filters_and_attempts_oldest_first() {
     );
     assert!(fx.store.record_attempt(&retried, &record).await.unwrap());
 
-    let listed = fx.store.list_events(sub, None, None, 10).await.unwrap();
+    let listed = fx
+        .store
+        .list_events(sub, None, None, None, 10)
+        .await
+        .unwrap();
     assert_eq!(
         listed.iter().map(|e| e.id).collect::<Vec<_>>(),
         vec![e3, e2, e1]
@@ -100,7 +104,7 @@ async fn list_events_newest_first_with_filters_and_attempts_oldest_first() {
 
     let list = async |status, since, limit| {
         fx.store
-            .list_events(sub, status, since, limit)
+            .list_events(sub, status, since, None, limit)
             .await
             .unwrap()
             .into_iter()
@@ -121,13 +125,42 @@ async fn list_events_newest_first_with_filters_and_attempts_oldest_first() {
     assert_eq!(list(None, None, 1).await, vec![e3]);
     assert_eq!(list(None, None, 2).await, vec![e3, e2]);
 
+    // Keyset pages continue after the previous page's last event, filters kept; another
+    // subaccount's event is no position here.
+    let page_after = async |status, before| {
+        fx.store
+            .list_events(sub, status, None, Some(before), 10)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| e.id)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(page_after(None, e3).await, vec![e2, e1]);
+    assert_eq!(page_after(None, e2).await, vec![e1]);
+    assert_eq!(
+        page_after(Some(EventStatus::Delivered), e3).await,
+        vec![e2, e1]
+    );
+    assert!(page_after(None, eo).await.is_empty());
+
     // Another subaccount's events are its own.
-    let theirs = fx.store.list_events(other, None, None, 10).await.unwrap();
+    let theirs = fx
+        .store
+        .list_events(other, None, None, None, 10)
+        .await
+        .unwrap();
     assert_eq!(theirs.iter().map(|e| e.id).collect::<Vec<_>>(), vec![eo]);
     assert_eq!(theirs[0].attempts.len(), 1);
     assert!(
         fx.store
-            .list_events(SubaccountId::from_uuid(Uuid::new_v4()), None, None, 10)
+            .list_events(
+                SubaccountId::from_uuid(Uuid::new_v4()),
+                None,
+                None,
+                None,
+                10
+            )
             .await
             .unwrap()
             .is_empty()

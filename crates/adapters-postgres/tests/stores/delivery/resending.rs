@@ -41,7 +41,11 @@ async fn resending_one_event_restarts_its_schedule_and_keeps_its_history() {
     assert_eq!(row.next_attempt_at, now);
     assert_eq!(row.delivered_at, None);
     assert_eq!(row.claimed_until, None);
-    let listed = fx.store.list_events(sub, None, None, 10).await.unwrap();
+    let listed = fx
+        .store
+        .list_events(sub, None, None, None, 10)
+        .await
+        .unwrap();
     assert_eq!(listed[0].status, "pending");
     assert_eq!(listed[0].attempts.len(), 1, "history kept");
 
@@ -59,7 +63,11 @@ async fn resending_one_event_restarts_its_schedule_and_keeps_its_history() {
             .await
             .unwrap()
     );
-    let listed = fx.store.list_events(sub, None, None, 10).await.unwrap();
+    let listed = fx
+        .store
+        .list_events(sub, None, None, None, 10)
+        .await
+        .unwrap();
     assert_eq!(listed[0].status, "delivered");
     assert_eq!(
         listed[0]

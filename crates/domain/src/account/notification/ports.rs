@@ -64,11 +64,13 @@ pub trait NotificationStore: Send + Sync {
         audit: &AuditEntry,
     ) -> Result<Resend, PortError>;
 
-    /// Up to `limit` notifications, newest first, of one status or all (for operators; no
-    /// recipient and no link).
+    /// Up to `limit` notifications, newest first, of one status or all, after `before` (the
+    /// last of the previous page: none when it is not a notification), for operators: no
+    /// recipient and no link.
     async fn list_notifications(
         &self,
         status: Option<NotificationStatus>,
+        before: Option<NotificationId>,
         limit: u32,
     ) -> Result<Vec<NotificationSummary>, PortError>;
 }

@@ -56,9 +56,10 @@ impl ConfirmationRequests {
     pub async fn list(
         &self,
         status: Option<NotificationStatus>,
+        before: Option<NotificationId>,
         limit: u32,
     ) -> Result<Vec<NotificationSummary>, PortError> {
-        self.store.list_notifications(status, limit).await
+        self.store.list_notifications(status, before, limit).await
     }
 
     /// Sends the failed request whose id is `raw` again, from now, with a fresh retry schedule,
