@@ -420,6 +420,7 @@ diesel::table! {
         created_at -> Timestamptz,
         enrolled_at -> Nullable<Timestamptz>,
         disabled_at -> Nullable<Timestamptz>,
+        time_zone -> Text,
     }
 }
 

@@ -60,7 +60,9 @@ pub async fn request_context(
         let refusal = ConsoleError::Csrf.error_response();
         req.into_response(refusal).map_into_right_body()
     } else {
-        next.call(req).await?.map_into_left_body()
+        crate::fmt::in_request_scope(next.call(req))
+            .await?
+            .map_into_left_body()
     };
     if let Ok(value) = HeaderValue::from_str(&id) {
         response

@@ -1,16 +1,46 @@
 //! How values are shown: times, money, statuses.
 
+use std::cell::Cell;
+use std::future::Future;
+
 use chrono::{DateTime, Utc};
 use domain::money::Asset;
+use domain::operators::OperatorTimeZone;
 use domain::payout::PayoutStatus;
 use maud::{Markup, html};
 
-/// A moment as a `<time>` element: shown in UTC to the minute, the exact instant in
-/// `datetime` and on hover.
+tokio::task_local! {
+    /// The time zone of the request being answered: UTC until the signed-in operator's is
+    /// known ([`show_times_in`]). Every request runs in its own scope ([`in_request_scope`],
+    /// from the request middleware), so one operator's zone never shows on another's page.
+    static ZONE: Cell<OperatorTimeZone>;
+}
+
+/// Runs `request` (a request's handling) with times shown in UTC until [`show_times_in`] says
+/// otherwise.
+pub async fn in_request_scope<F: Future>(request: F) -> F::Output {
+    ZONE.scope(Cell::new(OperatorTimeZone::UTC), request).await
+}
+
+/// Shows the rest of this request's times in `zone` (the signed-in operator's). Outside a
+/// request's scope it does nothing.
+pub fn show_times_in(zone: OperatorTimeZone) {
+    // Outside a scope (a unit test rendering a page) there is nothing to set.
+    let _outside = ZONE.try_with(|current| current.set(zone));
+}
+
+/// The zone this request shows times in.
+pub fn zone() -> OperatorTimeZone {
+    ZONE.try_with(Cell::get).unwrap_or(OperatorTimeZone::UTC)
+}
+
+/// A moment as a `<time>` element: the wall clock of the operator's time zone to the minute,
+/// with the zone (`2026-11-29 15:30 CET`); the exact instant in UTC on hover (`title`) and in
+/// `datetime`.
 pub fn when(at: DateTime<Utc>) -> Markup {
     html! {
         time datetime=(at.to_rfc3339()) title=(at.format("%Y-%m-%d %H:%M:%S%.3f UTC")) {
-            (at.format("%Y-%m-%d %H:%M UTC"))
+            (zone().wall_clock(at))
         }
     }
 }
@@ -58,6 +88,47 @@ pub fn status_badge(status: PayoutStatus) -> Markup {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn instant() -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-11-29T14:30:05.250Z")
+            .map(|t| t.with_timezone(&Utc))
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_moment_shows_in_utc_outside_a_request() {
+        assert_eq!(
+            when(instant()).into_string(),
+            "<time datetime=\"2026-11-29T14:30:05.250+00:00\" title=\"2026-11-29 14:30:05.250 UTC\">2026-11-29 14:30 UTC</time>"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_moment_shows_in_the_operators_zone_with_utc_on_hover_for_its_request_only() {
+        let berlin = OperatorTimeZone::parse("Europe/Berlin").unwrap_or_default();
+        let shown = in_request_scope(async {
+            let before = when(instant()).into_string();
+            show_times_in(berlin);
+            (before, when(instant()).into_string())
+        })
+        .await;
+        assert!(shown.0.contains(">2026-11-29 14:30 UTC<"), "{}", shown.0);
+        assert!(shown.1.contains(">2026-11-29 15:30 CET<"), "{}", shown.1);
+        assert!(
+            shown.1.contains("title=\"2026-11-29 14:30:05.250 UTC\""),
+            "{}",
+            shown.1
+        );
+        // The next request starts in UTC again.
+        let next = in_request_scope(async { when(instant()).into_string() }).await;
+        assert!(next.contains(">2026-11-29 14:30 UTC<"), "{next}");
+        show_times_in(berlin);
+        assert_eq!(
+            zone(),
+            OperatorTimeZone::UTC,
+            "outside a request nothing is set"
+        );
+    }
 
     #[test]
     fn money_has_two_decimals_and_its_sign() {

@@ -70,6 +70,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route("/enrol/{token}", web::get().to(pages::auth::enrol_form))
             .route("/enrol/{token}", web::post().to(pages::auth::enrol))
             .route("/", web::get().to(pages::home::home))
+            .route("/account", web::get().to(pages::account::show))
+            .route(
+                "/account/time-zone",
+                web::post().to(pages::account::set_time_zone),
+            )
             .route("/kyc", web::get().to(pages::kyc::queue))
             .route("/kyc/{receiver}", web::post().to(pages::kyc::decide))
             .route("/payouts", web::get().to(pages::payouts::search))

@@ -136,7 +136,7 @@ pub fn navigation(chrome: &Chrome) -> Markup {
             }
         }
         div.whoami {
-            span { (chrome.email) " · " (chrome.role.as_str()) }
+            a href="/account" title="Your account and time zone" { (chrome.email) } span { " · " (chrome.role.as_str()) }
             form method="post" action="/logout" {
                 input type="hidden" name="csrf" value=(chrome.csrf);
                 button type="submit" { "Sign out" }

@@ -171,11 +171,14 @@ impl FromRequest for SignedIn {
                 return Err(ConsoleError::SignIn { next });
             };
             match console.operators.authenticate(&token).await? {
-                Some(auth) => Ok(SignedIn {
-                    auth,
-                    token,
-                    origin,
-                }),
+                Some(auth) => {
+                    crate::fmt::show_times_in(auth.operator.time_zone);
+                    Ok(SignedIn {
+                        auth,
+                        token,
+                        origin,
+                    })
+                }
                 None => Err(ConsoleError::SignIn { next }),
             }
         })

@@ -65,6 +65,8 @@ pub enum AuditAction {
     OperatorRoleChanged,
     /// An operator was disabled (sessions ended).
     OperatorDisabled,
+    /// An operator chose the time zone the console shows it times in.
+    OperatorTimeZoneSet,
     /// An operator signed in.
     SignedIn,
     /// An operator signed out.
@@ -107,11 +109,12 @@ pub enum AuditAction {
 
 impl AuditAction {
     /// Every action.
-    pub const ALL: [AuditAction; 23] = [
+    pub const ALL: [AuditAction; 24] = [
         AuditAction::OperatorCreated,
         AuditAction::OperatorEnrolled,
         AuditAction::OperatorRoleChanged,
         AuditAction::OperatorDisabled,
+        AuditAction::OperatorTimeZoneSet,
         AuditAction::SignedIn,
         AuditAction::SignedOut,
         AuditAction::KycDecided,
@@ -140,6 +143,7 @@ impl AuditAction {
             AuditAction::OperatorEnrolled => "operator.enrol",
             AuditAction::OperatorRoleChanged => "operator.role",
             AuditAction::OperatorDisabled => "operator.disable",
+            AuditAction::OperatorTimeZoneSet => "operator.time_zone",
             AuditAction::SignedIn => "session.sign_in",
             AuditAction::SignedOut => "session.sign_out",
             AuditAction::KycDecided => "receiver.kyc",

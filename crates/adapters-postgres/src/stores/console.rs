@@ -11,8 +11,8 @@ use domain::audit::{Actor, AuditAction, AuditEntry, AuditLog, AuditQuery};
 use domain::ids::{AuditEntryId, OperatorId};
 use domain::operators::ports::{LoginThrottleStore, OperatorStore, SessionStore};
 use domain::operators::{
-    FailureWindow, Operator, OperatorEmail, OperatorStatus, PasswordHash, Role, Session,
-    ThrottleSubject, TokenHash, TotpSecret,
+    FailureWindow, Operator, OperatorEmail, OperatorStatus, OperatorTimeZone, PasswordHash, Role,
+    Session, ThrottleSubject, TokenHash, TotpSecret,
 };
 use uuid::Uuid;
 
@@ -39,6 +39,7 @@ struct OperatorRow {
     created_at: DateTime<Utc>,
     enrolled_at: Option<DateTime<Utc>>,
     disabled_at: Option<DateTime<Utc>>,
+    time_zone: String,
 }
 
 #[derive(Queryable, Selectable)]
@@ -94,6 +95,12 @@ impl PgStore {
             totp_secret: TotpSecret::from_bytes(secret)
                 .ok_or_else(|| invariant(format!("operator {} has a bad TOTP secret", row.id)))?,
             last_totp_step: row.last_totp_step.and_then(|s| u64::try_from(s).ok()),
+            // A name a newer tz database dropped reads as UTC rather than locking the operator
+            // out of the console.
+            time_zone: OperatorTimeZone::parse(&row.time_zone).unwrap_or_else(|| {
+                tracing::warn!(operator = %row.id, "unknown stored time zone; showing UTC");
+                OperatorTimeZone::UTC
+            }),
             created_at: row.created_at,
             enrolled_at: row.enrolled_at,
             disabled_at: row.disabled_at,
@@ -157,6 +164,7 @@ impl OperatorStore for PgStore {
                         operators::enrolment_token_hash.eq(enrolment.0.as_slice()),
                         operators::enrolment_expires_at.eq(enrolment_expires_at),
                         operators::created_at.eq(operator.created_at),
+                        operators::time_zone.eq(operator.time_zone.name()),
                     ))
                     .execute(conn)
                     .await?;
@@ -302,6 +310,29 @@ impl OperatorStore for PgStore {
                 insert_audit(conn, audit).await?;
             }
             Ok(changed)
+        })
+        .await
+        .map_err(from_diesel)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(operator = %id))]
+    async fn set_time_zone(
+        &self,
+        id: OperatorId,
+        zone: OperatorTimeZone,
+        audit: &AuditEntry,
+    ) -> Result<bool, PortError> {
+        let mut conn = self.conn().await?;
+        conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+            let updated = diesel::update(operators::table.find(id.as_uuid()))
+                .filter(operators::time_zone.ne(zone.name()))
+                .set(operators::time_zone.eq(zone.name()))
+                .execute(conn)
+                .await?;
+            if updated == 1 {
+                insert_audit(conn, audit).await?;
+            }
+            Ok(updated == 1)
         })
         .await
         .map_err(from_diesel)

@@ -7,8 +7,8 @@ use domain::audit::{AuditAction, AuditContext, AuditLog, AuditQuery};
 use domain::ids::OperatorId;
 use domain::operators::ports::{LoginThrottleStore, OperatorStore, SessionStore};
 use domain::operators::{
-    BrowserSecret, Operator, OperatorEmail, OperatorStatus, PasswordHash, Role, SessionPolicy,
-    ThrottleSubject, TotpSecret,
+    BrowserSecret, Operator, OperatorEmail, OperatorStatus, OperatorTimeZone, PasswordHash, Role,
+    SessionPolicy, ThrottleSubject, TotpSecret,
 };
 use domain::ports::{Clock, IdGenerator};
 
@@ -39,6 +39,7 @@ fn operator(email: &str) -> Operator {
         password_hash: None,
         totp_secret: TotpSecret::from_bytes(vec![3; 20]).unwrap(),
         last_totp_step: None,
+        time_zone: OperatorTimeZone::UTC,
         // PostgreSQL keeps microseconds.
         created_at: chrono::SubsecRound::trunc_subsecs(Utc::now(), 6),
         enrolled_at: None,
@@ -202,6 +203,67 @@ async fn active_operator(fx: &Fixture, email: &str) -> Operator {
         .await
         .unwrap();
     fx.store.operator(op.id).await.unwrap().unwrap()
+}
+
+#[tokio::test]
+async fn an_operators_time_zone_is_utc_until_set_and_each_change_is_audited_once() {
+    let fx = Fixture::new().await;
+    let ann = active_operator(&fx, "ann@example.com").await;
+    assert_eq!(ann.time_zone, OperatorTimeZone::UTC);
+    let toronto = OperatorTimeZone::parse("America/Toronto").unwrap();
+    let set = |zone| {
+        let store = fx.store.clone();
+        async move {
+            store
+                .set_time_zone(
+                    ann.id,
+                    zone,
+                    &entry(AuditAction::OperatorTimeZoneSet, "ann"),
+                )
+                .await
+                .unwrap()
+        }
+    };
+    assert!(set(toronto).await);
+    assert!(!set(toronto).await, "the same zone again changes nothing");
+    assert_eq!(
+        fx.store.operator(ann.id).await.unwrap().unwrap().time_zone,
+        toronto
+    );
+    let audited = fx
+        .store
+        .list(&AuditQuery {
+            action: Some(AuditAction::OperatorTimeZoneSet),
+            limit: 10,
+            ..AuditQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(audited.len(), 1);
+    let nobody = OperatorId::from_uuid(uuid::Uuid::new_v4());
+    assert!(
+        !fx.store
+            .set_time_zone(
+                nobody,
+                toronto,
+                &entry(AuditAction::OperatorTimeZoneSet, "x")
+            )
+            .await
+            .unwrap()
+    );
+    // A name the tz database no longer has reads as UTC instead of failing the sign-in.
+    let mut raw = fx.raw().await;
+    diesel_async::RunQueryDsl::execute(
+        diesel::sql_query("UPDATE operators SET time_zone = 'Mars/Olympus_Mons' WHERE id = $1")
+            .bind::<diesel::sql_types::Uuid, _>(ann.id.as_uuid()),
+        &mut raw,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        fx.store.operator(ann.id).await.unwrap().unwrap().time_zone,
+        OperatorTimeZone::UTC
+    );
 }
 
 #[tokio::test]

@@ -201,7 +201,7 @@ fn old_only_store(fx: &Fixture) -> PgStore {
 async fn console_operator(store: &PgStore) -> domain::operators::Operator {
     use domain::audit::{AuditAction, AuditContext};
     use domain::operators::{
-        BrowserSecret, Operator, OperatorEmail, OperatorStatus, Role, TotpSecret,
+        BrowserSecret, Operator, OperatorEmail, OperatorStatus, OperatorTimeZone, Role, TotpSecret,
     };
     let operator = Operator {
         id: domain::ids::OperatorId::from_uuid(Uuid::new_v4()),
@@ -211,6 +211,7 @@ async fn console_operator(store: &PgStore) -> domain::operators::Operator {
         password_hash: None,
         totp_secret: TotpSecret::from_bytes(vec![5; 20]).unwrap(),
         last_totp_step: None,
+        time_zone: OperatorTimeZone::UTC,
         created_at: chrono::Utc::now(),
         enrolled_at: None,
         disabled_at: None,

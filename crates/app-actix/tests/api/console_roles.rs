@@ -105,6 +105,8 @@ const ROUTES: &[(&str, &str, Option<Role>)] = &[
         Some(Role::Admin),
     ),
     ("POST", "/webhooks/resend-range", Some(Role::Operator)),
+    ("GET", "/account", Some(Role::Viewer)),
+    ("POST", "/account/time-zone", Some(Role::Viewer)),
 ];
 
 async fn call(browser: &mut Browser, method: &str, path: &str, csrf: &str) -> crate::console::Page {
@@ -137,6 +139,7 @@ async fn call(browser: &mut Browser, method: &str, path: &str, csrf: &str) -> cr
                         ("overlap_hours", "1"),
                         ("since", "not a time"),
                         ("until", "not a time"),
+                        ("time_zone", "Not/A_Zone"),
                     ],
                 )
                 .await

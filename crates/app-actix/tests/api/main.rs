@@ -11,6 +11,7 @@ mod client;
 mod confirm;
 mod connections;
 mod console;
+mod console_account;
 mod console_confirmations;
 mod console_files;
 mod console_ledger;

@@ -1,5 +1,6 @@
 //! The console's pages, one module per section.
 
+pub mod account;
 pub mod answers;
 pub mod audit;
 pub mod auth;

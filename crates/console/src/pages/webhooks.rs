@@ -7,7 +7,7 @@ use actix_web::{HttpResponse, web};
 use chrono::{DateTime, NaiveDateTime, Utc};
 use domain::delivery::history::{EventStatus, EventSummary};
 use domain::ids::{EventId, SubaccountId};
-use domain::operators::Capability;
+use domain::operators::{Capability, OperatorTimeZone};
 use maud::{Markup, html};
 use serde::Deserialize;
 
@@ -23,7 +23,8 @@ use crate::state::Console;
 /// Events to a page (newest first).
 pub const EVENTS_SHOWN: u32 = 100;
 
-/// How a time range's ends are typed: a `datetime-local` input's value, read as UTC.
+/// How a time range's ends are typed: a `datetime-local` input's value, read on the wall clock
+/// of the operator's time zone.
 const RANGE_FORMAT: &str = "%Y-%m-%dT%H:%M";
 
 /// `GET /webhooks` query.
@@ -143,19 +144,20 @@ fn filter_form(subaccount: &str, status: &str) -> Markup {
 }
 
 fn range_form(csrf: &str, subaccount: SubaccountId) -> Markup {
+    let zone = crate::fmt::zone().name();
     html! {
         section aria-labelledby="range" {
             h2 #range { "Resend a time range" }
-            p.muted { "Every event of this subaccount created from the first moment (inclusive) to the second (exclusive), in UTC, is delivered again from the start of its retry schedule; earlier attempts are kept." }
+            p.muted { "Every event of this subaccount created from the first moment (inclusive) to the second (exclusive), in your time zone (" (zone) "), is delivered again from the start of its retry schedule; earlier attempts are kept." }
             form.filters method="post" action="/webhooks/resend-range" {
                 input type="hidden" name="csrf" value=(csrf);
                 input type="hidden" name="subaccount" value=(subaccount.to_string());
                 div.field {
-                    label for="since" { "From (UTC)" }
+                    label for="since" { "From (" (zone) ")" }
                     input #since type="datetime-local" name="since" required;
                 }
                 div.field {
-                    label for="until" { "To (UTC)" }
+                    label for="until" { "To (" (zone) ")" }
                     input #until type="datetime-local" name="until" required;
                 }
                 div { button type="submit" { "Resend the range" } }
@@ -302,15 +304,21 @@ pub async fn resend(
     }
 }
 
-/// A `datetime-local` value as the UTC instant it names.
-fn utc_minute(raw: &str, which: &str) -> Result<DateTime<Utc>, ConsoleError> {
-    NaiveDateTime::parse_from_str(raw.trim(), RANGE_FORMAT)
-        .map(|t| t.and_utc())
-        .map_err(|_| {
-            ConsoleError::BadRequest(format!(
-                "The range's {which} is a date and a time, like 2026-11-29T14:30 (UTC)."
-            ))
-        })
+/// A `datetime-local` value as the instant it names on the wall clock of `zone`.
+fn moment(raw: &str, which: &str, zone: OperatorTimeZone) -> Result<DateTime<Utc>, ConsoleError> {
+    let local = NaiveDateTime::parse_from_str(raw.trim(), RANGE_FORMAT).map_err(|_| {
+        ConsoleError::BadRequest(format!(
+            "The range's {which} is a date and a time, like 2026-11-29T14:30 ({}).",
+            zone.name()
+        ))
+    })?;
+    zone.instant(local).ok_or_else(|| {
+        ConsoleError::BadRequest(format!(
+            "The range's {which}, {}, does not exist in {}: the clocks skip it.",
+            raw.trim(),
+            zone.name()
+        ))
+    })
 }
 
 /// `POST /webhooks/resend-range`.
@@ -322,8 +330,9 @@ pub async fn resend_range(
     signed_in.require(Capability::ResendWebhooks)?;
     signed_in.check_csrf(&form.csrf)?;
     let subaccount = SubaccountId::parse(form.subaccount.trim()).ok_or(ConsoleError::NotFound)?;
-    let since = utc_minute(&form.since, "start")?;
-    let until = utc_minute(&form.until, "end")?;
+    let zone = signed_in.auth.operator.time_zone;
+    let since = moment(&form.since, "start", zone)?;
+    let until = moment(&form.until, "end", zone)?;
     let queued = signed_in
         .admin(&console)
         .resend_range(subaccount, since, until)
@@ -338,11 +347,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_range_end_is_a_utc_minute() {
-        let at = utc_minute(" 2026-11-29T14:30 ", "start").unwrap_or_else(|e| panic!("{e}"));
+    fn a_range_end_is_a_minute_of_the_operators_zone() {
+        let at = moment(" 2026-11-29T14:30 ", "start", OperatorTimeZone::UTC)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(at.to_rfc3339(), "2026-11-29T14:30:00+00:00");
+        let toronto = OperatorTimeZone::parse("America/Toronto").unwrap_or_default();
+        let at = moment("2026-11-29T09:30", "start", toronto).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(at.to_rfc3339(), "2026-11-29T14:30:00+00:00");
         for bad in ["", "2026-11-29", "2026-11-29T25:00", "yesterday"] {
-            assert!(utc_minute(bad, "start").is_err(), "{bad}");
+            assert!(
+                moment(bad, "start", OperatorTimeZone::UTC).is_err(),
+                "{bad}"
+            );
         }
+        let skipped = moment("2026-03-08T02:30", "end", toronto);
+        assert!(
+            matches!(&skipped, Err(ConsoleError::BadRequest(m)) if m.contains("does not exist in America/Toronto")),
+            "{skipped:?}"
+        );
     }
 }

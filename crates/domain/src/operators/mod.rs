@@ -9,6 +9,7 @@ pub mod role;
 pub mod service;
 pub mod session;
 pub mod throttle;
+pub mod time_zone;
 pub mod totp;
 
 use chrono::{DateTime, Utc};
@@ -20,6 +21,7 @@ pub use password::{NewPassword, PasswordError, PasswordHash, PasswordHasher};
 pub use role::{Capability, Role};
 pub use session::{BrowserSecret, Session, SessionPolicy, SessionVerdict, TokenHash};
 pub use throttle::{FailureWindow, ThrottleLimit, ThrottlePolicy, ThrottleSubject};
+pub use time_zone::OperatorTimeZone;
 pub use totp::TotpSecret;
 
 /// Where an operator's account stands.
@@ -88,6 +90,8 @@ pub struct Operator {
     pub totp_secret: TotpSecret,
     /// The last TOTP step accepted (each is accepted once).
     pub last_totp_step: Option<u64>,
+    /// The zone the console shows it times in.
+    pub time_zone: OperatorTimeZone,
     /// When it was created.
     pub created_at: DateTime<Utc>,
     /// When it enrolled.

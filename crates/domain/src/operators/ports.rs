@@ -7,7 +7,10 @@ use crate::audit::AuditEntry;
 use crate::error::PortError;
 use crate::ids::OperatorId;
 
-use super::{FailureWindow, Operator, PasswordHash, Role, Session, ThrottleSubject, TokenHash};
+use super::{
+    FailureWindow, Operator, OperatorTimeZone, PasswordHash, Role, Session, ThrottleSubject,
+    TokenHash,
+};
 
 /// Operators' accounts. Each change is written with its audit entry in one transaction.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
@@ -100,6 +103,18 @@ pub trait OperatorStore: Send + Sync {
         &self,
         id: OperatorId,
         now: DateTime<Utc>,
+        audit: &AuditEntry,
+    ) -> Result<bool, PortError>;
+
+    /// Sets the operator's time zone, with `audit`, when it differs. `Ok(false)` when no
+    /// operator has `id` or its zone already is `zone`; then nothing was written.
+    ///
+    /// # Errors
+    /// `PortError` when it could not be written.
+    async fn set_time_zone(
+        &self,
+        id: OperatorId,
+        zone: OperatorTimeZone,
         audit: &AuditEntry,
     ) -> Result<bool, PortError>;
 }

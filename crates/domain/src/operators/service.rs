@@ -15,9 +15,9 @@ use crate::ports::{Clock, IdGenerator};
 
 use super::ports::{LoginThrottleStore, OperatorStore, SessionStore};
 use super::{
-    BrowserSecret, NewPassword, Operator, OperatorEmail, OperatorStatus, PasswordError,
-    PasswordHasher, Role, Session, SessionPolicy, SessionVerdict, ThrottlePolicy, ThrottleSubject,
-    TotpSecret,
+    BrowserSecret, NewPassword, Operator, OperatorEmail, OperatorStatus, OperatorTimeZone,
+    PasswordError, PasswordHasher, Role, Session, SessionPolicy, SessionVerdict, ThrottlePolicy,
+    ThrottleSubject, TotpSecret,
 };
 
 /// How long an enrolment link stays valid.
@@ -71,6 +71,9 @@ pub enum OperatorAdminError {
     /// last admin out by mistake from the console).
     #[error("you cannot change or disable your own account")]
     OwnAccount,
+    /// The time zone is not one of the tz database's names.
+    #[error("no time zone is called {0:?}; name one as the tz database does, like Europe/Berlin")]
+    UnknownTimeZone(String),
     /// Infrastructure failure.
     #[error(transparent)]
     Port(#[from] PortError),
@@ -234,6 +237,7 @@ impl OperatorService {
             password_hash: None,
             totp_secret: TotpSecret::generate(self.ids.as_ref()),
             last_totp_step: None,
+            time_zone: OperatorTimeZone::UTC,
             created_at: now,
             enrolled_at: None,
             disabled_at: None,
@@ -631,6 +635,48 @@ impl OperatorService {
             ));
         }
         Ok(disabled)
+    }
+
+    /// Sets the time zone `operator` (the one signed in: everyone chooses their own) reads
+    /// the console's times in to the one named `raw`.
+    ///
+    /// # Errors
+    /// [`OperatorAdminError::UnknownTimeZone`] (nothing is written),
+    /// [`OperatorAdminError::Unchanged`] when it is the zone already, or a port error.
+    pub async fn set_time_zone(
+        &self,
+        operator: &Operator,
+        raw: &str,
+        context: &AuditContext,
+    ) -> Result<Operator, OperatorAdminError> {
+        let zone = OperatorTimeZone::parse(raw).ok_or_else(|| {
+            OperatorAdminError::UnknownTimeZone(raw.trim().chars().take(64).collect())
+        })?;
+        let unchanged = OperatorAdminError::Unchanged("this is your time zone already");
+        if operator.time_zone == zone {
+            return Err(unchanged);
+        }
+        let audit = context.entry(
+            self.ids.as_ref(),
+            self.clock.as_ref(),
+            AuditAction::OperatorTimeZoneSet,
+            "operator",
+            operator.id,
+            Some(json!({"time_zone": operator.time_zone.name()})),
+            Some(json!({"time_zone": zone.name()})),
+        );
+        if !self
+            .ports
+            .operators
+            .set_time_zone(operator.id, zone, &audit)
+            .await?
+        {
+            return Err(unchanged);
+        }
+        Ok(Operator {
+            time_zone: zone,
+            ..operator.clone()
+        })
     }
 }
 

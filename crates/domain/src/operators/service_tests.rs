@@ -27,6 +27,7 @@ fn active(email: &str) -> Operator {
         password_hash: Some(PasswordHash("$argon2id$stored".to_owned())),
         totp_secret: secret(),
         last_totp_step: None,
+        time_zone: OperatorTimeZone::UTC,
         created_at: now() - Duration::days(1),
         enrolled_at: Some(now() - Duration::days(1)),
         disabled_at: None,
@@ -570,4 +571,73 @@ async fn disabling_ends_sessions_through_the_store_with_an_audit_entry() {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(disabled.status, OperatorStatus::Disabled);
+}
+
+#[tokio::test]
+async fn an_operator_sets_its_own_time_zone_with_an_audit_entry_naming_both_zones() {
+    let me = active("ann@example.com");
+    let id = me.id;
+    let mut m = Mocks::new();
+    m.operators
+        .expect_set_time_zone()
+        .withf(move |target, zone, audit| {
+            *target == id
+                && zone.name() == "America/Toronto"
+                && audit.action == AuditAction::OperatorTimeZoneSet
+                && audit
+                    .before
+                    .as_ref()
+                    .is_some_and(|b| b["time_zone"] == "UTC")
+                && audit
+                    .after
+                    .as_ref()
+                    .is_some_and(|a| a["time_zone"] == "America/Toronto")
+        })
+        .times(1)
+        .returning(|_, _, _| Ok(true));
+    let service = m.service();
+    let context = AuditContext::cli(None);
+    let changed = service
+        .set_time_zone(&me, " America/Toronto ", &context)
+        .await
+        .map(|o| o.time_zone.name());
+    assert_eq!(changed.ok(), Some("America/Toronto"));
+}
+
+#[tokio::test]
+async fn an_unknown_or_unchanged_time_zone_writes_nothing() {
+    let me = active("ann@example.com");
+    let mut m = Mocks::new();
+    m.operators.expect_set_time_zone().never();
+    let service = m.service();
+    let context = AuditContext::cli(None);
+    assert!(matches!(
+        service.set_time_zone(&me, "Mars/Olympus_Mons", &context).await,
+        Err(OperatorAdminError::UnknownTimeZone(name)) if name == "Mars/Olympus_Mons"
+    ));
+    assert!(matches!(
+        service.set_time_zone(&me, &"x".repeat(10_000), &context).await,
+        Err(OperatorAdminError::UnknownTimeZone(name)) if name.len() == 64
+    ));
+    assert!(matches!(
+        service.set_time_zone(&me, "UTC", &context).await,
+        Err(OperatorAdminError::Unchanged(_))
+    ));
+}
+
+#[tokio::test]
+async fn a_time_zone_the_store_did_not_change_is_reported_unchanged() {
+    let me = active("ann@example.com");
+    let mut m = Mocks::new();
+    m.operators
+        .expect_set_time_zone()
+        .times(1)
+        .returning(|_, _, _| Ok(false));
+    let service = m.service();
+    assert!(matches!(
+        service
+            .set_time_zone(&me, "Europe/Berlin", &AuditContext::cli(None))
+            .await,
+        Err(OperatorAdminError::Unchanged(_))
+    ));
 }
