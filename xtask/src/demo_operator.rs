@@ -78,7 +78,8 @@ pub(crate) fn enrol(link: &str, deadline: Instant) -> Result<DemoOperator, Strin
     let totp = TotpSecret::from_base32(key)
         .ok_or_else(|| format!("GET {path}: the page's TOTP key {key:?} is not base32"))?;
     let password = new_password()?;
-    let code = totp.code_at(chrono::Utc::now());
+    // payoutd's clock: the demo's (days back on a weekend under `rails-demo`).
+    let code = totp.code_at(crate::clock::now());
     let body = http::form(&[
         ("csrf", csrf),
         ("password", &password),
@@ -108,7 +109,9 @@ pub(crate) fn enrol(link: &str, deadline: Instant) -> Result<DemoOperator, Strin
 }
 
 /// `cargo xtask totp [--secret BASE32]`: the current TOTP code of the demo operator (its key
-/// from `--secret`, else `CONSOLE_TOTP_SECRET`, which `target/dev/demo.env` sets).
+/// from `--secret`, else `CONSOLE_TOTP_SECRET`, which `target/dev/demo.env` sets), by the clock
+/// of the payoutd it signs in to: `CONSOLE_DAYS_BACK` days back when set (`rails-demo
+/// --console` on a weekend runs payoutd days back).
 pub(crate) fn totp(args: Vec<String>) -> Result<(), crate::failure::Failure> {
     let mut flags = crate::flags::Flags::new(args);
     let given = flags.value("--secret")?;
@@ -120,7 +123,17 @@ pub(crate) fn totp(args: Vec<String>) -> Result<(), crate::failure::Failure> {
         })?;
     let totp = TotpSecret::from_base32(key.trim())
         .ok_or_else(|| "the TOTP key is not base32".to_owned())?;
-    println!("{}", totp.code_at(chrono::Utc::now()));
+    let days_back = match std::env::var("CONSOLE_DAYS_BACK") {
+        Ok(raw) if !raw.trim().is_empty() => raw
+            .trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|days| *days <= 3)
+            .ok_or_else(|| format!("CONSOLE_DAYS_BACK is 0 to 3 days, not {raw:?}"))?,
+        _ => 0,
+    };
+    let at = chrono::Utc::now() - chrono::TimeDelta::days(i64::from(days_back));
+    println!("{}", totp.code_at(at));
     Ok(())
 }
 

@@ -101,13 +101,16 @@ Commands:
                    KYC, confirmed accounts of all six methods, payouts, the bank's
                    and the partner's answers; prints one JSON line of counts
                    (methods, payouts, successful, failed, returned, files,
-                   partner_batches, callbacks, ledger); files under target/rails-demo/
+                   partner_batches, callbacks, ledger); files under target/rails-demo/;
+                   --console then keeps it running with the operator console open
+                   to a demo admin until Ctrl-C
   sign --api-key K --api-secret S [--v2 --method M --path P --body B] [--nonce N]
                    Print a `signature` header value (v2 also needs the header
                    `x-signature-version: 2` on the request)
   totp [--secret BASE32]
                    Print the current sign-in code of the console's demo operator (its
-                   key from --secret, else CONSOLE_TOTP_SECRET from demo.env)
+                   key from --secret, else CONSOLE_TOTP_SECRET from demo.env; by
+                   payoutd's clock, CONSOLE_DAYS_BACK days back when set)
   postman          Write docs/examples/postman/payoutd.postman_collection.json from
                    docs/openapi.json: every operation, signed by a pre-request script,
                    and a sandbox walkthrough that pays a receiver

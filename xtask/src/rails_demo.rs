@@ -51,6 +51,7 @@ use waits::{Wait, wait_until};
 mod accounts;
 mod api;
 mod config;
+mod console;
 mod drive;
 mod files;
 mod mail;
@@ -85,6 +86,8 @@ struct Options {
     per_method: usize,
     share: f64,
     late_after: Duration,
+    /// `--console`: where the console listens, kept open after the checks until Ctrl-C.
+    console: Option<String>,
 }
 
 /// Who answers payoutd: the bank's responder (file rails) and the Interac partner.
@@ -111,11 +114,13 @@ pub fn run(args: Vec<String>) -> Result<(), Failure> {
         .map_or(Ok(bank::DEFAULT_RETURN_SHARE), |raw| {
             bank::parse_share(&raw)
         })?;
+    let console = flags.switch("--console");
     flags.finish()?;
     let options = Options {
         per_method,
         share,
         late_after: Duration::from_secs(10),
+        console: console.then(console::bind).transpose()?,
     };
     // The tools and the build first: on a fresh machine they take minutes, which the demo's
     // own deadline must not count.
@@ -140,7 +145,10 @@ pub fn run(args: Vec<String>) -> Result<(), Failure> {
     };
     let _ = fs::write(&outcome, format!("{line}\n"));
     result?;
-    println!("{line}");
+    // With `--console` the line was printed before the console opened.
+    if options.console.is_none() {
+        println!("{line}");
+    }
     eprintln!(
         "rails-demo: done in {:.0} s",
         started.elapsed().as_secs_f64()
@@ -287,6 +295,9 @@ fn demo(
         ("PAYOUT_INTERAC_SECRET", secret),
     ];
     env.extend(weekday_clock(days_back)?);
+    if let Some(bind) = &options.console {
+        env.push(("PAYOUT_CONSOLE_BIND", bind.clone()));
+    }
     let payoutd = Payoutd {
         bin: paths::target_dir().join("debug").join("payoutd"),
         env,
@@ -336,15 +347,28 @@ fn demo(
             bank.dir.display()
         ))
     });
-    // Stop payoutd before collecting the files, so nothing changes under us.
-    drop(server);
-    drop(smtp);
+    // Every payout is final once `drive` is done. Without `--console`, payoutd stops before
+    // the files are collected, so nothing can change under us; with it, everything keeps
+    // running for the person at the console, and nothing is left to change.
+    let keep = options.console.is_some() && outcome.is_ok();
+    let mut server = Some(server);
+    let mut smtp = Some(smtp);
+    if !keep {
+        drop(server.take());
+        drop(smtp.take());
+    }
     let partner_counters = partner.counters();
-    partner.stop();
+    let mut partner = Some(partner);
+    if !keep && let Some(partner) = partner.take() {
+        partner.stop();
+    }
     let mut outcome = outcome?;
     let tally = responder.tally()?;
-    drop(responder);
-    bank.stop();
+    let mut responder = Some(responder);
+    if !keep {
+        drop(responder.take());
+        bank.stop();
+    }
 
     let sent = collect_sent(&payoutd, &bank, &sent_dir, &helpers.xml)?;
     let mut received = 0;
@@ -396,6 +420,21 @@ fn demo(
     outcome["partner_batches"] = json!(partner_counters.batches);
     outcome["callbacks"] = json!(partner_counters.callbacks_delivered);
     outcome["ledger"] = json!("ok");
+    if let (Some(bind), Some(Guard(Some(child)))) = (&options.console, server.as_mut()) {
+        println!("{}", summary_line(&outcome));
+        console::open(&payoutd, bind, days_back, &root, sent.files)
+            .map_err(|err| format!("opening the console: {err}"))?;
+        let status = child
+            .wait()
+            .map_err(|err| format!("waiting for payoutd: {err}"))?;
+        eprintln!("rails-demo: payoutd ended ({status}); stopping the bank and the partner");
+        drop(smtp);
+        drop(responder);
+        if let Some(partner) = partner {
+            partner.stop();
+        }
+        bank.stop();
+    }
     Ok(outcome)
 }
 

@@ -26,13 +26,13 @@ use crate::{
 };
 
 const DEFAULT_BIND: &str = "127.0.0.1:8080";
-const DEFAULT_CONSOLE_BIND: &str = "127.0.0.1:8081";
+pub(crate) const DEFAULT_CONSOLE_BIND: &str = "127.0.0.1:8081";
 
 /// How long the console may take to answer before the demo operator's enrolment gives up.
-const CONSOLE_START: std::time::Duration = std::time::Duration::from_secs(60);
+pub(crate) const CONSOLE_START: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Whether payoutd could listen on `bind`; if not, how to choose another address.
-fn check_port(bind: &str) -> Result<(), String> {
+pub(crate) fn check_port(bind: &str) -> Result<(), String> {
     match std::net::TcpListener::bind(bind) {
         Ok(listener) => {
             drop(listener);
@@ -527,7 +527,7 @@ pub(crate) fn with_database(url: &str, database: &str) -> String {
 }
 
 /// The base URL for reaching a server bound to `bind`.
-fn base_url(bind: &str) -> String {
+pub(crate) fn base_url(bind: &str) -> String {
     // A wildcard bind accepts loopback connections, which is what curl needs.
     let host_port = if let Some(port) = bind.strip_prefix("0.0.0.0:") {
         format!("127.0.0.1:{port}")

@@ -324,6 +324,7 @@ async fn with_javascript_off_the_pages_that_read_still_work() {
         ("/funding", "Funding"),
         ("/operators", "Operators"),
         ("/audit", "Audit log"),
+        ("/account", "Your account"),
     ] {
         browser.visit(path, heading).await;
         let htmx = browser.run("return typeof window.htmx;").await;
