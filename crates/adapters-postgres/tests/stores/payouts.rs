@@ -1,13 +1,15 @@
 //! `PayoutStore::apply_transition` for a bank's return of a paid payout: the amount comes back
 //! to `available` as a `payout_return` entry, the fee stays charged, the return code is stored
 //! and announced, the ledger still adds up, and a second return writes nothing.
+//! `PayoutStore::apply_transitions`: the rail's results of many payouts as sets, one per
+//! subaccount, each payout changed meanwhile left alone without holding back the others.
 
 use diesel::sql_types::Uuid as SqlUuid;
 use diesel_async::RunQueryDsl;
 use domain::builders::PayoutBuilder;
 use domain::events::{EventKind, OutboxEvent};
 use domain::idempotency::WriteKey;
-use domain::ids::{EventId, LedgerEntryId};
+use domain::ids::{EventId, LedgerEntryId, SubaccountId};
 use domain::ledger::{LedgerEntry, LedgerEntryKind};
 use domain::money::Asset;
 use domain::payout::change::plan_change;
@@ -30,7 +32,12 @@ async fn new_payout(fx: &Fixture) -> Payout {
         .fund(sub, "USD", "10000", "test funding")
         .await
         .expect("fund");
-    let owner = new_receiver(fx, sub, "payee@example.com").await;
+    new_payout_of(fx, sub, "payee@example.com").await
+}
+
+/// As [`new_payout`], in the funded subaccount `sub`, to a new receiver `email`.
+async fn new_payout_of(fx: &Fixture, sub: SubaccountId, email: &str) -> Payout {
+    let owner = new_receiver(fx, sub, email).await;
     let account = ach(&owner, "011000015", "123456789", "checking", T0);
     insert(fx, &account).await.expect("account");
     let payout = PayoutBuilder::new()
@@ -192,4 +199,97 @@ async fn a_returned_payout_gets_its_amount_back_once_and_keeps_its_fee_charged()
         .await;
     assert_eq!(returns, 1);
     assert_eq!(returned.status, PayoutStatus::Failed);
+}
+
+/// `payout` taken to `in_progress` (KYC and confirmation done, submitted).
+async fn submitted(fx: &Fixture, payout: &Payout) -> Payout {
+    let (_, pending) = step(
+        fx,
+        payout,
+        PayoutTrigger::KycCompletedConfirmed,
+        T0 + SECOND,
+    )
+    .await;
+    step(fx, &pending, PayoutTrigger::Submitted, T0 + SECOND)
+        .await
+        .1
+}
+
+#[tokio::test]
+async fn results_apply_as_sets_per_subaccount_and_a_payout_settled_meanwhile_is_left_alone() {
+    let fx = Fixture::new().await;
+    let first = new_payout(&fx).await;
+    let sub = first.subaccount_id;
+    let mut in_sub = vec![submitted(&fx, &first).await];
+    for email in ["b@example.com", "c@example.com"] {
+        let payout = new_payout_of(&fx, sub, email).await;
+        in_sub.push(submitted(&fx, &payout).await);
+    }
+    let elsewhere = submitted(&fx, &new_payout(&fx).await).await;
+    // The third is settled on its own first (another runner, a callback).
+    let (settled, _) = step(
+        &fx,
+        &in_sub[2],
+        PayoutTrigger::RailSucceeded,
+        T0 + 2 * SECOND,
+    )
+    .await;
+    assert!(settled);
+
+    let ids = RandomIds;
+    let plan = |payout: &Payout, trigger| {
+        plan_change(payout, trigger, at(T0 + 3 * SECOND), &ids, |p| {
+            if trigger == PayoutTrigger::RailFailed {
+                p.failure_reason = Some("No account".to_owned());
+                p.return_code = Some("R03".to_owned());
+            }
+        })
+        .expect("allowed")
+    };
+    let changes = vec![
+        plan(&in_sub[0], PayoutTrigger::RailSucceeded),
+        plan(&elsewhere, PayoutTrigger::RailSucceeded),
+        plan(&in_sub[1], PayoutTrigger::RailFailed),
+        plan(&in_sub[2], PayoutTrigger::RailSucceeded),
+    ];
+    let applied = fx.store.apply_transitions(&changes).await.unwrap();
+    assert_eq!(applied, [true, true, true, false]);
+
+    let status = async |p: &Payout| {
+        fx.store
+            .find_payout(p.subaccount_id, p.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .0
+    };
+    assert_eq!(status(&in_sub[0]).await.status, PayoutStatus::Successful);
+    let refused = status(&in_sub[1]).await;
+    assert_eq!(refused.status, PayoutStatus::Failed);
+    assert_eq!(refused.return_code.as_deref(), Some("R03"));
+    assert_eq!(status(&in_sub[2]).await.status, PayoutStatus::Successful);
+    assert_eq!(status(&elsewhere).await.status, PayoutStatus::Successful);
+    // Two paid (1 050 each, posted), one refused (its hold back): nothing pending.
+    let balance = fx.store.balance(sub, Asset::Usd).await.unwrap();
+    assert_eq!(
+        (balance.available, balance.pending),
+        (10_000 - 2 * 1_050, 0)
+    );
+    assert!(
+        admin(&fx.store)
+            .check_ledger()
+            .await
+            .unwrap()
+            .discrepancies
+            .is_empty()
+    );
+    // The one settled before is posted once, not again.
+    let posted = fx
+        .count_where(
+            "SELECT count(*) AS n FROM ledger_entries WHERE payout_id = $1 AND kind = 'payout_post'",
+            in_sub[2].id.as_uuid(),
+        )
+        .await;
+    assert_eq!(posted, 1);
+    assert!(fx.store.apply_transitions(&[]).await.unwrap().is_empty());
 }

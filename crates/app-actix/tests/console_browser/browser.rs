@@ -361,15 +361,23 @@ impl Browser {
     /// width: no sideways scrolling.
     async fn screenshot(&self, name: &str, (width, height): (u32, u32)) {
         self.client.set_window_size(width, height).await.unwrap();
-        let sizes = self
-            .run(
-                "const e = document.documentElement; \
-                 return [window.innerWidth, e.scrollWidth, e.scrollHeight, \
-                         window.outerHeight - window.innerHeight];",
-            )
-            .await;
-        let size = |i: usize| sizes[i].as_u64().unwrap_or(0);
-        let (inner, wide, tall, frame) = (size(0), size(1), size(2), size(3));
+        // The page sees the new width once the browser has laid it out again, which a loaded
+        // machine may take a moment to do after the resize is answered.
+        let started = std::time::Instant::now();
+        let (inner, wide, tall, frame) = loop {
+            let sizes = self
+                .run(
+                    "const e = document.documentElement; \
+                     return [window.innerWidth, e.scrollWidth, e.scrollHeight, \
+                             window.outerHeight - window.innerHeight];",
+                )
+                .await;
+            let size = |i: usize| sizes[i].as_u64().unwrap_or(0);
+            if size(0) == u64::from(width) || started.elapsed() > PATIENCE {
+                break (size(0), size(1), size(2), size(3));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
         assert_eq!(
             inner,
             u64::from(width),

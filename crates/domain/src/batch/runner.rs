@@ -1,11 +1,12 @@
 //! The batch runner: the background job that closes due batches and submits their payouts
 //! (docs/ARCHITECTURE.md, Money), and the sandbox helpers that drive the same steps on demand.
 
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use chrono::Duration;
 
-use super::ports::{BatchStore, ClosePlanner, ClosedBatch, PayoutRail, RailResult};
+use super::ports::{BatchStore, ClosePlanner, ClosedBatch, PayoutRail, RailOutcome, RailResult};
 use super::{Batch, BatchStatus};
 use crate::account::AccountStatus;
 use crate::account::ports::AccountStore;
@@ -15,7 +16,7 @@ use crate::events::{EventKind, OutboxEvent};
 use crate::idempotency::WriteKey;
 use crate::ids::{BatchId, EventId, PayoutId};
 use crate::money::Asset;
-use crate::payout::change::{AccountFailure, plan_change};
+use crate::payout::change::{AccountFailure, PayoutChange, plan_change};
 use crate::payout::ports::PayoutStore;
 use crate::payout::{Payout, PayoutStatus, PayoutTrigger};
 use crate::ports::{Clock, IdGenerator};
@@ -125,18 +126,54 @@ impl BatchRunner {
         let submitted = self.batches.submitted_payouts(RESULTS_PER_PASS).await?;
         if !submitted.is_empty() {
             let outcomes = self.rail.results(&submitted).await?;
-            for outcome in outcomes {
-                let Some(payout) = submitted.iter().find(|p| p.id == outcome.payout_id) else {
-                    continue;
-                };
-                let (settled, finished) = self
-                    .settle(payout, &outcome.result, &WriteKey::none())
-                    .await?;
-                pass.settled += usize::from(settled);
-                pass.finished += usize::from(finished);
-            }
+            let (settled, finished) = self.settle_all(&submitted, &outcomes).await?;
+            pass.settled += settled;
+            pass.finished += finished;
         }
         Ok(pass)
+    }
+
+    /// Records the rail's `outcomes` for `submitted` payouts as [`Self::settle`] records each,
+    /// but applied as one set ([`PayoutStore::apply_transitions`]), and finishes each batch
+    /// they touched once. Returns how many were applied and how many batches finished.
+    async fn settle_all(
+        &self,
+        submitted: &[Payout],
+        outcomes: &[RailOutcome],
+    ) -> Result<(usize, usize), PortError> {
+        let by_id: HashMap<PayoutId, &Payout> = submitted.iter().map(|p| (p.id, p)).collect();
+        let mut planned = Vec::with_capacity(outcomes.len());
+        for outcome in outcomes {
+            let Some(payout) = by_id.get(&outcome.payout_id) else {
+                continue;
+            };
+            if let Some(settlement) = self.plan_settlement(payout, &outcome.result).await? {
+                planned.push(settlement);
+            }
+        }
+        if planned.is_empty() {
+            return Ok((0, 0));
+        }
+        let changes: Vec<PayoutChange> = planned.iter().map(|(c, _)| c.clone()).collect();
+        let applied = self.payouts.apply_transitions(&changes).await?;
+        let mut settled = 0;
+        let mut touched = BTreeSet::new();
+        for ((change, trigger), applied) in planned.iter().zip(applied) {
+            if !applied {
+                continue;
+            }
+            settled += 1;
+            if let Some(batch) = change.payout.batch_id
+                && *trigger != PayoutTrigger::Returned
+            {
+                touched.insert(batch);
+            }
+        }
+        let mut finished = 0;
+        for batch in touched {
+            finished += usize::from(self.finish(batch).await?.is_some());
+        }
+        Ok((settled, finished))
     }
 
     /// Submits a closed batch's payouts and records the receipts. `Ok(false)` when there was
@@ -179,6 +216,31 @@ impl BatchRunner {
         result: &RailResult,
         key: &WriteKey<Payout>,
     ) -> Result<(bool, bool), PortError> {
+        let Some((change, trigger)) = self.plan_settlement(payout, result).await? else {
+            // Not in progress any more: the result was recorded already.
+            return Ok((false, false));
+        };
+        if !self.payouts.apply_transition(&change, key).await? {
+            return Ok((false, false));
+        }
+        // A return after settlement changes the payout and the balance, not its finished
+        // batch, which reports what was sent and settled.
+        let finished = match payout.batch_id {
+            Some(batch) if trigger != PayoutTrigger::Returned => {
+                self.finish(batch).await?.is_some()
+            }
+            _ => false,
+        };
+        Ok((true, finished))
+    }
+
+    /// The change that records `result` for `payout`, with the trigger it takes, or `None`
+    /// when the payout's status takes none (the result was recorded already).
+    async fn plan_settlement(
+        &self,
+        payout: &Payout,
+        result: &RailResult,
+    ) -> Result<Option<(PayoutChange, PayoutTrigger)>, PortError> {
         let now = self.clock.now();
         let (trigger, invalid, reason, code) = match result {
             RailResult::Paid => (PayoutTrigger::RailSucceeded, false, None, None),
@@ -214,24 +276,12 @@ impl BatchRunner {
             p.failure_reason = reason;
             p.return_code = code;
         }) else {
-            // Not in progress any more: the result was recorded already.
-            return Ok((false, false));
+            return Ok(None);
         };
         if invalid {
             change.account_failure = self.account_failure(payout).await?;
         }
-        if !self.payouts.apply_transition(&change, key).await? {
-            return Ok((false, false));
-        }
-        // A return after settlement changes the payout and the balance, not its finished
-        // batch, which reports what was sent and settled.
-        let finished = match payout.batch_id {
-            Some(batch) if trigger != PayoutTrigger::Returned => {
-                self.finish(batch).await?.is_some()
-            }
-            _ => false,
-        };
-        Ok((true, finished))
+        Ok(Some((change, trigger)))
     }
 
     /// The account's side of a failure with `receiver_is_invalid`: `failed`, with
@@ -649,5 +699,105 @@ mod tests {
             runner.run_once().await,
             Err(PortError::Unavailable(_))
         ));
+    }
+
+    /// A payout of batch 5 (payout id `n`) in progress.
+    fn in_progress_numbered(n: u128) -> Payout {
+        let mut payout = in_progress();
+        payout.id = PayoutId::from_uuid(Uuid::from_u128(100 + n));
+        payout
+    }
+
+    fn nothing_due(batches: &mut MockBatchStore) {
+        batches.expect_close_due_batch().returning(|_, _| Ok(None));
+        batches
+            .expect_reclaim_stale_batch()
+            .returning(|_, _| Ok(None));
+    }
+
+    #[tokio::test]
+    async fn a_pass_applies_the_rails_results_as_one_set_and_finishes_each_batch_once() {
+        let submitted: Vec<Payout> = (1..=3).map(in_progress_numbered).collect();
+        let mut batches = MockBatchStore::new();
+        nothing_due(&mut batches);
+        let listed = submitted.clone();
+        batches
+            .expect_submitted_payouts()
+            .returning(move |_| Ok(listed.clone()));
+        batches
+            .expect_finish_batch()
+            .with(
+                mockall::predicate::eq(BatchId::from_uuid(Uuid::from_u128(5))),
+                mockall::predicate::always(),
+                mockall::predicate::always(),
+            )
+            .times(1)
+            .returning(|_, _, _| Ok(None));
+        let mut rail = MockPayoutRail::new();
+        rail.expect_results().returning(|payouts| {
+            // Paid, refused, and one the runner did not ask about (ignored).
+            Ok(vec![
+                RailOutcome {
+                    payout_id: payouts[0].id,
+                    result: RailResult::Paid,
+                },
+                RailOutcome {
+                    payout_id: payouts[1].id,
+                    result: RailResult::Failed {
+                        code: Some("R03".to_owned()),
+                        receiver_is_invalid: false,
+                        reason: "no account".to_owned(),
+                    },
+                },
+                RailOutcome {
+                    payout_id: PayoutId::from_uuid(Uuid::from_u128(999)),
+                    result: RailResult::Paid,
+                },
+            ])
+        });
+        let mut payouts = MockPayoutStore::new();
+        payouts.expect_apply_transition().never();
+        payouts
+            .expect_apply_transitions()
+            .withf(|changes| {
+                changes.len() == 2
+                    && changes[0].payout.status == PayoutStatus::Successful
+                    && changes[1].payout.status == PayoutStatus::Failed
+                    && changes[1].payout.return_code.as_deref() == Some("R03")
+                    && changes
+                        .iter()
+                        .all(|c| c.expected == PayoutStatus::InProgress)
+            })
+            .times(1)
+            // The second changed meanwhile (another runner settled it).
+            .returning(|_| Ok(vec![true, false]));
+        let runner = runner(batches, payouts, MockAccountStore::new(), rail);
+        let pass = runner.run_once().await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(pass.settled, 1);
+        assert_eq!(pass.finished, 0);
+    }
+
+    #[tokio::test]
+    async fn a_pass_whose_results_are_all_recorded_already_writes_nothing() {
+        let mut done = in_progress_numbered(1);
+        done.status = PayoutStatus::Successful;
+        let mut batches = MockBatchStore::new();
+        nothing_due(&mut batches);
+        batches
+            .expect_submitted_payouts()
+            .returning(move |_| Ok(vec![done.clone()]));
+        batches.expect_finish_batch().never();
+        let mut rail = MockPayoutRail::new();
+        rail.expect_results().returning(|payouts| {
+            Ok(vec![RailOutcome {
+                payout_id: payouts[0].id,
+                result: RailResult::Paid,
+            }])
+        });
+        let mut payouts = MockPayoutStore::new();
+        payouts.expect_apply_transitions().never();
+        let runner = runner(batches, payouts, MockAccountStore::new(), rail);
+        let pass = runner.run_once().await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(pass.settled, 0);
     }
 }

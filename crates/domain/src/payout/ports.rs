@@ -196,6 +196,13 @@ pub trait PayoutStore: Send + Sync {
         key: &crate::idempotency::WriteKey<Payout>,
     ) -> Result<bool, PortError>;
 
+    /// Applies `changes` (no idempotency key: the rail's results of many payouts) as
+    /// [`Self::apply_transition`] applies each: in one transaction, with one statement per kind
+    /// of write where that gives the same result, when every payout is still in the status its
+    /// change expects; otherwise each in a transaction of its own, so that one payout changed
+    /// meanwhile does not hold back the others. Returns, in order, whether each was applied.
+    async fn apply_transitions(&self, changes: &[PayoutChange]) -> Result<Vec<bool>, PortError>;
+
     /// Up to `page.limit + 1` payouts of `subaccount` matching `filter`, newest first
     /// (`created_at` desc, `id` desc), strictly after `page.after`, each with its receiver and
     /// account (the list object shows them).

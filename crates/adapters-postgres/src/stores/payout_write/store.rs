@@ -17,7 +17,7 @@ use domain::payout::ports::{
 use uuid::Uuid;
 
 use super::PgStore;
-use super::transitions::{PayoutAbort, apply_change};
+use super::transitions::{PayoutAbort, apply_change, apply_changes};
 use crate::cached::CachedExt;
 use crate::errors::from_diesel;
 use crate::rows::{EntryRow, PayoutRow, entry};
@@ -29,7 +29,31 @@ use domain::payout::change::PayoutChange;
 use domain::payout::ports::PayoutListItem;
 use domain::payout::query::PayoutFilter;
 use domain::receiver::Receiver;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+
+impl PgStore {
+    /// Applies `changes` (one subaccount's) in one transaction, with set statements where
+    /// [`apply_changes`] can. `Ok(false)` when one payout is no longer in the status its
+    /// change expects; then nothing was written.
+    async fn apply_set(&self, changes: &[PayoutChange]) -> Result<bool, PortError> {
+        let schedule = &self.batch_schedule;
+        let mut conn = self.conn().await?;
+        let result = conn
+            .transaction::<_, PayoutAbort, _>(async |conn| {
+                apply_changes(conn, changes, schedule).await
+            })
+            .await;
+        match self.after_commit(result) {
+            Ok(()) => Ok(true),
+            Err(PayoutAbort::Superseded) => Ok(false),
+            Err(PayoutAbort::InsufficientBalance) => Err(PortError::unknown(format!(
+                "{} payout transitions: a balance cannot absorb them; ledger and balance disagree",
+                changes.len()
+            ))),
+            Err(e) => Err(e.into_port("applying payout transitions")),
+        }
+    }
+}
 
 #[async_trait]
 impl PayoutStore for PgStore {
@@ -121,6 +145,34 @@ impl PayoutStore for PgStore {
             ))),
             Err(e) => Err(e.into_port("applying a payout transition")),
         }
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(changes = changes.len()))]
+    async fn apply_transitions(&self, changes: &[PayoutChange]) -> Result<Vec<bool>, PortError> {
+        // One set per subaccount: its payouts, balances and batches are one shard on Citus,
+        // and a payout changed meanwhile holds back only its own subaccount's set.
+        let mut groups: BTreeMap<SubaccountId, Vec<usize>> = BTreeMap::new();
+        for (i, change) in changes.iter().enumerate() {
+            groups
+                .entry(change.payout.subaccount_id)
+                .or_default()
+                .push(i);
+        }
+        let mut applied = vec![false; changes.len()];
+        for positions in groups.into_values() {
+            let group: Vec<PayoutChange> = positions.iter().map(|&i| changes[i].clone()).collect();
+            if self.apply_set(&group).await? {
+                for i in positions {
+                    applied[i] = true;
+                }
+                continue;
+            }
+            // One of them changed meanwhile: each on its own.
+            for (i, change) in positions.into_iter().zip(&group) {
+                applied[i] = self.apply_transition(change, &WriteKey::none()).await?;
+            }
+        }
+        Ok(applied)
     }
 
     #[tracing::instrument(
