@@ -96,7 +96,7 @@ async fn an_operator_chooses_its_time_zone_and_only_its_pages_follow_it() {
         .await;
     assert_eq!(refused.status, 400, "{}", refused.body);
     assert!(
-        refused.body.contains("No time zone is called"),
+        refused.body.contains("no time zone is called"),
         "{}",
         refused.body
     );

@@ -111,7 +111,7 @@ pub async fn set_time_zone(
         Ok(_) | Err(OperatorAdminError::Unchanged(_)) => Ok(see_other("/account?done=time-zone")),
         Err(OperatorAdminError::Port(e)) => Err(e.into()),
         Err(other) => {
-            let message = format!("{}.", capitalised(&other.to_string()));
+            let message = format!("{other}.");
             let form = time_zone_form(
                 &signed_in.csrf(),
                 signed_in.auth.operator.time_zone,
@@ -122,12 +122,4 @@ pub async fn set_time_zone(
             Ok(response)
         }
     }
-}
-
-fn capitalised(text: &str) -> String {
-    let mut chars = text.chars();
-    chars
-        .next()
-        .map(|first| first.to_uppercase().chain(chars).collect())
-        .unwrap_or_default()
 }
