@@ -1,11 +1,13 @@
 //! The file rail framework behind the [`PayoutRail`] port: each closed batch becomes one file per
-//! payout method, stored before it is sent, uploaded under a name derived from the batch, and
-//! settled from what the file and the bank say.
+//! payout method (or several, its parts, when its payouts are more than one file of the format
+//! may hold: [`FileLimits`]), stored before it is sent, uploaded under a name derived from the
+//! batch and part, and settled from what the file and the bank say.
 //!
 //! Every step can be interrupted and run again (a runner that dies leaves its batch `queue`,
 //! and another runner submits it again once its lease ends):
-//! - **after generating**: the file is in the store as `generated`; the retry finds it, never
-//!   writes a second one, and uploads the stored bytes;
+//! - **after generating**: the file (or some of the parts) is in the store as `generated`; the
+//!   retry plans the same parts, finds those stored, never writes a second file of a part,
+//!   writes the missing parts, and uploads the stored bytes;
 //! - **during the upload**: the transport writes a temporary name and renames it, so the bank
 //!   never sees half a file; the retry uploads again;
 //! - **after the upload, before recording it**: the retry's upload finds the same bytes under
@@ -24,6 +26,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 
 use super::file::{RailFile, RailFileItem, RailFileState};
 use super::instruction::{BankFileWriter, CreditInstruction, FileRequest};
+use super::limits::FileLimits;
 use super::ports::RailFileStore;
 use super::transport::FileTransport;
 use crate::account::ports::AccountStore;
@@ -69,6 +72,8 @@ pub struct FileRailSettings {
     pub settlement: Settlement,
     /// The effective date of a file written at an instant.
     pub effective_date: EffectiveDate,
+    /// What one file of the method's format may hold: a batch with more becomes several files.
+    pub limits: FileLimits,
 }
 
 /// One method's file rail.
@@ -110,8 +115,13 @@ impl FileRail {
     }
 
     /// Submits `payouts` (each with its account, all of this method) of `batch`: the batch's
-    /// file for the method, written and stored once, then uploaded unless it was; returns each
-    /// payout's reference in it.
+    /// files for the method, as many parts as the format's [`FileLimits`] need (each written and
+    /// stored once), then each uploaded unless it was; returns each payout's reference.
+    ///
+    /// The payouts are put in file order (creation time, then id) and split by
+    /// [`FileLimits::split`], so every attempt plans the same parts; a part already stored is
+    /// taken as it is (and must hold exactly the payouts the plan gives it), a missing one is
+    /// written. Every part is stored before the first upload.
     pub async fn submit_payouts(
         &self,
         batch: &Batch,
@@ -121,34 +131,86 @@ impl FileRail {
             return Ok(Vec::new());
         }
         let method = self.settings.method;
-        let file = match self.files.find_file(batch.id, method).await? {
-            Some(file) => file,
-            None => self.generate(batch, payouts).await?,
-        };
-        if file.state == RailFileState::Generated {
-            self.transport.upload(&file.name, &file.bytes).await?;
-            self.files
-                .move_file(
-                    file.id,
-                    RailFileState::Generated,
-                    RailFileState::Uploaded,
-                    self.clock.now(),
-                    None,
-                )
-                .await?;
+        let mut ordered: Vec<&(Payout, ReceiverAccount)> = payouts.iter().collect();
+        ordered.sort_by_key(|(payout, _)| (payout.created_at, payout.id));
+        let plan = self
+            .settings
+            .limits
+            .split(ordered.iter().map(|(p, _)| (p.id, p.amount.get())))
+            .map_err(|e| {
+                PortError::unknown(format!(
+                    "batch {} cannot be written as {} files: {e}",
+                    batch.id,
+                    method.route()
+                ))
+            })?;
+        let stored = self.files.find_files(batch.id, method).await?;
+        if let Some(extra) = stored
+            .iter()
+            .find(|f| usize::try_from(f.part).map_or(true, |part| part > plan.len()))
+        {
+            return Err(PortError::unknown(format!(
+                "batch {} has file {} (part {}) beyond the {} its payouts need",
+                batch.id,
+                extra.name,
+                extra.part,
+                plan.len()
+            )));
+        }
+        let mut files = Vec::with_capacity(plan.len());
+        for (index, range) in plan.into_iter().enumerate() {
+            let part = u32::try_from(index + 1)
+                .map_err(|_| PortError::unknown("more parts than a u32 counts"))?;
+            let chunk = ordered.get(range).unwrap_or_default();
+            let file = match stored.iter().find(|f| f.part == part) {
+                Some(file) => file.clone(),
+                None => self.generate(batch, part, chunk).await?,
+            };
+            let holds_its_chunk = file.items.len() == chunk.len()
+                && file
+                    .items
+                    .iter()
+                    .zip(chunk)
+                    .all(|(item, (payout, _))| item.payout_id == payout.id);
+            if !holds_its_chunk {
+                return Err(PortError::unknown(format!(
+                    "file {} of batch {} does not hold the payouts its part {part} is planned \
+                     to: the batch's payouts changed since it was written",
+                    file.name, batch.id
+                )));
+            }
+            files.push(file);
+        }
+        for file in &files {
+            if file.state == RailFileState::Generated {
+                self.transport.upload(&file.name, &file.bytes).await?;
+                self.files
+                    .move_file(
+                        file.id,
+                        RailFileState::Generated,
+                        RailFileState::Uploaded,
+                        self.clock.now(),
+                        None,
+                    )
+                    .await?;
+            }
         }
         payouts
             .iter()
             .map(|(payout, _)| {
-                file.reference_of(payout.id)
+                files
+                    .iter()
+                    .find_map(|file| file.reference_of(payout.id))
                     .map(|reference| RailReceipt {
                         payout_id: payout.id,
                         provider_reference: reference.to_owned(),
                     })
                     .ok_or_else(|| {
                         PortError::unknown(format!(
-                            "payout {} of batch {} is not in its file {}",
-                            payout.id, batch.id, file.name
+                            "payout {} of batch {} is not in its {} files",
+                            payout.id,
+                            batch.id,
+                            method.route()
                         ))
                     })
             })
@@ -158,11 +220,12 @@ impl FileRail {
     async fn generate(
         &self,
         batch: &Batch,
-        payouts: &[(Payout, ReceiverAccount)],
+        part: u32,
+        payouts: &[&(Payout, ReceiverAccount)],
     ) -> Result<RailFile, PortError> {
         let method = self.settings.method;
         let mut instructions = Vec::with_capacity(payouts.len());
-        for (payout, account) in payouts {
+        for (payout, account) in payouts.iter().copied() {
             let receiver = self
                 .receivers
                 .find_receiver(payout.subaccount_id, payout.receiver_id)
@@ -186,6 +249,7 @@ impl FileRail {
             subaccount_id: batch.subaccount_id,
             method,
             asset: batch.asset,
+            part,
             created_at: now,
             effective_date: (self.settings.effective_date)(now),
             sequence,
@@ -214,7 +278,14 @@ impl FileRail {
             batch_id: batch.id,
             subaccount_id: batch.subaccount_id,
             method,
-            name: RailFile::name_for(&self.settings.prefix, batch.id, method, written.extension),
+            part,
+            name: RailFile::name_for(
+                &self.settings.prefix,
+                batch.id,
+                method,
+                part,
+                written.extension,
+            ),
             sha256: RailFile::digest(&written.bytes),
             bytes: written.bytes,
             state: RailFileState::Generated,

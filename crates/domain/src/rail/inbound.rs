@@ -27,7 +27,7 @@
 use std::sync::Arc;
 
 use super::answers::{AnswerRules, AnswerVerdict, RailAnswer, RailState, ReportNames};
-use super::file::RailFileState;
+use super::file::{RailFile, RailFileState};
 use super::inbound_ports::{
     InboundFile, InboundOutcome, InboundStore, RecordedReport, ReportKind, Resolution, SentItem,
 };
@@ -472,8 +472,8 @@ impl InboundProcessor {
                 (ReportKind::FileRejected, code.clone(), Some(reason.clone()))
             }
         };
-        let batch = match mention {
-            FileMention::Batch(batch) => batch,
+        let (batch, part) = match mention {
+            FileMention::Batch { batch, part } => (batch, part),
             FileMention::Unknown(reference) => {
                 let mut line = Line {
                     code,
@@ -489,9 +489,9 @@ impl InboundProcessor {
         let mut line = Line {
             code,
             reason,
-            ..Line::new(kind, batch.as_uuid().simple().to_string())
+            ..Line::new(kind, RailFile::batch_file_id(batch, part))
         };
-        let Some(file) = self.files.find_file(batch, rail.method).await? else {
+        let Some(file) = self.files.find_file(batch, rail.method, part).await? else {
             if mode == Mode::Altered {
                 line.anomaly(None);
             }

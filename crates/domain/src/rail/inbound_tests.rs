@@ -133,6 +133,7 @@ pub(super) fn sent_file(state: RailFileState) -> RailFile {
         batch_id: BatchId::from_uuid(id(500)),
         subaccount_id: SubaccountId::from_uuid(id(2)),
         method: PayoutMethod::Sepa,
+        part: 1,
         name: "PAYOUTD-500-eur-sepa.xml".into(),
         sha256: [0; 32],
         bytes: Vec::new(),
@@ -495,7 +496,7 @@ async fn a_status_report_pays_and_refuses_payouts_in_progress() {
     let mut files = MockRailFileStore::new();
     files
         .expect_find_file()
-        .returning(|_, _| Ok(Some(sent_file(RailFileState::Uploaded))));
+        .returning(|_, _, _| Ok(Some(sent_file(RailFileState::Uploaded))));
     files
         .expect_move_file()
         .withf(|_, from, to, _, _| {
@@ -510,7 +511,10 @@ async fn a_status_report_pays_and_refuses_payouts_in_progress() {
     );
     let report = ReadOutcome::Report(BankReport {
         file: Some((
-            FileMention::Batch(BatchId::from_uuid(id(500))),
+            FileMention::Batch {
+                batch: BatchId::from_uuid(id(500)),
+                part: 1,
+            },
             FileVerdict::Accepted,
         )),
         items: vec![
@@ -574,7 +578,7 @@ async fn a_rejected_file_fails_its_payouts_and_one_paid_meanwhile_is_an_anomaly(
     let mut files = MockRailFileStore::new();
     files
         .expect_find_file()
-        .returning(|_, _| Ok(Some(sent_file(RailFileState::Uploaded))));
+        .returning(|_, _, _| Ok(Some(sent_file(RailFileState::Uploaded))));
     files
         .expect_move_file()
         .withf(|_, from, to, _, reason| {
@@ -587,7 +591,10 @@ async fn a_rejected_file_fails_its_payouts_and_one_paid_meanwhile_is_an_anomaly(
     let s = setup(&ledger, files, Vec::new());
     let report = ReadOutcome::Report(BankReport {
         file: Some((
-            FileMention::Batch(BatchId::from_uuid(id(500))),
+            FileMention::Batch {
+                batch: BatchId::from_uuid(id(500)),
+                part: 1,
+            },
             FileVerdict::Rejected {
                 code: Some("FF01".into()),
                 reason: "Invalid file format".into(),
@@ -626,7 +633,7 @@ async fn an_answer_to_a_file_whose_upload_was_not_recorded_records_it_first() {
     let mut files = MockRailFileStore::new();
     files
         .expect_find_file()
-        .returning(|_, _| Ok(Some(sent_file(RailFileState::Generated))));
+        .returning(|_, _, _| Ok(Some(sent_file(RailFileState::Generated))));
     let mut seq = mockall::Sequence::new();
     files
         .expect_move_file()
@@ -647,7 +654,10 @@ async fn an_answer_to_a_file_whose_upload_was_not_recorded_records_it_first() {
     let s = setup(&ledger, files, Vec::new());
     let report = ReadOutcome::Report(BankReport {
         file: Some((
-            FileMention::Batch(BatchId::from_uuid(id(500))),
+            FileMention::Batch {
+                batch: BatchId::from_uuid(id(500)),
+                part: 1,
+            },
             FileVerdict::Accepted,
         )),
         items: Vec::new(),
@@ -670,12 +680,15 @@ async fn an_acknowledgement_read_twice_or_after_a_rejection_changes_nothing() {
         let mut files = MockRailFileStore::new();
         files
             .expect_find_file()
-            .returning(move |_, _| Ok(Some(sent_file(state))));
+            .returning(move |_, _, _| Ok(Some(sent_file(state))));
         // No move_file expectation: moving would panic.
         let s = setup(&ledger, files, Vec::new());
         let report = ReadOutcome::Report(BankReport {
             file: Some((
-                FileMention::Batch(BatchId::from_uuid(id(500))),
+                FileMention::Batch {
+                batch: BatchId::from_uuid(id(500)),
+                part: 1,
+            },
                 FileVerdict::Accepted,
             )),
             items: Vec::new(),

@@ -115,7 +115,8 @@ impl CreditInstruction {
     }
 }
 
-/// What a format writer is asked to write: one closed batch's payouts of one method.
+/// What a format writer is asked to write: one closed batch's payouts of one method, or one
+/// part of them when they need several files (docs/RAILS.md, Limits of a file).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileRequest {
     /// The batch.
@@ -126,6 +127,9 @@ pub struct FileRequest {
     pub method: PayoutMethod,
     /// The currency.
     pub asset: Asset,
+    /// Which of the batch's files of the method this is, from 1; identifiers a format builds
+    /// from the batch id (a pain.001 `MsgId`) take it so that each part's are its own.
+    pub part: u32,
     /// When the file is written.
     pub created_at: DateTime<Utc>,
     /// When its payments take effect.

@@ -8,6 +8,7 @@ pub mod file_rail;
 pub mod inbound;
 pub mod inbound_ports;
 pub mod instruction;
+pub mod limits;
 pub mod ports;
 pub mod report;
 pub mod schedule;

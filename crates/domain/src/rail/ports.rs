@@ -17,6 +17,8 @@ pub struct RailFileSummary {
     pub batch_id: BatchId,
     /// Its method.
     pub method: PayoutMethod,
+    /// Which of the batch's files of the method, from 1.
+    pub part: u32,
     /// Its name in the bank's drop.
     pub name: String,
     /// SHA-256 of its bytes.
@@ -37,12 +39,21 @@ pub struct RailFileSummary {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait RailFileStore: Send + Sync {
-    /// The file of `batch` for `method`, with its bytes and items, if one was written.
+    /// The file of `batch` for `method` numbered `part`, with its bytes and items, if one was
+    /// written.
     async fn find_file(
         &self,
         batch: BatchId,
         method: PayoutMethod,
+        part: u32,
     ) -> Result<Option<RailFile>, PortError>;
+
+    /// Every file of `batch` for `method`, with bytes and items, by part.
+    async fn find_files(
+        &self,
+        batch: BatchId,
+        method: PayoutMethod,
+    ) -> Result<Vec<RailFile>, PortError>;
 
     /// Takes the next number of `method`'s files: counted per `day` when one is given (the
     /// NACHA file id modifier), else over all time (the CPA-005 file creation number); the
@@ -54,8 +65,12 @@ pub trait RailFileStore: Send + Sync {
     ) -> Result<u32, PortError>;
 
     /// Stores a `generated` file with its items and returns it; when the batch already has a
-    /// file for the method (another runner stored one first), stores nothing and returns that
-    /// one, so a batch never has two files of a method.
+    /// file for the method and part (another runner stored one first), stores nothing and
+    /// returns that one, so a batch never has two files of one method and part.
+    ///
+    /// # Errors
+    /// `PortError::Unknown` when a payout of the file is already in another file of the batch
+    /// and method: nothing is stored.
     async fn insert_file(&self, file: &RailFile) -> Result<RailFile, PortError>;
 
     /// Moves the file from `from` to `to` at `at` (`uploaded_at` for an upload, `answered_at`

@@ -85,8 +85,13 @@ pub struct BankReport {
 /// How a report names the file it is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FileMention {
-    /// The file of this batch.
-    Batch(BatchId),
+    /// The file of this batch and part (from 1).
+    Batch {
+        /// The batch.
+        batch: BatchId,
+        /// Which of its files of the rail's method.
+        part: u32,
+    },
     /// An identifier that names no batch: reported as unmatched.
     Unknown(String),
 }
