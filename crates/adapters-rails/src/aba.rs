@@ -1,5 +1,5 @@
-//! `aud/direct-entry`: one ABA (Cemtex) direct entry file per closed batch, for an
-//! Australian bank's direct entry service.
+//! `aud/direct-entry`: one ABA (Cemtex) direct entry file per closed batch (or several when
+//! the batch has more than [`LIMITS`] allows), for an Australian bank's direct entry service.
 //!
 //! Field mapping (positions as in the ABA layout, see [`bank_formats::aba`]):
 //! - descriptive record (type 0): reel sequence `01`, the bank's mnemonic, the user name, the
@@ -44,6 +44,7 @@ use domain::masking::MaskedValue;
 use domain::money::{Asset, MinorUnits};
 use domain::rail::answers::AnswerRules;
 use domain::rail::file_rail::{FileNumbering, Settlement};
+use domain::rail::limits::FileLimits;
 use domain::rail::instruction::{BankFileWriter, CreditInstruction, FileRequest, WrittenFile};
 use domain::rail::report::{
     BankFileReader, BankReport, ItemOutcome, ItemReport, ReadOutcome, ReturnReason,
@@ -60,6 +61,7 @@ pub const UNIT: RailUnit = RailUnit {
     method: domain::account::PayoutMethod::DirectEntry,
     format: "aba",
     numbering: NUMBERING,
+    limits: LIMITS,
     settlement: SETTLEMENT,
     answers: ANSWERS,
     transports: FILE_DROP,
@@ -70,6 +72,16 @@ pub const UNIT: RailUnit = RailUnit {
 /// How ABA files are numbered: the file carries no number, so the framework's overall count,
 /// which the writer does not use.
 pub const NUMBERING: FileNumbering = FileNumbering::Overall;
+
+/// What one ABA file holds: the file total record counts 999,999 detail records (six digits),
+/// one of them kept for the self-balancing debit, and its credit, debit and net totals carry
+/// ten digits of cents ([`aba::MAX_AMOUNT`]). The file names no number, so a batch may have
+/// any number of parts.
+pub const LIMITS: FileLimits = FileLimits {
+    max_items: 999_998,
+    max_total: Some(9_999_999_999),
+    max_parts: u32::MAX,
+};
 
 /// How direct entry payouts settle: on the processing date unless returned.
 pub const SETTLEMENT: Settlement = Settlement::OnEffectiveDate;

@@ -1,5 +1,6 @@
-//! `cad/eft`: one Payments Canada Standard 005 file per closed batch, one `C` (credit) segment
-//! per payout.
+//! `cad/eft`: one Payments Canada Standard 005 file per closed batch (or several when the batch
+//! has more than [`LIMITS`] allows, each with its own file creation number), one `C` (credit)
+//! segment per payout.
 //!
 //! Field mapping (positions as in the Standard 005 layout):
 //! - header `A`: the settings' `originator_id` and `data_centre`; the file creation number from
@@ -31,6 +32,7 @@ use domain::masking::MaskedValue;
 use domain::money::{Asset, MinorUnits};
 use domain::rail::answers::AnswerRules;
 use domain::rail::file_rail::{FileNumbering, Settlement};
+use domain::rail::limits::FileLimits;
 use domain::rail::instruction::{BankFileWriter, CreditInstruction, FileRequest, WrittenFile};
 use domain::rail::report::{
     BankFileReader, BankReport, ItemOutcome, ItemReport, ReadOutcome, ReturnReason,
@@ -47,6 +49,7 @@ pub const UNIT: RailUnit = RailUnit {
     method: domain::account::PayoutMethod::Eft,
     format: "cpa-005",
     numbering: NUMBERING,
+    limits: LIMITS,
     settlement: SETTLEMENT,
     answers: ANSWERS,
     transports: FILE_DROP,
@@ -57,6 +60,15 @@ pub const UNIT: RailUnit = RailUnit {
 /// How Standard 005 files are numbered: one count over all the rail's files (the file creation
 /// number).
 pub const NUMBERING: FileNumbering = FileNumbering::Overall;
+
+/// What one Standard 005 file holds: the trailer's total credit count carries eight digits and
+/// its total credit value fourteen (cents); the record count (nine digits, one `C` record per six
+/// credits) follows. Each part takes the next file creation number (1 to 9999, then 1 again).
+pub const LIMITS: FileLimits = FileLimits {
+    max_items: 99_999_999,
+    max_total: Some(99_999_999_999_999),
+    max_parts: u32::MAX,
+};
 
 /// How EFT payouts settle: on the effective date unless returned (no positive confirmation).
 pub const SETTLEMENT: Settlement = Settlement::OnEffectiveDate;

@@ -1,4 +1,5 @@
-//! `nzd/direct-credit`: one BNZ IB4B direct credit file per closed batch (the direct credit
+//! `nzd/direct-credit`: one BNZ IB4B direct credit file per closed batch, or several when the
+//! batch has more than [`LIMITS`] allows (the direct credit
 //! import layout of BNZ's "Internet Banking for Business — file format guide"), and the reader
 //! of payoutd's IB4B-style dishonour files.
 //!
@@ -33,6 +34,7 @@ use domain::masking::MaskedValue;
 use domain::money::{Asset, MinorUnits};
 use domain::rail::answers::AnswerRules;
 use domain::rail::file_rail::{FileNumbering, Settlement};
+use domain::rail::limits::FileLimits;
 use domain::rail::instruction::{BankFileWriter, CreditInstruction, FileRequest, WrittenFile};
 use domain::rail::report::{
     BankFileReader, BankReport, ItemOutcome, ItemReport, ReadOutcome, ReturnReason,
@@ -49,6 +51,7 @@ pub const UNIT: RailUnit = RailUnit {
     method: domain::account::PayoutMethod::DirectCredit,
     format: "ib4b",
     numbering: NUMBERING,
+    limits: LIMITS,
     settlement: SETTLEMENT,
     answers: ANSWERS,
     transports: FILE_DROP,
@@ -75,6 +78,14 @@ pub const MAX_SEQUENCE: u32 = 99_999_999;
 
 /// The largest amount a transaction record carries: ten digits of cents.
 pub const MAX_AMOUNT: i64 = 9_999_999_999;
+
+/// What one IB4B file holds: the control record's transaction count carries six digits and its
+/// total amount eleven (cents). Each part takes the next file number (`FILE<n>`).
+pub const LIMITS: FileLimits = FileLimits {
+    max_items: 999_999,
+    max_total: Some(99_999_999_999),
+    max_parts: u32::MAX,
+};
 
 /// The originator details for IB4B direct credits: the keys of `[rails."nzd/direct-credit"]`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

@@ -1,9 +1,11 @@
 //! `cad/digital`: Interac e-Transfer through a partner bank's HTTPS bulk API, one signed JSON
-//! batch request per closed batch, read back from the partner's status reports (the protocol of
+//! batch request per closed batch (or several when it has more than [`LIMITS`] allows, each with
+//! its own `batch_id`), read back from the partner's status reports (the protocol of
 //! `bank_formats::interac`, described in `docs/rails/interac.md`).
 //!
 //! Field mapping of the batch request:
-//! - `batch_id`: the batch id (32 hex digits), quoted back by every status report;
+//! - `batch_id`: the batch id (32 hex digits, then `-<part>` from a batch's second request on),
+//!   quoted back by every status report;
 //!   `created_at`: when the request was written (UTC, whole seconds); `originator` and
 //!   `sender_name`: the settings' partner customer id and sender name.
 //! - one payment per payout: `payment_id` the payout id (32 hex digits, unique everywhere); the
@@ -26,10 +28,12 @@ use chrono::{DateTime, SubsecRound, TimeDelta, Utc};
 use domain::PortError;
 use domain::money::Asset;
 use domain::rail::answers::{AnswerRules, ReportNames, Returns};
+use domain::rail::file::RailFile;
 use domain::rail::file_rail::{FileNumbering, Settlement};
+use domain::rail::limits::FileLimits;
 use domain::rail::instruction::{BankFileWriter, CreditInstruction, FileRequest, WrittenFile};
 use domain::rail::report::{
-    BankFileReader, BankReport, FileMention, FileVerdict, ItemOutcome, ItemReport, ReadOutcome,
+    BankFileReader, BankReport, FileVerdict, ItemOutcome, ItemReport, ReadOutcome,
     ReturnReason,
 };
 use serde::Deserialize;
@@ -44,6 +48,7 @@ pub const UNIT: RailUnit = RailUnit {
     method: domain::account::PayoutMethod::Digital,
     format: "interac-partner-api",
     numbering: NUMBERING,
+    limits: LIMITS,
     settlement: SETTLEMENT,
     answers: ANSWERS,
     transports: &[TransportKind::PartnerApi],
@@ -53,6 +58,15 @@ pub const UNIT: RailUnit = RailUnit {
 
 /// How batch requests are numbered (not used in the document: the batch id identifies it).
 pub const NUMBERING: FileNumbering = FileNumbering::Overall;
+
+/// What one batch request holds: the partner protocol's [`interac::MAX_PAYMENTS`] payments
+/// (no total field); its `batch_id` ([`RailFile::batch_file_id`]) numbers up to 99 parts in
+/// its 35 characters.
+pub const LIMITS: FileLimits = FileLimits {
+    max_items: interac::MAX_PAYMENTS,
+    max_total: None,
+    max_parts: 99,
+};
 
 /// How Interac payouts settle: when the partner reports them `deposited`.
 pub const SETTLEMENT: Settlement = Settlement::OnConfirmation;
@@ -229,7 +243,7 @@ impl BankFileWriter for InteracWriter {
             .collect::<Result<Vec<_>, _>>()?;
         let references = payments.iter().map(|p| p.payment_id.clone()).collect();
         let document = BatchRequest {
-            batch_id: request.batch_id.as_uuid().simple().to_string(),
+            batch_id: RailFile::batch_file_id(request.batch_id, request.part),
             created_at,
             originator: self.settings.partner_customer_id.clone(),
             sender_name: self.settings.sender_name.clone(),
@@ -276,10 +290,7 @@ fn rejected(
 
 /// What a report says, in payoutd's terms.
 pub fn bank_report(report: &StatusReport) -> BankReport {
-    let mention = crate::sepa::batch_of(&report.batch_id).map_or_else(
-        || FileMention::Unknown(report.batch_id.clone()),
-        FileMention::Batch,
-    );
+    let mention = crate::sepa::mention_of(&report.batch_id);
     let file = report.batch_status.as_ref().map(|verdict| {
         let verdict = match verdict {
             BatchVerdict::Accepted => FileVerdict::Accepted,

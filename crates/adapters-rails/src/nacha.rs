@@ -1,4 +1,5 @@
-//! `usd/ach`: one NACHA file per closed batch, one batch of PPD (or CCD) credits in it.
+//! `usd/ach`: one NACHA file per closed batch (or several, its parts, when the batch has more
+//! payouts than one file holds: [`LIMITS`]), one batch of PPD (or CCD) credits in each.
 //!
 //! Field mapping (positions as in the NACHA layout):
 //! - file header: immediate destination and origin with their names from the settings; the
@@ -28,6 +29,7 @@ use domain::account::us::AccountType;
 use domain::money::Asset;
 use domain::rail::answers::AnswerRules;
 use domain::rail::file_rail::{FileNumbering, Settlement};
+use domain::rail::limits::FileLimits;
 use domain::rail::instruction::{BankFileWriter, CreditInstruction, FileRequest, WrittenFile};
 use serde::{Deserialize, Deserializer};
 use serde_json::json;
@@ -41,6 +43,7 @@ pub const UNIT: RailUnit = RailUnit {
     method: domain::account::PayoutMethod::Ach,
     format: "nacha",
     numbering: NUMBERING,
+    limits: LIMITS,
     settlement: SETTLEMENT,
     answers: ANSWERS,
     transports: FILE_DROP,
@@ -53,6 +56,22 @@ pub const MAX_FILES_PER_DAY: u32 = 36;
 
 /// Entries one file can have with day-unique trace numbers.
 pub const MAX_ENTRIES_PER_FILE: usize = 99_999;
+
+/// The largest credit total of a file: the batch and file control records' total credit
+/// amounts, twelve digits of cents.
+pub const MAX_FILE_TOTAL: i64 = 999_999_999_999;
+
+/// What one NACHA file holds: [`MAX_ENTRIES_PER_FILE`] entries (the trace numbering gives each
+/// of the day's files 100,000 sequence numbers; with one addenda each, 199,998 entry/addenda
+/// records fit the batch control's six digits and the file control's eight, and 20,001 blocks
+/// its six), a credit total of [`MAX_FILE_TOTAL`], and one file per file id modifier: at most
+/// [`MAX_FILES_PER_DAY`] parts (the day's other files take modifiers too: the writer refuses a
+/// 37th).
+pub const LIMITS: FileLimits = FileLimits {
+    max_items: MAX_ENTRIES_PER_FILE,
+    max_total: Some(MAX_FILE_TOTAL),
+    max_parts: MAX_FILES_PER_DAY,
+};
 
 /// How NACHA files are numbered: per day (the file id modifier).
 pub const NUMBERING: FileNumbering = FileNumbering::PerDay;

@@ -1,10 +1,13 @@
-//! `eur/sepa`: one ISO 20022 pain.001.001.09 SEPA credit transfer file per closed batch.
+//! `eur/sepa`: one ISO 20022 pain.001.001.09 SEPA credit transfer file per closed batch, or
+//! several (parts) when its payouts are more than one file holds ([`LIMITS`]).
 //!
 //! Field mapping:
-//! - `GrpHdr/MsgId`: the batch id (32 hex digits), unique per file since a batch has one file
-//!   per method; the bank's pain.002 quotes it back as `OrgnlMsgId`. `CreDtTm`: when the file
+//! - `GrpHdr/MsgId`: the batch id (32 hex digits), and `-<part>` after it from part 2 on
+//!   ([`RailFile::batch_file_id`]), unique per file since a batch has one file per method and
+//!   part; the bank's pain.002 quotes it back as `OrgnlMsgId`. `CreDtTm`: when the file
 //!   was written (UTC). `InitgPty`: the settings' initiating party.
-//! - one `PmtInf` for the batch: `PmtInfId` the batch id and `-1`; `ReqdExctnDt` the file's
+//! - one `PmtInf` for the file: `PmtInfId` the batch id, `-` and the part (`-1` for a batch's
+//!   only or first file); `ReqdExctnDt` the file's
 //!   effective date; `Dbtr`, `DbtrAcct/IBAN` and `DbtrAgt` from the settings; batch booking
 //!   as set.
 //! - one `CdtTrfTxInf` per payout: `InstrId` and `EndToEndId` the payout id (32 hex digits,
@@ -16,16 +19,20 @@
 
 use std::sync::Arc;
 
+use bank_formats::iso20022::pain001::MAX_TRANSACTIONS;
 use bank_formats::iso20022::text::check_id;
 use bank_formats::iso20022::{
-    CreditTransfer, CreditTransferInitiation, DebtorAgent, InitiatingParty, PaymentBatch,
-    write_pain001,
+    CreditTransfer, CreditTransferInitiation, DebtorAgent, InitiatingParty,
+    PaymentBatch, write_pain001,
 };
 use domain::PortError;
 use domain::masking::MaskedValue;
+use domain::ids::BatchId;
 use domain::money::Asset;
 use domain::rail::answers::AnswerRules;
+use domain::rail::file::RailFile;
 use domain::rail::file_rail::{FileNumbering, Settlement};
+use domain::rail::limits::FileLimits;
 use domain::rail::instruction::{BankFileWriter, CreditInstruction, FileRequest, WrittenFile};
 use serde::Deserialize;
 use serde_json::json;
@@ -39,6 +46,7 @@ pub const UNIT: RailUnit = RailUnit {
     method: domain::account::PayoutMethod::Sepa,
     format: "pain.001.001.09",
     numbering: NUMBERING,
+    limits: LIMITS,
     settlement: SETTLEMENT,
     answers: ANSWERS,
     transports: FILE_DROP,
@@ -48,6 +56,35 @@ pub const UNIT: RailUnit = RailUnit {
 
 /// How pain.001 files are numbered (not used in the file: the batch id identifies it).
 pub const NUMBERING: FileNumbering = FileNumbering::Overall;
+
+/// The largest pain.001 file payoutd writes, bytes. The EPC sets no file size and banks set
+/// their own; 20 MiB is payoutd's conservative figure, well under the upload limits of bank
+/// channels (EBICS, host-to-host SFTP) that take files of tens of thousands of transfers.
+pub const MAX_FILE_BYTES: usize = 20 * 1024 * 1024;
+
+/// The most bytes one `CdtTrfTxInf` takes: every field at its longest (ids of 32 hex digits,
+/// the largest amount, an 11-character BIC, a 70-character name, a 34-character IBAN, a
+/// 140-character remittance; free text is folded into the one-byte SEPA set), indentation
+/// included. A test writes such transfers and checks this.
+pub const MAX_TRANSFER_BYTES: usize = 1_024;
+
+/// The most bytes of a file besides its transfers (declaration, group header, the one
+/// `PmtInf`'s debtor part, closing tags) with every setting at its longest. Checked by a test.
+pub const MAX_ENVELOPE_BYTES: usize = 4_096;
+
+/// What one pain.001 file holds: at most [`MAX_TRANSACTIONS`] transfers (the writer's cap) and
+/// as many as keep the file within [`MAX_FILE_BYTES`] at their longest (20,476), no total that
+/// binds (`CtrlSum` carries 18 digits), and up to 99 parts (the `MsgId`
+/// [`RailFile::batch_file_id`] of part 99 is 35 characters, the most `MsgId` holds).
+pub const LIMITS: FileLimits = FileLimits {
+    max_items: if (MAX_FILE_BYTES - MAX_ENVELOPE_BYTES) / MAX_TRANSFER_BYTES < MAX_TRANSACTIONS {
+        (MAX_FILE_BYTES - MAX_ENVELOPE_BYTES) / MAX_TRANSFER_BYTES
+    } else {
+        MAX_TRANSACTIONS
+    },
+    max_total: None,
+    max_parts: 99,
+};
 
 /// How SEPA payouts settle: when the bank's pain.002 reports them `ACSC`.
 pub const SETTLEMENT: Settlement = Settlement::OnConfirmation;
@@ -213,21 +250,22 @@ impl SepaWriter {
 
     fn document(
         &self,
-        batch: &str,
+        batch: BatchId,
+        part: u32,
         execution_date: chrono::NaiveDate,
         created_at: chrono::DateTime<chrono::Utc>,
         transactions: Vec<CreditTransfer>,
     ) -> CreditTransferInitiation {
         let s = &self.settings;
         CreditTransferInitiation {
-            message_id: batch.to_owned(),
+            message_id: RailFile::batch_file_id(batch, part),
             created_at,
             initiating_party: InitiatingParty {
                 name: s.initiating_party_name.clone(),
                 id: s.initiating_party_id.clone(),
             },
             batches: vec![PaymentBatch {
-                payment_info_id: format!("{batch}-1"),
+                payment_info_id: format!("{}-{part}", batch.as_uuid().simple()),
                 batch_booking: s.batch_booking,
                 execution_date,
                 debtor_name: s.debtor_name.clone(),
@@ -285,8 +323,15 @@ impl BankFileWriter for SepaWriter {
             .iter()
             .map(|t| t.end_to_end_id.clone())
             .collect();
+        if request.part > LIMITS.max_parts {
+            return Err(refused(format!(
+                "part {} of batch {}: a pain.001 MsgId numbers {} parts",
+                request.part, request.batch_id, LIMITS.max_parts
+            )));
+        }
         let document = self.document(
-            &request.batch_id.as_uuid().simple().to_string(),
+            request.batch_id,
+            request.part,
             request.effective_date,
             request.created_at,
             transactions,
@@ -331,14 +376,14 @@ pub fn reason_text(code: &str) -> Option<&'static str> {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Pain002Reader;
 
-/// The batch whose file has `message_id` as its `MsgId` (the batch id's 32 hex digits).
-pub fn batch_of(message_id: &str) -> Option<domain::ids::BatchId> {
-    if message_id.len() != 32 || !message_id.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    uuid::Uuid::try_parse(message_id)
-        .ok()
-        .map(domain::ids::BatchId::from_uuid)
+/// The file whose `MsgId` is `message_id` ([`RailFile::batch_file_id`]: the batch id's 32 hex
+/// digits, then `-<part>` from part 2 on), as the report's mention of it.
+pub fn mention_of(message_id: &str) -> domain::rail::report::FileMention {
+    use domain::rail::report::FileMention;
+    RailFile::parse_batch_file_id(message_id).map_or_else(
+        || FileMention::Unknown(message_id.to_owned()),
+        |(batch, part)| FileMention::Batch { batch, part },
+    )
 }
 
 /// Whether `bytes` look like a pain.002 document.
@@ -373,7 +418,7 @@ impl domain::rail::report::BankFileReader for Pain002Reader {
     ) -> Result<domain::rail::report::ReadOutcome, PortError> {
         use bank_formats::iso20022::{Status, parse_pain002};
         use domain::rail::report::{
-            BankReport, FileMention, FileVerdict, ItemOutcome, ItemReport, ReadOutcome,
+            BankReport, FileVerdict, ItemOutcome, ItemReport, ReadOutcome,
             ReturnReason,
         };
 
@@ -388,10 +433,7 @@ impl domain::rail::report::BankFileReader for Pain002Reader {
                 )));
             }
         };
-        let mention = batch_of(&report.original_message_id).map_or_else(
-            || FileMention::Unknown(report.original_message_id.clone()),
-            FileMention::Batch,
-        );
+        let mention = mention_of(&report.original_message_id);
         // The group's status, else (one block per file) the block's.
         let (status, reasons) = match (&report.group_status, report.payment_infos.first()) {
             (Some(status), _) => (Some(status), report.group_reasons.as_slice()),

@@ -12,6 +12,7 @@ use domain::account::PayoutMethod;
 use domain::rail::answers::AnswerRules;
 use domain::rail::file_rail::{FileNumbering, Settlement};
 use domain::rail::instruction::BankFileWriter;
+use domain::rail::limits::FileLimits;
 use domain::rail::report::BankFileReader;
 use serde::de::DeserializeOwned;
 
@@ -68,6 +69,8 @@ pub struct RailUnit {
     pub format: &'static str,
     /// How its files are numbered.
     pub numbering: FileNumbering,
+    /// What one of its files may hold; a batch with more becomes several files.
+    pub limits: FileLimits,
     /// How its payouts settle.
     pub settlement: Settlement,
     /// Which of the bank's answers may follow which.

@@ -58,6 +58,7 @@ fn request(asset: Asset, instructions: Vec<CreditInstruction>) -> FileRequest {
         subaccount_id: SubaccountId::from_uuid(Uuid::from_u128(5)),
         method: PayoutMethod::DirectEntry,
         asset,
+        part: 1,
         created_at: Utc.with_ymd_and_hms(2026, 11, 25, 21, 7, 0).unwrap(),
         effective_date: NaiveDate::from_ymd_opt(2026, 11, 27).unwrap(),
         sequence: 3,
@@ -406,4 +407,83 @@ fn rail_constants() {
     assert_eq!(aba::NUMBERING, FileNumbering::Overall);
     assert_eq!(aba::SETTLEMENT, Settlement::OnEffectiveDate);
     assert_eq!(aba::EXTENSION, "aba");
+}
+
+/// Plans `instructions` into parts by the rail's [`aba::LIMITS`] and writes each part.
+fn write_parts(writer: &AbaWriter, instructions: Vec<CreditInstruction>) -> Vec<Vec<u8>> {
+    let parts = aba::LIMITS
+        .split(instructions.iter().map(|i| (i.payout_id, i.amount.get())))
+        .unwrap();
+    parts
+        .into_iter()
+        .enumerate()
+        .map(|(n, range)| {
+            let mut part = request(Asset::Aud, instructions[range].to_vec());
+            part.part = u32::try_from(n + 1).unwrap();
+            writer.write(&part).unwrap().bytes
+        })
+        .collect()
+}
+
+#[test]
+fn the_limits_are_the_file_total_records_fields() {
+    assert_eq!(aba::LIMITS.max_total, Some(9_999_999_999));
+    assert_eq!(
+        u64::try_from(aba::LIMITS.max_total.unwrap()).unwrap(),
+        bank_formats::aba::MAX_AMOUNT
+    );
+    // One record of the six-digit count is kept for the self-balancing debit.
+    assert_eq!(
+        u64::try_from(aba::LIMITS.max_items).unwrap() + 1,
+        bank_formats::aba::MAX_RECORDS
+    );
+    assert_eq!(
+        adapters_rails::unit(PayoutMethod::DirectEntry).limits,
+        aba::LIMITS
+    );
+}
+
+#[test]
+fn credits_totalling_the_ten_digit_total_make_one_file_and_one_cent_more_two() {
+    for self_balancing in [false, true] {
+        let writer = AbaWriter::new(settings(self_balancing)).unwrap();
+        let at_limit = vec![
+            instruction(1, 5_000_000_000, "082001", "12345", "Jane Citizen"),
+            instruction(2, 4_999_999_999, "633000", "123456789", "John Citizen"),
+        ];
+        let files = write_parts(&writer, at_limit.clone());
+        assert_eq!(files.len(), 1, "{self_balancing}");
+        bank_format_oracles::aba::check(&files[0], bank_format_oracles::aba::Kind::Originated)
+            .unwrap();
+        assert_eq!(parse(&files[0]).unwrap().details.len(), 2 + usize::from(self_balancing));
+
+        let mut one_over = at_limit;
+        one_over[1].amount = MinorUnits::new(5_000_000_000).unwrap();
+        // One file cannot carry it...
+        assert!(writer.write(&request(Asset::Aud, one_over.clone())).is_err());
+        // ...two can, each valid, each payout in one of them.
+        let files = write_parts(&writer, one_over);
+        assert_eq!(files.len(), 2);
+        for file in &files {
+            bank_format_oracles::aba::check(file, bank_format_oracles::aba::Kind::Originated)
+                .unwrap();
+            let credits = parse(file)
+                .unwrap()
+                .details
+                .iter()
+                .filter(|d| d.transaction_code == TransactionCode::Credit)
+                .count();
+            assert_eq!(credits, 1);
+        }
+    }
+}
+
+#[test]
+fn the_record_count_splits_at_999_998_credits() {
+    let ids = |n: u128| (0..n).map(|k| (PayoutId::from_uuid(Uuid::from_u128(k + 1)), 1));
+    assert_eq!(aba::LIMITS.split(ids(999_998)).unwrap().len(), 1);
+    assert_eq!(
+        aba::LIMITS.split(ids(999_999)).unwrap(),
+        vec![0..999_998, 999_998..999_999]
+    );
 }

@@ -66,6 +66,7 @@ fn request(asset: Asset, sequence: u32, instructions: Vec<CreditInstruction>) ->
         subaccount_id: SubaccountId::from_uuid(Uuid::from_u128(5)),
         method: PayoutMethod::Eft,
         asset,
+        part: 1,
         created_at: Utc.with_ymd_and_hms(2026, 11, 25, 21, 7, 0).unwrap(),
         effective_date: NaiveDate::from_ymd_opt(2026, 11, 27).unwrap(),
         sequence,
@@ -416,4 +417,65 @@ fn broken_files_of_returns_are_unreadable() {
     assert!(why.contains("Standard 005"), "{why}");
     // No account number in the reason.
     assert!(!why.contains("1234567"), "{why}");
+}
+
+#[test]
+fn the_limits_are_the_trailers_count_and_value_fields() {
+    assert_eq!(cpa005::LIMITS.max_items, 99_999_999, "eight digits of credit count");
+    assert_eq!(
+        cpa005::LIMITS.max_total,
+        Some(99_999_999_999_999),
+        "fourteen digits of credit value"
+    );
+    assert_eq!(adapters_rails::unit(PayoutMethod::Eft).limits, cpa005::LIMITS);
+    let ids = |n: usize| (0..n).map(|k| (payout(k as u128), 1));
+    assert_eq!(cpa005::LIMITS.split(ids(3)).unwrap().len(), 1);
+}
+
+#[test]
+fn credits_totalling_the_fourteen_digit_value_make_one_file_and_one_cent_more_two() {
+    // 10,000 credits of the largest amount and one of 9,999 cents: 99,999,999,999,999 cents.
+    let mut at_limit: Vec<CreditInstruction> = (0..10_000)
+        .map(|n| instruction(n, 9_999_999_999, "000300002", "1234567"))
+        .collect();
+    at_limit.push(instruction(10_000, 9_999, "000300002", "1234567"));
+    let plan = |instructions: &[CreditInstruction]| {
+        cpa005::LIMITS
+            .split(instructions.iter().map(|i| (i.payout_id, i.amount.get())))
+            .unwrap()
+    };
+    assert_eq!(plan(&at_limit), vec![0..10_001]);
+    let written = writer()
+        .write(&request(Asset::Cad, 1, at_limit.clone()))
+        .unwrap();
+    let summary = checker::check(&written.bytes, b"\r\n").unwrap();
+    assert_eq!(summary.credit_count, 10_001);
+    assert_eq!(summary.credit_value, 99_999_999_999_999);
+
+    let mut one_over = at_limit;
+    one_over[10_000].amount = MinorUnits::new(10_000).unwrap();
+    assert!(
+        writer()
+            .write(&request(Asset::Cad, 1, one_over.clone()))
+            .is_err(),
+        "one file cannot carry it"
+    );
+    let parts = plan(&one_over);
+    assert_eq!(parts, vec![0..10_000, 10_000..10_001]);
+    // Each part is its own file with the next file creation number, valid on its own.
+    let mut seen = 0;
+    for (n, range) in parts.into_iter().enumerate() {
+        let sequence = u32::try_from(n).unwrap() + 9_999;
+        let mut part = request(Asset::Cad, sequence, one_over[range].to_vec());
+        part.part = u32::try_from(n + 1).unwrap();
+        let written = writer().write(&part).unwrap();
+        let summary = checker::check(&written.bytes, b"\r\n").unwrap();
+        seen += summary.credit_count;
+        let file = parse(&written.bytes).unwrap();
+        assert_eq!(
+            file.header.file_creation_number,
+            file_creation_number(sequence).unwrap()
+        );
+    }
+    assert_eq!(seen, 10_001);
 }

@@ -51,6 +51,7 @@ fn request(asset: Asset, instructions: Vec<CreditInstruction>) -> FileRequest {
         subaccount_id: SubaccountId::from_uuid(Uuid::from_u128(5)),
         method: PayoutMethod::DirectCredit,
         asset,
+        part: 1,
         created_at: Utc.with_ymd_and_hms(2026, 11, 25, 21, 7, 0).unwrap(),
         effective_date: NaiveDate::from_ymd_opt(2026, 11, 27).unwrap(),
         sequence: 7,
@@ -347,4 +348,68 @@ fn the_rail_constants() {
         ib4b::reference(&PayoutId::from_uuid(Uuid::parse_str(GRACE).unwrap())),
         "9C5B94B135AD"
     );
+}
+
+/// A payout id whose first 12 hex digits (the IB4B reference) hold `n`.
+fn numbered(n: u128) -> String {
+    Uuid::from_u128(0x1000_0000_0000_4000_8000_0000_0000_0000 + (n << 80)).to_string()
+}
+
+#[test]
+fn the_limits_are_the_control_records_count_and_total_fields() {
+    assert_eq!(ib4b::LIMITS.max_items, 999_999, "six digits of count");
+    assert_eq!(
+        ib4b::LIMITS.max_items.to_string().len(),
+        bank_formats::ib4b::COUNT_DIGITS
+    );
+    assert_eq!(
+        ib4b::LIMITS.max_total.unwrap().to_string().len(),
+        bank_formats::ib4b::TOTAL_DIGITS
+    );
+    assert_eq!(ib4b::LIMITS.max_total, Some(99_999_999_999));
+    assert_eq!(
+        adapters_rails::unit(PayoutMethod::DirectCredit).limits,
+        ib4b::LIMITS
+    );
+    let ids = |n: u128| (0..n).map(|k| (PayoutId::from_uuid(Uuid::from_u128(k + 1)), 1));
+    assert_eq!(ib4b::LIMITS.split(ids(999_999)).unwrap().len(), 1);
+    assert_eq!(
+        ib4b::LIMITS.split(ids(1_000_000)).unwrap(),
+        vec![0..999_999, 999_999..1_000_000]
+    );
+}
+
+#[test]
+fn credits_totalling_the_eleven_digit_total_make_one_file_and_one_cent_more_two() {
+    let writer = Ib4bWriter::new(settings()).unwrap();
+    // Ten credits of the largest amount and one of 9 cents: 99,999,999,999 cents.
+    let ids: Vec<String> = (0..11).map(numbered).collect();
+    let mut at_limit: Vec<CreditInstruction> = ids
+        .iter()
+        .map(|id| instruction(id, ib4b::MAX_AMOUNT, "Ada Lovelace", "0109020068389000", "Pay"))
+        .collect();
+    at_limit[10].amount = MinorUnits::new(9).unwrap();
+    let plan = |instructions: &[CreditInstruction]| {
+        ib4b::LIMITS
+            .split(instructions.iter().map(|i| (i.payout_id, i.amount.get())))
+            .unwrap()
+    };
+    assert_eq!(plan(&at_limit), vec![0..11]);
+    let written = writer.write(&request(Asset::Nzd, at_limit.clone())).unwrap();
+    bank_format_oracles::ib4b::check(&written.bytes).unwrap();
+
+    let mut one_over = at_limit;
+    one_over[10].amount = MinorUnits::new(10).unwrap();
+    assert!(writer.write(&request(Asset::Nzd, one_over.clone())).is_err());
+    let parts = plan(&one_over);
+    assert_eq!(parts, vec![0..10, 10..11]);
+    for (n, range) in parts.into_iter().enumerate() {
+        let mut part = request(Asset::Nzd, one_over[range].to_vec());
+        part.part = u32::try_from(n + 1).unwrap();
+        part.sequence = 7 + part.part;
+        let written = writer.write(&part).unwrap();
+        bank_format_oracles::ib4b::check(&written.bytes).unwrap();
+        let text = String::from_utf8(written.bytes).unwrap();
+        assert!(text.contains(&format!("FILE{}", part.sequence)), "{text}");
+    }
 }

@@ -51,6 +51,7 @@ fn request(asset: Asset, instructions: Vec<CreditInstruction>) -> FileRequest {
         subaccount_id: SubaccountId::from_uuid(Uuid::from_u128(5)),
         method: PayoutMethod::Digital,
         asset,
+        part: 1,
         created_at: Utc.with_ymd_and_hms(2026, 11, 25, 21, 7, 0).unwrap()
             + chrono::TimeDelta::milliseconds(250),
         effective_date: chrono::NaiveDate::from_ymd_opt(2026, 11, 25).unwrap(),
@@ -240,7 +241,10 @@ fn final_statuses_settle_or_reject_and_sent_changes_nothing() {
     assert_eq!(
         got.file,
         Some((
-            FileMention::Batch(BatchId::from_uuid(Uuid::from_u128(BATCH))),
+            FileMention::Batch {
+                batch: BatchId::from_uuid(Uuid::from_u128(BATCH)),
+                part: 1,
+            },
             FileVerdict::Accepted
         ))
     );
@@ -359,4 +363,59 @@ fn other_documents_are_not_mine_and_broken_reports_are_unreadable() {
             "{broken}"
         );
     }
+}
+
+#[test]
+fn ten_thousand_payments_make_one_request_and_one_more_two_each_with_its_own_batch_id() {
+    assert_eq!(interac::LIMITS.max_items, bank_formats::interac::MAX_PAYMENTS);
+    assert_eq!(
+        adapters_rails::unit(PayoutMethod::Digital).limits,
+        interac::LIMITS
+    );
+    let payments: Vec<CreditInstruction> = (0..10_001)
+        .map(|n| instruction(n, 100, "ada@example.ca"))
+        .collect();
+    let plan = |instructions: &[CreditInstruction]| {
+        interac::LIMITS
+            .split(instructions.iter().map(|i| (i.payout_id, i.amount.get())))
+            .unwrap()
+    };
+    assert_eq!(plan(&payments[..10_000]), vec![0..10_000]);
+    writer()
+        .write(&request(Asset::Cad, payments[..10_000].to_vec()))
+        .unwrap();
+    assert!(
+        writer()
+            .write(&request(Asset::Cad, payments.clone()))
+            .is_err(),
+        "one request cannot carry 10,001"
+    );
+    let parts = plan(&payments);
+    assert_eq!(parts, vec![0..10_000, 10_000..10_001]);
+    let mut second = request(Asset::Cad, payments[parts[1].clone()].to_vec());
+    second.part = 2;
+    let written = writer().write(&second).unwrap();
+    let parsed = BatchRequest::parse(&written.bytes).unwrap();
+    assert_eq!(
+        parsed.batch_id,
+        format!("{}-2", Uuid::from_u128(BATCH).simple())
+    );
+    // The partner's report on that request names the batch's second request.
+    let report = StatusReport {
+        report_id: "rpt_2".into(),
+        batch_id: parsed.batch_id.clone(),
+        created_at: Utc.with_ymd_and_hms(2026, 11, 26, 9, 0, 0).unwrap(),
+        batch_status: Some(BatchVerdict::Accepted),
+        payments: Vec::new(),
+    };
+    assert_eq!(
+        bank_report(&report).file,
+        Some((
+            FileMention::Batch {
+                batch: BatchId::from_uuid(Uuid::from_u128(BATCH)),
+                part: 2
+            },
+            FileVerdict::Accepted
+        ))
+    );
 }

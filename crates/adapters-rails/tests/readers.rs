@@ -232,7 +232,10 @@ fn a_status_report_on_our_own_file_names_its_batch_and_payouts() {
         got,
         BankReport {
             file: Some((
-                FileMention::Batch(BatchId::from_uuid(batch)),
+                FileMention::Batch {
+                    batch: BatchId::from_uuid(batch),
+                    part: 1
+                },
                 FileVerdict::Accepted
             )),
             items: vec![
@@ -243,6 +246,21 @@ fn a_status_report_on_our_own_file_names_its_batch_and_payouts() {
                 rejected(&refused, "AC01", "Incorrect account number", true),
             ],
         }
+    );
+    // A batch's second file is `<batch>-2`: the report names that part.
+    let second = xml.replace(
+        &format!("<OrgnlMsgId>{}</OrgnlMsgId>", batch.simple()),
+        &format!("<OrgnlMsgId>{}-2</OrgnlMsgId>", batch.simple()),
+    );
+    assert_eq!(
+        report(&Pain002Reader, second.as_bytes()).file,
+        Some((
+            FileMention::Batch {
+                batch: BatchId::from_uuid(batch),
+                part: 2
+            },
+            FileVerdict::Accepted
+        ))
     );
     let broken = xml.replace("</Document>", "");
     assert!(matches!(

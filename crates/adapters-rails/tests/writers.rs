@@ -67,6 +67,7 @@ fn request(
         subaccount_id: SubaccountId::from_uuid(Uuid::from_u128(5)),
         method,
         asset,
+        part: 1,
         created_at: Utc.with_ymd_and_hms(2026, 11, 25, 21, 7, 0).unwrap(),
         effective_date: NaiveDate::from_ymd_opt(2026, 11, 27).unwrap(),
         sequence,
@@ -521,4 +522,195 @@ fn sepa_settings_are_checked_by_name() {
         wrong(|s| s.initiating_party_id = Some("x".repeat(36))),
         "initiating_party_id"
     );
+}
+
+/// The file control record (type 9, before the padding of nines) of a NACHA file's text.
+fn file_control(text: &str) -> String {
+    text.split('\n')
+        .rfind(|line| line.starts_with('9') && *line != "9".repeat(94))
+        .unwrap()
+        .to_owned()
+}
+
+/// ACH instructions `0..n` of `amount` cents each.
+fn ach_instructions(n: u128, amount: i64) -> Vec<CreditInstruction> {
+    (0..n)
+        .map(|k| instruction(k, amount, "011000015", "1", Some(AccountType::Checking)))
+        .collect()
+}
+
+fn ach_plan(instructions: &[CreditInstruction]) -> Vec<std::ops::Range<usize>> {
+    nacha::LIMITS
+        .split(instructions.iter().map(|i| (i.payout_id, i.amount.get())))
+        .unwrap()
+}
+
+#[test]
+fn the_nacha_limits_are_its_trace_numbering_and_control_fields() {
+    assert_eq!(nacha::LIMITS.max_items, nacha::MAX_ENTRIES_PER_FILE);
+    assert_eq!(nacha::LIMITS.max_total, Some(999_999_999_999));
+    assert_eq!(nacha::LIMITS.max_parts, nacha::MAX_FILES_PER_DAY);
+    assert_eq!(
+        adapters_rails::unit(PayoutMethod::Ach).limits,
+        nacha::LIMITS
+    );
+}
+
+#[test]
+fn ninety_nine_thousand_nine_hundred_ninety_nine_entries_make_one_nacha_file_and_one_more_two() {
+    let writer = NachaWriter::new(nacha_settings()).unwrap();
+    let at_limit = ach_instructions(99_999, 1);
+    assert_eq!(ach_plan(&at_limit), vec![0..99_999]);
+    let written = writer
+        .write(&request(PayoutMethod::Ach, Asset::Usd, 1, at_limit))
+        .unwrap();
+    let file = bank_formats::nacha::parse(&written.bytes).unwrap();
+    assert_eq!(file.batches[0].entries.len(), 99_999);
+    let text = String::from_utf8(written.bytes).unwrap();
+    let control = file_control(&text);
+    assert_eq!(&control[13..21], "00199998", "entry/addenda count");
+    assert_eq!(&control[7..13], "020001", "block count");
+    assert_eq!(written.references.last().unwrap(), "091000010099999");
+
+    let one_over = ach_instructions(100_000, 1);
+    // One file cannot carry it: the 100,000th entry has no trace number of the file's own.
+    assert_eq!(nacha::trace_sequence(1, 99_999), None);
+    let parts = ach_plan(&one_over);
+    assert_eq!(parts, vec![0..99_999, 99_999..100_000]);
+    // The second part is the day's next file: its own modifier and trace numbers.
+    let second = writer
+        .write(&request(
+            PayoutMethod::Ach,
+            Asset::Usd,
+            2,
+            one_over[parts[1].clone()].to_vec(),
+        ))
+        .unwrap();
+    let file = bank_formats::nacha::parse(&second.bytes).unwrap();
+    assert_eq!(file.header.file_id_modifier, 'B');
+    assert_eq!(second.references, vec!["091000010100001"]);
+}
+
+#[test]
+fn entries_totalling_the_twelve_digit_total_make_one_nacha_file_and_one_cent_more_two() {
+    let writer = NachaWriter::new(nacha_settings()).unwrap();
+    // 100 entries of the largest amount (ten digits) and one of 99 cents: 999,999,999,999.
+    let mut at_limit = ach_instructions(101, 9_999_999_999);
+    at_limit[100].amount = MinorUnits::new(99).unwrap();
+    assert_eq!(ach_plan(&at_limit), vec![0..101]);
+    let written = writer
+        .write(&request(PayoutMethod::Ach, Asset::Usd, 1, at_limit.clone()))
+        .unwrap();
+    bank_formats::nacha::parse(&written.bytes).unwrap();
+    let control = file_control(&String::from_utf8(written.bytes).unwrap());
+    assert_eq!(&control[43..55], "999999999999", "total credit");
+
+    let mut one_over = at_limit;
+    one_over[100].amount = MinorUnits::new(100).unwrap();
+    assert!(
+        writer
+            .write(&request(PayoutMethod::Ach, Asset::Usd, 1, one_over.clone()))
+            .is_err()
+    );
+    let parts = ach_plan(&one_over);
+    assert_eq!(parts, vec![0..100, 100..101]);
+    for (n, range) in parts.into_iter().enumerate() {
+        let sequence = u32::try_from(n + 1).unwrap();
+        let written = writer
+            .write(&request(
+                PayoutMethod::Ach,
+                Asset::Usd,
+                sequence,
+                one_over[range].to_vec(),
+            ))
+            .unwrap();
+        bank_formats::nacha::parse(&written.bytes).unwrap();
+    }
+}
+
+/// A transfer with every field at its longest: 70-character name, 140-character remittance, an
+/// 11-character BIC, the largest amount, a 32-character IBAN (the longest of `bank_codes`'
+/// registry below 34 is counted up to 34 in the sizes).
+fn longest_transfer(n: u128) -> CreditInstruction {
+    let mut transfer = instruction(
+        n,
+        99_999_999_999,
+        "DEUTDEFF500",
+        "LC55HEMM000100010012001200023015",
+        None,
+    );
+    transfer.payee_name = "N".repeat(70);
+    transfer.remittance = "R".repeat(140);
+    transfer
+}
+
+fn longest_sepa_settings() -> SepaSettings {
+    SepaSettings {
+        initiating_party_name: "I".repeat(70),
+        initiating_party_id: Some("P".repeat(35)),
+        debtor_name: "D".repeat(70),
+        debtor_iban: "LC55HEMM000100010012001200023015".into(),
+        debtor_bic: Some("BYLADEMMXXX".into()),
+        batch_booking: true,
+    }
+}
+
+#[test]
+fn a_pain001_file_at_its_limits_stays_within_its_byte_limit() {
+    use adapters_rails::sepa::{LIMITS, MAX_ENVELOPE_BYTES, MAX_FILE_BYTES, MAX_TRANSFER_BYTES};
+    let writer = SepaWriter::new(longest_sepa_settings()).unwrap();
+    let size = |n: u128| {
+        let transfers = (0..n).map(longest_transfer).collect();
+        writer
+            .write(&request(PayoutMethod::Sepa, Asset::Eur, 1, transfers))
+            .unwrap()
+            .bytes
+            .len()
+    };
+    let (one, two) = (size(1), size(2));
+    // Two characters for an IBAN of 34.
+    let transfer = two - one + 2;
+    assert!(
+        transfer <= MAX_TRANSFER_BYTES,
+        "a transfer at its longest takes {transfer} bytes"
+    );
+    // The envelope grows with the counts and sums (NbOfTxs, CtrlSum, twice): 64 bytes more.
+    let envelope = one - transfer + 2 + 64;
+    assert!(
+        envelope <= MAX_ENVELOPE_BYTES,
+        "the envelope takes {envelope} bytes"
+    );
+    assert!(MAX_ENVELOPE_BYTES + LIMITS.max_items * MAX_TRANSFER_BYTES <= MAX_FILE_BYTES);
+    assert!(LIMITS.max_items <= bank_formats::iso20022::pain001::MAX_TRANSACTIONS);
+    assert_eq!(LIMITS.max_items, 20_476);
+    assert_eq!(
+        adapters_rails::unit(PayoutMethod::Sepa).limits,
+        LIMITS
+    );
+    let ids = |n: usize| (0..n).map(|k| (PayoutId::from_uuid(Uuid::from_u128(k as u128 + 1)), 1));
+    assert_eq!(LIMITS.split(ids(20_476)).unwrap().len(), 1);
+    assert_eq!(
+        LIMITS.split(ids(20_477)).unwrap(),
+        vec![0..20_476, 20_476..20_477]
+    );
+}
+
+#[test]
+fn a_batchs_second_pain001_file_has_its_own_ids_and_is_valid() {
+    let writer = SepaWriter::new(sepa_settings()).unwrap();
+    let mut second = sepa_request();
+    second.part = 2;
+    second.sequence = 2;
+    let written = writer.write(&second).unwrap();
+    if let Err(messages) = xmllint(&written.bytes) {
+        panic!("{messages}\n{}", String::from_utf8_lossy(&written.bytes));
+    }
+    let xml = String::from_utf8(written.bytes).unwrap();
+    assert!(xml.contains("<MsgId>123456789abcdef0123456789abcdef0-2</MsgId>"), "{xml}");
+    assert!(xml.contains("<PmtInfId>123456789abcdef0123456789abcdef0-2</PmtInfId>"), "{xml}");
+    // Part 99 is the last whose MsgId fits 35 characters.
+    second.part = 99;
+    assert!(writer.write(&second).is_ok());
+    second.part = 100;
+    assert!(writer.write(&second).unwrap_err().to_string().contains("99 parts"));
 }
