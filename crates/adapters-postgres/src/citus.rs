@@ -241,9 +241,6 @@ pub const PLAN: &[TablePlan] = &[
              ADD CONSTRAINT rail_files_pkey PRIMARY KEY (subaccount_id, id)",
             "ALTER TABLE rail_files DROP CONSTRAINT rail_files_name_key, \
              ADD CONSTRAINT rail_files_name_key UNIQUE (subaccount_id, name)",
-            "ALTER TABLE rail_files DROP CONSTRAINT rail_files_one_per_batch_and_method, \
-             ADD CONSTRAINT rail_files_one_per_batch_and_method \
-             UNIQUE (subaccount_id, batch_id, method)",
         ],
         foreign_keys: &[
             "ALTER TABLE rail_files ADD CONSTRAINT rail_files_batch_id_fkey \

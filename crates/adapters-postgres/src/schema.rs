@@ -294,6 +294,7 @@ diesel::table! {
         created_at -> Timestamptz,
         uploaded_at -> Nullable<Timestamptz>,
         answered_at -> Nullable<Timestamptz>,
+        part -> Int4,
     }
 }
 

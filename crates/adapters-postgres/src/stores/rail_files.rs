@@ -31,6 +31,7 @@ struct FileHead {
     subaccount_id: Uuid,
     batch_id: Uuid,
     method: String,
+    part: i32,
     name: String,
     sha256: Vec<u8>,
     state: String,
@@ -54,6 +55,13 @@ impl FileHead {
         })
     }
 
+    fn part(&self) -> Result<u32, PortError> {
+        u32::try_from(self.part)
+            .ok()
+            .filter(|part| *part >= 1)
+            .ok_or_else(|| PortError::unknown(format!("rail file {} has part {}", self.id, self.part)))
+    }
+
     fn sha256(&self) -> Result<[u8; 32], PortError> {
         <[u8; 32]>::try_from(self.sha256.as_slice())
             .map_err(|_| PortError::unknown(format!("rail file {} has a bad digest", self.id)))
@@ -65,6 +73,7 @@ impl FileHead {
             batch_id: BatchId::from_uuid(self.batch_id),
             subaccount_id: SubaccountId::from_uuid(self.subaccount_id),
             method: self.method()?,
+            part: self.part()?,
             sha256: self.sha256()?,
             state: self.state()?,
             name: self.name,
@@ -85,6 +94,7 @@ fn summary(head: FileHead, size: i64, payouts: i32) -> Result<RailFileSummary, P
         id: RailFileId::from_uuid(head.id),
         batch_id: BatchId::from_uuid(head.batch_id),
         method: head.method()?,
+        part: head.part()?,
         sha256: head.sha256()?,
         state: head.state()?,
         size: u64::try_from(size).unwrap_or(0),
@@ -219,13 +229,36 @@ impl RailFileStore for PgStore {
         &self,
         batch: BatchId,
         method: PayoutMethod,
+        part: u32,
     ) -> Result<Option<RailFile>, PortError> {
+        let Ok(part) = i32::try_from(part) else {
+            return Ok(None);
+        };
         let mut conn = self.conn().await?;
         let query = rail_files::table
             .filter(rail_files::batch_id.eq(batch.as_uuid()))
             .filter(rail_files::method.eq(method.route()))
+            .filter(rail_files::part.eq(part))
             .into_boxed();
         load_file(&mut conn, query).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(batch = %batch))]
+    async fn find_files(
+        &self,
+        batch: BatchId,
+        method: PayoutMethod,
+    ) -> Result<Vec<RailFile>, PortError> {
+        let mut conn = self.conn().await?;
+        let heads: Vec<(FileHead, Vec<u8>)> = rail_files::table
+            .filter(rail_files::batch_id.eq(batch.as_uuid()))
+            .filter(rail_files::method.eq(method.route()))
+            .order(rail_files::part.asc())
+            .select((FileHead::as_select(), rail_files::bytes))
+            .load(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        complete(&mut conn, heads).await
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
@@ -253,16 +286,36 @@ impl RailFileStore for PgStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(batch = %file.batch_id))]
     async fn insert_file(&self, file: &RailFile) -> Result<RailFile, PortError> {
+        let part = i32::try_from(file.part)
+            .map_err(|_| PortError::unknown(format!("rail file part {}", file.part)))?;
         let mut conn = self.conn().await?;
         let (id, sub) = (file.id.as_uuid(), file.subaccount_id.as_uuid());
+        let payouts: Vec<Uuid> = file.items.iter().map(|i| i.payout_id.as_uuid()).collect();
         let inserted = conn
             .transaction::<_, diesel::result::Error, _>(async |conn| {
+                // A payout of this file already in another part of the batch: store nothing.
+                let elsewhere: Option<(Uuid, String)> = rail_file_items::table
+                    .inner_join(rail_files::table)
+                    .filter(rail_files::subaccount_id.eq(sub))
+                    .filter(rail_file_items::subaccount_id.eq(sub))
+                    .filter(rail_files::batch_id.eq(file.batch_id.as_uuid()))
+                    .filter(rail_files::method.eq(file.method.route()))
+                    .filter(rail_files::part.ne(part))
+                    .filter(rail_file_items::payout_id.eq_any(&payouts))
+                    .select((rail_file_items::payout_id, rail_files::name))
+                    .first(conn)
+                    .await
+                    .optional()?;
+                if let Some(elsewhere) = elsewhere {
+                    return Ok(Err(elsewhere));
+                }
                 let inserted = diesel::insert_into(rail_files::table)
                     .values((
                         rail_files::id.eq(id),
                         rail_files::subaccount_id.eq(sub),
                         rail_files::batch_id.eq(file.batch_id.as_uuid()),
                         rail_files::method.eq(file.method.route()),
+                        rail_files::part.eq(part),
                         rail_files::name.eq(&file.name),
                         rail_files::sha256.eq(file.sha256.as_slice()),
                         rail_files::bytes.eq(&file.bytes),
@@ -274,7 +327,7 @@ impl RailFileStore for PgStore {
                     .execute(conn)
                     .await?;
                 if inserted == 0 {
-                    return Ok(false);
+                    return Ok(Ok(false));
                 }
                 let rows: Vec<_> = file
                     .items
@@ -295,10 +348,16 @@ impl RailFileStore for PgStore {
                     .values(rows)
                     .execute(conn)
                     .await?;
-                Ok(true)
+                Ok(Ok(true))
             })
             .await
             .map_err(from_diesel)?;
+        let inserted = inserted.map_err(|(payout, name)| {
+            PortError::unknown(format!(
+                "payout {payout} of rail file {} is already in file {name} of its batch",
+                file.name
+            ))
+        })?;
         if inserted {
             return Ok(RailFile {
                 state: RailFileState::Generated,
@@ -308,10 +367,11 @@ impl RailFileStore for PgStore {
                 ..file.clone()
             });
         }
-        // Another runner stored the batch's file first: that one is the file.
+        // Another runner stored the batch's file of this part first: that one is the file.
         let query = rail_files::table
             .filter(rail_files::batch_id.eq(file.batch_id.as_uuid()))
             .filter(rail_files::method.eq(file.method.route()))
+            .filter(rail_files::part.eq(part))
             .into_boxed();
         load_file(&mut conn, query).await?.ok_or_else(|| {
             PortError::unknown(format!(

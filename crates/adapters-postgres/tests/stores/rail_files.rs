@@ -1,6 +1,6 @@
 //! `RailFileStore`: a file is stored with its items before it is sent, a batch never has two
-//! files of a method, states only move forward and only from where they are, and file numbers
-//! are handed out once each.
+//! files of one method and part nor a payout in two of its files, states only move forward and
+//! only from where they are, and file numbers are handed out once each.
 
 use std::collections::BTreeSet;
 
@@ -74,7 +74,8 @@ pub(crate) fn file_of(
         batch_id: batch,
         subaccount_id: subaccount,
         method: PayoutMethod::Ach,
-        name: RailFile::name_for("PAYOUTD", batch, PayoutMethod::Ach, "ach"),
+        part: 1,
+        name: RailFile::name_for("PAYOUTD", batch, PayoutMethod::Ach, 1, "ach"),
         sha256: RailFile::digest(bytes),
         bytes: bytes.to_vec(),
         state: RailFileState::Generated,
@@ -106,7 +107,7 @@ async fn a_stored_file_comes_back_with_its_bytes_and_items_in_order() {
 
     let found = fx
         .store
-        .find_file(batch, PayoutMethod::Ach)
+        .find_file(batch, PayoutMethod::Ach, 1)
         .await
         .unwrap()
         .unwrap();
@@ -123,7 +124,7 @@ async fn a_stored_file_comes_back_with_its_bytes_and_items_in_order() {
 
     // Another method of the same batch has no file; nor has an unknown id.
     assert_eq!(
-        fx.store.find_file(batch, PayoutMethod::Sepa).await.unwrap(),
+        fx.store.find_file(batch, PayoutMethod::Sepa, 1).await.unwrap(),
         None
     );
     assert_eq!(
@@ -136,7 +137,7 @@ async fn a_stored_file_comes_back_with_its_bytes_and_items_in_order() {
 }
 
 #[tokio::test]
-async fn a_batch_never_has_two_files_of_a_method() {
+async fn a_batch_never_has_two_files_of_a_method_and_part() {
     let fx = Fixture::new().await;
     let sub = fx.subaccount("files").await.id;
     let (batch, payouts) = batch_with_payouts(&fx, sub, 2).await;
@@ -161,6 +162,88 @@ async fn a_batch_never_has_two_files_of_a_method() {
         )
         .await;
     assert_eq!(items, 0, "the losing file's items are not stored");
+}
+
+/// Part `part` of a batch's ACH files, with `payouts`.
+fn part_of(
+    subaccount: SubaccountId,
+    batch: BatchId,
+    part: u32,
+    payouts: &[PayoutId],
+    bytes: &[u8],
+) -> RailFile {
+    RailFile {
+        part,
+        name: RailFile::name_for("PAYOUTD", batch, PayoutMethod::Ach, part, "ach"),
+        ..file_of(subaccount, batch, payouts, bytes)
+    }
+}
+
+#[tokio::test]
+async fn a_batch_has_one_file_per_part_each_payout_in_one_of_them() {
+    let fx = Fixture::new().await;
+    let sub = fx.subaccount("files").await.id;
+    let (batch, payouts) = batch_with_payouts(&fx, sub, 5).await;
+    let first = part_of(sub, batch, 1, &payouts[..3], b"part 1");
+    let second = part_of(sub, batch, 2, &payouts[3..], b"part 2");
+    // Stored second part first: find_files gives them by part all the same.
+    assert_eq!(fx.store.insert_file(&second).await.unwrap(), second);
+    assert_eq!(fx.store.insert_file(&first).await.unwrap(), first);
+    assert_eq!(
+        fx.store.find_files(batch, PayoutMethod::Ach).await.unwrap(),
+        vec![first.clone(), second.clone()]
+    );
+    assert_eq!(
+        fx.store.find_file(batch, PayoutMethod::Ach, 2).await.unwrap(),
+        Some(second.clone())
+    );
+    assert_eq!(
+        fx.store.find_file(batch, PayoutMethod::Ach, 3).await.unwrap(),
+        None
+    );
+    assert!(
+        fx.store
+            .find_files(batch, PayoutMethod::Sepa)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Each is listed, and each payout's file is its own part.
+    let listed = fx.store.list_files(None, None, 10).await.unwrap();
+    assert_eq!(listed.len(), 2);
+    assert!(listed.iter().any(|f| f.part == 2 && f.name == second.name && f.payouts == 2));
+    let files = fx.store.files_of_payouts(&payouts).await.unwrap();
+    assert_eq!(files.len(), 2);
+
+    // A runner that wrote part 2 again (other bytes) gets the stored one.
+    let again = part_of(sub, batch, 2, &payouts[3..], b"part 2 again");
+    assert_eq!(fx.store.insert_file(&again).await.unwrap(), second);
+    // A third part with a payout of part 1 is refused and nothing of it is stored.
+    let overlapping = part_of(sub, batch, 3, &payouts[2..3], b"part 3");
+    let refused = fx.store.insert_file(&overlapping).await.unwrap_err();
+    assert!(
+        refused.to_string().contains(&first.name),
+        "names the file that has it: {refused}"
+    );
+    let n = fx
+        .count_where(
+            "SELECT count(*) AS n FROM rail_files WHERE batch_id = $1",
+            batch.as_uuid(),
+        )
+        .await;
+    assert_eq!(n, 2);
+    // The part is a positive number, one per batch and method.
+    let mut conn = fx.raw().await;
+    let zero = diesel::sql_query("UPDATE rail_files SET part = 0 WHERE id = $1")
+        .bind::<SqlUuid, _>(first.id.as_uuid())
+        .execute(&mut conn)
+        .await;
+    assert!(zero.is_err());
+    let same = diesel::sql_query("UPDATE rail_files SET part = 1 WHERE id = $1")
+        .bind::<SqlUuid, _>(second.id.as_uuid())
+        .execute(&mut conn)
+        .await;
+    assert!(same.is_err());
 }
 
 #[tokio::test]
