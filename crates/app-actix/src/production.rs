@@ -19,6 +19,7 @@ use domain::rail::file_rail::{FileNumbering, FileRail, FileRailSettings, MethodR
 use domain::rail::inbound::{InboundProcessor, InboundRail};
 use domain::rail::inbound_ports::InboundStore;
 use domain::rail::instruction::BankFileWriter;
+use domain::rail::limits::FileLimits;
 use domain::rail::ports::RailFileStore;
 use domain::rail::report::BankFileReader;
 use domain::rail::schedule::BatchSchedule;
@@ -55,6 +56,7 @@ pub struct BuiltRail {
     pub transport: Arc<dyn FileTransport>,
     numbering: FileNumbering,
     settlement: Settlement,
+    limits: FileLimits,
     /// Which of the rail's answers may follow which.
     pub answers: AnswerRules,
 }
@@ -104,6 +106,7 @@ fn build_rail(settings: &RailSettings) -> BuiltRail {
         transport: settings.transport.transport(),
         numbering: unit.numbering,
         settlement: unit.settlement,
+        limits: unit.limits,
         answers: unit.answers,
     }
 }
@@ -193,6 +196,7 @@ impl Production {
                         prefix: rail.settings.file_prefix.clone(),
                         numbering: rail.numbering,
                         settlement: rail.settlement,
+                        limits: rail.limits,
                         effective_date: rail.settings.effective_date(),
                     },
                     rail.writer.clone(),

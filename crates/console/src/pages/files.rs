@@ -98,7 +98,7 @@ pub async fn list(
         "Bank files",
         Header::SignedIn(&chrome),
         html! {
-            p.muted { "Every file payoutd wrote for a bank, newest first, " (PAGE) " to a page. A file is written once per batch and payout method, stored before it is sent, and moves generated → uploaded → acknowledged or rejected." }
+            p.muted { "Every file payoutd wrote for a bank, newest first, " (PAGE) " to a page. A file is written once per batch, payout method and part (a batch with more payouts than one file of its format holds has several parts, each listed here), stored before it is sent, and moves generated → uploaded → acknowledged or rejected." }
             form.filters method="get" action="/files" role="search" aria-label="Filter bank files" {
                 div.field {
                     label for="state" { "State" }
@@ -153,7 +153,7 @@ fn file_page(signed_in: &SignedIn, answered: &AnsweredFile) -> Markup {
             dt { "State" } dd { (state_badge(file.state)) @if let Some(reason) = &file.reason { " " (reason) } }
             dt { "Method" } dd { (file.method.name()) }
             dt { "Subaccount" } dd { code { (file.subaccount_id.to_string()) } }
-            dt { "Batch" } dd { code { (file.batch_id.to_string()) } }
+            dt { "Batch" } dd { code { (file.batch_id.to_string()) } " part " (file.part) }
             dt { "Effective" } dd { (file.effective_date.format("%Y-%m-%d")) }
             dt { "Written" } dd { (when(file.created_at)) }
             @if let Some(at) = file.uploaded_at { dt { "Uploaded" } dd { (when(at)) } }
