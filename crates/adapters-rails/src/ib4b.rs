@@ -34,8 +34,8 @@ use domain::masking::MaskedValue;
 use domain::money::{Asset, MinorUnits};
 use domain::rail::answers::AnswerRules;
 use domain::rail::file_rail::{FileNumbering, Settlement};
-use domain::rail::limits::FileLimits;
 use domain::rail::instruction::{BankFileWriter, CreditInstruction, FileRequest, WrittenFile};
+use domain::rail::limits::FileLimits;
 use domain::rail::report::{
     BankFileReader, BankReport, ItemOutcome, ItemReport, ReadOutcome, ReturnReason,
 };

@@ -30,11 +30,10 @@ use domain::money::Asset;
 use domain::rail::answers::{AnswerRules, ReportNames, Returns};
 use domain::rail::file::RailFile;
 use domain::rail::file_rail::{FileNumbering, Settlement};
-use domain::rail::limits::FileLimits;
 use domain::rail::instruction::{BankFileWriter, CreditInstruction, FileRequest, WrittenFile};
+use domain::rail::limits::FileLimits;
 use domain::rail::report::{
-    BankFileReader, BankReport, FileVerdict, ItemOutcome, ItemReport, ReadOutcome,
-    ReturnReason,
+    BankFileReader, BankReport, FileVerdict, ItemOutcome, ItemReport, ReadOutcome, ReturnReason,
 };
 use serde::Deserialize;
 use serde_json::json;

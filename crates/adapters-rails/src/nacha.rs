@@ -29,8 +29,8 @@ use domain::account::us::AccountType;
 use domain::money::Asset;
 use domain::rail::answers::AnswerRules;
 use domain::rail::file_rail::{FileNumbering, Settlement};
-use domain::rail::limits::FileLimits;
 use domain::rail::instruction::{BankFileWriter, CreditInstruction, FileRequest, WrittenFile};
+use domain::rail::limits::FileLimits;
 use serde::{Deserialize, Deserializer};
 use serde_json::json;
 

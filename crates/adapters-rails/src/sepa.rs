@@ -22,18 +22,18 @@ use std::sync::Arc;
 use bank_formats::iso20022::pain001::MAX_TRANSACTIONS;
 use bank_formats::iso20022::text::check_id;
 use bank_formats::iso20022::{
-    CreditTransfer, CreditTransferInitiation, DebtorAgent, InitiatingParty,
-    PaymentBatch, write_pain001,
+    CreditTransfer, CreditTransferInitiation, DebtorAgent, InitiatingParty, PaymentBatch,
+    write_pain001,
 };
 use domain::PortError;
-use domain::masking::MaskedValue;
 use domain::ids::BatchId;
+use domain::masking::MaskedValue;
 use domain::money::Asset;
 use domain::rail::answers::AnswerRules;
 use domain::rail::file::RailFile;
 use domain::rail::file_rail::{FileNumbering, Settlement};
-use domain::rail::limits::FileLimits;
 use domain::rail::instruction::{BankFileWriter, CreditInstruction, FileRequest, WrittenFile};
+use domain::rail::limits::FileLimits;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -85,6 +85,12 @@ pub const LIMITS: FileLimits = FileLimits {
     max_total: None,
     max_parts: 99,
 };
+
+// A file of LIMITS.max_items transfers at their longest fits MAX_FILE_BYTES.
+const _: () = assert!(
+    MAX_ENVELOPE_BYTES + LIMITS.max_items * MAX_TRANSFER_BYTES <= MAX_FILE_BYTES
+        && LIMITS.max_items <= MAX_TRANSACTIONS
+);
 
 /// How SEPA payouts settle: when the bank's pain.002 reports them `ACSC`.
 pub const SETTLEMENT: Settlement = Settlement::OnConfirmation;
@@ -418,8 +424,7 @@ impl domain::rail::report::BankFileReader for Pain002Reader {
     ) -> Result<domain::rail::report::ReadOutcome, PortError> {
         use bank_formats::iso20022::{Status, parse_pain002};
         use domain::rail::report::{
-            BankReport, FileVerdict, ItemOutcome, ItemReport, ReadOutcome,
-            ReturnReason,
+            BankReport, FileVerdict, ItemOutcome, ItemReport, ReadOutcome, ReturnReason,
         };
 
         if !looks_like_pain002(bytes) {

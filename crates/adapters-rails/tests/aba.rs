@@ -2,6 +2,8 @@
 //! field by field, its refusals and settings, and the reader of the bank's return files
 //! (written by `bank_formats::aba`'s bank side from the writer's own file).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+// A split is a list of ranges: one file is a list of one range.
+#![allow(clippy::single_range_in_vec_init)]
 
 use adapters_rails::aba::{
     self, AbaReader, AbaSettings, AbaWriter, lodgement_reference, looks_like_aba,
@@ -455,12 +457,19 @@ fn credits_totalling_the_ten_digit_total_make_one_file_and_one_cent_more_two() {
         assert_eq!(files.len(), 1, "{self_balancing}");
         bank_format_oracles::aba::check(&files[0], bank_format_oracles::aba::Kind::Originated)
             .unwrap();
-        assert_eq!(parse(&files[0]).unwrap().details.len(), 2 + usize::from(self_balancing));
+        assert_eq!(
+            parse(&files[0]).unwrap().details.len(),
+            2 + usize::from(self_balancing)
+        );
 
         let mut one_over = at_limit;
         one_over[1].amount = MinorUnits::new(5_000_000_000).unwrap();
         // One file cannot carry it...
-        assert!(writer.write(&request(Asset::Aud, one_over.clone())).is_err());
+        assert!(
+            writer
+                .write(&request(Asset::Aud, one_over.clone()))
+                .is_err()
+        );
         // ...two can, each valid, each payout in one of them.
         let files = write_parts(&writer, one_over);
         assert_eq!(files.len(), 2);

@@ -2,6 +2,8 @@
 //! settings, and the reader on the bank's returned items written by `bank_formats`' bank side
 //! from the writer's own file.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+// A split is a list of ranges: one file is a list of one range.
+#![allow(clippy::single_range_in_vec_init)]
 
 use bank_format_oracles::cpa005 as checker;
 
@@ -421,13 +423,20 @@ fn broken_files_of_returns_are_unreadable() {
 
 #[test]
 fn the_limits_are_the_trailers_count_and_value_fields() {
-    assert_eq!(cpa005::LIMITS.max_items, 99_999_999, "eight digits of credit count");
+    assert_eq!(
+        cpa005::LIMITS.max_items,
+        99_999_999,
+        "eight digits of credit count"
+    );
     assert_eq!(
         cpa005::LIMITS.max_total,
         Some(99_999_999_999_999),
         "fourteen digits of credit value"
     );
-    assert_eq!(adapters_rails::unit(PayoutMethod::Eft).limits, cpa005::LIMITS);
+    assert_eq!(
+        adapters_rails::unit(PayoutMethod::Eft).limits,
+        cpa005::LIMITS
+    );
     let ids = |n: usize| (0..n).map(|k| (payout(k as u128), 1));
     assert_eq!(cpa005::LIMITS.split(ids(3)).unwrap().len(), 1);
 }
@@ -444,7 +453,7 @@ fn credits_totalling_the_fourteen_digit_value_make_one_file_and_one_cent_more_tw
             .split(instructions.iter().map(|i| (i.payout_id, i.amount.get())))
             .unwrap()
     };
-    assert_eq!(plan(&at_limit), vec![0..10_001]);
+    assert_eq!(plan(&at_limit), [0..10_001]);
     let written = writer()
         .write(&request(Asset::Cad, 1, at_limit.clone()))
         .unwrap();

@@ -2,6 +2,8 @@
 //! refusals, its settings, and the reader of dishonour files written by the bank side from the
 //! writer's own file.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+// A split is a list of ranges: one file is a list of one range.
+#![allow(clippy::single_range_in_vec_init)]
 
 use adapters_rails::ib4b::{self, Ib4bReader, Ib4bSettings, Ib4bWriter};
 use bank_formats::ib4b::{DishonourReason, Ib4bFile, TransactionCode, parse};
@@ -386,7 +388,15 @@ fn credits_totalling_the_eleven_digit_total_make_one_file_and_one_cent_more_two(
     let ids: Vec<String> = (0..11).map(numbered).collect();
     let mut at_limit: Vec<CreditInstruction> = ids
         .iter()
-        .map(|id| instruction(id, ib4b::MAX_AMOUNT, "Ada Lovelace", "0109020068389000", "Pay"))
+        .map(|id| {
+            instruction(
+                id,
+                ib4b::MAX_AMOUNT,
+                "Ada Lovelace",
+                "0109020068389000",
+                "Pay",
+            )
+        })
         .collect();
     at_limit[10].amount = MinorUnits::new(9).unwrap();
     let plan = |instructions: &[CreditInstruction]| {
@@ -394,13 +404,19 @@ fn credits_totalling_the_eleven_digit_total_make_one_file_and_one_cent_more_two(
             .split(instructions.iter().map(|i| (i.payout_id, i.amount.get())))
             .unwrap()
     };
-    assert_eq!(plan(&at_limit), vec![0..11]);
-    let written = writer.write(&request(Asset::Nzd, at_limit.clone())).unwrap();
+    assert_eq!(plan(&at_limit), [0..11]);
+    let written = writer
+        .write(&request(Asset::Nzd, at_limit.clone()))
+        .unwrap();
     bank_format_oracles::ib4b::check(&written.bytes).unwrap();
 
     let mut one_over = at_limit;
     one_over[10].amount = MinorUnits::new(10).unwrap();
-    assert!(writer.write(&request(Asset::Nzd, one_over.clone())).is_err());
+    assert!(
+        writer
+            .write(&request(Asset::Nzd, one_over.clone()))
+            .is_err()
+    );
     let parts = plan(&one_over);
     assert_eq!(parts, vec![0..10, 10..11]);
     for (n, range) in parts.into_iter().enumerate() {

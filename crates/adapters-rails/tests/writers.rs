@@ -3,6 +3,8 @@
 //! pain.001.001.09 file validated against the official ISO 20022 XSD by libxml2's `xmllint`
 //! (`cargo xtask test` provides it and the XSD: `PAYOUTD_XMLLINT`, `PAYOUTD_PAIN001_XSD`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+// A split is a list of ranges: one file is a list of one range.
+#![allow(clippy::single_range_in_vec_init)]
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -560,7 +562,7 @@ fn the_nacha_limits_are_its_trace_numbering_and_control_fields() {
 fn ninety_nine_thousand_nine_hundred_ninety_nine_entries_make_one_nacha_file_and_one_more_two() {
     let writer = NachaWriter::new(nacha_settings()).unwrap();
     let at_limit = ach_instructions(99_999, 1);
-    assert_eq!(ach_plan(&at_limit), vec![0..99_999]);
+    assert_eq!(ach_plan(&at_limit), [0..99_999]);
     let written = writer
         .write(&request(PayoutMethod::Ach, Asset::Usd, 1, at_limit))
         .unwrap();
@@ -597,7 +599,7 @@ fn entries_totalling_the_twelve_digit_total_make_one_nacha_file_and_one_cent_mor
     // 100 entries of the largest amount (ten digits) and one of 99 cents: 999,999,999,999.
     let mut at_limit = ach_instructions(101, 9_999_999_999);
     at_limit[100].amount = MinorUnits::new(99).unwrap();
-    assert_eq!(ach_plan(&at_limit), vec![0..101]);
+    assert_eq!(ach_plan(&at_limit), [0..101]);
     let written = writer
         .write(&request(PayoutMethod::Ach, Asset::Usd, 1, at_limit.clone()))
         .unwrap();
@@ -657,7 +659,7 @@ fn longest_sepa_settings() -> SepaSettings {
 
 #[test]
 fn a_pain001_file_at_its_limits_stays_within_its_byte_limit() {
-    use adapters_rails::sepa::{LIMITS, MAX_ENVELOPE_BYTES, MAX_FILE_BYTES, MAX_TRANSFER_BYTES};
+    use adapters_rails::sepa::{LIMITS, MAX_ENVELOPE_BYTES, MAX_TRANSFER_BYTES};
     let writer = SepaWriter::new(longest_sepa_settings()).unwrap();
     let size = |n: u128| {
         let transfers = (0..n).map(longest_transfer).collect();
@@ -680,13 +682,10 @@ fn a_pain001_file_at_its_limits_stays_within_its_byte_limit() {
         envelope <= MAX_ENVELOPE_BYTES,
         "the envelope takes {envelope} bytes"
     );
-    assert!(MAX_ENVELOPE_BYTES + LIMITS.max_items * MAX_TRANSFER_BYTES <= MAX_FILE_BYTES);
-    assert!(LIMITS.max_items <= bank_formats::iso20022::pain001::MAX_TRANSACTIONS);
+    // (That many transfers at their longest fit MAX_FILE_BYTES: a compile-time assertion in
+    // sepa.rs.)
     assert_eq!(LIMITS.max_items, 20_476);
-    assert_eq!(
-        adapters_rails::unit(PayoutMethod::Sepa).limits,
-        LIMITS
-    );
+    assert_eq!(adapters_rails::unit(PayoutMethod::Sepa).limits, LIMITS);
     let ids = |n: usize| (0..n).map(|k| (PayoutId::from_uuid(Uuid::from_u128(k as u128 + 1)), 1));
     assert_eq!(LIMITS.split(ids(20_476)).unwrap().len(), 1);
     assert_eq!(
@@ -706,11 +705,23 @@ fn a_batchs_second_pain001_file_has_its_own_ids_and_is_valid() {
         panic!("{messages}\n{}", String::from_utf8_lossy(&written.bytes));
     }
     let xml = String::from_utf8(written.bytes).unwrap();
-    assert!(xml.contains("<MsgId>123456789abcdef0123456789abcdef0-2</MsgId>"), "{xml}");
-    assert!(xml.contains("<PmtInfId>123456789abcdef0123456789abcdef0-2</PmtInfId>"), "{xml}");
+    assert!(
+        xml.contains("<MsgId>123456789abcdef0123456789abcdef0-2</MsgId>"),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("<PmtInfId>123456789abcdef0123456789abcdef0-2</PmtInfId>"),
+        "{xml}"
+    );
     // Part 99 is the last whose MsgId fits 35 characters.
     second.part = 99;
     assert!(writer.write(&second).is_ok());
     second.part = 100;
-    assert!(writer.write(&second).unwrap_err().to_string().contains("99 parts"));
+    assert!(
+        writer
+            .write(&second)
+            .unwrap_err()
+            .to_string()
+            .contains("99 parts")
+    );
 }

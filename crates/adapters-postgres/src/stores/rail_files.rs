@@ -59,7 +59,9 @@ impl FileHead {
         u32::try_from(self.part)
             .ok()
             .filter(|part| *part >= 1)
-            .ok_or_else(|| PortError::unknown(format!("rail file {} has part {}", self.id, self.part)))
+            .ok_or_else(|| {
+                PortError::unknown(format!("rail file {} has part {}", self.id, self.part))
+            })
     }
 
     fn sha256(&self) -> Result<[u8; 32], PortError> {

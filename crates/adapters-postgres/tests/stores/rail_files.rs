@@ -124,7 +124,10 @@ async fn a_stored_file_comes_back_with_its_bytes_and_items_in_order() {
 
     // Another method of the same batch has no file; nor has an unknown id.
     assert_eq!(
-        fx.store.find_file(batch, PayoutMethod::Sepa, 1).await.unwrap(),
+        fx.store
+            .find_file(batch, PayoutMethod::Sepa, 1)
+            .await
+            .unwrap(),
         None
     );
     assert_eq!(
@@ -194,11 +197,17 @@ async fn a_batch_has_one_file_per_part_each_payout_in_one_of_them() {
         vec![first.clone(), second.clone()]
     );
     assert_eq!(
-        fx.store.find_file(batch, PayoutMethod::Ach, 2).await.unwrap(),
+        fx.store
+            .find_file(batch, PayoutMethod::Ach, 2)
+            .await
+            .unwrap(),
         Some(second.clone())
     );
     assert_eq!(
-        fx.store.find_file(batch, PayoutMethod::Ach, 3).await.unwrap(),
+        fx.store
+            .find_file(batch, PayoutMethod::Ach, 3)
+            .await
+            .unwrap(),
         None
     );
     assert!(
@@ -211,7 +220,11 @@ async fn a_batch_has_one_file_per_part_each_payout_in_one_of_them() {
     // Each is listed, and each payout's file is its own part.
     let listed = fx.store.list_files(None, None, 10).await.unwrap();
     assert_eq!(listed.len(), 2);
-    assert!(listed.iter().any(|f| f.part == 2 && f.name == second.name && f.payouts == 2));
+    assert!(
+        listed
+            .iter()
+            .any(|f| f.part == 2 && f.name == second.name && f.payouts == 2)
+    );
     let files = fx.store.files_of_payouts(&payouts).await.unwrap();
     assert_eq!(files.len(), 2);
 

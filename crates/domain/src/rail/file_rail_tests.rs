@@ -163,17 +163,18 @@ impl RailFileStore for Files {
             return Err(PortError::Unavailable(anyhow::anyhow!("database gone")));
         }
         let mut files = self.files.lock().unwrap();
-        if let Some(existing) = files.iter().find(|f| {
-            f.batch_id == file.batch_id && f.method == file.method && f.part == file.part
-        }) {
+        if let Some(existing) = files
+            .iter()
+            .find(|f| f.batch_id == file.batch_id && f.method == file.method && f.part == file.part)
+        {
             return Ok(existing.clone());
         }
         let ours = |f: &&RailFile| f.batch_id == file.batch_id && f.method == file.method;
-        if files
-            .iter()
-            .filter(ours)
-            .any(|f| f.items.iter().any(|i| file.reference_of(i.payout_id).is_some()))
-        {
+        if files.iter().filter(ours).any(|f| {
+            f.items
+                .iter()
+                .any(|i| file.reference_of(i.payout_id).is_some())
+        }) {
             return Err(PortError::unknown("a payout in two files of a batch"));
         }
         files.push(file.clone());
@@ -653,7 +654,11 @@ fn the_bank_has_each_part_once(w: &World) -> Vec<RailFile> {
         assert_eq!(drop.get(&file.name), Some(&file.bytes), "{}", file.name);
         assert_eq!(file.state, RailFileState::Uploaded);
     }
-    assert_eq!(w.drop.writes.load(Ordering::SeqCst), files.len(), "each sent once");
+    assert_eq!(
+        w.drop.writes.load(Ordering::SeqCst),
+        files.len(),
+        "each sent once"
+    );
     let filed: Vec<PayoutId> = files
         .iter()
         .flat_map(|f| f.items.iter().map(|i| i.payout_id))
@@ -698,7 +703,11 @@ async fn a_batch_at_the_file_limit_is_one_file_and_one_over_is_two() {
         files[1].name,
         format!("PAYOUTD-{}-usd-ach-2.txt", w.batch.id.as_uuid().simple())
     );
-    assert!(files[1].bytes.starts_with(format!("{} part 2 #2", w.batch.id).as_bytes()));
+    assert!(
+        files[1]
+            .bytes
+            .starts_with(format!("{} part 2 #2", w.batch.id).as_bytes())
+    );
     assert_eq!(w.writer.calls.load(Ordering::SeqCst), 2);
     // Every payout's receipt is its reference in its own file (file #2's for the fourth).
     assert_eq!(receipts.len(), 4);
@@ -712,7 +721,12 @@ async fn a_batch_at_the_file_limit_is_one_file_and_one_over_is_two() {
             Some(receipt.provider_reference.as_str())
         );
     }
-    let last = w.payouts.iter().map(|(p, _)| p).max_by_key(|p| p.created_at).unwrap();
+    let last = w
+        .payouts
+        .iter()
+        .map(|(p, _)| p)
+        .max_by_key(|p| p.created_at)
+        .unwrap();
     let of_last = receipts.iter().find(|r| r.payout_id == last.id).unwrap();
     assert_eq!(of_last.provider_reference, "T0020001");
 }
@@ -749,7 +763,10 @@ async fn a_payout_over_a_file_total_fails_the_submission_with_its_reason_and_wri
         panic!("refused")
     };
     let why = why.to_string();
-    assert!(why.contains("more than the 2999 one file may total"), "{why}");
+    assert!(
+        why.contains("more than the 2999 one file may total"),
+        "{why}"
+    );
     assert!(w.files.files.lock().unwrap().is_empty());
     assert_eq!(w.writer.calls.load(Ordering::SeqCst), 0);
 }
@@ -769,14 +786,20 @@ async fn a_crash_after_storing_part_one_of_two_writes_only_part_two_on_the_retry
         Err(PortError::Unavailable(_))
     ));
     assert_eq!(w.files.files.lock().unwrap().len(), 1, "part 1 only");
-    assert!(w.drop.files.lock().unwrap().is_empty(), "nothing sent before all are stored");
+    assert!(
+        w.drop.files.lock().unwrap().is_empty(),
+        "nothing sent before all are stored"
+    );
     ach_within(&w, 3, None)
         .submit_payouts(&w.batch, &w.payouts)
         .await
         .unwrap();
     let files = the_bank_has_each_part_once(&w);
     assert_eq!(files.len(), 2);
-    assert_eq!(files[0].bytes, stored_first.bytes, "part 1 as stored, not rewritten");
+    assert_eq!(
+        files[0].bytes, stored_first.bytes,
+        "part 1 as stored, not rewritten"
+    );
     assert_eq!(files[0].id, stored_first.id);
     // Part 1 once, part 2 once (the failed attempt wrote part 2 but could not store it).
     assert_eq!(w.writer.calls.load(Ordering::SeqCst), 3);
@@ -807,7 +830,11 @@ async fn a_crash_after_uploading_part_one_sends_only_part_two_on_the_retry() {
         .unwrap();
     assert_eq!(receipts.len(), 4);
     assert_eq!(the_bank_has_each_part_once(&w).len(), 2);
-    assert_eq!(w.writer.calls.load(Ordering::SeqCst), 2, "each part written once");
+    assert_eq!(
+        w.writer.calls.load(Ordering::SeqCst),
+        2,
+        "each part written once"
+    );
 }
 
 #[tokio::test]

@@ -686,9 +686,9 @@ async fn an_acknowledgement_read_twice_or_after_a_rejection_changes_nothing() {
         let report = ReadOutcome::Report(BankReport {
             file: Some((
                 FileMention::Batch {
-                batch: BatchId::from_uuid(id(500)),
-                part: 1,
-            },
+                    batch: BatchId::from_uuid(id(500)),
+                    part: 1,
+                },
                 FileVerdict::Accepted,
             )),
             items: Vec::new(),
@@ -845,4 +845,47 @@ async fn a_pushed_report_is_applied_once_and_only_for_a_method_with_a_rail() {
     assert_eq!(ledger.applied.lock().unwrap().len(), 1);
     assert_eq!(ledger.status(1), PayoutStatus::Failed);
     assert_eq!(recorded.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_verdict_on_a_batchs_second_file_moves_that_part() {
+    let ledger = Ledger::default();
+    let mut files = MockRailFileStore::new();
+    files
+        .expect_find_file()
+        .withf(|batch, method, part| {
+            *batch == BatchId::from_uuid(id(500)) && *method == PayoutMethod::Sepa && *part == 2
+        })
+        .times(1)
+        .returning(|_, _, part| {
+            Ok(Some(RailFile {
+                part,
+                name: "PAYOUTD-500-eur-sepa-2.xml".into(),
+                ..sent_file(RailFileState::Uploaded)
+            }))
+        });
+    files
+        .expect_move_file()
+        .withf(|_, from, to, _, _| {
+            *from == RailFileState::Uploaded && *to == RailFileState::Acknowledged
+        })
+        .times(1)
+        .returning(|_, _, _, _, _| Ok(true));
+    let s = setup(&ledger, files, Vec::new());
+    let report = ReadOutcome::Report(BankReport {
+        file: Some((
+            FileMention::Batch {
+                batch: BatchId::from_uuid(id(500)),
+                part: 2,
+            },
+            FileVerdict::Accepted,
+        )),
+        items: Vec::new(),
+    });
+    let mut pass = InboundPass::default();
+    s.processor
+        .process(&rail(reader(report)), "ack-2.xml", b"x", &mut pass)
+        .await
+        .unwrap();
+    assert_eq!(resolutions(&s), [Resolution::Applied]);
 }

@@ -103,6 +103,8 @@ impl FileLimits {
 }
 
 #[cfg(test)]
+// A split is a list of ranges: one file is a list of one range.
+#[allow(clippy::single_range_in_vec_init)]
 mod tests {
     use super::*;
     use uuid::Uuid;
@@ -126,9 +128,12 @@ mod tests {
     #[test]
     fn counts_at_the_limit_make_one_file_and_one_over_two() {
         let at = payouts(&[1; 5]);
-        assert_eq!(limits(5, None).split(at.clone()), Ok(vec![0..5]));
+        assert_eq!(limits(5, None).split(at.clone()), Ok([0..5].to_vec()));
         assert_eq!(limits(4, None).split(at), Ok(vec![0..4, 4..5]));
-        assert_eq!(limits(2, None).split(payouts(&[1; 5])), Ok(vec![0..2, 2..4, 4..5]));
+        assert_eq!(
+            limits(2, None).split(payouts(&[1; 5])),
+            Ok(vec![0..2, 2..4, 4..5])
+        );
         assert_eq!(limits(3, None).split(Vec::new()), Ok(vec![]));
     }
 
@@ -136,7 +141,7 @@ mod tests {
     fn totals_at_the_limit_make_one_file_and_one_cent_over_two() {
         assert_eq!(
             limits(10, Some(100)).split(payouts(&[60, 40])),
-            Ok(vec![0..2])
+            Ok([0..2].to_vec())
         );
         assert_eq!(
             limits(10, Some(100)).split(payouts(&[60, 41])),
@@ -191,7 +196,9 @@ mod tests {
         let whole = l.split(all.clone()).unwrap_or_default();
         assert_eq!(whole, vec![0..2, 2..4, 4..5, 5..7, 7..8]);
         for part in &whole {
-            let rest = l.split(all[part.start..].to_vec()).unwrap_or_default();
+            let rest = l
+                .split(all[part.start..].iter().copied())
+                .unwrap_or_default();
             let shifted: Vec<_> = whole
                 .iter()
                 .filter(|p| p.start >= part.start)
