@@ -146,11 +146,13 @@ const ROLE_RULES: &[RoleRule] = &[
     RoleRule {
         role: Role::Bench,
         // The client crate signs the load generator's requests and verifies the receiver's
-        // webhooks: the merchant's code, as a merchant would run it.
+        // webhooks: the merchant's code, as a merchant would run it. The bank simulator
+        // answers payoutd's files in the cutoff scenario, as it does in rails-demo.
         may_use: &[
             Role::Codes,
             Role::Domain,
             Role::Formats,
+            Role::TestSupport,
             Role::Adapter,
             Role::Application,
             Role::Client,

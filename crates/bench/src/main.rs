@@ -87,6 +87,10 @@ enum Scenario {
     /// The main routes (GET/POST receiver, GET/POST payout, list pages) against pgbench running
     /// the same SQL and a bare actix-web endpoint; peak RSS of payoutd.
     Api(scenarios::api::Args),
+    /// One cut-off of many payouts per production rail: each step (file stored, sent, payouts
+    /// in progress, settled, returns applied, events delivered) against SQL doing the same rows,
+    /// and payoutd's peak RSS at two sizes.
+    Cutoff(scenarios::cutoff::Args),
     /// The bare actix-web endpoint itself (started by `api`).
     #[command(hide = true)]
     BareHttp(bare::Args),
@@ -163,6 +167,7 @@ fn main() -> ExitCode {
             Scenario::Delivery(args) => scenarios::delivery::run(&env, &args).await,
             Scenario::Api(args) => scenarios::api::run(&env, &args).await,
             Scenario::Chaos(args) => scenarios::chaos::run(&env, &args).await,
+            Scenario::Cutoff(args) => scenarios::cutoff::run(&env, &args).await,
             Scenario::BareHttp(_) => Ok(ExitCode::FAILURE),
         }
     });

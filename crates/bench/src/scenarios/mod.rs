@@ -3,5 +3,6 @@
 
 pub mod api;
 pub mod chaos;
+pub mod cutoff;
 pub mod delivery;
 pub mod verify;

@@ -203,6 +203,8 @@ pub struct Generator {
     step: Duration,
     /// With [`Generator::with_sql_ids`]: the tag of ids SQL can compute.
     sql_ids: Option<String>,
+    /// With [`Generator::only`]: every account of this method.
+    only: Option<PayoutMethod>,
 }
 
 /// The id `md5(tag || kind || i)::uuid`, which SQL (a pgbench script, a bulk insert) computes
@@ -224,6 +226,7 @@ impl Generator {
             start: Utc::now() - span - Duration::days(1),
             step: Duration::microseconds(span.num_microseconds().unwrap_or(0) / per),
             sql_ids: None,
+            only: None,
         }
     }
 
@@ -231,6 +234,12 @@ impl Generator {
     /// [`sql_uuid`]`(tag, "a", i)`, so that SQL can pick a random seeded row without a lookup.
     pub fn with_sql_ids(mut self, tag: &str) -> Self {
         self.sql_ids = Some(tag.to_owned());
+        self
+    }
+
+    /// The same data, but every account of `method` (a rail's file holds one method).
+    pub fn only(mut self, method: PayoutMethod) -> Self {
+        self.only = Some(method);
         self
     }
 
@@ -312,9 +321,12 @@ impl Generator {
         }
     }
 
-    /// The payout method of account `i`: 35 % direct entry, 25 % ACH, 10 % EFT, 15 % SEPA,
+    /// The payout method of account `i` ([`Generator::only`]'s, if given): 35 % direct entry, 25 % ACH, 10 % EFT, 15 % SEPA,
     /// 10 % NZ direct credit, 5 % digital.
     pub fn method(&self, i: u64) -> PayoutMethod {
+        if let Some(method) = self.only {
+            return method;
+        }
         match self.hash(i, 20) % 100 {
             0..35 => PayoutMethod::DirectEntry,
             35..60 => PayoutMethod::Ach,
@@ -526,6 +538,17 @@ mod tests {
         methods.sort_unstable();
         methods.dedup();
         assert_eq!(methods.len(), 6);
+    }
+
+    #[test]
+    fn only_one_method_when_asked() {
+        for &method in PayoutMethod::ALL {
+            let generator = Generator::new(100, 7).only(method);
+            for i in 0..100 {
+                let account = generator.account(i).unwrap_or_else(|e| panic!("{e:#}"));
+                assert_eq!(account.method, method);
+            }
+        }
     }
 
     #[test]

@@ -1,0 +1,230 @@
+//! Setting up one measured run: a fresh database with a few funded subaccounts whose payouts
+//! (seeded in bulk, `pending` in each subaccount's open batch) wait for one cut-off, the rail's
+//! drop, payoutd's production configuration, and payoutd serving it.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use chrono::{Datelike, Utc, Weekday};
+use domain::account::PayoutMethod;
+use uuid::Uuid;
+
+use super::bank::{Drop, FileRail};
+use super::{Args, FEE, FUNDING};
+use crate::Env;
+use crate::db::BenchDb;
+use crate::receiver::Receiver;
+use crate::seed::{self, generate::Generator, payouts::seed_payouts};
+use crate::server::{Payoutd, new_master_key};
+
+/// A port nothing listens on (the scenario's range): the configuration needs an SMTP server,
+/// and nothing in the run sends mail.
+const NO_SMTP_PORT: u16 = 28299;
+
+/// Where libfaketime is on Debian and Ubuntu.
+const FAKETIME_PATHS: [&str; 3] = [
+    "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+    "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
+    "/usr/lib/faketime/libfaketime.so.1",
+];
+
+/// One run, ready for its cut-off.
+pub struct Prepared {
+    pub db: BenchDb,
+    pub payoutd: Payoutd,
+    pub drop: Drop,
+    /// Every subaccount, as text.
+    pub subaccounts: Vec<String>,
+    /// Their open batches, which the cut-off closes.
+    pub batches: Vec<String>,
+    /// Days payoutd's clock runs back (0 on a weekday).
+    pub days_back: u32,
+    /// Seeding's wall time.
+    pub seeded: Duration,
+}
+
+/// Days back to the last weekday: bank file rails settle on business days only, so on a
+/// Saturday or Sunday payoutd runs on Friday's date (under libfaketime), as
+/// `cargo xtask rails-demo` does.
+pub fn days_back() -> u32 {
+    match Utc::now().weekday() {
+        Weekday::Sat => 1,
+        Weekday::Sun => 2,
+        _ => 0,
+    }
+}
+
+/// libfaketime: `given`, else the first of the Debian paths that exists.
+pub fn faketime(given: Option<&Path>) -> anyhow::Result<PathBuf> {
+    if let Some(path) = given {
+        anyhow::ensure!(path.is_file(), "--faketime {} is not a file", path.display());
+        return Ok(path.to_path_buf());
+    }
+    FAKETIME_PATHS
+        .iter()
+        .map(PathBuf::from)
+        .find(|path| path.is_file())
+        .context(
+            "today is a weekend, when bank file rails do not settle: payoutd runs on the last \
+             weekday's date under libfaketime, which is missing (Debian: apt-get install \
+             libfaketime, or pass --faketime PATH)",
+        )
+}
+
+/// The production configuration: the rail over the directory transport (or SFTP, when
+/// `sftp` gives its lines), its cut-off late in the day (the run's cut-off is the operator's
+/// `payoutd admin run-cutoff`), same-day settlement, inbound polled every second, manual KYC.
+fn config_text(rail: FileRail, transport: &str) -> String {
+    let route = rail.method.route();
+    format!(
+        "# Written by payoutd-bench (scenario cutoff).\n\
+         [rails.\"{route}\"]\n\
+         file_prefix = \"BENCH\"\n\
+         cutoffs = [\"23:59\"]\n\
+         settlement_days = 0\n\
+         {settings}\n\
+         [rails.\"{route}\".transport]\n\
+         {transport}\
+         poll_interval_secs = 1\n\n\
+         [smtp]\n\
+         host = \"127.0.0.1\"\n\
+         port = {NO_SMTP_PORT}\n\
+         tls = \"none\"\n\
+         from = \"payouts@example.com\"\n\n\
+         [kyc]\n\
+         provider = \"manual\"\n",
+        settings = rail.settings(),
+    )
+}
+
+/// The directory transport's lines.
+pub fn directory_transport(drop: &Drop) -> String {
+    format!(
+        "kind = \"directory\"\noutbound_dir = {}\ninbound_dir = {}\n",
+        toml_string(&drop.outbound.display().to_string()),
+        toml_string(&drop.inbound.display().to_string()),
+    )
+}
+
+/// A TOML basic string.
+pub fn toml_string(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned())
+}
+
+/// Creates the database of `rail` at `payouts` payouts, its subaccounts (funded, with fee
+/// templates, webhooks to `receiver`), seeds them and writes the configuration; payoutd is not
+/// started.
+pub async fn prepare(
+    env: &Env,
+    args: &Args,
+    rail: FileRail,
+    payouts: u64,
+    receiver: &Receiver,
+    transport: &dyn Fn(&Drop) -> anyhow::Result<String>,
+) -> anyhow::Result<Prepared> {
+    let dir_name = rail.method.route().replace('/', "-");
+    let db = BenchDb::new(
+        &env.server_url,
+        &format!(
+            "payoutd_bench_cutoff_{}_{payouts}",
+            dir_name.replace('-', "_")
+        ),
+    )?;
+    db.drop_if_exists().await?;
+    let root = std::path::absolute(env.out_dir.join("cutoff").join(&dir_name))?;
+    let drop = Drop::create(&root.join("bank"))?;
+    let config = root.join("payoutd.toml");
+    std::fs::write(&config, config_text(rail, &transport(&drop)?))
+        .with_context(|| format!("cannot write {}", config.display()))?;
+
+    let master_key = new_master_key();
+    let days_back = days_back();
+    let mut payoutd = Payoutd::new(&env.payoutd, &db.url, &master_key)
+        .with_env("PAYOUT_SANDBOX", "false")
+        .with_env("PAYOUT_CONFIG", &config.display().to_string())
+        .with_env("PAYOUT_WEBHOOK_ALLOW_PRIVATE", "true")
+        .with_env("PAYOUT_BATCH_POLL_MS", "50");
+    if days_back > 0 {
+        let library = faketime(args.faketime.as_deref())?;
+        payoutd = payoutd
+            .with_env("LD_PRELOAD", &library.display().to_string())
+            .with_env("FAKETIME", &format!("-{days_back}d"))
+            .with_env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+    }
+    payoutd.migrate().await?;
+
+    let started = Instant::now();
+    let asset = rail.method.asset().code();
+    let count = args.subaccounts.max(1);
+    let vault = Arc::new(seed::vault(&master_key)?);
+    let mut subaccounts = Vec::new();
+    let mut batches = Vec::new();
+    for s in 0..count {
+        let tenant = payoutd.tenant(&format!("Bench cutoff {s}"), 1).await?;
+        let sub = tenant.subaccount_id;
+        for (command, values) in [
+            (
+                "fund",
+                ["--amount", FUNDING, "--reason", "cutoff bench float"].as_slice(),
+            ),
+            (
+                "set-fee",
+                ["--fixed", FEE.0, "--percentage", FEE.1, "--min-amount", FEE.2].as_slice(),
+            ),
+        ] {
+            let mut full = vec![command, "--subaccount", &sub, "--asset", asset];
+            full.extend_from_slice(values);
+            payoutd.admin(&full).await?;
+        }
+        payoutd
+            .admin(&["set-webhook", "--subaccount", &sub, "--url", &receiver.url])
+            .await?;
+        // The payouts are split evenly; the first subaccount takes the remainder.
+        let share = payouts / count + if s == 0 { payouts % count } else { 0 };
+        let subaccount = Uuid::parse_str(&sub)?;
+        let tag = format!("c{s}{}", &Uuid::new_v4().simple().to_string()[..6]);
+        // One receiver (and account) per payout.
+        let generator = Generator::new(share, 0xC0_7F ^ s)
+            .with_sql_ids(&tag)
+            .only(rail.method);
+        seed::seed(&db, Arc::clone(&vault), subaccount, &generator).await?;
+        let batch = Uuid::new_v4();
+        // Payable receivers (KYC completed, accounts confirmed), and the open batch the payouts
+        // wait in, due in 30 days: only the run's cut-off brings it forward.
+        db.execute(&format!(
+            "UPDATE receivers SET status = 2, kyc_status = 1 WHERE subaccount_id = '{subaccount}';
+             UPDATE receiver_accounts SET status = 'completed', confirm_status = 'confirmed'
+               WHERE subaccount_id = '{subaccount}';
+             INSERT INTO batches (id, subaccount_id, asset, status, batch_run_time, created_at,
+               updated_at)
+             VALUES ('{batch}', '{subaccount}', '{asset}', 'open', now() + interval '30 days',
+               now(), now());"
+        ))
+        .await?;
+        seed_payouts(&db, subaccount, &tag, share, share).await?;
+        db.execute(&format!(
+            "UPDATE payouts SET batch_id = '{batch}' WHERE subaccount_id = '{subaccount}'"
+        ))
+        .await?;
+        subaccounts.push(sub);
+        batches.push(batch.to_string());
+    }
+    db.execute("VACUUM (ANALYZE) receivers, receiver_accounts, payouts, batches, ledger_entries")
+        .await?;
+    Ok(Prepared {
+        db,
+        payoutd,
+        drop,
+        subaccounts,
+        batches,
+        days_back,
+        seeded: started.elapsed(),
+    })
+}
+
+/// The route of `method` as a directory name (`usd-ach`).
+pub fn dir_name(method: PayoutMethod) -> String {
+    method.route().replace('/', "-")
+}
