@@ -6,6 +6,9 @@
 -- gets its file row, whose bytes are built from every payout with its account (the sealed
 -- data) and its receiver (the payee's name), one line per payout, and one item per payout
 -- with its reference (FileRail::generate, RailFileStore::insert_file).
+-- Each payout's event joins its sequence to the payout's row by primary key (its columns that
+-- the statement does not change): a join of two data-modifying CTEs is planned on their
+-- estimates, one row each here, and a nested loop over both is quadratic in the payouts.
 -- The harness runs it with psql inside a transaction it rolls back, before the cut-off, on the
 -- bench database itself. Variables (psql -v): batches (a uuid[] literal: the batches the cut-off
 -- closes), method (the route, e.g. usd/ach).
@@ -38,7 +41,7 @@ SELECT gen_random_uuid(), m.subaccount_id, m.id, s.n, 'payoutUpdated',
         'subccount_id', m.subaccount_id::text, 'sequence', s.n,
         'timestamp', (extract(epoch FROM now()) * 1000)::bigint),
     now(), now()
-FROM moved m JOIN seq s ON s.object_id = m.id
+FROM seq s JOIN payouts m ON m.id = s.object_id
 UNION ALL
 SELECT gen_random_uuid(), c.subaccount_id, c.id, s.n, 'batchUpdate',
     jsonb_build_object('event', 'batchUpdate', 'event_id', gen_random_uuid()::text,

@@ -8,6 +8,7 @@
 -- (j divisible by 20: R03 on NACHA) fail with an accountUpdate event each
 -- (BatchRunner::settle); the inbound file is stored with its bytes and one bank_reports line per
 -- return (InboundProcessor::process, InboundStore::record_inbound).
+-- Each event joins its sequence to its object's row by primary key (see cutoff_generated.sql).
 -- Run by the harness after cutoff_settled.sql in the same rolled-back transaction. Variables
 -- (psql -v): batches (a uuid[] literal), method (the route).
 WITH returned AS (
@@ -71,12 +72,17 @@ SELECT gen_random_uuid(), m.subaccount_id, m.id, s.n - 2 + k.k, k.kind,
         'payout_id', m.id::text, 'amount', m.amount, 'currency', m.asset,
         'batch_id', m.batch_id::text, 'batch_run_time', NULL,
         'receiver_account_id', m.account_id::text, 'receiver_id', m.receiver_id::text,
-        'reference', m.reference, 'status', 'failed', 'return_code', m.return_code,
-        'return_reason', m.failure_reason, 'subaccount_id', m.subaccount_id::text,
+        'reference', m.reference, 'status', 'failed',
+        'return_code', CASE WHEN split_part(m.reference, '-', 2)::bigint % 20 = 0 THEN 'R03'
+                            ELSE 'R16' END,
+        'return_reason', CASE WHEN split_part(m.reference, '-', 2)::bigint % 20 = 0
+                              THEN 'No account/unable to locate account'
+                              ELSE 'Account frozen' END,
+        'subaccount_id', m.subaccount_id::text,
         'subccount_id', m.subaccount_id::text, 'sequence', s.n - 2 + k.k,
         'timestamp', (extract(epoch FROM now()) * 1000)::bigint),
     now(), now()
-FROM failed m JOIN seq s ON s.object_id = m.id
+FROM seq s JOIN payouts m ON m.id = s.object_id
 CROSS JOIN (VALUES (1, 'payoutUpdated'), (2, 'payoutFailure')) AS k(k, kind);
 
 WITH closed AS (
@@ -100,4 +106,4 @@ SELECT gen_random_uuid(), c.subaccount_id, c.id, s.n, 'accountUpdate',
         'subaccount_id', c.subaccount_id::text, 'subccount_id', c.subaccount_id::text,
         'sequence', s.n, 'timestamp', (extract(epoch FROM now()) * 1000)::bigint),
     now(), now()
-FROM closed c JOIN seq s ON s.object_id = c.id;
+FROM seq s JOIN receiver_accounts c ON c.id = s.object_id;

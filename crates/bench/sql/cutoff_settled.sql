@@ -4,6 +4,8 @@
 -- ledger entries, the balance's pending reduced) and one payoutUpdated event
 -- (BatchRunner::settle, PayoutStore::apply_transition); then each batch is finished (`settled`,
 -- the amount paid) with a batchUpdate event (BatchStore::finish_batch).
+-- Each payout's event joins its sequence to the payout's row by primary key (see
+-- cutoff_generated.sql).
 -- Run by the harness after cutoff_in_progress.sql in the same rolled-back transaction.
 -- Variables (psql -v): batches (a uuid[] literal).
 WITH paid AS (
@@ -43,7 +45,7 @@ SELECT gen_random_uuid(), m.subaccount_id, m.id, s.n, 'payoutUpdated',
         'subccount_id', m.subaccount_id::text, 'sequence', s.n,
         'timestamp', (extract(epoch FROM now()) * 1000)::bigint),
     now(), now()
-FROM paid m JOIN seq s ON s.object_id = m.id;
+FROM seq s JOIN payouts m ON m.id = s.object_id;
 
 WITH finished AS (
     UPDATE batches b SET status = 'settled', process_amount = b.amount, updated_at = now()
