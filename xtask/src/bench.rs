@@ -91,6 +91,18 @@ const SCENARIOS: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "cutoff",
+        &[
+            "--payouts",
+            "200",
+            "--payouts-small",
+            "0",
+            "--subaccounts",
+            "2",
+            "--advisory",
+        ],
+    ),
+    (
         "chaos",
         &[
             "--clients",
@@ -134,6 +146,11 @@ const VALUE_FLAGS: &[&str] = &[
     "--outage-ms",
     "--replays",
     "--citus-shards",
+    "--payouts-small",
+    "--subaccounts",
+    "--rails",
+    "--max-rss-ratio",
+    "--step-timeout-secs",
 ];
 const SWITCHES: &[&str] = &[
     "--explain",
@@ -162,6 +179,15 @@ pub fn run(mut args: Vec<String>) -> Result<(), Failure> {
         return Err(Failure::new(
             format!("{CITUS_FLAG} only with `chaos` or `api`"),
             format!("{CITUS_FLAG} with `{scenario}`"),
+        ));
+    }
+    let transport = take_value(&mut args, "--transport")?
+        .map(|raw| crate::bank::Transport::parse(&raw))
+        .transpose()?;
+    if transport.is_some() && scenario != "cutoff" {
+        return Err(Failure::new(
+            "--transport only with `cutoff`",
+            format!("--transport with `{scenario}`"),
         ));
     }
     check_flags(&args)?;
@@ -196,6 +222,20 @@ pub fn run(mut args: Vec<String>) -> Result<(), Failure> {
             json_array(&start),
         ]);
     }
+    // The SFTP bank (sshd on loopback) lives until the harness is done.
+    let mut _sftp_bank = None;
+    if scenario == "cutoff" {
+        harness_args.extend(cutoff_tools()?);
+        if transport == Some(crate::bank::Transport::Sftp) {
+            let bank = crate::bank::Bank::start(
+                &paths::target_dir().join("bench").join("cutoff-sftp-bank"),
+                None,
+            )?;
+            eprintln!("xtask: the cutoff bench sends its files over SFTP to sshd on 127.0.0.1:{}", bank.port);
+            harness_args.extend(["--sftp-bank".to_owned(), bank.describe().to_string()]);
+            _sftp_bank = Some(bank);
+        }
+    }
     let mut smoke_sizes: Vec<&str> = smoke_flags.to_vec();
     if let Some(citus) = &citus {
         harness_args.extend(["--citus-url".to_owned(), citus.maintenance_url()]);
@@ -218,6 +258,36 @@ pub fn run(mut args: Vec<String>) -> Result<(), Failure> {
     }
     pg.shutdown();
     result
+}
+
+/// What the cutoff scenario runs besides payoutd: psql for its reference scripts, and on a
+/// weekend libfaketime (installed when missing and root), under which payoutd runs on the last
+/// weekday's date, as bank file rails settle on weekdays only.
+fn cutoff_tools() -> Result<Vec<String>, Failure> {
+    let mut args = Vec::new();
+    let psql = find_client("psql").ok_or_else(|| {
+        Failure::new(
+            "psql (PostgreSQL's client), which runs the cutoff references",
+            "none on PATH or in /usr/lib/postgresql/*/bin",
+        )
+    })?;
+    args.extend(["--psql".to_owned(), psql.display().to_string()]);
+    let weekend = crate::clock::days_back_to_weekdays(
+        chrono::Utc::now(),
+        std::time::Duration::from_secs(3600),
+    ) > 0;
+    if weekend {
+        let library = crate::tools::ensure_debian_file(
+            &[
+                "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+                "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
+                "/usr/lib/faketime/libfaketime.so.1",
+            ],
+            "libfaketime",
+        )?;
+        args.extend(["--faketime".to_owned(), library.display().to_string()]);
+    }
+    Ok(args)
 }
 
 /// `cargo xtask chaos --citus`: starts the Citus cluster as `cargo xtask citus` does (leaving it
@@ -350,6 +420,24 @@ fn json_array(parts: &[String]) -> String {
 }
 
 /// Removes the switch `name` from `args`, reporting whether it was there.
+/// Removes `name VALUE` or `name=VALUE` from `args`; the value (the last one given).
+fn take_value(args: &mut Vec<String>, name: &str) -> Result<Option<String>, String> {
+    let mut value = None;
+    let mut kept = Vec::with_capacity(args.len());
+    let mut rest = std::mem::take(args).into_iter();
+    while let Some(arg) = rest.next() {
+        if arg == name {
+            value = Some(rest.next().ok_or_else(|| format!("{name} needs a value"))?);
+        } else if let Some(given) = arg.strip_prefix(name).and_then(|tail| tail.strip_prefix('=')) {
+            value = Some(given.to_owned());
+        } else {
+            kept.push(arg);
+        }
+    }
+    *args = kept;
+    Ok(value)
+}
+
 fn take_switch(args: &mut Vec<String>, name: &str) -> bool {
     let before = args.len();
     args.retain(|arg| arg != name);
@@ -432,6 +520,28 @@ Scenarios:
                                   shares its cores). With --smoke: about two minutes.
              --citus-shards N     shards per distributed table (default 32)
 
+  cutoff   one cut-off of many payouts per production rail (release build,
+           production mode, the bank's drop as local directories): payoutd's time
+           and peak RSS from the cut-off to every file stored, to every file at
+           the drop, to every payout in_progress; settlement; a return file of a
+           tenth of the payouts to every return applied; every event delivered.
+           Each step against SQL doing the same rows (crates/bench/sql/cutoff_*.sql,
+           psql); PASS when every step <= --max-ratio x its reference, peak RSS at
+           --payouts <= --max-rss-ratio x at --payouts-small, and nothing is lost
+           (check-ledger clean, every payout in exactly one file)
+             --payouts N          payouts waiting for the cut-off (default 100000)
+             --payouts-small N    the smaller size for the RSS ratio (default 10000;
+                                  0 runs --payouts only)
+             --subaccounts N      subaccounts sharing them (default 4)
+             --rails LIST         routes (default the five file rails)
+             --transport T        directory (default) or sftp: the bank's drop served
+                                  by a real sshd on loopback (as `cargo xtask bank`)
+             --max-ratio R        (default 2)
+             --max-rss-ratio R    (default 2)
+             --step-timeout-secs S  a step not done by then fails (default 1800)
+             --advisory           report the verdicts without failing on them
+             --keep-databases     keep payoutd_bench_cutoff_<rail>_<N>
+
   chaos    fault tests (also `cargo xtask chaos`): kill -9 during payout and bulk
            load, PostgreSQL stopped during load, two instances on one database;
            a pass/fail table
@@ -457,10 +567,30 @@ server logs beside them. pgbench is looked for on PATH, then in the newest
 
 #[cfg(test)]
 mod tests {
-    use super::{check_flags, take_switch, without_flags};
+    use super::{check_flags, take_switch, take_value, without_flags};
 
     fn args(args: &[&str]) -> Vec<String> {
         args.iter().map(|arg| (*arg).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_value_is_taken_out_of_the_flags() {
+        let mut given = args(&["--payouts", "10", "--transport", "sftp", "--advisory"]);
+        assert_eq!(take_value(&mut given, "--transport"), Ok(Some("sftp".to_owned())));
+        assert_eq!(given, args(&["--payouts", "10", "--advisory"]));
+        let mut given = args(&["--transport=directory"]);
+        assert_eq!(
+            take_value(&mut given, "--transport"),
+            Ok(Some("directory".to_owned()))
+        );
+        assert!(given.is_empty());
+        assert_eq!(take_value(&mut given, "--transport"), Ok(None));
+        assert!(take_value(&mut args(&["--transport"]), "--transport").is_err());
+        let refused = super::run(args(&["verify", "--transport", "sftp", "--smoke"]));
+        assert_eq!(
+            refused.map_err(|failure| failure.last_line("bench", "")),
+            Err("xtask bench: expected --transport only with `cutoff`; saw --transport with `verify`".to_owned())
+        );
     }
 
     #[test]

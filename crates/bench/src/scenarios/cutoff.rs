@@ -35,7 +35,7 @@ use serde_json::{Value, json};
 use crate::Env;
 use crate::receiver::Receiver;
 use crate::report::{load_average, machine_json, write_json};
-use bank::{Drop, FileRail};
+use bank::FileRail;
 use reference::ReferenceTimes;
 use steps::Measured;
 
@@ -79,6 +79,10 @@ pub struct Args {
     /// psql, which runs the reference scripts.
     #[arg(long, default_value = "psql")]
     pub psql: PathBuf,
+    /// The SFTP bank to send the files to (JSON, as `cargo xtask bank` describes it; `cargo
+    /// xtask bench cutoff --transport sftp` starts it); without it, the directory transport.
+    #[arg(long)]
+    pub sftp_bank: Option<String>,
     /// The time and memory verdicts are advisory (smoke sizes); nothing lost still decides.
     #[arg(long)]
     pub advisory: bool,
@@ -97,13 +101,15 @@ struct Run {
 }
 
 impl Run {
-    /// The reference of a step, seconds.
+    /// The reference of a step, seconds: the sum of its scripts that ran (a rail without
+    /// returns runs no `cutoff_returned.sql`); `None` when none did.
     fn reference_of(&self, step: &steps::Step) -> Option<f64> {
-        step.references
+        let times: Vec<f64> = step
+            .references
             .iter()
-            .map(|name| self.references.of(name))
-            .sum::<Option<f64>>()
-            .map(|ms| ms / 1000.0)
+            .filter_map(|name| self.references.of(name))
+            .collect();
+        (!times.is_empty()).then(|| times.iter().sum::<f64>() / 1000.0)
     }
 
     fn lost_nothing(&self) -> bool {
@@ -169,8 +175,13 @@ async fn run_one(
     let dir = setup::dir_name(rail.method);
     eprintln!("payoutd-bench: [cutoff] {route}: seeding {payouts} payouts");
     let receiver = Receiver::start(1_000).await?;
-    let transport = |drop: &Drop| Ok(setup::directory_transport(drop));
-    let prepared = setup::prepare(env, args, rail, payouts, &receiver, &transport).await?;
+    let sftp = args
+        .sftp_bank
+        .as_deref()
+        .map(serde_json::from_str::<setup::SftpBank>)
+        .transpose()
+        .context("--sftp-bank is not the bank's JSON")?;
+    let prepared = setup::prepare(env, args, rail, payouts, &receiver, sftp.as_ref()).await?;
     if prepared.days_back > 0 {
         eprintln!(
             "payoutd-bench: [cutoff] a weekend: payoutd runs {} day(s) back (libfaketime), as \
@@ -411,7 +422,7 @@ fn report(env: &Env, args: &Args, runs: &[Run]) -> anyhow::Result<ExitCode> {
         "payouts": args.payouts,
         "payouts_small": args.payouts_small,
         "subaccounts": args.subaccounts,
-        "transport": "directory",
+        "transport": if args.sftp_bank.is_some() { "sftp" } else { "directory" },
         "runs": runs_json,
         "peak_rss": memory,
         "verdict": verdict(overall),

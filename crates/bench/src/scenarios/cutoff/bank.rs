@@ -125,6 +125,28 @@ impl Drop {
         Ok(drop)
     }
 
+    /// The drop at `outbound` and `inbound` (another process serves them, e.g. sshd), emptied.
+    pub fn at(outbound: &Path, inbound: &Path) -> anyhow::Result<Self> {
+        for d in [outbound, inbound] {
+            if d.exists() {
+                for entry in
+                    std::fs::read_dir(d).with_context(|| format!("cannot list {}", d.display()))?
+                {
+                    let path = entry?.path();
+                    std::fs::remove_file(&path)
+                        .with_context(|| format!("cannot remove {}", path.display()))?;
+                }
+            } else {
+                std::fs::create_dir_all(d)
+                    .with_context(|| format!("cannot create {}", d.display()))?;
+            }
+        }
+        Ok(Self {
+            outbound: outbound.to_path_buf(),
+            inbound: inbound.to_path_buf(),
+        })
+    }
+
     /// The complete files payoutd put in `outbound` (no dot files, no partial uploads), sorted.
     pub fn sent(&self) -> anyhow::Result<Vec<String>> {
         let mut names = Vec::new();

@@ -73,8 +73,7 @@ pub fn faketime(given: Option<&Path>) -> anyhow::Result<PathBuf> {
         )
 }
 
-/// The production configuration: the rail over the directory transport (or SFTP, when
-/// `sftp` gives its lines), its cut-off late in the day (the run's cut-off is the operator's
+/// The production configuration: the rail over `transport` (its lines), its cut-off late in the day (the run's cut-off is the operator's
 /// `payoutd admin run-cutoff`), same-day settlement, inbound polled every second, manual KYC.
 fn config_text(rail: FileRail, transport: &str) -> String {
     let route = rail.method.route();
@@ -108,6 +107,53 @@ pub fn directory_transport(drop: &Drop) -> String {
     )
 }
 
+/// The SFTP bank `cargo xtask bench cutoff --transport sftp` started (xtask's `bank` module,
+/// as `cargo xtask bank` and rails-demo start it): a real OpenSSH sshd on loopback serving each
+/// rail's directories, with its pinned host key and the client key payoutd logs in with.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct SftpBank {
+    pub host: String,
+    pub port: u16,
+    pub user: String,
+    pub private_key: PathBuf,
+    pub host_key: String,
+    /// Per route: `outbound_dir` and `inbound_dir`.
+    pub rails: std::collections::BTreeMap<String, SftpDirs>,
+}
+
+/// A rail's directories on the SFTP bank.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct SftpDirs {
+    pub outbound_dir: PathBuf,
+    pub inbound_dir: PathBuf,
+}
+
+impl SftpBank {
+    /// The drop of `method` on this bank (emptied).
+    pub fn drop_of(&self, method: PayoutMethod) -> anyhow::Result<Drop> {
+        let dirs = self
+            .rails
+            .get(&method.route())
+            .with_context(|| format!("the SFTP bank has no {} rail", method.route()))?;
+        Drop::at(&dirs.outbound_dir, &dirs.inbound_dir)
+    }
+
+    /// The SFTP transport's lines for `drop`.
+    pub fn transport(&self, drop: &Drop) -> String {
+        format!(
+            "kind = \"sftp\"\nhost = {}\nport = {}\nuser = {}\nprivate_key = {}\nhost_key = {}\n\
+             outbound_dir = {}\ninbound_dir = {}\n",
+            toml_string(&self.host),
+            self.port,
+            toml_string(&self.user),
+            toml_string(&self.private_key.display().to_string()),
+            toml_string(&self.host_key),
+            toml_string(&drop.outbound.display().to_string()),
+            toml_string(&drop.inbound.display().to_string()),
+        )
+    }
+}
+
 /// A TOML basic string.
 pub fn toml_string(text: &str) -> String {
     serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned())
@@ -122,9 +168,9 @@ pub async fn prepare(
     rail: FileRail,
     payouts: u64,
     receiver: &Receiver,
-    transport: &dyn Fn(&Drop) -> anyhow::Result<String>,
+    sftp: Option<&SftpBank>,
 ) -> anyhow::Result<Prepared> {
-    let dir_name = rail.method.route().replace('/', "-");
+    let dir_name = dir_name(rail.method);
     let db = BenchDb::new(
         &env.server_url,
         &format!(
@@ -134,9 +180,20 @@ pub async fn prepare(
     )?;
     db.drop_if_exists().await?;
     let root = std::path::absolute(env.out_dir.join("cutoff").join(&dir_name))?;
-    let drop = Drop::create(&root.join("bank"))?;
+    let (drop, transport) = match sftp {
+        Some(bank) => {
+            let drop = bank.drop_of(rail.method)?;
+            let lines = bank.transport(&drop);
+            (drop, lines)
+        }
+        None => {
+            let drop = Drop::create(&root.join("bank"))?;
+            let lines = directory_transport(&drop);
+            (drop, lines)
+        }
+    };
     let config = root.join("payoutd.toml");
-    std::fs::write(&config, config_text(rail, &transport(&drop)?))
+    std::fs::write(&config, config_text(rail, &transport))
         .with_context(|| format!("cannot write {}", config.display()))?;
 
     let master_key = new_master_key();
