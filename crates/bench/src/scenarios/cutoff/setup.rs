@@ -23,6 +23,10 @@ use crate::server::{Payoutd, new_master_key};
 /// and nothing in the run sends mail.
 const NO_SMTP_PORT: u16 = 28299;
 
+/// How often payoutd polls the SFTP bank's inbound directory: the least the SFTP transport
+/// allows (the directory transport is polled every second).
+const SFTP_POLL_SECS: u64 = 10;
+
 /// Where libfaketime is on Debian and Ubuntu.
 const FAKETIME_PATHS: [&str; 3] = [
     "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
@@ -73,8 +77,9 @@ pub fn faketime(given: Option<&Path>) -> anyhow::Result<PathBuf> {
         )
 }
 
-/// The production configuration: the rail over `transport` (its lines), its cut-off late in the day (the run's cut-off is the operator's
-/// `payoutd admin run-cutoff`), same-day settlement, inbound polled every second, manual KYC.
+/// The production configuration: the rail over `transport` (its lines, with its inbound
+/// poll), its cut-off late in the day (the run's cut-off is the operator's
+/// `payoutd admin run-cutoff`), same-day settlement, manual KYC.
 fn config_text(rail: FileRail, transport: &str) -> String {
     let route = rail.method.route();
     format!(
@@ -85,8 +90,7 @@ fn config_text(rail: FileRail, transport: &str) -> String {
          settlement_days = 0\n\
          {settings}\n\
          [rails.\"{route}\".transport]\n\
-         {transport}\
-         poll_interval_secs = 1\n\n\
+         {transport}\n\
          [smtp]\n\
          host = \"127.0.0.1\"\n\
          port = {NO_SMTP_PORT}\n\
@@ -101,7 +105,7 @@ fn config_text(rail: FileRail, transport: &str) -> String {
 /// The directory transport's lines.
 pub fn directory_transport(drop: &Drop) -> String {
     format!(
-        "kind = \"directory\"\noutbound_dir = {}\ninbound_dir = {}\n",
+        "kind = \"directory\"\noutbound_dir = {}\ninbound_dir = {}\npoll_interval_secs = 1\n",
         toml_string(&drop.outbound.display().to_string()),
         toml_string(&drop.inbound.display().to_string()),
     )
@@ -142,7 +146,7 @@ impl SftpBank {
     pub fn transport(&self, drop: &Drop) -> String {
         format!(
             "kind = \"sftp\"\nhost = {}\nport = {}\nuser = {}\nprivate_key = {}\nhost_key = {}\n\
-             outbound_dir = {}\ninbound_dir = {}\n",
+             outbound_dir = {}\ninbound_dir = {}\npoll_interval_secs = {SFTP_POLL_SECS}\n",
             toml_string(&self.host),
             self.port,
             toml_string(&self.user),
