@@ -231,7 +231,10 @@ pub fn run(mut args: Vec<String>) -> Result<(), Failure> {
                 &paths::target_dir().join("bench").join("cutoff-sftp-bank"),
                 None,
             )?;
-            eprintln!("xtask: the cutoff bench sends its files over SFTP to sshd on 127.0.0.1:{}", bank.port);
+            eprintln!(
+                "xtask: the cutoff bench sends its files over SFTP to sshd on 127.0.0.1:{}",
+                bank.port
+            );
             harness_args.extend(["--sftp-bank".to_owned(), bank.describe().to_string()]);
             _sftp_bank = Some(bank);
         }
@@ -428,7 +431,10 @@ fn take_value(args: &mut Vec<String>, name: &str) -> Result<Option<String>, Stri
     while let Some(arg) = rest.next() {
         if arg == name {
             value = Some(rest.next().ok_or_else(|| format!("{name} needs a value"))?);
-        } else if let Some(given) = arg.strip_prefix(name).and_then(|tail| tail.strip_prefix('=')) {
+        } else if let Some(given) = arg
+            .strip_prefix(name)
+            .and_then(|tail| tail.strip_prefix('='))
+        {
             value = Some(given.to_owned());
         } else {
             kept.push(arg);
@@ -576,7 +582,10 @@ mod tests {
     #[test]
     fn a_value_is_taken_out_of_the_flags() {
         let mut given = args(&["--payouts", "10", "--transport", "sftp", "--advisory"]);
-        assert_eq!(take_value(&mut given, "--transport"), Ok(Some("sftp".to_owned())));
+        assert_eq!(
+            take_value(&mut given, "--transport"),
+            Ok(Some("sftp".to_owned()))
+        );
         assert_eq!(given, args(&["--payouts", "10", "--advisory"]));
         let mut given = args(&["--transport=directory"]);
         assert_eq!(

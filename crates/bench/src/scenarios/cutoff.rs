@@ -208,7 +208,8 @@ async fn run_one(
                 subaccounts: &prepared.subaccounts,
                 method: &route,
             },
-            &env.out_dir.join(format!("cutoff-reference-{dir}-{payouts}.log")),
+            &env.out_dir
+                .join(format!("cutoff-reference-{dir}-{payouts}.log")),
         )
         .await?;
         // The rolled-back rows are dead tuples now: vacuumed, as autovacuum would.
@@ -219,7 +220,9 @@ async fn run_one(
              receiver_accounts, inbound_files, bank_reports, webhook_attempts",
         )
         .await?;
-        let log = env.out_dir.join(format!("payoutd-cutoff-{dir}-{payouts}.log"));
+        let log = env
+            .out_dir
+            .join(format!("payoutd-cutoff-{dir}-{payouts}.log"));
         let server = prepared.payoutd.serve_with(&log, &[]).await?;
         let pid = server.pid().context("payoutd has no pid")?;
         settle_in(&prepared, &receiver).await?;
@@ -382,7 +385,11 @@ fn report(env: &Env, args: &Args, runs: &[Run]) -> anyhow::Result<ExitCode> {
     }
     let mut memory = Vec::new();
     if args.payouts_small > 0 && args.payouts_small != args.payouts {
-        for rail in runs.iter().map(|r| r.rail.method).collect::<std::collections::BTreeSet<_>>() {
+        for rail in runs
+            .iter()
+            .map(|r| r.rail.method)
+            .collect::<std::collections::BTreeSet<_>>()
+        {
             let peak_at = |n: u64| {
                 runs.iter()
                     .find(|r| r.rail.method == rail && r.payouts == n)

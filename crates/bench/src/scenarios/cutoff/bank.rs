@@ -248,7 +248,10 @@ pub fn settlement_report(
         transactions,
     };
     let report = status_report(&summary, &decisions)?;
-    Ok((format!("{}-pain002.xml", stem(name)), write_pain002(&report)?))
+    Ok((
+        format!("{}-pain002.xml", stem(name)),
+        write_pain002(&report)?,
+    ))
 }
 
 /// The return file answering the sent file `name` for the payments `returned` (reference →

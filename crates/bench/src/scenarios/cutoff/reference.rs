@@ -134,7 +134,9 @@ fn parse(report: &str) -> anyhow::Result<ReferenceTimes> {
         if line == "@end" {
             current = None;
         } else if let Some(name) = line.strip_prefix("@script ") {
-            current = SCRIPTS.iter().position(|(script, _)| *script == name.trim());
+            current = SCRIPTS
+                .iter()
+                .position(|(script, _)| *script == name.trim());
             if let Some(i) = current {
                 times.ms[i] = Some(0.0);
             }

@@ -63,7 +63,11 @@ pub fn days_back() -> u32 {
 /// libfaketime: `given`, else the first of the Debian paths that exists.
 pub fn faketime(given: Option<&Path>) -> anyhow::Result<PathBuf> {
     if let Some(path) = given {
-        anyhow::ensure!(path.is_file(), "--faketime {} is not a file", path.display());
+        anyhow::ensure!(
+            path.is_file(),
+            "--faketime {} is not a file",
+            path.display()
+        );
         return Ok(path.to_path_buf());
     }
     FAKETIME_PATHS
@@ -232,7 +236,15 @@ pub async fn prepare(
             ),
             (
                 "set-fee",
-                ["--fixed", FEE.0, "--percentage", FEE.1, "--min-amount", FEE.2].as_slice(),
+                [
+                    "--fixed",
+                    FEE.0,
+                    "--percentage",
+                    FEE.1,
+                    "--min-amount",
+                    FEE.2,
+                ]
+                .as_slice(),
             ),
         ] {
             let mut full = vec![command, "--subaccount", &sub, "--asset", asset];

@@ -204,7 +204,10 @@ pub async fn measure(
         .admin(&["run-cutoff", "--method", &method])
         .await?;
     let cutoff = Instant::now();
-    let mut wait = Wait::new(format!("{method}: the files and every payout in progress"), timeout);
+    let mut wait = Wait::new(
+        format!("{method}: the files and every payout in progress"),
+        timeout,
+    );
     let (mut generated, mut sent) = (false, false);
     loop {
         let c = counts(&mut conn, &method, &batches).await?;
