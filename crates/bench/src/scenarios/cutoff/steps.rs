@@ -55,6 +55,8 @@ struct Counts {
     #[diesel(sql_type = BigInt)]
     files: i64,
     #[diesel(sql_type = BigInt)]
+    items: i64,
+    #[diesel(sql_type = BigInt)]
     referenced: i64,
     #[diesel(sql_type = BigInt)]
     successful: i64,
@@ -67,6 +69,8 @@ struct Counts {
 /// Every count the steps wait for, in one statement.
 const COUNTS: &str = "\
 SELECT (SELECT count(*) FROM rail_files WHERE method = $1) AS files,
+       (SELECT count(*) FROM rail_file_items i JOIN rail_files f ON f.id = i.file_id
+         WHERE f.method = $1) AS items,
        (SELECT count(*) FROM inbound_files WHERE method = $1 AND outcome = 'read') AS inbound_read,
        count(*) FILTER (WHERE p.status IN (3, 4, 6) AND p.provider_reference <> '') AS referenced,
        count(*) FILTER (WHERE p.status = 4) AS successful,
@@ -187,7 +191,6 @@ pub async fn measure(
 ) -> anyhow::Result<Measured> {
     let method = rail.method.route();
     let n = i64::try_from(payouts)?;
-    let expected_files = i64::try_from(prepared.batches.len())?;
     let batches: Vec<uuid::Uuid> = prepared
         .batches
         .iter()
@@ -211,17 +214,19 @@ pub async fn measure(
     let (mut generated, mut sent) = (false, false);
     loop {
         let c = counts(&mut conn, &method, &batches).await?;
-        if !generated && c.files >= expected_files {
+        // A batch's payouts may be split over several files at a format's limits: a step is
+        // over when every payout is in a stored file, and every stored file at the drop.
+        if !generated && c.items >= n {
             generated = true;
             measured.steps.push(step(
                 "generated",
-                "cut-off → every file stored",
+                "cut-off → every payout in a stored file",
                 cutoff,
                 &["cutoff_generated"],
                 peak(pid),
             ));
         }
-        if !sent && i64::try_from(prepared.drop.sent()?.len())? >= expected_files {
+        if !sent && generated && i64::try_from(prepared.drop.sent()?.len())? >= c.files {
             sent = true;
             measured.steps.push(step(
                 "sent",
@@ -243,8 +248,8 @@ pub async fn measure(
         }
         wait.tick(|| {
             format!(
-                "{} of {expected_files} files stored, {} payouts with their reference",
-                c.files, c.referenced
+                "{} files ({} payouts) stored, {} payouts with their reference",
+                c.files, c.items, c.referenced
             )
         })
         .await?;
