@@ -216,6 +216,7 @@ impl BenchDb {
     /// after rolling back the prepared transactions a killed coordinator session may have left
     /// there, which would block dropping it).
     pub async fn drop_if_exists(&self) -> anyhow::Result<()> {
+        const DROP_TRIES: u32 = 10;
         let maintenance = std::iter::once(self.maintenance_url.as_str())
             .chain(self.workers.iter().map(|w| w.maintenance_url.as_str()));
         for (n, maintenance_url) in maintenance.enumerate() {
@@ -227,13 +228,31 @@ impl BenchDb {
                 .with_context(|| {
                     format!("connecting to the maintenance database {maintenance_url}")
                 })?;
-            diesel::sql_query(format!(
+            let drop = format!(
                 "DROP DATABASE IF EXISTS {} WITH (FORCE)",
                 quote_ident(&self.name)
-            ))
-            .execute(&mut conn)
-            .await
-            .with_context(|| format!("dropping database {} on {maintenance_url}", self.name))?;
+            );
+            // FORCE ends the sessions it finds, but a worker's Citus maintenance daemon (or a
+            // session of a run just ended) can connect again before the drop looks once more:
+            // a few tries a second apart, then the error.
+            let mut tries = 0;
+            loop {
+                tries += 1;
+                match diesel::sql_query(&drop).execute(&mut conn).await {
+                    Ok(_) => break,
+                    Err(_) if tries < DROP_TRIES => {
+                        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                    }
+                    Err(e) => {
+                        return Err(e).with_context(|| {
+                            format!(
+                                "dropping database {} on {maintenance_url} ({tries} tries)",
+                                self.name
+                            )
+                        });
+                    }
+                }
+            }
         }
         Ok(())
     }
