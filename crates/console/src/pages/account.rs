@@ -70,7 +70,6 @@ fn render(
                 dt { "Role" } dd { (operator.role.as_str()) }
                 dt { "Signed in" } dd { (when(session.created_at)) }
                 dt { "Session ends" } dd { (when(session.expires_at)) " at the latest; sooner after " (idle) " minutes without a request" }
-                dt { "Time zone" } dd { (operator.time_zone.name()) }
             }
             (form)
         },
