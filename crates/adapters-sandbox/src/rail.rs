@@ -15,7 +15,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use domain::PortError;
 use domain::batch::Batch;
-use domain::batch::ports::{PayoutRail, RailOutcome, RailReceipt, RailResult};
+use domain::batch::ports::{BatchStore, PayoutRail, RailOutcome, RailReceipt, RailResult};
 use domain::payout::Payout;
 use domain::ports::Clock;
 
@@ -30,14 +30,21 @@ pub const DEFAULT_SETTLE_AFTER: Duration = Duration::from_secs(5);
 pub struct SandboxRail {
     clock: Arc<dyn Clock>,
     settle_after: chrono::Duration,
+    batches: Arc<dyn BatchStore>,
 }
 
 impl SandboxRail {
-    /// A rail reporting each payout's result `settle_after` after its submission.
-    pub fn new(clock: Arc<dyn Clock>, settle_after: Duration) -> Self {
+    /// A rail reporting each payout's result `settle_after` after its submission; the payouts
+    /// submitted to it are those `batches` has in progress.
+    pub fn new(
+        clock: Arc<dyn Clock>,
+        settle_after: Duration,
+        batches: Arc<dyn BatchStore>,
+    ) -> Self {
         Self {
             clock,
             settle_after: chrono::Duration::from_std(settle_after).unwrap_or(chrono::Duration::MAX),
+            batches,
         }
     }
 
@@ -76,10 +83,13 @@ impl PayoutRail for SandboxRail {
             .collect())
     }
 
-    async fn results(&self, payouts: &[Payout]) -> Result<Vec<RailOutcome>, PortError> {
+    /// The longest-waiting submitted payouts are the first due (one delay for all), so the
+    /// results are among the first `limit` of them.
+    async fn results(&self, limit: u32) -> Result<Vec<RailOutcome>, PortError> {
         let now = self.clock.now();
+        let payouts = self.batches.submitted_payouts(limit).await?;
         Ok(payouts
-            .iter()
+            .into_iter()
             .filter(|p| {
                 p.submitted_at.is_some_and(|at| {
                     at.checked_add_signed(self.settle_after)
@@ -87,8 +97,8 @@ impl PayoutRail for SandboxRail {
                 })
             })
             .map(|p| RailOutcome {
-                payout_id: p.id,
-                result: Self::result_for(p),
+                result: Self::result_for(&p),
+                payout: p,
             })
             .collect())
     }
@@ -98,6 +108,7 @@ impl PayoutRail for SandboxRail {
 mod tests {
     use super::*;
     use chrono::{DateTime, Utc};
+    use domain::batch::ports::MockBatchStore;
     use domain::builders::PayoutBuilder;
     use domain::ids::{BatchId, PayoutId, SubaccountId};
     use domain::money::Asset;
@@ -145,7 +156,13 @@ mod tests {
 
     #[tokio::test]
     async fn submitting_again_gives_the_same_references() {
-        let rail = SandboxRail::new(Arc::new(Fixed(at(0))), Duration::from_secs(5));
+        let mut batches = MockBatchStore::new();
+        batches.expect_submitted_payouts().never();
+        let rail = SandboxRail::new(
+            Arc::new(Fixed(at(0))),
+            Duration::from_secs(5),
+            Arc::new(batches),
+        );
         let payouts = [payout(10, 500, None), payout(11, 700, None)];
         let first = rail.submit(&batch(), &payouts).await;
         let again = rail.submit(&batch(), &payouts).await;
@@ -161,15 +178,29 @@ mod tests {
 
     #[tokio::test]
     async fn results_come_after_the_delay_and_13_fails() {
-        let rail = SandboxRail::new(Arc::new(Fixed(at(10))), Duration::from_secs(5));
-        let payouts = [
+        let payouts = vec![
             payout(1, 500, Some(5)),  // due exactly now
             payout(2, 1013, Some(4)), // due, failing amount
             payout(3, 500, Some(6)),  // one second to go
             payout(4, 500, None),     // never submitted
         ];
-        let outcomes = rail.results(&payouts).await.unwrap_or_default();
+        let mut batches = MockBatchStore::new();
+        batches
+            .expect_submitted_payouts()
+            .with(mockall::predicate::eq(500))
+            .times(1)
+            .returning(move |_| Ok(payouts.clone()));
+        let rail = SandboxRail::new(
+            Arc::new(Fixed(at(10))),
+            Duration::from_secs(5),
+            Arc::new(batches),
+        );
+        let outcomes = rail.results(500).await.unwrap_or_default();
         assert_eq!(outcomes.len(), 2);
+        assert_eq!(
+            outcomes[0].payout.id,
+            PayoutId::from_uuid(Uuid::from_u128(1))
+        );
         assert_eq!(outcomes[0].result, RailResult::Paid);
         assert!(matches!(
             outcomes[1].result,

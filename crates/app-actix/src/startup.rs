@@ -17,7 +17,7 @@ use domain::account::notification::worker::{NotificationSettings, NotificationWo
 use domain::account::ports::Notifier;
 use domain::account::service::AccountService;
 use domain::auth::{AuthService, CachedCredentials};
-use domain::batch::ports::PayoutRail;
+use domain::batch::ports::{BatchStore, PayoutRail};
 use domain::batch::runner::BatchRunner;
 use domain::delivery::worker::{DeliveryWorker, WorkerSettings};
 use domain::idempotency::IdempotencyService;
@@ -142,8 +142,9 @@ pub struct Sandbox {
     pub kyc: Arc<SandboxKyc>,
     /// The e-mail/SMS provider.
     pub notifier: Arc<SandboxNotifier>,
-    /// The payout rail.
-    pub rail: Arc<SandboxRail>,
+    /// How long the payout rail takes to settle a payout: the rail reads the submitted payouts
+    /// from each state's store ([`Sandbox::payout_rail`]).
+    pub rail_settle_after: std::time::Duration,
 }
 
 impl Sandbox {
@@ -156,11 +157,13 @@ impl Sandbox {
         Self {
             kyc: Arc::new(kyc),
             notifier: Arc::new(SandboxNotifier::new()),
-            rail: Arc::new(SandboxRail::new(
-                Arc::new(SystemClock),
-                config.batches.sandbox_settle,
-            )),
+            rail_settle_after: config.batches.sandbox_settle,
         }
+    }
+
+    /// The payout rail over `batches`, where it finds the payouts submitted to it.
+    pub fn payout_rail(&self, batches: Arc<dyn BatchStore>, clock: Arc<dyn Clock>) -> SandboxRail {
+        SandboxRail::new(clock, self.rail_settle_after, batches)
     }
 }
 
@@ -228,7 +231,7 @@ pub fn build_state(
         World::Sandbox(sandbox) => (
             sandbox.kyc.clone(),
             sandbox.notifier.clone(),
-            sandbox.rail.clone(),
+            Arc::new(sandbox.payout_rail(Arc::new(store.clone()), clock.clone())),
             None,
         ),
         World::Production(production) => (

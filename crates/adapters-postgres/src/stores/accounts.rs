@@ -295,6 +295,29 @@ impl AccountStore for PgStore {
         row.map(|r| r.into_domain(&self.vault)).transpose()
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %subaccount, ids = ids.len()))]
+    async fn find_accounts(
+        &self,
+        subaccount: SubaccountId,
+        ids: &[ReceiverAccountId],
+    ) -> Result<Vec<ReceiverAccount>, PortError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut conn = self.conn().await?;
+        let ids: Vec<uuid::Uuid> = ids.iter().map(|id| id.as_uuid()).collect();
+        let rows: Vec<AccountRow> = receiver_accounts::table
+            .filter(receiver_accounts::id.eq_any(&ids))
+            .filter(receiver_accounts::subaccount_id.eq(subaccount.as_uuid()))
+            .select(AccountRow::as_select())
+            .load(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        rows.into_iter()
+            .map(|r| r.into_domain(&self.vault))
+            .collect()
+    }
+
     #[tracing::instrument(
         level = "debug",
         skip_all,

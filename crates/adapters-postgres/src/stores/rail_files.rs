@@ -6,16 +6,19 @@ use diesel::prelude::*;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use domain::PortError;
 use domain::account::PayoutMethod;
+use domain::batch::BatchStatus;
 use domain::ids::{BatchId, PayoutId, RailFileId, SubaccountId};
+use domain::payout::{Payout, PayoutStatus};
 use domain::payout_story::FiledPayment;
 use domain::rail::file::{RailFile, RailFileItem, RailFileState};
-use domain::rail::ports::{RailFileStore, RailFileSummary};
+use domain::rail::ports::{AnsweredPayout, RailFileStore, RailFileSummary};
 use uuid::Uuid;
 
 use super::PgStore;
 use crate::cached::CachedExt;
 use crate::errors::from_diesel;
-use crate::schema::{rail_file_items, rail_file_numbers, rail_files};
+use crate::rows::PayoutRow;
+use crate::schema::{batches, payouts, rail_file_items, rail_file_numbers, rail_files};
 
 /// The day that stands for "over all time" in `rail_file_numbers`: 0001-01-01.
 const ALL_TIME: NaiveDate = match NaiveDate::from_ymd_opt(1, 1, 1) {
@@ -483,29 +486,77 @@ impl RailFileStore for PgStore {
         load_file(&mut conn, query).await
     }
 
-    #[tracing::instrument(level = "debug", skip_all, fields(payouts = payouts.len()))]
-    async fn files_of_payouts(&self, payouts: &[PayoutId]) -> Result<Vec<RailFile>, PortError> {
-        if payouts.is_empty() {
+    #[tracing::instrument(level = "debug", skip_all, fields(method = method.route(), limit))]
+    async fn answered_payouts(
+        &self,
+        method: PayoutMethod,
+        paid_from: Option<NaiveDate>,
+        limit: u32,
+    ) -> Result<Vec<AnsweredPayout>, PortError> {
+        if limit == 0 {
             return Ok(Vec::new());
         }
-        let ids: Vec<Uuid> = payouts.iter().map(|p| p.as_uuid()).collect();
         let mut conn = self.conn().await?;
-        let heads: Vec<FileHead> = rail_files::table
-            .filter(
-                rail_files::id.eq_any(
-                    rail_file_items::table
-                        .filter(rail_file_items::payout_id.eq_any(&ids))
-                        .select(rail_file_items::file_id),
-                ),
+        let in_progress = i16::from(PayoutStatus::InProgress.code());
+        // From the submitted batches (few: the work in flight) to their files of the method that
+        // have an answer, then to each such batch's payouts still in progress (`payouts_batch`:
+        // settled ones are not read again), each checked to be in that file. Every join keeps
+        // the subaccount, so on Citus the whole statement runs shard by shard.
+        let mut query = batches::table
+            .inner_join(
+                rail_files::table.on(rail_files::subaccount_id
+                    .eq(batches::subaccount_id)
+                    .and(rail_files::batch_id.eq(batches::id))),
             )
-            .select(FileHead::as_select())
-            .load(&mut conn)
-            .await
-            .map_err(from_diesel)?;
-        complete(
-            &mut conn,
-            heads.into_iter().map(|h| (h, Vec::new())).collect(),
-        )
-        .await
+            .inner_join(
+                payouts::table.on(payouts::subaccount_id
+                    .eq(batches::subaccount_id)
+                    .and(payouts::batch_id.eq(batches::id.nullable()))
+                    .and(payouts::status.eq(in_progress))),
+            )
+            .inner_join(
+                rail_file_items::table.on(rail_file_items::subaccount_id
+                    .eq(payouts::subaccount_id)
+                    .and(rail_file_items::file_id.eq(rail_files::id))
+                    .and(rail_file_items::payout_id.eq(payouts::id))),
+            )
+            .filter(batches::status.eq(BatchStatus::InProgress.as_str()))
+            .filter(rail_files::method.eq(method.route()))
+            .select((
+                PayoutRow::as_select(),
+                rail_files::id,
+                rail_files::name,
+                rail_files::state,
+                rail_files::reason,
+            ))
+            .limit(i64::from(limit))
+            .into_boxed();
+        let rejected = RailFileState::Rejected.as_str();
+        query = match paid_from {
+            Some(day) => query.filter(
+                rail_files::state.eq(rejected).or(rail_files::state
+                    .eq_any([
+                        RailFileState::Uploaded.as_str(),
+                        RailFileState::Acknowledged.as_str(),
+                    ])
+                    .and(rail_files::effective_date.le(day))),
+            ),
+            None => query.filter(rail_files::state.eq(rejected)),
+        };
+        let rows: Vec<(PayoutRow, Uuid, String, String, Option<String>)> =
+            query.load(&mut conn).await.map_err(from_diesel)?;
+        rows.into_iter()
+            .map(|(payout, file, name, state, reason)| {
+                Ok(AnsweredPayout {
+                    payout: Payout::try_from(payout)?,
+                    file: RailFileId::from_uuid(file),
+                    state: RailFileState::parse(&state).ok_or_else(|| {
+                        PortError::unknown(format!("rail file {file} has state {state}"))
+                    })?,
+                    name,
+                    reason,
+                })
+            })
+            .collect()
     }
 }

@@ -141,6 +141,36 @@ impl ReceiverStore for PgStore {
         row.map(to_domain).transpose()
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(subaccount = %subaccount, ids = ids.len()))]
+    async fn find_receivers(
+        &self,
+        subaccount: SubaccountId,
+        ids: &[ReceiverId],
+    ) -> Result<Vec<Receiver>, PortError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        // As `find_receiver`: `=` routes to the shard on Citus; on plain PostgreSQL the ids'
+        // primary key finds them whatever the subaccount's size.
+        let citus = self.detect_citus().await?;
+        let mut conn = self.conn().await?;
+        let ids: Vec<uuid::Uuid> = ids.iter().map(|id| id.as_uuid()).collect();
+        let read = receivers::table
+            .filter(receivers::id.eq_any(&ids))
+            .select(ReceiverRow::as_select());
+        let rows: Vec<ReceiverRow> = if citus {
+            read.filter(receivers::subaccount_id.eq(subaccount.as_uuid()))
+                .load(&mut conn)
+                .await
+        } else {
+            read.filter(receivers::subaccount_id.is_not_distinct_from(subaccount.as_uuid()))
+                .load(&mut conn)
+                .await
+        }
+        .map_err(from_diesel)?;
+        rows.into_iter().map(to_domain).collect()
+    }
+
     #[tracing::instrument(
         level = "debug",
         skip_all,

@@ -5,12 +5,13 @@
 use std::collections::BTreeSet;
 
 use chrono::NaiveDate;
-use diesel::sql_types::{Timestamptz, Uuid as SqlUuid};
+use diesel::sql_types::{Array, SmallInt, Timestamptz, Uuid as SqlUuid};
 use diesel_async::RunQueryDsl;
 use domain::account::PayoutMethod;
 use domain::ids::{BatchId, PayoutId, RailFileId, SubaccountId};
+use domain::payout::PayoutStatus;
 use domain::rail::file::{RailFile, RailFileItem, RailFileState};
-use domain::rail::ports::RailFileStore;
+use domain::rail::ports::{AnsweredPayout, RailFileStore};
 use uuid::Uuid;
 
 use crate::accounts::{ach, insert, new_receiver};
@@ -225,8 +226,6 @@ async fn a_batch_has_one_file_per_part_each_payout_in_one_of_them() {
             .iter()
             .any(|f| f.part == 2 && f.name == second.name && f.payouts == 2)
     );
-    let files = fx.store.files_of_payouts(&payouts).await.unwrap();
-    assert_eq!(files.len(), 2);
 
     // A runner that wrote part 2 again (other bytes) gets the stored one.
     let again = part_of(sub, batch, 2, &payouts[3..], b"part 2 again");
@@ -489,42 +488,148 @@ async fn files_written_at_one_instant_page_by_id() {
     assert_eq!(third.len(), 1);
 }
 
+/// Sets the payouts' status (by its code) directly.
+async fn set_status(fx: &Fixture, payouts: &[PayoutId], status: PayoutStatus) {
+    let ids: Vec<Uuid> = payouts.iter().map(|p| p.as_uuid()).collect();
+    diesel::sql_query("UPDATE payouts SET status = $1 WHERE id = ANY($2)")
+        .bind::<SmallInt, _>(i16::from(status.code()))
+        .bind::<Array<SqlUuid>, _>(ids)
+        .execute(&mut fx.raw().await)
+        .await
+        .expect("set status");
+}
+
+/// A batch of `n` payouts in progress in one ACH file of `state`, effective `day`.
+async fn answered_batch(
+    fx: &Fixture,
+    sub: SubaccountId,
+    n: usize,
+    day: NaiveDate,
+    state: RailFileState,
+) -> (RailFile, Vec<PayoutId>) {
+    let (batch, payouts) = batch_with_payouts(fx, sub, n).await;
+    set_status(fx, &payouts, PayoutStatus::InProgress).await;
+    let file = RailFile {
+        effective_date: day,
+        ..file_of(sub, batch, &payouts, batch.to_string().as_bytes())
+    };
+    fx.store.insert_file(&file).await.unwrap();
+    let mut now = RailFileState::Generated;
+    for next in [RailFileState::Uploaded, state] {
+        if next != now {
+            let reason = (next == RailFileState::Rejected).then(|| "bad totals".to_owned());
+            assert!(
+                fx.store
+                    .move_file(file.id, now, next, at(T0), reason)
+                    .await
+                    .unwrap()
+            );
+            now = next;
+        }
+    }
+    (file, payouts)
+}
+
 #[tokio::test]
-async fn files_of_payouts_finds_each_file_once_without_bytes() {
+async fn answered_payouts_are_the_waiting_payouts_of_files_with_an_answer_only() {
     let fx = Fixture::new().await;
     let sub = fx.subaccount("files").await.id;
-    let (b1, p1) = batch_with_payouts(&fx, sub, 2).await;
-    let (b2, p2) = batch_with_payouts(&fx, sub, 1).await;
-    let f1 = file_of(sub, b1, &p1, b"one");
-    let f2 = file_of(sub, b2, &p2, b"two");
-    fx.store.insert_file(&f1).await.unwrap();
-    fx.store.insert_file(&f2).await.unwrap();
-
-    let found = fx.store.files_of_payouts(&[p1[0], p1[1]]).await.unwrap();
-    assert_eq!(found.len(), 1);
-    assert_eq!(found[0].id, f1.id);
-    assert_eq!(found[0].items, f1.items);
-    assert!(found[0].bytes.is_empty());
-
-    let mut both: Vec<_> = fx
-        .store
-        .files_of_payouts(&[p1[1], p2[0]])
+    let other = fx.subaccount("other files").await.id;
+    let day = NaiveDate::from_ymd_opt(2026, 11, 26).unwrap();
+    let later = NaiveDate::from_ymd_opt(2026, 11, 30).unwrap();
+    // Due: uploaded or acknowledged, effective on the day or before; one payout settled already.
+    let (due, due_payouts) = answered_batch(&fx, sub, 3, day, RailFileState::Uploaded).await;
+    set_status(&fx, &due_payouts[..1], PayoutStatus::Successful).await;
+    let (acked, acked_payouts) = answered_batch(
+        &fx,
+        other,
+        1,
+        day.pred_opt().unwrap(),
+        RailFileState::Acknowledged,
+    )
+    .await;
+    // Waiting for a later date, however many, and a file not yet uploaded.
+    answered_batch(&fx, sub, 4, later, RailFileState::Uploaded).await;
+    let (batch, unsent) = batch_with_payouts(&fx, sub, 2).await;
+    set_status(&fx, &unsent, PayoutStatus::InProgress).await;
+    fx.store
+        .insert_file(&RailFile {
+            effective_date: day,
+            ..file_of(sub, batch, &unsent, b"generated")
+        })
         .await
-        .unwrap()
-        .into_iter()
-        .map(|f| f.id)
+        .unwrap();
+    // Rejected: whatever its date.
+    let (rejected, rejected_payouts) =
+        answered_batch(&fx, sub, 2, later, RailFileState::Rejected).await;
+
+    let ids = |answered: &[AnsweredPayout]| -> BTreeSet<PayoutId> {
+        answered.iter().map(|a| a.payout.id).collect()
+    };
+    let all = fx
+        .store
+        .answered_payouts(PayoutMethod::Ach, Some(day), 100)
+        .await
+        .unwrap();
+    let expected: BTreeSet<PayoutId> = due_payouts[1..]
+        .iter()
+        .chain(&acked_payouts)
+        .chain(&rejected_payouts)
+        .copied()
         .collect();
-    both.sort_by_key(|id| id.as_uuid());
-    let mut expected = vec![f1.id, f2.id];
-    expected.sort_by_key(|id| id.as_uuid());
-    assert_eq!(both, expected);
-    assert!(fx.store.files_of_payouts(&[]).await.unwrap().is_empty());
+    assert_eq!(ids(&all), expected);
+    assert_eq!(all.len(), expected.len(), "each once");
+    for answered in &all {
+        assert_eq!(answered.payout.status, PayoutStatus::InProgress);
+        let file = [&due, &acked, &rejected]
+            .into_iter()
+            .find(|f| f.reference_of(answered.payout.id).is_some())
+            .unwrap();
+        assert_eq!(answered.file, file.id);
+        assert_eq!(answered.name, file.name);
+    }
+    let refused = all.iter().find(|a| a.file == rejected.id).unwrap();
+    assert_eq!(refused.state, RailFileState::Rejected);
+    assert_eq!(refused.reason.as_deref(), Some("bad totals"));
+
+    // A method paid on confirmation: only the rejected file answers.
+    let confirming = fx
+        .store
+        .answered_payouts(PayoutMethod::Ach, None, 100)
+        .await
+        .unwrap();
+    assert_eq!(ids(&confirming), rejected_payouts.iter().copied().collect());
+    // The limit, and other methods.
+    assert_eq!(
+        fx.store
+            .answered_payouts(PayoutMethod::Ach, Some(day), 2)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
     assert!(
         fx.store
-            .files_of_payouts(&[PayoutId::from_uuid(Uuid::new_v4())])
+            .answered_payouts(PayoutMethod::Ach, Some(day), 0)
             .await
             .unwrap()
             .is_empty()
+    );
+    assert!(
+        fx.store
+            .answered_payouts(PayoutMethod::Sepa, Some(later), 100)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Once the later date comes, its file answers too.
+    assert_eq!(
+        fx.store
+            .answered_payouts(PayoutMethod::Ach, Some(later), 100)
+            .await
+            .unwrap()
+            .len(),
+        expected.len() + 4
     );
 }
 

@@ -57,6 +57,20 @@ async fn inserted_receiver_is_found_by_its_own_subaccount_only() {
 
     // Tenancy: another subaccount does not see it.
     assert!(fx.store.find_receiver(other, r.id).await.unwrap().is_none());
+    // The set read: the same receiver, by its own subaccount only; unknown ids left out.
+    let asked = [r.id, ReceiverId::from_uuid(Uuid::new_v4())];
+    assert_eq!(
+        fx.store.find_receivers(sub, &asked).await.unwrap(),
+        vec![r.clone()]
+    );
+    assert!(
+        fx.store
+            .find_receivers(other, &asked)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(fx.store.find_receivers(sub, &[]).await.unwrap().is_empty());
     // Unknown id.
     let unknown = ReceiverId::from_uuid(Uuid::new_v4());
     assert!(

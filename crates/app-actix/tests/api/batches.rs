@@ -337,8 +337,8 @@ impl PayoutRail for CountingRail {
         self.inner.submit(batch, payouts).await
     }
 
-    async fn results(&self, payouts: &[Payout]) -> Result<Vec<RailOutcome>, PortError> {
-        self.inner.results(payouts).await
+    async fn results(&self, limit: u32) -> Result<Vec<RailOutcome>, PortError> {
+        self.inner.results(limit).await
     }
 }
 
@@ -367,9 +367,9 @@ async fn two_batch_runners_never_submit_a_payout_twice_nor_apply_a_result_twice(
         BatchRunner::new(
             store.clone(),
             store.clone(),
-            store,
+            store.clone(),
             Arc::new(CountingRail {
-                inner: SandboxRail::new(Arc::new(SystemClock), Duration::ZERO),
+                inner: SandboxRail::new(Arc::new(SystemClock), Duration::ZERO, store),
                 submitted: submitted.clone(),
             }),
             Arc::new(SystemClock),

@@ -93,6 +93,15 @@ pub trait AccountStore: Send + Sync {
         id: ReceiverAccountId,
     ) -> Result<Option<ReceiverAccount>, PortError>;
 
+    /// The accounts with these ids that belong to `subaccount`, in one read, in no particular
+    /// order; an id that is not one of them is left out. (A file of a batch's payouts reads
+    /// its accounts this way, not one round trip each.)
+    async fn find_accounts(
+        &self,
+        subaccount: SubaccountId,
+        ids: &[ReceiverAccountId],
+    ) -> Result<Vec<ReceiverAccount>, PortError>;
+
     /// Every account of the receiver (of `subaccount`), oldest first.
     async fn list_accounts(
         &self,

@@ -143,11 +143,11 @@ pub enum RailResult {
     },
 }
 
-/// The rail's result for one payout.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The rail's result for one submitted payout.
+#[derive(Debug, Clone, PartialEq)]
 pub struct RailOutcome {
-    /// The payout.
-    pub payout_id: PayoutId,
+    /// The payout, as read with its result (`in_progress`).
+    pub payout: Payout,
     /// What happened.
     pub result: RailResult,
 }
@@ -165,8 +165,15 @@ pub trait PayoutRail: Send + Sync {
         payouts: &[Payout],
     ) -> Result<Vec<RailReceipt>, PortError>;
 
-    /// The results the rail has for these submitted payouts (none for those still running).
-    async fn results(&self, payouts: &[Payout]) -> Result<Vec<RailOutcome>, PortError>;
+    /// Up to `limit` of the payouts submitted to the rail and still `in_progress` whose result
+    /// the rail has, each with it (none for those still running). A payout whose result is in
+    /// is found however many others wait for theirs: a rail never hides a due payout behind
+    /// payouts that are not (a file answered or at its effective date is found among any number
+    /// of files waiting for a later one).
+    ///
+    /// # Errors
+    /// `PortError` when what the rail knows cannot be read; nothing is changed.
+    async fn results(&self, limit: u32) -> Result<Vec<RailOutcome>, PortError>;
 }
 
 /// Batches and the changes of their lifecycle.
@@ -203,7 +210,9 @@ pub trait BatchStore: Send + Sync {
         events: &[OutboxEvent],
     ) -> Result<bool, PortError>;
 
-    /// Up to `limit` `in_progress` payouts of submitted batches, longest waiting first.
+    /// Up to `limit` `in_progress` payouts of submitted batches, longest waiting first (the
+    /// sandbox rail's results: with one delay for every payout, the longest waiting are the
+    /// first due).
     async fn submitted_payouts(&self, limit: u32) -> Result<Vec<Payout>, PortError>;
 
     /// Ends the batch if it is submitted and none of its payouts is still `in_progress`: its

@@ -1,7 +1,7 @@
 //! The batch runner: the background job that closes due batches and submits their payouts
 //! (docs/ARCHITECTURE.md, Money), and the sandbox helpers that drive the same steps on demand.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use chrono::Duration;
@@ -123,31 +123,25 @@ impl BatchRunner {
             };
             pass.submitted += usize::from(self.submit(&closed).await?);
         }
-        let submitted = self.batches.submitted_payouts(RESULTS_PER_PASS).await?;
-        if !submitted.is_empty() {
-            let outcomes = self.rail.results(&submitted).await?;
-            let (settled, finished) = self.settle_all(&submitted, &outcomes).await?;
+        let outcomes = self.rail.results(RESULTS_PER_PASS).await?;
+        if !outcomes.is_empty() {
+            let (settled, finished) = self.settle_all(&outcomes).await?;
             pass.settled += settled;
             pass.finished += finished;
         }
         Ok(pass)
     }
 
-    /// Records the rail's `outcomes` for `submitted` payouts as [`Self::settle`] records each,
-    /// but applied as one set ([`PayoutStore::apply_transitions`]), and finishes each batch
-    /// they touched once. Returns how many were applied and how many batches finished.
-    async fn settle_all(
-        &self,
-        submitted: &[Payout],
-        outcomes: &[RailOutcome],
-    ) -> Result<(usize, usize), PortError> {
-        let by_id: HashMap<PayoutId, &Payout> = submitted.iter().map(|p| (p.id, p)).collect();
+    /// Records the rail's `outcomes` as [`Self::settle`] records each, but applied as one set
+    /// ([`PayoutStore::apply_transitions`]), and finishes each batch they touched once. Returns
+    /// how many were applied and how many batches finished.
+    async fn settle_all(&self, outcomes: &[RailOutcome]) -> Result<(usize, usize), PortError> {
         let mut planned = Vec::with_capacity(outcomes.len());
         for outcome in outcomes {
-            let Some(payout) = by_id.get(&outcome.payout_id) else {
-                continue;
-            };
-            if let Some(settlement) = self.plan_settlement(payout, &outcome.result).await? {
+            if let Some(settlement) = self
+                .plan_settlement(&outcome.payout, &outcome.result)
+                .await?
+            {
                 planned.push(settlement);
             }
         }
@@ -717,13 +711,11 @@ mod tests {
 
     #[tokio::test]
     async fn a_pass_applies_the_rails_results_as_one_set_and_finishes_each_batch_once() {
-        let submitted: Vec<Payout> = (1..=3).map(in_progress_numbered).collect();
+        let submitted: Vec<Payout> = (1..=2).map(in_progress_numbered).collect();
         let mut batches = MockBatchStore::new();
         nothing_due(&mut batches);
-        let listed = submitted.clone();
-        batches
-            .expect_submitted_payouts()
-            .returning(move |_| Ok(listed.clone()));
+        // The rail, not the runner, says which payouts have a result.
+        batches.expect_submitted_payouts().never();
         batches
             .expect_finish_batch()
             .with(
@@ -734,27 +726,26 @@ mod tests {
             .times(1)
             .returning(|_, _, _| Ok(None));
         let mut rail = MockPayoutRail::new();
-        rail.expect_results().returning(|payouts| {
-            // Paid, refused, and one the runner did not ask about (ignored).
-            Ok(vec![
-                RailOutcome {
-                    payout_id: payouts[0].id,
-                    result: RailResult::Paid,
-                },
-                RailOutcome {
-                    payout_id: payouts[1].id,
-                    result: RailResult::Failed {
-                        code: Some("R03".to_owned()),
-                        receiver_is_invalid: false,
-                        reason: "no account".to_owned(),
+        rail.expect_results()
+            .with(mockall::predicate::eq(RESULTS_PER_PASS))
+            .times(1)
+            .returning(move |_| {
+                // Paid and refused.
+                Ok(vec![
+                    RailOutcome {
+                        payout: submitted[0].clone(),
+                        result: RailResult::Paid,
                     },
-                },
-                RailOutcome {
-                    payout_id: PayoutId::from_uuid(Uuid::from_u128(999)),
-                    result: RailResult::Paid,
-                },
-            ])
-        });
+                    RailOutcome {
+                        payout: submitted[1].clone(),
+                        result: RailResult::Failed {
+                            code: Some("R03".to_owned()),
+                            receiver_is_invalid: false,
+                            reason: "no account".to_owned(),
+                        },
+                    },
+                ])
+            });
         let mut payouts = MockPayoutStore::new();
         payouts.expect_apply_transition().never();
         payouts
@@ -783,14 +774,11 @@ mod tests {
         done.status = PayoutStatus::Successful;
         let mut batches = MockBatchStore::new();
         nothing_due(&mut batches);
-        batches
-            .expect_submitted_payouts()
-            .returning(move |_| Ok(vec![done.clone()]));
         batches.expect_finish_batch().never();
         let mut rail = MockPayoutRail::new();
-        rail.expect_results().returning(|payouts| {
+        rail.expect_results().returning(move |_| {
             Ok(vec![RailOutcome {
-                payout_id: payouts[0].id,
+                payout: done.clone(),
                 result: RailResult::Paid,
             }])
         });

@@ -18,7 +18,7 @@
 //! exactly as the first; the batch runner records them only after the upload, so a payout is
 //! never `in_progress` with a reference of a file the bank does not have.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -34,9 +34,10 @@ use crate::account::{PayoutMethod, ReceiverAccount};
 use crate::batch::Batch;
 use crate::batch::ports::{PayoutRail, RailOutcome, RailReceipt, RailResult};
 use crate::error::PortError;
-use crate::ids::RailFileId;
+use crate::ids::{RailFileId, ReceiverAccountId, ReceiverId, SubaccountId};
 use crate::payout::Payout;
 use crate::ports::{Clock, IdGenerator};
+use crate::receiver::Receiver;
 use crate::receiver::ports::ReceiverStore;
 
 /// How a method's files are numbered.
@@ -224,17 +225,26 @@ impl FileRail {
         payouts: &[&(Payout, ReceiverAccount)],
     ) -> Result<RailFile, PortError> {
         let method = self.settings.method;
+        // The part's receivers in one read (a batch is one subaccount's).
+        let wanted: BTreeSet<ReceiverId> = payouts.iter().map(|(p, _)| p.receiver_id).collect();
+        let wanted: Vec<ReceiverId> = wanted.into_iter().collect();
+        let receivers: HashMap<ReceiverId, Receiver> = self
+            .receivers
+            .find_receivers(batch.subaccount_id, &wanted)
+            .await?
+            .into_iter()
+            .map(|r| (r.id, r))
+            .collect();
         let mut instructions = Vec::with_capacity(payouts.len());
         for (payout, account) in payouts.iter().copied() {
-            let receiver = self
-                .receivers
-                .find_receiver(payout.subaccount_id, payout.receiver_id)
-                .await?
+            let receiver = receivers
+                .get(&payout.receiver_id)
+                .filter(|_| payout.subaccount_id == batch.subaccount_id)
                 .ok_or_else(|| {
                     PortError::unknown(format!("payout {} has no receiver", payout.id))
                 })?;
             instructions.push(
-                CreditInstruction::build(payout, account, &receiver)
+                CreditInstruction::build(payout, account, receiver)
                     .map_err(|e| PortError::Unknown(e.into()))?,
             );
         }
@@ -299,46 +309,47 @@ impl FileRail {
         self.files.insert_file(&file).await
     }
 
-    /// The results this rail's files give `payouts` (those of this method): a rejected file
-    /// fails its payouts; with [`Settlement::OnEffectiveDate`], an uploaded or acknowledged
-    /// file pays them from its effective date on.
-    pub async fn results_of(&self, payouts: &[Payout]) -> Result<Vec<RailOutcome>, PortError> {
-        if payouts.is_empty() {
+    /// Up to `limit` of this method's payouts in progress whose files answer them, each with
+    /// its result: a rejected file fails its payouts; with [`Settlement::OnEffectiveDate`], an
+    /// uploaded or acknowledged file pays them from its effective date on. Read from the files
+    /// that have an answer ([`RailFileStore::answered_payouts`]), so payouts waiting for a
+    /// later date never hide those that are due.
+    pub async fn results(&self, limit: u32) -> Result<Vec<RailOutcome>, PortError> {
+        if limit == 0 {
             return Ok(Vec::new());
         }
-        let ids: Vec<_> = payouts.iter().map(|p| p.id).collect();
-        let files = self.files.files_of_payouts(&ids).await?;
-        let today = self.clock.now().date_naive();
-        let mut outcomes = Vec::new();
-        for file in files.iter().filter(|f| f.method == self.settings.method) {
-            let result = match file.state {
-                RailFileState::Generated => None,
-                RailFileState::Rejected => Some(RailResult::Failed {
-                    code: None,
-                    receiver_is_invalid: false,
-                    reason: format!(
-                        "the bank rejected file {}: {}",
-                        file.name,
-                        file.reason.as_deref().unwrap_or("no reason given")
-                    ),
-                }),
-                RailFileState::Uploaded | RailFileState::Acknowledged => (self.settings.settlement
-                    == Settlement::OnEffectiveDate
-                    && file.effective_date <= today)
-                    .then_some(RailResult::Paid),
-            };
-            let Some(result) = result else { continue };
-            outcomes.extend(
-                file.items
-                    .iter()
-                    .filter(|item| ids.contains(&item.payout_id))
-                    .map(|item| RailOutcome {
-                        payout_id: item.payout_id,
-                        result: result.clone(),
+        let paid_from = match self.settings.settlement {
+            Settlement::OnEffectiveDate => Some(self.clock.now().date_naive()),
+            Settlement::OnConfirmation => None,
+        };
+        let answered = self
+            .files
+            .answered_payouts(self.settings.method, paid_from, limit)
+            .await?;
+        Ok(answered
+            .into_iter()
+            .filter_map(|answered| {
+                let result = match answered.state {
+                    RailFileState::Generated => None,
+                    RailFileState::Rejected => Some(RailResult::Failed {
+                        code: None,
+                        receiver_is_invalid: false,
+                        reason: format!(
+                            "the bank rejected file {}: {}",
+                            answered.name,
+                            answered.reason.as_deref().unwrap_or("no reason given")
+                        ),
                     }),
-            );
-        }
-        Ok(outcomes)
+                    RailFileState::Uploaded | RailFileState::Acknowledged => {
+                        paid_from.map(|_| RailResult::Paid)
+                    }
+                }?;
+                Some(RailOutcome {
+                    payout: answered.payout,
+                    result,
+                })
+            })
+            .collect())
     }
 }
 
@@ -368,19 +379,33 @@ impl MethodRails {
         &self,
         payouts: &[Payout],
     ) -> Result<BTreeMap<PayoutMethod, Vec<(Payout, ReceiverAccount)>>, PortError> {
+        // Each subaccount's accounts in one read (a batch is one subaccount's).
+        let mut wanted: BTreeMap<SubaccountId, BTreeSet<ReceiverAccountId>> = BTreeMap::new();
+        for payout in payouts {
+            wanted
+                .entry(payout.subaccount_id)
+                .or_default()
+                .insert(payout.account_id);
+        }
+        let mut accounts: HashMap<(SubaccountId, ReceiverAccountId), ReceiverAccount> =
+            HashMap::new();
+        for (subaccount, ids) in wanted {
+            let ids: Vec<ReceiverAccountId> = ids.into_iter().collect();
+            for account in self.accounts.find_accounts(subaccount, &ids).await? {
+                accounts.insert((subaccount, account.id), account);
+            }
+        }
         let mut grouped: BTreeMap<PayoutMethod, Vec<(Payout, ReceiverAccount)>> = BTreeMap::new();
         for payout in payouts {
-            let account = self
-                .accounts
-                .find_account(payout.subaccount_id, payout.account_id)
-                .await?
+            let account = accounts
+                .get(&(payout.subaccount_id, payout.account_id))
                 .ok_or_else(|| {
                     PortError::unknown(format!("payout {} has no account", payout.id))
                 })?;
             grouped
                 .entry(account.method)
                 .or_default()
-                .push((payout.clone(), account));
+                .push((payout.clone(), account.clone()));
         }
         Ok(grouped)
     }
@@ -409,11 +434,14 @@ impl PayoutRail for MethodRails {
         Ok(receipts)
     }
 
-    async fn results(&self, payouts: &[Payout]) -> Result<Vec<RailOutcome>, PortError> {
+    async fn results(&self, limit: u32) -> Result<Vec<RailOutcome>, PortError> {
         let mut outcomes = Vec::new();
-        for (method, group) in self.by_method(payouts).await? {
-            let group: Vec<Payout> = group.into_iter().map(|(p, _)| p).collect();
-            outcomes.extend(self.rail(method)?.results_of(&group).await?);
+        for rail in self.rails.values() {
+            let room = limit.saturating_sub(u32::try_from(outcomes.len()).unwrap_or(u32::MAX));
+            if room == 0 {
+                break;
+            }
+            outcomes.extend(rail.results(room).await?);
         }
         Ok(outcomes)
     }

@@ -20,7 +20,7 @@ use crate::money::Asset;
 use crate::payout::PayoutStatus;
 use crate::ports::{MockClock, MockIdGenerator};
 use crate::rail::instruction::WrittenFile;
-use crate::rail::ports::RailFileSummary;
+use crate::rail::ports::{AnsweredPayout, RailFileSummary};
 use crate::rail::transport::UploadOutcome;
 use crate::receiver::ports::MockReceiverStore;
 
@@ -105,10 +105,12 @@ impl FileTransport for Drop {
     }
 }
 
-/// An in-memory `RailFileStore` with the port's semantics.
+/// An in-memory `RailFileStore` with the port's semantics; `payouts` are the payouts as the
+/// database has them (those of submitted batches).
 #[derive(Default)]
 struct Files {
     files: Mutex<Vec<RailFile>>,
+    payouts: Mutex<Vec<Payout>>,
     numbers: Mutex<BTreeMap<(PayoutMethod, Option<NaiveDate>), u32>>,
     faults: Arc<Faults>,
 }
@@ -228,15 +230,41 @@ impl RailFileStore for Files {
             .cloned())
     }
 
-    async fn files_of_payouts(&self, payouts: &[PayoutId]) -> Result<Vec<RailFile>, PortError> {
-        Ok(self
+    async fn answered_payouts(
+        &self,
+        method: PayoutMethod,
+        paid_from: Option<NaiveDate>,
+        limit: u32,
+    ) -> Result<Vec<AnsweredPayout>, PortError> {
+        let payouts = self.payouts.lock().unwrap();
+        let answered = self
             .files
             .lock()
             .unwrap()
             .iter()
-            .filter(|f| f.items.iter().any(|i| payouts.contains(&i.payout_id)))
-            .cloned()
-            .collect())
+            .filter(|f| f.method == method)
+            .filter(|f| match f.state {
+                RailFileState::Rejected => true,
+                RailFileState::Uploaded | RailFileState::Acknowledged => {
+                    paid_from.is_some_and(|day| f.effective_date <= day)
+                }
+                RailFileState::Generated => false,
+            })
+            .flat_map(|f| {
+                f.items.iter().filter_map(|item| {
+                    let payout = payouts.iter().find(|p| p.id == item.payout_id)?;
+                    (payout.status == PayoutStatus::InProgress).then(|| AnsweredPayout {
+                        payout: payout.clone(),
+                        file: f.id,
+                        name: f.name.clone(),
+                        state: f.state,
+                        reason: f.reason.clone(),
+                    })
+                })
+            })
+            .take(usize::try_from(limit).unwrap())
+            .collect();
+        Ok(answered)
     }
 }
 
@@ -356,8 +384,20 @@ fn rail_within(
 ) -> FileRail {
     let mut receivers = MockReceiverStore::new();
     receivers
-        .expect_find_receiver()
-        .returning(|_, _| Ok(Some(ReceiverBuilder::new().build())));
+        .expect_find_receivers()
+        .returning(|subaccount, ids| {
+            Ok(ids
+                .iter()
+                .map(|id| {
+                    ReceiverBuilder::new()
+                        .id(*id)
+                        .subaccount(subaccount)
+                        .build()
+                })
+                .collect())
+        });
+    // A file's receivers are read as one set, never one by one.
+    receivers.expect_find_receiver().never();
     let mut clock = MockClock::new();
     clock.expect_now().returning(move || now);
     let mut ids = MockIdGenerator::new();
@@ -524,23 +564,32 @@ async fn payouts_settle_on_the_effective_date_and_a_rejected_file_fails_them() {
     let w = world();
     ach(&w).submit_payouts(&w.batch, &w.payouts).await.unwrap();
     let payouts: Vec<Payout> = w.payouts.iter().map(|(p, _)| p.clone()).collect();
+    *w.files.payouts.lock().unwrap() = payouts.clone();
     // Written at day 0, effective the next day.
-    assert!(ach(&w).results_of(&payouts).await.unwrap().is_empty());
+    assert!(ach(&w).results(500).await.unwrap().is_empty());
     let next_day = rail(
         &w,
         PayoutMethod::Ach,
         at(0) + Duration::days(1),
         Settlement::OnEffectiveDate,
     );
-    let paid = next_day.results_of(&payouts[..1]).await.unwrap();
+    let paid = next_day.results(1).await.unwrap();
     assert_eq!(
         paid,
         vec![RailOutcome {
-            payout_id: payouts[0].id,
+            payout: payouts[0].clone(),
             result: RailResult::Paid
         }],
-        "only the payouts asked about"
+        "no more than the limit"
     );
+    assert_eq!(next_day.results(500).await.unwrap().len(), 2);
+    assert!(next_day.results(0).await.unwrap().is_empty());
+    // A payout settled meanwhile is not in progress any more: no result for it.
+    w.files.payouts.lock().unwrap()[0].status = PayoutStatus::Successful;
+    let rest = next_day.results(500).await.unwrap();
+    assert_eq!(rest.len(), 1);
+    assert_eq!(rest[0].payout.id, payouts[1].id);
+    w.files.payouts.lock().unwrap()[0].status = PayoutStatus::InProgress;
     // A rail with positive confirmation waits for the bank whatever the date.
     let confirming = rail(
         &w,
@@ -548,7 +597,7 @@ async fn payouts_settle_on_the_effective_date_and_a_rejected_file_fails_them() {
         at(0) + Duration::days(9),
         Settlement::OnConfirmation,
     );
-    assert!(confirming.results_of(&payouts).await.unwrap().is_empty());
+    assert!(confirming.results(500).await.unwrap().is_empty());
     // A rejected file fails them all, with the bank's reason.
     let id = w.files.files.lock().unwrap()[0].id;
     assert!(
@@ -563,7 +612,7 @@ async fn payouts_settle_on_the_effective_date_and_a_rejected_file_fails_them() {
             .await
             .unwrap()
     );
-    let failed = next_day.results_of(&payouts).await.unwrap();
+    let failed = next_day.results(500).await.unwrap();
     assert_eq!(failed.len(), 2);
     assert!(failed.iter().all(|o| matches!(
         &o.result,
@@ -578,9 +627,15 @@ async fn method_rails_route_payouts_by_account_method_and_refuse_a_method_withou
     mixed[1].1.method = PayoutMethod::Sepa;
     let accounts: Vec<ReceiverAccount> = mixed.iter().map(|(_, a)| a.clone()).collect();
     let mut store = MockAccountStore::new();
-    store
-        .expect_find_account()
-        .returning(move |_, id| Ok(accounts.iter().find(|a| a.id == id).cloned()));
+    store.expect_find_accounts().returning(move |_, ids| {
+        Ok(accounts
+            .iter()
+            .filter(|a| ids.contains(&a.id))
+            .cloned()
+            .collect())
+    });
+    // A batch's accounts are read as one set, never one by one.
+    store.expect_find_account().never();
     let store: Arc<dyn AccountStore> = Arc::new(store);
     let payouts: Vec<Payout> = mixed.iter().map(|(p, _)| p.clone()).collect();
     let only_ach = MethodRails::new(vec![ach(&w)], store.clone());

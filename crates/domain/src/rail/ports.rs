@@ -6,7 +6,8 @@ use chrono::{DateTime, NaiveDate, Utc};
 use super::file::{RailFile, RailFileState};
 use crate::account::PayoutMethod;
 use crate::error::PortError;
-use crate::ids::{BatchId, PayoutId, RailFileId};
+use crate::ids::{BatchId, RailFileId};
+use crate::payout::Payout;
 
 /// A file without its bytes, for listings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +34,21 @@ pub struct RailFileSummary {
     pub effective_date: NaiveDate,
     /// When it was written.
     pub created_at: DateTime<Utc>,
+}
+
+/// A payout in progress in a file whose answer is in ([`RailFileStore::answered_payouts`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnsweredPayout {
+    /// The payout, `in_progress`.
+    pub payout: Payout,
+    /// Its file.
+    pub file: RailFileId,
+    /// The file's name in the bank's drop.
+    pub name: String,
+    /// Where the file is: `rejected`, `uploaded` or `acknowledged`.
+    pub state: RailFileState,
+    /// The bank's reason for a rejection.
+    pub reason: Option<String>,
 }
 
 /// Bank files (docs/RAILS.md, The life of a file): every file is stored here before it is sent.
@@ -100,6 +116,16 @@ pub trait RailFileStore: Send + Sync {
     /// One file with its bytes and items, or `Ok(None)`.
     async fn get_file(&self, id: RailFileId) -> Result<Option<RailFile>, PortError>;
 
-    /// The files that carry any of `payouts`, with their items (bytes left empty).
-    async fn files_of_payouts(&self, payouts: &[PayoutId]) -> Result<Vec<RailFile>, PortError>;
+    /// Up to `limit` payouts of submitted batches (`in_progress` batches) still `in_progress`
+    /// in a file of `method` that has an answer for them, each with that file: the file is
+    /// `rejected`, or, when `paid_from` is given (a method paid on its files' effective date),
+    /// `uploaded` or `acknowledged` with an effective date on or before it. Only the payouts
+    /// still waiting are read, and files waiting for a later date are passed over however many
+    /// payouts they hold.
+    async fn answered_payouts(
+        &self,
+        method: PayoutMethod,
+        paid_from: Option<NaiveDate>,
+        limit: u32,
+    ) -> Result<Vec<AnsweredPayout>, PortError>;
 }

@@ -49,6 +49,14 @@ pub trait ReceiverStore: Send + Sync {
         id: ReceiverId,
     ) -> Result<Option<Receiver>, PortError>;
 
+    /// The receivers with these ids that belong to `subaccount`, in one read, in no particular
+    /// order; an id that is not one of them is left out.
+    async fn find_receivers(
+        &self,
+        subaccount: SubaccountId,
+        ids: &[ReceiverId],
+    ) -> Result<Vec<Receiver>, PortError>;
+
     /// Applies a KYC decision made by the domain: sets `receiver`'s `status`, `kyc_status` and
     /// `updated_at` where the stored receiver (of its subaccount) still has KYC status
     /// `expected`, and writes `events`, in one transaction. `Ok(false)` when it no longer has

@@ -53,6 +53,23 @@ async fn inserted_account_is_found_by_its_own_subaccount_only() {
         // Tenancy: another subaccount does not see it.
         assert!(fx.store.find_account(other, a.id).await.unwrap().is_none());
     }
+    // In one read: every account asked for, decrypted as one by one; an unknown id and
+    // another subaccount's accounts are left out.
+    let mut asked: Vec<ReceiverAccountId> = accounts.iter().map(|a| a.id).collect();
+    asked.push(ReceiverAccountId::from_uuid(Uuid::new_v4()));
+    let found = fx.store.find_accounts(sub, &asked).await.unwrap();
+    assert_eq!(found.len(), accounts.len());
+    for a in &accounts {
+        assert_same(found.iter().find(|f| f.id == a.id).expect("in the set"), a);
+    }
+    assert!(
+        fx.store
+            .find_accounts(other, &asked)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(fx.store.find_accounts(sub, &[]).await.unwrap().is_empty());
     // The normalised values are what is stored.
     let de = fx.store.find_account(sub, accounts[0].id).await.unwrap();
     assert_eq!(
