@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
 use diesel::prelude::*;
+use diesel::sql_types::{Array, Integer, Text, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use domain::PortError;
 use domain::account::PayoutMethod;
@@ -124,7 +125,7 @@ impl PgStore {
         payout: PayoutId,
     ) -> Result<Option<FiledPayment>, PortError> {
         use diesel::dsl::sql;
-        use diesel::sql_types::{BigInt, Integer};
+        use diesel::sql_types::BigInt;
         let mut conn = self.conn().await?;
         let line: Option<(Uuid, i32, String)> = rail_file_items::table
             .filter(rail_file_items::subaccount_id.eq(subaccount.as_uuid()))
@@ -334,23 +335,17 @@ impl RailFileStore for PgStore {
                 if inserted == 0 {
                     return Ok(Ok(false));
                 }
-                let rows: Vec<_> = file
-                    .items
-                    .iter()
-                    .enumerate()
-                    .map(|(position, item)| {
-                        (
-                            rail_file_items::file_id.eq(id),
-                            rail_file_items::position
-                                .eq(i32::try_from(position).unwrap_or(i32::MAX)),
-                            rail_file_items::subaccount_id.eq(sub),
-                            rail_file_items::payout_id.eq(item.payout_id.as_uuid()),
-                            rail_file_items::reference.eq(&item.reference),
-                        )
-                    })
+                let positions: Vec<i32> = (0..file.items.len())
+                    .map(|position| i32::try_from(position).unwrap_or(i32::MAX))
                     .collect();
-                diesel::insert_into(rail_file_items::table)
-                    .values(rows)
+                let references: Vec<&str> =
+                    file.items.iter().map(|i| i.reference.as_str()).collect();
+                diesel::sql_query(include_str!("insert_file_items.sql"))
+                    .bind::<SqlUuid, _>(id)
+                    .bind::<SqlUuid, _>(sub)
+                    .bind::<Array<Integer>, _>(positions)
+                    .bind::<Array<SqlUuid>, _>(&payouts)
+                    .bind::<Array<Text>, _>(references)
                     .execute(conn)
                     .await?;
                 Ok(Ok(true))
@@ -437,7 +432,7 @@ impl RailFileStore for PgStore {
         limit: u32,
     ) -> Result<Vec<RailFileSummary>, PortError> {
         use diesel::dsl::sql;
-        use diesel::sql_types::{BigInt, Integer};
+        use diesel::sql_types::BigInt;
         let mut conn = self.conn().await?;
         let mut query = rail_files::table
             .select((

@@ -488,6 +488,45 @@ async fn files_written_at_one_instant_page_by_id() {
     assert_eq!(third.len(), 1);
 }
 
+#[tokio::test]
+async fn a_file_of_more_items_than_a_statement_may_have_parameters_is_stored_whole() {
+    // 20 000 items: as five parameters a row they would be 100 000, over PostgreSQL's 65 535.
+    let fx = Fixture::new().await;
+    let sub = fx.subaccount("big files").await.id;
+    let (batch, first) = batch_with_payouts(&fx, sub, 1).await;
+    #[derive(diesel::QueryableByName)]
+    struct Id {
+        #[diesel(sql_type = SqlUuid)]
+        id: Uuid,
+    }
+    let copies: Vec<Id> = diesel::sql_query(
+        "INSERT INTO payouts (id, subaccount_id, receiver_id, account_id, asset, amount, fee, \
+         status, batch_id, duplicate, created_at, updated_at) \
+         SELECT gen_random_uuid(), p.subaccount_id, p.receiver_id, p.account_id, p.asset, \
+         p.amount, p.fee, p.status, p.batch_id, p.duplicate, p.created_at, p.updated_at \
+         FROM payouts p, generate_series(1, 19999) WHERE p.id = $1 RETURNING id",
+    )
+    .bind::<SqlUuid, _>(first[0].as_uuid())
+    .load(&mut fx.raw().await)
+    .await
+    .expect("copy payouts");
+    let payouts: Vec<PayoutId> = first
+        .into_iter()
+        .chain(copies.into_iter().map(|c| PayoutId::from_uuid(c.id)))
+        .collect();
+    assert_eq!(payouts.len(), 20_000);
+    let file = file_of(sub, batch, &payouts, b"a big file");
+    fx.store.insert_file(&file).await.unwrap();
+    let found = fx
+        .store
+        .find_file(batch, PayoutMethod::Ach, 1)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(found.items.len(), 20_000);
+    assert_eq!(found, file, "every item, in its position, with its reference");
+}
+
 /// Sets the payouts' status (by its code) directly.
 async fn set_status(fx: &Fixture, payouts: &[PayoutId], status: PayoutStatus) {
     let ids: Vec<Uuid> = payouts.iter().map(|p| p.as_uuid()).collect();
