@@ -524,7 +524,10 @@ async fn a_file_of_more_items_than_a_statement_may_have_parameters_is_stored_who
         .unwrap()
         .unwrap();
     assert_eq!(found.items.len(), 20_000);
-    assert_eq!(found, file, "every item, in its position, with its reference");
+    assert_eq!(
+        found, file,
+        "every item, in its position, with its reference"
+    );
 }
 
 /// Sets the payouts' status (by its code) directly.
