@@ -16,6 +16,7 @@ use domain::rail::inbound_ports::{
 use uuid::Uuid;
 
 use super::PgStore;
+use crate::cached::{BoxedSql, CachedExt};
 use crate::errors::from_diesel;
 use crate::schema::{bank_reports, inbound_files, rail_file_items, rail_files};
 
@@ -261,6 +262,94 @@ impl InboundRow {
     }
 }
 
+/// The line that decided one query of `deciding_reports`.
+#[derive(QueryableByName)]
+struct DecidingRow {
+    /// The query's number, from 1.
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    query: i64,
+    #[diesel(sql_type = diesel::sql_types::Uuid)]
+    id: Uuid,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    kind: String,
+}
+
+/// The line that decided each (payout, file) asked. (`inbound/deciding_reports.sql`)
+const DECIDING_REPORTS: &str = include_str!("inbound/deciding_reports.sql");
+
+/// A document's report lines in one statement. (`inbound/insert_reports.sql`)
+const INSERT_REPORTS: &str = include_str!("inbound/insert_reports.sql");
+
+/// The insert of a document's lines, its file and method bound.
+struct LinesInsert<'a> {
+    query: BoxedSql<'a>,
+}
+
+fn insert_reports(file: Uuid, method: &str) -> LinesInsert<'_> {
+    use diesel::sql_types::{Text, Uuid as SqlUuid};
+    LinesInsert {
+        query: diesel::sql_query(INSERT_REPORTS)
+            .into_boxed()
+            .bind::<SqlUuid, _>(file)
+            .bind::<Text, _>(method),
+    }
+}
+
+impl<'a> LinesInsert<'a> {
+    /// Binds `reports` as the fourteen arrays `inbound/insert_reports.sql` unnests.
+    fn bind_lines(self, reports: &[RecordedReport]) -> crate::cached::Cached<BoxedSql<'a>> {
+        use diesel::sql_types::{
+            Array, BigInt, Bool, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid,
+        };
+        let ids: Vec<Uuid> = reports.iter().map(|r| r.id.as_uuid()).collect();
+        let positions: Vec<i32> = reports
+            .iter()
+            .map(|r| i32::try_from(r.position).unwrap_or(i32::MAX))
+            .collect();
+        let kinds: Vec<&'static str> = reports.iter().map(|r| r.kind.as_str()).collect();
+        let references: Vec<String> = reports.iter().map(|r| r.reference.clone()).collect();
+        let resolutions: Vec<&'static str> =
+            reports.iter().map(|r| r.resolution.as_str()).collect();
+        let codes: Vec<Option<String>> = reports.iter().map(|r| r.code.clone()).collect();
+        let reasons: Vec<Option<String>> = reports.iter().map(|r| r.reason.clone()).collect();
+        let invalid: Vec<bool> = reports.iter().map(|r| r.account_invalid).collect();
+        let amounts: Vec<Option<i64>> = reports.iter().map(|r| r.amount).collect();
+        let subaccounts: Vec<Option<Uuid>> = reports
+            .iter()
+            .map(|r| r.subaccount_id.map(|s| s.as_uuid()))
+            .collect();
+        let payouts: Vec<Option<Uuid>> = reports
+            .iter()
+            .map(|r| r.payout_id.map(|p| p.as_uuid()))
+            .collect();
+        let files: Vec<Option<Uuid>> = reports
+            .iter()
+            .map(|r| r.rail_file_id.map(|f| f.as_uuid()))
+            .collect();
+        let contradicts: Vec<Option<Uuid>> = reports
+            .iter()
+            .map(|r| r.contradicts.map(|c| c.as_uuid()))
+            .collect();
+        let created: Vec<DateTime<Utc>> = reports.iter().map(|r| r.created_at).collect();
+        self.query
+            .bind::<Array<SqlUuid>, _>(ids)
+            .bind::<Array<Integer>, _>(positions)
+            .bind::<Array<Text>, _>(kinds)
+            .bind::<Array<Text>, _>(references)
+            .bind::<Array<Text>, _>(resolutions)
+            .bind::<Array<Nullable<Text>>, _>(codes)
+            .bind::<Array<Nullable<Text>>, _>(reasons)
+            .bind::<Array<Bool>, _>(invalid)
+            .bind::<Array<Nullable<BigInt>>, _>(amounts)
+            .bind::<Array<Nullable<SqlUuid>>, _>(subaccounts)
+            .bind::<Array<Nullable<SqlUuid>>, _>(payouts)
+            .bind::<Array<Nullable<SqlUuid>>, _>(files)
+            .bind::<Array<Nullable<SqlUuid>>, _>(contradicts)
+            .bind::<Array<Timestamptz>, _>(created)
+            .cached()
+    }
+}
+
 #[async_trait]
 impl InboundStore for PgStore {
     #[tracing::instrument(level = "debug", skip_all, fields(method = method.route()))]
@@ -282,25 +371,38 @@ impl InboundStore for PgStore {
         .map_err(from_diesel)
     }
 
-    #[tracing::instrument(level = "debug", skip_all, fields(method = method.route()))]
-    async fn sent_items(
+    #[tracing::instrument(
+        level = "debug",
+        skip_all,
+        fields(method = method.route(), references = references.len())
+    )]
+    async fn sent_items_of(
         &self,
         method: PayoutMethod,
-        reference: &str,
-    ) -> Result<Vec<SentItem>, PortError> {
+        references: &[String],
+    ) -> Result<Vec<(String, SentItem)>, PortError> {
+        if references.is_empty() {
+            return Ok(Vec::new());
+        }
         let mut conn = self.conn().await?;
-        // Joined on the subaccount too (an item's file is its subaccount's): Citus joins
-        // distributed tables only on their distribution column.
-        let rows: Vec<(Uuid, DateTime<Utc>, String, Uuid, Uuid)> = rail_file_items::table
+        // One statement for a whole report (`reference = ANY($1)`). Joined on the subaccount
+        // too (an item's file is its subaccount's): Citus joins distributed tables only on
+        // their distribution column.
+        let rows: Vec<(String, Uuid, DateTime<Utc>, String, Uuid, Uuid)> = rail_file_items::table
             .inner_join(
                 rail_files::table.on(rail_file_items::file_id
                     .eq(rail_files::id)
                     .and(rail_file_items::subaccount_id.eq(rail_files::subaccount_id))),
             )
-            .filter(rail_file_items::reference.eq(reference))
+            .filter(rail_file_items::reference.eq_any(references))
             .filter(rail_files::method.eq(method.route()))
-            .order((rail_files::created_at.desc(), rail_files::id.desc()))
+            .order((
+                rail_file_items::reference,
+                rail_files::created_at.desc(),
+                rail_files::id.desc(),
+            ))
             .select((
+                rail_file_items::reference,
                 rail_files::id,
                 rail_files::created_at,
                 rail_files::state,
@@ -311,8 +413,8 @@ impl InboundStore for PgStore {
             .await
             .map_err(from_diesel)?;
         rows.into_iter()
-            .map(|(file, created, state, subaccount, payout)| {
-                Ok(SentItem {
+            .map(|(reference, file, created, state, subaccount, payout)| {
+                let item = SentItem {
                     file_id: RailFileId::from_uuid(file),
                     file_created_at: created,
                     file_state: RailFileState::parse(&state).ok_or_else(|| {
@@ -320,7 +422,8 @@ impl InboundStore for PgStore {
                     })?,
                     subaccount_id: SubaccountId::from_uuid(subaccount),
                     payout_id: PayoutId::from_uuid(payout),
-                })
+                };
+                Ok((reference, item))
             })
             .collect()
     }
@@ -406,6 +509,45 @@ impl InboundStore for PgStore {
             .transpose()
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(queries = queries.len()))]
+    async fn deciding_reports(
+        &self,
+        queries: &[(Option<PayoutId>, RailFileId)],
+    ) -> Result<Vec<Option<DecidingReport>>, PortError> {
+        use diesel::sql_types::{Array, Nullable, Uuid as SqlUuid};
+        let mut answers = vec![None; queries.len()];
+        if queries.is_empty() {
+            return Ok(answers);
+        }
+        let payouts: Vec<Option<Uuid>> = queries.iter().map(|(p, _)| p.map(|p| p.as_uuid())).collect();
+        let files: Vec<Uuid> = queries.iter().map(|(_, f)| f.as_uuid()).collect();
+        let mut conn = self.conn().await?;
+        let rows: Vec<DecidingRow> = diesel::sql_query(DECIDING_REPORTS)
+            .bind::<Array<Nullable<SqlUuid>>, _>(payouts)
+            .bind::<Array<SqlUuid>, _>(files)
+            .cached()
+            .load(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        for row in rows {
+            let kind = ReportKind::parse(&row.kind).ok_or_else(|| {
+                PortError::unknown(format!("bank report {} has kind {}", row.id, row.kind))
+            })?;
+            let answer = usize::try_from(row.query)
+                .ok()
+                .and_then(|n| n.checked_sub(1))
+                .and_then(|n| answers.get_mut(n))
+                .ok_or_else(|| {
+                    PortError::unknown(format!("deciding line for query {} not asked", row.query))
+                })?;
+            *answer = Some(DecidingReport {
+                id: BankReportId::from_uuid(row.id),
+                kind,
+            });
+        }
+        Ok(answers)
+    }
+
     #[tracing::instrument(level = "debug", skip_all, fields(reports = reports.len()))]
     async fn record_inbound(
         &self,
@@ -442,31 +584,8 @@ impl InboundStore for PgStore {
             if reports.is_empty() {
                 return Ok(true);
             }
-            let rows: Vec<_> = reports
-                .iter()
-                .map(|r| {
-                    (
-                        bank_reports::id.eq(r.id.as_uuid()),
-                        bank_reports::inbound_file_id.eq(file_id),
-                        bank_reports::position.eq(i32::try_from(r.position).unwrap_or(i32::MAX)),
-                        bank_reports::method.eq(&method),
-                        bank_reports::kind.eq(r.kind.as_str()),
-                        bank_reports::reference.eq(&r.reference),
-                        bank_reports::code.eq(&r.code),
-                        bank_reports::reason.eq(&r.reason),
-                        bank_reports::account_invalid.eq(r.account_invalid),
-                        bank_reports::amount.eq(r.amount),
-                        bank_reports::subaccount_id.eq(r.subaccount_id.map(|s| s.as_uuid())),
-                        bank_reports::payout_id.eq(r.payout_id.map(|p| p.as_uuid())),
-                        bank_reports::rail_file_id.eq(r.rail_file_id.map(|f| f.as_uuid())),
-                        bank_reports::resolution.eq(r.resolution.as_str()),
-                        bank_reports::contradicts.eq(r.contradicts.map(|c| c.as_uuid())),
-                        bank_reports::created_at.eq(r.created_at),
-                    )
-                })
-                .collect();
-            diesel::insert_into(bank_reports::table)
-                .values(rows)
+            insert_reports(file_id, &method)
+                .bind_lines(reports)
                 .execute(conn)
                 .await?;
             Ok(true)

@@ -1,5 +1,6 @@
 //! `InboundStore`: an inbound file is recorded once per (method, name, content) with its report
-//! lines in one transaction, sent payments are found by reference newest file first, and report
+//! lines in one transaction (the lines in one statement), sent payments are found by reference
+//! (a whole report's references in one read) newest file first, and report
 //! lines list newest first, by resolution; documents keep their bytes, an altered document
 //! names the one it alters and an anomaly the line it contradicts; the line that decided a
 //! payout or a file is found.
@@ -8,7 +9,7 @@ use std::collections::BTreeSet;
 
 use diesel_async::RunQueryDsl;
 use domain::account::PayoutMethod;
-use domain::ids::{BankReportId, InboundFileId, PayoutId};
+use domain::ids::{BankReportId, InboundFileId, PayoutId, RailFileId};
 use domain::rail::file::{RailFile, RailFileState};
 use domain::rail::inbound_ports::{
     InboundFile, InboundOutcome, InboundStore, RecordedReport, ReportKind, Resolution,
@@ -280,41 +281,68 @@ async fn sent_payments_are_found_by_reference_newest_file_first() {
     // Both files' first entries carry the same trace number (a new day).
     let reference = &old.items[0].reference;
     assert_eq!(reference, &new.items[0].reference);
-    let found = fx
-        .store
-        .sent_items(PayoutMethod::Ach, reference)
-        .await
-        .unwrap();
-    let payouts: Vec<PayoutId> = found.iter().map(|s| s.payout_id).collect();
+    let sent_of = |method, references: &[&String]| {
+        let store = fx.store.clone();
+        let references: Vec<String> = references.iter().map(|r| (*r).clone()).collect();
+        async move { store.sent_items_of(method, &references).await.unwrap() }
+    };
+    let found = sent_of(PayoutMethod::Ach, &[reference]).await;
+    assert!(found.iter().all(|(r, _)| r == reference));
+    let payouts: Vec<PayoutId> = found.iter().map(|(_, s)| s.payout_id).collect();
     assert_eq!(payouts, [new_payouts[0], old_payouts[0]]);
-    assert_eq!(found[0].file_id, new.id);
-    assert_eq!(found[0].subaccount_id, sub);
-    assert_eq!(found[0].file_created_at, new.created_at);
-    assert_eq!(found[0].file_state, RailFileState::Generated);
+    assert_eq!(found[0].1.file_id, new.id);
+    assert_eq!(found[0].1.subaccount_id, sub);
+    assert_eq!(found[0].1.file_created_at, new.created_at);
+    assert_eq!(found[0].1.file_state, RailFileState::Generated);
 
-    let second = fx
-        .store
-        .sent_items(PayoutMethod::Ach, &old.items[1].reference)
-        .await
-        .unwrap();
+    // Several references in one read, each with its own payments, newest file first; an
+    // unknown reference adds nothing.
+    let nothing = "nothing".to_owned();
+    let both = sent_of(
+        PayoutMethod::Ach,
+        &[&old.items[1].reference, reference, &nothing],
+    )
+    .await;
+    let by_reference: Vec<(&str, PayoutId)> = both
+        .iter()
+        .map(|(r, s)| (r.as_str(), s.payout_id))
+        .collect();
+    assert_eq!(by_reference.len(), 3);
+    let of = |wanted: &str| -> Vec<PayoutId> {
+        by_reference
+            .iter()
+            .filter(|(r, _)| *r == wanted)
+            .map(|(_, p)| *p)
+            .collect()
+    };
+    assert_eq!(of(reference), [new_payouts[0], old_payouts[0]]);
     assert_eq!(
-        second.iter().map(|s| s.payout_id).collect::<BTreeSet<_>>(),
+        of(&old.items[1].reference)
+            .into_iter()
+            .collect::<BTreeSet<_>>(),
         BTreeSet::from([old_payouts[1]])
     );
-    assert!(
-        fx.store
-            .sent_items(PayoutMethod::Sepa, reference)
-            .await
-            .unwrap()
-            .is_empty()
-    );
-    assert!(
-        fx.store
-            .sent_items(PayoutMethod::Ach, "nothing")
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(sent_of(PayoutMethod::Sepa, &[reference]).await.is_empty());
+    assert!(sent_of(PayoutMethod::Ach, &[&nothing]).await.is_empty());
+    assert!(sent_of(PayoutMethod::Ach, &[]).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_documents_lines_are_recorded_in_one_statement_whatever_their_number() {
+    let fx = Fixture::new().await;
+    // More lines than one statement could bind one parameter per column and line (65 535).
+    let lines: Vec<RecordedReport> = (0..5_000)
+        .map(|position| {
+            let mut l = line(position, ReportKind::Returned, Resolution::Unmatched, T0);
+            l.code = (position % 2 == 0).then(|| "R03".to_owned());
+            l.amount = (position % 3 == 0).then_some(i64::from(position));
+            l
+        })
+        .collect();
+    let file = inbound_file("big-returns.ach", b"big", T0);
+    assert!(fx.store.record_inbound(&file, &lines).await.unwrap());
+    let (_, stored) = fx.store.get_inbound(file.id).await.unwrap().unwrap();
+    assert_eq!(stored, lines, "every line, in order, as given");
 }
 
 #[tokio::test]
@@ -530,4 +558,43 @@ async fn the_line_that_decided_a_payout_or_its_file_is_the_newest_applied_one() 
         Some((settled.id, ReportKind::FileSettled)),
         "the file's newest line"
     );
+    // The same answers in one read, in the order asked; a file no line decided has none.
+    let other = RailFileId::from_uuid(Uuid::new_v4());
+    let queries = [
+        (Some(payouts[1]), rail.id),
+        (None, other),
+        (None, rail.id),
+        (Some(payouts[0]), rail.id),
+        (Some(payouts[0]), other),
+    ];
+    let all: Vec<_> = fx
+        .store
+        .deciding_reports(&queries)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.map(|r| (r.id, r.kind)))
+        .collect();
+    let mut one_by_one = Vec::new();
+    for (payout, file) in queries {
+        one_by_one.push(
+            fx.store
+                .deciding_report(payout, file)
+                .await
+                .unwrap()
+                .map(|r| (r.id, r.kind)),
+        );
+    }
+    assert_eq!(all, one_by_one);
+    assert_eq!(
+        all,
+        [
+            Some((settled.id, ReportKind::FileSettled)),
+            None,
+            Some((settled.id, ReportKind::FileSettled)),
+            Some((returned.id, ReportKind::Returned)),
+            Some((returned.id, ReportKind::Returned)),
+        ]
+    );
+    assert!(fx.store.deciding_reports(&[]).await.unwrap().is_empty());
 }

@@ -3,6 +3,7 @@
 //! and announced, the ledger still adds up, and a second return writes nothing.
 //! `PayoutStore::apply_transitions`: the rail's results of many payouts as sets, one per
 //! subaccount, each payout changed meanwhile left alone without holding back the others.
+//! `PayoutStore::find_payouts`: a set of payouts in one read, each only in its subaccount.
 
 use diesel::sql_types::Uuid as SqlUuid;
 use diesel_async::RunQueryDsl;
@@ -292,4 +293,49 @@ async fn results_apply_as_sets_per_subaccount_and_a_payout_settled_meanwhile_is_
         .await;
     assert_eq!(posted, 1);
     assert!(fx.store.apply_transitions(&[]).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_set_of_payouts_is_read_at_once_each_only_in_its_own_subaccount() {
+    let fx = Fixture::new().await;
+    let first = new_payout(&fx).await;
+    let sub = first.subaccount_id;
+    let second = new_payout_of(&fx, sub, "b@example.com").await;
+    let elsewhere = new_payout(&fx).await;
+    let unknown = domain::ids::PayoutId::from_uuid(Uuid::new_v4());
+    let mut found = fx
+        .store
+        .find_payouts(&[
+            (sub, first.id),
+            (elsewhere.subaccount_id, elsewhere.id),
+            (sub, second.id),
+            (sub, unknown),
+            // Another subaccount's payout asked under this one: not found there.
+            (sub, elsewhere.id),
+            (elsewhere.subaccount_id, first.id),
+        ])
+        .await
+        .unwrap();
+    found.sort_by_key(|p| p.id);
+    let mut expected = Vec::new();
+    for p in [&first, &second, &elsewhere] {
+        expected.push(
+            fx.store
+                .find_payout(p.subaccount_id, p.id)
+                .await
+                .unwrap()
+                .unwrap()
+                .0,
+        );
+    }
+    expected.sort_by_key(|p| p.id);
+    assert_eq!(found, expected, "each once, as find_payout reads it");
+    assert!(fx.store.find_payouts(&[]).await.unwrap().is_empty());
+    assert!(
+        fx.store
+            .find_payouts(&[(sub, unknown)])
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }

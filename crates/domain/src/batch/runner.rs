@@ -136,27 +136,59 @@ impl BatchRunner {
     /// ([`PayoutStore::apply_transitions`]), and finishes each batch they touched once. Returns
     /// how many were applied and how many batches finished.
     async fn settle_all(&self, outcomes: &[RailOutcome]) -> Result<(usize, usize), PortError> {
-        let mut planned = Vec::with_capacity(outcomes.len());
-        for outcome in outcomes {
-            if let Some(settlement) = self
-                .plan_settlement(&outcome.payout, &outcome.result)
-                .await?
-            {
-                planned.push(settlement);
+        let results: Vec<(&Payout, &RailResult)> = outcomes
+            .iter()
+            .map(|outcome| (&outcome.payout, &outcome.result))
+            .collect();
+        let (applied, finished) = self.apply_results(&results).await?;
+        Ok((applied.iter().filter(|a| **a).count(), finished))
+    }
+
+    /// Records each result of `results` for its payout as [`Self::settle`] records one (a
+    /// bank report's answers, decided by the inbound processor), but applied as one set
+    /// ([`PayoutStore::apply_transitions`]), and finishes each batch they touched once.
+    /// Returns, for each result in order, whether it was applied: not when its payout's status
+    /// takes no such result, or the payout was no longer in the status it was read in (changed
+    /// meanwhile; nothing was written for it).
+    ///
+    /// # Errors
+    /// `PortError` when the stores fail; results applied before the failure stay applied.
+    #[tracing::instrument(level = "debug", skip_all, fields(results = results.len()))]
+    pub async fn settle_results(
+        &self,
+        results: &[(Payout, RailResult)],
+    ) -> Result<Vec<bool>, PortError> {
+        let results: Vec<(&Payout, &RailResult)> = results.iter().map(|(p, r)| (p, r)).collect();
+        let (applied, _) = self.apply_results(&results).await?;
+        Ok(applied)
+    }
+
+    /// Plans each result for its payout ([`Self::plan_settlement`]), applies the planned changes
+    /// as one set and finishes each batch they touched once (not for a return after
+    /// settlement, as [`Self::settle`]). Returns whether each result was applied, in order, and
+    /// how many batches finished.
+    async fn apply_results(
+        &self,
+        results: &[(&Payout, &RailResult)],
+    ) -> Result<(Vec<bool>, usize), PortError> {
+        let mut applied = vec![false; results.len()];
+        let mut planned = Vec::with_capacity(results.len());
+        for (position, (payout, result)) in results.iter().enumerate() {
+            if let Some(settlement) = self.plan_settlement(payout, result).await? {
+                planned.push((position, settlement));
             }
         }
         if planned.is_empty() {
-            return Ok((0, 0));
+            return Ok((applied, 0));
         }
-        let changes: Vec<PayoutChange> = planned.iter().map(|(c, _)| c.clone()).collect();
-        let applied = self.payouts.apply_transitions(&changes).await?;
-        let mut settled = 0;
+        let changes: Vec<PayoutChange> = planned.iter().map(|(_, (c, _))| c.clone()).collect();
+        let written = self.payouts.apply_transitions(&changes).await?;
         let mut touched = BTreeSet::new();
-        for ((change, trigger), applied) in planned.iter().zip(applied) {
-            if !applied {
+        for ((position, (change, trigger)), written) in planned.iter().zip(written) {
+            if !written {
                 continue;
             }
-            settled += 1;
+            applied[*position] = true;
             if let Some(batch) = change.payout.batch_id
                 && *trigger != PayoutTrigger::Returned
             {
@@ -167,7 +199,7 @@ impl BatchRunner {
         for batch in touched {
             finished += usize::from(self.finish(batch).await?.is_some());
         }
-        Ok((settled, finished))
+        Ok((applied, finished))
     }
 
     /// Submits a closed batch's payouts and records the receipts. `Ok(false)` when there was

@@ -180,6 +180,17 @@ pub trait PayoutStore: Send + Sync {
         id: PayoutId,
     ) -> Result<Option<(Payout, Vec<LedgerEntry>)>, PortError>;
 
+    /// The payouts of `keys` (subaccount, payout), without their ledger entries, in one read
+    /// (a bank report's payouts at once), in no particular order. A key whose payout does not
+    /// exist, or belongs to another subaccount, has none.
+    ///
+    /// # Errors
+    /// `PortError` when the store cannot be read.
+    async fn find_payouts(
+        &self,
+        keys: &[(SubaccountId, PayoutId)],
+    ) -> Result<Vec<Payout>, PortError>;
+
     /// Applies a planned change in one transaction: where the stored payout still has status
     /// `change.expected`, sets its status and the fields the change sets, applies the entries'
     /// deltas to the balance (never below zero), appends the entries, fails the account of

@@ -12,11 +12,21 @@
 //! - A payment line is matched by its reference among the rail's stored files (the newest file
 //!   first, and for a return stating an amount, a payout of that amount).
 //! - Whether an answer is applied is the rail's [`AnswerRules`] table over where the payment
-//!   stands ([`RailState`]) and what the answer says ([`RailAnswer`]): applied through
-//!   [`BatchRunner::settle`] (a settlement pays a payout `in_progress`; a rejection fails it; a
-//!   return fails it, or returns a `successful` one with `payout_return`, fee kept), recorded as
+//!   stands ([`RailState`]) and what the answer says ([`RailAnswer`]): applied through the
+//!   batch runner (a settlement pays a payout `in_progress`; a rejection fails it; a return
+//!   fails it, or returns a `successful` one with `payout_return`, fee kept), recorded as
 //!   repeated, or recorded as an anomaly with the line it contradicts. Only a real return moves
 //!   a settled payout's money.
+//! - A report is worked in sets, not line by line: its lines' sent items are read in one
+//!   statement, their payouts in one (a further one for the few returns whose newest candidate
+//!   is of another amount), the lines that decided failed payouts or that answers contradict in
+//!   one; every line is decided in the domain on the payouts as read, and those to apply are
+//!   applied as one set ([`BatchRunner::settle_results`]). A file's verdict that settles or
+//!   rejects its payouts goes the same way, before the report's items are read. The few
+//!   answers whose change was not applied (the payout moved meanwhile, e.g. settled on its
+//!   effective date while its return was read), and a later line about a payout an earlier
+//!   line of the same report applies, are decided again one by one on the payout as it is
+//!   then ([`BatchRunner::settle`]).
 //! - Every line is recorded with its resolution: `applied`, `repeated` (already so: a return is
 //!   never applied twice), `unmatched`, `noted` (notifications of change) or `anomaly`.
 //!
@@ -24,12 +34,14 @@
 //! crash in between only makes the next poll read the file again: its lines then find their
 //! changes made and are recorded `repeated`.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::answers::{AnswerRules, AnswerVerdict, RailAnswer, RailState, ReportNames};
 use super::file::{RailFile, RailFileState};
 use super::inbound_ports::{
-    InboundFile, InboundOutcome, InboundStore, RecordedReport, ReportKind, Resolution, SentItem,
+    DecidingReport, InboundFile, InboundOutcome, InboundStore, RecordedReport, ReportKind,
+    Resolution, SentItem,
 };
 use super::ports::RailFileStore;
 use super::report::{
@@ -155,6 +167,148 @@ impl Line {
 
 /// What a line of a report answers, and the result applying it gives.
 type Answer = (RailAnswer, RailResult);
+
+/// A line's resolution and, for an anomaly, the line it contradicts.
+type Resolved = (Resolution, Option<BankReportId>);
+
+/// An answer about one payment, to decide on the payout as read.
+struct Payment {
+    payout: Payout,
+    file: RailFileId,
+    file_state: RailFileState,
+    answer: Answer,
+}
+
+/// What the rail's table makes of a [`Payment`] on the payout as read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Decision {
+    /// To apply.
+    Apply,
+    /// Nothing to apply: the line's resolution.
+    Done(Resolved),
+}
+
+/// How many times an answer is decided for one payout that keeps moving meanwhile.
+const ATTEMPTS: usize = 3;
+
+/// Where `payout`, a payment of a file in `file_state`, stands at the rail: `None` for a payout
+/// that never reached it (still waiting, or cancelled). `deciding` is the applied line that
+/// decided the payout, asked only for a failed one: a failed payout was returned when a
+/// return decided it, and rejected otherwise (by a rejection, its file's rejection, or the
+/// rail at submission).
+fn rail_state(
+    payout: &Payout,
+    file_state: RailFileState,
+    deciding: Option<DecidingReport>,
+) -> Option<RailState> {
+    match payout.status {
+        PayoutStatus::InProgress => Some(match file_state {
+            RailFileState::Acknowledged => RailState::Acknowledged,
+            RailFileState::Generated | RailFileState::Uploaded | RailFileState::Rejected => {
+                RailState::Sent
+            }
+        }),
+        PayoutStatus::Successful => Some(RailState::Settled),
+        PayoutStatus::Failed => Some(match deciding {
+            Some(report) if report.kind == ReportKind::Returned => RailState::Returned,
+            _ => RailState::Rejected,
+        }),
+        PayoutStatus::Awaiting
+        | PayoutStatus::Pending
+        | PayoutStatus::Unassessed
+        | PayoutStatus::Cancelled
+        | PayoutStatus::SuccessfulPendingKyc => None,
+    }
+}
+
+/// The line an item of a report becomes, and the answer it gives (none for a notice).
+fn line_of(item: ItemReport) -> (Line, Option<Answer>) {
+    match item.outcome {
+        ItemOutcome::Settled => (
+            Line::new(ReportKind::Settled, item.reference),
+            Some((RailAnswer::Settled, RailResult::Paid)),
+        ),
+        ItemOutcome::Rejected(reason) => (
+            Line::with_reason(ReportKind::Rejected, item.reference, &reason, None),
+            Some((
+                RailAnswer::Rejected,
+                RailResult::Failed {
+                    code: Some(reason.code),
+                    reason: reason.reason,
+                    receiver_is_invalid: reason.account_is_invalid,
+                },
+            )),
+        ),
+        ItemOutcome::Returned { reason, amount } => (
+            Line::with_reason(
+                ReportKind::Returned,
+                item.reference,
+                &reason,
+                amount.map(|a| a.get()),
+            ),
+            Some((
+                RailAnswer::Returned,
+                RailResult::Returned {
+                    code: reason.code,
+                    reason: reason.reason,
+                    receiver_is_invalid: reason.account_is_invalid,
+                },
+            )),
+        ),
+        ItemOutcome::Notice { code, reason } => (
+            Line {
+                code: Some(code),
+                reason: Some(reason),
+                ..Line::new(ReportKind::Notice, item.reference)
+            },
+            None,
+        ),
+    }
+}
+
+/// The search for one line's sent payment among its reference's candidates, newest file
+/// first: the first whose payout has the amount the line states (any, when it states none),
+/// else the first whose payout exists.
+struct Search<'a> {
+    candidates: &'a [SentItem],
+    amount: Option<i64>,
+    next: usize,
+    first: Option<(SentItem, Payout)>,
+    found: Option<(SentItem, Payout)>,
+}
+
+impl Search<'_> {
+    /// Goes through the candidates whose payouts were read (`read`: by key, `None` for one
+    /// that does not exist); returns the key of the next one to read, or `None` when the search
+    /// is over.
+    fn advance(
+        &mut self,
+        read: &HashMap<(SubaccountId, PayoutId), Option<Payout>>,
+    ) -> Option<(SubaccountId, PayoutId)> {
+        while self.found.is_none() {
+            let item = self.candidates.get(self.next)?;
+            let key = (item.subaccount_id, item.payout_id);
+            match read.get(&key) {
+                None => return Some(key),
+                Some(None) => {}
+                Some(Some(payout)) => {
+                    let found = (item.clone(), payout.clone());
+                    if self.amount.is_none_or(|a| a == payout.amount.get()) {
+                        self.found = Some(found);
+                    } else {
+                        self.first.get_or_insert(found);
+                    }
+                }
+            }
+            self.next += 1;
+        }
+        None
+    }
+
+    fn result(self) -> Option<(SentItem, Payout)> {
+        self.found.or(self.first)
+    }
+}
 
 /// Whether a report's lines are applied or, for an altered document, only matched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -349,13 +503,13 @@ impl InboundProcessor {
         report: BankReport,
         mode: Mode,
     ) -> Result<Vec<Line>, PortError> {
-        let mut lines = Vec::new();
+        let mut lines = Vec::with_capacity(report.items.len() + 1);
+        // The file's verdict first, applied before the items are read: an item then finds its
+        // payout as the verdict left it.
         if let Some((mention, verdict)) = report.file {
             lines.push(self.apply_verdict(rail, mention, verdict, mode).await?);
         }
-        for item in report.items {
-            lines.push(self.apply_item(rail, item, mode).await?);
-        }
+        lines.extend(self.apply_items(rail, report.items, mode).await?);
         Ok(lines)
     }
 
@@ -371,6 +525,25 @@ impl InboundProcessor {
             .map(|(p, _)| p))
     }
 
+    /// The payouts of `keys` that exist, in one read (none for no keys), by key.
+    async fn payouts_of(
+        &self,
+        keys: &[(SubaccountId, PayoutId)],
+    ) -> Result<HashMap<(SubaccountId, PayoutId), Payout>, PortError> {
+        if keys.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let wanted: HashSet<&(SubaccountId, PayoutId)> = keys.iter().collect();
+        Ok(self
+            .payouts
+            .find_payouts(keys)
+            .await?
+            .into_iter()
+            .map(|p| ((p.subaccount_id, p.id), p))
+            .filter(|(key, _)| wanted.contains(key))
+            .collect())
+    }
+
     /// The applied line that put `payout` (or, without one, file `file`) where it is.
     async fn deciding(
         &self,
@@ -384,6 +557,25 @@ impl InboundProcessor {
             .map(|report| report.id))
     }
 
+    /// [`Self::deciding`] for each of `queries`, in one read (none for no queries).
+    async fn deciding_all(
+        &self,
+        queries: &[(Option<PayoutId>, RailFileId)],
+    ) -> Result<Vec<Option<DecidingReport>>, PortError> {
+        if queries.is_empty() {
+            return Ok(Vec::new());
+        }
+        let reports = self.inbound.deciding_reports(queries).await?;
+        if reports.len() != queries.len() {
+            return Err(PortError::unknown(format!(
+                "asked for the deciding lines of {} payments, got {}",
+                queries.len(),
+                reports.len()
+            )));
+        }
+        Ok(reports)
+    }
+
     /// Where `payout`, a payment of file `file` (in `file_state`), stands at the rail: `None`
     /// for a payout that never reached it (still waiting, or cancelled).
     async fn state_of(
@@ -392,28 +584,11 @@ impl InboundProcessor {
         file: RailFileId,
         file_state: RailFileState,
     ) -> Result<Option<RailState>, PortError> {
-        Ok(match payout.status {
-            PayoutStatus::InProgress => Some(match file_state {
-                RailFileState::Acknowledged => RailState::Acknowledged,
-                RailFileState::Generated | RailFileState::Uploaded | RailFileState::Rejected => {
-                    RailState::Sent
-                }
-            }),
-            PayoutStatus::Successful => Some(RailState::Settled),
-            // A failed payout was returned when a return decided it, and rejected otherwise (by
-            // a rejection, its file's rejection, or the rail at submission).
-            PayoutStatus::Failed => Some(
-                match self.inbound.deciding_report(Some(payout.id), file).await? {
-                    Some(report) if report.kind == ReportKind::Returned => RailState::Returned,
-                    _ => RailState::Rejected,
-                },
-            ),
-            PayoutStatus::Awaiting
-            | PayoutStatus::Pending
-            | PayoutStatus::Unassessed
-            | PayoutStatus::Cancelled
-            | PayoutStatus::SuccessfulPendingKyc => None,
-        })
+        let deciding = match payout.status {
+            PayoutStatus::Failed => self.inbound.deciding_report(Some(payout.id), file).await?,
+            _ => None,
+        };
+        Ok(rail_state(payout, file_state, deciding))
     }
 
     /// Decides `answer` for `payout` with the rail's table and applies it when the table says
@@ -427,10 +602,24 @@ impl InboundProcessor {
         payout: &Payout,
         file: RailFileId,
         file_state: RailFileState,
+        answer: &Answer,
+    ) -> Result<Resolved, PortError> {
+        self.answer_attempts(rules, payout, file, file_state, answer, ATTEMPTS)
+            .await
+    }
+
+    /// [`Self::answer_payment`] with `attempts` left.
+    async fn answer_attempts(
+        &self,
+        rules: AnswerRules,
+        payout: &Payout,
+        file: RailFileId,
+        file_state: RailFileState,
         (answer, result): &Answer,
-    ) -> Result<(Resolution, Option<BankReportId>), PortError> {
+        attempts: usize,
+    ) -> Result<Resolved, PortError> {
         let mut current = payout.clone();
-        for _ in 0..3 {
+        for _ in 0..attempts {
             let Some(state) = self.state_of(&current, file, file_state).await? else {
                 return Ok((Resolution::Anomaly, None));
             };
@@ -450,12 +639,149 @@ impl InboundProcessor {
                     }
                 }
             }
-            match self.payout(current.subaccount_id, current.id).await? {
-                Some(fresh) if fresh.status != current.status => current = fresh,
-                _ => return Ok((Resolution::Repeated, None)),
+            match self.changed(&current).await? {
+                Some(fresh) => current = fresh,
+                None => return Ok((Resolution::Repeated, None)),
             }
         }
         Ok((Resolution::Repeated, None))
+    }
+
+    /// `payout` as it is now when its status changed since it was read; `None` when it did
+    /// not (its answer was recorded already) or it is gone.
+    async fn changed(&self, payout: &Payout) -> Result<Option<Payout>, PortError> {
+        Ok(self
+            .payout(payout.subaccount_id, payout.id)
+            .await?
+            .filter(|fresh| fresh.status != payout.status))
+    }
+
+    /// Decides each of `payments` with the rail's table on the payout as read, reading the
+    /// lines that decided the failed payouts and those the answers contradict in one read.
+    async fn decide_all(
+        &self,
+        rules: AnswerRules,
+        payments: &[Payment],
+    ) -> Result<Vec<Decision>, PortError> {
+        // `None`: the deciding line is needed first (to tell a returned payout from a rejected
+        // one, or to name what the answer contradicts).
+        let mut decisions: Vec<Option<Decision>> = payments
+            .iter()
+            .map(|p| {
+                if p.payout.status == PayoutStatus::Failed {
+                    return None;
+                }
+                let Some(state) = rail_state(&p.payout, p.file_state, None) else {
+                    return Some(Decision::Done((Resolution::Anomaly, None)));
+                };
+                match rules.verdict(state, p.answer.0) {
+                    AnswerVerdict::Apply => Some(Decision::Apply),
+                    AnswerVerdict::Repeated => Some(Decision::Done((Resolution::Repeated, None))),
+                    AnswerVerdict::Anomaly => None,
+                }
+            })
+            .collect();
+        let asked: Vec<usize> = (0..payments.len())
+            .filter(|&i| decisions[i].is_none())
+            .collect();
+        let queries: Vec<(Option<PayoutId>, RailFileId)> = asked
+            .iter()
+            .map(|&i| (Some(payments[i].payout.id), payments[i].file))
+            .collect();
+        let deciding = self.deciding_all(&queries).await?;
+        for (&i, report) in asked.iter().zip(deciding) {
+            let p = &payments[i];
+            let verdict =
+                rail_state(&p.payout, p.file_state, report).map(|s| rules.verdict(s, p.answer.0));
+            decisions[i] = Some(match verdict {
+                Some(AnswerVerdict::Apply) => Decision::Apply,
+                Some(AnswerVerdict::Repeated) => Decision::Done((Resolution::Repeated, None)),
+                Some(AnswerVerdict::Anomaly) => {
+                    Decision::Done((Resolution::Anomaly, report.map(|r| r.id)))
+                }
+                None => Decision::Done((Resolution::Anomaly, None)),
+            });
+        }
+        Ok(decisions
+            .into_iter()
+            .map(|d| d.unwrap_or(Decision::Done((Resolution::Anomaly, None))))
+            .collect())
+    }
+
+    /// Decides each of `payments` on the payouts as read ([`Self::decide_all`]) and applies
+    /// those the table applies as one set ([`BatchRunner::settle_results`]). A payment whose
+    /// change was not applied (its payout moved meanwhile) is decided again on the payout as it
+    /// is now, as [`Self::answer_payment`] does; so is a later answer about a payout an earlier
+    /// one of the same report applies, after it. Returns each payment's resolution, in order.
+    async fn answer_all(
+        &self,
+        rules: AnswerRules,
+        payments: &[Payment],
+    ) -> Result<Vec<Resolved>, PortError> {
+        let decisions = self.decide_all(rules, payments).await?;
+        // The set: each payout once, for the first answer the table applies to it; every later
+        // answer about that payout waits for it.
+        let mut in_set = HashSet::new();
+        let mut set = Vec::new();
+        let mut after = vec![false; payments.len()];
+        let mut resolved: Vec<Option<Resolved>> = vec![None; payments.len()];
+        for (i, (p, decision)) in payments.iter().zip(&decisions).enumerate() {
+            if in_set.contains(&p.payout.id) {
+                after[i] = true;
+                continue;
+            }
+            match decision {
+                Decision::Apply => {
+                    in_set.insert(p.payout.id);
+                    set.push(i);
+                }
+                Decision::Done(done) => resolved[i] = Some(*done),
+            }
+        }
+        if !set.is_empty() {
+            let results: Vec<(Payout, RailResult)> = set
+                .iter()
+                .map(|&i| (payments[i].payout.clone(), payments[i].answer.1.clone()))
+                .collect();
+            let applied = self.runner.settle_results(&results).await?;
+            for (&i, applied) in set.iter().zip(applied) {
+                if applied {
+                    resolved[i] = Some((Resolution::Applied, None));
+                }
+            }
+        }
+        // The few left, one by one in the report's order.
+        let mut out = Vec::with_capacity(payments.len());
+        for (i, p) in payments.iter().enumerate() {
+            let done = match resolved[i] {
+                Some(done) => done,
+                None if after[i] => {
+                    let current = self
+                        .payout(p.payout.subaccount_id, p.payout.id)
+                        .await?
+                        .unwrap_or_else(|| p.payout.clone());
+                    self.answer_payment(rules, &current, p.file, p.file_state, &p.answer)
+                        .await?
+                }
+                // Applying it was the first attempt.
+                None => match self.changed(&p.payout).await? {
+                    Some(fresh) => {
+                        self.answer_attempts(
+                            rules,
+                            &fresh,
+                            p.file,
+                            p.file_state,
+                            &p.answer,
+                            ATTEMPTS - 1,
+                        )
+                        .await?
+                    }
+                    None => (Resolution::Repeated, None),
+                },
+            };
+            out.push(done);
+        }
+        Ok(out)
     }
 
     async fn apply_verdict(
@@ -561,13 +887,24 @@ impl InboundProcessor {
             FileVerdict::Accepted => None,
         };
         if let Some(answer) = answer {
-            for item in &file.items {
-                let Some(payout) = self.payout(file.subaccount_id, item.payout_id).await? else {
-                    continue;
-                };
-                let (resolution, earlier) = self
-                    .answer_payment(rail.answers, &payout, file.id, state, &answer)
-                    .await?;
+            // The file's payouts in one read, decided each, applied as one set.
+            let keys: Vec<(SubaccountId, PayoutId)> = file
+                .items
+                .iter()
+                .map(|item| (file.subaccount_id, item.payout_id))
+                .collect();
+            let mut found = self.payouts_of(&keys).await?;
+            let payments: Vec<Payment> = keys
+                .iter()
+                .filter_map(|key| found.remove(key))
+                .map(|payout| Payment {
+                    payout,
+                    file: file.id,
+                    file_state: state,
+                    answer: answer.clone(),
+                })
+                .collect();
+            for (resolution, earlier) in self.answer_all(rail.answers, &payments).await? {
                 match resolution {
                     Resolution::Applied if line.resolution != Resolution::Anomaly => {
                         line.resolution = Resolution::Applied;
@@ -584,106 +921,108 @@ impl InboundProcessor {
         Ok(line)
     }
 
-    /// The sent payment `reference` names: the newest file's, or for a return stating an
-    /// amount, the newest of that amount.
-    async fn find_sent(
+    /// The sent payment each of `lines` names, in one read of the sent items and one of the
+    /// payouts per round: its reference's newest file's, or for a return stating an amount, the
+    /// newest of that amount (a further round reads the next candidates of the lines whose
+    /// newest is of another amount).
+    async fn find_sent_all(
         &self,
         method: PayoutMethod,
-        reference: &str,
-        amount: Option<i64>,
-    ) -> Result<Option<(SentItem, Payout)>, PortError> {
-        let mut candidates = self.inbound.sent_items(method, reference).await?;
-        candidates.sort_by_key(|item| std::cmp::Reverse(item.file_created_at));
-        let mut first = None;
-        for item in candidates {
-            let Some(payout) = self.payout(item.subaccount_id, item.payout_id).await? else {
-                continue;
-            };
-            if amount.is_none_or(|a| a == payout.amount.get()) {
-                return Ok(Some((item, payout)));
-            }
-            first.get_or_insert((item, payout));
+        lines: &[Line],
+    ) -> Result<Vec<Option<(SentItem, Payout)>>, PortError> {
+        let mut references: Vec<String> = lines.iter().map(|l| l.reference.clone()).collect();
+        references.sort_unstable();
+        references.dedup();
+        if references.is_empty() {
+            return Ok(Vec::new());
         }
-        Ok(first)
+        let mut candidates: HashMap<String, Vec<SentItem>> = HashMap::new();
+        for (reference, item) in self.inbound.sent_items_of(method, &references).await? {
+            candidates.entry(reference).or_default().push(item);
+        }
+        for items in candidates.values_mut() {
+            items.sort_by_key(|item| std::cmp::Reverse(item.file_created_at));
+        }
+        let mut searches: Vec<Search<'_>> = lines
+            .iter()
+            .map(|line| Search {
+                candidates: candidates.get(&line.reference).map_or(&[], Vec::as_slice),
+                amount: line.amount,
+                next: 0,
+                first: None,
+                found: None,
+            })
+            .collect();
+        let mut read: HashMap<(SubaccountId, PayoutId), Option<Payout>> = HashMap::new();
+        loop {
+            let mut wanted: Vec<(SubaccountId, PayoutId)> = searches
+                .iter_mut()
+                .filter_map(|search| search.advance(&read))
+                .collect();
+            if wanted.is_empty() {
+                break;
+            }
+            wanted.sort_unstable();
+            wanted.dedup();
+            let mut found = self.payouts_of(&wanted).await?;
+            for key in wanted {
+                read.insert(key, found.remove(&key));
+            }
+        }
+        Ok(searches.into_iter().map(Search::result).collect())
     }
 
-    async fn apply_item(
+    async fn apply_items(
         &self,
         rail: &InboundRail,
-        item: ItemReport,
+        items: Vec<ItemReport>,
         mode: Mode,
-    ) -> Result<Line, PortError> {
-        let (mut line, answer) = match item.outcome {
-            ItemOutcome::Settled => (
-                Line::new(ReportKind::Settled, item.reference),
-                Some((RailAnswer::Settled, RailResult::Paid)),
-            ),
-            ItemOutcome::Rejected(reason) => (
-                Line::with_reason(ReportKind::Rejected, item.reference, &reason, None),
-                Some((
-                    RailAnswer::Rejected,
-                    RailResult::Failed {
-                        code: Some(reason.code),
-                        reason: reason.reason,
-                        receiver_is_invalid: reason.account_is_invalid,
-                    },
-                )),
-            ),
-            ItemOutcome::Returned { reason, amount } => (
-                Line::with_reason(
-                    ReportKind::Returned,
-                    item.reference,
-                    &reason,
-                    amount.map(|a| a.get()),
-                ),
-                Some((
-                    RailAnswer::Returned,
-                    RailResult::Returned {
-                        code: reason.code,
-                        reason: reason.reason,
-                        receiver_is_invalid: reason.account_is_invalid,
-                    },
-                )),
-            ),
-            ItemOutcome::Notice { code, reason } => (
-                Line {
-                    code: Some(code),
-                    reason: Some(reason),
-                    ..Line::new(ReportKind::Notice, item.reference)
-                },
-                None,
-            ),
-        };
-        let Some((sent, payout)) = self
-            .find_sent(rail.method, &line.reference, line.amount)
-            .await?
-        else {
-            if mode == Mode::Altered {
-                line.anomaly(None);
-            }
-            return Ok(line);
-        };
-        line.matched = Some((sent.subaccount_id, Some(sent.payout_id), Some(sent.file_id)));
-        match (mode, answer) {
-            (Mode::Altered, _) => {
-                line.anomaly(self.deciding(Some(payout.id), sent.file_id).await?);
-            }
-            (Mode::Apply, None) => line.resolution = Resolution::Noted,
-            (Mode::Apply, Some(answer)) => {
-                let (resolution, earlier) = self
-                    .answer_payment(
-                        rail.answers,
-                        &payout,
-                        sent.file_id,
-                        sent.file_state,
-                        &answer,
-                    )
-                    .await?;
-                line.resolution = resolution;
-                line.contradicts = earlier;
+    ) -> Result<Vec<Line>, PortError> {
+        let (mut lines, answers): (Vec<Line>, Vec<Option<Answer>>) =
+            items.into_iter().map(line_of).unzip();
+        let matches = self.find_sent_all(rail.method, &lines).await?;
+        let mut payments = Vec::new();
+        let mut paid = Vec::new();
+        let mut altered = Vec::new();
+        for (i, (found, answer)) in matches.into_iter().zip(answers).enumerate() {
+            let line = &mut lines[i];
+            let Some((sent, payout)) = found else {
+                if mode == Mode::Altered {
+                    line.anomaly(None);
+                }
+                continue;
+            };
+            line.matched = Some((sent.subaccount_id, Some(sent.payout_id), Some(sent.file_id)));
+            match (mode, answer) {
+                (Mode::Altered, _) => {
+                    line.anomaly(None);
+                    altered.push((i, (Some(payout.id), sent.file_id)));
+                }
+                (Mode::Apply, None) => line.resolution = Resolution::Noted,
+                (Mode::Apply, Some(answer)) => {
+                    paid.push(i);
+                    payments.push(Payment {
+                        payout,
+                        file: sent.file_id,
+                        file_state: sent.file_state,
+                        answer,
+                    });
+                }
             }
         }
-        Ok(line)
+        // Every line of an altered document is an anomaly, naming what decided its payout.
+        let queries: Vec<(Option<PayoutId>, RailFileId)> = altered.iter().map(|(_, q)| *q).collect();
+        for ((i, _), deciding) in altered.iter().zip(self.deciding_all(&queries).await?) {
+            lines[*i].anomaly(deciding.map(|report| report.id));
+        }
+        for (i, (resolution, earlier)) in paid
+            .into_iter()
+            .zip(self.answer_all(rail.answers, &payments).await?)
+        {
+            lines[i].resolution = resolution;
+            lines[i].contradicts = earlier;
+        }
+        Ok(lines)
     }
 }
 

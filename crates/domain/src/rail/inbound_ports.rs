@@ -249,13 +249,27 @@ pub trait InboundStore: Send + Sync {
         file: RailFileId,
     ) -> Result<Option<DecidingReport>, PortError>;
 
-    /// The payments of `method`'s stored files whose reference is `reference`, newest file
-    /// first (NACHA trace numbers repeat from one day to the next).
-    async fn sent_items(
+    /// [`Self::deciding_report`] of each (payout, file) of `queries`, in one read: one answer per
+    /// query, in the order of `queries`.
+    ///
+    /// # Errors
+    /// `PortError` when the store cannot be read.
+    async fn deciding_reports(
+        &self,
+        queries: &[(Option<PayoutId>, RailFileId)],
+    ) -> Result<Vec<Option<DecidingReport>>, PortError>;
+
+    /// The payments of `method`'s stored files whose reference is one of `references`, each
+    /// with its reference, in one read (a whole report's lines at once); a reference's
+    /// payments newest file first (NACHA trace numbers repeat from one day to the next).
+    ///
+    /// # Errors
+    /// `PortError` when the store cannot be read.
+    async fn sent_items_of(
         &self,
         method: PayoutMethod,
-        reference: &str,
-    ) -> Result<Vec<SentItem>, PortError>;
+        references: &[String],
+    ) -> Result<Vec<(String, SentItem)>, PortError>;
 
     /// Records `file` and its `reports` in one transaction. `Ok(false)` when the file (method,
     /// name, content) was recorded already; then nothing was written.

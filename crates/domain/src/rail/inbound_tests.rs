@@ -81,21 +81,52 @@ impl Ledger {
                 .cloned()
                 .map(|p| (p, Vec::new())))
         });
+        let (payouts, stale) = (self.payouts.clone(), self.stale.clone());
+        store.expect_find_payouts().returning(move |keys| {
+            let mut stale = stale.lock().unwrap();
+            let payouts = payouts.lock().unwrap();
+            Ok(keys
+                .iter()
+                .filter_map(|(subaccount, id)| {
+                    let found = match stale.iter().position(|p| p.id == *id) {
+                        Some(at) => Some(stale.remove(at)),
+                        None => payouts.get(id).cloned(),
+                    };
+                    found.filter(|p| p.subaccount_id == *subaccount)
+                })
+                .collect())
+        });
         let (payouts, applied) = (self.payouts.clone(), self.applied.clone());
-        store.expect_apply_transition().returning(move |change, _| {
-            let mut payouts = payouts.lock().unwrap();
-            let Some(current) = payouts.get_mut(&change.payout.id) else {
-                return Ok(false);
-            };
-            if current.status != change.expected {
-                return Ok(false);
-            }
-            *current = change.payout.clone();
-            applied.lock().unwrap().push(change.clone());
-            Ok(true)
+        store
+            .expect_apply_transition()
+            .returning(move |change, _| Ok(apply(&payouts, &applied, change)));
+        let (payouts, applied) = (self.payouts.clone(), self.applied.clone());
+        store.expect_apply_transitions().returning(move |changes| {
+            Ok(changes
+                .iter()
+                .map(|change| apply(&payouts, &applied, change))
+                .collect())
         });
         Arc::new(store)
     }
+}
+
+/// Applies `change` where the payout is still in the status it expects, as the store does.
+fn apply(
+    payouts: &Mutex<BTreeMap<PayoutId, Payout>>,
+    applied: &Mutex<Vec<PayoutChange>>,
+    change: &PayoutChange,
+) -> bool {
+    let mut payouts = payouts.lock().unwrap();
+    let Some(current) = payouts.get_mut(&change.payout.id) else {
+        return false;
+    };
+    if current.status != change.expected {
+        return false;
+    }
+    *current = change.payout.clone();
+    applied.lock().unwrap().push(change.clone());
+    true
 }
 
 pub(super) fn clock() -> Arc<MockClock> {
@@ -186,36 +217,23 @@ pub(super) fn inbound(
     let seen = recorded.clone();
     store
         .expect_deciding_report()
-        .returning(move |payout, file| {
-            let file_line = |r: &RecordedReport| {
-                r.payout_id.is_none()
-                    && r.rail_file_id == Some(file)
-                    && matches!(r.kind, ReportKind::FileSettled | ReportKind::FileRejected)
-            };
-            Ok(seen
-                .lock()
-                .unwrap()
-                .iter()
-                .flat_map(|(_, reports)| reports.iter())
-                .rfind(|r| {
-                    r.resolution == Resolution::Applied
-                        && match payout {
-                            Some(p) => r.payout_id == Some(p) || file_line(r),
-                            None => r.payout_id.is_none() && r.rail_file_id == Some(file),
-                        }
-                })
-                .map(|r| DecidingReport {
-                    id: r.id,
-                    kind: r.kind,
-                }))
-        });
-    store.expect_sent_items().returning(move |_, reference| {
-        Ok(sent
+        .returning(move |payout, file| Ok(deciding(&seen, payout, file)));
+    let seen = recorded.clone();
+    store.expect_deciding_reports().returning(move |queries| {
+        Ok(queries
             .iter()
-            .filter(|(r, _)| *r == reference)
-            .map(|(_, item)| item.clone())
+            .map(|(payout, file)| deciding(&seen, *payout, *file))
             .collect())
     });
+    store
+        .expect_sent_items_of()
+        .returning(move |_, references| {
+            Ok(sent
+                .iter()
+                .filter(|(r, _)| references.iter().any(|wanted| wanted == r))
+                .map(|(r, item)| ((*r).to_owned(), item.clone()))
+                .collect())
+        });
     store
         .expect_record_inbound()
         .returning(move |file, reports| {
@@ -230,6 +248,36 @@ pub(super) fn inbound(
             Ok(true)
         });
     Arc::new(store)
+}
+
+/// The newest applied line recorded that decided `payout` of `file` (or, without a payout,
+/// the file), as the store finds it.
+fn deciding(
+    recorded: &Recorded,
+    payout: Option<PayoutId>,
+    file: RailFileId,
+) -> Option<DecidingReport> {
+    let file_line = |r: &RecordedReport| {
+        r.payout_id.is_none()
+            && r.rail_file_id == Some(file)
+            && matches!(r.kind, ReportKind::FileSettled | ReportKind::FileRejected)
+    };
+    recorded
+        .lock()
+        .unwrap()
+        .iter()
+        .flat_map(|(_, reports)| reports.iter())
+        .rfind(|r| {
+            r.resolution == Resolution::Applied
+                && match payout {
+                    Some(p) => r.payout_id == Some(p) || file_line(r),
+                    None => r.payout_id.is_none() && r.rail_file_id == Some(file),
+                }
+        })
+        .map(|r| DecidingReport {
+            id: r.id,
+            kind: r.kind,
+        })
 }
 
 pub(super) fn sent(n: u128, file: u128, created: i64) -> SentItem {

@@ -29,7 +29,7 @@ use domain::payout::change::PayoutChange;
 use domain::payout::ports::PayoutListItem;
 use domain::payout::query::PayoutFilter;
 use domain::receiver::Receiver;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 impl PgStore {
     /// Applies `changes` (one subaccount's) in one transaction, with set statements where
@@ -116,6 +116,39 @@ impl PayoutStore for PgStore {
             .map(entry)
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Some((Payout::try_from(row)?, entries)))
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(payouts = keys.len()))]
+    async fn find_payouts(
+        &self,
+        keys: &[(SubaccountId, PayoutId)],
+    ) -> Result<Vec<Payout>, PortError> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut subaccounts: Vec<Uuid> = keys.iter().map(|(s, _)| s.as_uuid()).collect();
+        subaccounts.sort_unstable();
+        subaccounts.dedup();
+        let ids: Vec<Uuid> = keys.iter().map(|(_, p)| p.as_uuid()).collect();
+        let mut conn = self.conn().await?;
+        // One statement: `id = ANY($ids)` by the primary key, with the subaccounts named too
+        // (`subaccount_id = ANY($subaccounts)`), so that on Citus it goes to their shards
+        // alone. A payout paired with another of the subaccounts than its own is left out.
+        let rows: Vec<PayoutRow> = payouts::table
+            .filter(payouts::subaccount_id.eq_any(&subaccounts))
+            .filter(payouts::id.eq_any(&ids))
+            .select(PayoutRow::as_select())
+            .load(&mut conn)
+            .await
+            .map_err(from_diesel)?;
+        let wanted: HashSet<(Uuid, Uuid)> = keys
+            .iter()
+            .map(|(s, p)| (s.as_uuid(), p.as_uuid()))
+            .collect();
+        rows.into_iter()
+            .filter(|row| wanted.contains(&(row.subaccount_id, row.id)))
+            .map(Payout::try_from)
+            .collect()
     }
 
     #[tracing::instrument(
