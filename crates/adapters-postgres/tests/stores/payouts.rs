@@ -3,7 +3,8 @@
 //! and announced, the ledger still adds up, and a second return writes nothing.
 //! `PayoutStore::apply_transitions`: the rail's results of many payouts as sets, one per
 //! subaccount, each payout changed meanwhile left alone without holding back the others.
-//! `PayoutStore::find_payouts`: a set of payouts in one read, each only in its subaccount.
+//! The accounts a set fails are failed together, each announced once. `PayoutStore::find_payouts`:
+//! a set of payouts in one read, each only in its subaccount.
 
 use diesel::sql_types::Uuid as SqlUuid;
 use diesel_async::RunQueryDsl;
@@ -336,6 +337,102 @@ async fn a_set_of_payouts_is_read_at_once_each_only_in_its_own_subaccount() {
             .find_payouts(&[(sub, unknown)])
             .await
             .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn a_set_fails_its_accounts_in_one_go_announcing_each_account_once() {
+    use domain::payout::change::AccountFailure;
+    let fx = Fixture::new().await;
+    let first = new_payout(&fx).await;
+    let sub = first.subaccount_id;
+    let mut payouts = vec![submitted(&fx, &first).await];
+    for email in ["b@example.com", "c@example.com", "d@example.com"] {
+        let payout = new_payout_of(&fx, sub, email).await;
+        payouts.push(submitted(&fx, &payout).await);
+    }
+    // The third payout's account failed already (an earlier return).
+    let mut conn = fx.raw().await;
+    diesel::sql_query("UPDATE receiver_accounts SET status = 'failed' WHERE id = $1")
+        .bind::<SqlUuid, _>(payouts[2].account_id.as_uuid())
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let ids = RandomIds;
+    let now = at(T0 + 3 * SECOND);
+    let failing = |payout: &Payout, account: &Payout| {
+        let mut change = plan_change(payout, PayoutTrigger::RailFailed, now, &ids, |p| {
+            p.receiver_is_invalid = true;
+            p.failure_reason = Some("No account".to_owned());
+            p.return_code = Some("R03".to_owned());
+        })
+        .expect("allowed");
+        change.account_failure = Some(AccountFailure {
+            account_id: account.account_id,
+            updated_at: now,
+            event: OutboxEvent {
+                id: EventId::from_uuid(Uuid::new_v4()),
+                subaccount_id: sub,
+                object_id: account.account_id.as_uuid(),
+                kind: EventKind::AccountUpdate,
+                payload: serde_json::json!({"status": "failed"}),
+                occurred_at: now,
+            },
+        });
+        change
+    };
+    // The first two fail the first account (both its payouts' returns say so), the third the
+    // account failed already; the fourth is paid.
+    let paid = plan_change(&payouts[3], PayoutTrigger::RailSucceeded, now, &ids, |_| {})
+        .expect("allowed");
+    let changes = vec![
+        failing(&payouts[0], &payouts[0]),
+        failing(&payouts[1], &payouts[0]),
+        failing(&payouts[2], &payouts[2]),
+        paid,
+    ];
+    assert_eq!(
+        fx.store.apply_transitions(&changes).await.unwrap(),
+        [true; 4]
+    );
+    let announced = async |account: &Payout| {
+        fx.count_where(
+            "SELECT count(*) AS n FROM outbox_events WHERE object_id = $1 \
+             AND event_type = 'accountUpdate'",
+            account.account_id.as_uuid(),
+        )
+        .await
+    };
+    assert_eq!(announced(&payouts[0]).await, 1, "announced once");
+    assert_eq!(announced(&payouts[2]).await, 0, "failed before: not again");
+    let failed = async |account: &Payout| {
+        fx.count_where(
+            "SELECT count(*) AS n FROM receiver_accounts WHERE id = $1 AND status = 'failed'",
+            account.account_id.as_uuid(),
+        )
+        .await
+    };
+    assert_eq!(failed(&payouts[0]).await, 1);
+    assert_eq!(failed(&payouts[1]).await, 0, "its own account is not named");
+    assert_eq!(failed(&payouts[2]).await, 1);
+    assert_eq!(failed(&payouts[3]).await, 0);
+    for p in &payouts[..3] {
+        let (stored, _) = fx
+            .store
+            .find_payout(p.subaccount_id, p.id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(stored.status, PayoutStatus::Failed);
+        assert!(stored.receiver_is_invalid);
+    }
+    assert!(
+        admin(&fx.store)
+            .check_ledger()
+            .await
+            .unwrap()
+            .discrepancies
             .is_empty()
     );
 }

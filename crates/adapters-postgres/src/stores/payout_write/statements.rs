@@ -32,6 +32,9 @@ const fn statement(file: &'static str) -> &'static str {
 pub(crate) const BEGIN_WITH_GENERIC_PLANS: &str =
     statement(include_str!("sql/begin_with_generic_plans.sql"));
 
+/// The accounts a set of payout failures fails. (`sql/fail_accounts.sql`)
+pub(crate) const FAIL_ACCOUNTS: &str = statement(include_str!("sql/fail_accounts.sql"));
+
 /// The parties of a set locked, on Citus. (`sql/parties.sql`)
 pub(crate) const PARTIES: &str = statement(include_str!("sql/parties.sql"));
 

@@ -18,7 +18,7 @@ use domain::idempotency::{KeyAdmission, KeyCommit, WriteKey};
 use domain::ids::{BatchId, PayoutId};
 use domain::ledger::LedgerEntry;
 use domain::money::Asset;
-use domain::payout::change::{PayoutChange, PayoutReaction};
+use domain::payout::change::{AccountFailure, PayoutChange, PayoutReaction};
 use domain::payout::{Payout, PayoutStatus};
 use domain::rail::schedule::BatchSchedule;
 use uuid::Uuid;
@@ -205,10 +205,12 @@ pub(crate) fn with_batch(
 
 /// Applies `changes` inside the caller's transaction with the outcome of [`apply_change`] on
 /// each in turn, but with one statement per kind of write rather than several per payout
-/// where that gives the same result: every payout already in a batch, none failing its
-/// account, each payout once, and each balance column moving one way only (so one guarded sum
-/// stays above zero exactly when every step would). Closing a batch of thousands of payouts
-/// then holds the batch's row for a handful of statements. Anything else goes one by one.
+/// where that gives the same result: every payout already in a batch, none audited, each
+/// payout once, and each balance column moving one way only (so one guarded sum stays above
+/// zero exactly when every step would). Closing a batch of thousands of payouts then holds the
+/// batch's row for a handful of statements. The accounts the changes fail are failed in one
+/// statement too, each announced once (by the first change failing it), only where it was not
+/// failed already, as one by one. Anything else goes one by one.
 pub(crate) async fn apply_changes(
     conn: &mut AsyncPgConnection,
     changes: &[PayoutChange],
@@ -298,12 +300,68 @@ pub(crate) async fn apply_changes(
     }
     let entries: Vec<LedgerEntry> = changes.iter().flat_map(|c| c.entries.clone()).collect();
     insert_entries(conn, &entries).await?;
-    let events: Vec<OutboxEvent> = changes
+    let mut events: Vec<OutboxEvent> = changes
         .iter()
         .flat_map(|c| with_batch(&c.events, c.payout.id, batch_of(c)))
         .collect();
+    events.extend(fail_accounts(conn, changes).await?);
     insert_events(conn, &events, None).await?;
     Ok(())
+}
+
+/// Fails the accounts of `changes`' account failures in one statement, each where it is not
+/// failed already, and returns the `accountUpdate` of each account it failed: the first
+/// change's that names it, as applying them in turn would write.
+async fn fail_accounts(
+    conn: &mut AsyncPgConnection,
+    changes: &[PayoutChange],
+) -> Result<Vec<OutboxEvent>, diesel::result::Error> {
+    use diesel::sql_types::{Array, Timestamptz};
+    let mut seen = std::collections::HashSet::new();
+    let failures: Vec<(&PayoutChange, &AccountFailure)> = changes
+        .iter()
+        .filter_map(|c| c.account_failure.as_ref().map(|f| (c, f)))
+        .filter(|(_, f)| seen.insert(f.account_id))
+        .collect();
+    if failures.is_empty() {
+        return Ok(Vec::new());
+    }
+    let failed: Vec<FailedAccount> = diesel::sql_query(statements::FAIL_ACCOUNTS)
+        .bind::<Array<SqlUuid>, _>(
+            failures
+                .iter()
+                .map(|(_, f)| f.account_id.as_uuid())
+                .collect::<Vec<_>>(),
+        )
+        .bind::<Array<SqlUuid>, _>(
+            failures
+                .iter()
+                .map(|(c, _)| c.payout.subaccount_id.as_uuid())
+                .collect::<Vec<_>>(),
+        )
+        .bind::<Array<Timestamptz>, _>(
+            failures
+                .iter()
+                .map(|(_, f)| f.updated_at)
+                .collect::<Vec<_>>(),
+        )
+        .bind::<Text, _>(AccountStatus::Failed.as_str())
+        .cached()
+        .load(conn)
+        .await?;
+    let failed: std::collections::HashSet<Uuid> = failed.into_iter().map(|a| a.id).collect();
+    Ok(failures
+        .into_iter()
+        .filter(|(_, f)| failed.contains(&f.account_id.as_uuid()))
+        .map(|(_, f)| f.event.clone())
+        .collect())
+}
+
+/// An account [`fail_accounts`] failed.
+#[derive(QueryableByName)]
+struct FailedAccount {
+    #[diesel(sql_type = SqlUuid)]
+    id: Uuid,
 }
 
 /// Adds (available, pending) to a balance, both sides guarded so that a transition can never
@@ -358,7 +416,6 @@ fn set_movements(changes: &[PayoutChange]) -> Option<Vec<Movement>> {
     for change in changes {
         let p = &change.payout;
         if p.batch_id.is_none()
-            || change.account_failure.is_some()
             || change.audit.is_some()
             || !seen.insert(p.id)
         {
@@ -668,7 +725,7 @@ mod tests {
         let mut unbatched = change(a, Asset::Aud, 2, (0, 0));
         unbatched.payout.batch_id = None;
         assert!(set_movements(&[one.clone(), unbatched]).is_none());
-        // A payout failing its account.
+        // A payout failing its account goes in the set (its account failed by one statement).
         let mut failing = change(a, Asset::Aud, 2, (0, 0));
         failing.account_failure = Some(AccountFailure {
             account_id: failing.payout.account_id,
@@ -682,7 +739,7 @@ mod tests {
                 occurred_at: at(2),
             },
         });
-        assert!(set_movements(&[one.clone(), failing]).is_none());
+        assert!(set_movements(&[one.clone(), failing]).is_some());
         // Different balances may move different ways.
         let other = Uuid::new_v4();
         assert!(set_movements(&[one, change(other, Asset::Aud, 2, (-5, 5))]).is_some());
