@@ -519,7 +519,10 @@ impl InboundStore for PgStore {
         if queries.is_empty() {
             return Ok(answers);
         }
-        let payouts: Vec<Option<Uuid>> = queries.iter().map(|(p, _)| p.map(|p| p.as_uuid())).collect();
+        let payouts: Vec<Option<Uuid>> = queries
+            .iter()
+            .map(|(p, _)| p.map(|p| p.as_uuid()))
+            .collect();
         let files: Vec<Uuid> = queries.iter().map(|(_, f)| f.as_uuid()).collect();
         let mut conn = self.conn().await?;
         let rows: Vec<DecidingRow> = diesel::sql_query(DECIDING_REPORTS)

@@ -384,8 +384,8 @@ async fn a_set_fails_its_accounts_in_one_go_announcing_each_account_once() {
     };
     // The first two fail the first account (both its payouts' returns say so), the third the
     // account failed already; the fourth is paid.
-    let paid = plan_change(&payouts[3], PayoutTrigger::RailSucceeded, now, &ids, |_| {})
-        .expect("allowed");
+    let paid =
+        plan_change(&payouts[3], PayoutTrigger::RailSucceeded, now, &ids, |_| {}).expect("allowed");
     let changes = vec![
         failing(&payouts[0], &payouts[0]),
         failing(&payouts[1], &payouts[0]),

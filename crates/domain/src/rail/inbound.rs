@@ -1011,7 +1011,8 @@ impl InboundProcessor {
             }
         }
         // Every line of an altered document is an anomaly, naming what decided its payout.
-        let queries: Vec<(Option<PayoutId>, RailFileId)> = altered.iter().map(|(_, q)| *q).collect();
+        let queries: Vec<(Option<PayoutId>, RailFileId)> =
+            altered.iter().map(|(_, q)| *q).collect();
         for ((i, _), deciding) in altered.iter().zip(self.deciding_all(&queries).await?) {
             lines[*i].anomaly(deciding.map(|report| report.id));
         }

@@ -970,7 +970,11 @@ fn set_store(ledger: &Ledger, reads: usize, writes: usize) -> Arc<MockPayoutStor
 
 /// An inbound store that finds `sent` items by reference in one read (`times` reads) and is
 /// never asked for a deciding line.
-fn set_inbound(sent: Vec<(String, SentItem)>, recorded: Recorded, times: usize) -> MockInboundStore {
+fn set_inbound(
+    sent: Vec<(String, SentItem)>,
+    recorded: Recorded,
+    times: usize,
+) -> MockInboundStore {
     let mut store = MockInboundStore::new();
     store.expect_inbound_known().returning(|_, _, _| Ok(false));
     store.expect_read_under().never();
@@ -986,10 +990,15 @@ fn set_inbound(sent: Vec<(String, SentItem)>, recorded: Recorded, times: usize) 
                 .cloned()
                 .collect())
         });
-    store.expect_record_inbound().returning(move |file, reports| {
-        recorded.lock().unwrap().push((file.clone(), reports.to_vec()));
-        Ok(true)
-    });
+    store
+        .expect_record_inbound()
+        .returning(move |file, reports| {
+            recorded
+                .lock()
+                .unwrap()
+                .push((file.clone(), reports.to_vec()));
+            Ok(true)
+        });
     store
 }
 
@@ -1021,8 +1030,9 @@ async fn a_report_of_a_thousand_returns_is_read_and_applied_as_sets() {
             .map(|n| payout(n, PayoutStatus::Successful, 1_000))
             .collect(),
     );
-    let sent_items: Vec<(String, SentItem)> =
-        (1..=N).map(|n| (format!("T{n}"), sent(n, 900, 0))).collect();
+    let sent_items: Vec<(String, SentItem)> = (1..=N)
+        .map(|n| (format!("T{n}"), sent(n, 900, 0)))
+        .collect();
     let recorded: Recorded = Arc::new(Mutex::new(Vec::new()));
     // One read of the sent items, one of the payouts, one set written; a return after
     // settlement leaves its finished batch alone.
@@ -1041,7 +1051,12 @@ async fn a_report_of_a_thousand_returns_is_read_and_applied_as_sets() {
         .collect();
     let mut pass = InboundPass::default();
     processor
-        .process(&rail(reader(items(returns))), "returns.ach", b"r", &mut pass)
+        .process(
+            &rail(reader(items(returns))),
+            "returns.ach",
+            b"r",
+            &mut pass,
+        )
         .await
         .unwrap();
     assert_eq!((pass.files, pass.applied), (1, 1_000));
@@ -1256,10 +1271,18 @@ async fn returns_of_reused_trace_numbers_find_their_amounts_in_a_further_read() 
         .process(&rail, "returns.ach", b"r", &mut pass)
         .await
         .unwrap();
-    assert_eq!(ledger.status(1), PayoutStatus::Failed, "older, of that amount");
+    assert_eq!(
+        ledger.status(1),
+        PayoutStatus::Failed,
+        "older, of that amount"
+    );
     assert_eq!(ledger.status(2), PayoutStatus::Successful);
     assert_eq!(ledger.status(3), PayoutStatus::Successful);
-    assert_eq!(ledger.status(4), PayoutStatus::Failed, "newest of that amount");
+    assert_eq!(
+        ledger.status(4),
+        PayoutStatus::Failed,
+        "newest of that amount"
+    );
     let matched: Vec<_> = s.recorded.lock().unwrap()[0]
         .1
         .iter()

@@ -415,10 +415,7 @@ fn set_movements(changes: &[PayoutChange]) -> Option<Vec<Movement>> {
     let mut movements: Vec<Movement> = Vec::new();
     for change in changes {
         let p = &change.payout;
-        if p.batch_id.is_none()
-            || change.audit.is_some()
-            || !seen.insert(p.id)
-        {
+        if p.batch_id.is_none() || change.audit.is_some() || !seen.insert(p.id) {
             return None;
         }
         let (subaccount, asset) = (p.subaccount_id.as_uuid(), p.asset.code());
