@@ -1,20 +1,20 @@
 //! The batch runner: the background job that closes due batches and submits their payouts
 //! (docs/ARCHITECTURE.md, Money), and the sandbox helpers that drive the same steps on demand.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use chrono::Duration;
 
 use super::ports::{BatchStore, ClosePlanner, ClosedBatch, PayoutRail, RailOutcome, RailResult};
 use super::{Batch, BatchStatus};
-use crate::account::AccountStatus;
 use crate::account::ports::AccountStore;
+use crate::account::{AccountStatus, ReceiverAccount};
 use crate::auth::Caller;
 use crate::error::PortError;
 use crate::events::{EventKind, OutboxEvent};
 use crate::idempotency::WriteKey;
-use crate::ids::{BatchId, EventId, PayoutId};
+use crate::ids::{BatchId, EventId, PayoutId, ReceiverAccountId, SubaccountId};
 use crate::money::Asset;
 use crate::payout::change::{AccountFailure, PayoutChange, plan_change};
 use crate::payout::ports::PayoutStore;
@@ -172,9 +172,10 @@ impl BatchRunner {
         results: &[(&Payout, &RailResult)],
     ) -> Result<(Vec<bool>, usize), PortError> {
         let mut applied = vec![false; results.len()];
+        let known = self.accounts_failed_by(results).await?;
         let mut planned = Vec::with_capacity(results.len());
         for (position, (payout, result)) in results.iter().enumerate() {
-            if let Some(settlement) = self.plan_settlement(payout, result).await? {
+            if let Some(settlement) = self.plan_settlement(payout, result, Some(&known)).await? {
                 planned.push((position, settlement));
             }
         }
@@ -200,6 +201,39 @@ impl BatchRunner {
             finished += usize::from(self.finish(batch).await?.is_some());
         }
         Ok((applied, finished))
+    }
+
+    /// The accounts of the payouts whose result says the receiver is invalid (the accounts
+    /// those results fail), read in one set per subaccount.
+    async fn accounts_failed_by(
+        &self,
+        results: &[(&Payout, &RailResult)],
+    ) -> Result<HashMap<ReceiverAccountId, ReceiverAccount>, PortError> {
+        let mut wanted: BTreeMap<SubaccountId, BTreeSet<ReceiverAccountId>> = BTreeMap::new();
+        for (payout, result) in results {
+            if let RailResult::Failed {
+                receiver_is_invalid: true,
+                ..
+            }
+            | RailResult::Returned {
+                receiver_is_invalid: true,
+                ..
+            } = result
+            {
+                wanted
+                    .entry(payout.subaccount_id)
+                    .or_default()
+                    .insert(payout.account_id);
+            }
+        }
+        let mut known = HashMap::new();
+        for (subaccount, ids) in wanted {
+            let ids: Vec<ReceiverAccountId> = ids.into_iter().collect();
+            for account in self.accounts.find_accounts(subaccount, &ids).await? {
+                known.insert(account.id, account);
+            }
+        }
+        Ok(known)
     }
 
     /// Submits a closed batch's payouts and records the receipts. `Ok(false)` when there was
@@ -242,7 +276,7 @@ impl BatchRunner {
         result: &RailResult,
         key: &WriteKey<Payout>,
     ) -> Result<(bool, bool), PortError> {
-        let Some((change, trigger)) = self.plan_settlement(payout, result).await? else {
+        let Some((change, trigger)) = self.plan_settlement(payout, result, None).await? else {
             // Not in progress any more: the result was recorded already.
             return Ok((false, false));
         };
@@ -261,11 +295,14 @@ impl BatchRunner {
     }
 
     /// The change that records `result` for `payout`, with the trigger it takes, or `None`
-    /// when the payout's status takes none (the result was recorded already).
+    /// when the payout's status takes none (the result was recorded already). `known`: the
+    /// accounts read already (a set's), where the payout's account is looked up instead of
+    /// being read alone.
     async fn plan_settlement(
         &self,
         payout: &Payout,
         result: &RailResult,
+        known: Option<&HashMap<ReceiverAccountId, ReceiverAccount>>,
     ) -> Result<Option<(PayoutChange, PayoutTrigger)>, PortError> {
         let now = self.clock.now();
         let (trigger, invalid, reason, code) = match result {
@@ -305,19 +342,27 @@ impl BatchRunner {
             return Ok(None);
         };
         if invalid {
-            change.account_failure = self.account_failure(payout).await?;
+            change.account_failure = self.account_failure(payout, known).await?;
         }
         Ok(Some((change, trigger)))
     }
 
     /// The account's side of a failure with `receiver_is_invalid`: `failed`, with
     /// `accountUpdate` (docs/API.md, `/confirm/{token}`).
-    async fn account_failure(&self, payout: &Payout) -> Result<Option<AccountFailure>, PortError> {
-        let Some(account) = self
-            .accounts
-            .find_account(payout.subaccount_id, payout.account_id)
-            .await?
-        else {
+    async fn account_failure(
+        &self,
+        payout: &Payout,
+        known: Option<&HashMap<ReceiverAccountId, ReceiverAccount>>,
+    ) -> Result<Option<AccountFailure>, PortError> {
+        let account = match known {
+            Some(known) => known.get(&payout.account_id).cloned(),
+            None => {
+                self.accounts
+                    .find_account(payout.subaccount_id, payout.account_id)
+                    .await?
+            }
+        };
+        let Some(account) = account else {
             return Ok(None);
         };
         if account.status == AccountStatus::Failed {

@@ -146,6 +146,9 @@ pub(super) fn runner(payouts: Arc<MockPayoutStore>) -> Arc<BatchRunner> {
     batches.expect_finish_batch().returning(|_, _, _| Ok(None));
     let mut accounts = MockAccountStore::new();
     accounts.expect_find_account().returning(|_, _| Ok(None));
+    accounts
+        .expect_find_accounts()
+        .returning(|_, _| Ok(Vec::new()));
     Arc::new(BatchRunner::new(
         Arc::new(batches),
         payouts,
@@ -1002,15 +1005,25 @@ fn set_inbound(
     store
 }
 
-/// A runner whose batches finish `finishes` times.
+/// A runner whose batches finish `finishes` times, whose accounts are never read.
 fn set_runner(payouts: Arc<MockPayoutStore>, finishes: usize) -> Arc<BatchRunner> {
+    let mut accounts = MockAccountStore::new();
+    accounts.expect_find_account().never();
+    accounts.expect_find_accounts().never();
+    set_runner_with(payouts, finishes, accounts)
+}
+
+/// A runner whose batches finish `finishes` times, over `accounts`.
+fn set_runner_with(
+    payouts: Arc<MockPayoutStore>,
+    finishes: usize,
+    accounts: MockAccountStore,
+) -> Arc<BatchRunner> {
     let mut batches = MockBatchStore::new();
     batches
         .expect_finish_batch()
         .times(finishes)
         .returning(|_, _, _| Ok(None));
-    let mut accounts = MockAccountStore::new();
-    accounts.expect_find_account().returning(|_, _| Ok(None));
     Arc::new(BatchRunner::new(
         Arc::new(batches),
         payouts,
@@ -1301,4 +1314,82 @@ async fn returns_of_reused_trace_numbers_find_their_amounts_in_a_further_read() 
             ),
         ]
     );
+}
+
+#[tokio::test]
+async fn returns_that_fail_their_accounts_read_the_accounts_in_one_set() {
+    use crate::builders::ReceiverAccountBuilder;
+    // Payouts 1 and 2 were paid into account 41, payout 3 into account 43; their returns say
+    // the account is gone.
+    let on = |n: u128, account: u128| Payout {
+        account_id: crate::ids::ReceiverAccountId::from_uuid(id(account)),
+        ..payout(n, PayoutStatus::Successful, 1_000)
+    };
+    let ledger = Ledger::with(vec![on(1, 41), on(2, 41), on(3, 43)]);
+    let sent_items: Vec<(String, SentItem)> = (1..=3)
+        .map(|n| (format!("T{n}"), sent(n, 900, 0)))
+        .collect();
+    let recorded: Recorded = Arc::new(Mutex::new(Vec::new()));
+    let store = set_store(&ledger, 1, 1);
+    let mut accounts = MockAccountStore::new();
+    accounts.expect_find_account().never();
+    accounts
+        .expect_find_accounts()
+        .withf(|subaccount, ids| {
+            *subaccount == SubaccountId::from_uuid(id(2))
+                && ids
+                    == [
+                        crate::ids::ReceiverAccountId::from_uuid(id(41)),
+                        crate::ids::ReceiverAccountId::from_uuid(id(43)),
+                    ]
+        })
+        .times(1)
+        .returning(|_, ids| {
+            Ok(ids
+                .iter()
+                .map(|account| {
+                    ReceiverAccountBuilder::new()
+                        .id(*account)
+                        .created_at(at(0))
+                        .build()
+                })
+                .collect())
+        });
+    let processor = InboundProcessor::new(
+        Vec::new(),
+        Arc::new(MockRailFileStore::new()),
+        Arc::new(set_inbound(sent_items, recorded.clone(), 1)),
+        store.clone(),
+        set_runner_with(store, 0, accounts),
+        clock(),
+        ids(),
+    );
+    let returns = (1..=3)
+        .map(|n| return_of(&format!("T{n}"), "R02", true, Some(1_000)))
+        .collect();
+    let mut pass = InboundPass::default();
+    processor
+        .process(
+            &rail(reader(items(returns))),
+            "returns.ach",
+            b"r",
+            &mut pass,
+        )
+        .await
+        .unwrap();
+    assert_eq!(pass.applied, 3);
+    let failed: Vec<_> = ledger
+        .applied
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            c.account_failure
+                .as_ref()
+                .map(|f| (f.account_id, f.event.payload["status"] == "failed"))
+        })
+        .collect();
+    let account = |n| Some((crate::ids::ReceiverAccountId::from_uuid(id(n)), true));
+    // Each payout's change fails its account; the store announces each account once.
+    assert_eq!(failed, [account(41), account(41), account(43)]);
 }
