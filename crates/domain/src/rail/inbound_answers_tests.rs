@@ -15,7 +15,7 @@ use super::*;
 use crate::ledger::LedgerEntryKind;
 use crate::rail::answers::Returns;
 use crate::rail::ports::MockRailFileStore;
-use crate::rail::report::{MockBankFileReader, ReturnReason};
+use crate::rail::report::{ItemOutcome, MockBankFileReader, ReturnReason};
 
 /// The rules of a rail with returns (the bank file rails) and of one without (Interac).
 const RULES: [AnswerRules; 2] = [
