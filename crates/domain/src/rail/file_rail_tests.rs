@@ -15,7 +15,7 @@ use crate::account::AccountField;
 use crate::account::ports::MockAccountStore;
 use crate::batch::BatchStatus;
 use crate::builders::{PayoutBuilder, ReceiverAccountBuilder, ReceiverBuilder};
-use crate::ids::{BatchId, PayoutId, ReceiverAccountId, SubaccountId};
+use crate::ids::{BatchId, PayoutId, ReceiverAccountId, ReceiverId, SubaccountId};
 use crate::money::Asset;
 use crate::payout::PayoutStatus;
 use crate::ports::{MockClock, MockIdGenerator};
@@ -398,6 +398,18 @@ fn rail_within(
         });
     // A file's receivers are read as one set, never one by one.
     receivers.expect_find_receiver().never();
+    rail_reading(w, method, now, settlement, limits, receivers)
+}
+
+/// A rail whose receivers come from `receivers`.
+fn rail_reading(
+    w: &World,
+    method: PayoutMethod,
+    now: DateTime<Utc>,
+    settlement: Settlement,
+    limits: FileLimits,
+    receivers: MockReceiverStore,
+) -> FileRail {
     let mut clock = MockClock::new();
     clock.expect_now().returning(move || now);
     let mut ids = MockIdGenerator::new();
@@ -618,6 +630,88 @@ async fn payouts_settle_on_the_effective_date_and_a_rejected_file_fails_them() {
         &o.result,
         RailResult::Failed { code: None, receiver_is_invalid: false, reason } if reason.contains("bad control total")
     )));
+}
+
+#[tokio::test]
+async fn a_payout_whose_receiver_or_account_is_not_found_writes_no_file() {
+    let w = world();
+    // The second payout is to another receiver, which the set read does not find.
+    let mut payouts = w.payouts.clone();
+    payouts[1].0.receiver_id = ReceiverId::from_uuid(Uuid::from_u128(0x5EC));
+    let first = payouts[0].0.receiver_id;
+    let mut receivers = MockReceiverStore::new();
+    receivers
+        .expect_find_receivers()
+        .times(1)
+        .returning(move |subaccount, _| {
+            Ok(vec![
+                ReceiverBuilder::new()
+                    .id(first)
+                    .subaccount(subaccount)
+                    .build(),
+            ])
+        });
+    receivers.expect_find_receiver().never();
+    let rail = rail_reading(
+        &w,
+        PayoutMethod::Ach,
+        at(0),
+        Settlement::OnEffectiveDate,
+        FileLimits::NONE,
+        receivers,
+    );
+    let missing = w.payouts[1].0.id;
+    let refused = rail.submit_payouts(&w.batch, &payouts).await.unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains(&format!("payout {missing} has no receiver")),
+        "{refused}"
+    );
+    assert!(w.files.files.lock().unwrap().is_empty(), "nothing stored");
+    assert!(w.drop.files.lock().unwrap().is_empty(), "nothing sent");
+
+    // The set read of the batch's accounts finds only the first (the other is not the
+    // subaccount's, or gone).
+    let known = w.payouts[0].1.clone();
+    let mut accounts = MockAccountStore::new();
+    accounts
+        .expect_find_accounts()
+        .times(1)
+        .returning(move |_, _| Ok(vec![known.clone()]));
+    accounts.expect_find_account().never();
+    let rails = MethodRails::new(vec![ach(&w)], Arc::new(accounts));
+    let payouts: Vec<Payout> = w.payouts.iter().map(|(p, _)| p.clone()).collect();
+    let refused = rails.submit(&w.batch, &payouts).await.unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains(&format!("payout {missing} has no account")),
+        "{refused}"
+    );
+    assert!(w.files.files.lock().unwrap().is_empty(), "nothing stored");
+}
+
+#[tokio::test]
+async fn method_rails_results_ask_each_rail_for_the_room_left() {
+    let w = world();
+    let next_day = at(0) + Duration::days(1);
+    ach(&w).submit_payouts(&w.batch, &w.payouts).await.unwrap();
+    *w.files.payouts.lock().unwrap() = w.payouts.iter().map(|(p, _)| p.clone()).collect();
+    let mut accounts = MockAccountStore::new();
+    // Results need no account.
+    accounts.expect_find_accounts().never();
+    accounts.expect_find_account().never();
+    let rails = MethodRails::new(
+        vec![
+            rail(&w, PayoutMethod::Ach, next_day, Settlement::OnEffectiveDate),
+            rail(&w, PayoutMethod::Sepa, next_day, Settlement::OnConfirmation),
+        ],
+        Arc::new(accounts),
+    );
+    assert_eq!(rails.results(500).await.unwrap().len(), 2);
+    assert_eq!(rails.results(1).await.unwrap().len(), 1);
+    assert!(rails.results(0).await.unwrap().is_empty());
 }
 
 #[tokio::test]
