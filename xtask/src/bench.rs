@@ -115,6 +115,8 @@ const SCENARIOS: &[(&str, &[&str])] = &[
             "40",
             "--replays",
             "10",
+            "--cutoff-payouts",
+            "2000",
         ],
     ),
 ];
@@ -151,6 +153,7 @@ const VALUE_FLAGS: &[&str] = &[
     "--rails",
     "--max-rss-ratio",
     "--step-timeout-secs",
+    "--cutoff-payouts",
 ];
 const SWITCHES: &[&str] = &[
     "--explain",
@@ -222,22 +225,30 @@ pub fn run(mut args: Vec<String>) -> Result<(), Failure> {
             json_array(&start),
         ]);
     }
-    // The SFTP bank (sshd on loopback) lives until the harness is done.
+    // The SFTP bank (sshd on loopback) lives until the harness is done: the cutoff bench's with
+    // `--transport sftp`, and the chaos checks' at the cut-off.
     let mut _sftp_bank = None;
     if scenario == "cutoff" {
         harness_args.extend(cutoff_tools()?);
-        if transport == Some(crate::bank::Transport::Sftp) {
-            let bank = crate::bank::Bank::start(
-                &paths::target_dir().join("bench").join("cutoff-sftp-bank"),
-                None,
-            )?;
-            eprintln!(
-                "xtask: the cutoff bench sends its files over SFTP to sshd on 127.0.0.1:{}",
-                bank.port
-            );
-            harness_args.extend(["--sftp-bank".to_owned(), bank.describe().to_string()]);
-            _sftp_bank = Some(bank);
-        }
+    }
+    if scenario == "chaos" {
+        harness_args.extend(faketime_tool()?);
+    }
+    if (scenario == "cutoff" && transport == Some(crate::bank::Transport::Sftp))
+        || scenario == "chaos"
+    {
+        let bank = crate::bank::Bank::start(
+            &paths::target_dir()
+                .join("bench")
+                .join(format!("{scenario}-sftp-bank")),
+            None,
+        )?;
+        eprintln!(
+            "xtask: the {scenario} run sends its files over SFTP to sshd on 127.0.0.1:{}",
+            bank.port
+        );
+        harness_args.extend(["--sftp-bank".to_owned(), bank.describe().to_string()]);
+        _sftp_bank = Some(bank);
     }
     let mut smoke_sizes: Vec<&str> = smoke_flags.to_vec();
     if let Some(citus) = &citus {
@@ -275,6 +286,14 @@ fn cutoff_tools() -> Result<Vec<String>, Failure> {
         )
     })?;
     args.extend(["--psql".to_owned(), psql.display().to_string()]);
+    args.extend(faketime_tool()?);
+    Ok(args)
+}
+
+/// On a weekend, `--faketime` and libfaketime (installed when missing and root): bank file
+/// rails settle on weekdays only, so the cut-off's payoutd runs on the last weekday's date.
+fn faketime_tool() -> Result<Vec<String>, Failure> {
+    let mut args = Vec::new();
     let weekend = crate::clock::days_back_to_weekdays(
         chrono::Utc::now(),
         std::time::Duration::from_secs(3600),
@@ -549,13 +568,17 @@ Scenarios:
              --keep-databases     keep payoutd_bench_cutoff_<rail>_<N>
 
   chaos    fault tests (also `cargo xtask chaos`): kill -9 during payout and bulk
-           load, PostgreSQL stopped during load, two instances on one database;
+           load, PostgreSQL stopped during load, two instances on one database,
+           kill -9 at the cut-off (during a NACHA file's generation, during its
+           SFTP upload to a local sshd, and before its upload is recorded);
            a pass/fail table
              --clients N          concurrent clients (default 8)
              --kill-after-ms MS   load before the fault (default 2000)
              --outage-ms MS       how long the database stays down (default 3000)
              --payouts N          payouts of the two-instance check (default 300)
              --replays N          signed requests sent to both instances (default 50)
+             --cutoff-payouts N   payouts of the cut-off checks' one batch (default
+                                  100000; 0 skips them)
              --citus              against the local Citus cluster (started as
                                   `cargo xtask citus` does, on $PAYOUT_CITUS_PORT,
                                   and left running): kill -9 on distributed tables,

@@ -77,8 +77,10 @@ Commands:
   chaos [--citus] [--smoke] [flags]
                    Fault tests against a release build (--smoke: debug, small): kill -9
                    during payout load, PostgreSQL stopped during load, two instances on
-                   one database; prints a pass/fail table (same as `cargo xtask bench
-                   chaos`). --citus: against the local Citus cluster (started as `citus`
+                   one database, kill -9 at a cut-off of 100,000 payouts (2,000 with
+                   --smoke) during the file's generation, during its SFTP upload (to
+                   sshd on 127.0.0.1) and before the upload is recorded; prints a
+                   pass/fail table (same as `cargo xtask bench chaos`). --citus: against the local Citus cluster (started as `citus`
                    does, on $PAYOUT_CITUS_PORT, and left running): kill -9 during payout
                    load on distributed tables, and a worker stopped during load (its
                    subaccounts get 503 SYS503, the others are served, all are served

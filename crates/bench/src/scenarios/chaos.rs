@@ -6,7 +6,13 @@
 //! - **outage**: PostgreSQL stopped during a load: requests get 503 `SYS503` quickly (no crash,
 //!   no hang), and the service recovers by itself once the database is back;
 //! - **two instances** on one database and one webhook receiver: every event delivered once,
-//!   no payout submitted twice, no nonce accepted twice.
+//!   no payout submitted twice, no nonce accepted twice;
+//! - **the cut-off** ([`cutoff_crash`]): `kill -9` while the cut-off's NACHA file of
+//!   `--cutoff-payouts` payouts is being generated, again while it is being uploaded to the
+//!   local SFTP bank, and again once it is at the bank but not yet recorded as uploaded; after a
+//!   restart each file is at the bank once and as stored, no payout is
+//!   in two files or paid twice, every payout is in progress, every event is delivered and the
+//!   ledger balances.
 //!
 //! With `--citus` (`cargo xtask chaos --citus`) the database server is a Citus coordinator and
 //! each check's database is made on every node of its cluster, its tables distributed by
@@ -19,6 +25,7 @@
 //!   acknowledged is lost, nothing is stored in part, a retry of a payout committed without an
 //!   answer replays it, and the ledger balances.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -27,12 +34,14 @@ use serde_json::json;
 use crate::Env;
 use crate::report;
 use crash::crash;
+use cutoff_crash::{Window, cutoff_crash};
 use outage::outage;
 use two_instances::two_instances;
 use worker_outage::worker_outage;
 
 mod client;
 mod crash;
+mod cutoff_crash;
 mod outage;
 mod two_instances;
 mod worker_outage;
@@ -78,6 +87,18 @@ pub struct Args {
     /// Citus: that worker's port, as the coordinator's `pg_dist_node` lists it.
     #[arg(long)]
     worker_port: Option<u16>,
+    /// Payouts waiting for the cut-off of the cut-off checks (one subaccount, so one batch);
+    /// 0 skips them.
+    #[arg(long, default_value_t = 100_000)]
+    cutoff_payouts: u64,
+    /// The SFTP bank the cut-off checks send their files to (JSON, as `cargo xtask bank`
+    /// describes it; `cargo xtask chaos` starts it); without it they are skipped.
+    #[arg(long)]
+    sftp_bank: Option<String>,
+    /// libfaketime, under which payoutd runs on the last weekday's date on a weekend (default:
+    /// Debian's place).
+    #[arg(long)]
+    faketime: Option<PathBuf>,
 }
 
 /// Shards per distributed table of the databases made on Citus: as in the Citus test databases,
@@ -143,6 +164,28 @@ pub async fn run(env: &Env, args: &Args) -> anyhow::Result<ExitCode> {
         let timed = Instant::now();
         let pair = verdict(two_instances(env, args).await);
         rows.push(("two instances, one database", pair, timed.elapsed()));
+        let bank = args
+            .sftp_bank
+            .as_deref()
+            .map(serde_json::from_str::<crate::scenarios::cutoff::setup::SftpBank>)
+            .transpose();
+        for (name, window) in [
+            ("kill -9 during cut-off generation", Window::Generation),
+            ("kill -9 during cut-off SFTP upload", Window::Upload),
+            ("kill -9 before upload is recorded", Window::Record),
+        ] {
+            let timed = Instant::now();
+            let checked = match &bank {
+                _ if args.cutoff_payouts == 0 => Verdict::Skip("--cutoff-payouts 0".to_owned()),
+                Ok(Some(bank)) => verdict(cutoff_crash(env, args, window, bank).await),
+                Ok(None) => Verdict::Skip(
+                    "needs the local SFTP bank (--sftp-bank; `cargo xtask chaos` starts it)"
+                        .to_owned(),
+                ),
+                Err(e) => Verdict::Fail(format!("--sftp-bank is not the bank's JSON: {e}")),
+            };
+            rows.push((name, checked, timed.elapsed()));
+        }
     }
 
     println!("\nchaos ({:.0} s)", started.elapsed().as_secs_f64());

@@ -16,9 +16,9 @@
 //! size within `--max-rss-ratio` of the small size's; nothing lost (`payoutd admin
 //! check-ledger` clean, every payout in exactly one file, every payout a payment at the bank).
 
-mod bank;
+pub(crate) mod bank;
 mod reference;
-mod setup;
+pub(crate) mod setup;
 mod steps;
 
 use std::path::PathBuf;
@@ -181,7 +181,8 @@ async fn run_one(
         .map(serde_json::from_str::<setup::SftpBank>)
         .transpose()
         .context("--sftp-bank is not the bank's JSON")?;
-    let prepared = setup::prepare(env, args, rail, payouts, &receiver, sftp.as_ref()).await?;
+    let seeding = setup::Seeding::bench(env, args, rail, payouts);
+    let prepared = setup::prepare(env, &seeding, &receiver, sftp.as_ref()).await?;
     if prepared.days_back > 0 {
         eprintln!(
             "payoutd-bench: [cutoff] a weekend: payoutd runs {} day(s) back (libfaketime), as \

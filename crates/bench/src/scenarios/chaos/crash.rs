@@ -196,7 +196,8 @@ pub(super) async fn crash(env: &Env, args: &Args) -> anyhow::Result<Result<Strin
     if world.payoutd.admin(&["check-ledger"]).await.is_err() {
         return Ok(Err("check-ledger reports a discrepancy".to_owned()));
     }
-    let delivered = match all_delivered(&world, Duration::from_secs(60)).await? {
+    let delivered = match all_delivered(&world.db, &world.receiver, Duration::from_secs(60)).await?
+    {
         Ok(n) => n,
         Err(failure) => return Ok(Err(failure)),
     };

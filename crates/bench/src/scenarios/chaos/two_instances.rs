@@ -121,7 +121,7 @@ pub(super) async fn two_instances(
          WHERE kind = 'payout_post' GROUP BY payout_id HAVING count(*) > 1) twice",
     )
     .await?;
-    let delivered = all_delivered(&world, Duration::from_secs(60)).await?;
+    let delivered = all_delivered(&world.db, &world.receiver, Duration::from_secs(60)).await?;
     let duplicates: usize = {
         let events: Vec<Uuid> = ids(&world.db, "SELECT id::text AS id FROM outbox_events")
             .await?

@@ -219,15 +219,17 @@ pub(super) async fn ids(db: &BenchDb, sql: &str) -> anyhow::Result<Vec<String>> 
         .collect())
 }
 
-/// Waits until every outbox event is delivered and the receiver got each of them.
+/// Waits until every outbox event of `db` is delivered, then checks `receiver` got each event
+/// delivered; returns how many.
 pub(super) async fn all_delivered(
-    world: &World,
+    db: &BenchDb,
+    receiver: &Receiver,
     within: Duration,
 ) -> anyhow::Result<Result<usize, String>> {
     let deadline = Instant::now() + within;
     loop {
         let undelivered = count(
-            &world.db,
+            db,
             "SELECT count(*) AS n FROM outbox_events WHERE status <> 'delivered'",
         )
         .await?;
@@ -241,13 +243,16 @@ pub(super) async fn all_delivered(
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let events: Vec<Uuid> = ids(&world.db, "SELECT id::text AS id FROM outbox_events")
-        .await?
-        .iter()
-        .filter_map(|id| Uuid::parse_str(id).ok())
-        .collect();
-    let missing = world
-        .receiver
+    // The events delivered by now (a server still running may write more, not delivered yet).
+    let events: Vec<Uuid> = ids(
+        db,
+        "SELECT id::text AS id FROM outbox_events WHERE status = 'delivered'",
+    )
+    .await?
+    .iter()
+    .filter_map(|id| Uuid::parse_str(id).ok())
+    .collect();
+    let missing = receiver
         .arrivals_of(&events)
         .iter()
         .filter(|a| a.is_none())

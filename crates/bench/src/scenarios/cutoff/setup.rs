@@ -167,27 +167,52 @@ pub fn toml_string(text: &str) -> String {
     serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned())
 }
 
-/// Creates the database of `rail` at `payouts` payouts, its subaccounts (funded, with fee
-/// templates, webhooks to `receiver`), seeds them and writes the configuration; payoutd is not
-/// started.
+/// What one run seeds: a rail's payouts waiting for one cut-off, in a database of their own.
+#[derive(Debug, Clone)]
+pub struct Seeding {
+    /// The database's name (a previous run's is dropped).
+    pub database: String,
+    /// Where the run's configuration (and, over the directory transport, the drop) is written.
+    pub dir: PathBuf,
+    pub rail: FileRail,
+    pub payouts: u64,
+    /// Subaccounts the payouts are split among (each has its batch, so its files).
+    pub subaccounts: u64,
+    /// libfaketime, for weekends (default: Debian's place).
+    pub faketime: Option<PathBuf>,
+}
+
+impl Seeding {
+    /// The cutoff scenario's run of `rail` at `payouts`.
+    pub fn bench(env: &Env, args: &Args, rail: FileRail, payouts: u64) -> Self {
+        let dir_name = dir_name(rail.method);
+        Self {
+            database: format!(
+                "payoutd_bench_cutoff_{}_{payouts}",
+                dir_name.replace('-', "_")
+            ),
+            dir: env.out_dir.join("cutoff").join(&dir_name),
+            rail,
+            payouts,
+            subaccounts: args.subaccounts,
+            faketime: args.faketime.clone(),
+        }
+    }
+}
+
+/// Creates the database of `seeding`, its subaccounts (funded, with fee templates, webhooks to
+/// `receiver`), seeds them and writes the configuration; payoutd is not started.
 pub async fn prepare(
     env: &Env,
-    args: &Args,
-    rail: FileRail,
-    payouts: u64,
+    seeding: &Seeding,
     receiver: &Receiver,
     sftp: Option<&SftpBank>,
 ) -> anyhow::Result<Prepared> {
-    let dir_name = dir_name(rail.method);
-    let db = BenchDb::new(
-        &env.server_url,
-        &format!(
-            "payoutd_bench_cutoff_{}_{payouts}",
-            dir_name.replace('-', "_")
-        ),
-    )?;
+    let (rail, payouts) = (seeding.rail, seeding.payouts);
+    let db = BenchDb::new(&env.server_url, &seeding.database)?;
     db.drop_if_exists().await?;
-    let root = std::path::absolute(env.out_dir.join("cutoff").join(&dir_name))?;
+    let root = std::path::absolute(&seeding.dir)?;
+    std::fs::create_dir_all(&root).with_context(|| format!("cannot create {}", root.display()))?;
     let (drop, transport) = match sftp {
         Some(bank) => {
             let drop = bank.drop_of(rail.method)?;
@@ -212,7 +237,7 @@ pub async fn prepare(
         .with_env("PAYOUT_WEBHOOK_ALLOW_PRIVATE", "true")
         .with_env("PAYOUT_BATCH_POLL_MS", "50");
     if days_back > 0 {
-        let library = faketime(args.faketime.as_deref())?;
+        let library = faketime(seeding.faketime.as_deref())?;
         payoutd = payoutd
             .with_env("LD_PRELOAD", &library.display().to_string())
             .with_env("FAKETIME", &format!("-{days_back}d"))
@@ -222,7 +247,7 @@ pub async fn prepare(
 
     let started = Instant::now();
     let asset = rail.method.asset().code();
-    let count = args.subaccounts.max(1);
+    let count = seeding.subaccounts.max(1);
     let vault = Arc::new(seed::vault(&master_key)?);
     let mut subaccounts = Vec::new();
     let mut batches = Vec::new();
