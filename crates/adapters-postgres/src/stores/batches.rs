@@ -374,24 +374,27 @@ impl BatchStore for PgStore {
                 if moved != 1 {
                     return Err(TxError::Db(diesel::result::Error::RollbackTransaction));
                 }
-                // Every receipt's reference in one statement (a batch may hold thousands).
-                let ids: Vec<Uuid> = receipts.iter().map(|r| r.payout_id.as_uuid()).collect();
-                let references: Vec<&str> = receipts
-                    .iter()
-                    .map(|r| r.provider_reference.as_str())
-                    .collect();
-                diesel::sql_query(
-                    "UPDATE payouts p SET provider_reference = r.reference \
-                     FROM unnest($1::uuid[], $2::text[]) AS r(id, reference) \
-                     WHERE p.id = r.id AND p.batch_id = $3 AND p.subaccount_id = $4",
-                )
-                .bind::<Array<SqlUuid>, _>(ids)
-                .bind::<Array<Text>, _>(references)
-                .bind::<SqlUuid, _>(id)
-                .bind::<SqlUuid, _>(subaccount)
-                .cached()
-                .execute(conn)
-                .await?;
+                // The receipts' references in set statements (a batch may hold 100,000), of at
+                // most SET_STATEMENT_ROWS each.
+                for receipts in receipts.chunks(super::SET_STATEMENT_ROWS) {
+                    let ids: Vec<Uuid> = receipts.iter().map(|r| r.payout_id.as_uuid()).collect();
+                    let references: Vec<&str> = receipts
+                        .iter()
+                        .map(|r| r.provider_reference.as_str())
+                        .collect();
+                    diesel::sql_query(
+                        "UPDATE payouts p SET provider_reference = r.reference \
+                         FROM unnest($1::uuid[], $2::text[]) AS r(id, reference) \
+                         WHERE p.id = r.id AND p.batch_id = $3 AND p.subaccount_id = $4",
+                    )
+                    .bind::<Array<SqlUuid>, _>(ids)
+                    .bind::<Array<Text>, _>(references)
+                    .bind::<SqlUuid, _>(id)
+                    .bind::<SqlUuid, _>(subaccount)
+                    .cached()
+                    .execute(conn)
+                    .await?;
+                }
                 insert_events(conn, events, None).await
             })
             .await;

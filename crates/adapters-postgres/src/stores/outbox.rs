@@ -66,15 +66,19 @@ pub(crate) async fn insert_events(
 }
 
 /// Several events in one statement ([`INSERT_EVENTS`]), so that a transaction writing many
-/// (a batch closing) takes one round trip for them rather than one each.
+/// (a batch closing) takes one round trip for them rather than one each; one statement per
+/// [`SET_STATEMENT_ROWS`](super::SET_STATEMENT_ROWS) events when there are more.
 pub(crate) async fn insert_many(
     conn: &mut AsyncPgConnection,
     events: &[OutboxEvent],
 ) -> Result<(), TxError> {
-    let inserted = bind_events(diesel::sql_query(INSERT_EVENTS).into_boxed(), events)
-        .cached()
-        .execute(conn)
-        .await?;
+    let mut inserted = 0;
+    for events in events.chunks(super::SET_STATEMENT_ROWS) {
+        inserted += bind_events(diesel::sql_query(INSERT_EVENTS).into_boxed(), events)
+            .cached()
+            .execute(conn)
+            .await?;
+    }
     if inserted == events.len() {
         Ok(())
     } else {

@@ -335,19 +335,25 @@ impl RailFileStore for PgStore {
                 if inserted == 0 {
                     return Ok(Ok(false));
                 }
-                let positions: Vec<i32> = (0..file.items.len())
-                    .map(|position| i32::try_from(position).unwrap_or(i32::MAX))
-                    .collect();
-                let references: Vec<&str> =
-                    file.items.iter().map(|i| i.reference.as_str()).collect();
-                diesel::sql_query(include_str!("insert_file_items.sql"))
-                    .bind::<SqlUuid, _>(id)
-                    .bind::<SqlUuid, _>(sub)
-                    .bind::<Array<Integer>, _>(positions)
-                    .bind::<Array<SqlUuid>, _>(&payouts)
-                    .bind::<Array<Text>, _>(references)
-                    .execute(conn)
-                    .await?;
+                // The items in statements of at most SET_STATEMENT_ROWS, their positions
+                // counted over the whole file.
+                for (chunk, items) in file.items.chunks(super::SET_STATEMENT_ROWS).enumerate() {
+                    let first = chunk * super::SET_STATEMENT_ROWS;
+                    let positions: Vec<i32> = (first..first + items.len())
+                        .map(|position| i32::try_from(position).unwrap_or(i32::MAX))
+                        .collect();
+                    let payouts: Vec<Uuid> = items.iter().map(|i| i.payout_id.as_uuid()).collect();
+                    let references: Vec<&str> =
+                        items.iter().map(|i| i.reference.as_str()).collect();
+                    diesel::sql_query(include_str!("insert_file_items.sql"))
+                        .bind::<SqlUuid, _>(id)
+                        .bind::<SqlUuid, _>(sub)
+                        .bind::<Array<Integer>, _>(positions)
+                        .bind::<Array<SqlUuid>, _>(payouts)
+                        .bind::<Array<Text>, _>(references)
+                        .execute(conn)
+                        .await?;
+                }
                 Ok(Ok(true))
             })
             .await

@@ -6,6 +6,7 @@
 
 mod accounts;
 mod admission;
+mod batch_sets;
 mod bulk_payouts;
 mod console;
 mod credentials;

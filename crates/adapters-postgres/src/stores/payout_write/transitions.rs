@@ -30,21 +30,21 @@ use crate::errors::{TxError, from_tx};
 use crate::rows::PayoutRow;
 use crate::schema::{balances, batches, payouts, receiver_accounts};
 
-/// Appends `entries` to the ledger in one statement, in their order (their `seq` follows it).
+/// Appends `entries` to the ledger in their order (their `seq` follows it): one statement, or
+/// one per [`SET_STATEMENT_ROWS`](crate::stores::SET_STATEMENT_ROWS) of them.
 pub(crate) async fn insert_entries(
     conn: &mut AsyncPgConnection,
     entries: &[LedgerEntry],
 ) -> Result<(), diesel::result::Error> {
-    if entries.is_empty() {
-        return Ok(());
+    for entries in entries.chunks(crate::stores::SET_STATEMENT_ROWS) {
+        bind_entries(
+            diesel::sql_query(statements::INSERT_ENTRIES).into_boxed(),
+            entries,
+        )
+        .cached()
+        .execute(conn)
+        .await?;
     }
-    bind_entries(
-        diesel::sql_query(statements::INSERT_ENTRIES).into_boxed(),
-        entries,
-    )
-    .cached()
-    .execute(conn)
-    .await?;
     Ok(())
 }
 
@@ -243,49 +243,55 @@ pub(crate) async fn apply_changes(
             .map(|b| b.as_uuid())
             .and_then(|b| run_times.get(&b).map(|run_at| (b, *run_at)))
     };
-    let ps = changes.iter().map(|c| &c.payout);
-    let moved = diesel::sql_query(statements::APPLY_CHANGES)
-        .bind::<Array<SqlUuid>, _>(ps.clone().map(|p| p.id.as_uuid()).collect::<Vec<_>>())
-        .bind::<Array<SqlUuid>, _>(
-            ps.clone()
-                .map(|p| p.subaccount_id.as_uuid())
-                .collect::<Vec<_>>(),
-        )
-        .bind::<Array<SmallInt>, _>(
-            changes
-                .iter()
-                .map(|c| i16::from(c.expected.code()))
-                .collect::<Vec<_>>(),
-        )
-        .bind::<Array<SmallInt>, _>(
-            ps.clone()
-                .map(|p| i16::from(p.status.code()))
-                .collect::<Vec<_>>(),
-        )
-        .bind::<Array<Timestamptz>, _>(ps.clone().map(|p| p.updated_at).collect::<Vec<_>>())
-        .bind::<Array<Nullable<SqlUuid>>, _>(
-            changes
-                .iter()
-                .map(|c| batch_of(c).map(|(b, _)| b))
-                .collect::<Vec<_>>(),
-        )
-        .bind::<Array<Nullable<Timestamptz>>, _>(
-            ps.clone().map(|p| p.submitted_at).collect::<Vec<_>>(),
-        )
-        .bind::<Array<Bool>, _>(
-            ps.clone()
-                .map(|p| p.receiver_is_invalid)
-                .collect::<Vec<_>>(),
-        )
-        .bind::<Array<Nullable<Text>>, _>(
-            ps.clone()
-                .map(|p| p.failure_reason.as_deref())
-                .collect::<Vec<_>>(),
-        )
-        .bind::<Array<Nullable<Text>>, _>(ps.map(|p| p.return_code.as_deref()).collect::<Vec<_>>())
-        .cached()
-        .execute(conn)
-        .await?;
+    // One statement per SET_STATEMENT_ROWS changes (a batch's close moves all its payouts).
+    let mut moved = 0;
+    for chunk in changes.chunks(crate::stores::SET_STATEMENT_ROWS) {
+        let ps = chunk.iter().map(|c| &c.payout);
+        moved += diesel::sql_query(statements::APPLY_CHANGES)
+            .bind::<Array<SqlUuid>, _>(ps.clone().map(|p| p.id.as_uuid()).collect::<Vec<_>>())
+            .bind::<Array<SqlUuid>, _>(
+                ps.clone()
+                    .map(|p| p.subaccount_id.as_uuid())
+                    .collect::<Vec<_>>(),
+            )
+            .bind::<Array<SmallInt>, _>(
+                chunk
+                    .iter()
+                    .map(|c| i16::from(c.expected.code()))
+                    .collect::<Vec<_>>(),
+            )
+            .bind::<Array<SmallInt>, _>(
+                ps.clone()
+                    .map(|p| i16::from(p.status.code()))
+                    .collect::<Vec<_>>(),
+            )
+            .bind::<Array<Timestamptz>, _>(ps.clone().map(|p| p.updated_at).collect::<Vec<_>>())
+            .bind::<Array<Nullable<SqlUuid>>, _>(
+                chunk
+                    .iter()
+                    .map(|c| batch_of(c).map(|(b, _)| b))
+                    .collect::<Vec<_>>(),
+            )
+            .bind::<Array<Nullable<Timestamptz>>, _>(
+                ps.clone().map(|p| p.submitted_at).collect::<Vec<_>>(),
+            )
+            .bind::<Array<Bool>, _>(
+                ps.clone()
+                    .map(|p| p.receiver_is_invalid)
+                    .collect::<Vec<_>>(),
+            )
+            .bind::<Array<Nullable<Text>>, _>(
+                ps.clone()
+                    .map(|p| p.failure_reason.as_deref())
+                    .collect::<Vec<_>>(),
+            )
+            .bind::<Array<Nullable<Text>>, _>(
+                ps.map(|p| p.return_code.as_deref()).collect::<Vec<_>>(),
+            )
+            .cached()
+            .execute(conn)
+            .await?;
+    }
     if moved != changes.len() {
         return Err(PayoutAbort::Superseded);
     }
