@@ -469,6 +469,21 @@ impl BatchStore for PgStore {
                 let Some(row) = row else {
                     return Ok(None);
                 };
+                // A payout still in progress, found through `payouts_batch` without reading the
+                // batch's other payouts: the common answer while results come in (each pass
+                // of the runner asks for every batch it touched, and a cut-off's batch holds
+                // tens of thousands of payouts, which the counts below read whole).
+                let waiting: bool = diesel::select(diesel::dsl::exists(
+                    payouts::table
+                        .filter(payouts::subaccount_id.eq(row.subaccount_id))
+                        .filter(payouts::batch_id.eq(batch))
+                        .filter(payouts::status.eq(i16::from(PayoutStatus::InProgress.code()))),
+                ))
+                .get_result(conn)
+                .await?;
+                if waiting {
+                    return Ok(None);
+                }
                 let counts: Vec<(i16, i64, i64)> = payouts::table
                     .filter(payouts::subaccount_id.eq(row.subaccount_id))
                     .filter(payouts::batch_id.eq(batch))

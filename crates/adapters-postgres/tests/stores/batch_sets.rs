@@ -125,4 +125,36 @@ async fn a_batch_of_more_payouts_than_one_statement_writes_closes_and_records_ev
         )
         .await;
     assert_eq!(referenced, i64::try_from(PAYOUTS).unwrap());
+
+    // Results come in: the batch finishes only once no payout is in progress, with what was
+    // paid and what failed.
+    let (last, rest) = closed.payouts.split_last().unwrap();
+    let set_status = async |ids: Vec<Uuid>, status: PayoutStatus| {
+        diesel::sql_query("UPDATE payouts SET status = $2 WHERE id = ANY($1)")
+            .bind::<diesel::sql_types::Array<SqlUuid>, _>(ids)
+            .bind::<SmallInt, _>(i16::from(status.code()))
+            .execute(&mut fx.raw().await)
+            .await
+            .expect("set status");
+    };
+    set_status(
+        rest.iter().map(|p| p.id.as_uuid()).collect(),
+        PayoutStatus::Successful,
+    )
+    .await;
+    let finish = async || {
+        fx.store
+            .finish_batch(batch, now, EventId::from_uuid(Uuid::new_v4()))
+            .await
+            .unwrap()
+    };
+    assert_eq!(finish().await, None, "one payout is still in progress");
+    set_status(vec![last.id.as_uuid()], PayoutStatus::Failed).await;
+    let finished = finish().await.expect("the batch finishes");
+    assert_eq!(finished.total_failed, 1);
+    assert_eq!(
+        finished.process_amount,
+        rest.iter().map(|p| p.amount.get()).sum::<i64>()
+    );
+    assert_eq!(finish().await, None, "finished once");
 }
