@@ -14,8 +14,13 @@ use super::setup::Prepared;
 use crate::procfs;
 use crate::receiver::Receiver;
 
-/// How often a step's completion is polled.
+/// How often a step's completion is polled at most.
 const POLL: Duration = Duration::from_millis(20);
+/// The poll sleeps at least this many times as long as its counts took, so that it takes at most
+/// a fifth of one core from payoutd and PostgreSQL: at 100 000 payouts the counts take about
+/// 0.1 s, and polled every 20 ms they kept one of the machine's two cores busy (the settlement
+/// step measured 5.6 times its reference, mostly this).
+const POLL_QUIET: u32 = 4;
 /// How often a long wait says where it stands.
 const PROGRESS_EVERY: Duration = Duration::from_secs(15);
 
@@ -121,6 +126,9 @@ struct Wait {
     started: Instant,
     deadline: Instant,
     told: Instant,
+    /// When the last tick's sleep ended (the poll's work since then is what the next sleep is
+    /// scaled by).
+    woke: Instant,
 }
 
 impl Wait {
@@ -131,10 +139,12 @@ impl Wait {
             started: now,
             deadline: now + timeout,
             told: now,
+            woke: now,
         }
     }
 
-    /// Sleeps a poll; fails past the deadline with `state`.
+    /// Sleeps a poll ([`POLL`], or [`POLL_QUIET`] times the work since the last one when that is
+    /// longer); fails past the deadline with `state`.
     async fn tick(&mut self, state: impl FnOnce() -> String) -> anyhow::Result<()> {
         if Instant::now() > self.deadline {
             anyhow::bail!(
@@ -153,7 +163,8 @@ impl Wait {
             );
             self.told = Instant::now();
         }
-        tokio::time::sleep(POLL).await;
+        tokio::time::sleep(POLL.max(self.woke.elapsed() * POLL_QUIET)).await;
+        self.woke = Instant::now();
         Ok(())
     }
 }
