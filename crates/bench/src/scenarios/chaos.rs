@@ -10,9 +10,8 @@
 //! - **the cut-off** ([`cutoff_crash`]): `kill -9` while the cut-off's NACHA file of
 //!   `--cutoff-payouts` payouts is being generated, again while it is being uploaded to the
 //!   local SFTP bank, and again once it is at the bank but not yet recorded as uploaded; after a
-//!   restart each file is at the bank once and as stored, no payout is
-//!   in two files or paid twice, every payout is in progress, every event is delivered and the
-//!   ledger balances.
+//!   restart each file is at the bank once and as stored, no payout is in two files or paid
+//!   twice, every payout is submitted, every event is delivered and the ledger balances.
 //!
 //! With `--citus` (`cargo xtask chaos --citus`) the database server is a Citus coordinator and
 //! each check's database is made on every node of its cluster, its tables distributed by
@@ -33,6 +32,7 @@ use serde_json::json;
 
 use crate::Env;
 use crate::report;
+use crate::scenarios::cutoff::setup::SftpBank;
 use crash::crash;
 use cutoff_crash::{Window, cutoff_crash};
 use outage::outage;
@@ -93,8 +93,8 @@ pub struct Args {
     cutoff_payouts: u64,
     /// The SFTP bank the cut-off checks send their files to (JSON, as `cargo xtask bank`
     /// describes it; `cargo xtask chaos` starts it); without it they are skipped.
-    #[arg(long)]
-    sftp_bank: Option<String>,
+    #[arg(long, value_parser = SftpBank::from_json)]
+    sftp_bank: Option<SftpBank>,
     /// libfaketime, under which payoutd runs on the last weekday's date on a weekend (default:
     /// Debian's place).
     #[arg(long)]
@@ -164,25 +164,19 @@ pub async fn run(env: &Env, args: &Args) -> anyhow::Result<ExitCode> {
         let timed = Instant::now();
         let pair = verdict(two_instances(env, args).await);
         rows.push(("two instances, one database", pair, timed.elapsed()));
-        let bank = args
-            .sftp_bank
-            .as_deref()
-            .map(serde_json::from_str::<crate::scenarios::cutoff::setup::SftpBank>)
-            .transpose();
         for (name, window) in [
             ("kill -9 during cut-off generation", Window::Generation),
             ("kill -9 during cut-off SFTP upload", Window::Upload),
             ("kill -9 before upload is recorded", Window::Record),
         ] {
             let timed = Instant::now();
-            let checked = match &bank {
+            let checked = match &args.sftp_bank {
                 _ if args.cutoff_payouts == 0 => Verdict::Skip("--cutoff-payouts 0".to_owned()),
-                Ok(Some(bank)) => verdict(cutoff_crash(env, args, window, bank).await),
-                Ok(None) => Verdict::Skip(
+                Some(bank) => verdict(cutoff_crash(env, args, window, bank).await),
+                None => Verdict::Skip(
                     "needs the local SFTP bank (--sftp-bank; `cargo xtask chaos` starts it)"
                         .to_owned(),
                 ),
-                Err(e) => Verdict::Fail(format!("--sftp-bank is not the bank's JSON: {e}")),
             };
             rows.push((name, checked, timed.elapsed()));
         }

@@ -81,8 +81,8 @@ pub struct Args {
     pub psql: PathBuf,
     /// The SFTP bank to send the files to (JSON, as `cargo xtask bank` describes it; `cargo
     /// xtask bench cutoff --transport sftp` starts it); without it, the directory transport.
-    #[arg(long)]
-    pub sftp_bank: Option<String>,
+    #[arg(long, value_parser = setup::SftpBank::from_json)]
+    pub sftp_bank: Option<setup::SftpBank>,
     /// The time and memory verdicts are advisory (smoke sizes); nothing lost still decides.
     #[arg(long)]
     pub advisory: bool,
@@ -175,14 +175,8 @@ async fn run_one(
     let dir = setup::dir_name(rail.method);
     eprintln!("payoutd-bench: [cutoff] {route}: seeding {payouts} payouts");
     let receiver = Receiver::start(1_000).await?;
-    let sftp = args
-        .sftp_bank
-        .as_deref()
-        .map(serde_json::from_str::<setup::SftpBank>)
-        .transpose()
-        .context("--sftp-bank is not the bank's JSON")?;
     let seeding = setup::Seeding::bench(env, args, rail, payouts);
-    let prepared = setup::prepare(env, &seeding, &receiver, sftp.as_ref()).await?;
+    let prepared = setup::prepare(env, &seeding, &receiver, args.sftp_bank.as_ref()).await?;
     if prepared.days_back > 0 {
         eprintln!(
             "payoutd-bench: [cutoff] a weekend: payoutd runs {} day(s) back (libfaketime), as \

@@ -137,6 +137,14 @@ pub struct SftpDirs {
 }
 
 impl SftpBank {
+    /// The bank's JSON, as `cargo xtask bank` prints it (the `--sftp-bank` flags' parser).
+    ///
+    /// # Errors
+    /// JSON that does not describe a bank, in words.
+    pub fn from_json(raw: &str) -> Result<Self, String> {
+        serde_json::from_str(raw).map_err(|e| format!("not the SFTP bank's JSON: {e}"))
+    }
+
     /// The drop of `method` on this bank (emptied).
     pub fn drop_of(&self, method: PayoutMethod) -> anyhow::Result<Drop> {
         let dirs = self
