@@ -76,6 +76,13 @@ fn corrupt(e: PortError) -> TxError {
     TxError::invariant(e)
 }
 
+/// How many payouts a batch's close moves in one part ([`ClosePlanner::submissions`] and
+/// [`apply_changes`]): each part's changes and events (a payout event's payload is a JSON tree
+/// of about 2 KiB) are let go before the next part is planned, so closing a batch holds a
+/// part's worth of them however many payouts the batch has. Every statement a part sends is
+/// one set statement; a batch of 25,000 sends ten parts' worth.
+const CLOSE_PART_PAYOUTS: usize = 2_500;
+
 fn to_payouts(rows: Vec<PayoutRow>) -> Result<Vec<Payout>, PortError> {
     rows.into_iter().map(Payout::try_from).collect()
 }
@@ -217,8 +224,21 @@ impl PgStore {
                     locked_payouts(conn, batch_subaccount, batch_id, PayoutStatus::Pending).await?,
                 )
                 .map_err(corrupt)?;
-                let plan = planner.plan(&batch, &pending).map_err(TxError::invariant)?;
-                apply_changes(conn, &plan.changes, schedule).await?;
+                let plan = planner.plan(&batch, &pending);
+                // The payouts move a part at a time, so only one part's changes and events are
+                // in memory at once; each part is let go as soon as it is applied.
+                let mut submitted = Vec::with_capacity(pending.len());
+                let mut pending = pending.into_iter();
+                loop {
+                    let part: Vec<Payout> = pending.by_ref().take(CLOSE_PART_PAYOUTS).collect();
+                    if part.is_empty() {
+                        break;
+                    }
+                    let changes = planner.submissions(&part).map_err(TxError::invariant)?;
+                    drop(part);
+                    apply_changes(conn, &changes, schedule).await?;
+                    submitted.extend(changes.into_iter().map(|c| c.payout));
+                }
                 let leased = plan.batch.status == BatchStatus::Queue;
                 diesel::update(batches::table.find(batch_id))
                     .filter(batches::subaccount_id.eq(batch_subaccount))
@@ -235,7 +255,7 @@ impl PgStore {
                 insert_events(conn, &plan.events, None).await?;
                 Ok(Closing::Closed(ClosedBatch {
                     batch: plan.batch,
-                    payouts: plan.changes.into_iter().map(|c| c.payout).collect(),
+                    payouts: submitted,
                     claimed_until: lease_until,
                 }))
             })

@@ -26,19 +26,22 @@ pub struct ClosedBatch {
     pub claimed_until: DateTime<Utc>,
 }
 
-/// What closing a batch writes: the batch after it, its payouts' changes and the batch's event.
+/// What closing a batch writes besides its payouts' changes ([`ClosePlanner::submissions`]): the
+/// batch after it and the batch's event.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlannedClose {
     /// The batch: `queue` with its totals, or `cancelled` when it has nothing to submit.
     pub batch: Batch,
-    /// `pending` → `in_progress` for each payout.
-    pub changes: Vec<PayoutChange>,
     /// `batchUpdate`.
     pub events: Vec<OutboxEvent>,
 }
 
 /// Decides how a due batch closes. The store locks the batch and its pending payouts and asks
-/// [`Self::plan`], so the plan is exact and commits in one transaction with the close.
+/// [`Self::plan`] for the batch and [`Self::submissions`] for the payouts, so the plan is exact
+/// and commits in one transaction with the close. The store may ask for the submissions a part
+/// of the payouts at a time and apply each part before planning the next (a batch of 100,000
+/// payouts then never holds every payout's event in memory at once): each payout's change
+/// depends on that payout alone.
 #[derive(Clone)]
 pub struct ClosePlanner {
     now: DateTime<Utc>,
@@ -64,28 +67,10 @@ impl ClosePlanner {
         self.now
     }
 
-    /// Closes `batch` (open) over its `pending` payouts: each becomes `in_progress` (submitted
-    /// now); the batch goes to `queue` with their count and sum, or to `cancelled` when there is
-    /// none.
-    pub fn plan(
-        &self,
-        batch: &Batch,
-        pending: &[Payout],
-    ) -> Result<PlannedClose, IllegalTransition> {
-        let changes = pending
-            .iter()
-            .map(|p| {
-                plan_change(
-                    p,
-                    PayoutTrigger::Submitted,
-                    self.now,
-                    self.ids.as_ref(),
-                    |p| {
-                        p.submitted_at = Some(self.now);
-                    },
-                )
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+    /// Closes `batch` (open) over its `pending` payouts: the batch goes to `queue` with their
+    /// count and sum, or to `cancelled` when there is none. Each payout's own change is
+    /// [`Self::submissions`].
+    pub fn plan(&self, batch: &Batch, pending: &[Payout]) -> PlannedClose {
         let amount = pending.iter().map(|p| p.amount.get()).sum();
         let closed = Batch {
             status: if pending.is_empty() {
@@ -99,11 +84,32 @@ impl ClosePlanner {
             ..batch.clone()
         };
         let event = OutboxEvent::batch(EventId::from_uuid(self.ids.new_id()), &closed, self.now);
-        Ok(PlannedClose {
+        PlannedClose {
             batch: closed,
-            changes,
             events: vec![event],
-        })
+        }
+    }
+
+    /// Each of `pending` (some or all of a closing batch's payouts) `in_progress`, submitted now,
+    /// with its event.
+    ///
+    /// # Errors
+    /// A payout that is not `pending`.
+    pub fn submissions(&self, pending: &[Payout]) -> Result<Vec<PayoutChange>, IllegalTransition> {
+        pending
+            .iter()
+            .map(|p| {
+                plan_change(
+                    p,
+                    PayoutTrigger::Submitted,
+                    self.now,
+                    self.ids.as_ref(),
+                    |p| {
+                        p.submitted_at = Some(self.now);
+                    },
+                )
+            })
+            .collect()
     }
 }
 
@@ -248,4 +254,102 @@ pub trait BatchStore: Send + Sync {
         subaccount: SubaccountId,
         batch: BatchId,
     ) -> Result<Vec<Payout>, PortError>;
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::builders::PayoutBuilder;
+    use crate::events::EventKind;
+    use crate::ids::SubaccountId;
+    use crate::payout::PayoutStatus;
+    use crate::ports::MockIdGenerator;
+    use uuid::Uuid;
+
+    fn at(seconds: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_700_000_000 + seconds, 0).unwrap_or_default()
+    }
+
+    fn planner() -> ClosePlanner {
+        let mut ids = MockIdGenerator::new();
+        ids.expect_new_id().returning(Uuid::new_v4);
+        ClosePlanner::new(at(60), Arc::new(ids))
+    }
+
+    fn open_batch() -> Batch {
+        Batch {
+            id: BatchId::from_uuid(Uuid::from_u128(0xB)),
+            subaccount_id: SubaccountId::from_uuid(Uuid::from_u128(2)),
+            asset: Asset::Usd,
+            status: BatchStatus::Open,
+            batch_run_time: at(0),
+            total_tx: 0,
+            amount: 0,
+            process_amount: 0,
+            total_failed: 0,
+            created_at: at(0),
+            updated_at: at(0),
+        }
+    }
+
+    fn pending(n: u128, amount: i64) -> Payout {
+        PayoutBuilder::new()
+            .id(PayoutId::from_uuid(Uuid::from_u128(100 + n)))
+            .amount(amount)
+            .batch(BatchId::from_uuid(Uuid::from_u128(0xB)))
+            .created_at(at(0))
+            .build()
+    }
+
+    #[test]
+    fn a_close_queues_the_batch_with_every_pending_payouts_count_and_sum() {
+        let payouts = [pending(1, 1_000), pending(2, 2_500), pending(3, 40)];
+        let plan = planner().plan(&open_batch(), &payouts);
+        assert_eq!(plan.batch.status, BatchStatus::Queue);
+        assert_eq!((plan.batch.total_tx, plan.batch.amount), (3, 3_540));
+        assert_eq!(plan.batch.updated_at, at(60));
+        assert_eq!(plan.events.len(), 1);
+        assert_eq!(plan.events[0].kind, EventKind::BatchUpdate);
+        assert_eq!(plan.events[0].payload["status"], "queue");
+    }
+
+    #[test]
+    fn a_close_with_nothing_pending_cancels_the_batch() {
+        let plan = planner().plan(&open_batch(), &[]);
+        assert_eq!(plan.batch.status, BatchStatus::Cancelled);
+        assert_eq!((plan.batch.total_tx, plan.batch.amount), (0, 0));
+    }
+
+    #[test]
+    fn submissions_put_each_payout_in_progress_with_its_event_whatever_the_parts() {
+        let payouts: Vec<Payout> = (1..=5).map(|n| pending(n, 100)).collect();
+        let planner = planner();
+        let whole = planner.submissions(&payouts).unwrap();
+        let mut parts = planner.submissions(&payouts[..2]).unwrap();
+        parts.extend(planner.submissions(&payouts[2..]).unwrap());
+        for changes in [&whole, &parts] {
+            assert_eq!(changes.len(), payouts.len());
+            for (change, payout) in changes.iter().zip(&payouts) {
+                assert_eq!(change.payout.id, payout.id);
+                assert_eq!(change.expected, PayoutStatus::Pending);
+                assert_eq!(change.payout.status, PayoutStatus::InProgress);
+                assert_eq!(change.payout.submitted_at, Some(at(60)));
+                assert!(
+                    change
+                        .events
+                        .iter()
+                        .any(|e| e.object_id == payout.id.as_uuid()
+                            && e.payload["status"] == "in_progress")
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_payout_that_is_not_pending_is_refused() {
+        let mut payout = pending(1, 100);
+        payout.status = PayoutStatus::Successful;
+        assert!(planner().submissions(&[pending(2, 100), payout]).is_err());
+    }
 }
