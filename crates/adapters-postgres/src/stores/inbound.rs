@@ -560,41 +560,44 @@ impl InboundStore for PgStore {
         let mut conn = self.conn().await?;
         let file_id = file.id.as_uuid();
         let method = file.method.route();
-        conn.transaction::<_, diesel::result::Error, _>(async |conn| {
-            let inserted = diesel::insert_into(inbound_files::table)
-                .values((
-                    inbound_files::id.eq(file_id),
-                    inbound_files::method.eq(&method),
-                    inbound_files::name.eq(&file.name),
-                    inbound_files::sha256.eq(file.sha256.as_slice()),
-                    inbound_files::outcome.eq(file.outcome.as_str()),
-                    inbound_files::detail.eq(&file.detail),
-                    inbound_files::original_id.eq(file.original.map(|o| o.as_uuid())),
-                    inbound_files::bytes.eq(&file.bytes),
-                    inbound_files::received_at.eq(file.received_at),
-                ))
-                .on_conflict((
-                    inbound_files::method,
-                    inbound_files::name,
-                    inbound_files::sha256,
-                ))
-                .do_nothing()
-                .execute(conn)
-                .await?;
-            if inserted == 0 {
-                return Ok(false);
-            }
-            if reports.is_empty() {
-                return Ok(true);
-            }
-            insert_reports(file_id, &method)
-                .bind_lines(reports)
-                .execute(conn)
-                .await?;
-            Ok(true)
-        })
-        .await
-        .map_err(from_diesel)
+        let recorded = conn
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                let inserted = diesel::insert_into(inbound_files::table)
+                    .values((
+                        inbound_files::id.eq(file_id),
+                        inbound_files::method.eq(&method),
+                        inbound_files::name.eq(&file.name),
+                        inbound_files::sha256.eq(file.sha256.as_slice()),
+                        inbound_files::outcome.eq(file.outcome.as_str()),
+                        inbound_files::detail.eq(&file.detail),
+                        inbound_files::original_id.eq(file.original.map(|o| o.as_uuid())),
+                        inbound_files::bytes.eq(&file.bytes),
+                        inbound_files::received_at.eq(file.received_at),
+                    ))
+                    .on_conflict((
+                        inbound_files::method,
+                        inbound_files::name,
+                        inbound_files::sha256,
+                    ))
+                    .do_nothing()
+                    .execute(conn)
+                    .await?;
+                if inserted == 0 {
+                    return Ok(false);
+                }
+                if reports.is_empty() {
+                    return Ok(true);
+                }
+                insert_reports(file_id, &method)
+                    .bind_lines(reports)
+                    .execute(conn)
+                    .await?;
+                Ok(true)
+            })
+            .await
+            .map_err(from_diesel)?;
+        super::release(conn, file.bytes.as_ref().map_or(0, Vec::len));
+        Ok(recorded)
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(limit = limit))]
@@ -738,6 +741,7 @@ impl InboundStore for PgStore {
             .load(&mut conn)
             .await
             .map_err(from_diesel)?;
+        super::release(conn, row.bytes.as_ref().map_or(0, Vec::len));
         Ok(Some((
             row.into_file()?,
             lines

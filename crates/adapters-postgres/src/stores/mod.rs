@@ -62,6 +62,21 @@ pub struct PgStore {
 /// same.
 pub(crate) const SET_STATEMENT_ROWS: usize = 10_000;
 
+/// The most bytes of files a connection may carry in one use (a bank file stored or read)
+/// and still go back to the pool. The driver keeps its read and write buffers as large as the
+/// largest message the connection has carried, for the connection's life: a pooled connection
+/// that once stored a bank file of 25,000 payouts (5–15 MB) would go on holding twice that,
+/// and in time every connection of the pool would. Above this, [`release`] closes it instead.
+pub(crate) const LARGE_MESSAGE_BYTES: usize = 1 << 20;
+
+/// Gives `conn` back to the pool, or closes it when it carried `carried` bytes of files, more
+/// than [`LARGE_MESSAGE_BYTES`] (the next use opens a fresh connection).
+pub(crate) fn release(conn: Object<AsyncPgConnection>, carried: usize) {
+    if carried > LARGE_MESSAGE_BYTES {
+        drop(Object::take(conn));
+    }
+}
+
 /// How long a new batch stays open by default (docs/OPERATIONS.md, Configuration,
 /// `PAYOUT_BATCH_INTERVAL_SECS`).
 pub const DEFAULT_BATCH_INTERVAL: chrono::Duration = chrono::Duration::seconds(60);

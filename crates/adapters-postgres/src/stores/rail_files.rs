@@ -246,7 +246,9 @@ impl RailFileStore for PgStore {
             .filter(rail_files::method.eq(method.route()))
             .filter(rail_files::part.eq(part))
             .into_boxed();
-        load_file(&mut conn, query).await
+        let file = load_file(&mut conn, query).await?;
+        super::release(conn, file.as_ref().map_or(0, |f| f.bytes.len()));
+        Ok(file)
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(batch = %batch))]
@@ -264,7 +266,9 @@ impl RailFileStore for PgStore {
             .load(&mut conn)
             .await
             .map_err(from_diesel)?;
-        complete(&mut conn, heads).await
+        let files = complete(&mut conn, heads).await?;
+        super::release(conn, files.iter().map(|f| f.bytes.len()).sum());
+        Ok(files)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
@@ -291,7 +295,7 @@ impl RailFileStore for PgStore {
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(batch = %file.batch_id))]
-    async fn insert_file(&self, file: &RailFile) -> Result<RailFile, PortError> {
+    async fn insert_file(&self, file: RailFile) -> Result<RailFile, PortError> {
         let part = i32::try_from(file.part)
             .map_err(|_| PortError::unknown(format!("rail file part {}", file.part)))?;
         let mut conn = self.conn().await?;
@@ -365,12 +369,13 @@ impl RailFileStore for PgStore {
             ))
         })?;
         if inserted {
+            super::release(conn, file.bytes.len());
             return Ok(RailFile {
                 state: RailFileState::Generated,
                 uploaded_at: None,
                 answered_at: None,
                 reason: None,
-                ..file.clone()
+                ..file
             });
         }
         // Another runner stored the batch's file of this part first: that one is the file.
@@ -379,12 +384,14 @@ impl RailFileStore for PgStore {
             .filter(rail_files::method.eq(file.method.route()))
             .filter(rail_files::part.eq(part))
             .into_boxed();
-        load_file(&mut conn, query).await?.ok_or_else(|| {
+        let stored = load_file(&mut conn, query).await?.ok_or_else(|| {
             PortError::unknown(format!(
                 "rail file {} was neither stored nor found (its name may belong to another batch)",
                 file.name
             ))
-        })
+        })?;
+        super::release(conn, file.bytes.len() + stored.bytes.len());
+        Ok(stored)
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(file = %id, to = to.as_str()))]
@@ -484,7 +491,9 @@ impl RailFileStore for PgStore {
         let query = rail_files::table
             .filter(rail_files::id.eq(id.as_uuid()))
             .into_boxed();
-        load_file(&mut conn, query).await
+        let file = load_file(&mut conn, query).await?;
+        super::release(conn, file.as_ref().map_or(0, |f| f.bytes.len()));
+        Ok(file)
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(method = method.route(), limit))]

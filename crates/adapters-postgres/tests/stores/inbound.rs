@@ -150,7 +150,7 @@ async fn report_lines_round_trip_and_list_by_resolution_and_kind_newest_first() 
     let sub = fx.subaccount("reports").await.id;
     let (batch, payouts) = batch_with_payouts(&fx, sub, 1).await;
     let rail = file_of(sub, batch, &payouts, b"file");
-    fx.store.insert_file(&rail).await.unwrap();
+    fx.store.insert_file(rail.clone()).await.unwrap();
     let mut matched = line(0, ReportKind::Returned, Resolution::Applied, T0);
     matched.subaccount_id = Some(sub);
     matched.payout_id = Some(payouts[0]);
@@ -275,8 +275,8 @@ async fn sent_payments_are_found_by_reference_newest_file_first() {
     let old = file_of(sub, old_batch, &old_payouts, b"old");
     let mut new = file_of(sub, new_batch, &new_payouts, b"new");
     new.created_at = at(T0 + 86_400 * SECOND);
-    fx.store.insert_file(&old).await.unwrap();
-    fx.store.insert_file(&new).await.unwrap();
+    fx.store.insert_file(old.clone()).await.unwrap();
+    fx.store.insert_file(new.clone()).await.unwrap();
 
     // Both files' first entries carry the same trace number (a new day).
     let reference = &old.items[0].reference;
@@ -351,7 +351,7 @@ async fn an_altered_document_and_an_anomaly_keep_both_documents() {
     let sub = fx.subaccount("altered").await.id;
     let (batch, payouts) = batch_with_payouts(&fx, sub, 1).await;
     let rail = file_of(sub, batch, &payouts, b"file");
-    fx.store.insert_file(&rail).await.unwrap();
+    fx.store.insert_file(rail.clone()).await.unwrap();
     let matched = |mut l: RecordedReport| {
         l.subaccount_id = Some(sub);
         l.payout_id = Some(payouts[0]);
@@ -481,7 +481,7 @@ async fn the_line_that_decided_a_payout_or_its_file_is_the_newest_applied_one() 
     let sub = fx.subaccount("deciding").await.id;
     let (batch, payouts) = batch_with_payouts(&fx, sub, 2).await;
     let rail = file_of(sub, batch, &payouts, b"file");
-    fx.store.insert_file(&rail).await.unwrap();
+    fx.store.insert_file(rail.clone()).await.unwrap();
     let about = |l: RecordedReport, payout: Option<PayoutId>| RecordedReport {
         subaccount_id: Some(sub),
         payout_id: payout,

@@ -171,7 +171,7 @@ async fn only_uploaded_files_await_an_answer_oldest_first() {
         let (batch, payouts) = batch_with_payouts(&fx, sub, 1).await;
         let mut file = file_of(sub, batch, &payouts, format!("file {n}").as_bytes());
         file.created_at = at(T0 + n * SECOND);
-        fx.store.insert_file(&file).await.unwrap();
+        fx.store.insert_file(file.clone()).await.unwrap();
         // Placed where the test needs it, as the rail's moves would leave it.
         diesel::sql_query("UPDATE rail_files SET state = $2, uploaded_at = $3 WHERE id = $1")
             .bind::<SqlUuid, _>(file.id.as_uuid())

@@ -73,7 +73,7 @@ async fn a_story_holds_everything_about_its_payout_and_nothing_about_another() {
     let sub = fx.subaccount("story").await.id;
     let (batch, payouts) = batch_with_payouts(&fx, sub, 2).await;
     let rail = file_of(sub, batch, &payouts, b"101 NACHA\n");
-    fx.store.insert_file(&rail).await.unwrap();
+    fx.store.insert_file(rail.clone()).await.unwrap();
     event_with_attempts(&fx, sub, payouts[0], T0).await;
     event_with_attempts(&fx, sub, payouts[1], T0).await;
     ledger_entry(&fx, sub, payouts[0], "payout_hold", T0).await;

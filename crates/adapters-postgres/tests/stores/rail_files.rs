@@ -97,13 +97,57 @@ pub(crate) fn file_of(
 }
 
 #[tokio::test]
+async fn a_connection_that_carried_a_large_file_is_closed_not_pooled() {
+    // The driver keeps its buffers as large as the largest message a connection carried: a
+    // connection that stored or read a file over 1 MiB is closed after use, a small file's
+    // goes back to the pool.
+    let fx = Fixture::new().await;
+    let sub = fx.subaccount("large files").await.id;
+    let (small_batch, small_payouts) = batch_with_payouts(&fx, sub, 1).await;
+    let (large_batch, large_payouts) = batch_with_payouts(&fx, sub, 1).await;
+    let pooled = || fx.store.pool().status().size;
+    fx.store
+        .insert_file(file_of(sub, small_batch, &small_payouts, b"101 small"))
+        .await
+        .unwrap();
+    let before = pooled();
+    assert!(before > 0);
+    let large = vec![b'6'; 2 << 20];
+    fx.store
+        .insert_file(file_of(sub, large_batch, &large_payouts, &large))
+        .await
+        .unwrap();
+    assert_eq!(
+        pooled(),
+        before - 1,
+        "the connection that stored it is closed"
+    );
+    let found = fx
+        .store
+        .find_file(large_batch, PayoutMethod::Ach, 1)
+        .await
+        .unwrap();
+    assert_eq!(found.map(|f| f.bytes.len()), Some(large.len()));
+    assert_eq!(pooled(), before - 1, "and so is the one that read it");
+    fx.store
+        .find_file(small_batch, PayoutMethod::Ach, 1)
+        .await
+        .unwrap();
+    assert_eq!(
+        pooled(),
+        before,
+        "a small file's connection stays in the pool"
+    );
+}
+
+#[tokio::test]
 async fn a_stored_file_comes_back_with_its_bytes_and_items_in_order() {
     let fx = Fixture::new().await;
     let sub = fx.subaccount("files").await.id;
     let (batch, payouts) = batch_with_payouts(&fx, sub, 3).await;
     let file = file_of(sub, batch, &payouts, b"101 NACHA bytes\n");
 
-    let stored = fx.store.insert_file(&file).await.unwrap();
+    let stored = fx.store.insert_file(file.clone()).await.unwrap();
     assert_eq!(stored, file);
 
     let found = fx
@@ -146,11 +190,11 @@ async fn a_batch_never_has_two_files_of_a_method_and_part() {
     let sub = fx.subaccount("files").await.id;
     let (batch, payouts) = batch_with_payouts(&fx, sub, 2).await;
     let first = file_of(sub, batch, &payouts, b"first");
-    fx.store.insert_file(&first).await.unwrap();
+    fx.store.insert_file(first.clone()).await.unwrap();
 
     // A second runner wrote the batch's file again (other id, other bytes): it gets the first.
     let second = file_of(sub, batch, &payouts, b"second");
-    let got = fx.store.insert_file(&second).await.unwrap();
+    let got = fx.store.insert_file(second.clone()).await.unwrap();
     assert_eq!(got, first);
     let n = fx
         .count_where(
@@ -191,8 +235,8 @@ async fn a_batch_has_one_file_per_part_each_payout_in_one_of_them() {
     let first = part_of(sub, batch, 1, &payouts[..3], b"part 1");
     let second = part_of(sub, batch, 2, &payouts[3..], b"part 2");
     // Stored second part first: find_files gives them by part all the same.
-    assert_eq!(fx.store.insert_file(&second).await.unwrap(), second);
-    assert_eq!(fx.store.insert_file(&first).await.unwrap(), first);
+    assert_eq!(fx.store.insert_file(second.clone()).await.unwrap(), second);
+    assert_eq!(fx.store.insert_file(first.clone()).await.unwrap(), first);
     assert_eq!(
         fx.store.find_files(batch, PayoutMethod::Ach).await.unwrap(),
         vec![first.clone(), second.clone()]
@@ -229,10 +273,10 @@ async fn a_batch_has_one_file_per_part_each_payout_in_one_of_them() {
 
     // A runner that wrote part 2 again (other bytes) gets the stored one.
     let again = part_of(sub, batch, 2, &payouts[3..], b"part 2 again");
-    assert_eq!(fx.store.insert_file(&again).await.unwrap(), second);
+    assert_eq!(fx.store.insert_file(again.clone()).await.unwrap(), second);
     // A third part with a payout of part 1 is refused and nothing of it is stored.
     let overlapping = part_of(sub, batch, 3, &payouts[2..3], b"part 3");
-    let refused = fx.store.insert_file(&overlapping).await.unwrap_err();
+    let refused = fx.store.insert_file(overlapping.clone()).await.unwrap_err();
     assert!(
         refused.to_string().contains(&first.name),
         "names the file that has it: {refused}"
@@ -267,7 +311,7 @@ async fn concurrent_inserts_of_a_batch_file_store_exactly_one() {
         .map(|i| {
             let store = fx.store.clone();
             let file = file_of(sub, batch, &payouts, format!("runner {i}").as_bytes());
-            tokio::spawn(async move { store.insert_file(&file).await.unwrap() })
+            tokio::spawn(async move { store.insert_file(file.clone()).await.unwrap() })
         })
         .collect();
     let mut winners = BTreeSet::new();
@@ -291,7 +335,7 @@ async fn states_move_only_forward_and_only_from_where_they_are() {
     let sub = fx.subaccount("files").await.id;
     let (batch, payouts) = batch_with_payouts(&fx, sub, 1).await;
     let file = file_of(sub, batch, &payouts, b"bytes");
-    fx.store.insert_file(&file).await.unwrap();
+    fx.store.insert_file(file.clone()).await.unwrap();
     let up = at(T0 + 10 * SECOND);
     let ack = at(T0 + 20 * SECOND);
 
@@ -387,7 +431,7 @@ async fn listings_are_newest_first_with_sizes_and_payout_counts() {
         let (batch, payouts) = batch_with_payouts(&fx, sub, n).await;
         let mut file = file_of(sub, batch, &payouts, &vec![b'x'; 10 * (i + 1)]);
         file.created_at = at(T0 + i64::try_from(i).unwrap() * SECOND);
-        fx.store.insert_file(&file).await.unwrap();
+        fx.store.insert_file(file.clone()).await.unwrap();
         ids.push(file.id);
     }
     fx.store
@@ -457,7 +501,7 @@ async fn files_written_at_one_instant_page_by_id() {
         let (batch, payouts) = batch_with_payouts(&fx, sub, 1).await;
         let mut file = file_of(sub, batch, &payouts, b"x");
         file.created_at = at(T0);
-        fx.store.insert_file(&file).await.unwrap();
+        fx.store.insert_file(file.clone()).await.unwrap();
     }
     let all: Vec<_> = fx
         .store
@@ -516,7 +560,7 @@ async fn a_file_of_more_items_than_a_statement_may_have_parameters_is_stored_who
         .collect();
     assert_eq!(payouts.len(), 20_000);
     let file = file_of(sub, batch, &payouts, b"a big file");
-    fx.store.insert_file(&file).await.unwrap();
+    fx.store.insert_file(file.clone()).await.unwrap();
     let found = fx
         .store
         .find_file(batch, PayoutMethod::Ach, 1)
@@ -555,7 +599,7 @@ async fn answered_batch(
         effective_date: day,
         ..file_of(sub, batch, &payouts, batch.to_string().as_bytes())
     };
-    fx.store.insert_file(&file).await.unwrap();
+    fx.store.insert_file(file.clone()).await.unwrap();
     let mut now = RailFileState::Generated;
     for next in [RailFileState::Uploaded, state] {
         if next != now {
@@ -595,7 +639,7 @@ async fn answered_payouts_are_the_waiting_payouts_of_files_with_an_answer_only()
     let (batch, unsent) = batch_with_payouts(&fx, sub, 2).await;
     set_status(&fx, &unsent, PayoutStatus::InProgress).await;
     fx.store
-        .insert_file(&RailFile {
+        .insert_file(RailFile {
             effective_date: day,
             ..file_of(sub, batch, &unsent, b"generated")
         })

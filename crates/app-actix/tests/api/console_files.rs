@@ -73,7 +73,7 @@ async fn a_file_shows_its_payouts_and_answers_and_its_bytes_leave_only_audited()
         uploaded_at: None,
         answered_at: None,
     };
-    store.insert_file(&file).await.unwrap();
+    store.insert_file(file.clone()).await.unwrap();
     let returned = RecordedReport {
         id: BankReportId::from_uuid(Uuid::new_v4()),
         position: 0,

@@ -7,13 +7,11 @@
 
 use super::codes::{ChangeCode, ReturnKind, SecCode, TransactionCode};
 use super::error::{Field, Location, Problem, WriteError};
-use super::types::{
-    Addenda, Addenda98, Addenda99, BLOCKING_FACTOR, BatchHeader, EntryDetail, NachaFile,
-};
+use super::types::{Addenda, Addenda98, Addenda99, BatchHeader, EntryDetail, NachaFile};
 use super::views::Correction;
 use super::write::{
-    LineEnding, RECORD_LENGTH, Record, at_most, batch_control, batch_header_record, digits,
-    file_control, file_header, identifier, routing_number, text, yymmdd,
+    LineEnding, Record, Records, at_most, batch_control, batch_header_record, digits, file_control,
+    file_header, identifier, routing_number, text, yymmdd,
 };
 
 /// The transaction code of the return or notification of an entry with code `original`:
@@ -74,7 +72,8 @@ pub fn write_answer(file: &NachaFile, line_ending: LineEnding) -> Result<Vec<u8>
     if file.batches.is_empty() {
         return Err(WriteError::NoBatches);
     }
-    let mut out = vec![file_header(&file.header)?];
+    let mut out = Records::for_file(file, line_ending);
+    out.push(file_header(&file.header)?);
     for (b, batch) in file.batches.iter().enumerate() {
         if batch.entries.is_empty() {
             return Err(WriteError::EmptyBatch { batch: b });
@@ -96,9 +95,7 @@ pub fn write_answer(file: &NachaFile, line_ending: LineEnding) -> Result<Vec<u8>
         out.push(batch_control(b, batch)?);
     }
     out.push(file_control(file)?);
-    let block = usize::try_from(BLOCKING_FACTOR).unwrap_or(10);
-    out.resize(out.len().div_ceil(block) * block, "9".repeat(RECORD_LENGTH));
-    Ok(out.join(line_ending.as_str()).into_bytes())
+    Ok(out.finish())
 }
 
 fn answer_batch_header(b: usize, header: &BatchHeader) -> Result<String, WriteError> {
@@ -119,7 +116,7 @@ fn answer_entry(
     at: Location,
     header: &BatchHeader,
     entry: &EntryDetail,
-    out: &mut Vec<String>,
+    out: &mut Records,
 ) -> Result<(), WriteError> {
     let code = entry.transaction_code;
     if !code.is_return_or_notification() {

@@ -55,17 +55,11 @@ pub struct WriteOptions {
 /// The first field that cannot be written, by location and NACHA field name; a file without a
 /// batch or a batch without an entry.
 pub fn write(file: &NachaFile, options: &WriteOptions) -> std::result::Result<Vec<u8>, WriteError> {
-    Ok(records(file)?
-        .join(options.line_ending.as_str())
-        .into_bytes())
-}
-
-/// The records of `file`, padding included.
-fn records(file: &NachaFile) -> Result<Vec<String>> {
     if file.batches.is_empty() {
         return Err(WriteError::NoBatches);
     }
-    let mut out = vec![file_header(&file.header)?];
+    let mut out = Records::for_file(file, options.line_ending);
+    out.push(file_header(&file.header)?);
     let mut previous_batch_number = None;
     for (b, batch) in file.batches.iter().enumerate() {
         if previous_batch_number.is_some_and(|previous| batch.header.batch_number <= previous) {
@@ -79,13 +73,67 @@ fn records(file: &NachaFile) -> Result<Vec<String>> {
         write_batch(b, batch, &mut out)?;
     }
     out.push(file_control(file)?);
-    let block = usize::try_from(BLOCKING_FACTOR).unwrap_or(10);
-    out.resize(out.len().div_ceil(block) * block, "9".repeat(RECORD_LENGTH));
-    debug_assert!(out.iter().all(|r| r.len() == RECORD_LENGTH));
-    Ok(out)
+    Ok(out.finish())
 }
 
-fn write_batch(b: usize, batch: &Batch, out: &mut Vec<String>) -> Result<()> {
+/// The records of a file being written, joined as they are written: each is appended to the
+/// file's bytes, which are sized for the whole file up front, so a file of 100,000 entries is
+/// never also a list of 200,000 strings, nor copied by a join.
+pub(super) struct Records {
+    bytes: Vec<u8>,
+    count: usize,
+    separator: &'static str,
+}
+
+impl Records {
+    /// Room for `file`'s records (its header, each batch's header, entries, addenda and
+    /// control, its control, the padding) joined by `line_ending`.
+    pub(super) fn for_file(file: &NachaFile, line_ending: LineEnding) -> Self {
+        let records = 2 + file
+            .batches
+            .iter()
+            .map(|batch| {
+                2 + batch
+                    .entries
+                    .iter()
+                    .map(|entry| 1 + entry.addenda.len())
+                    .sum::<usize>()
+            })
+            .sum::<usize>();
+        let block = usize::try_from(BLOCKING_FACTOR).unwrap_or(10);
+        let padded = records.div_ceil(block) * block;
+        let separator = line_ending.as_str();
+        Self {
+            bytes: Vec::with_capacity(
+                padded * RECORD_LENGTH + padded.saturating_sub(1) * separator.len(),
+            ),
+            count: 0,
+            separator,
+        }
+    }
+
+    /// Appends `record` (94 characters), after a separator unless it is the first.
+    pub(super) fn push(&mut self, record: String) {
+        debug_assert_eq!(record.len(), RECORD_LENGTH, "{record}");
+        if self.count > 0 {
+            self.bytes.extend_from_slice(self.separator.as_bytes());
+        }
+        self.bytes.extend_from_slice(record.as_bytes());
+        self.count += 1;
+    }
+
+    /// The file's bytes: the records, then records of `9`s up to a multiple of the blocking
+    /// factor.
+    pub(super) fn finish(mut self) -> Vec<u8> {
+        let block = usize::try_from(BLOCKING_FACTOR).unwrap_or(10);
+        while !self.count.is_multiple_of(block) {
+            self.push("9".repeat(RECORD_LENGTH));
+        }
+        self.bytes
+    }
+}
+
+fn write_batch(b: usize, batch: &Batch, out: &mut Records) -> Result<()> {
     if batch.entries.is_empty() {
         return Err(WriteError::EmptyBatch { batch: b });
     }
@@ -410,7 +458,7 @@ fn entry_detail(
     at: Location,
     header: &BatchHeader,
     entry: &EntryDetail,
-    out: &mut Vec<String>,
+    out: &mut Records,
 ) -> Result<()> {
     let code = entry.transaction_code;
     if !matches!(

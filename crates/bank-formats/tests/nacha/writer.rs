@@ -277,6 +277,22 @@ fn block_count_and_padding() {
 }
 
 #[test]
+fn the_bytes_are_sized_for_the_whole_file_up_front() {
+    // Written into one buffer of the file's exact size: never grown (a file of 100,000
+    // entries would briefly need twice its size), never larger than the file.
+    for line_ending in [LineEnding::Lf, LineEnding::CrLf] {
+        for entries in [1, 6, 7, 250] {
+            let bytes = write(&file_with_entries(entries), &WriteOptions { line_ending }).unwrap();
+            assert_eq!(
+                bytes.capacity(),
+                bytes.len(),
+                "{entries} entries, {line_ending:?}"
+            );
+        }
+    }
+}
+
+#[test]
 fn free_text_is_cleaned_and_cut() {
     let mut file = sample();
     file.batches[0].header.company_name = "Zoë Ångström-Öberg GmbH & Co".into();

@@ -117,7 +117,8 @@ impl FileRail {
 
     /// Submits `payouts` (each with its account, all of this method) of `batch`: the batch's
     /// files for the method, as many parts as the format's [`FileLimits`] need (each written and
-    /// stored once), then each uploaded unless it was; returns each payout's reference.
+    /// stored once), then each uploaded unless it was; returns each payout's reference, in file
+    /// order.
     ///
     /// The payouts are put in file order (creation time, then id) and split by
     /// [`FileLimits::split`], so every attempt plans the same parts; a part already stored is
@@ -126,13 +127,13 @@ impl FileRail {
     pub async fn submit_payouts(
         &self,
         batch: &Batch,
-        payouts: &[(Payout, ReceiverAccount)],
+        payouts: &[(&Payout, &ReceiverAccount)],
     ) -> Result<Vec<RailReceipt>, PortError> {
         if payouts.is_empty() {
             return Ok(Vec::new());
         }
         let method = self.settings.method;
-        let mut ordered: Vec<&(Payout, ReceiverAccount)> = payouts.iter().collect();
+        let mut ordered: Vec<(&Payout, &ReceiverAccount)> = payouts.to_vec();
         ordered.sort_by_key(|(payout, _)| (payout.created_at, payout.id));
         let plan = self
             .settings
@@ -145,7 +146,7 @@ impl FileRail {
                     method.route()
                 ))
             })?;
-        let stored = self.files.find_files(batch.id, method).await?;
+        let mut stored = self.files.find_files(batch.id, method).await?;
         if let Some(extra) = stored
             .iter()
             .find(|f| usize::try_from(f.part).map_or(true, |part| part > plan.len()))
@@ -163,8 +164,8 @@ impl FileRail {
             let part = u32::try_from(index + 1)
                 .map_err(|_| PortError::unknown("more parts than a u32 counts"))?;
             let chunk = ordered.get(range).unwrap_or_default();
-            let file = match stored.iter().find(|f| f.part == part) {
-                Some(file) => file.clone(),
+            let file = match stored.iter().position(|f| f.part == part) {
+                Some(found) => stored.swap_remove(found),
                 None => self.generate(batch, part, chunk).await?,
             };
             let holds_its_chunk = file.items.len() == chunk.len()
@@ -196,58 +197,26 @@ impl FileRail {
                     .await?;
             }
         }
-        payouts
+        // Each file holds exactly its part of the payouts (checked above), so the files' items
+        // are every payout's receipt, once, in file order.
+        Ok(files
             .iter()
-            .map(|(payout, _)| {
-                files
-                    .iter()
-                    .find_map(|file| file.reference_of(payout.id))
-                    .map(|reference| RailReceipt {
-                        payout_id: payout.id,
-                        provider_reference: reference.to_owned(),
-                    })
-                    .ok_or_else(|| {
-                        PortError::unknown(format!(
-                            "payout {} of batch {} is not in its {} files",
-                            payout.id,
-                            batch.id,
-                            method.route()
-                        ))
-                    })
+            .flat_map(|file| &file.items)
+            .map(|item| RailReceipt {
+                payout_id: item.payout_id,
+                provider_reference: item.reference.clone(),
             })
-            .collect()
+            .collect())
     }
 
     async fn generate(
         &self,
         batch: &Batch,
         part: u32,
-        payouts: &[&(Payout, ReceiverAccount)],
+        payouts: &[(&Payout, &ReceiverAccount)],
     ) -> Result<RailFile, PortError> {
         let method = self.settings.method;
-        // The part's receivers in one read (a batch is one subaccount's).
-        let wanted: BTreeSet<ReceiverId> = payouts.iter().map(|(p, _)| p.receiver_id).collect();
-        let wanted: Vec<ReceiverId> = wanted.into_iter().collect();
-        let receivers: HashMap<ReceiverId, Receiver> = self
-            .receivers
-            .find_receivers(batch.subaccount_id, &wanted)
-            .await?
-            .into_iter()
-            .map(|r| (r.id, r))
-            .collect();
-        let mut instructions = Vec::with_capacity(payouts.len());
-        for (payout, account) in payouts.iter().copied() {
-            let receiver = receivers
-                .get(&payout.receiver_id)
-                .filter(|_| payout.subaccount_id == batch.subaccount_id)
-                .ok_or_else(|| {
-                    PortError::unknown(format!("payout {} has no receiver", payout.id))
-                })?;
-            instructions.push(
-                CreditInstruction::build(payout, account, receiver)
-                    .map_err(|e| PortError::Unknown(e.into()))?,
-            );
-        }
+        let instructions = self.instructions(batch, payouts).await?;
         let now = self.clock.now();
         let day = match self.settings.numbering {
             FileNumbering::PerDay => Some(now.date_naive()),
@@ -274,12 +243,16 @@ impl FileRail {
                 request.instructions.len()
             )));
         }
-        let items = request
-            .instructions
-            .iter()
+        let effective_date = request.effective_date;
+        // The instructions (names, account numbers) go before the file is stored: a large
+        // part's file is then in memory once, with its items, while the store writes it.
+        let payout_ids: Vec<_> = request.instructions.iter().map(|i| i.payout_id).collect();
+        drop(request);
+        let items = payout_ids
+            .into_iter()
             .zip(written.references)
-            .map(|(instruction, reference)| RailFileItem {
-                payout_id: instruction.payout_id,
+            .map(|(payout_id, reference)| RailFileItem {
+                payout_id,
                 reference,
             })
             .collect();
@@ -299,14 +272,45 @@ impl FileRail {
             sha256: RailFile::digest(&written.bytes),
             bytes: written.bytes,
             state: RailFileState::Generated,
-            effective_date: request.effective_date,
+            effective_date,
             items,
             reason: None,
             created_at: now,
             uploaded_at: None,
             answered_at: None,
         };
-        self.files.insert_file(&file).await
+        self.files.insert_file(file).await
+    }
+
+    /// The credit instruction of each of `payouts` (a part of `batch`), in their order, from
+    /// the part's receivers read in one statement and let go once the instructions are built.
+    async fn instructions(
+        &self,
+        batch: &Batch,
+        payouts: &[(&Payout, &ReceiverAccount)],
+    ) -> Result<Vec<CreditInstruction>, PortError> {
+        let wanted: BTreeSet<ReceiverId> = payouts.iter().map(|(p, _)| p.receiver_id).collect();
+        let wanted: Vec<ReceiverId> = wanted.into_iter().collect();
+        let receivers: HashMap<ReceiverId, Receiver> = self
+            .receivers
+            .find_receivers(batch.subaccount_id, &wanted)
+            .await?
+            .into_iter()
+            .map(|r| (r.id, r))
+            .collect();
+        payouts
+            .iter()
+            .map(|&(payout, account)| {
+                let receiver = receivers
+                    .get(&payout.receiver_id)
+                    .filter(|_| payout.subaccount_id == batch.subaccount_id)
+                    .ok_or_else(|| {
+                        PortError::unknown(format!("payout {} has no receiver", payout.id))
+                    })?;
+                CreditInstruction::build(payout, account, receiver)
+                    .map_err(|e| PortError::Unknown(e.into()))
+            })
+            .collect()
     }
 
     /// Up to `limit` of this method's payouts in progress whose files answer them, each with
@@ -353,6 +357,12 @@ impl FileRail {
     }
 }
 
+/// Payouts' accounts by subaccount and id.
+type AccountsOf = HashMap<(SubaccountId, ReceiverAccountId), ReceiverAccount>;
+
+/// A payout with its account, both borrowed.
+type PayoutToAccount<'a> = (&'a Payout, &'a ReceiverAccount);
+
 /// The production [`PayoutRail`]: routes each payout to the file rail of its account's method.
 /// A batch (one subaccount, one asset) of a currency with two methods (CAD) becomes one file per
 /// method.
@@ -375,11 +385,8 @@ impl MethodRails {
         self.rails.contains_key(&method)
     }
 
-    async fn by_method(
-        &self,
-        payouts: &[Payout],
-    ) -> Result<BTreeMap<PayoutMethod, Vec<(Payout, ReceiverAccount)>>, PortError> {
-        // Each subaccount's accounts in one read (a batch is one subaccount's).
+    /// The accounts of `payouts`, each subaccount's in one read (a batch is one subaccount's).
+    async fn accounts_of(&self, payouts: &[Payout]) -> Result<AccountsOf, PortError> {
         let mut wanted: BTreeMap<SubaccountId, BTreeSet<ReceiverAccountId>> = BTreeMap::new();
         for payout in payouts {
             wanted
@@ -387,15 +394,23 @@ impl MethodRails {
                 .or_default()
                 .insert(payout.account_id);
         }
-        let mut accounts: HashMap<(SubaccountId, ReceiverAccountId), ReceiverAccount> =
-            HashMap::new();
+        let mut accounts = HashMap::new();
         for (subaccount, ids) in wanted {
             let ids: Vec<ReceiverAccountId> = ids.into_iter().collect();
             for account in self.accounts.find_accounts(subaccount, &ids).await? {
                 accounts.insert((subaccount, account.id), account);
             }
         }
-        let mut grouped: BTreeMap<PayoutMethod, Vec<(Payout, ReceiverAccount)>> = BTreeMap::new();
+        Ok(accounts)
+    }
+
+    /// `payouts` grouped by their account's method, each with its account, borrowed (a batch
+    /// of 100,000 payouts is not copied to be grouped).
+    fn by_method<'a>(
+        payouts: &'a [Payout],
+        accounts: &'a AccountsOf,
+    ) -> Result<BTreeMap<PayoutMethod, Vec<PayoutToAccount<'a>>>, PortError> {
+        let mut grouped: BTreeMap<PayoutMethod, Vec<PayoutToAccount<'a>>> = BTreeMap::new();
         for payout in payouts {
             let account = accounts
                 .get(&(payout.subaccount_id, payout.account_id))
@@ -405,7 +420,7 @@ impl MethodRails {
             grouped
                 .entry(account.method)
                 .or_default()
-                .push((payout.clone(), account.clone()));
+                .push((payout, account));
         }
         Ok(grouped)
     }
@@ -428,7 +443,8 @@ impl PayoutRail for MethodRails {
         payouts: &[Payout],
     ) -> Result<Vec<RailReceipt>, PortError> {
         let mut receipts = Vec::with_capacity(payouts.len());
-        for (method, group) in self.by_method(payouts).await? {
+        let accounts = self.accounts_of(payouts).await?;
+        for (method, group) in Self::by_method(payouts, &accounts)? {
             receipts.extend(self.rail(method)?.submit_payouts(batch, &group).await?);
         }
         Ok(receipts)

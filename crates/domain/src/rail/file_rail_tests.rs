@@ -160,7 +160,7 @@ impl RailFileStore for Files {
         Ok(*n)
     }
 
-    async fn insert_file(&self, file: &RailFile) -> Result<RailFile, PortError> {
+    async fn insert_file(&self, file: RailFile) -> Result<RailFile, PortError> {
         if self.faults.take(Fault::StoreFile) {
             return Err(PortError::Unavailable(anyhow::anyhow!("database gone")));
         }
@@ -180,7 +180,7 @@ impl RailFileStore for Files {
             return Err(PortError::unknown("a payout in two files of a batch"));
         }
         files.push(file.clone());
-        Ok(file.clone())
+        Ok(file)
     }
 
     async fn move_file(
@@ -310,6 +310,13 @@ struct World {
     faults: Arc<Faults>,
     batch: Batch,
     payouts: Vec<(Payout, ReceiverAccount)>,
+}
+
+impl World {
+    /// The payouts with their accounts, as the rail takes them.
+    fn pairs(&self) -> Vec<(&Payout, &ReceiverAccount)> {
+        self.payouts.iter().map(|(p, a)| (p, a)).collect()
+    }
 }
 
 fn account_of(payout: &Payout, method: PayoutMethod, number: &str) -> ReceiverAccount {
@@ -452,7 +459,7 @@ fn the_bank_has_the_stored_file_once(w: &World) -> RailFile {
 #[tokio::test]
 async fn a_batch_becomes_one_stored_uploaded_file_and_its_references_are_the_receipts() {
     let w = world();
-    let receipts = ach(&w).submit_payouts(&w.batch, &w.payouts).await.unwrap();
+    let receipts = ach(&w).submit_payouts(&w.batch, &w.pairs()).await.unwrap();
     let file = the_bank_has_the_stored_file_once(&w);
     assert_eq!(file.state, RailFileState::Uploaded);
     assert_eq!(file.uploaded_at, Some(at(0)));
@@ -475,7 +482,7 @@ async fn a_batch_becomes_one_stored_uploaded_file_and_its_references_are_the_rec
         ]
     );
     // A runner that takes the batch over submits again: the same answer, nothing sent.
-    let again = ach(&w).submit_payouts(&w.batch, &w.payouts).await.unwrap();
+    let again = ach(&w).submit_payouts(&w.batch, &w.pairs()).await.unwrap();
     assert_eq!(again, receipts);
     the_bank_has_the_stored_file_once(&w);
 }
@@ -485,7 +492,7 @@ async fn a_crash_after_generating_sends_the_stored_file_on_the_retry() {
     let w = world();
     w.faults.arm(Fault::UploadUnreachable);
     assert!(matches!(
-        ach(&w).submit_payouts(&w.batch, &w.payouts).await,
+        ach(&w).submit_payouts(&w.batch, &w.pairs()).await,
         Err(PortError::Unavailable(_))
     ));
     let stored = w.files.files.lock().unwrap().clone();
@@ -496,7 +503,7 @@ async fn a_crash_after_generating_sends_the_stored_file_on_the_retry() {
         "stored before sending"
     );
     assert!(w.drop.files.lock().unwrap().is_empty());
-    let receipts = ach(&w).submit_payouts(&w.batch, &w.payouts).await.unwrap();
+    let receipts = ach(&w).submit_payouts(&w.batch, &w.pairs()).await.unwrap();
     let file = the_bank_has_the_stored_file_once(&w);
     assert_eq!(file.state, RailFileState::Uploaded);
     assert_eq!(
@@ -510,10 +517,10 @@ async fn a_crash_after_generating_sends_the_stored_file_on_the_retry() {
 async fn a_crash_during_the_upload_leaves_only_a_temporary_file_and_the_retry_sends_once() {
     let w = world();
     w.faults.arm(Fault::UploadInterrupted);
-    assert!(ach(&w).submit_payouts(&w.batch, &w.payouts).await.is_err());
+    assert!(ach(&w).submit_payouts(&w.batch, &w.pairs()).await.is_err());
     assert!(w.drop.files.lock().unwrap().is_empty(), "no half file");
     assert_eq!(w.drop.temporary.lock().unwrap().len(), 1);
-    ach(&w).submit_payouts(&w.batch, &w.payouts).await.unwrap();
+    ach(&w).submit_payouts(&w.batch, &w.pairs()).await.unwrap();
     assert_eq!(
         the_bank_has_the_stored_file_once(&w).state,
         RailFileState::Uploaded
@@ -524,14 +531,14 @@ async fn a_crash_during_the_upload_leaves_only_a_temporary_file_and_the_retry_se
 async fn a_crash_after_the_upload_before_recording_it_never_sends_twice() {
     let w = world();
     w.faults.arm(Fault::RecordUpload);
-    assert!(ach(&w).submit_payouts(&w.batch, &w.payouts).await.is_err());
+    assert!(ach(&w).submit_payouts(&w.batch, &w.pairs()).await.is_err());
     assert_eq!(w.drop.files.lock().unwrap().len(), 1, "the bank has it");
     assert_eq!(
         w.files.files.lock().unwrap()[0].state,
         RailFileState::Generated,
         "the store does not know yet"
     );
-    let receipts = ach(&w).submit_payouts(&w.batch, &w.payouts).await.unwrap();
+    let receipts = ach(&w).submit_payouts(&w.batch, &w.pairs()).await.unwrap();
     let file = the_bank_has_the_stored_file_once(&w);
     assert_eq!(file.state, RailFileState::Uploaded);
     assert_eq!(receipts.len(), 2);
@@ -543,13 +550,12 @@ async fn two_runners_racing_write_one_file() {
     // The first runner stored its file but has not uploaded; a second runner that generated
     // concurrently gets the first's file from the store and uploads those bytes.
     w.faults.arm(Fault::UploadUnreachable);
-    assert!(ach(&w).submit_payouts(&w.batch, &w.payouts).await.is_err());
+    assert!(ach(&w).submit_payouts(&w.batch, &w.pairs()).await.is_err());
     let first = w.files.files.lock().unwrap()[0].clone();
     let second = ach(&w);
-    let chunk: Vec<_> = w.payouts.iter().collect();
-    let written = second.generate(&w.batch, 1, &chunk).await.unwrap();
+    let written = second.generate(&w.batch, 1, &w.pairs()).await.unwrap();
     assert_eq!(written.id, first.id, "the store kept the first file");
-    second.submit_payouts(&w.batch, &w.payouts).await.unwrap();
+    second.submit_payouts(&w.batch, &w.pairs()).await.unwrap();
     assert_eq!(w.files.files.lock().unwrap().len(), 1);
     assert_eq!(w.drop.files.lock().unwrap().len(), 1);
     assert_eq!(
@@ -562,11 +568,11 @@ async fn two_runners_racing_write_one_file() {
 async fn a_stored_file_without_a_submitted_payout_is_an_error_not_a_receipt() {
     let w = world();
     ach(&w)
-        .submit_payouts(&w.batch, &w.payouts[..1])
+        .submit_payouts(&w.batch, &w.pairs()[..1])
         .await
         .unwrap();
     assert!(matches!(
-        ach(&w).submit_payouts(&w.batch, &w.payouts).await,
+        ach(&w).submit_payouts(&w.batch, &w.pairs()).await,
         Err(PortError::Unknown(_))
     ));
 }
@@ -574,7 +580,7 @@ async fn a_stored_file_without_a_submitted_payout_is_an_error_not_a_receipt() {
 #[tokio::test]
 async fn payouts_settle_on_the_effective_date_and_a_rejected_file_fails_them() {
     let w = world();
-    ach(&w).submit_payouts(&w.batch, &w.payouts).await.unwrap();
+    ach(&w).submit_payouts(&w.batch, &w.pairs()).await.unwrap();
     let payouts: Vec<Payout> = w.payouts.iter().map(|(p, _)| p.clone()).collect();
     *w.files.payouts.lock().unwrap() = payouts.clone();
     // Written at day 0, effective the next day.
@@ -661,7 +667,8 @@ async fn a_payout_whose_receiver_or_account_is_not_found_writes_no_file() {
         receivers,
     );
     let missing = w.payouts[1].0.id;
-    let refused = rail.submit_payouts(&w.batch, &payouts).await.unwrap_err();
+    let pairs: Vec<_> = payouts.iter().map(|(p, a)| (p, a)).collect();
+    let refused = rail.submit_payouts(&w.batch, &pairs).await.unwrap_err();
     assert!(
         refused
             .to_string()
@@ -696,7 +703,7 @@ async fn a_payout_whose_receiver_or_account_is_not_found_writes_no_file() {
 async fn method_rails_results_ask_each_rail_for_the_room_left() {
     let w = world();
     let next_day = at(0) + Duration::days(1);
-    ach(&w).submit_payouts(&w.batch, &w.payouts).await.unwrap();
+    ach(&w).submit_payouts(&w.batch, &w.pairs()).await.unwrap();
     *w.files.payouts.lock().unwrap() = w.payouts.iter().map(|(p, _)| p.clone()).collect();
     let mut accounts = MockAccountStore::new();
     // Results need no account.
@@ -827,7 +834,7 @@ async fn a_batch_at_the_file_limit_is_one_file_and_one_over_is_two() {
     // Exactly the limit: one file, named as ever.
     let w = world_of(3);
     ach_within(&w, 3, None)
-        .submit_payouts(&w.batch, &w.payouts)
+        .submit_payouts(&w.batch, &w.pairs())
         .await
         .unwrap();
     let files = the_bank_has_each_part_once(&w);
@@ -840,7 +847,7 @@ async fn a_batch_at_the_file_limit_is_one_file_and_one_over_is_two() {
     // One over: two files, the second named as part 2, each with its own file number.
     let w = world_of(4);
     let receipts = ach_within(&w, 3, None)
-        .submit_payouts(&w.batch, &w.payouts)
+        .submit_payouts(&w.batch, &w.pairs())
         .await
         .unwrap();
     let files = the_bank_has_each_part_once(&w);
@@ -885,14 +892,14 @@ async fn a_batch_at_the_file_total_is_one_file_and_one_cent_over_is_two() {
     // 1,000 + 2,000 + 3,000 cents.
     let w = world_of(3);
     ach_within(&w, 100, Some(6_000))
-        .submit_payouts(&w.batch, &w.payouts)
+        .submit_payouts(&w.batch, &w.pairs())
         .await
         .unwrap();
     assert_eq!(the_bank_has_each_part_once(&w).len(), 1);
 
     let w = world_of(3);
     ach_within(&w, 100, Some(5_999))
-        .submit_payouts(&w.batch, &w.payouts)
+        .submit_payouts(&w.batch, &w.pairs())
         .await
         .unwrap();
     let files = the_bank_has_each_part_once(&w);
@@ -906,7 +913,7 @@ async fn a_batch_at_the_file_total_is_one_file_and_one_cent_over_is_two() {
 async fn a_payout_over_a_file_total_fails_the_submission_with_its_reason_and_writes_nothing() {
     let w = world_of(3);
     let Err(PortError::Unknown(why)) = ach_within(&w, 100, Some(2_999))
-        .submit_payouts(&w.batch, &w.payouts)
+        .submit_payouts(&w.batch, &w.pairs())
         .await
     else {
         panic!("refused")
@@ -925,13 +932,13 @@ async fn a_crash_after_storing_part_one_of_two_writes_only_part_two_on_the_retry
     let w = world_of(4);
     let rail = ach_within(&w, 3, None);
     // An earlier attempt stored part 1 (the first three payouts by creation) and died.
-    let mut ordered: Vec<_> = w.payouts.iter().collect();
+    let mut ordered = w.pairs();
     ordered.sort_by_key(|(p, _)| (p.created_at, p.id));
     let stored_first = rail.generate(&w.batch, 1, &ordered[..3]).await.unwrap();
     // The next attempt finds part 1, writes part 2 and dies before storing it.
     w.faults.arm(Fault::StoreFile);
     assert!(matches!(
-        rail.submit_payouts(&w.batch, &w.payouts).await,
+        rail.submit_payouts(&w.batch, &w.pairs()).await,
         Err(PortError::Unavailable(_))
     ));
     assert_eq!(w.files.files.lock().unwrap().len(), 1, "part 1 only");
@@ -940,7 +947,7 @@ async fn a_crash_after_storing_part_one_of_two_writes_only_part_two_on_the_retry
         "nothing sent before all are stored"
     );
     ach_within(&w, 3, None)
-        .submit_payouts(&w.batch, &w.payouts)
+        .submit_payouts(&w.batch, &w.pairs())
         .await
         .unwrap();
     let files = the_bank_has_each_part_once(&w);
@@ -960,7 +967,7 @@ async fn a_crash_after_uploading_part_one_sends_only_part_two_on_the_retry() {
     w.faults.arm(Fault::SecondUploadUnreachable);
     assert!(matches!(
         ach_within(&w, 3, None)
-            .submit_payouts(&w.batch, &w.payouts)
+            .submit_payouts(&w.batch, &w.pairs())
             .await,
         Err(PortError::Unavailable(_))
     ));
@@ -974,7 +981,7 @@ async fn a_crash_after_uploading_part_one_sends_only_part_two_on_the_retry() {
     }
     assert_eq!(w.drop.files.lock().unwrap().len(), 1);
     let receipts = ach_within(&w, 3, None)
-        .submit_payouts(&w.batch, &w.payouts)
+        .submit_payouts(&w.batch, &w.pairs())
         .await
         .unwrap();
     assert_eq!(receipts.len(), 4);
@@ -989,7 +996,7 @@ async fn a_crash_after_uploading_part_one_sends_only_part_two_on_the_retry() {
 #[tokio::test]
 async fn the_split_follows_creation_order_whatever_order_the_payouts_come_in() {
     let w = world_of(5);
-    let mut reversed = w.payouts.clone();
+    let mut reversed = w.pairs();
     reversed.reverse();
     ach_within(&w, 2, None)
         .submit_payouts(&w.batch, &reversed)
@@ -997,7 +1004,7 @@ async fn the_split_follows_creation_order_whatever_order_the_payouts_come_in() {
         .unwrap();
     // The same split as from creation order: a retry given another order finds every part.
     ach_within(&w, 2, None)
-        .submit_payouts(&w.batch, &w.payouts)
+        .submit_payouts(&w.batch, &w.pairs())
         .await
         .unwrap();
     assert_eq!(the_bank_has_each_part_once(&w).len(), 3);
@@ -1008,20 +1015,20 @@ async fn the_split_follows_creation_order_whatever_order_the_payouts_come_in() {
 async fn stored_parts_that_do_not_match_the_plan_are_an_error_not_a_second_file() {
     let w = world_of(4);
     ach_within(&w, 3, None)
-        .submit_payouts(&w.batch, &w.payouts)
+        .submit_payouts(&w.batch, &w.pairs())
         .await
         .unwrap();
     // Limits that would plan other parts (a changed configuration): nothing is written.
     assert!(matches!(
         ach_within(&w, 2, None)
-            .submit_payouts(&w.batch, &w.payouts)
+            .submit_payouts(&w.batch, &w.pairs())
             .await,
         Err(PortError::Unknown(_))
     ));
     // One part where two are stored.
     assert!(matches!(
         ach_within(&w, 4, None)
-            .submit_payouts(&w.batch, &w.payouts)
+            .submit_payouts(&w.batch, &w.pairs())
             .await,
         Err(PortError::Unknown(_))
     ));

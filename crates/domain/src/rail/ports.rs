@@ -80,14 +80,15 @@ pub trait RailFileStore: Send + Sync {
         day: Option<NaiveDate>,
     ) -> Result<u32, PortError>;
 
-    /// Stores a `generated` file with its items and returns it; when the batch already has a
-    /// file for the method and part (another runner stored one first), stores nothing and
-    /// returns that one, so a batch never has two files of one method and part.
+    /// Stores a `generated` file with its items and returns it, taken rather than copied (a file
+    /// may hold 100,000 payouts); when the batch already has a file for the method and part
+    /// (another runner stored one first), stores nothing and returns that one, so a batch never
+    /// has two files of one method and part.
     ///
     /// # Errors
     /// `PortError::Unknown` when a payout of the file is already in another file of the batch
     /// and method: nothing is stored.
-    async fn insert_file(&self, file: &RailFile) -> Result<RailFile, PortError>;
+    async fn insert_file(&self, file: RailFile) -> Result<RailFile, PortError>;
 
     /// Moves the file from `from` to `to` at `at` (`uploaded_at` for an upload, `answered_at`
     /// and `reason` for an acknowledgement or rejection) where it is still in `from`.
