@@ -26,6 +26,11 @@ use crate::ports::{Clock, IdGenerator};
 const BATCHES_PER_PASS: usize = 16;
 const RESULTS_PER_PASS: u32 = 500;
 
+/// Most results [`BatchRunner::settle_results`] applies as one set: a set's changes and events
+/// (a payout event's payload is a JSON tree of about 2 KiB) are let go before the next set is
+/// planned, so a bank report answering a whole cut-off holds one set's worth at a time.
+const SETTLE_SET_RESULTS: usize = 2_500;
+
 /// What one pass did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RunnerPass {
@@ -145,8 +150,9 @@ impl BatchRunner {
     }
 
     /// Records each result of `results` for its payout as [`Self::settle`] records one (a
-    /// bank report's answers, decided by the inbound processor), but applied as one set
-    /// ([`PayoutStore::apply_transitions`]), and finishes each batch they touched once.
+    /// bank report's answers, decided by the inbound processor), but applied in sets
+    /// ([`PayoutStore::apply_transitions`], at most [`SETTLE_SET_RESULTS`] a set), and finishes
+    /// each batch they touched once.
     /// Returns, for each result in order, whether it was applied: not when its payout's status
     /// takes no such result, or the payout was no longer in the status it was read in (changed
     /// meanwhile; nothing was written for it).
@@ -164,36 +170,44 @@ impl BatchRunner {
     }
 
     /// Plans each result for its payout ([`Self::plan_settlement`]), applies the planned changes
-    /// as one set and finishes each batch they touched once (not for a return after
-    /// settlement, as [`Self::settle`]). Returns whether each result was applied, in order, and
-    /// how many batches finished.
+    /// in sets of at most [`SETTLE_SET_RESULTS`] and finishes each batch they touched once,
+    /// after the last set (not for a return after settlement, as [`Self::settle`]). Returns
+    /// whether each result was applied, in order, and how many batches finished.
     async fn apply_results(
         &self,
         results: &[(&Payout, &RailResult)],
     ) -> Result<(Vec<bool>, usize), PortError> {
         let mut applied = vec![false; results.len()];
-        let known = self.accounts_failed_by(results).await?;
-        let mut planned = Vec::with_capacity(results.len());
-        for (position, (payout, result)) in results.iter().enumerate() {
-            if let Some(settlement) = self.plan_settlement(payout, result, Some(&known)).await? {
-                planned.push((position, settlement));
-            }
-        }
-        if planned.is_empty() {
-            return Ok((applied, 0));
-        }
-        let changes: Vec<PayoutChange> = planned.iter().map(|(_, (c, _))| c.clone()).collect();
-        let written = self.payouts.apply_transitions(&changes).await?;
         let mut touched = BTreeSet::new();
-        for ((position, (change, trigger)), written) in planned.iter().zip(written) {
-            if !written {
+        for (set, part) in results.chunks(SETTLE_SET_RESULTS).enumerate() {
+            let known = self.accounts_failed_by(part).await?;
+            let mut positions = Vec::with_capacity(part.len());
+            let mut changes = Vec::with_capacity(part.len());
+            for (offset, (payout, result)) in part.iter().enumerate() {
+                if let Some((change, trigger)) =
+                    self.plan_settlement(payout, result, Some(&known)).await?
+                {
+                    let finishes = change
+                        .payout
+                        .batch_id
+                        .filter(|_| trigger != PayoutTrigger::Returned);
+                    positions.push((set * SETTLE_SET_RESULTS + offset, finishes));
+                    changes.push(change);
+                }
+            }
+            if changes.is_empty() {
                 continue;
             }
-            applied[*position] = true;
-            if let Some(batch) = change.payout.batch_id
-                && *trigger != PayoutTrigger::Returned
-            {
-                touched.insert(batch);
+            let written = self.payouts.apply_transitions(&changes).await?;
+            drop(changes);
+            for ((position, finishes), written) in positions.into_iter().zip(written) {
+                if !written {
+                    continue;
+                }
+                if let Some(flag) = applied.get_mut(position) {
+                    *flag = true;
+                }
+                touched.extend(finishes);
             }
         }
         let mut finished = 0;
@@ -784,6 +798,44 @@ mod tests {
         batches
             .expect_reclaim_stale_batch()
             .returning(|_, _| Ok(None));
+    }
+
+    #[tokio::test]
+    async fn results_beyond_a_set_are_applied_a_set_at_a_time_and_the_batch_finished_once() {
+        let n = SETTLE_SET_RESULTS + 1;
+        let results: Vec<(Payout, RailResult)> = (1..=n)
+            .map(|i| (in_progress_numbered(i as u128), RailResult::Paid))
+            .collect();
+        let mut batches = MockBatchStore::new();
+        batches
+            .expect_finish_batch()
+            .times(1)
+            .returning(|_, _, _| Ok(None));
+        let mut payouts = MockPayoutStore::new();
+        payouts.expect_apply_transition().never();
+        let sizes = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = sizes.clone();
+        payouts
+            .expect_apply_transitions()
+            .times(2)
+            .returning(move |changes| {
+                if let Ok(mut seen) = seen.lock() {
+                    seen.push(changes.len());
+                }
+                // The last of each set changed meanwhile.
+                Ok((0..changes.len()).map(|i| i + 1 < changes.len()).collect())
+            });
+        let mut accounts = MockAccountStore::new();
+        accounts.expect_find_accounts().never();
+        let runner = runner(batches, payouts, accounts, MockPayoutRail::new());
+        let applied = runner
+            .settle_results(&results)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(*sizes.lock().unwrap_or_else(|e| e.into_inner()), [SETTLE_SET_RESULTS, 1]);
+        assert_eq!(applied.len(), n);
+        let not_applied: Vec<usize> = (0..n).filter(|&i| !applied[i]).collect();
+        assert_eq!(not_applied, [SETTLE_SET_RESULTS - 1, SETTLE_SET_RESULTS]);
     }
 
     #[tokio::test]

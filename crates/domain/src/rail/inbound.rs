@@ -119,6 +119,10 @@ pub struct InboundProcessor {
 mod lines;
 use lines::{ATTEMPTS, Answer, Decision, Line, Payment, Resolved, Search, line_of, rail_state};
 
+/// How many payment lines of a report are matched, decided and applied together
+/// ([`InboundProcessor::apply_items`]).
+const REPORT_PART_LINES: usize = 2_500;
+
 /// Whether a report's lines are applied or, for an altered document, only matched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -626,12 +630,15 @@ impl InboundProcessor {
             reason,
             ..Line::new(kind, RailFile::batch_file_id(batch, part))
         };
-        let Some(file) = self.files.find_file(batch, rail.method, part).await? else {
+        let Some(mut file) = self.files.find_file(batch, rail.method, part).await? else {
             if mode == Mode::Altered {
                 line.anomaly(None);
             }
             return Ok(line);
         };
+        // Its items and state are what the verdict needs, not its bytes (a file of 100,000
+        // payouts is megabytes).
+        drop(std::mem::take(&mut file.bytes));
         line.matched = Some((file.subaccount_id, None, Some(file.id)));
         if mode == Mode::Altered {
             line.anomaly(self.deciding(None, file.id).await?);
@@ -696,34 +703,37 @@ impl InboundProcessor {
             FileVerdict::Accepted => None,
         };
         if let Some(answer) = answer {
-            // The file's payouts in one read, decided each, applied as one set.
-            let keys: Vec<(SubaccountId, PayoutId)> = file
-                .items
-                .iter()
-                .map(|item| (file.subaccount_id, item.payout_id))
-                .collect();
-            let mut found = self.payouts_of(&keys).await?;
-            let payments: Vec<Payment> = keys
-                .iter()
-                .filter_map(|key| found.remove(key))
-                .map(|payout| Payment {
-                    payout,
-                    file: file.id,
-                    file_state: state,
-                    answer: answer.clone(),
-                })
-                .collect();
-            for (resolution, earlier) in self.answer_all(rail.answers, &payments).await? {
-                match resolution {
-                    Resolution::Applied if line.resolution != Resolution::Anomaly => {
-                        line.resolution = Resolution::Applied;
+            // The file's payouts a part at a time (REPORT_PART_LINES), each part's in one read,
+            // decided each, applied as sets: a settlement of a file of 100,000 payouts holds
+            // one part's payouts and changes.
+            for items in file.items.chunks(REPORT_PART_LINES) {
+                let keys: Vec<(SubaccountId, PayoutId)> = items
+                    .iter()
+                    .map(|item| (file.subaccount_id, item.payout_id))
+                    .collect();
+                let mut found = self.payouts_of(&keys).await?;
+                let payments: Vec<Payment> = keys
+                    .iter()
+                    .filter_map(|key| found.remove(key))
+                    .map(|payout| Payment {
+                        payout,
+                        file: file.id,
+                        file_state: state,
+                        answer: answer.clone(),
+                    })
+                    .collect();
+                for (resolution, earlier) in self.answer_all(rail.answers, &payments).await? {
+                    match resolution {
+                        Resolution::Applied if line.resolution != Resolution::Anomaly => {
+                            line.resolution = Resolution::Applied;
+                        }
+                        // One payout the answer contradicts makes the line an anomaly; the
+                        // other payouts are still decided for themselves.
+                        Resolution::Anomaly if line.resolution != Resolution::Anomaly => {
+                            line.anomaly(earlier);
+                        }
+                        _ => {}
                     }
-                    // One payout the answer contradicts makes the line an anomaly; the other
-                    // payouts are still decided for themselves.
-                    Resolution::Anomaly if line.resolution != Resolution::Anomaly => {
-                        line.anomaly(earlier);
-                    }
-                    _ => {}
                 }
             }
         }
@@ -781,7 +791,32 @@ impl InboundProcessor {
         Ok(searches.into_iter().map(Search::result).collect())
     }
 
+    /// Applies a report's payment lines a part of [`REPORT_PART_LINES`] at a time, in the
+    /// report's order ([`Self::apply_part`]): a part's payouts, payments and changes are let go
+    /// before the next part is read, so a report of 100,000 lines (a pain.002 answering a whole
+    /// cut-off) holds one part's worth. A later part reads its payouts after the earlier parts'
+    /// changes, as a later line of one part is decided after an earlier one it follows.
     async fn apply_items(
+        &self,
+        rail: &InboundRail,
+        items: Vec<ItemReport>,
+        mode: Mode,
+    ) -> Result<Vec<Line>, PortError> {
+        let mut lines = Vec::with_capacity(items.len());
+        let mut items = items.into_iter();
+        loop {
+            let part: Vec<ItemReport> = items.by_ref().take(REPORT_PART_LINES).collect();
+            if part.is_empty() {
+                return Ok(lines);
+            }
+            lines.extend(self.apply_part(rail, part, mode).await?);
+        }
+    }
+
+    /// Matches, decides and applies `items` (a part of a report) as sets: one read of the sent
+    /// payments they name and one of their payouts, the answers applied through
+    /// [`Self::answer_all`].
+    async fn apply_part(
         &self,
         rail: &InboundRail,
         items: Vec<ItemReport>,

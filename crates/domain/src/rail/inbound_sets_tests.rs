@@ -27,6 +27,8 @@ fn set_store(ledger: &Ledger, reads: usize, writes: usize) -> Arc<MockPayoutStor
         .expect_apply_transitions()
         .times(writes)
         .returning(move |changes| {
+            // A set is at most 2,500 changes, however long the report.
+            assert!(changes.len() <= 2_500, "a set of {} changes", changes.len());
             Ok(changes
                 .iter()
                 .map(|change| apply(&payouts, &applied, change))
@@ -156,17 +158,67 @@ async fn a_report_of_a_thousand_returns_is_read_and_applied_as_sets() {
 }
 
 #[tokio::test]
-async fn a_settled_file_pays_its_payouts_as_one_set_and_finishes_the_batch_once() {
-    const N: u128 = 300;
+async fn a_report_longer_than_a_part_is_read_a_part_at_a_time_in_its_order() {
+    // 2,501 returns: a part of 2,500 lines (one read of the sent items, one of the payouts, one
+    // set) and a part of one line (one read each, one set).
+    const N: u128 = 2_501;
     let ledger = Ledger::with(
         (1..=N)
+            .map(|n| payout(n, PayoutStatus::Successful, 1_000))
+            .collect(),
+    );
+    let sent_items: Vec<(String, SentItem)> = (1..=N)
+        .map(|n| (format!("T{n}"), sent(n, 900, 0)))
+        .collect();
+    let recorded: Recorded = Arc::new(Mutex::new(Vec::new()));
+    let store = set_store(&ledger, 2, 2);
+    let processor = InboundProcessor::new(
+        Vec::new(),
+        Arc::new(MockRailFileStore::new()),
+        Arc::new(set_inbound(sent_items, recorded.clone(), 2)),
+        store.clone(),
+        set_runner(store, 0),
+        clock(),
+        ids(),
+    );
+    let returns = (1..=N)
+        .map(|n| return_of(&format!("T{n}"), "R01", false, Some(1_000)))
+        .collect();
+    let mut pass = InboundPass::default();
+    processor
+        .process(
+            &rail(reader(items(returns))),
+            "returns.ach",
+            b"r",
+            &mut pass,
+        )
+        .await
+        .unwrap();
+    assert_eq!((pass.files, pass.applied), (1, 2_501));
+    assert!((1..=N).all(|n| ledger.status(n) == PayoutStatus::Failed));
+    let recorded = recorded.lock().unwrap();
+    let lines = &recorded[0].1;
+    assert_eq!(lines.len(), 2_501);
+    assert!(lines.iter().enumerate().all(|(i, l)| {
+        l.position == i as u32
+            && l.payout_id == Some(PayoutId::from_uuid(id(i as u128 + 1)))
+            && l.resolution == Resolution::Applied
+    }));
+}
+
+/// A pain.002 settling a whole file of `n` payouts in progress, applied with `reads` reads of
+/// the payouts, `writes` sets written and `finishes` asks to finish the batch: every payout
+/// successful, the line applied.
+async fn a_settled_file_of(n: u128, reads: usize, writes: usize, finishes: usize) {
+    let ledger = Ledger::with(
+        (1..=n)
             .map(|n| payout(n, PayoutStatus::InProgress, 1_000))
             .collect(),
     );
     let mut files = MockRailFileStore::new();
-    files.expect_find_file().times(1).returning(|_, _, _| {
+    files.expect_find_file().times(1).returning(move |_, _, _| {
         Ok(Some(RailFile {
-            items: (1..=N)
+            items: (1..=n)
                 .map(|n| RailFileItem {
                     payout_id: PayoutId::from_uuid(id(n)),
                     reference: format!("E2E-{n}"),
@@ -180,14 +232,14 @@ async fn a_settled_file_pays_its_payouts_as_one_set_and_finishes_the_batch_once(
         .times(1)
         .returning(|_, _, _, _, _| Ok(true));
     let recorded: Recorded = Arc::new(Mutex::new(Vec::new()));
-    let store = set_store(&ledger, 1, 1);
+    let store = set_store(&ledger, reads, writes);
     // A report naming no item: the item phase reads nothing.
     let processor = InboundProcessor::new(
         Vec::new(),
         Arc::new(files),
         Arc::new(set_inbound(Vec::new(), recorded.clone(), 0)),
         store.clone(),
-        set_runner(store, 1),
+        set_runner(store, finishes),
         clock(),
         ids(),
     );
@@ -206,9 +258,24 @@ async fn a_settled_file_pays_its_payouts_as_one_set_and_finishes_the_batch_once(
         .process(&rail(reader(report)), "pain002.xml", b"x", &mut pass)
         .await
         .unwrap();
-    assert!((1..=N).all(|n| ledger.status(n) == PayoutStatus::Successful));
-    assert_eq!(ledger.applied.lock().unwrap().len(), 300);
+    assert!((1..=n).all(|n| ledger.status(n) == PayoutStatus::Successful));
+    assert_eq!(
+        ledger.applied.lock().unwrap().len(),
+        usize::try_from(n).unwrap()
+    );
     assert_eq!(pass.applied, 1);
+}
+
+#[tokio::test]
+async fn a_settled_file_pays_its_payouts_as_one_set_and_finishes_the_batch_once() {
+    a_settled_file_of(300, 1, 1, 1).await;
+}
+
+#[tokio::test]
+async fn a_settled_file_larger_than_a_part_is_paid_a_part_at_a_time() {
+    // 2,501 payouts: a part of 2,500 (one read, one set) and a part of one (one read, one
+    // set); the batch is asked to finish after each part.
+    a_settled_file_of(2_501, 2, 2, 2).await;
 }
 
 #[tokio::test]
