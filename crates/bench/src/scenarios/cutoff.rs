@@ -51,7 +51,7 @@ pub struct Args {
     #[arg(long, default_value_t = 100_000)]
     pub payouts: u64,
     /// Payouts at the small size, whose peak RSS the large size's is held to (0 runs the large
-    /// size only).
+    /// size only); its steps' times are shown, and only the large size's are judged.
     #[arg(long, default_value_t = 10_000)]
     pub payouts_small: u64,
     /// Subaccounts the payouts are split among (each has its batch, so its file).
@@ -313,11 +313,18 @@ fn report(env: &Env, args: &Args, runs: &[Run]) -> anyhow::Result<ExitCode> {
     println!("{}", "-".repeat(90));
     for run in runs {
         let mut steps_json = Vec::new();
+        // The small size is run for the memory verdict's baseline: its steps' times are shown,
+        // and only the large size's decide (at 10,000 payouts a step of a second or less is
+        // mostly the payoutd poll that starts it).
+        let decides = run.payouts == args.payouts;
         for step in &run.measured.steps {
             let reference = run.reference_of(step);
             let ratio = reference.map(|r| step.seconds / r.max(1e-6));
             let ok = ratio.is_some_and(|r| r <= args.max_ratio);
-            pass &= ok;
+            if decides {
+                pass &= ok;
+            }
+            let shown = if decides { verdict(ok) } else { "(info)" };
             println!(
                 "{:<18} {:>7}  {:<11} {:>10.3} {:>11} {:>7} {:>9}  {}",
                 run.rail.method.route(),
@@ -327,7 +334,7 @@ fn report(env: &Env, args: &Args, runs: &[Run]) -> anyhow::Result<ExitCode> {
                 reference.map_or_else(|| "-".to_owned(), |r| format!("{r:.3}")),
                 ratio.map_or_else(|| "-".to_owned(), |r| format!("{r:.2}")),
                 mib(step.peak_rss_kib).map_or_else(|| "-".to_owned(), |m| format!("{m:.1}")),
-                verdict(ok)
+                shown
             );
             steps_json.push(json!({
                 "step": step.name,
@@ -338,7 +345,7 @@ fn report(env: &Env, args: &Args, runs: &[Run]) -> anyhow::Result<ExitCode> {
                 "ratio": ratio,
                 "limit": args.max_ratio,
                 "peak_rss_mib": mib(step.peak_rss_kib),
-                "verdict": verdict(ok),
+                "verdict": shown,
             }));
         }
         let kept = run.lost_nothing();
