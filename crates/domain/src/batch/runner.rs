@@ -832,7 +832,10 @@ mod tests {
             .settle_results(&results)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(*sizes.lock().unwrap_or_else(|e| e.into_inner()), [SETTLE_SET_RESULTS, 1]);
+        assert_eq!(
+            *sizes.lock().unwrap_or_else(|e| e.into_inner()),
+            [SETTLE_SET_RESULTS, 1]
+        );
         assert_eq!(applied.len(), n);
         let not_applied: Vec<usize> = (0..n).filter(|&i| !applied[i]).collect();
         assert_eq!(not_applied, [SETTLE_SET_RESULTS - 1, SETTLE_SET_RESULTS]);
