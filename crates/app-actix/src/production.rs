@@ -235,6 +235,7 @@ impl Production {
                 transport: rail.transport.clone(),
                 reader: rail.reader.clone(),
                 answers: rail.answers,
+                poll_interval: rail.settings.transport.poll_interval(),
             }],
             store.clone(),
             store.clone(),
@@ -271,6 +272,7 @@ impl Production {
                 transport: rail.transport.clone(),
                 reader: rail.reader.clone(),
                 answers: rail.answers,
+                poll_interval: rail.settings.transport.poll_interval(),
             })
             .collect();
         InboundProcessor::new(

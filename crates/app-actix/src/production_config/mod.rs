@@ -317,7 +317,12 @@ fn rail_summary(rail: &RailSettings, now: DateTime<Utc>) -> Value {
             "kind": "directory",
             "outbound_dir": dir.outbound_dir.display().to_string(),
             "inbound_dir": dir.inbound_dir.display().to_string(),
-            "poll_interval_secs": dir.poll_interval.as_secs(),
+            // Whole seconds as an integer, as written; a fraction as one.
+            "poll_interval_secs": if dir.poll_interval.subsec_nanos() == 0 {
+                json!(dir.poll_interval.as_secs())
+            } else {
+                json!(dir.poll_interval.as_secs_f64())
+            },
         }),
     };
     json!({

@@ -144,8 +144,14 @@ struct RawSftp {
 struct RawDirectory {
     outbound_dir: String,
     inbound_dir: String,
-    poll_interval_secs: Option<u64>,
+    /// Seconds, a fraction allowed (a local directory is cheap to list).
+    poll_interval_secs: Option<f64>,
 }
+
+/// The shortest poll of a directory transport's inbound directory, seconds.
+const MIN_DIRECTORY_POLL_SECS: f64 = 0.1;
+/// The longest poll of any transport, seconds (a day).
+const MAX_POLL_SECS: u64 = 86_400;
 
 /// Reads `[rails."<method>".transport]` (a table already known to be one) and builds its
 /// transport.
@@ -403,13 +409,34 @@ fn local_dir(value: &str, setting: &str, problems: &mut Problems) -> Option<Path
     }
 }
 
+/// A directory transport's `poll_interval_secs`: [`DEFAULT_POLL_SECS`] when absent, else from
+/// [`MIN_DIRECTORY_POLL_SECS`] to [`MAX_POLL_SECS`], a fraction allowed.
+fn fractional_seconds(
+    value: Option<f64>,
+    setting: &str,
+    problems: &mut Problems,
+) -> Option<std::time::Duration> {
+    let Some(secs) = value else {
+        return Some(std::time::Duration::from_secs(DEFAULT_POLL_SECS));
+    };
+    if (MIN_DIRECTORY_POLL_SECS..=MAX_POLL_SECS as f64).contains(&secs) {
+        Some(std::time::Duration::from_secs_f64(secs))
+    } else {
+        problems.push(
+            setting,
+            format!(
+                "must be from {MIN_DIRECTORY_POLL_SECS} to {MAX_POLL_SECS} seconds, got {secs}"
+            ),
+        );
+        None
+    }
+}
+
 fn directory(raw: RawDirectory, path: &str, problems: &mut Problems) -> Option<TransportSettings> {
     let outbound = local_dir(&raw.outbound_dir, &key_path(path, "outbound_dir"), problems);
     let inbound = local_dir(&raw.inbound_dir, &key_path(path, "inbound_dir"), problems);
-    let poll = seconds(
+    let poll = fractional_seconds(
         raw.poll_interval_secs,
-        DEFAULT_POLL_SECS,
-        1..=86_400,
         &key_path(path, "poll_interval_secs"),
         problems,
     );

@@ -37,6 +37,8 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
+
 use super::answers::{AnswerRules, AnswerVerdict, RailAnswer, RailState, ReportNames};
 use super::file::{RailFile, RailFileState};
 use super::inbound_ports::{
@@ -68,6 +70,10 @@ pub struct InboundRail {
     pub reader: Arc<dyn BankFileReader>,
     /// Which of its answers may follow which, and how it names its documents.
     pub answers: AnswerRules,
+    /// How often its inbound directory is read: a [`InboundProcessor::poll`] reads it only
+    /// when this long has passed since it last did, so a bank's SFTP server is not listed as
+    /// often as a local directory polled beside it.
+    pub poll_interval: std::time::Duration,
 }
 
 /// What one poll did.
@@ -107,6 +113,8 @@ impl InboundPass {
 /// Reads the rails' inbound files.
 pub struct InboundProcessor {
     rails: Vec<InboundRail>,
+    /// When each of `rails` is next due to be read (`None`: at the next poll).
+    next_poll: std::sync::Mutex<Vec<Option<DateTime<Utc>>>>,
     files: Arc<dyn RailFileStore>,
     inbound: Arc<dyn InboundStore>,
     payouts: Arc<dyn PayoutStore>,
@@ -142,6 +150,7 @@ impl InboundProcessor {
         ids: Arc<dyn IdGenerator>,
     ) -> Self {
         Self {
+            next_poll: std::sync::Mutex::new(vec![None; rails.len()]),
             rails,
             files,
             inbound,
@@ -152,11 +161,15 @@ impl InboundProcessor {
         }
     }
 
-    /// One poll of every rail's inbound directory. A rail whose directory cannot be reached is
-    /// skipped until the next poll (logged); a store error stops the poll.
+    /// One poll of the inbound directory of every rail that is due ([`InboundRail::poll_interval`]
+    /// since it was last read). A rail whose directory cannot be reached is skipped until it is
+    /// next due (logged); a store error stops the poll.
     pub async fn poll(&self) -> Result<InboundPass, PortError> {
         let mut pass = InboundPass::default();
-        for rail in &self.rails {
+        for (index, rail) in self.rails.iter().enumerate() {
+            if !self.take_due(index, rail) {
+                continue;
+            }
             let names = match rail.transport.list_inbound().await {
                 Ok(names) => names,
                 Err(e) => {
@@ -176,6 +189,25 @@ impl InboundProcessor {
             }
         }
         Ok(pass)
+    }
+
+    /// Whether rail `index` is due to be read now; if so, it is next due a `poll_interval`
+    /// from now.
+    fn take_due(&self, index: usize, rail: &InboundRail) -> bool {
+        let now = self.clock.now();
+        let Ok(mut next) = self.next_poll.lock() else {
+            return true;
+        };
+        let Some(slot) = next.get_mut(index) else {
+            return true;
+        };
+        if slot.is_some_and(|due| now < due) {
+            return false;
+        }
+        *slot = chrono::Duration::from_std(rail.poll_interval)
+            .ok()
+            .and_then(|interval| now.checked_add_signed(interval));
+        true
     }
 
     /// Whether `method` has a rail here (a pushed report for another method is refused).

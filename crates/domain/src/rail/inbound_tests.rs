@@ -307,6 +307,7 @@ pub(super) fn rail(reader: Arc<MockBankFileReader>) -> InboundRail {
         transport: Arc::new(MockFileTransport::new()),
         reader,
         answers: AnswerRules::FILE_RAIL,
+        poll_interval: std::time::Duration::ZERO,
     }
 }
 
@@ -828,12 +829,14 @@ async fn a_poll_reads_every_rail_and_skips_an_unreachable_one() {
                 transport: Arc::new(down),
                 reader: Arc::new(MockBankFileReader::new()),
                 answers: AnswerRules::FILE_RAIL,
+                poll_interval: std::time::Duration::ZERO,
             },
             InboundRail {
                 method: PayoutMethod::Ach,
                 transport: Arc::new(up),
                 reader: reader(items(vec![return_of("T1", "R01", false, None)])),
                 answers: AnswerRules::FILE_RAIL,
+                poll_interval: std::time::Duration::ZERO,
             },
         ],
         Arc::new(MockRailFileStore::new()),
@@ -943,3 +946,43 @@ async fn a_verdict_on_a_batchs_second_file_moves_that_part() {
 
 #[path = "inbound_sets_tests.rs"]
 mod sets;
+
+#[tokio::test]
+async fn each_rail_is_read_only_once_its_own_interval_has_passed() {
+    // A local directory every second beside a bank's SFTP server every ten: polls at 0, 1 and
+    // 10 s list the directory three times and the server twice.
+    let listed = |times: usize| {
+        let mut transport = MockFileTransport::new();
+        transport
+            .expect_list_inbound()
+            .times(times)
+            .returning(|| Ok(Vec::new()));
+        Arc::new(transport)
+    };
+    let rail_every = |seconds: u64, transport: Arc<MockFileTransport>| InboundRail {
+        transport,
+        poll_interval: std::time::Duration::from_secs(seconds),
+        ..rail(Arc::new(MockBankFileReader::new()))
+    };
+    let now = Arc::new(Mutex::new(at(0)));
+    let mut clock = MockClock::new();
+    let read = now.clone();
+    clock.expect_now().returning(move || *read.lock().unwrap());
+    let store = Ledger::with(Vec::new()).store();
+    let processor = InboundProcessor::new(
+        vec![rail_every(1, listed(3)), rail_every(10, listed(2))],
+        Arc::new(MockRailFileStore::new()),
+        Arc::new(MockInboundStore::new()),
+        store.clone(),
+        runner(store),
+        Arc::new(clock),
+        ids(),
+    );
+    for second in [0, 1, 10] {
+        *now.lock().unwrap() = at(second);
+        processor.poll().await.unwrap();
+    }
+    // Half a second after the last poll neither is due.
+    *now.lock().unwrap() = at(10) + Duration::milliseconds(500);
+    processor.poll().await.unwrap();
+}

@@ -573,6 +573,33 @@ fn transports_are_checked() {
     };
     assert_eq!(dir.outbound_dir, outbound.path());
     assert_eq!(dir.poll_interval.as_secs(), 300);
+    // A local directory may be listed more often than once a second, down to a tenth.
+    let polled = |every: &str| {
+        directory(&out, &inb).replace(
+            &format!("inbound_dir = {inb:?}\n"),
+            &format!("inbound_dir = {inb:?}\npoll_interval_secs = {every}\n"),
+        )
+    };
+    for (every, millis) in [
+        ("0.2", 200),
+        ("0.1", 100),
+        ("1", 1_000),
+        ("86400", 86_400_000),
+    ] {
+        let settings = parse(&polled(every)).unwrap();
+        let TransportSettings::Directory(dir) = &settings.rails[&PayoutMethod::Ach].transport
+        else {
+            panic!("directory")
+        };
+        assert_eq!(dir.poll_interval.as_millis(), millis, "{every}");
+    }
+    for every in ["0.05", "0", "-1", "86400.5", "nan"] {
+        assert_problem(
+            &problems(&polled(every)),
+            "rails.\"usd/ach\".transport.poll_interval_secs",
+            "from 0.1 to 86400 seconds",
+        );
+    }
     let absent = format!("{inb}/absent");
     let p = problems(&directory("relative/out", &absent));
     assert_problem(
