@@ -11,7 +11,10 @@
 //! archive still has it: the newest one wants the newest server package, and apt would upgrade
 //! the server under every cluster running on it. When it must upgrade anyway, xtask says which
 //! packages before installing (from `apt-get install -s`); its own clusters notice the new
-//! binary when next used (`postgres::server_binary`).
+//! binary when next used (`postgres::server_binary`). The build is also installed under
+//! `<target dir>/citus-install/<key>` (`DESTDIR`), the key naming the server's exact version,
+//! the tarball and the patches: on a fresh machine whose target dir was kept (as CI keeps it),
+//! those files are copied into place instead, with no build packages and no compiling.
 //!
 //! The three nodes are private clusters in `<target dir>/citus/{coordinator,worker1,worker2}`,
 //! started like `cargo xtask db`'s (as the `postgres` system user when run as root) with
@@ -369,7 +372,7 @@ fn ensure_installed() -> Result<(), String> {
     let source = find_source()?;
     let tarball = tarball(&source)?;
     eprintln!(
-        "xtask: Citus is not installed for PostgreSQL {major}; building it from {}",
+        "xtask: Citus is not installed for PostgreSQL {major}; installing it from {}",
         tarball.display()
     );
     if !is_root()? {
@@ -379,11 +382,68 @@ fn ensure_installed() -> Result<(), String> {
              Citus 13.x for PostgreSQL {major} from your own packages"
         ));
     }
+    let cache = install_cache(&source, &tarball)?;
+    if cache.is_dir() {
+        eprintln!(
+            "xtask: installing the Citus built earlier for this server and source from {}",
+            cache.display()
+        );
+        cmd::run(to_stderr("cp").arg("-a").arg(cache.join(".")).arg("/"))?;
+        if installed_control(&major).is_some() {
+            return Ok(());
+        }
+        eprintln!("xtask: the kept build did not install citus.control; building afresh");
+    }
+    eprintln!(
+        "xtask: building Citus (kept afterwards in {})",
+        cache.display()
+    );
     install_build_packages(&major)?;
-    build_and_install(&source, &tarball)?;
+    build_and_install(&source, &tarball, &cache)?;
     installed_control(&major).map(drop).ok_or_else(|| {
         format!("`make install` finished but PostgreSQL {major} still has no citus.control")
     })
+}
+
+/// Where a build's installed files are kept (`make install DESTDIR=…`) under the target dir,
+/// named by what the build depends on (the server's exact version, the source tarball and
+/// patches, by name and SHA-256): a fresh machine whose target dir was kept (CI's) copies them
+/// into place instead of installing the build packages and compiling Citus again.
+fn install_cache(source: &Path, tarball: &Path) -> Result<PathBuf, String> {
+    use sha2::{Digest, Sha256};
+    let postgres = postgres::find_client("postgres")
+        .ok_or_else(|| "the PostgreSQL server (`postgres`) is not installed".to_owned())?;
+    let mut inputs = vec![tarball.to_path_buf()];
+    inputs.extend(patches(source)?);
+    let mut key = Sha256::new();
+    key.update(cmd::stdout(Command::new(postgres).arg("--version"))?.trim());
+    for input in &inputs {
+        let bytes =
+            fs::read(input).map_err(|err| format!("cannot read {}: {err}", input.display()))?;
+        key.update(
+            input
+                .file_name()
+                .map(|n| n.as_encoded_bytes())
+                .unwrap_or_default(),
+        );
+        key.update(Sha256::digest(&bytes));
+    }
+    let key = hex::encode(key.finalize());
+    Ok(paths::target_dir()
+        .join("citus-install")
+        .join(key.get(..16).unwrap_or(&key)))
+}
+
+/// The source directory's patches, in the order they apply.
+fn patches(source: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut patches: Vec<PathBuf> = fs::read_dir(source)
+        .map_err(|err| format!("cannot read {}: {err}", source.display()))?
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "patch"))
+        .collect();
+    patches.sort();
+    Ok(patches)
 }
 
 /// The major version of the server binaries xtask runs (`postgres --version`).
@@ -601,8 +661,8 @@ fn to_stderr(program: &str) -> Command {
 }
 
 /// Unpacks the source afresh under `<target dir>/citus-build/`, applies the patches, builds and
-/// installs it.
-fn build_and_install(source: &Path, tarball: &Path) -> Result<(), String> {
+/// installs it, and installs it again under `cache` (`DESTDIR`) for the next fresh machine.
+fn build_and_install(source: &Path, tarball: &Path, cache: &Path) -> Result<(), String> {
     let build = paths::target_dir().join("citus-build");
     if build.exists() {
         fs::remove_dir_all(&build)
@@ -627,14 +687,7 @@ fn build_and_install(source: &Path, tarball: &Path) -> Result<(), String> {
                 tarball.display()
             )
         })?;
-    let mut patches: Vec<PathBuf> = fs::read_dir(source)
-        .map_err(|err| format!("cannot read {}: {err}", source.display()))?
-        .flatten()
-        .map(|entry| entry.path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "patch"))
-        .collect();
-    patches.sort();
-    for patch in patches {
+    for patch in patches(source)? {
         eprintln!("xtask: applying {}", patch.display());
         cmd::run(
             to_stderr("patch")
@@ -649,13 +702,55 @@ fn build_and_install(source: &Path, tarball: &Path) -> Result<(), String> {
             .current_dir(&tree),
     )?;
     cmd::run(to_stderr("make").arg("-j2").current_dir(&tree))?;
-    cmd::run(to_stderr("make").arg("install").current_dir(&tree))
+    cmd::run(to_stderr("make").arg("install").current_dir(&tree))?;
+    // Kept only once complete: a run stopped halfway leaves no cache to copy.
+    let staging = cache.with_extension("partial");
+    if staging.exists() {
+        fs::remove_dir_all(&staging)
+            .map_err(|err| format!("cannot remove {}: {err}", staging.display()))?;
+    }
+    cmd::run(
+        to_stderr("make")
+            .arg("install")
+            .arg(format!("DESTDIR={}", staging.display()))
+            .current_dir(&tree),
+    )?;
+    if cache.exists() {
+        fs::remove_dir_all(cache)
+            .map_err(|err| format!("cannot remove {}: {err}", cache.display()))?;
+    }
+    fs::rename(&staging, cache)
+        .map_err(|err| format!("cannot keep the Citus build as {}: {err}", cache.display()))
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::{output, version_major};
+
+    #[test]
+    fn a_kept_citus_build_is_found_again_only_for_the_same_source_and_patches() {
+        if crate::postgres::find_client("postgres").is_none() {
+            eprintln!("skipped: no PostgreSQL server installed");
+            return;
+        }
+        let source = std::env::temp_dir().join(format!("citus-key-{}", std::process::id()));
+        std::fs::create_dir_all(&source).unwrap();
+        let tarball = source.join("citus-13.2.2.tar.gz");
+        std::fs::write(&tarball, b"source").unwrap();
+        std::fs::write(source.join("a.patch"), b"one").unwrap();
+        let key = || super::install_cache(&source, &tarball).unwrap();
+        let first = key();
+        assert_eq!(key(), first, "the same inputs name the same build");
+        std::fs::write(source.join("a.patch"), b"two").unwrap();
+        let patched = key();
+        assert_ne!(patched, first, "a changed patch is another build");
+        std::fs::write(source.join("b.patch"), b"one").unwrap();
+        assert_ne!(key(), patched, "so is another patch");
+        std::fs::write(&tarball, b"other source").unwrap();
+        assert!(![first, patched].contains(&key()), "and another tarball");
+        std::fs::remove_dir_all(&source).unwrap();
+    }
 
     #[test]
     fn upgrades_of_installed_postgresql_packages_are_read_from_apt_s_plan() {
