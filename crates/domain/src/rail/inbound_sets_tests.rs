@@ -101,31 +101,31 @@ fn set_runner_with(
     ))
 }
 
-#[tokio::test]
-async fn a_report_of_a_thousand_returns_is_read_and_applied_as_sets() {
-    const N: u128 = 1_000;
+/// A return file of `n` returns of paid payouts, read with `reads` reads of the sent items
+/// and of the payouts and `writes` sets written: every payout failed with a `payout_return`,
+/// every line applied to its own payout, in the report's order. A return after settlement
+/// leaves its finished batch alone.
+async fn a_return_file_of(n: u128, reads: usize, writes: usize) {
     let ledger = Ledger::with(
-        (1..=N)
+        (1..=n)
             .map(|n| payout(n, PayoutStatus::Successful, 1_000))
             .collect(),
     );
-    let sent_items: Vec<(String, SentItem)> = (1..=N)
+    let sent_items: Vec<(String, SentItem)> = (1..=n)
         .map(|n| (format!("T{n}"), sent(n, 900, 0)))
         .collect();
     let recorded: Recorded = Arc::new(Mutex::new(Vec::new()));
-    // One read of the sent items, one of the payouts, one set written; a return after
-    // settlement leaves its finished batch alone.
-    let store = set_store(&ledger, 1, 1);
+    let store = set_store(&ledger, reads, writes);
     let processor = InboundProcessor::new(
         Vec::new(),
         Arc::new(MockRailFileStore::new()),
-        Arc::new(set_inbound(sent_items, recorded.clone(), 1)),
+        Arc::new(set_inbound(sent_items, recorded.clone(), reads)),
         store.clone(),
         set_runner(store, 0),
         clock(),
         ids(),
     );
-    let returns = (1..=N)
+    let returns = (1..=n)
         .map(|n| return_of(&format!("T{n}"), "R01", false, Some(1_000)))
         .collect();
     let mut pass = InboundPass::default();
@@ -138,10 +138,11 @@ async fn a_report_of_a_thousand_returns_is_read_and_applied_as_sets() {
         )
         .await
         .unwrap();
-    assert_eq!((pass.files, pass.applied), (1, 1_000));
-    assert!((1..=N).all(|n| ledger.status(n) == PayoutStatus::Failed));
+    let count = usize::try_from(n).unwrap();
+    assert_eq!((pass.files, pass.applied), (1, count));
+    assert!((1..=n).all(|n| ledger.status(n) == PayoutStatus::Failed));
     let applied = ledger.applied.lock().unwrap();
-    assert_eq!(applied.len(), 1_000);
+    assert_eq!(applied.len(), count);
     assert!(
         applied
             .iter()
@@ -149,61 +150,25 @@ async fn a_report_of_a_thousand_returns_is_read_and_applied_as_sets() {
     );
     let recorded = recorded.lock().unwrap();
     let lines = &recorded[0].1;
-    assert_eq!(lines.len(), 1_000);
-    // Each line matched its own payout, in the report's order.
+    assert_eq!(lines.len(), count);
     assert!(lines.iter().enumerate().all(|(i, l)| {
-        l.payout_id == Some(PayoutId::from_uuid(id(i as u128 + 1)))
+        l.position == i as u32
+            && l.payout_id == Some(PayoutId::from_uuid(id(i as u128 + 1)))
             && l.resolution == Resolution::Applied
     }));
+}
+
+#[tokio::test]
+async fn a_report_of_a_thousand_returns_is_read_and_applied_as_sets() {
+    // One read of the sent items, one of the payouts, one set written.
+    a_return_file_of(1_000, 1, 1).await;
 }
 
 #[tokio::test]
 async fn a_report_longer_than_a_part_is_read_a_part_at_a_time_in_its_order() {
     // 2,501 returns: a part of 2,500 lines (one read of the sent items, one of the payouts, one
     // set) and a part of one line (one read each, one set).
-    const N: u128 = 2_501;
-    let ledger = Ledger::with(
-        (1..=N)
-            .map(|n| payout(n, PayoutStatus::Successful, 1_000))
-            .collect(),
-    );
-    let sent_items: Vec<(String, SentItem)> = (1..=N)
-        .map(|n| (format!("T{n}"), sent(n, 900, 0)))
-        .collect();
-    let recorded: Recorded = Arc::new(Mutex::new(Vec::new()));
-    let store = set_store(&ledger, 2, 2);
-    let processor = InboundProcessor::new(
-        Vec::new(),
-        Arc::new(MockRailFileStore::new()),
-        Arc::new(set_inbound(sent_items, recorded.clone(), 2)),
-        store.clone(),
-        set_runner(store, 0),
-        clock(),
-        ids(),
-    );
-    let returns = (1..=N)
-        .map(|n| return_of(&format!("T{n}"), "R01", false, Some(1_000)))
-        .collect();
-    let mut pass = InboundPass::default();
-    processor
-        .process(
-            &rail(reader(items(returns))),
-            "returns.ach",
-            b"r",
-            &mut pass,
-        )
-        .await
-        .unwrap();
-    assert_eq!((pass.files, pass.applied), (1, 2_501));
-    assert!((1..=N).all(|n| ledger.status(n) == PayoutStatus::Failed));
-    let recorded = recorded.lock().unwrap();
-    let lines = &recorded[0].1;
-    assert_eq!(lines.len(), 2_501);
-    assert!(lines.iter().enumerate().all(|(i, l)| {
-        l.position == i as u32
-            && l.payout_id == Some(PayoutId::from_uuid(id(i as u128 + 1)))
-            && l.resolution == Resolution::Applied
-    }));
+    a_return_file_of(2_501, 2, 2).await;
 }
 
 /// A pain.002 settling a whole file of `n` payouts in progress, applied with `reads` reads of
