@@ -260,9 +260,8 @@ pub trait BatchStore: Send + Sync {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::builders::PayoutBuilder;
+    use crate::builders::{BatchBuilder, PayoutBuilder};
     use crate::events::EventKind;
-    use crate::ids::SubaccountId;
     use crate::payout::PayoutStatus;
     use crate::ports::MockIdGenerator;
     use uuid::Uuid;
@@ -278,19 +277,7 @@ mod tests {
     }
 
     fn open_batch() -> Batch {
-        Batch {
-            id: BatchId::from_uuid(Uuid::from_u128(0xB)),
-            subaccount_id: SubaccountId::from_uuid(Uuid::from_u128(2)),
-            asset: Asset::Usd,
-            status: BatchStatus::Open,
-            batch_run_time: at(0),
-            total_tx: 0,
-            amount: 0,
-            process_amount: 0,
-            total_failed: 0,
-            created_at: at(0),
-            updated_at: at(0),
-        }
+        BatchBuilder::new().at(at(0)).build()
     }
 
     fn pending(n: u128, amount: i64) -> Payout {

@@ -6,11 +6,13 @@
 //! tests (which enable it only as a dev-dependency).
 
 mod account;
+mod batch;
 mod payout;
 mod receiver;
 mod subaccount;
 
 pub use account::ReceiverAccountBuilder;
+pub use batch::BatchBuilder;
 pub use payout::{BUILT_AT_SECS, PayoutBuilder};
 pub use receiver::ReceiverBuilder;
 pub use subaccount::SubaccountBuilder;

@@ -14,8 +14,8 @@ use super::*;
 use crate::account::AccountField;
 use crate::account::ports::MockAccountStore;
 use crate::batch::BatchStatus;
-use crate::builders::{PayoutBuilder, ReceiverAccountBuilder, ReceiverBuilder};
-use crate::ids::{BatchId, PayoutId, ReceiverAccountId, ReceiverId, SubaccountId};
+use crate::builders::{BatchBuilder, PayoutBuilder, ReceiverAccountBuilder, ReceiverBuilder};
+use crate::ids::{BatchId, PayoutId, ReceiverAccountId, ReceiverId};
 use crate::money::Asset;
 use crate::payout::PayoutStatus;
 use crate::ports::{MockClock, MockIdGenerator};
@@ -335,19 +335,11 @@ fn account_of(payout: &Payout, method: PayoutMethod, number: &str) -> ReceiverAc
 
 fn world() -> World {
     let faults = Arc::new(Faults::default());
-    let batch = Batch {
-        id: BatchId::from_uuid(Uuid::from_u128(0xB)),
-        subaccount_id: SubaccountId::from_uuid(Uuid::from_u128(2)),
-        asset: Asset::Usd,
-        status: BatchStatus::Queue,
-        batch_run_time: at(0),
-        total_tx: 2,
-        amount: 3_000,
-        process_amount: 0,
-        total_failed: 0,
-        created_at: at(0),
-        updated_at: at(0),
-    };
+    let batch = BatchBuilder::new()
+        .status(BatchStatus::Queue)
+        .totals(2, 3_000)
+        .at(at(0))
+        .build();
     let payouts = (1..=2u128)
         .map(|n| {
             let payout = PayoutBuilder::new()
