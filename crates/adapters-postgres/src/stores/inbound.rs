@@ -595,9 +595,10 @@ impl InboundStore for PgStore {
                 Ok(true)
             })
             .await
-            .map_err(from_diesel)?;
+            .map_err(from_diesel);
+        // Whether or not it committed: the bytes were sent.
         super::release(conn, file.bytes.as_ref().map_or(0, Vec::len));
-        Ok(recorded)
+        recorded
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(limit = limit))]

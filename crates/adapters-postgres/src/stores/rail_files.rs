@@ -361,7 +361,15 @@ impl RailFileStore for PgStore {
                 Ok(Ok(true))
             })
             .await
-            .map_err(from_diesel)?;
+            .map_err(from_diesel);
+        let inserted = match inserted {
+            Ok(inserted) => inserted,
+            Err(e) => {
+                // The bytes may have been sent before the statement failed.
+                super::release(conn, file.bytes.len());
+                return Err(e);
+            }
+        };
         let inserted = inserted.map_err(|(payout, name)| {
             PortError::unknown(format!(
                 "payout {payout} of rail file {} is already in file {name} of its batch",

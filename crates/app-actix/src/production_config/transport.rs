@@ -227,7 +227,7 @@ fn sftp(
     let poll = seconds(
         raw.poll_interval_secs,
         DEFAULT_POLL_SECS,
-        10..=86_400,
+        10..=MAX_POLL_SECS,
         &at("poll_interval_secs"),
         problems,
     );
@@ -317,7 +317,7 @@ fn partner_api(
     let poll = seconds(
         raw.poll_interval_secs,
         DEFAULT_POLL_SECS,
-        1..=86_400,
+        1..=MAX_POLL_SECS,
         &at("poll_interval_secs"),
         problems,
     );

@@ -29,7 +29,7 @@ const RESULTS_PER_PASS: u32 = 500;
 /// Most results [`BatchRunner::settle_results`] applies as one set: a set's changes and events
 /// (a payout event's payload is a JSON tree of about 2 KiB) are let go before the next set is
 /// planned, so a bank report answering a whole cut-off holds one set's worth at a time.
-const SETTLE_SET_RESULTS: usize = 2_500;
+pub(crate) const SETTLE_SET_RESULTS: usize = 2_500;
 
 /// What one pass did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -128,8 +128,9 @@ mod lines;
 use lines::{ATTEMPTS, Answer, Decision, Line, Payment, Resolved, Search, line_of, rail_state};
 
 /// How many payment lines of a report are matched, decided and applied together
-/// ([`InboundProcessor::apply_items`]).
-const REPORT_PART_LINES: usize = 2_500;
+/// ([`InboundProcessor::apply_items`]): as many as the runner applies as one set, so a part's
+/// answers are one set.
+const REPORT_PART_LINES: usize = crate::batch::runner::SETTLE_SET_RESULTS;
 
 /// Whether a report's lines are applied or, for an altered document, only matched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -592,6 +592,10 @@ fn transports_are_checked() {
             panic!("directory")
         };
         assert_eq!(dir.poll_interval.as_millis(), millis, "{every}");
+        // `check-config` shows it as written: whole seconds an integer, a fraction a fraction.
+        let shown =
+            &settings.summary(Utc::now())["rails"]["usd/ach"]["transport"]["poll_interval_secs"];
+        assert_eq!(shown.to_string(), every, "{every}");
     }
     for every in ["0.05", "0", "-1", "86400.5", "nan"] {
         assert_problem(
