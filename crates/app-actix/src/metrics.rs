@@ -369,6 +369,7 @@ pub struct Metrics {
     scrape_failures: Counter,
     connection_errors: Counter,
     callback_refusals: Family<RefusalLabels, Counter>,
+    callback_bodies_reading: Gauge,
 }
 
 impl Metrics {
@@ -486,6 +487,16 @@ impl Metrics {
             ),
             callback_refusals.clone(),
         );
+        let callback_bodies_reading = Gauge::default();
+        registry.register(
+            "rail_callback_bodies_reading",
+            format!(
+                "Partner callback bodies being read now (this process; at most {}, a callback \
+                 beyond that is refused as busy)",
+                crate::partner_callbacks::MAX_CALLBACK_READERS
+            ),
+            callback_bodies_reading.clone(),
+        );
         Self {
             registry,
             routes: RoutePatterns::new(route_patterns),
@@ -506,7 +517,14 @@ impl Metrics {
             scrape_failures,
             connection_errors,
             callback_refusals,
+            callback_bodies_reading,
         }
+    }
+
+    /// Sets how many partner callback bodies are being read now (sampled when scraped).
+    pub fn observe_callback_bodies_reading(&self, reading: usize) {
+        self.callback_bodies_reading
+            .set(i64::try_from(reading).unwrap_or(i64::MAX));
     }
 
     /// Counts one answered request: its method, the route pattern it matched (`None`: no

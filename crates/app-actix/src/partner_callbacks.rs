@@ -121,6 +121,12 @@ impl RailCallbacks {
         })
     }
 
+    /// How many callback bodies are being read now (admitted and not yet dropped), of at most
+    /// [`MAX_CALLBACK_READERS`].
+    pub fn bodies_being_read(&self) -> usize {
+        MAX_CALLBACK_READERS.saturating_sub(self.readers.available_permits())
+    }
+
     /// Verifies `body`, read under `admitted`, against its signature (constant time), then
     /// applies the report under its `report_id`. `Ok(None)` when the processor has no
     /// `cad/digital` rail.

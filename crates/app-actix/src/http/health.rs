@@ -69,6 +69,11 @@ pub async fn readyz(state: Data<AppState>) -> Result<HttpResponse, ApiError> {
     )),
 )]
 pub async fn metrics(state: Data<AppState>) -> HttpResponse {
+    let reading = state
+        .rail_callbacks
+        .as_ref()
+        .map_or(0, |callbacks| callbacks.bodies_being_read());
+    state.metrics.observe_callback_bodies_reading(reading);
     let text = state.metrics.render(state.sampler.as_ref()).await;
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")

@@ -157,12 +157,43 @@ async fn an_unsigned_callback_is_told_which_header_is_missing() {
     assert!(!message.contains("x-api-key"), "{message}");
 }
 
+/// How many callback bodies `app` is reading now, from its metrics.
+async fn bodies_reading(app: &TestApp) -> u64 {
+    let text = scrape(app).await;
+    series_value(&text, "payoutd_rail_callback_bodies_reading", "")
+        .unwrap_or_else(|| panic!("no bodies-reading gauge in {text}"))
+}
+
+/// Waits until `app` reads `expected` callback bodies at once, failing with what the server
+/// answered if it answers one of the `held` callbacks (which send no more of their body).
+async fn wait_for_bodies_reading(app: &TestApp, expected: u64, held: &[TcpStream]) {
+    let patience = tokio::time::Instant::now() + PATIENCE;
+    let mut reading = bodies_reading(app).await;
+    while reading != expected && tokio::time::Instant::now() < patience {
+        for (n, stream) in held.iter().enumerate() {
+            let mut buf = [0u8; 512];
+            match stream.try_read(&mut buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                answer => panic!(
+                    "held callback {n} was answered before its body was sent: {:?}",
+                    answer.map(|read| String::from_utf8_lossy(&buf[..read]).into_owned())
+                ),
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        reading = bodies_reading(app).await;
+    }
+    assert_eq!(reading, expected, "callback bodies being read");
+}
+
 #[tokio::test]
 async fn only_a_few_callback_bodies_are_read_at_once_and_the_rest_are_told_to_retry() {
     let (app, _notifier, _partner) = interac_app().await;
     let readers = app_actix::partner_callbacks::MAX_CALLBACK_READERS;
+    assert_eq!(bodies_reading(&app).await, 0);
     // As many callbacks as may be read at once, each with a signature that passes every check
-    // made before the body, sending a little of it and then nothing.
+    // made before the body, sending a little of it and then nothing. They start in their own
+    // time: the gauge says when every reader is held.
     let mut held = Vec::new();
     for _ in 0..readers {
         held.push(
@@ -175,38 +206,24 @@ async fn only_a_few_callback_bodies_are_read_at_once_and_the_rest_are_told_to_re
             .await,
         );
     }
-    // One more, complete but signed over another body: refused with 503 and `retry-after`
-    // once the others hold every reader (they start in their own time), never read.
+    wait_for_bodies_reading(&app, u64::try_from(readers).unwrap(), &held).await;
+
+    // One more, complete but signed over another body: refused with 503 and `retry-after`,
+    // never read.
     let body = b"{\"report_id\":\"rpt_x\"}".to_vec();
     let wrong = signature_at(Utc::now().timestamp());
-    let mut answer = None;
-    let patience = tokio::time::Instant::now() + PATIENCE;
-    while tokio::time::Instant::now() < patience {
-        let mut stream = start_callback(&app, Some(&wrong), body.len(), &body).await;
-        let (head, reply) = response(&mut stream).await;
-        if head.starts_with("http/1.1 503") {
-            answer = Some((head, reply));
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let (head, reply) = answer.expect("a callback over the readers' cap is refused with 503");
+    let mut stream = start_callback(&app, Some(&wrong), body.len(), &body).await;
+    let (head, reply) = response(&mut stream).await;
+    assert!(head.starts_with("http/1.1 503"), "{head}");
     assert!(head.contains("\r\nretry-after: 1"), "{head}");
     assert_eq!(reply["error"][0]["code"], "SYS503", "{reply}");
 
     // The held callbacks give up: their readers are free again, and the same callback is now
     // read and refused for its signature.
     drop(held);
-    let mut freed = false;
-    while tokio::time::Instant::now() < patience + PATIENCE {
-        let mut stream = start_callback(&app, Some(&wrong), body.len(), &body).await;
-        let (head, reply) = response(&mut stream).await;
-        if head.starts_with("http/1.1 401") {
-            assert_eq!(reply["error"][0]["code"], "AUTH104", "{reply}");
-            freed = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(freed, "the readers were released");
+    wait_for_bodies_reading(&app, 0, &[]).await;
+    let mut stream = start_callback(&app, Some(&wrong), body.len(), &body).await;
+    let (head, reply) = response(&mut stream).await;
+    assert!(head.starts_with("http/1.1 401"), "{head}");
+    assert_eq!(reply["error"][0]["code"], "AUTH104", "{reply}");
 }
