@@ -104,18 +104,36 @@ impl BatchRunner {
     #[tracing::instrument(level = "trace", skip_all)]
     pub async fn run_once(&self) -> Result<RunnerPass, PortError> {
         let mut pass = RunnerPass::default();
-        for _ in 0..BATCHES_PER_PASS {
-            let now = self.clock.now();
-            let planner = ClosePlanner::new(now, self.ids.clone());
-            let Some(closed) = self
-                .batches
-                .close_due_batch(&planner, now + self.lease)
-                .await?
-            else {
-                break;
-            };
+        // The next due batch is closed while the one before it is submitted: the work of one at
+        // the database overlaps the other's here (writing its files), on two connections.
+        // Submissions stay one at a time, in the order the batches were closed, so a rail's
+        // files are numbered and sent in that order. After a failure nothing more is closed,
+        // but the batch closed beside the failed one is still submitted (not left in `queue`
+        // for its lease), and the pass then fails.
+        let mut next = self.close_next().await?;
+        let mut closes = 1;
+        let mut failure = None;
+        while let Some(closed) = next.take() {
             pass.closed += 1;
-            pass.submitted += usize::from(self.submit(&closed).await?);
+            let submitted = if failure.is_none() && closes < BATCHES_PER_PASS {
+                closes += 1;
+                let (submitted, following) =
+                    futures_util::future::join(self.submit(&closed), self.close_next()).await;
+                match following {
+                    Ok(following) => next = following,
+                    Err(e) => failure = Some(e),
+                }
+                submitted
+            } else {
+                self.submit(&closed).await
+            };
+            match submitted {
+                Ok(submitted) => pass.submitted += usize::from(submitted),
+                Err(e) => failure = Some(e),
+            }
+        }
+        if let Some(e) = failure {
+            return Err(e);
         }
         for _ in 0..BATCHES_PER_PASS {
             let now = self.clock.now();
@@ -135,6 +153,15 @@ impl BatchRunner {
             pass.finished += finished;
         }
         Ok(pass)
+    }
+
+    /// Closes one due batch, if any, under a lease from now.
+    async fn close_next(&self) -> Result<Option<ClosedBatch>, PortError> {
+        let now = self.clock.now();
+        let planner = ClosePlanner::new(now, self.ids.clone());
+        self.batches
+            .close_due_batch(&planner, now + self.lease)
+            .await
     }
 
     /// Records the rail's `outcomes` as [`Self::settle`] records each, but applied as one set
@@ -520,13 +547,13 @@ mod tests {
     use chrono::{DateTime, Utc};
     use uuid::Uuid;
 
-    fn now() -> DateTime<Utc> {
+    pub(super) fn now() -> DateTime<Utc> {
         DateTime::from_timestamp(1_700_000_000, 0).unwrap_or_default()
     }
 
     /// Payout 1 of subaccount 2, to receiver 3's account 4 (the builder's ids), submitted in
     /// batch 5.
-    fn in_progress() -> Payout {
+    pub(super) fn in_progress() -> Payout {
         PayoutBuilder::new()
             .amount(1_013)
             .status(PayoutStatus::InProgress)
@@ -537,7 +564,7 @@ mod tests {
             .build()
     }
 
-    fn runner(
+    pub(super) fn runner(
         batches: MockBatchStore,
         payouts: MockPayoutStore,
         accounts: MockAccountStore,
@@ -787,7 +814,7 @@ mod tests {
     }
 
     /// A payout of batch 5 (payout id `n`) in progress.
-    fn in_progress_numbered(n: u128) -> Payout {
+    pub(super) fn in_progress_numbered(n: u128) -> Payout {
         let mut payout = in_progress();
         payout.id = PayoutId::from_uuid(Uuid::from_u128(100 + n));
         payout
@@ -921,3 +948,8 @@ mod tests {
         assert_eq!(pass.settled, 0);
     }
 }
+
+/// The batches of a pass: closed while the one before is submitted, submitted in order.
+#[cfg(test)]
+#[path = "runner_pass_tests.rs"]
+mod pass_tests;
