@@ -193,11 +193,7 @@ async fn run_one(
             &args.psql,
             &prepared.db.url,
             scripts,
-            if rail.has_returns {
-                &[]
-            } else {
-                &["cutoff_returned"]
-            },
+            &rail.scripts_left_out(),
             &reference::Variables {
                 batches: &prepared.batches,
                 subaccounts: &prepared.subaccounts,

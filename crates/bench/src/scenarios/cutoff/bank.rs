@@ -53,6 +53,20 @@ impl FileRail {
         })
     }
 
+    /// The reference scripts that do not apply to the rail: the returns where it has none, the
+    /// reports' rows where its payouts settle on the effective date (no report is read).
+    pub fn scripts_left_out(self) -> Vec<&'static str> {
+        let mut left_out = Vec::new();
+        if !self.has_returns {
+            left_out.push("cutoff_returned");
+        }
+        match self.settles {
+            Settles::OnEffectiveDate => left_out.push("cutoff_settled_report"),
+            Settles::OnReport => {}
+        }
+        left_out
+    }
+
     /// The originator settings of the rail's section (TOML lines), as a bank would give them
     /// (the same as `cargo xtask rails-demo`'s).
     pub fn settings(self) -> &'static str {
@@ -417,4 +431,28 @@ fn ib4b_dishonours(
 /// `name` without its extension.
 fn stem(name: &str) -> &str {
     name.rsplit_once('.').map_or(name, |(stem, _)| stem)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenarios::cutoff::reference::SCRIPTS;
+
+    #[test]
+    fn a_rail_leaves_out_the_references_of_what_it_does_not_do() {
+        for &method in PayoutMethod::ALL {
+            let Some(rail) = FileRail::of(method) else {
+                continue;
+            };
+            for name in rail.scripts_left_out() {
+                assert!(SCRIPTS.iter().any(|(script, _)| *script == name), "{name}");
+            }
+        }
+        let left_out = |method| FileRail::of(method).map(FileRail::scripts_left_out);
+        assert_eq!(left_out(PayoutMethod::Sepa), Some(vec!["cutoff_returned"]));
+        assert_eq!(
+            left_out(PayoutMethod::Ach),
+            Some(vec!["cutoff_settled_report"])
+        );
+    }
 }

@@ -10,7 +10,7 @@ use std::process::Command;
 use anyhow::Context;
 
 /// The scripts, in the order they run: each starts from the state the previous one left.
-pub const SCRIPTS: [(&str, &str); 5] = [
+pub const SCRIPTS: [(&str, &str); 6] = [
     (
         "cutoff_generated",
         include_str!("../../../sql/cutoff_generated.sql"),
@@ -22,6 +22,10 @@ pub const SCRIPTS: [(&str, &str); 5] = [
     (
         "cutoff_settled",
         include_str!("../../../sql/cutoff_settled.sql"),
+    ),
+    (
+        "cutoff_settled_report",
+        include_str!("../../../sql/cutoff_settled_report.sql"),
     ),
     (
         "cutoff_returned",
@@ -37,7 +41,7 @@ pub const SCRIPTS: [(&str, &str); 5] = [
 /// script that was not run.
 #[derive(Debug, Clone, Default)]
 pub struct ReferenceTimes {
-    pub ms: [Option<f64>; 5],
+    pub ms: [Option<f64>; 6],
 }
 
 impl ReferenceTimes {

@@ -311,7 +311,10 @@ pub async fn measure(
             Settles::OnReport => "the bank's pain.002 (ACSC) → every payout successful",
         },
         settling,
-        &["cutoff_settled"],
+        match rail.settles {
+            Settles::OnEffectiveDate => &["cutoff_settled"],
+            Settles::OnReport => &["cutoff_settled", "cutoff_settled_report"],
+        },
         peak(pid),
     ));
 
@@ -418,6 +421,7 @@ pub async fn measure(
             "cutoff_generated",
             "cutoff_in_progress",
             "cutoff_settled",
+            "cutoff_settled_report",
             "cutoff_returned",
             "cutoff_delivered",
         ],
