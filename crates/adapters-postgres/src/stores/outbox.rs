@@ -1,5 +1,7 @@
 //! Writing outbox events inside the caller's transaction.
 
+use std::borrow::Borrow;
+
 use chrono::{DateTime, Utc};
 use diesel::sql_types::{
     Array, Bytea, Jsonb, Nullable, SmallInt, Text, Timestamptz, Uuid as SqlUuid,
@@ -21,14 +23,15 @@ use domain::idempotency::KeyCommit;
 /// one) in the first event's statement (a round trip fewer than a statement of its own), or
 /// alone when there is no event. A key that is no longer the request's own rolls the
 /// transaction back.
-pub(crate) async fn insert_events(
+pub(crate) async fn insert_events<E: Borrow<OutboxEvent> + Sync>(
     conn: &mut AsyncPgConnection,
-    events: &[OutboxEvent],
+    events: &[E],
     key: Option<&KeyCommit<'_>>,
 ) -> Result<(), TxError> {
     let Some((first, rest)) = events.split_first() else {
         return super::idempotency::mark_committed(conn, key).await;
     };
+    let first = first.borrow();
     match key {
         None => {
             event_statement!(INSERT_EVENT, first)
@@ -55,7 +58,7 @@ pub(crate) async fn insert_events(
     match rest {
         [] => {}
         [event] => {
-            event_statement!(INSERT_EVENT, event)
+            event_statement!(INSERT_EVENT, event.borrow())
                 .cached()
                 .execute(conn)
                 .await?;
@@ -68,9 +71,9 @@ pub(crate) async fn insert_events(
 /// Several events in one statement ([`INSERT_EVENTS`]), so that a transaction writing many
 /// (a batch closing) takes one round trip for them rather than one each; one statement per
 /// [`SET_STATEMENT_ROWS`](super::SET_STATEMENT_ROWS) events when there are more.
-pub(crate) async fn insert_many(
+pub(crate) async fn insert_many<E: Borrow<OutboxEvent> + Sync>(
     conn: &mut AsyncPgConnection,
-    events: &[OutboxEvent],
+    events: &[E],
 ) -> Result<(), TxError> {
     let mut inserted = 0;
     for events in events.chunks(super::SET_STATEMENT_ROWS) {
@@ -91,13 +94,17 @@ pub(crate) async fn insert_many(
 
 /// Binds `events` as the six arrays [`events_input!`] unnests (ids, subaccounts, objects,
 /// types, payloads, times), as the next parameters of `query`.
-pub(crate) fn bind_events<'f>(query: BoxedSql<'f>, events: &'f [OutboxEvent]) -> BoxedSql<'f> {
-    let ids: Vec<Uuid> = events.iter().map(|e| e.id.as_uuid()).collect();
-    let subaccounts: Vec<Uuid> = events.iter().map(|e| e.subaccount_id.as_uuid()).collect();
-    let objects: Vec<Uuid> = events.iter().map(|e| e.object_id).collect();
-    let kinds: Vec<&str> = events.iter().map(|e| e.kind.name()).collect();
-    let payloads: Vec<&serde_json::Value> = events.iter().map(|e| &e.payload).collect();
-    let times: Vec<DateTime<Utc>> = events.iter().map(|e| e.occurred_at).collect();
+pub(crate) fn bind_events<'f, E: Borrow<OutboxEvent>>(
+    query: BoxedSql<'f>,
+    events: &'f [E],
+) -> BoxedSql<'f> {
+    let events = || events.iter().map(Borrow::borrow);
+    let ids: Vec<Uuid> = events().map(|e: &OutboxEvent| e.id.as_uuid()).collect();
+    let subaccounts: Vec<Uuid> = events().map(|e| e.subaccount_id.as_uuid()).collect();
+    let objects: Vec<Uuid> = events().map(|e| e.object_id).collect();
+    let kinds: Vec<&str> = events().map(|e| e.kind.name()).collect();
+    let payloads: Vec<&serde_json::Value> = events().map(|e| &e.payload).collect();
+    let times: Vec<DateTime<Utc>> = events().map(|e| e.occurred_at).collect();
     query
         .bind::<Array<SqlUuid>, _>(ids)
         .bind::<Array<SqlUuid>, _>(subaccounts)

@@ -40,6 +40,10 @@ use crate::ports::{Clock, IdGenerator};
 use crate::receiver::Receiver;
 use crate::receiver::ports::ReceiverStore;
 
+/// How many payouts' receivers a file's instructions are built from at a time (a receiver
+/// with its name and address is about 1 KiB in memory).
+pub(crate) const RECEIVERS_READ_AT_ONCE: usize = 2_500;
+
 /// How a method's files are numbered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileNumbering {
@@ -283,34 +287,39 @@ impl FileRail {
     }
 
     /// The credit instruction of each of `payouts` (a part of `batch`), in their order, from
-    /// the part's receivers read in one statement and let go once the instructions are built.
+    /// their receivers, read [`RECEIVERS_READ_AT_ONCE`] payouts' worth at a time (one statement
+    /// each) and let go once those payouts' instructions are built: a part of 25,000 payouts
+    /// never holds its 25,000 receivers at once.
     async fn instructions(
         &self,
         batch: &Batch,
         payouts: &[(&Payout, &ReceiverAccount)],
     ) -> Result<Vec<CreditInstruction>, PortError> {
-        let wanted: BTreeSet<ReceiverId> = payouts.iter().map(|(p, _)| p.receiver_id).collect();
-        let wanted: Vec<ReceiverId> = wanted.into_iter().collect();
-        let receivers: HashMap<ReceiverId, Receiver> = self
-            .receivers
-            .find_receivers(batch.subaccount_id, &wanted)
-            .await?
-            .into_iter()
-            .map(|r| (r.id, r))
-            .collect();
-        payouts
-            .iter()
-            .map(|&(payout, account)| {
+        let mut instructions = Vec::with_capacity(payouts.len());
+        for some in payouts.chunks(RECEIVERS_READ_AT_ONCE) {
+            let wanted: BTreeSet<ReceiverId> = some.iter().map(|(p, _)| p.receiver_id).collect();
+            let wanted: Vec<ReceiverId> = wanted.into_iter().collect();
+            let receivers: HashMap<ReceiverId, Receiver> = self
+                .receivers
+                .find_receivers(batch.subaccount_id, &wanted)
+                .await?
+                .into_iter()
+                .map(|r| (r.id, r))
+                .collect();
+            for &(payout, account) in some {
                 let receiver = receivers
                     .get(&payout.receiver_id)
                     .filter(|_| payout.subaccount_id == batch.subaccount_id)
                     .ok_or_else(|| {
                         PortError::unknown(format!("payout {} has no receiver", payout.id))
                     })?;
-                CreditInstruction::build(payout, account, receiver)
-                    .map_err(|e| PortError::Unknown(e.into()))
-            })
-            .collect()
+                instructions.push(
+                    CreditInstruction::build(payout, account, receiver)
+                        .map_err(|e| PortError::Unknown(e.into()))?,
+                );
+            }
+        }
+        Ok(instructions)
     }
 
     /// Up to `limit` of this method's payouts in progress whose files answer them, each with

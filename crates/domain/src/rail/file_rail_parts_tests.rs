@@ -27,8 +27,8 @@ fn world_of(n: u128) -> World {
     w.payouts = (1..=n)
         .map(|k| {
             let payout = PayoutBuilder::new()
-                .id(PayoutId::from_uuid(Uuid::from_u128(1_000 - k)))
-                .account(ReceiverAccountId::from_uuid(Uuid::from_u128(200 + k)))
+                .id(PayoutId::from_uuid(Uuid::from_u128(1_000_000 - k)))
+                .account(ReceiverAccountId::from_uuid(Uuid::from_u128(200_000 + k)))
                 .asset(Asset::Usd)
                 .amount(i64::try_from(k).unwrap() * 1_000)
                 .status(PayoutStatus::InProgress)
@@ -277,4 +277,45 @@ async fn stored_parts_that_do_not_match_the_plan_are_an_error_not_a_second_file(
         Err(PortError::Unknown(_))
     ));
     assert_eq!(the_bank_has_each_part_once(&w).len(), 2);
+}
+
+#[tokio::test]
+async fn a_files_receivers_are_read_a_few_thousand_payouts_at_a_time() {
+    // One file of 2,501 payouts, each to its own receiver.
+    let mut w = world_of(2_501);
+    for (k, (payout, account)) in (0_u128..).zip(w.payouts.iter_mut()) {
+        payout.receiver_id = ReceiverId::from_uuid(Uuid::from_u128(50_000 + k));
+        account.receiver_id = payout.receiver_id;
+    }
+    let reads = Arc::new(Mutex::new(Vec::new()));
+    let seen = reads.clone();
+    let mut receivers = MockReceiverStore::new();
+    receivers
+        .expect_find_receivers()
+        .returning(move |subaccount, ids| {
+            seen.lock().unwrap().push(ids.len());
+            Ok(ids
+                .iter()
+                .map(|id| {
+                    ReceiverBuilder::new()
+                        .id(*id)
+                        .subaccount(subaccount)
+                        .build()
+                })
+                .collect())
+        });
+    receivers.expect_find_receiver().never();
+    let rail = rail_reading(
+        &w,
+        PayoutMethod::Ach,
+        at(0),
+        Settlement::OnEffectiveDate,
+        FileLimits::NONE,
+        receivers,
+    );
+    rail.submit_payouts(&w.batch, &w.pairs()).await.unwrap();
+    assert_eq!(*reads.lock().unwrap(), [RECEIVERS_READ_AT_ONCE, 1]);
+    let files = the_bank_has_each_part_once(&w);
+    assert_eq!(files.len(), 1);
+    assert_eq!(files[0].items.len(), 2_501);
 }

@@ -220,6 +220,7 @@ impl<'k> BuiltSet<'k> {
             .iter()
             .zip(joined)
             .flat_map(|(p, batch)| with_batch(p.events, p.payout.id, *batch))
+            .map(std::borrow::Cow::into_owned)
             .collect();
         let sums = Sums {
             assets: currencies.keys().copied().collect(),
