@@ -290,8 +290,11 @@ impl BankFileWriter for Ib4bWriter {
             .iter()
             .map(|t| t.yours.reference.clone())
             .collect();
+        // A set of those seen, not a search of every earlier one: a file of 25,000 payouts
+        // made that 312 million comparisons.
+        let mut seen = std::collections::HashSet::with_capacity(references.len());
         for (i, r) in references.iter().enumerate() {
-            if references.get(..i).is_some_and(|before| before.contains(r)) {
+            if !seen.insert(r.as_str()) {
                 return Err(refused(format!(
                     "payout {}: its reference is another payout's in the same file",
                     request

@@ -176,7 +176,11 @@ fn requests_the_format_cannot_carry_are_refused() {
         instruction(ADA, 1, "A", "0109020068389000", "x"),
         instruction(twin, 2, "B", "0109020068389000", "y"),
     ];
-    assert!(refusal(&request(Asset::Nzd, twins)).contains("reference"));
+    let message = refusal(&request(Asset::Nzd, twins));
+    assert!(
+        message.contains("reference") && message.contains(twin),
+        "the second payout of a reference is named: {message}"
+    );
     // A file number beyond FILE99999999.
     let mut late = two_credits();
     late.sequence = 100_000_000;
