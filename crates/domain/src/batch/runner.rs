@@ -801,6 +801,12 @@ mod tests {
         rail.expect_submit()
             .times(1)
             .returning(|_, _| Err(PortError::Unavailable(anyhow::anyhow!("rail down"))));
+        the_pass_fails_unavailable(batches, rail).await;
+    }
+
+    /// One pass over `batches` and `rail` (no payout or account store reached) fails as
+    /// unavailable.
+    pub(super) async fn the_pass_fails_unavailable(batches: MockBatchStore, rail: MockPayoutRail) {
         let runner = runner(
             batches,
             MockPayoutStore::new(),

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use tokio::sync::Notify;
 
-use super::tests::{in_progress_numbered, now, runner};
+use super::tests::{in_progress_numbered, now, the_pass_fails_unavailable};
 use super::*;
 use crate::account::ports::MockAccountStore;
 use crate::batch::ports::{MockBatchStore, MockPayoutRail, RailReceipt};
@@ -176,16 +176,7 @@ async fn after_a_failed_submission_the_batch_closed_beside_it_is_submitted_and_n
         .times(1)
         .withf(|batch, _| batch.id == BatchId::from_uuid(Uuid::from_u128(2)))
         .returning(|_, payouts| Ok(receipts(payouts)));
-    let runner = runner(
-        batches,
-        MockPayoutStore::new(),
-        MockAccountStore::new(),
-        rail,
-    );
-    assert!(matches!(
-        runner.run_once().await,
-        Err(PortError::Unavailable(_))
-    ));
+    the_pass_fails_unavailable(batches, rail).await;
 }
 
 #[tokio::test]
@@ -212,14 +203,5 @@ async fn a_close_that_fails_beside_a_submission_ends_the_pass_after_recording_it
     rail.expect_submit()
         .times(1)
         .returning(|_, payouts| Ok(receipts(payouts)));
-    let runner = runner(
-        batches,
-        MockPayoutStore::new(),
-        MockAccountStore::new(),
-        rail,
-    );
-    assert!(matches!(
-        runner.run_once().await,
-        Err(PortError::Unavailable(_))
-    ));
+    the_pass_fails_unavailable(batches, rail).await;
 }

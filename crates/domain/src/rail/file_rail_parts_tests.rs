@@ -288,23 +288,7 @@ async fn a_files_receivers_are_read_a_few_thousand_payouts_at_a_time() {
         account.receiver_id = payout.receiver_id;
     }
     let reads = Arc::new(Mutex::new(Vec::new()));
-    let seen = reads.clone();
-    let mut receivers = MockReceiverStore::new();
-    receivers
-        .expect_find_receivers()
-        .returning(move |subaccount, ids| {
-            seen.lock().unwrap().push(ids.len());
-            Ok(ids
-                .iter()
-                .map(|id| {
-                    ReceiverBuilder::new()
-                        .id(*id)
-                        .subaccount(subaccount)
-                        .build()
-                })
-                .collect())
-        });
-    receivers.expect_find_receiver().never();
+    let receivers = receivers_found(reads.clone());
     let rail = rail_reading(
         &w,
         PayoutMethod::Ach,

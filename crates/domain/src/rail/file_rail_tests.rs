@@ -381,10 +381,18 @@ fn rail_within(
     settlement: Settlement,
     limits: FileLimits,
 ) -> FileRail {
+    let receivers = receivers_found(Arc::new(Mutex::new(Vec::new())));
+    rail_reading(w, method, now, settlement, limits, receivers)
+}
+
+/// A receiver store that finds every receiver asked for, and records in `reads` how many each
+/// read asked for. A file's receivers are read in sets, never one by one.
+fn receivers_found(reads: Arc<Mutex<Vec<usize>>>) -> MockReceiverStore {
     let mut receivers = MockReceiverStore::new();
     receivers
         .expect_find_receivers()
-        .returning(|subaccount, ids| {
+        .returning(move |subaccount, ids| {
+            reads.lock().unwrap().push(ids.len());
             Ok(ids
                 .iter()
                 .map(|id| {
@@ -395,9 +403,8 @@ fn rail_within(
                 })
                 .collect())
         });
-    // A file's receivers are read as one set, never one by one.
     receivers.expect_find_receiver().never();
-    rail_reading(w, method, now, settlement, limits, receivers)
+    receivers
 }
 
 /// A rail whose receivers come from `receivers`.
