@@ -553,7 +553,7 @@ mod tests {
 
     /// Payout 1 of subaccount 2, to receiver 3's account 4 (the builder's ids), submitted in
     /// batch 5.
-    pub(super) fn in_progress() -> Payout {
+    fn in_progress() -> Payout {
         PayoutBuilder::new()
             .amount(1_013)
             .status(PayoutStatus::InProgress)
@@ -564,7 +564,7 @@ mod tests {
             .build()
     }
 
-    pub(super) fn runner(
+    fn runner(
         batches: MockBatchStore,
         payouts: MockPayoutStore,
         accounts: MockAccountStore,
