@@ -363,19 +363,20 @@ impl RailFileStore for PgStore {
             .await
             .map_err(from_diesel);
         let inserted = match inserted {
-            Ok(inserted) => inserted,
+            Ok(Ok(inserted)) => inserted,
+            // Refused or failed, the bytes may have been sent before it was.
+            Ok(Err((payout, name))) => {
+                super::release(conn, file.bytes.len());
+                return Err(PortError::unknown(format!(
+                    "payout {payout} of rail file {} is already in file {name} of its batch",
+                    file.name
+                )));
+            }
             Err(e) => {
-                // The bytes may have been sent before the statement failed.
                 super::release(conn, file.bytes.len());
                 return Err(e);
             }
         };
-        let inserted = inserted.map_err(|(payout, name)| {
-            PortError::unknown(format!(
-                "payout {payout} of rail file {} is already in file {name} of its batch",
-                file.name
-            ))
-        })?;
         if inserted {
             super::release(conn, file.bytes.len());
             return Ok(RailFile {

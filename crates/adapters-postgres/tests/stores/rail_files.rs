@@ -129,6 +129,17 @@ async fn a_connection_that_carried_a_large_file_is_closed_not_pooled() {
         .unwrap();
     assert_eq!(found.map(|f| f.bytes.len()), Some(large.len()));
     assert_eq!(pooled(), before - 1, "and so is the one that read it");
+    // Refused (its payout is in part 1 already), its bytes sent all the same: closed too.
+    let mut twin = file_of(sub, large_batch, &large_payouts, &large);
+    twin.part = 2;
+    twin.name = RailFile::name_for("PAYOUTD", large_batch, PayoutMethod::Ach, 2, "ach");
+    let refused = fx.store.insert_file(twin).await.unwrap_err();
+    assert!(refused.to_string().contains("already in file"), "{refused}");
+    assert_eq!(
+        pooled(),
+        before - 1,
+        "the connection that sent a refused file is closed"
+    );
     fx.store
         .find_file(small_batch, PayoutMethod::Ach, 1)
         .await

@@ -178,7 +178,7 @@ impl BatchRunner {
 
     /// Records each result of `results` for its payout as [`Self::settle`] records one (a
     /// bank report's answers, decided by the inbound processor), but applied in sets
-    /// ([`PayoutStore::apply_transitions`], at most [`SETTLE_SET_RESULTS`] a set), and finishes
+    /// ([`PayoutStore::apply_transitions`], at most 2,500 a set), and finishes
     /// each batch they touched once.
     /// Returns, for each result in order, whether it was applied: not when its payout's status
     /// takes no such result, or the payout was no longer in the status it was read in (changed

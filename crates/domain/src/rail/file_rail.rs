@@ -131,13 +131,13 @@ impl FileRail {
     pub async fn submit_payouts(
         &self,
         batch: &Batch,
-        payouts: &[(&Payout, &ReceiverAccount)],
+        payouts: &[PayoutToAccount<'_>],
     ) -> Result<Vec<RailReceipt>, PortError> {
         if payouts.is_empty() {
             return Ok(Vec::new());
         }
         let method = self.settings.method;
-        let mut ordered: Vec<(&Payout, &ReceiverAccount)> = payouts.to_vec();
+        let mut ordered: Vec<PayoutToAccount<'_>> = payouts.to_vec();
         ordered.sort_by_key(|(payout, _)| (payout.created_at, payout.id));
         let plan = self
             .settings
@@ -217,7 +217,7 @@ impl FileRail {
         &self,
         batch: &Batch,
         part: u32,
-        payouts: &[(&Payout, &ReceiverAccount)],
+        payouts: &[PayoutToAccount<'_>],
     ) -> Result<RailFile, PortError> {
         let method = self.settings.method;
         let instructions = self.instructions(batch, payouts).await?;
@@ -293,7 +293,7 @@ impl FileRail {
     async fn instructions(
         &self,
         batch: &Batch,
-        payouts: &[(&Payout, &ReceiverAccount)],
+        payouts: &[PayoutToAccount<'_>],
     ) -> Result<Vec<CreditInstruction>, PortError> {
         let mut instructions = Vec::with_capacity(payouts.len());
         for some in payouts.chunks(RECEIVERS_READ_AT_ONCE) {
