@@ -13,7 +13,6 @@ mod failure;
 mod flags;
 mod fuzz;
 mod http;
-mod interac_partner;
 mod iso20022;
 #[cfg(test)]
 mod modgraph;

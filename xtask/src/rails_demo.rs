@@ -1,7 +1,7 @@
 //! `cargo xtask rails-demo`: payoutd in production mode against the local bank.
 //!
 //! Provisions PostgreSQL, builds payoutd, starts the bank simulator ([`crate::bank`]) in this
-//! process, the Interac partner simulator ([`crate::interac_partner`]) calling payoutd back, and
+//! process, the Interac partner simulator ([`bank_simulator::interac_partner`]) calling payoutd back, and
 //! a mail catcher (Debian's aiosmtpd), writes a production configuration enabling all six
 //! methods (the five file rails over SFTP to the bank, `cad/digital` over the partner's API; a
 //! cut-off every minute, same-day settlement), runs `payoutd serve` without sandbox, and drives
@@ -31,7 +31,6 @@ use std::{
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::interac_partner::{PartnerOptions, PartnerSimulator};
 use crate::{
     bank::{self, Bank, Responder, Tally},
     clock, cmd,
@@ -42,6 +41,7 @@ use crate::{
     serve::{Payoutd, master_key, with_database},
     tools,
 };
+use bank_simulator::interac_partner::{PartnerOptions, PartnerSimulator};
 use config::render_config;
 use drive::drive;
 use files::{check_answer, collect_sent};
@@ -277,6 +277,7 @@ fn demo(
     let partner = PartnerSimulator::start(PartnerOptions {
         callback_url: Some(format!("http://{bind}/rail/interac/callback")),
         final_delay: Duration::from_secs(3),
+        clock: crate::clock::now,
         ..PartnerOptions::new(secret.clone())
     })?;
     let config_path = root.join("payoutd.toml");

@@ -11,10 +11,14 @@
 //! | Payments Canada Standard 005 | files of returned items | [`cpa005`] |
 //! | BNZ IB4B | dishonour files (payoutd's layout) | [`ib4b`] |
 //!
-//! Not a product crate: payoutd never depends on it; xtask and the tests do.
+//! `cad/digital` has no files: [`interac_partner`] is a local Interac e-Transfer partner bank
+//! (the partner side of `bank_formats::interac`'s protocol, on loopback).
+//!
+//! Not a product crate: payoutd never depends on it; xtask, the benchmarks and the tests do.
 
 pub mod aba;
 pub mod cpa005;
 pub mod ib4b;
+pub mod interac_partner;
 pub mod iso20022;
 pub mod nacha;

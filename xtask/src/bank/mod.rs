@@ -20,7 +20,7 @@
 //!   dishonour files (02 or 05).
 //!
 //! `cad/digital` has no drop: the command also runs the Interac partner simulator
-//! ([`crate::interac_partner`]) on a loopback port.
+//! ([`bank_simulator::interac_partner`]) on a loopback port.
 //!
 //! Which entries are answered how is decided by a hash of their reference
 //! ([`pick`]: exactly the share of a file's payments, rounded), so a run's numbers are
@@ -45,8 +45,8 @@ use domain::account::PayoutMethod;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use crate::interac_partner::{PartnerOptions, PartnerSimulator};
 use crate::{failure::Failure, flags::Flags, paths};
+use bank_simulator::interac_partner::{PartnerOptions, PartnerSimulator};
 
 /// The default share of payments the bank rejects or returns.
 pub const DEFAULT_RETURN_SHARE: f64 = 0.2;
@@ -55,7 +55,7 @@ pub const DEFAULT_RETURN_SHARE: f64 = 0.2;
 pub const DEFAULT_LATE_AFTER: Duration = Duration::from_secs(20);
 
 /// The file rails the bank serves: every payout method paid by files (`cad/digital` is the
-/// partner simulator's: [`crate::interac_partner`]).
+/// partner simulator's: [`bank_simulator::interac_partner`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RailKind {
     /// `aud/direct-entry`: ABA files, answered with ABA return files.
@@ -370,6 +370,7 @@ pub fn run(args: Vec<String>) -> Result<(), Failure> {
     };
     let partner = PartnerSimulator::start(PartnerOptions {
         callback_url: options.callback_url.clone(),
+        clock: crate::clock::now,
         ..PartnerOptions::new(secret.clone())
     })?;
     described["interac_partner"] = json!({

@@ -1,21 +1,23 @@
 //! A local Interac e-Transfer partner bank for the `cad/digital` rail: the partner side of the
-//! protocol in `bank_formats::interac` (see `docs/rails/interac.md`), on 127.0.0.1, with std
-//! threads and a minimal HTTP/1.1 server (one request per connection).
+//! protocol in `bank_formats::interac` (payoutd's docs/RAILS.md, "Interac e-Transfer partner
+//! API"), on 127.0.0.1, with std threads and a minimal HTTP/1.1 server (one request per
+//! connection). `cargo xtask bank`, `cargo xtask rails-demo` and the `cutoff` benchmark start it.
 //!
 //! - `POST /v1/batches`: the signature and its timestamp are checked (401), the
 //!   `Idempotency-Key` is required (400), a key seen before answers 200 with the first receipt
 //!   when the body is the same and 409 otherwise, the body must be a valid batch request (400)
 //!   whose batch id is new (409); a new batch gets 201 and its receipt.
 //! - Each accepted batch gets a status report at once (batch accepted, every payment `sent`),
-//!   then, after `final_delay`, a report with every payment's final status.
-//! - A payment's fate: `failed` (`INVALID_RECIPIENT`) when the recipient's e-mail local part
-//!   starts with `invalid`; otherwise by a hash (SHA-256) of its payment id over the shares of
-//!   `deposited`, `declined` and `expired`, so a payment id always meets the same fate.
+//!   then, after `final_delay` (or as soon as [`PartnerSimulator::release_final_reports`] is
+//!   called), a report with every payment's final status.
+//! - A payment's fate: the one given for its payment id ([`PartnerSimulator::decide`]) if any;
+//!   else `failed` (`INVALID_RECIPIENT`) when the recipient's e-mail local part starts with
+//!   `invalid`; otherwise by a hash (SHA-256) of its payment id over the shares of `deposited`,
+//!   `declined` and `expired`, so a payment id always meets the same fate.
 //! - `GET /v1/reports?after=<id>` lists report ids after `id` (all without it), 100 a page;
 //!   `GET /v1/reports/{id}` answers the report. Every answer body is signed.
 //! - Each report is also posted as a signed callback to the callback URL (loopback only), with
 //!   up to `callback_attempts` tries a report.
-// Not wired to a command yet: `cargo xtask bank` and the rails demo start it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, SocketAddr, TcpListener};
@@ -24,7 +26,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use bank_formats::interac::PaymentStatus;
+use bank_formats::interac::{FailureCode, PaymentStatus};
+use chrono::{DateTime, Utc};
 
 use wire::serve;
 
@@ -61,11 +64,16 @@ pub struct PartnerOptions {
     pub tolerance_seconds: u64,
     /// Tries to deliver one callback.
     pub callback_attempts: u32,
+    /// How long a callback's answer is waited for.
+    pub callback_timeout: Duration,
+    /// The partner's clock: its reports' and receipts' times and its signatures' (the rails
+    /// demo runs it as far back as payoutd's, so signatures stay within the tolerance).
+    pub clock: fn() -> DateTime<Utc>,
 }
 
 impl PartnerOptions {
     /// A partner on a free loopback port with `shared_secret`: 80 % deposited, 10 % declined,
-    /// 10 % expired, final reports after 2 s, no callbacks.
+    /// 10 % expired, final reports after 2 s, no callbacks, the system clock.
     pub fn new(shared_secret: impl Into<String>) -> Self {
         Self {
             bind: SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -77,6 +85,8 @@ impl PartnerOptions {
             final_delay: Duration::from_secs(2),
             tolerance_seconds: bank_formats::interac::DEFAULT_TOLERANCE_SECONDS,
             callback_attempts: 3,
+            callback_timeout: Duration::from_secs(5),
+            clock: Utc::now,
         }
     }
 }
@@ -114,6 +124,19 @@ struct Counters {
     callbacks_failed: AtomicU64,
 }
 
+/// A payment's final status, given by [`PartnerSimulator::decide`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fate {
+    /// The recipient deposits it.
+    Deposited,
+    /// The recipient declines it.
+    Declined,
+    /// It expires undeposited.
+    Expired,
+    /// It cannot be sent, for this reason.
+    Failed(FailureCode),
+}
+
 fn bump(counter: &AtomicU64) {
     counter.fetch_add(1, Ordering::Relaxed);
 }
@@ -136,6 +159,8 @@ struct Book {
     reports: Vec<(String, Vec<u8>)>,
     /// Each payment's last reported status.
     statuses: BTreeMap<String, PaymentStatus>,
+    /// Fates given for payment ids, over the drawn ones.
+    fates: HashMap<String, Fate>,
 }
 
 struct Shared {
@@ -144,6 +169,8 @@ struct Shared {
     book: Mutex<Book>,
     counters: Counters,
     stopping: AtomicBool,
+    /// Final reports are due now, whatever `final_delay` says.
+    released: AtomicBool,
     workers: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -153,6 +180,11 @@ impl Shared {
         self.book
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Now in Unix seconds, by the partner's clock.
+    fn unix_now(&self) -> i64 {
+        (self.options.clock)().timestamp()
     }
 
     fn spawn(self: &Arc<Self>, work: impl FnOnce(&Arc<Self>) + Send + 'static) {
@@ -170,11 +202,6 @@ pub struct PartnerSimulator {
     addr: SocketAddr,
     shared: Arc<Shared>,
     acceptor: Option<JoinHandle<()>>,
-}
-
-/// Now in Unix seconds, by the demo's clock ([`crate::clock`]).
-fn unix_now() -> i64 {
-    crate::clock::now().timestamp()
 }
 
 fn loopback_callback(url: &str) -> Result<Callback, String> {
@@ -238,6 +265,7 @@ impl PartnerSimulator {
             book: Mutex::new(Book::default()),
             counters: Counters::default(),
             stopping: AtomicBool::new(false),
+            released: AtomicBool::new(false),
             workers: Mutex::new(Vec::new()),
         });
         let acceptor = {
@@ -256,7 +284,18 @@ impl PartnerSimulator {
         format!("http://{}", self.addr)
     }
 
-    /// What it has done so far.
+    /// Gives the payments `fates` (payment id → fate), over the drawn ones, for their final
+    /// reports not yet written.
+    pub fn decide(&self, fates: impl IntoIterator<Item = (String, Fate)>) {
+        self.shared.book().fates.extend(fates);
+    }
+
+    /// Writes the final reports of every batch received so far now, and of any later batch as
+    /// soon as it arrives, whatever `final_delay` says.
+    pub fn release_final_reports(&self) {
+        self.shared.released.store(true, Ordering::SeqCst);
+    }
+
     /// Each payment's last reported status, by payment id (`sent`, `deposited`, `declined`,
     /// `expired`, `failed`).
     pub fn statuses(&self) -> BTreeMap<String, &'static str> {
@@ -268,6 +307,7 @@ impl PartnerSimulator {
             .collect()
     }
 
+    /// What it has done so far.
     pub fn counters(&self) -> PartnerCounters {
         let c = &self.shared.counters;
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);

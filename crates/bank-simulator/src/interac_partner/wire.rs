@@ -8,7 +8,7 @@ use std::time::Duration;
 use bank_formats::interac::{ErrorAnswer, SIGNATURE_HEADER, sign, verify_signature};
 
 use super::batches::{list_reports, post_batch};
-use super::{MAX_BODY, MAX_HEAD, Shared, bump, unix_now};
+use super::{MAX_BODY, MAX_HEAD, Shared, bump};
 
 /// A request as read off the wire.
 pub(super) struct Request {
@@ -119,7 +119,7 @@ pub(super) fn serve(mut stream: TcpStream, shared: &Arc<Shared>) {
         ),
     };
     let secret = shared.options.shared_secret.as_bytes();
-    let signature = sign(secret, unix_now(), &answer.body).unwrap_or_default();
+    let signature = sign(secret, shared.unix_now(), &answer.body).unwrap_or_default();
     let head = format!(
         "HTTP/1.1 {} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{SIGNATURE_HEADER}: {signature}\r\nconnection: close\r\n\r\n",
         answer.status,
@@ -143,7 +143,7 @@ pub(super) fn route(request: &Request, shared: &Arc<Shared>) -> Answer {
             header,
             payload,
             shared.options.shared_secret.as_bytes(),
-            unix_now(),
+            shared.unix_now(),
             shared.options.tolerance_seconds,
         )
         .is_ok()

@@ -22,6 +22,10 @@ use super::*;
 
 const SECRET: &str = "partner-test-secret";
 
+fn unix_now() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
 fn batch(batch_id: &str, emails: &[&str]) -> BatchRequest {
     let created = chrono::Utc::now().trunc_subsecs(0);
     BatchRequest {
@@ -245,6 +249,105 @@ fn a_batch_gets_a_sent_report_then_final_statuses() {
     );
     assert_eq!(get(addr, "/v1/reports?after=nope").0, 400);
     assert_eq!(get(addr, "/v1/reports/rpt_99999999").0, 404);
+    partner.stop();
+}
+
+#[test]
+fn held_final_reports_come_when_released_with_the_fates_given() {
+    let partner = PartnerSimulator::start(PartnerOptions {
+        final_delay: Duration::from_secs(3_600),
+        deposited_share: 1,
+        declined_share: 0,
+        expired_share: 0,
+        ..options()
+    })
+    .unwrap();
+    let addr = partner.addr;
+    let emails = [
+        "ada@example.ca",
+        "bob@example.ca",
+        "cy@example.ca",
+        "dee@example.ca",
+    ];
+    let body = batch("b9", &emails).to_bytes().unwrap();
+    assert_eq!(post(addr, Some("F9.json"), &body).0, 201);
+    partner.decide([
+        ("b9p1".to_owned(), Fate::Declined),
+        (
+            "b9p2".to_owned(),
+            Fate::Failed(FailureCode::InvalidRecipient),
+        ),
+        ("b9p3".to_owned(), Fate::Expired),
+        ("elsewhere".to_owned(), Fate::Declined),
+    ]);
+    thread::sleep(Duration::from_millis(300));
+    assert_eq!(partner.counters().reports, 1, "the final report is held");
+
+    partner.release_final_reports();
+    wait_for("the final report", || partner.counters().reports == 2);
+    let all = reports(addr);
+    let statuses: Vec<_> = all[1]
+        .payments
+        .iter()
+        .map(|p| (p.status, p.code.as_deref()))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            (PaymentStatus::Deposited, None),
+            (PaymentStatus::Declined, Some("DECLINED")),
+            (PaymentStatus::Failed, Some("INVALID_RECIPIENT")),
+            (PaymentStatus::Expired, Some("EXPIRED")),
+        ]
+    );
+    // Released, a later batch's final report comes at once.
+    let body = batch("b10", &["eve@example.ca"]).to_bytes().unwrap();
+    assert_eq!(post(addr, Some("F10.json"), &body).0, 201);
+    wait_for("the later batch's final report", || {
+        partner.counters().reports == 4
+    });
+    assert_eq!(partner.statuses()["b10p0"], "deposited");
+    partner.stop();
+}
+
+#[test]
+fn the_partner_goes_by_its_clock() {
+    fn a_day_back() -> chrono::DateTime<chrono::Utc> {
+        chrono::Utc::now() - TimeDelta::days(1)
+    }
+    let partner = PartnerSimulator::start(PartnerOptions {
+        clock: a_day_back,
+        ..options()
+    })
+    .unwrap();
+    let body = batch("b11", &["ada@example.ca"]).to_bytes().unwrap();
+    // Signed by the system clock: a day off the partner's.
+    let now = signed_headers(&body, Some("F11.json"));
+    assert_eq!(
+        exchange(partner.addr, "POST", "/v1/batches", &now, &body).0,
+        401
+    );
+    let day_back = vec![
+        (
+            SIGNATURE_HEADER,
+            sign(SECRET.as_bytes(), a_day_back().timestamp(), &body).unwrap(),
+        ),
+        ("Idempotency-Key", "F11.json".to_owned()),
+    ];
+    let (status, signature, answer) =
+        exchange(partner.addr, "POST", "/v1/batches", &day_back, &body);
+    assert_eq!(status, 201);
+    // The answer is signed by the partner's clock too.
+    verify_signature(
+        &signature.unwrap(),
+        &answer,
+        SECRET.as_bytes(),
+        a_day_back().timestamp(),
+        300,
+    )
+    .unwrap();
+    let receipt = BatchReceipt::parse(&answer).unwrap();
+    assert!(receipt.received_at < chrono::Utc::now() - TimeDelta::hours(23));
     partner.stop();
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use bank_formats::interac::{SIGNATURE_HEADER, sign};
 
-use super::{Callback, Shared, bump, unix_now};
+use super::{Callback, Shared, bump};
 
 /// Posts `report` to the callback URL, signed, trying up to `callback_attempts` times.
 pub(super) fn deliver(shared: &Shared, report: &[u8]) {
@@ -36,8 +36,12 @@ pub(super) fn post_callback(
     callback: &Callback,
     body: &[u8],
 ) -> Result<u16, String> {
-    let signature = sign(shared.options.shared_secret.as_bytes(), unix_now(), body)
-        .map_err(|e| e.to_string())?;
+    let signature = sign(
+        shared.options.shared_secret.as_bytes(),
+        shared.unix_now(),
+        body,
+    )
+    .map_err(|e| e.to_string())?;
     let addr = callback
         .addr
         .to_socket_addrs()
@@ -47,7 +51,7 @@ pub(super) fn post_callback(
     let mut stream =
         TcpStream::connect_timeout(&addr, Duration::from_secs(2)).map_err(|e| e.to_string())?;
     stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
+        .set_read_timeout(Some(shared.options.callback_timeout))
         .map_err(|e| e.to_string())?;
     let head = format!(
         "POST {} HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{SIGNATURE_HEADER}: {signature}\r\nconnection: close\r\n\r\n",

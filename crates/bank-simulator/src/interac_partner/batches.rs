@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 
 use super::callbacks::deliver;
 use super::wire::{Answer, Request, error};
-use super::{Book, PAGE_SIZE, PartnerOptions, Shared, bump};
+use super::{Book, Fate, PAGE_SIZE, PartnerOptions, Shared, bump};
 
 pub(super) fn post_batch(request: &Request, shared: &Arc<Shared>) -> Answer {
     let Some(key) = request.header("Idempotency-Key").map(str::to_owned) else {
@@ -59,7 +59,7 @@ pub(super) fn post_batch(request: &Request, shared: &Arc<Shared>) -> Answer {
             "this batch id came with another key",
         );
     }
-    let receipt = BatchReceipt::of(&batch, crate::clock::now().trunc_subsecs(0)).to_bytes();
+    let receipt = BatchReceipt::of(&batch, (shared.options.clock)().trunc_subsecs(0)).to_bytes();
     book.by_key
         .insert(key.clone(), (request.body.clone(), receipt.clone()));
     book.batches.insert(batch.batch_id.clone(), key);
@@ -79,7 +79,7 @@ pub(super) fn post_batch(request: &Request, shared: &Arc<Shared>) -> Answer {
             deliver(shared, &sent);
         }
         let due = Instant::now() + shared.options.final_delay;
-        while Instant::now() < due {
+        while Instant::now() < due && !shared.released.load(Ordering::SeqCst) {
             if shared.stopping.load(Ordering::SeqCst) {
                 return;
             }
@@ -87,13 +87,22 @@ pub(super) fn post_batch(request: &Request, shared: &Arc<Shared>) -> Answer {
                 Duration::from_millis(10).min(due.saturating_duration_since(Instant::now())),
             );
         }
-        let finals = report_for(&batch, &mut shared.book(), shared, None, |payment| {
-            fate(
-                &shared.options,
-                &payment.payment_id,
-                &payment.recipient_email,
+        let mut book = shared.book();
+        let given = std::mem::take(&mut book.fates);
+        let finals = report_for(&batch, &mut book, shared, None, |payment| {
+            given.get(&payment.payment_id).map_or_else(
+                || {
+                    fate(
+                        &shared.options,
+                        &payment.payment_id,
+                        &payment.recipient_email,
+                    )
+                },
+                |given| status_of(*given),
             )
         });
+        book.fates = given;
+        drop(book);
         if let Some(finals) = finals {
             deliver(shared, &finals);
         }
@@ -113,7 +122,7 @@ pub(super) fn report_for(
     verdict: Option<BatchVerdict>,
     status_of: impl Fn(&bank_formats::interac::Payment) -> (PaymentStatus, Option<FailureOrCode>),
 ) -> Option<Vec<u8>> {
-    let now = crate::clock::now().trunc_subsecs(0);
+    let now = (shared.options.clock)().trunc_subsecs(0);
     let report_id = format!("rpt_{:08}", book.reports.len() + 1);
     let payments = batch
         .payments
@@ -166,6 +175,16 @@ impl FailureOrCode {
             Self::Declined => "the recipient declined the transfer",
             Self::Expired => "the recipient did not deposit the transfer before it expired",
         }
+    }
+}
+
+/// The status and code of a fate given by [`super::PartnerSimulator::decide`].
+pub(super) fn status_of(fate: Fate) -> (PaymentStatus, Option<FailureOrCode>) {
+    match fate {
+        Fate::Deposited => (PaymentStatus::Deposited, None),
+        Fate::Declined => (PaymentStatus::Declined, Some(FailureOrCode::Declined)),
+        Fate::Expired => (PaymentStatus::Expired, Some(FailureOrCode::Expired)),
+        Fate::Failed(code) => (PaymentStatus::Failed, Some(FailureOrCode::Failure(code))),
     }
 }
 
