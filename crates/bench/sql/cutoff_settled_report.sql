@@ -1,16 +1,17 @@
--- Reference script of `cargo xtask bench cutoff`, step "settled", for a rail whose bank answers
--- each file with a status report (SEPA's pain.002): the rows payoutd writes for the reports
--- besides the settlement itself (cutoff_settled.sql). Each file's report is stored with its
--- bytes (about 215 bytes a payment, as the bench's bank writes them) and its lines
--- (InboundProcessor::process, InboundStore::record_inbound): the file's verdict, which settles
--- its payouts (`file_settled`, applied), then one line per payment (`settled`, repeated: the
--- verdict settled it first).
+-- Reference script of `cargo xtask bench cutoff`, step "settled", for a rail whose bank or
+-- partner answers each file with a status report (SEPA's pain.002, Interac's final report): the
+-- rows payoutd writes for the reports besides the settlement itself (cutoff_settled.sql). Each
+-- file's report is stored with its bytes (`report_line_bytes` a payment, as the bench's bank
+-- and the partner write them: about 215 for pain.002, 107 for Interac) and its lines
+-- (InboundProcessor::process, InboundStore::record_inbound): the file's verdict (`file_settled`,
+-- applied; Interac's comes in its first report), then one line per payment (`settled`).
 -- Run by the harness after cutoff_settled.sql in the same rolled-back transaction, on those
--- rails only. Variables (psql -v): batches (a uuid[] literal), method (the route).
+-- rails only. Variables (psql -v): batches (a uuid[] literal), method (the route),
+-- report_line_bytes.
 WITH reports AS (
     SELECT f.id AS file_id, f.name,
         convert_to(string_agg(rpad('<TxInfAndSts><OrgnlEndToEndId>' || i.reference
-            || '</OrgnlEndToEndId><TxSts>ACSC</TxSts></TxInfAndSts>', 215), E'\n'
+            || '</OrgnlEndToEndId><TxSts>ACSC</TxSts></TxInfAndSts>', :report_line_bytes), E'\n'
             ORDER BY i.position), 'UTF8') AS bytes
     FROM rail_files f
     JOIN rail_file_items i ON i.file_id = f.id

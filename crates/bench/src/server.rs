@@ -148,7 +148,16 @@ impl Payoutd {
 
     /// [`Payoutd::serve`] with more environment variables (`vars` win over the defaults).
     pub async fn serve_with(&self, log: &Path, vars: &[(&str, &str)]) -> anyhow::Result<Server> {
-        let port = free_port()?;
+        self.serve_on(free_port()?, log, vars).await
+    }
+
+    /// [`Payoutd::serve_with`] on `127.0.0.1:port` (one a peer was told, say).
+    pub async fn serve_on(
+        &self,
+        port: u16,
+        log: &Path,
+        vars: &[(&str, &str)],
+    ) -> anyhow::Result<Server> {
         let mut command = self.command(&["serve"]);
         command.env("PAYOUT_BIND", format!("127.0.0.1:{port}"));
         command.envs(vars.iter().copied());

@@ -6,12 +6,13 @@
 //! the rail's method, sealed and fingerprinted as the service stores them) and payouts
 //! (`pending` with their holds, in each subaccount's open batch, due in 30 days) in bulk. It
 //! writes payoutd's production configuration (the rail over the directory transport, the drop
-//! under `<out>/cutoff/<rail>/bank`), runs the reference scripts (`crates/bench/sql/cutoff_*.sql`,
+//! under `<out>/cutoff/<rail>/bank`; `cad/digital` over the partner API to the local Interac
+//! partner, which calls payoutd back), runs the reference scripts (`crates/bench/sql/cutoff_*.sql`,
 //! [`reference`]) once in a rolled-back transaction, starts `payoutd serve` (production mode)
 //! and runs the cut-off with `payoutd admin run-cutoff`. Then it measures, as payoutd's time and
 //! peak RSS ([`steps`]): the cut-off to every file stored, to every file at the drop, to every
 //! payout `in_progress` with its reference; settlement (on the effective date, or the bank's
-//! pain.002); a return file of a tenth of the payouts to every return applied; every event
+//! pain.002, or the partner's final reports, which reject a tenth); a return file of a tenth of the payouts to every return applied; every event
 //! delivered. Verdicts: each step within `--max-ratio` of its reference; peak RSS at the large
 //! size within `--max-rss-ratio` of the small size's; nothing lost (`payoutd admin
 //! check-ledger` clean, every payout in exactly one file, every payout a payment at the bank).
@@ -35,8 +36,9 @@ use serde_json::{Value, json};
 use crate::Env;
 use crate::receiver::Receiver;
 use crate::report::{load_average, machine_json, write_json};
-use bank::FileRail;
+use bank::BenchRail;
 use reference::ReferenceTimes;
+use setup::Counterparty;
 use steps::Measured;
 
 /// Each subaccount's float, in cents: far more than its payouts.
@@ -90,7 +92,7 @@ pub struct Args {
 
 /// One measured run: a rail at a size.
 struct Run {
-    rail: FileRail,
+    rail: BenchRail,
     payouts: u64,
     seeded: Duration,
     references: ReferenceTimes,
@@ -139,10 +141,7 @@ pub async fn run(env: &Env, args: &Args) -> anyhow::Result<ExitCode> {
     for route in &args.rails {
         let method = PayoutMethod::from_route(route.trim())
             .with_context(|| format!("--rails: {route:?} is not a payout method"))?;
-        let rail = FileRail::of(method).with_context(|| {
-            format!("--rails: {route} is not a file rail (cad/digital is not measured yet)")
-        })?;
-        rails.push(rail);
+        rails.push(BenchRail::of(method));
     }
     anyhow::ensure!(
         args.payouts >= args.subaccounts.max(1),
@@ -167,7 +166,7 @@ pub async fn run(env: &Env, args: &Args) -> anyhow::Result<ExitCode> {
 async fn run_one(
     env: &Env,
     args: &Args,
-    rail: FileRail,
+    rail: BenchRail,
     payouts: u64,
     scripts: &[PathBuf],
 ) -> anyhow::Result<Run> {
@@ -198,6 +197,7 @@ async fn run_one(
                 batches: &prepared.batches,
                 subaccounts: &prepared.subaccounts,
                 method: &route,
+                report_line_bytes: rail.report_line_bytes(),
             },
             &env.out_dir
                 .join(format!("cutoff-reference-{dir}-{payouts}.log")),
@@ -214,7 +214,7 @@ async fn run_one(
         let log = env
             .out_dir
             .join(format!("payoutd-cutoff-{dir}-{payouts}.log"));
-        let server = prepared.payoutd.serve_with(&log, &[]).await?;
+        let server = prepared.payoutd.serve_on(prepared.port, &log, &[]).await?;
         let pid = server.pid().context("payoutd has no pid")?;
         settle_in(&prepared, &receiver).await?;
         eprintln!("payoutd-bench: [cutoff] {route}: the cut-off of {payouts} payouts");
@@ -238,10 +238,15 @@ async fn run_one(
         .get_result::<Count>(&mut conn)
         .await?
         .n;
-        for name in prepared.drop.sent()? {
-            measured.payments_at_bank += bank::payments(rail, &prepared.drop.read(&name)?)
-                .with_context(|| format!("reading {name} at the bank"))?
-                .len();
+        match &prepared.counterparty {
+            Counterparty::Bank(drop) => {
+                for name in drop.sent()? {
+                    measured.payments_at_bank += bank::payments(rail, &drop.read(&name)?)
+                        .with_context(|| format!("reading {name} at the bank"))?
+                        .len();
+                }
+            }
+            Counterparty::Partner(partner) => measured.payments_at_bank = partner.statuses().len(),
         }
         anyhow::Ok(Run {
             rail,
@@ -348,8 +353,8 @@ fn report(env: &Env, args: &Args, runs: &[Run]) -> anyhow::Result<ExitCode> {
         lost |= !kept;
         println!(
             "{:<18} {:>7}  nothing lost: check-ledger {}, {} payouts not in exactly one file, \
-             {} of {} payouts at the bank in {} files; {} returned ({} accounts failed), {} \
-             events delivered: {}",
+             {} of {} payouts at the bank in {} files; {} returned, {} rejected ({} accounts \
+             failed), {} events delivered: {}",
             run.rail.method.route(),
             run.payouts,
             if run.ledger_clean { "clean" } else { "FAILED" },
@@ -358,6 +363,7 @@ fn report(env: &Env, args: &Args, runs: &[Run]) -> anyhow::Result<ExitCode> {
             run.payouts,
             run.measured.files,
             run.measured.returned,
+            run.measured.rejected,
             run.measured.accounts_failed,
             run.measured.events,
             verdict(kept)
@@ -371,6 +377,7 @@ fn report(env: &Env, args: &Args, runs: &[Run]) -> anyhow::Result<ExitCode> {
             "reference_ms": reference::SCRIPTS.iter().map(|(name, _)| ((*name).to_owned(), json!(run.references.of(name)))).collect::<serde_json::Map<_, _>>(),
             "steps": steps_json,
             "returned": run.measured.returned,
+            "rejected": run.measured.rejected,
             "accounts_failed": run.measured.accounts_failed,
             "events": run.measured.events,
             "nothing_lost": {

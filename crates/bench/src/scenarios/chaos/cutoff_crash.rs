@@ -41,7 +41,7 @@ use super::{Args, SERVER_ENV};
 use crate::Env;
 use crate::db::BenchDb;
 use crate::receiver::Receiver;
-use crate::scenarios::cutoff::bank::{self, FileRail};
+use crate::scenarios::cutoff::bank::{self, BenchRail};
 use crate::scenarios::cutoff::setup::{self, Prepared, Seeding, SftpBank};
 
 /// The rail the checks cut off: NACHA over SFTP.
@@ -92,7 +92,7 @@ pub(super) async fn cutoff_crash(
         let seeding = Seeding {
             database: format!("payoutd_chaos_cutoff_{}", window.name()),
             dir: env.out_dir.join("chaos-cutoff").join(window.name()),
-            rail: FileRail::of(METHOD).context("usd/ach is a file rail")?,
+            rail: BenchRail::of(METHOD),
             payouts: args.cutoff_payouts,
             subaccounts: 1,
             faketime: args.faketime.clone(),
@@ -171,7 +171,7 @@ async fn attempt_once(
         }
         Window::Upload | Window::Record => {
             let stop = Arc::new(AtomicBool::new(false));
-            let outbound = prepared.drop.outbound.clone();
+            let outbound = prepared.counterparty.drop()?.outbound.clone();
             let watching = Arc::clone(&stop);
             let watch = tokio::task::spawn_blocking(move || {
                 kill_at_the_bank(&outbound, window, pid, &watching)
@@ -399,7 +399,7 @@ fn at_bank(outbound: &Path) -> anyhow::Result<Vec<String>> {
 /// miss) when it landed after it.
 async fn landed_in(prepared: &Prepared, window: Window) -> anyhow::Result<Result<String, String>> {
     let files = stored_files(prepared).await?;
-    let bank = at_bank(&prepared.drop.outbound)?;
+    let bank = at_bank(&prepared.counterparty.drop()?.outbound)?;
     Ok(match window {
         Window::Generation => {
             if files.is_empty() && bank.is_empty() {
@@ -419,8 +419,8 @@ async fn landed_in(prepared: &Prepared, window: Window) -> anyhow::Result<Result
             let generated = files.iter().filter(|f| f.state == "generated").count();
             match partial {
                 Some(part) if generated > 0 => {
-                    let size =
-                        std::fs::metadata(prepared.drop.outbound.join(part)).map_or(0, |m| m.len());
+                    let size = std::fs::metadata(prepared.counterparty.drop()?.outbound.join(part))
+                        .map_or(0, |m| m.len());
                     let whole = files.iter().map(|f| f.bytes.len()).max().unwrap_or(0);
                     Ok(format!(
                         "during the upload: {part} at the bank with {size} of {whole} bytes, \
@@ -510,7 +510,7 @@ async fn kept_everything(
     seeding: &Seeding,
 ) -> anyhow::Result<Result<String, String>> {
     let files = stored_files(prepared).await?;
-    let bank_names = at_bank(&prepared.drop.outbound)?;
+    let bank_names = at_bank(&prepared.counterparty.drop()?.outbound)?;
     let stored: BTreeMap<&str, &StoredFile> = files.iter().map(|f| (f.name.as_str(), f)).collect();
     if let Some(extra) = bank_names.iter().find(|n| !stored.contains_key(n.as_str())) {
         return Ok(Err(format!(
@@ -524,7 +524,7 @@ async fn kept_everything(
         if !bank_names.contains(&file.name) {
             return Ok(Err(format!("{} never reached the bank", file.name)));
         }
-        let bytes = prepared.drop.read(&file.name)?;
+        let bytes = prepared.counterparty.drop()?.read(&file.name)?;
         if bytes != file.bytes {
             return Ok(Err(format!(
                 "{} at the bank is not the file stored ({} bytes, stored {})",

@@ -2,7 +2,8 @@
 //! the drop's directories, the payments in the files payoutd put there, and the answers the
 //! bench puts in the inbound directory (a pain.002 settling every payment of a pain.001; return
 //! files of the other formats), laid out by `bank-simulator` as the local bank simulator
-//! (`cargo xtask bank`) lays them out.
+//! (`cargo xtask bank`) lays them out. `cad/digital` has no drop: its batch requests go to the
+//! local Interac partner (`bank_simulator::interac_partner`, started by [`super::setup`]).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -21,11 +22,16 @@ pub enum Settles {
     OnEffectiveDate,
     /// When the bank confirms it: a pain.002 with `ACSC` for every transaction.
     OnReport,
+    /// When the partner's final report says `deposited` (Interac); a payment it declines or
+    /// cannot send fails instead. The bench gives a tenth of the payments such a fate and
+    /// releases the partner's final reports.
+    ByPartner,
 }
 
-/// What the bench knows of a file rail.
+/// What the bench knows of a rail: a file rail, or `cad/digital`, whose "files" are the batch
+/// requests payoutd stores and posts to the Interac partner.
 #[derive(Debug, Clone, Copy)]
-pub struct FileRail {
+pub struct BenchRail {
     /// The method.
     pub method: PayoutMethod,
     /// How its payouts settle.
@@ -35,36 +41,59 @@ pub struct FileRail {
     pub has_returns: bool,
 }
 
-impl FileRail {
-    /// The file rail of `method`; `None` for `cad/digital` (the partner's API, not a file).
-    pub fn of(method: PayoutMethod) -> Option<Self> {
+impl BenchRail {
+    /// The rail of `method`.
+    pub fn of(method: PayoutMethod) -> Self {
         let (settles, has_returns) = match method {
             PayoutMethod::Ach
             | PayoutMethod::DirectEntry
             | PayoutMethod::Eft
             | PayoutMethod::DirectCredit => (Settles::OnEffectiveDate, true),
             PayoutMethod::Sepa => (Settles::OnReport, false),
-            PayoutMethod::Digital => return None,
+            // A deposited Interac transfer is final: no returns.
+            PayoutMethod::Digital => (Settles::ByPartner, false),
         };
-        Some(Self {
+        Self {
             method,
             settles,
             has_returns,
-        })
+        }
+    }
+
+    /// Whether its payouts go to the Interac partner rather than to a bank's drop.
+    pub fn has_partner(self) -> bool {
+        self.settles == Settles::ByPartner
     }
 
     /// The reference scripts that do not apply to the rail: the returns where it has none, the
-    /// reports' rows where its payouts settle on the effective date (no report is read).
+    /// reports' rows where its payouts settle on the effective date (no report is read), the
+    /// rejections where no report rejects a payment.
     pub fn scripts_left_out(self) -> Vec<&'static str> {
         let mut left_out = Vec::new();
         if !self.has_returns {
             left_out.push("cutoff_returned");
         }
         match self.settles {
-            Settles::OnEffectiveDate => left_out.push("cutoff_settled_report"),
-            Settles::OnReport => {}
+            Settles::OnEffectiveDate => {
+                left_out.extend(["cutoff_settled_report", "cutoff_rejected"])
+            }
+            Settles::OnReport => left_out.push("cutoff_rejected"),
+            Settles::ByPartner => {}
         }
         left_out
+    }
+
+    /// Bytes of one payment's line in the report that settles it, as the bench's bank (pain.002)
+    /// and the partner (a final report's `deposited` line) write them; 0 where no report does.
+    pub fn report_line_bytes(self) -> usize {
+        match self.method {
+            PayoutMethod::Sepa => 215,
+            PayoutMethod::Digital => 107,
+            PayoutMethod::Ach
+            | PayoutMethod::DirectEntry
+            | PayoutMethod::Eft
+            | PayoutMethod::DirectCredit => 0,
+        }
     }
 
     /// The originator settings of the rail's section (TOML lines), as a bank would give them
@@ -110,7 +139,12 @@ impl FileRail {
                 "originating_account = \"0109020068389099\"\n\
                  originator_name = \"PAYOUTD BENCH\"\n"
             }
-            PayoutMethod::Digital => "",
+            PayoutMethod::Digital => {
+                "open_on_weekends = true\n\
+                 partner_customer_id = \"PAYOUTD-BENCH\"\n\
+                 sender_name = \"Payoutd Bench\"\n\
+                 expiry_days = 30\n"
+            }
         }
     }
 }
@@ -202,7 +236,7 @@ impl Drop {
 /// The references of the payments in a file payoutd sent on `rail` (the references payoutd
 /// stored for its payouts: NACHA trace numbers, pain.001 end-to-end ids, ABA lodgement
 /// references, Standard 005 cross references, IB4B "your reference").
-pub fn payments(rail: FileRail, bytes: &[u8]) -> anyhow::Result<Vec<String>> {
+pub fn payments(rail: BenchRail, bytes: &[u8]) -> anyhow::Result<Vec<String>> {
     Ok(match rail.method {
         PayoutMethod::Ach => nacha::parse(bytes)?
             .batches
@@ -232,7 +266,11 @@ pub fn payments(rail: FileRail, bytes: &[u8]) -> anyhow::Result<Vec<String>> {
                 .collect(),
             ib4b::Ib4bFile::Dishonour(_) => anyhow::bail!("a dishonour file, not a credit file"),
         },
-        PayoutMethod::Digital => anyhow::bail!("cad/digital has no files"),
+        PayoutMethod::Digital => bank_formats::interac::BatchRequest::parse(bytes)?
+            .payments
+            .into_iter()
+            .map(|p| p.payment_id)
+            .collect(),
     })
 }
 
@@ -272,7 +310,7 @@ pub fn settlement_report(
 /// whether the return's code means the account is wrong), named after it; `None` when none of
 /// its payments is returned.
 pub fn return_file(
-    rail: FileRail,
+    rail: BenchRail,
     name: &str,
     bytes: &[u8],
     returned: &HashMap<String, bool>,
@@ -441,18 +479,25 @@ mod tests {
     #[test]
     fn a_rail_leaves_out_the_references_of_what_it_does_not_do() {
         for &method in PayoutMethod::ALL {
-            let Some(rail) = FileRail::of(method) else {
-                continue;
-            };
+            let rail = BenchRail::of(method);
             for name in rail.scripts_left_out() {
                 assert!(SCRIPTS.iter().any(|(script, _)| *script == name), "{name}");
             }
+            // A rail settled by a report knows its lines' size.
+            let by_report = !rail.scripts_left_out().contains(&"cutoff_settled_report");
+            assert_eq!(by_report, rail.report_line_bytes() > 0, "{method:?}");
         }
-        let left_out = |method| FileRail::of(method).map(FileRail::scripts_left_out);
-        assert_eq!(left_out(PayoutMethod::Sepa), Some(vec!["cutoff_returned"]));
+        let left_out = |method| BenchRail::of(method).scripts_left_out();
+        assert_eq!(
+            left_out(PayoutMethod::Sepa),
+            vec!["cutoff_returned", "cutoff_rejected"]
+        );
         assert_eq!(
             left_out(PayoutMethod::Ach),
-            Some(vec!["cutoff_settled_report"])
+            vec!["cutoff_settled_report", "cutoff_rejected"]
         );
+        assert_eq!(left_out(PayoutMethod::Digital), vec!["cutoff_returned"]);
+        assert!(BenchRail::of(PayoutMethod::Digital).has_partner());
+        assert!(!BenchRail::of(PayoutMethod::Eft).has_partner());
     }
 }

@@ -10,7 +10,7 @@ use std::process::Command;
 use anyhow::Context;
 
 /// The scripts, in the order they run: each starts from the state the previous one left.
-pub const SCRIPTS: [(&str, &str); 6] = [
+pub const SCRIPTS: [(&str, &str); 7] = [
     (
         "cutoff_generated",
         include_str!("../../../sql/cutoff_generated.sql"),
@@ -18,6 +18,10 @@ pub const SCRIPTS: [(&str, &str); 6] = [
     (
         "cutoff_in_progress",
         include_str!("../../../sql/cutoff_in_progress.sql"),
+    ),
+    (
+        "cutoff_rejected",
+        include_str!("../../../sql/cutoff_rejected.sql"),
     ),
     (
         "cutoff_settled",
@@ -41,7 +45,7 @@ pub const SCRIPTS: [(&str, &str); 6] = [
 /// script that was not run.
 #[derive(Debug, Clone, Default)]
 pub struct ReferenceTimes {
-    pub ms: [Option<f64>; 6],
+    pub ms: [Option<f64>; SCRIPTS.len()],
 }
 
 impl ReferenceTimes {
@@ -76,6 +80,8 @@ pub struct Variables<'a> {
     pub subaccounts: &'a [String],
     /// The method's route.
     pub method: &'a str,
+    /// Bytes of a payment's line in the reports that settle it (`cutoff_settled_report.sql`).
+    pub report_line_bytes: usize,
 }
 
 /// Runs `scripts` (in order; `skip` names scripts left out, e.g. the returns on a rail without
@@ -97,6 +103,8 @@ pub async fn run(
         .arg(format!("subaccounts={{{}}}", vars.subaccounts.join(",")))
         .arg("-v")
         .arg(format!("method={}", vars.method))
+        .arg("-v")
+        .arg(format!("report_line_bytes={}", vars.report_line_bytes))
         .args(["-c", "\\timing on", "-c", "BEGIN"]);
     for ((name, _), path) in SCRIPTS.iter().zip(scripts) {
         if skip.contains(name) {

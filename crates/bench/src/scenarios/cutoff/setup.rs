@@ -1,23 +1,25 @@
 //! Setting up one measured run: a fresh database with a few funded subaccounts whose payouts
 //! (seeded in bulk, `pending` in each subaccount's open batch) wait for one cut-off, the rail's
-//! drop, payoutd's production configuration, and payoutd serving it.
+//! drop (or, for `cad/digital`, the local Interac partner), payoutd's production configuration,
+//! and payoutd serving it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use bank_simulator::interac_partner::{PartnerOptions, PartnerSimulator};
 use chrono::{Datelike, Utc, Weekday};
 use domain::account::PayoutMethod;
 use uuid::Uuid;
 
-use super::bank::{Drop, FileRail};
+use super::bank::{BenchRail, Drop};
 use super::{Args, FEE, FUNDING};
 use crate::Env;
 use crate::db::BenchDb;
 use crate::receiver::Receiver;
 use crate::seed::{self, generate::Generator, payouts::seed_payouts};
-use crate::server::{Payoutd, new_master_key};
+use crate::server::{Payoutd, free_port, new_master_key};
 
 /// A port nothing listens on (the scenario's range): the configuration needs an SMTP server,
 /// and nothing in the run sends mail.
@@ -34,11 +36,51 @@ const FAKETIME_PATHS: [&str; 3] = [
     "/usr/lib/faketime/libfaketime.so.1",
 ];
 
+/// How long the partner holds its final reports unless the bench releases them: longer than
+/// any run.
+const PARTNER_HOLDS: Duration = Duration::from_secs(24 * 3600);
+
+/// How long the partner waits for payoutd's answer to a callback: payoutd applies a pushed
+/// report before it answers, and a final report of 10,000 payments takes seconds.
+const CALLBACK_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Who answers payoutd on the run's rail.
+pub enum Counterparty {
+    /// The bank's drop (the file rails).
+    Bank(Drop),
+    /// The Interac partner (`cad/digital`) on loopback, calling payoutd back; it holds its final
+    /// reports until the bench releases them.
+    Partner(PartnerSimulator),
+}
+
+impl Counterparty {
+    /// The bank's drop.
+    ///
+    /// # Errors
+    /// The partner's rail, which has none.
+    pub fn drop(&self) -> anyhow::Result<&Drop> {
+        match self {
+            Self::Bank(drop) => Ok(drop),
+            Self::Partner(_) => anyhow::bail!("cad/digital has no drop: the partner's API"),
+        }
+    }
+
+    /// The files the bank holds, or the batch requests the partner accepted.
+    pub fn files_received(&self) -> anyhow::Result<usize> {
+        match self {
+            Self::Bank(drop) => Ok(drop.sent()?.len()),
+            Self::Partner(partner) => Ok(usize::try_from(partner.counters().batches)?),
+        }
+    }
+}
+
 /// One run, ready for its cut-off.
 pub struct Prepared {
     pub db: BenchDb,
     pub payoutd: Payoutd,
-    pub drop: Drop,
+    /// The loopback port payoutd is to listen on: the partner's callbacks go there.
+    pub port: u16,
+    pub counterparty: Counterparty,
     /// Every subaccount, as text.
     pub subaccounts: Vec<String>,
     /// Their open batches, which the cut-off closes.
@@ -84,7 +126,9 @@ pub fn faketime(given: Option<&Path>) -> anyhow::Result<PathBuf> {
 /// The production configuration: the rail over `transport` (its lines, with its inbound
 /// poll), its cut-off late in the day (the run's cut-off is the operator's
 /// `payoutd admin run-cutoff`), same-day settlement, manual KYC.
-fn config_text(rail: FileRail, transport: &str) -> String {
+///
+/// `cad/digital`'s transport is the partner's API (`partner_transport`).
+fn config_text(rail: BenchRail, transport: &str) -> String {
     let route = rail.method.route();
     format!(
         "# Written by payoutd-bench (scenario cutoff).\n\
@@ -118,6 +162,16 @@ pub fn directory_transport(drop: &Drop) -> String {
         "kind = \"directory\"\noutbound_dir = {}\ninbound_dir = {}\npoll_interval_secs = {DIRECTORY_POLL_SECS}\n",
         toml_string(&drop.outbound.display().to_string()),
         toml_string(&drop.inbound.display().to_string()),
+    )
+}
+
+/// The partner API transport's lines: the partner at `base_url`, the shared secret from
+/// `PAYOUT_INTERAC_SECRET`, reports polled every 10 s besides the partner's callbacks.
+pub fn partner_transport(base_url: &str) -> String {
+    format!(
+        "kind = \"partner_api\"\nbase_url = {}\nshared_secret = \"env:PAYOUT_INTERAC_SECRET\"\n\
+         poll_interval_secs = 10\n",
+        toml_string(base_url)
     )
 }
 
@@ -188,7 +242,7 @@ pub struct Seeding {
     pub database: String,
     /// Where the run's configuration (and, over the directory transport, the drop) is written.
     pub dir: PathBuf,
-    pub rail: FileRail,
+    pub rail: BenchRail,
     pub payouts: u64,
     /// Subaccounts the payouts are split among (each has its batch, so its files).
     pub subaccounts: u64,
@@ -198,7 +252,7 @@ pub struct Seeding {
 
 impl Seeding {
     /// The cutoff scenario's run of `rail` at `payouts`.
-    pub fn bench(env: &Env, args: &Args, rail: FileRail, payouts: u64) -> Self {
+    pub fn bench(env: &Env, args: &Args, rail: BenchRail, payouts: u64) -> Self {
         let dir_name = dir_name(rail.method);
         Self {
             database: format!(
@@ -227,16 +281,34 @@ pub async fn prepare(
     db.drop_if_exists().await?;
     let root = std::path::absolute(&seeding.dir)?;
     std::fs::create_dir_all(&root).with_context(|| format!("cannot create {}", root.display()))?;
-    let (drop, transport) = match sftp {
-        Some(bank) => {
-            let drop = bank.drop_of(rail.method)?;
-            let lines = bank.transport(&drop);
-            (drop, lines)
-        }
-        None => {
-            let drop = Drop::create(&root.join("bank"))?;
-            let lines = directory_transport(&drop);
-            (drop, lines)
+    let port = free_port()?;
+    let secret = format!("{}{}", Uuid::new_v4().simple(), Uuid::new_v4().simple());
+    let (counterparty, transport) = if rail.has_partner() {
+        let partner = PartnerSimulator::start(PartnerOptions {
+            callback_url: Some(format!("http://127.0.0.1:{port}/rail/interac/callback")),
+            // Every payment deposited unless the bench gives it another fate.
+            deposited_share: 1,
+            declined_share: 0,
+            expired_share: 0,
+            final_delay: PARTNER_HOLDS,
+            callback_timeout: CALLBACK_TIMEOUT,
+            ..PartnerOptions::new(secret.clone())
+        })
+        .map_err(|e| anyhow::anyhow!("the Interac partner: {e}"))?;
+        let lines = partner_transport(&partner.base_url());
+        (Counterparty::Partner(partner), lines)
+    } else {
+        match sftp {
+            Some(bank) => {
+                let drop = bank.drop_of(rail.method)?;
+                let lines = bank.transport(&drop);
+                (Counterparty::Bank(drop), lines)
+            }
+            None => {
+                let drop = Drop::create(&root.join("bank"))?;
+                let lines = directory_transport(&drop);
+                (Counterparty::Bank(drop), lines)
+            }
         }
     };
     let config = root.join("payoutd.toml");
@@ -244,9 +316,11 @@ pub async fn prepare(
         .with_context(|| format!("cannot write {}", config.display()))?;
 
     let master_key = new_master_key();
-    let days_back = days_back();
+    // The partner works every day, and signs by the system clock: its rail runs on today's date.
+    let days_back = if rail.has_partner() { 0 } else { days_back() };
     let mut payoutd = Payoutd::new(&env.payoutd, &db.url, &master_key)
         .with_env("PAYOUT_SANDBOX", "false")
+        .with_env("PAYOUT_INTERAC_SECRET", &secret)
         .with_env("PAYOUT_CONFIG", &config.display().to_string())
         .with_env("PAYOUT_WEBHOOK_ALLOW_PRIVATE", "true")
         .with_env("PAYOUT_BATCH_POLL_MS", "50");
@@ -328,7 +402,8 @@ pub async fn prepare(
     Ok(Prepared {
         db,
         payoutd,
-        drop,
+        port,
+        counterparty,
         subaccounts,
         batches,
         days_back,

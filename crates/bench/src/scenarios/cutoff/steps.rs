@@ -9,8 +9,11 @@ use diesel::QueryableByName;
 use diesel::sql_types::{Array, BigInt, Bool, Text};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
-use super::bank::{self, FileRail, Settles};
-use super::setup::Prepared;
+use bank_formats::interac::FailureCode;
+use bank_simulator::interac_partner::Fate;
+
+use super::bank::{self, BenchRail, Settles};
+use super::setup::{Counterparty, Prepared};
 use crate::procfs;
 use crate::receiver::Receiver;
 
@@ -48,8 +51,10 @@ pub struct Measured {
     pub files: usize,
     /// Payments in the files at the bank's drop.
     pub payments_at_bank: usize,
-    /// Payouts returned, and how many of their accounts the codes failed.
+    /// Payouts returned (file rails) or rejected (the partner's), and how many of their accounts
+    /// the codes failed.
     pub returned: u64,
+    pub rejected: u64,
     pub accounts_failed: u64,
     /// Events in the outbox at the end, all delivered.
     pub events: i64,
@@ -105,17 +110,18 @@ struct Events {
 }
 
 #[derive(QueryableByName)]
-struct Returned {
+struct Chosen {
     #[diesel(sql_type = Text)]
     reference: String,
     #[diesel(sql_type = Bool)]
     account: bool,
 }
 
-/// The payments the bank returns: a tenth of the payouts (those whose reference `INV-<j>` has
-/// j divisible by 10), with a code that fails the account for half of them (j divisible by 20),
-/// as the reference script `cutoff_returned.sql` picks them.
-const RETURNED: &str = "\
+/// The payments the bank returns, or the partner does not deposit: a tenth of the payouts
+/// (those whose reference `INV-<j>` has j divisible by 10), with a code that fails the account
+/// for half of them (j divisible by 20), as the reference scripts `cutoff_returned.sql` and
+/// `cutoff_rejected.sql` pick them; by their references in the files.
+const A_TENTH: &str = "\
 SELECT i.reference, split_part(p.reference, '-', 2)::bigint % 20 = 0 AS account
 FROM rail_file_items i JOIN payouts p ON p.id = i.payout_id AND p.subaccount_id = i.subaccount_id
 WHERE p.batch_id = ANY ($1::uuid[]) AND split_part(p.reference, '-', 2)::bigint % 10 = 0";
@@ -194,7 +200,7 @@ fn peak(pid: u32) -> Option<u64> {
 /// Runs the cut-off and measures every step; payoutd (`pid`) is serving `prepared`.
 pub async fn measure(
     prepared: &Prepared,
-    rail: FileRail,
+    rail: BenchRail,
     payouts: u64,
     pid: u32,
     receiver: &Receiver,
@@ -237,11 +243,16 @@ pub async fn measure(
                 peak(pid),
             ));
         }
-        if !sent && generated && i64::try_from(prepared.drop.sent()?.len())? >= c.files {
+        if !sent && generated && i64::try_from(prepared.counterparty.files_received()?)? >= c.files
+        {
             sent = true;
             measured.steps.push(step(
                 "sent",
-                "cut-off → every file's bytes at the drop",
+                if rail.has_partner() {
+                    "cut-off → every batch request accepted by the partner"
+                } else {
+                    "cut-off → every file's bytes at the drop"
+                },
                 cutoff,
                 &["cutoff_generated"],
                 peak(pid),
@@ -265,42 +276,69 @@ pub async fn measure(
         })
         .await?;
     }
-    let files = prepared.drop.sent()?;
-    measured.files = files.len();
+    measured.files = prepared.counterparty.files_received()?;
 
     // Settlement: on the effective date (today) for the rails without confirmations; on the
-    // bank's pain.002 for SEPA.
+    // bank's pain.002 for SEPA; on the partner's final reports for Interac, which reject a tenth.
+    let mut rejected = 0;
     let settling = match rail.settles {
         Settles::OnEffectiveDate => {
             procfs::reset_peak_rss(pid);
             Instant::now()
         }
         Settles::OnReport => {
+            let drop = prepared.counterparty.drop()?;
             let now = payoutd_now(prepared.days_back);
             let mut reports = Vec::new();
-            for name in &files {
-                reports.push(bank::settlement_report(
-                    name,
-                    &prepared.drop.read(name)?,
-                    now,
-                )?);
+            for name in &drop.sent()? {
+                reports.push(bank::settlement_report(name, &drop.read(name)?, now)?);
             }
             procfs::reset_peak_rss(pid);
             let started = Instant::now();
             for (name, bytes) in &reports {
-                prepared.drop.answer(name, bytes)?;
+                drop.answer(name, bytes)?;
             }
             started
         }
+        Settles::ByPartner => {
+            let Counterparty::Partner(partner) = &prepared.counterparty else {
+                anyhow::bail!("{method} settles by the partner's reports, and has no partner");
+            };
+            let chosen = a_tenth(&mut conn, &batches).await?;
+            rejected = u64::try_from(chosen.len())?;
+            measured.rejected = rejected;
+            measured.accounts_failed = chosen.iter().filter(|c| c.account).count() as u64;
+            // The partner's payment ids are the references payoutd stored in its requests.
+            partner.decide(chosen.into_iter().map(|c| {
+                let fate = if c.account {
+                    Fate::Failed(FailureCode::InvalidRecipient)
+                } else {
+                    Fate::Declined
+                };
+                (c.reference, fate)
+            }));
+            procfs::reset_peak_rss(pid);
+            let started = Instant::now();
+            partner.release_final_reports();
+            started
+        }
     };
+    let rejected = i64::try_from(rejected)?;
     let mut wait = Wait::new(format!("{method}: every payout settled"), timeout);
     loop {
         let c = counts(&mut conn, &method, &batches).await?;
-        if c.successful >= n {
+        if c.successful >= n - rejected && c.failed >= rejected {
             break;
         }
-        wait.tick(|| format!("{} of {n} successful", c.successful))
-            .await?;
+        wait.tick(|| {
+            format!(
+                "{} of {} successful, {} of {rejected} rejected",
+                c.successful,
+                n - rejected,
+                c.failed
+            )
+        })
+        .await?;
     }
     measured.steps.push(step(
         "settled",
@@ -309,22 +347,24 @@ pub async fn measure(
                 "every payout in_progress → every payout successful (effective date today)"
             }
             Settles::OnReport => "the bank's pain.002 (ACSC) → every payout successful",
+            Settles::ByPartner => {
+                "the partner's final reports → every payout final (nine tenths deposited, \
+                 successful; a tenth declined or failed, failed)"
+            }
         },
         settling,
         match rail.settles {
             Settles::OnEffectiveDate => &["cutoff_settled"],
             Settles::OnReport => &["cutoff_settled", "cutoff_settled_report"],
+            Settles::ByPartner => &["cutoff_rejected", "cutoff_settled", "cutoff_settled_report"],
         },
         peak(pid),
     ));
 
     // Returns: a tenth of the payouts come back.
     if rail.has_returns {
-        let returned: Vec<Returned> = diesel::sql_query(RETURNED)
-            .bind::<Array<diesel::sql_types::Uuid>, _>(batches.clone())
-            .load(&mut conn)
-            .await
-            .context("choosing the payouts returned")?;
+        let drop = prepared.counterparty.drop()?;
+        let returned = a_tenth(&mut conn, &batches).await?;
         measured.returned = returned.len() as u64;
         measured.accounts_failed = returned.iter().filter(|r| r.account).count() as u64;
         let returned: HashMap<String, bool> = returned
@@ -333,11 +373,11 @@ pub async fn measure(
             .collect();
         let now = payoutd_now(prepared.days_back);
         let mut answers = Vec::new();
-        for name in &files {
+        for name in &drop.sent()? {
             if let Some(answer) = bank::return_file(
                 rail,
                 name,
-                &prepared.drop.read(name)?,
+                &drop.read(name)?,
                 &returned,
                 now.date_naive(),
                 now,
@@ -350,7 +390,7 @@ pub async fn measure(
         procfs::reset_peak_rss(pid);
         let started = Instant::now();
         for (name, bytes) in &answers {
-            prepared.drop.answer(name, bytes)?;
+            drop.answer(name, bytes)?;
         }
         let mut wait = Wait::new(format!("{method}: every return applied"), timeout);
         loop {
@@ -420,6 +460,7 @@ pub async fn measure(
         references: &[
             "cutoff_generated",
             "cutoff_in_progress",
+            "cutoff_rejected",
             "cutoff_settled",
             "cutoff_settled_report",
             "cutoff_returned",
@@ -427,6 +468,18 @@ pub async fn measure(
         ],
     });
     Ok(measured)
+}
+
+/// The tenth of the payouts the bank returns or the partner rejects ([`A_TENTH`]).
+async fn a_tenth(
+    conn: &mut AsyncPgConnection,
+    batches: &[uuid::Uuid],
+) -> anyhow::Result<Vec<Chosen>> {
+    diesel::sql_query(A_TENTH)
+        .bind::<Array<diesel::sql_types::Uuid>, _>(batches)
+        .load(conn)
+        .await
+        .context("choosing the payouts returned or rejected")
 }
 
 /// payoutd's wall clock: now, `days_back` days back (libfaketime on weekends).
