@@ -178,9 +178,9 @@ pub fn run(mut args: Vec<String>) -> Result<(), Failure> {
     };
     let smoke = take_switch(&mut args, "--smoke");
     let on_citus = take_switch(&mut args, CITUS_FLAG);
-    if on_citus && !matches!(scenario.as_str(), "chaos" | "api") {
+    if on_citus && !matches!(scenario.as_str(), "chaos" | "api" | "cutoff") {
         return Err(Failure::new(
-            format!("{CITUS_FLAG} only with `chaos` or `api`"),
+            format!("{CITUS_FLAG} only with `chaos`, `api` or `cutoff`"),
             format!("{CITUS_FLAG} with `{scenario}`"),
         ));
     }
@@ -253,8 +253,10 @@ pub fn run(mut args: Vec<String>) -> Result<(), Failure> {
     let mut smoke_sizes: Vec<&str> = smoke_flags.to_vec();
     if let Some(citus) = &citus {
         harness_args.extend(["--citus-url".to_owned(), citus.maintenance_url()]);
-        smoke_sizes = without_flags(smoke_flags, CITUS_SMOKE_FLAGS);
-        smoke_sizes.extend(CITUS_SMOKE_FLAGS);
+        if scenario == "api" {
+            smoke_sizes = without_flags(smoke_flags, CITUS_SMOKE_FLAGS);
+            smoke_sizes.extend(CITUS_SMOKE_FLAGS);
+        }
     }
     let url = pg.url.clone();
     let result = build_and_run(
@@ -546,10 +548,13 @@ Scenarios:
              --citus-shards N     shards per distributed table (default 32)
 
   cutoff   one cut-off of many payouts per production rail (release build,
-           production mode, the bank's drop as local directories): payoutd's time
-           and peak RSS from the cut-off to every file stored, to every file at
-           the drop, to every payout in_progress; settlement; a return file of a
-           tenth of the payouts to every return applied; every event delivered.
+           production mode, the bank's drop as local directories; cad/digital to
+           the local Interac partner): payoutd's time and peak RSS from the
+           cut-off to every file stored, to every file at the drop (or batch
+           request accepted), to every payout in_progress; settlement (on
+           cad/digital the partner's final reports, a tenth rejected); a return
+           file of a tenth of the payouts to every return applied; every event
+           delivered.
            Each step against SQL doing the same rows (crates/bench/sql/cutoff_*.sql,
            psql); PASS when every step <= --max-ratio x its reference, peak RSS at
            --payouts <= --max-rss-ratio x at --payouts-small, and nothing is lost
@@ -558,7 +563,7 @@ Scenarios:
              --payouts-small N    the smaller size for the RSS ratio (default 10000;
                                   0 runs --payouts only)
              --subaccounts N      subaccounts sharing them (default 4)
-             --rails LIST         routes (default the five file rails)
+             --rails LIST         routes (default the five file rails and cad/digital)
              --transport T        directory (default) or sftp: the bank's drop served
                                   by a real sshd on loopback (as `cargo xtask bank`)
              --max-ratio R        (default 2)
@@ -566,6 +571,11 @@ Scenarios:
              --step-timeout-secs S  a step not done by then fails (default 1800)
              --advisory           report the verdicts without failing on them
              --keep-databases     keep payoutd_bench_cutoff_<rail>_<N>
+             --citus              also start the local Citus cluster (as `cargo xtask
+                                  citus`, $PAYOUT_CITUS_PORT) and run each rail's
+                                  --payouts again on it: each step's time on Citus /
+                                  on plain PostgreSQL, no verdict but nothing lost
+             --citus-shards N     shards per distributed table (default 32)
 
   chaos    fault tests (also `cargo xtask chaos`): kill -9 during payout and bulk
            load, PostgreSQL stopped during load, two instances on one database,
@@ -626,13 +636,13 @@ mod tests {
     }
 
     #[test]
-    fn citus_is_a_flag_of_chaos_and_api_only() {
+    fn citus_is_a_flag_of_chaos_api_and_cutoff_only() {
         let refused = super::run(args(&["verify", "--citus", "--smoke"]));
         assert_eq!(
             refused.map_err(|failure| failure.last_line("bench", "")),
             Err(
-                "xtask bench: expected --citus only with `chaos` or `api`; saw --citus with \
-                 `verify`"
+                "xtask bench: expected --citus only with `chaos`, `api` or `cutoff`; saw \
+                 --citus with `verify`"
                     .to_owned()
             )
         );

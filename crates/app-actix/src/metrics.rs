@@ -369,7 +369,7 @@ pub struct Metrics {
     scrape_failures: Counter,
     connection_errors: Counter,
     callback_refusals: Family<RefusalLabels, Counter>,
-    callback_bodies_reading: Gauge,
+    callback_bodies_held: Gauge,
 }
 
 impl Metrics {
@@ -487,15 +487,15 @@ impl Metrics {
             ),
             callback_refusals.clone(),
         );
-        let callback_bodies_reading = Gauge::default();
+        let callback_bodies_held = Gauge::default();
         registry.register(
-            "rail_callback_bodies_reading",
+            "rail_callback_bodies_held",
             format!(
                 "Partner callback bodies being read now (this process; at most {}, a callback \
                  beyond that is refused as busy)",
                 crate::partner_callbacks::MAX_CALLBACK_READERS
             ),
-            callback_bodies_reading.clone(),
+            callback_bodies_held.clone(),
         );
         Self {
             registry,
@@ -517,14 +517,14 @@ impl Metrics {
             scrape_failures,
             connection_errors,
             callback_refusals,
-            callback_bodies_reading,
+            callback_bodies_held,
         }
     }
 
-    /// Sets how many partner callback bodies are being read now (sampled when scraped).
-    pub fn observe_callback_bodies_reading(&self, reading: usize) {
-        self.callback_bodies_reading
-            .set(i64::try_from(reading).unwrap_or(i64::MAX));
+    /// Sets how many partner callback bodies are held now (sampled when scraped).
+    pub fn observe_callback_bodies_held(&self, held: usize) {
+        self.callback_bodies_held
+            .set(i64::try_from(held).unwrap_or(i64::MAX));
     }
 
     /// Counts one answered request: its method, the route pattern it matched (`None`: no

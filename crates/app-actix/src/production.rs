@@ -26,7 +26,7 @@ use domain::rail::schedule::BatchSchedule;
 use domain::rail::transport::FileTransport;
 use domain::receiver::ports::ReceiverStore;
 
-use crate::partner_callbacks::RailCallbacks;
+use crate::partner_callbacks::{CallbackCapacity, RailCallbacks};
 use crate::production_config::{KycProviderSetting, ProductionSettings};
 use crate::production_config::{RailSettings, SmtpSettings, SmtpTls, TransportSettings};
 
@@ -213,14 +213,14 @@ impl Production {
 
     /// The callback route's wiring when `cad/digital` is paid through a partner's API: its
     /// reports' processor (the same as polling's), the partner's shared secret, and the
-    /// process's `readers` of callback bodies.
+    /// process's `capacity` for callbacks.
     pub fn partner_callbacks<S>(
         &self,
         store: Arc<S>,
         runner: Arc<BatchRunner>,
         clock: Arc<dyn Clock>,
         ids: Arc<dyn IdGenerator>,
-        readers: Arc<tokio::sync::Semaphore>,
+        capacity: CallbackCapacity,
     ) -> Option<RailCallbacks>
     where
         S: RailFileStore + InboundStore + PayoutStore + 'static,
@@ -249,7 +249,7 @@ impl Production {
             api.settings.shared_secret.clone(),
             api.settings.signature_tolerance_seconds,
             clock,
-            readers,
+            capacity,
         ))
     }
 

@@ -183,8 +183,9 @@ pub struct Shared {
     /// The groups of create-payout requests every worker's store writes through (`None`:
     /// group commit is off, `PAYOUT_GROUP_COMMIT_MAX=1`).
     pub payout_groups: Option<Arc<adapters_postgres::PayoutGroups>>,
-    /// The readers of partner callback bodies (one cap per process, not per worker).
-    pub callback_readers: Arc<tokio::sync::Semaphore>,
+    /// The readers of partner callback bodies and the applier of their reports (one per
+    /// process, not per worker).
+    pub callbacks: crate::partner_callbacks::CallbackCapacity,
 }
 
 impl Shared {
@@ -203,7 +204,7 @@ impl Shared {
             )),
             payout_groups: (config.group_commit.max_group > 1)
                 .then(|| adapters_postgres::PayoutGroups::new(config.group_commit)),
-            callback_readers: crate::partner_callbacks::callback_readers(),
+            callbacks: crate::partner_callbacks::CallbackCapacity::new(),
         }
     }
 }
@@ -267,7 +268,7 @@ pub fn build_state(
                 batches.clone(),
                 clock.clone(),
                 ids.clone(),
-                shared.callback_readers.clone(),
+                shared.callbacks.clone(),
             )
             .map(Arc::new),
         World::Sandbox(_) => None,

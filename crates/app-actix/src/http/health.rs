@@ -69,11 +69,11 @@ pub async fn readyz(state: Data<AppState>) -> Result<HttpResponse, ApiError> {
     )),
 )]
 pub async fn metrics(state: Data<AppState>) -> HttpResponse {
-    let reading = state
+    let held = state
         .rail_callbacks
         .as_ref()
-        .map_or(0, |callbacks| callbacks.bodies_being_read());
-    state.metrics.observe_callback_bodies_reading(reading);
+        .map_or(0, |callbacks| callbacks.bodies_held());
+    state.metrics.observe_callback_bodies_held(held);
     let text = state.metrics.render(state.sampler.as_ref()).await;
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")

@@ -158,17 +158,17 @@ async fn an_unsigned_callback_is_told_which_header_is_missing() {
 }
 
 /// How many callback bodies `app` is reading now, from its metrics.
-async fn bodies_reading(app: &TestApp) -> u64 {
+async fn bodies_held(app: &TestApp) -> u64 {
     let text = scrape(app).await;
-    series_value(&text, "payoutd_rail_callback_bodies_reading", "")
+    series_value(&text, "payoutd_rail_callback_bodies_held", "")
         .unwrap_or_else(|| panic!("no bodies-reading gauge in {text}"))
 }
 
 /// Waits until `app` reads `expected` callback bodies at once, failing with what the server
 /// answered if it answers one of the `held` callbacks (which send no more of their body).
-async fn wait_for_bodies_reading(app: &TestApp, expected: u64, held: &[TcpStream]) {
+async fn wait_for_bodies_held(app: &TestApp, expected: u64, held: &[TcpStream]) {
     let patience = tokio::time::Instant::now() + PATIENCE;
-    let mut reading = bodies_reading(app).await;
+    let mut reading = bodies_held(app).await;
     while reading != expected && tokio::time::Instant::now() < patience {
         for (n, stream) in held.iter().enumerate() {
             let mut buf = [0u8; 512];
@@ -181,7 +181,7 @@ async fn wait_for_bodies_reading(app: &TestApp, expected: u64, held: &[TcpStream
             }
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
-        reading = bodies_reading(app).await;
+        reading = bodies_held(app).await;
     }
     assert_eq!(reading, expected, "callback bodies being read");
 }
@@ -190,7 +190,7 @@ async fn wait_for_bodies_reading(app: &TestApp, expected: u64, held: &[TcpStream
 async fn only_a_few_callback_bodies_are_read_at_once_and_the_rest_are_told_to_retry() {
     let (app, _notifier, _partner) = interac_app().await;
     let readers = app_actix::partner_callbacks::MAX_CALLBACK_READERS;
-    assert_eq!(bodies_reading(&app).await, 0);
+    assert_eq!(bodies_held(&app).await, 0);
     // As many callbacks as may be read at once, each with a signature that passes every check
     // made before the body, sending a little of it and then nothing. They start in their own
     // time: the gauge says when every reader is held.
@@ -206,7 +206,7 @@ async fn only_a_few_callback_bodies_are_read_at_once_and_the_rest_are_told_to_re
             .await,
         );
     }
-    wait_for_bodies_reading(&app, u64::try_from(readers).unwrap(), &held).await;
+    wait_for_bodies_held(&app, u64::try_from(readers).unwrap(), &held).await;
 
     // One more, complete but signed over another body: refused with 503 and `retry-after`,
     // never read.
@@ -221,7 +221,7 @@ async fn only_a_few_callback_bodies_are_read_at_once_and_the_rest_are_told_to_re
     // The held callbacks give up: their readers are free again, and the same callback is now
     // read and refused for its signature.
     drop(held);
-    wait_for_bodies_reading(&app, 0, &[]).await;
+    wait_for_bodies_held(&app, 0, &[]).await;
     let mut stream = start_callback(&app, Some(&wrong), body.len(), &body).await;
     let (head, reply) = response(&mut stream).await;
     assert!(head.starts_with("http/1.1 401"), "{head}");

@@ -381,12 +381,17 @@ fn fates_follow_the_shares_and_never_change() {
     );
 }
 
-/// A callback receiver on loopback: answers 500 to the first `failures` posts, then 204;
-/// keeps the bodies it accepted with their signatures.
 /// The callbacks a receiver accepted: signature header and body.
 type Pushed = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
 
+/// A callback receiver on loopback: answers 500 to the first `failures` posts, then 204;
+/// keeps the bodies it accepted with their signatures.
 fn receiver(failures: usize) -> (String, Pushed) {
+    receiver_refusing(failures, "500 X\r\n")
+}
+
+/// [`receiver`] refusing with `refusal` (the status line's rest and any header lines).
+fn receiver_refusing(failures: usize, refusal: &'static str) -> (String, Pushed) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!(
         "http://{}/rail/interac/callback",
@@ -404,14 +409,14 @@ fn receiver(failures: usize) -> (String, Pushed) {
             assert_eq!(request.target, "/rail/interac/callback");
             let status = if refused < failures {
                 refused += 1;
-                500
+                refusal
             } else {
                 let signature = request.header(SIGNATURE_HEADER).unwrap().to_owned();
                 keep.lock().unwrap().push((signature, request.body));
-                204
+                "204 X\r\n"
             };
             let _ = stream.write_all(
-                format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                format!("HTTP/1.1 {status}content-length: 0\r\nconnection: close\r\n\r\n")
                     .as_bytes(),
             );
         }
@@ -445,6 +450,28 @@ fn reports_are_pushed_as_signed_callbacks_with_retries() {
         (counters.callbacks_delivered, counters.callbacks_failed),
         (2, 0)
     );
+    partner.stop();
+}
+
+#[test]
+fn a_callback_told_to_retry_later_waits_as_told() {
+    let (url, got) = receiver_refusing(1, "503 Busy\r\nretry-after: 1\r\n");
+    let partner = PartnerSimulator::start(PartnerOptions {
+        callback_url: Some(url),
+        final_delay: Duration::from_secs(3_600),
+        ..options()
+    })
+    .unwrap();
+    let body = batch("b12", &["ada@example.ca"]).to_bytes().unwrap();
+    let posted = Instant::now();
+    assert_eq!(post(partner.addr, Some("F12.json"), &body).0, 201);
+    wait_for("the callback, retried", || got.lock().unwrap().len() == 1);
+    assert!(
+        posted.elapsed() >= Duration::from_secs(1),
+        "retried after {:?}, before the second payoutd asked for",
+        posted.elapsed()
+    );
+    assert_eq!(partner.counters().callbacks_delivered, 1);
     partner.stop();
 }
 

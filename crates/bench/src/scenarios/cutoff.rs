@@ -63,7 +63,7 @@ pub struct Args {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "usd/ach,eur/sepa,aud/direct-entry,cad/eft,nzd/direct-credit"
+        default_value = "usd/ach,eur/sepa,aud/direct-entry,cad/eft,nzd/direct-credit,cad/digital"
     )]
     pub rails: Vec<String>,
     /// Limit of each step's time over its reference's.
@@ -88,12 +88,23 @@ pub struct Args {
     /// The time and memory verdicts are advisory (smoke sizes); nothing lost still decides.
     #[arg(long)]
     pub advisory: bool,
+    /// The maintenance database of a Citus coordinator, its workers registered (as `cargo xtask
+    /// citus` prints it): each rail's `--payouts` runs again on the Citus cluster, and each
+    /// step's time there is reported against plain PostgreSQL's (no verdict; nothing lost
+    /// still decides).
+    #[arg(long)]
+    pub citus_url: Option<String>,
+    /// Shards per distributed table of the Citus database.
+    #[arg(long, default_value_t = 32)]
+    pub citus_shards: u32,
 }
 
 /// One measured run: a rail at a size.
 struct Run {
     rail: BenchRail,
     payouts: u64,
+    /// On the Citus cluster (no references run there).
+    on_citus: bool,
     seeded: Duration,
     references: ReferenceTimes,
     measured: Measured,
@@ -153,10 +164,18 @@ pub async fn run(env: &Env, args: &Args) -> anyhow::Result<ExitCode> {
         .collect();
     let sql_dir = env.out_dir.join("cutoff").join("sql");
     let scripts = reference::write_scripts(&sql_dir)?;
+    let citus = args
+        .citus_url
+        .as_deref()
+        .map(|url| setup::OnCitus::new(url, args.citus_shards))
+        .transpose()?;
     let mut runs = Vec::new();
     for rail in &rails {
         for &payouts in &sizes {
-            runs.push(run_one(env, args, *rail, payouts, &scripts).await?);
+            runs.push(run_one(env, args, *rail, payouts, &scripts, None).await?);
+        }
+        if let Some(citus) = &citus {
+            runs.push(run_one(env, args, *rail, args.payouts, &scripts, Some(citus)).await?);
         }
     }
     report(env, args, &runs)
@@ -169,12 +188,18 @@ async fn run_one(
     rail: BenchRail,
     payouts: u64,
     scripts: &[PathBuf],
+    citus: Option<&setup::OnCitus>,
 ) -> anyhow::Result<Run> {
     let route = rail.method.route();
-    let dir = setup::dir_name(rail.method);
-    eprintln!("payoutd-bench: [cutoff] {route}: seeding {payouts} payouts");
+    let on = if citus.is_some() { " on Citus" } else { "" };
+    let dir = format!(
+        "{}{}",
+        setup::dir_name(rail.method),
+        if citus.is_some() { "-citus" } else { "" }
+    );
+    eprintln!("payoutd-bench: [cutoff] {route}: seeding {payouts} payouts{on}");
     let receiver = Receiver::start(1_000).await?;
-    let seeding = setup::Seeding::bench(env, args, rail, payouts);
+    let seeding = setup::Seeding::bench(env, args, rail, payouts, citus);
     let prepared = setup::prepare(env, &seeding, &receiver, args.sftp_bank.as_ref()).await?;
     if prepared.days_back > 0 {
         eprintln!(
@@ -188,36 +213,43 @@ async fn run_one(
             "payoutd-bench: [cutoff] {route}: seeded in {:.1} s; the reference scripts",
             prepared.seeded.as_secs_f64()
         );
-        let references = reference::run(
-            &args.psql,
-            &prepared.db.url,
-            scripts,
-            &rail.scripts_left_out(),
-            &reference::Variables {
-                batches: &prepared.batches,
-                subaccounts: &prepared.subaccounts,
-                method: &route,
-                report_line_bytes: rail.report_line_bytes(),
-            },
-            &env.out_dir
-                .join(format!("cutoff-reference-{dir}-{payouts}.log")),
-        )
-        .await?;
-        // The rolled-back rows are dead tuples now: vacuumed, as autovacuum would.
-        crate::db::BenchDb::execute(
-            &prepared.db,
-            "VACUUM (ANALYZE) payouts, batches, outbox_events, outbox_sequences, \
-                 ledger_entries, balances, rail_files, rail_file_items, rail_file_numbers, \
-             receiver_accounts, inbound_files, bank_reports, webhook_attempts",
-        )
-        .await?;
+        // The references run on plain PostgreSQL only: on Citus a step is held to plain
+        // PostgreSQL's time for it.
+        let references = if citus.is_some() {
+            ReferenceTimes::default()
+        } else {
+            let references = reference::run(
+                &args.psql,
+                &prepared.db.url,
+                scripts,
+                &rail.scripts_left_out(),
+                &reference::Variables {
+                    batches: &prepared.batches,
+                    subaccounts: &prepared.subaccounts,
+                    method: &route,
+                    report_line_bytes: rail.report_line_bytes(),
+                },
+                &env.out_dir
+                    .join(format!("cutoff-reference-{dir}-{payouts}.log")),
+            )
+            .await?;
+            // The rolled-back rows are dead tuples now: vacuumed, as autovacuum would.
+            crate::db::BenchDb::execute(
+                &prepared.db,
+                "VACUUM (ANALYZE) payouts, batches, outbox_events, outbox_sequences, \
+                     ledger_entries, balances, rail_files, rail_file_items, rail_file_numbers, \
+                 receiver_accounts, inbound_files, bank_reports, webhook_attempts",
+            )
+            .await?;
+            references
+        };
         let log = env
             .out_dir
             .join(format!("payoutd-cutoff-{dir}-{payouts}.log"));
         let server = prepared.payoutd.serve_on(prepared.port, &log, &[]).await?;
         let pid = server.pid().context("payoutd has no pid")?;
         settle_in(&prepared, &receiver).await?;
-        eprintln!("payoutd-bench: [cutoff] {route}: the cut-off of {payouts} payouts");
+        eprintln!("payoutd-bench: [cutoff] {route}: the cut-off of {payouts} payouts{on}");
         let measured = steps::measure(
             &prepared,
             rail,
@@ -231,9 +263,11 @@ async fn run_one(
         let mut measured = measured?;
         let ledger_clean = prepared.payoutd.admin(&["check-ledger"]).await.is_ok();
         let mut conn = prepared.db.connect().await?;
+        // Grouped by the distribution column, so that Citus runs it on each shard.
         let not_in_one_file = diesel::sql_query(
-            "SELECT count(*) AS n FROM payouts p \
-             WHERE (SELECT count(*) FROM rail_file_items i WHERE i.payout_id = p.id) <> 1",
+            "SELECT count(*) AS n FROM (SELECT count(i.payout_id) AS files FROM payouts p \
+             LEFT JOIN rail_file_items i ON i.payout_id = p.id AND i.subaccount_id = p.subaccount_id \
+             GROUP BY p.subaccount_id, p.id) per_payout WHERE files <> 1",
         )
         .get_result::<Count>(&mut conn)
         .await?
@@ -251,6 +285,7 @@ async fn run_one(
         anyhow::Ok(Run {
             rail,
             payouts,
+            on_citus: citus.is_some(),
             seeded: prepared.seeded,
             references,
             measured,
@@ -312,7 +347,7 @@ fn report(env: &Env, args: &Args, runs: &[Run]) -> anyhow::Result<ExitCode> {
         "rail", "payouts", "step", "payoutd s", "reference s", "ratio", "peak MiB"
     );
     println!("{}", "-".repeat(90));
-    for run in runs {
+    for run in runs.iter().filter(|r| !r.on_citus) {
         let mut steps_json = Vec::new();
         // The small size is run for the memory verdict's baseline: its steps' times are shown,
         // and only the large size's decide (at 10,000 payouts a step of a second or less is
@@ -351,23 +386,7 @@ fn report(env: &Env, args: &Args, runs: &[Run]) -> anyhow::Result<ExitCode> {
         }
         let kept = run.lost_nothing();
         lost |= !kept;
-        println!(
-            "{:<18} {:>7}  nothing lost: check-ledger {}, {} payouts not in exactly one file, \
-             {} of {} payouts at the bank in {} files; {} returned, {} rejected ({} accounts \
-             failed), {} events delivered: {}",
-            run.rail.method.route(),
-            run.payouts,
-            if run.ledger_clean { "clean" } else { "FAILED" },
-            run.not_in_one_file,
-            run.measured.payments_at_bank,
-            run.payouts,
-            run.measured.files,
-            run.measured.returned,
-            run.measured.rejected,
-            run.measured.accounts_failed,
-            run.measured.events,
-            verdict(kept)
-        );
+        print_nothing_lost(run);
         runs_json.push(json!({
             "rail": run.rail.method.route(),
             "payouts": run.payouts,
@@ -380,14 +399,10 @@ fn report(env: &Env, args: &Args, runs: &[Run]) -> anyhow::Result<ExitCode> {
             "rejected": run.measured.rejected,
             "accounts_failed": run.measured.accounts_failed,
             "events": run.measured.events,
-            "nothing_lost": {
-                "check_ledger_clean": run.ledger_clean,
-                "payouts_not_in_exactly_one_file": run.not_in_one_file,
-                "payments_at_bank": run.measured.payments_at_bank,
-                "verdict": verdict(kept),
-            },
+            "nothing_lost": nothing_lost_json(run),
         }));
     }
+    let citus_json = report_citus(runs, &mut lost);
     let mut memory = Vec::new();
     if args.payouts_small > 0 && args.payouts_small != args.payouts {
         for rail in runs
@@ -397,7 +412,7 @@ fn report(env: &Env, args: &Args, runs: &[Run]) -> anyhow::Result<ExitCode> {
         {
             let peak_at = |n: u64| {
                 runs.iter()
-                    .find(|r| r.rail.method == rail && r.payouts == n)
+                    .find(|r| r.rail.method == rail && r.payouts == n && !r.on_citus)
                     .and_then(Run::peak_rss_kib)
             };
             let (small, large) = (peak_at(args.payouts_small), peak_at(args.payouts));
@@ -437,6 +452,7 @@ fn report(env: &Env, args: &Args, runs: &[Run]) -> anyhow::Result<ExitCode> {
         "transport": if args.sftp_bank.is_some() { "sftp" } else { "directory" },
         "runs": runs_json,
         "peak_rss": memory,
+        "citus": citus_json,
         "verdict": verdict(overall),
     });
     let path = env.out_dir.join("cutoff.json");
@@ -456,4 +472,99 @@ fn report(env: &Env, args: &Args, runs: &[Run]) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Prints a run's "nothing lost" line.
+fn print_nothing_lost(run: &Run) {
+    println!(
+        "{:<18} {:>7}  nothing lost{}: check-ledger {}, {} payouts not in exactly one file, \
+         {} of {} payouts at the bank in {} files; {} returned, {} rejected ({} accounts \
+         failed), {} events delivered: {}",
+        run.rail.method.route(),
+        run.payouts,
+        if run.on_citus { " on Citus" } else { "" },
+        if run.ledger_clean { "clean" } else { "FAILED" },
+        run.not_in_one_file,
+        run.measured.payments_at_bank,
+        run.payouts,
+        run.measured.files,
+        run.measured.returned,
+        run.measured.rejected,
+        run.measured.accounts_failed,
+        run.measured.events,
+        verdict(run.lost_nothing())
+    );
+}
+
+fn nothing_lost_json(run: &Run) -> Value {
+    json!({
+        "check_ledger_clean": run.ledger_clean,
+        "payouts_not_in_exactly_one_file": run.not_in_one_file,
+        "payments_at_bank": run.measured.payments_at_bank,
+        "verdict": verdict(run.lost_nothing()),
+    })
+}
+
+/// Prints each Citus run's steps against the same rail's and size's run on plain PostgreSQL
+/// (Citus' time / plain PostgreSQL's) and its "nothing lost" line, sets `lost` when it lost
+/// anything; the runs as JSON.
+fn report_citus(runs: &[Run], lost: &mut bool) -> Vec<Value> {
+    let mut out = Vec::new();
+    let on_citus: Vec<&Run> = runs.iter().filter(|r| r.on_citus).collect();
+    if on_citus.is_empty() {
+        return out;
+    }
+    println!();
+    println!(
+        "{:<18} {:>7}  {:<11} {:>9} {:>12} {:>12} {:>9}",
+        "on Citus", "payouts", "step", "Citus s", "PostgreSQL s", "Citus / PG", "peak MiB"
+    );
+    println!("{}", "-".repeat(86));
+    for run in on_citus {
+        let plain = runs
+            .iter()
+            .find(|r| !r.on_citus && r.rail.method == run.rail.method && r.payouts == run.payouts);
+        let mut steps = Vec::new();
+        for step in &run.measured.steps {
+            let plain_s = plain.and_then(|p| {
+                p.measured
+                    .steps
+                    .iter()
+                    .find(|s| s.name == step.name)
+                    .map(|s| s.seconds)
+            });
+            let ratio = plain_s.map(|p| step.seconds / p.max(1e-6));
+            println!(
+                "{:<18} {:>7}  {:<11} {:>9.3} {:>12} {:>12} {:>9}",
+                run.rail.method.route(),
+                run.payouts,
+                step.name,
+                step.seconds,
+                plain_s.map_or_else(|| "-".to_owned(), |p| format!("{p:.3}")),
+                ratio.map_or_else(|| "-".to_owned(), |r| format!("{r:.2}")),
+                mib(step.peak_rss_kib).map_or_else(|| "-".to_owned(), |m| format!("{m:.1}")),
+            );
+            steps.push(json!({
+                "step": step.name,
+                "citus_s": step.seconds,
+                "postgresql_s": plain_s,
+                "ratio": ratio,
+                "peak_rss_mib": mib(step.peak_rss_kib),
+            }));
+        }
+        *lost |= !run.lost_nothing();
+        print_nothing_lost(run);
+        out.push(json!({
+            "rail": run.rail.method.route(),
+            "payouts": run.payouts,
+            "files": run.measured.files,
+            "seeded_s": run.seeded.as_secs_f64(),
+            "steps": steps,
+            "returned": run.measured.returned,
+            "rejected": run.measured.rejected,
+            "events": run.measured.events,
+            "nothing_lost": nothing_lost_json(run),
+        }));
+    }
+    out
 }

@@ -96,6 +96,7 @@ pub(super) async fn cutoff_crash(
             payouts: args.cutoff_payouts,
             subaccounts: 1,
             faketime: args.faketime.clone(),
+            citus: None,
         };
         let prepared = setup::prepare(env, &seeding, &receiver, Some(bank)).await?;
         let outcome = attempt_once(env, &prepared, &seeding, &receiver, window, attempt).await;

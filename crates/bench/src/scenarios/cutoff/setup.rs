@@ -41,8 +41,13 @@ const FAKETIME_PATHS: [&str; 3] = [
 const PARTNER_HOLDS: Duration = Duration::from_secs(24 * 3600);
 
 /// How long the partner waits for payoutd's answer to a callback: payoutd applies a pushed
-/// report before it answers, and a final report of 10,000 payments takes seconds.
+/// report before it answers, one report at a time, and a final report of 10,000 payments takes
+/// about a second.
 const CALLBACK_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Tries of a callback: payoutd holds 8 callback bodies at once and tells the rest to retry a
+/// second later, as a partner keeps trying for hours.
+const CALLBACK_ATTEMPTS: u32 = 600;
 
 /// Who answers payoutd on the run's rail.
 pub enum Counterparty {
@@ -248,12 +253,47 @@ pub struct Seeding {
     pub subaccounts: u64,
     /// libfaketime, for weekends (default: Debian's place).
     pub faketime: Option<PathBuf>,
+    /// The Citus cluster to run on, instead of the bench's PostgreSQL server.
+    pub citus: Option<OnCitus>,
+}
+
+/// A Citus cluster a run's database is made on.
+#[derive(Debug, Clone)]
+pub struct OnCitus {
+    /// The coordinator's maintenance database, the workers registered (`cargo xtask citus`).
+    pub coordinator_url: String,
+    /// Shards per distributed table.
+    pub shards: u32,
+}
+
+impl OnCitus {
+    /// The cluster at `coordinator_url`, its tables in `shards` shards.
+    ///
+    /// # Errors
+    /// No shards.
+    pub fn new(coordinator_url: &str, shards: u32) -> anyhow::Result<Self> {
+        anyhow::ensure!(shards > 0, "--citus-shards must be at least 1");
+        Ok(Self {
+            coordinator_url: coordinator_url.to_owned(),
+            shards,
+        })
+    }
 }
 
 impl Seeding {
-    /// The cutoff scenario's run of `rail` at `payouts`.
-    pub fn bench(env: &Env, args: &Args, rail: BenchRail, payouts: u64) -> Self {
-        let dir_name = dir_name(rail.method);
+    /// The cutoff scenario's run of `rail` at `payouts` (on `citus` if given).
+    pub fn bench(
+        env: &Env,
+        args: &Args,
+        rail: BenchRail,
+        payouts: u64,
+        citus: Option<&OnCitus>,
+    ) -> Self {
+        let dir_name = format!(
+            "{}{}",
+            dir_name(rail.method),
+            if citus.is_some() { "-citus" } else { "" }
+        );
         Self {
             database: format!(
                 "payoutd_bench_cutoff_{}_{payouts}",
@@ -264,6 +304,7 @@ impl Seeding {
             payouts,
             subaccounts: args.subaccounts,
             faketime: args.faketime.clone(),
+            citus: citus.cloned(),
         }
     }
 }
@@ -277,8 +318,15 @@ pub async fn prepare(
     sftp: Option<&SftpBank>,
 ) -> anyhow::Result<Prepared> {
     let (rail, payouts) = (seeding.rail, seeding.payouts);
-    let db = BenchDb::new(&env.server_url, &seeding.database)?;
+    let db = match &seeding.citus {
+        Some(citus) => {
+            BenchDb::citus(&citus.coordinator_url, &seeding.database, citus.shards).await?
+        }
+        None => BenchDb::new(&env.server_url, &seeding.database)?,
+    };
     db.drop_if_exists().await?;
+    // On Citus: the database on every node, with the extension (`migrate` distributes it).
+    db.create_on_citus().await?;
     let root = std::path::absolute(&seeding.dir)?;
     std::fs::create_dir_all(&root).with_context(|| format!("cannot create {}", root.display()))?;
     let port = free_port()?;
@@ -292,6 +340,7 @@ pub async fn prepare(
             expired_share: 0,
             final_delay: PARTNER_HOLDS,
             callback_timeout: CALLBACK_TIMEOUT,
+            callback_attempts: CALLBACK_ATTEMPTS,
             ..PartnerOptions::new(secret.clone())
         })
         .map_err(|e| anyhow::anyhow!("the Interac partner: {e}"))?;

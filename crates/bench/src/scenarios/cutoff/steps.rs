@@ -76,16 +76,21 @@ struct Counts {
     inbound_read: i64,
 }
 
-/// Every count the steps wait for, in one statement.
+/// Every count the steps wait for, in one statement: each count a subquery of its own, which
+/// Citus plans apart (on plain PostgreSQL the same plan as scalar subqueries).
 const COUNTS: &str = "\
-SELECT (SELECT count(*) FROM rail_files WHERE method = $1) AS files,
-       (SELECT count(*) FROM rail_file_items i JOIN rail_files f ON f.id = i.file_id
-         WHERE f.method = $1) AS items,
-       (SELECT count(*) FROM inbound_files WHERE method = $1 AND outcome = 'read') AS inbound_read,
-       count(*) FILTER (WHERE p.status IN (3, 4, 6) AND p.provider_reference <> '') AS referenced,
-       count(*) FILTER (WHERE p.status = 4) AS successful,
-       count(*) FILTER (WHERE p.status = 6) AS failed
-FROM payouts p WHERE p.batch_id = ANY ($2::uuid[])";
+SELECT f.files, it.items, r.inbound_read, p.referenced, p.successful, p.failed
+FROM (SELECT count(*) AS files FROM rail_files WHERE method = $1) f,
+     (SELECT count(*) AS items FROM rail_file_items i
+        JOIN rail_files rf ON rf.id = i.file_id AND rf.subaccount_id = i.subaccount_id
+       WHERE rf.method = $1) it,
+     (SELECT count(*) AS inbound_read FROM inbound_files
+       WHERE method = $1 AND outcome = 'read') r,
+     (SELECT count(*) FILTER (WHERE status IN (3, 4, 6) AND provider_reference <> '')
+               AS referenced,
+             count(*) FILTER (WHERE status = 4) AS successful,
+             count(*) FILTER (WHERE status = 6) AS failed
+        FROM payouts WHERE batch_id = ANY ($2::uuid[])) p";
 
 async fn counts(
     conn: &mut AsyncPgConnection,
