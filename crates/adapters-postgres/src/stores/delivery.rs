@@ -127,15 +127,21 @@ const WALK_THE_DUE_INDEX: &str = "SET LOCAL enable_bitmapscan = off";
 /// by it, and `webhook_endpoints` is colocated with them).
 const CLAIM_DUE_OF_SUBACCOUNT: &str = claim_due!(" AND subaccount_id = $5");
 
-/// The subaccounts with due events (the conditions of [`claim_due!`]; `$1` now, `$2` limit),
-/// the one with the oldest due event first: a plain read, which Citus runs on every shard, to
-/// choose the subaccounts to claim from with [`CLAIM_DUE_OF_SUBACCOUNT`] (see
-/// [`claim_by_subaccount`]).
-const SUBACCOUNTS_WITH_DUE_EVENTS: &str = "\
-    SELECT subaccount_id FROM outbox_events \
-    WHERE status = 'pending' AND next_attempt_at <= $1 \
-      AND (claimed_until IS NULL OR claimed_until < $1) \
-    GROUP BY subaccount_id ORDER BY min(next_attempt_at) LIMIT $2";
+/// The subaccounts of the `$2` (limit) oldest due events (the conditions of [`claim_due!`];
+/// `$1` now), the one with the oldest due event first: a plain read, which Citus runs on every
+/// shard, to choose the subaccounts to claim from with [`CLAIM_DUE_OF_SUBACCOUNT`] (see
+/// [`claim_by_subaccount`]). They are the subaccounts of the events the claim of every
+/// subaccount takes on plain PostgreSQL. Each shard walks its due index (`outbox_events_due`)
+/// for its `$2` oldest; grouping every due event by subaccount instead read the whole backlog on
+/// every claim (at 190 000 events waiting on a Citus cluster, 108–385 ms a claim, against
+/// 10 ms, and delivery fell to 90 events a second).
+pub(super) const SUBACCOUNTS_WITH_DUE_EVENTS: &str = "\
+    SELECT subaccount_id FROM ( \
+      SELECT subaccount_id, next_attempt_at FROM outbox_events \
+      WHERE status = 'pending' AND next_attempt_at <= $1 \
+        AND (claimed_until IS NULL OR claimed_until < $1) \
+      ORDER BY next_attempt_at LIMIT $2) oldest \
+    GROUP BY subaccount_id ORDER BY min(next_attempt_at)";
 
 /// The associated data that binds a webhook secret to its subaccount (see `set_webhook`).
 pub(crate) fn webhook_context(subaccount: Uuid) -> Vec<u8> {

@@ -4,6 +4,8 @@ mod account_rows;
 pub(crate) mod accounts;
 mod batches;
 mod claims;
+#[cfg(test)]
+mod claims_plan_tests;
 pub(crate) mod console;
 pub mod credentials;
 mod delivery;

@@ -201,13 +201,17 @@ const CLAIM_DUE: &str = claim_due!("");
 /// statement that runs on one shard, which the subaccount picks.
 const CLAIM_DUE_OF_SUBACCOUNT: &str = claim_due!(" AND subaccount_id = $4");
 
-/// The subaccounts with due rows (`$1` now, `$2` limit), the one with the oldest due row first:
-/// a plain read, which Citus runs on every shard, to choose the subaccounts to claim from with
-/// [`CLAIM_DUE_OF_SUBACCOUNT`] (see [`claim_by_subaccount`]).
-const SUBACCOUNTS_WITH_DUE_ROWS: &str = "\
-    SELECT subaccount_id FROM notifications \
-    WHERE status = 'pending' AND next_attempt_at <= $1 \
-    GROUP BY subaccount_id ORDER BY min(next_attempt_at) LIMIT $2";
+/// The subaccounts of the `$2` (limit) oldest due rows (`$1` now), the one with the oldest due
+/// row first: a plain read, which Citus runs on every shard, to choose the subaccounts to claim
+/// from with [`CLAIM_DUE_OF_SUBACCOUNT`] (see [`claim_by_subaccount`]). Each shard walks its due
+/// index (`notifications_due`) for its `$2` oldest, so the read costs the limit, not the
+/// backlog (as the events' claim, `delivery.rs`).
+pub(super) const SUBACCOUNTS_WITH_DUE_ROWS: &str = "\
+    SELECT subaccount_id FROM ( \
+      SELECT subaccount_id, next_attempt_at FROM notifications \
+      WHERE status = 'pending' AND next_attempt_at <= $1 \
+      ORDER BY next_attempt_at LIMIT $2) oldest \
+    GROUP BY subaccount_id ORDER BY min(next_attempt_at)";
 
 /// A listed row: no recipient, no link.
 #[derive(Queryable, Selectable)]
