@@ -343,6 +343,11 @@ impl PgStore {
 /// Parameters, one array element per attempt: event id, attempt, claimed until, subaccount,
 /// next step (`delivered`, `retry`, `exhausted` or `disable`), retry at, attempted at, outcome,
 /// HTTP status, latency (ms), error.
+///
+/// An event is found by its subaccount and id: on Citus the events' key is `(subaccount_id,
+/// id)` (the distribution column first), and by id alone every shard read all its events for a
+/// set (about 270 ms for 100 attempts at 225 000 events, against 12 ms by the key: delivery ran
+/// at 150 events a second).
 const RECORD_ATTEMPTS: &str = "\
     WITH input AS ( \
       SELECT * FROM unnest($1::uuid[], $2::int4[], $3::timestamptz[], $4::uuid[], $5::text[], \
@@ -359,7 +364,8 @@ const RECORD_ATTEMPTS: &str = "\
         claimed_until = NULL, \
         last_error = CASE WHEN i.next = 'delivered' THEN NULL ELSE i.error END \
       FROM input i \
-      WHERE e.id = i.event_id AND e.attempts = i.attempt AND e.claimed_until = i.claimed_until \
+      WHERE e.subaccount_id = i.subaccount_id AND e.id = i.event_id \
+        AND e.attempts = i.attempt AND e.claimed_until = i.claimed_until \
         AND e.status = 'pending' \
       RETURNING e.id), \
     disabled AS ( \
