@@ -4,10 +4,10 @@
 -- returns) are found by their references in the files (rail_file_items), move `successful` →
 -- `failed` with the bank's code and reason, get their amount back in available (a
 -- payout_return ledger entry, the balance credited, the fee kept) and two events each
--- (payoutUpdated, payoutFailure); the accounts of the returns whose code means a wrong account
--- (j divisible by 20: R03 on NACHA) fail with an accountUpdate event each
--- (BatchRunner::settle); the inbound file is stored with its bytes and one bank_reports line per
--- return (InboundProcessor::process, InboundStore::record_inbound).
+-- (payoutUpdated, payoutFailure), marked `receiver_is_invalid` where the code means a wrong
+-- account (j divisible by 20: R03 on NACHA), whose accounts cutoff_accounts_failed.sql fails;
+-- the inbound file is stored with its bytes and one bank_reports line per return
+-- (InboundProcessor::process, InboundStore::record_inbound).
 -- Each event joins its sequence to its object's row by primary key (see cutoff_generated.sql).
 -- Run by the harness after cutoff_settled.sql in the same rolled-back transaction. Variables
 -- (psql -v): batches (a uuid[] literal), method (the route).
@@ -84,26 +84,3 @@ SELECT gen_random_uuid(), m.subaccount_id, m.id, s.n - 2 + k.k, k.kind,
     now(), now()
 FROM seq s JOIN payouts m ON m.id = s.object_id
 CROSS JOIN (VALUES (1, 'payoutUpdated'), (2, 'payoutFailure')) AS k(k, kind);
-
-WITH closed AS (
-    UPDATE receiver_accounts a SET status = 'failed', updated_at = now()
-    FROM payouts p
-    WHERE p.batch_id = ANY (:'batches'::uuid[]) AND p.status = 6 AND p.receiver_is_invalid
-      AND a.id = p.account_id AND a.subaccount_id = p.subaccount_id AND a.status <> 'failed'
-    RETURNING a.id, a.subaccount_id, a.receiver_id, a.method, a.asset),
- seq AS (
-    INSERT INTO outbox_sequences (object_id, subaccount_id, last_sequence)
-    SELECT id, subaccount_id, 1 FROM closed
-    ON CONFLICT ON CONSTRAINT outbox_sequences_pkey
-        DO UPDATE SET last_sequence = outbox_sequences.last_sequence + 1
-    RETURNING object_id, last_sequence AS n)
-INSERT INTO outbox_events (id, subaccount_id, object_id, sequence, event_type, payload, created_at,
-    next_attempt_at)
-SELECT gen_random_uuid(), c.subaccount_id, c.id, s.n, 'accountUpdate',
-    jsonb_build_object('event', 'accountUpdate', 'event_id', gen_random_uuid()::text,
-        'receiver_account_id', c.id::text, 'receiver_id', c.receiver_id::text,
-        'method', c.method, 'currency', c.asset, 'status', 'failed',
-        'subaccount_id', c.subaccount_id::text, 'subccount_id', c.subaccount_id::text,
-        'sequence', s.n, 'timestamp', (extract(epoch FROM now()) * 1000)::bigint),
-    now(), now()
-FROM seq s JOIN receiver_accounts c ON c.id = s.object_id;

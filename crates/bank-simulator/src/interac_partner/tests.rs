@@ -151,6 +151,16 @@ fn options() -> PartnerOptions {
     }
 }
 
+/// [`options`] where every valid recipient deposits.
+fn all_deposited() -> PartnerOptions {
+    PartnerOptions {
+        deposited_share: 1,
+        declined_share: 0,
+        expired_share: 0,
+        ..options()
+    }
+}
+
 #[test]
 fn uploads_are_idempotent_by_key_and_checked() {
     let partner = PartnerSimulator::start(options()).unwrap();
@@ -207,13 +217,7 @@ fn uploads_are_idempotent_by_key_and_checked() {
 
 #[test]
 fn a_batch_gets_a_sent_report_then_final_statuses() {
-    let partner = PartnerSimulator::start(PartnerOptions {
-        deposited_share: 1,
-        declined_share: 0,
-        expired_share: 0,
-        ..options()
-    })
-    .unwrap();
+    let partner = PartnerSimulator::start(all_deposited()).unwrap();
     let addr = partner.addr;
     let body = batch("b7", &["ada@example.ca", "Invalid.bob@example.ca"])
         .to_bytes()
@@ -256,10 +260,7 @@ fn a_batch_gets_a_sent_report_then_final_statuses() {
 fn held_final_reports_come_when_released_with_the_fates_given() {
     let partner = PartnerSimulator::start(PartnerOptions {
         final_delay: Duration::from_secs(3_600),
-        deposited_share: 1,
-        declined_share: 0,
-        expired_share: 0,
-        ..options()
+        ..all_deposited()
     })
     .unwrap();
     let addr = partner.addr;

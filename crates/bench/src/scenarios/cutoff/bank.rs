@@ -67,7 +67,8 @@ impl BenchRail {
 
     /// The reference scripts that do not apply to the rail: the returns where it has none, the
     /// reports' rows where its payouts settle on the effective date (no report is read), the
-    /// rejections where no report rejects a payment.
+    /// rejections where no report rejects a payment, the accounts failed where neither a return
+    /// nor a rejection fails one.
     pub fn scripts_left_out(self) -> Vec<&'static str> {
         let mut left_out = Vec::new();
         if !self.has_returns {
@@ -79,6 +80,9 @@ impl BenchRail {
             }
             Settles::OnReport => left_out.push("cutoff_rejected"),
             Settles::ByPartner => {}
+        }
+        if !self.has_returns && self.settles != Settles::ByPartner {
+            left_out.push("cutoff_accounts_failed");
         }
         left_out
     }
@@ -490,7 +494,11 @@ mod tests {
         let left_out = |method| BenchRail::of(method).scripts_left_out();
         assert_eq!(
             left_out(PayoutMethod::Sepa),
-            vec!["cutoff_returned", "cutoff_rejected"]
+            vec![
+                "cutoff_returned",
+                "cutoff_rejected",
+                "cutoff_accounts_failed"
+            ]
         );
         assert_eq!(
             left_out(PayoutMethod::Ach),

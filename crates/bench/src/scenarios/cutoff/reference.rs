@@ -10,7 +10,7 @@ use std::process::Command;
 use anyhow::Context;
 
 /// The scripts, in the order they run: each starts from the state the previous one left.
-pub const SCRIPTS: [(&str, &str); 7] = [
+pub const SCRIPTS: [(&str, &str); 8] = [
     (
         "cutoff_generated",
         include_str!("../../../sql/cutoff_generated.sql"),
@@ -34,6 +34,10 @@ pub const SCRIPTS: [(&str, &str); 7] = [
     (
         "cutoff_returned",
         include_str!("../../../sql/cutoff_returned.sql"),
+    ),
+    (
+        "cutoff_accounts_failed",
+        include_str!("../../../sql/cutoff_accounts_failed.sql"),
     ),
     (
         "cutoff_delivered",

@@ -361,7 +361,12 @@ pub async fn measure(
         match rail.settles {
             Settles::OnEffectiveDate => &["cutoff_settled"],
             Settles::OnReport => &["cutoff_settled", "cutoff_settled_report"],
-            Settles::ByPartner => &["cutoff_rejected", "cutoff_settled", "cutoff_settled_report"],
+            Settles::ByPartner => &[
+                "cutoff_rejected",
+                "cutoff_settled",
+                "cutoff_settled_report",
+                "cutoff_accounts_failed",
+            ],
         },
         peak(pid),
     ));
@@ -415,7 +420,7 @@ pub async fn measure(
             "returned",
             "return files in the drop → every return applied and its file recorded",
             started,
-            &["cutoff_returned"],
+            &["cutoff_returned", "cutoff_accounts_failed"],
             peak(pid),
         ));
     }
@@ -469,6 +474,7 @@ pub async fn measure(
             "cutoff_settled",
             "cutoff_settled_report",
             "cutoff_returned",
+            "cutoff_accounts_failed",
             "cutoff_delivered",
         ],
     });
