@@ -1,6 +1,6 @@
 //! [`PartnerApiTransport`]: the file drop of a partner bank that takes payments through a
 //! signed HTTPS API rather than files (the Interac e-Transfer partner protocol of
-//! `bank_formats::interac`, described in `docs/rails/interac.md`).
+//! `bank_formats::interac`, described in docs/RAILS.md, "Interac e-Transfer partner API").
 //!
 //! - upload = `POST {base_url}/v1/batches` with the batch request as body, `Idempotency-Key:
 //!   <file name>` and a signature; 201 is [`UploadOutcome::Uploaded`], 200 (the same key with

@@ -1,7 +1,7 @@
 //! `cad/digital`: Interac e-Transfer through a partner bank's HTTPS bulk API, one signed JSON
 //! batch request per closed batch (or several when it has more than [`LIMITS`] allows, each with
 //! its own `batch_id`), read back from the partner's status reports (the protocol of
-//! `bank_formats::interac`, described in `docs/rails/interac.md`).
+//! `bank_formats::interac`, described in docs/RAILS.md, "Interac e-Transfer partner API").
 //!
 //! Field mapping of the batch request:
 //! - `batch_id`: the batch id (32 hex digits, then `-<part>` from a batch's second request on),

@@ -491,8 +491,8 @@ impl Metrics {
         registry.register(
             "rail_callback_bodies_held",
             format!(
-                "Partner callback bodies being read now (this process; at most {}, a callback \
-                 beyond that is refused as busy)",
+                "Partner callback bodies held now, being read or waiting for their report to be \
+                 applied (this process; at most {}, a callback beyond that is refused as busy)",
                 crate::partner_callbacks::MAX_CALLBACK_READERS
             ),
             callback_bodies_held.clone(),

@@ -47,7 +47,7 @@ pub enum CallbackRefusal {
     StaleSignature,
     /// A body longer than a callback may be.
     TooLarge,
-    /// More callbacks being read than the cap allows.
+    /// More callback bodies held (being read or applied) than the cap allows.
     Busy,
     /// A signature that does not match the body.
     BadSignature,

@@ -59,7 +59,7 @@ fn refused(refusal: CallbackRefused) -> ApiError {
     }
 }
 
-/// The `retry-after` of a callback refused because too many are being read.
+/// The `retry-after` of a callback refused because too many bodies are held.
 const BUSY_RETRY_AFTER_SECS: u64 = 1;
 
 #[utoipa::path(
@@ -74,9 +74,10 @@ const BUSY_RETRY_AFTER_SECS: u64 = 1;
         \"<t>.<body>\">`, checked in constant time; a timestamp further than the tolerance \
         (300 s) from payoutd's clock is refused. A missing (`AUTH101`), malformed or stale \
         (`AUTH104`) signature header and a `Content-Length` over 4 MiB (`REQ008`) are refused \
-        before the body is read; at most 8 bodies are read at once, and a callback beyond \
-        that is refused with 503 `SYS503` and `retry-after: 1`. The report is applied exactly \
-        as the same report read by polling: each payment's `deposited` settles its payout, \
+        before the body is read; at most 8 bodies are held at once, each until its report is \
+        applied, and a callback beyond that is refused with 503 `SYS503` and `retry-after: 1`. \
+        Pushed reports are applied one at a time, and a callback is answered once its report \
+        is. The report is applied exactly as the same report read by polling: each payment's `deposited` settles its payout, \
         `declined`, `expired`, `cancelled` and `failed` fail it with the partner's code while \
         it is in progress. A report already recorded (pushed twice, replayed, or polled first) \
         changes nothing and answers 204 again; a report that contradicts an earlier one (a \

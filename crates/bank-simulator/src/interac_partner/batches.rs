@@ -90,16 +90,13 @@ pub(super) fn post_batch(request: &Request, shared: &Arc<Shared>) -> Answer {
         let mut book = shared.book();
         let given = std::mem::take(&mut book.fates);
         let finals = report_for(&batch, &mut book, shared, None, |payment| {
-            given.get(&payment.payment_id).map_or_else(
-                || {
-                    fate(
-                        &shared.options,
-                        &payment.payment_id,
-                        &payment.recipient_email,
-                    )
-                },
-                |given| status_of(*given),
-            )
+            status_of(given.get(&payment.payment_id).copied().unwrap_or_else(|| {
+                fate(
+                    &shared.options,
+                    &payment.payment_id,
+                    &payment.recipient_email,
+                )
+            }))
         });
         book.fates = given;
         drop(book);
@@ -178,7 +175,7 @@ impl FailureOrCode {
     }
 }
 
-/// The status and code of a fate given by [`super::PartnerSimulator::decide`].
+/// The status a fate is reported with, and its code.
 pub(super) fn status_of(fate: Fate) -> (PaymentStatus, Option<FailureOrCode>) {
     match fate {
         Fate::Deposited => (PaymentStatus::Deposited, None),
@@ -188,23 +185,16 @@ pub(super) fn status_of(fate: Fate) -> (PaymentStatus, Option<FailureOrCode>) {
     }
 }
 
-/// A payment's final status: `failed` for an `invalid...` recipient, else by the hash of its
-/// id over the shares.
-pub(super) fn fate(
-    options: &PartnerOptions,
-    payment_id: &str,
-    recipient_email: &str,
-) -> (PaymentStatus, Option<FailureOrCode>) {
+/// A payment's drawn fate: `failed` for an `invalid...` recipient, else by the hash of its id
+/// over the shares.
+pub(super) fn fate(options: &PartnerOptions, payment_id: &str, recipient_email: &str) -> Fate {
     let local = recipient_email
         .split('@')
         .next()
         .unwrap_or_default()
         .to_ascii_lowercase();
     if local.starts_with("invalid") {
-        return (
-            PaymentStatus::Failed,
-            Some(FailureOrCode::Failure(FailureCode::InvalidRecipient)),
-        );
+        return Fate::Failed(FailureCode::InvalidRecipient);
     }
     let digest = Sha256::digest(payment_id.as_bytes());
     let mut first = [0u8; 8];
@@ -214,11 +204,11 @@ pub(super) fn fate(
     let total = deposited + declined + u64::from(options.expired_share);
     let point = u64::from_be_bytes(first) % total.max(1);
     if point < deposited {
-        (PaymentStatus::Deposited, None)
+        Fate::Deposited
     } else if point < deposited + declined {
-        (PaymentStatus::Declined, Some(FailureOrCode::Declined))
+        Fate::Declined
     } else {
-        (PaymentStatus::Expired, Some(FailureOrCode::Expired))
+        Fate::Expired
     }
 }
 

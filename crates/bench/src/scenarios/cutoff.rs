@@ -12,8 +12,8 @@
 //! and runs the cut-off with `payoutd admin run-cutoff`. Then it measures, as payoutd's time and
 //! peak RSS ([`steps`]): the cut-off to every file stored, to every file at the drop, to every
 //! payout `in_progress` with its reference; settlement (on the effective date, or the bank's
-//! pain.002, or the partner's final reports, which reject a tenth); a return file of a tenth of the payouts to every return applied; every event
-//! delivered. Verdicts: each step within `--max-ratio` of its reference; peak RSS at the large
+//! pain.002, or the partner's final reports, which reject a tenth); a return file of a tenth of
+//! the payouts to every return applied; every event delivered. Verdicts: each step within `--max-ratio` of its reference; peak RSS at the large
 //! size within `--max-rss-ratio` of the small size's; nothing lost (`payoutd admin
 //! check-ledger` clean, every payout in exactly one file, every payout a payment at the bank).
 
@@ -192,11 +192,7 @@ async fn run_one(
 ) -> anyhow::Result<Run> {
     let route = rail.method.route();
     let on = if citus.is_some() { " on Citus" } else { "" };
-    let dir = format!(
-        "{}{}",
-        setup::dir_name(rail.method),
-        if citus.is_some() { "-citus" } else { "" }
-    );
+    let dir = setup::run_name(rail.method, citus.is_some());
     eprintln!("payoutd-bench: [cutoff] {route}: seeding {payouts} payouts{on}");
     let receiver = Receiver::start(1_000).await?;
     let seeding = setup::Seeding::bench(env, args, rail, payouts, citus);

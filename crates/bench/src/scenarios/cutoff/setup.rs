@@ -289,11 +289,7 @@ impl Seeding {
         payouts: u64,
         citus: Option<&OnCitus>,
     ) -> Self {
-        let dir_name = format!(
-            "{}{}",
-            dir_name(rail.method),
-            if citus.is_some() { "-citus" } else { "" }
-        );
+        let dir_name = run_name(rail.method, citus.is_some());
         Self {
             database: format!(
                 "payoutd_bench_cutoff_{}_{payouts}",
@@ -460,7 +456,11 @@ pub async fn prepare(
     })
 }
 
-/// The route of `method` as a directory name (`usd-ach`).
-pub fn dir_name(method: PayoutMethod) -> String {
-    method.route().replace('/', "-")
+/// A run's name in file and directory names: the route (`usd-ach`), with `-citus` on Citus.
+pub fn run_name(method: PayoutMethod, on_citus: bool) -> String {
+    format!(
+        "{}{}",
+        method.route().replace('/', "-"),
+        if on_citus { "-citus" } else { "" }
+    )
 }
